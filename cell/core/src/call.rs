@@ -1,0 +1,78 @@
+//! Journal calls as the core receives them from its host, and the answers it gives.
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{LeaderUuid, NodeId, Seq};
+use crate::journal::{Command, Control, Entry, JournalView, Outcome, TooLarge};
+
+/// A call that is decided in the log.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum Call {
+    Write { leader: Option<LeaderUuid>, seq: Seq, records: Vec<Bytes> },
+    Truncate { leader: Option<LeaderUuid>, up_to: Seq },
+    SetLeader { new: LeaderUuid, old: Option<LeaderUuid> },
+}
+
+impl Call {
+    /// The command a leader proposes for this call.
+    #[must_use]
+    pub fn into_command(self) -> Command {
+        match self {
+            Call::Write { leader, seq, records } => Command::Write(Entry { leader, seq, records }),
+            Call::Truncate { leader, up_to } => Command::Control(Control::Truncate { leader, up_to }),
+            Call::SetLeader { new, old } => Command::Control(Control::SetLeader { new, old }),
+        }
+    }
+}
+
+/// How a decided call ended, as far as this node knows.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum CallAnswer {
+    /// The verdict the fold gave the call's slot.
+    Verdict(Outcome),
+    /// Over the batch limits; proposed nowhere.
+    TooLarge(TooLarge),
+    /// This node does not lead; it believes `leader` does.
+    Redirect { leader: Option<NodeId> },
+    /// The slot chose another command, or the call outlived its patience: it may or may not
+    /// have taken effect.
+    NoVerdict,
+    /// Too many calls already wait here (the bound is `calls_max`); nothing was proposed.
+    Busy,
+}
+
+/// How fresh a read must be.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum Consistency {
+    /// Sees every write acknowledged before the read started: the server confirms a quorum's
+    /// accepted watermark and waits until its fold covers it.
+    Linearizable,
+    /// Served once this server's fold reached `next_seq ≥ seq` (read-your-writes).
+    AtLeast(Seq),
+}
+
+/// A page request.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct ReadRequest {
+    pub from: Seq,
+    /// Records at most; 0 means the server's page size. Capped at the server's page size.
+    pub limit: u32,
+    /// Record bytes at most (a page always holds at least one record); 0 means the server's.
+    pub max_bytes: u32,
+    /// Ticks a read at the tail may wait for a record or a truncation (capped by the server).
+    pub wait_ticks: u32,
+    pub consistency: Consistency,
+}
+
+/// The answer to a read.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum ReadAnswer {
+    /// Records dense from `from` (possibly none: at the tail after the wait).
+    Page { from: Seq, records: Vec<Bytes>, view: JournalView },
+    /// `from` lies below `first_seq`.
+    Truncated(JournalView),
+    /// This server cannot answer now (no quorum, election, not caught up, or the records lie
+    /// below a trim point it jumped to). Ask another.
+    Unserved,
+}

@@ -1,0 +1,103 @@
+//! A journal's membership and the tunables every role reads. Every bound is named here.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::NodeId;
+use crate::journal::{Limits, WriterMode};
+
+/// Who takes part in one journal.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct JournalConfig {
+    pub mode: WriterMode,
+    /// Acceptor + proposer + learner machines. A quorum is a strict majority of them.
+    pub voters: Vec<NodeId>,
+    /// Learner-only replicas: they receive chosen commands and never vote.
+    pub learners: Vec<NodeId>,
+}
+
+impl JournalConfig {
+    /// The number of voters that make a quorum.
+    #[must_use]
+    pub fn quorum(&self) -> usize {
+        self.voters.len() / 2 + 1
+    }
+
+    /// Panics unless the membership is well formed.
+    pub fn assert_valid(&self) {
+        assert!(!self.voters.is_empty(), "a journal has at least one voter");
+        let mut all: Vec<NodeId> = self.voters.iter().chain(&self.learners).copied().collect();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), self.voters.len() + self.learners.len(), "members are distinct");
+    }
+}
+
+/// Timing and size bounds. Ticks are the host's clock unit (100 ms in production).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Tunables {
+    /// A follower that hears no leader for a draw in `[election_ticks_min, election_ticks_max)`
+    /// starts an election; a leader that hears no quorum for `election_ticks_min` steps down.
+    pub election_ticks_min: u32,
+    pub election_ticks_max: u32,
+    /// Slots a leader may have proposed but not yet seen chosen.
+    pub pipeline_slots_max: u32,
+    /// Calls a leader may hold waiting for the window, plus calls waiting for their slot.
+    pub calls_max: u32,
+    /// Ticks a held call waits for its slot to apply before it is answered `NoVerdict`.
+    pub call_ticks_max: u32,
+    /// Slots one catch-up answer carries.
+    pub catch_up_slots_max: u32,
+    /// Ticks between catch-up requests while behind.
+    pub catch_up_ticks: u32,
+    /// Ticks a read may wait for its quorum round or its position before `Unserved`.
+    pub read_ticks_max: u32,
+    /// Reads held at once; more are answered `Unserved`.
+    pub reads_max: u32,
+    /// The page size: records and record bytes (a page holds at least one record).
+    pub page_records_max: u32,
+    pub page_bytes_max: u32,
+    /// The longest long-poll at the tail, in ticks.
+    pub wait_ticks_max: u32,
+    pub limits: Limits,
+}
+
+impl Default for Tunables {
+    fn default() -> Self {
+        Tunables {
+            election_ticks_min: 10,
+            election_ticks_max: 20,
+            pipeline_slots_max: 256,
+            calls_max: 4096,
+            call_ticks_max: 50,
+            catch_up_slots_max: 256,
+            catch_up_ticks: 2,
+            read_ticks_max: 20,
+            reads_max: 4096,
+            page_records_max: 256,
+            page_bytes_max: 64 * 1024,
+            wait_ticks_max: 10,
+            limits: Limits::default(),
+        }
+    }
+}
+
+impl Tunables {
+    /// Panics unless every bound is usable.
+    pub fn assert_valid(&self) {
+        assert!(self.election_ticks_min >= 2, "an election timeout spans at least two ticks");
+        assert!(self.election_ticks_max > self.election_ticks_min, "the election draw has a range");
+        for (v, name) in [
+            (self.pipeline_slots_max, "pipeline_slots_max"),
+            (self.calls_max, "calls_max"),
+            (self.call_ticks_max, "call_ticks_max"),
+            (self.catch_up_slots_max, "catch_up_slots_max"),
+            (self.catch_up_ticks, "catch_up_ticks"),
+            (self.read_ticks_max, "read_ticks_max"),
+            (self.reads_max, "reads_max"),
+            (self.page_records_max, "page_records_max"),
+            (self.page_bytes_max, "page_bytes_max"),
+        ] {
+            assert!(v > 0, "{name} is at least 1");
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! Identifiers and positions. Every id is its own type so a slot can never be passed where a
+//! sequence number is expected.
+
+use core::fmt;
+use serde::{Deserialize, Serialize};
+
+macro_rules! id_u64 {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+        pub struct $name(pub u64);
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({:x})", stringify!($name), self.0)
+            }
+        }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{:016x}", self.0)
+            }
+        }
+    };
+}
+
+id_u64!(
+    /// A voter or replica machine. Minted at random on first start; never reused.
+    NodeId
+);
+id_u64!(
+    /// A customer. Random, drawn by the registry.
+    TenantId
+);
+id_u64!(
+    /// A journal within its tenant. Random, drawn by the registry.
+    JournalId
+);
+
+/// The full name of a journal on the wire and in storage: `(tenant, journal)`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub struct JournalKey {
+    pub tenant: TenantId,
+    pub journal: JournalId,
+}
+
+impl fmt::Debug for JournalKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.tenant, self.journal)
+    }
+}
+
+/// A record position. Dense, assigned at apply; never shown as a Paxos slot.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub struct Seq(pub u64);
+
+impl Seq {
+    /// The position `n` records further on.
+    #[must_use]
+    pub fn plus(self, n: u64) -> Seq {
+        Seq(self.0.checked_add(n).expect("a sequence number never overflows u64"))
+    }
+}
+
+impl fmt::Debug for Seq {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "seq{}", self.0)
+    }
+}
+
+/// A Paxos log index of one journal. Internal: tenants never see slots.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub struct Slot(pub u64);
+
+impl Slot {
+    /// The next slot.
+    #[must_use]
+    pub fn next(self) -> Slot {
+        Slot(self.0.checked_add(1).expect("a slot never overflows u64"))
+    }
+}
+
+impl fmt::Debug for Slot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "slot{}", self.0)
+    }
+}
+
+/// A Paxos ballot, ordered by round, then node.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub struct Ballot {
+    pub round: u64,
+    pub node: NodeId,
+}
+
+impl Ballot {
+    /// The ballot no proposer ever uses: every real ballot is above it.
+    pub const ZERO: Ballot = Ballot { round: 0, node: NodeId(0) };
+}
+
+impl fmt::Debug for Ballot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "b{}.{:x}", self.round, self.node.0)
+    }
+}
+
+/// The writer's fence: a non-zero u128 chosen by the client, invisible to Paxos.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct LeaderUuid(u128);
+
+impl LeaderUuid {
+    /// The uuid `raw`, or `None` for zero (the unset uuid never leads).
+    #[must_use]
+    pub fn new(raw: u128) -> Option<LeaderUuid> {
+        (raw != 0).then_some(LeaderUuid(raw))
+    }
+
+    /// The raw non-zero value.
+    #[must_use]
+    pub fn get(self) -> u128 {
+        self.0
+    }
+}
+
+impl fmt::Debug for LeaderUuid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "uuid{:08x}", (self.0 >> 96) as u32)
+    }
+}
+
+impl fmt::Display for LeaderUuid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:032x}", self.0)
+    }
+}
+
+/// The host's handle for a journal call it is waiting on; echoed in the answer.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+pub struct CallId(pub u64);
+
+/// The host's handle for a read it is waiting on; echoed in the answer.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+pub struct ReadId(pub u64);

@@ -1,0 +1,212 @@
+//! The data the fold works over: state, view, commands and outcomes.
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{LeaderUuid, Seq};
+
+/// How a journal is written, fixed when it is created.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub enum WriterMode {
+    /// One writer at a time, fenced by a [`LeaderUuid`]; writes land exactly at `next_seq`.
+    #[default]
+    Single,
+    /// Anyone appends at the tail, unfenced, at least once.
+    Multi,
+}
+
+/// The fold of a journal's chosen commands. `term` is internal; [`JournalView`] is what calls see.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct JournalState {
+    pub leader: Option<LeaderUuid>,
+    pub term: u64,
+    pub next_seq: Seq,
+    pub first_seq: Seq,
+}
+
+impl JournalState {
+    /// What an answer reports: the state without the term.
+    #[must_use]
+    pub fn view(&self) -> JournalView {
+        JournalView { leader: self.leader, first_seq: self.first_seq, next_seq: self.next_seq }
+    }
+
+    /// Panics unless the state's own invariants hold.
+    pub fn assert_invariants(&self) {
+        assert!(self.first_seq <= self.next_seq, "first_seq never passes next_seq: {self:?}");
+        assert_eq!(self.leader.is_some(), self.term > 0, "a leader exists iff term > 0: {self:?}");
+    }
+}
+
+/// The journal's leader and retained range, carried by every answer.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct JournalView {
+    pub leader: Option<LeaderUuid>,
+    pub first_seq: Seq,
+    pub next_seq: Seq,
+}
+
+/// One client Write: `records` for positions `[seq, seq + len)`, in one slot.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Entry {
+    /// The writer's fence; `None` for a multi-writer append.
+    pub leader: Option<LeaderUuid>,
+    pub seq: Seq,
+    pub records: Vec<Bytes>,
+}
+
+impl Entry {
+    /// The number of records in the batch.
+    #[must_use]
+    pub fn count(&self) -> u64 {
+        self.records.len() as u64
+    }
+
+    /// The total record bytes in the batch.
+    #[must_use]
+    pub fn bytes(&self) -> u64 {
+        self.records.iter().map(|r| r.len() as u64).sum()
+    }
+}
+
+/// A log command that is not a write.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum Control {
+    /// Drop every record below `up_to` (the first position the caller still needs).
+    Truncate { leader: Option<LeaderUuid>, up_to: Seq },
+    /// Compare-and-set the writer fence from `old` to `new`.
+    SetLeader { new: LeaderUuid, old: Option<LeaderUuid> },
+    /// Gap filler proposed by a new consensus leader: decides a slot, changes nothing.
+    Noop,
+}
+
+/// What one Paxos slot holds.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum Command {
+    Write(Entry),
+    Control(Control),
+}
+
+impl Command {
+    /// A 64-bit FNV-1a fingerprint over the whole command, so a leader can tell whether an
+    /// `Accepted` names the command it proposed. Not a security boundary.
+    #[must_use]
+    pub fn digest(&self) -> u64 {
+        let mut h = Fnv::new();
+        match self {
+            Command::Write(e) => {
+                h.u8(1);
+                h.uuid(e.leader);
+                h.u64(e.seq.0);
+                h.u64(e.count());
+                for r in &e.records {
+                    h.u64(r.len() as u64);
+                    h.bytes(r);
+                }
+            }
+            Command::Control(Control::Truncate { leader, up_to }) => {
+                h.u8(2);
+                h.uuid(*leader);
+                h.u64(up_to.0);
+            }
+            Command::Control(Control::SetLeader { new, old }) => {
+                h.u8(3);
+                h.uuid(Some(*new));
+                h.uuid(*old);
+            }
+            Command::Control(Control::Noop) => h.u8(4),
+        }
+        h.0
+    }
+
+    /// The records this command would append, if it is a write.
+    #[must_use]
+    pub fn entry(&self) -> Option<&Entry> {
+        match self {
+            Command::Write(e) => Some(e),
+            Command::Control(_) => None,
+        }
+    }
+}
+
+struct Fnv(u64);
+
+impl Fnv {
+    fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        for &x in b {
+            self.0 ^= u64::from(x);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn u8(&mut self, x: u8) {
+        self.bytes(&[x]);
+    }
+    fn u64(&mut self, x: u64) {
+        self.bytes(&x.to_be_bytes());
+    }
+    fn uuid(&mut self, x: Option<LeaderUuid>) {
+        self.bytes(&x.map_or(0, LeaderUuid::get).to_be_bytes());
+    }
+}
+
+/// The verdict the fold gives one slot's command.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum Outcome {
+    /// The batch took `[seq, seq + count)`.
+    Accepted { seq: Seq, count: u64 },
+    /// A byte-identical retry of the write accepted at `seq`: acknowledged, nothing moved.
+    Duplicate { seq: Seq, count: u64 },
+    /// Refused in place; the view it was judged against.
+    Refused(JournalView),
+    /// The write starts below `first_seq`: whether it was ever accepted is unknowable here.
+    Truncated(JournalView),
+    /// The call is shaped for the other writer mode.
+    WrongMode(JournalView),
+    /// SetLeader won; the view after it.
+    Won(JournalView),
+    /// SetLeader lost its compare-and-set; the view it was judged against.
+    Lost(JournalView),
+    /// Truncate applied; the view after it.
+    Trimmed(JournalView),
+    /// Truncate from a caller that is not the writer in force.
+    TruncateRefused(JournalView),
+    /// A gap filler.
+    Noop,
+}
+
+/// Batch limits, judged before anything is proposed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Limits {
+    pub write_records_max: u32,
+    pub write_bytes_max: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { write_records_max: 1024, write_bytes_max: 1 << 20 }
+    }
+}
+
+/// A write over the batch limits; names both limits of the node that judged it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize, thiserror::Error)]
+#[error("batch over the limits: at most {max_records} records and {max_bytes} bytes")]
+pub struct TooLarge {
+    pub max_records: u32,
+    pub max_bytes: u64,
+}
+
+impl Limits {
+    /// Judges a write's size before it is proposed.
+    ///
+    /// # Errors
+    /// [`TooLarge`] naming both limits when the batch has too many records or bytes.
+    pub fn check(&self, entry: &Entry) -> Result<(), TooLarge> {
+        if entry.count() > u64::from(self.write_records_max) || entry.bytes() > self.write_bytes_max {
+            return Err(TooLarge { max_records: self.write_records_max, max_bytes: self.write_bytes_max });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,23 @@
+//! paros-core: the sans-IO heart of paros.
+//!
+//! One [`journal::Fold`] judges chosen commands; one Multi-Paxos instance per journal chooses
+//! them, written as three roles — [`Acceptor`], [`Proposer`], [`Learner`] — and two wirings:
+//! [`Voter`] (all three roles, on a node) and [`Replica`] (learner only). Inputs are `step`,
+//! `tick`, `propose` and `read`; output is one [`Ready`] per round, then `advance()`.
+//! Nothing here does IO, reads a clock, draws randomness, or spawns a task.
+
+pub mod call;
+pub mod config;
+pub mod ids;
+pub mod journal;
+pub mod log;
+pub mod message;
+pub mod ready;
+pub mod rng;
+
+pub use call::{Call, CallAnswer, Consistency, ReadAnswer, ReadRequest};
+pub use config::{JournalConfig, Tunables};
+pub use ids::{Ballot, CallId, JournalId, JournalKey, LeaderUuid, NodeId, ReadId, Seq, Slot, TenantId};
+pub use log::{Durable, LogEntry, WriteOp};
+pub use message::{Message, Outbound};
+pub use ready::{Applied, Ready};

@@ -1,0 +1,64 @@
+//! The per-journal protocol messages. Each says who sends it to whom.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{Ballot, NodeId, Slot};
+use crate::journal::{Command, JournalState};
+
+/// One slot's value as an acceptor reports it in a [`Message::Promise`].
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Reported {
+    pub slot: Slot,
+    /// The ballot it was accepted at; `None` when the acceptor knows the command is chosen
+    /// (it outranks every ballot).
+    pub ballot: Option<Ballot>,
+    pub command: Command,
+}
+
+/// A protocol message about one journal. The host adds the journal key and the addresses.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum Message {
+    /// Proposer → acceptors: promise nothing below `ballot` for any slot ≥ `from`.
+    Prepare { ballot: Ballot, from: Slot },
+    /// Acceptor → proposer: promised `ballot`; every value held from `from` on.
+    Promise { ballot: Ballot, from: Slot, accepted: Vec<Reported> },
+    /// Acceptor → proposer: refused `ballot`: it promised `promised`, or `from` lies below its
+    /// `floor` (it no longer knows those slots and will not pretend it accepted nothing there).
+    Nack { ballot: Ballot, promised: Ballot, floor: Slot },
+    /// Proposer → acceptors: accept these slots' commands under `ballot`; everything below
+    /// `commit` is chosen.
+    Accept { ballot: Ballot, entries: Vec<(Slot, Command)>, commit: Slot },
+    /// Acceptor → proposer: accepted these slots under `ballot`, each with the digest of the
+    /// command it holds there.
+    Accepted { ballot: Ballot, slots: Vec<(Slot, u64)> },
+    /// Leader → voters: still leading; everything below `commit` is chosen.
+    Heartbeat { ballot: Ballot, commit: Slot },
+    /// Leader → learner-only replicas: these newly chosen slots and their commands.
+    Chosen { entries: Vec<(Slot, Command)> },
+    /// Laggard → peer: send me the chosen commands from `from` on.
+    CatchUpRequest { from: Slot },
+    /// Peer → laggard: chosen commands, contiguous from the requested slot.
+    CatchUpResponse { entries: Vec<(Slot, Command)> },
+    /// Peer → laggard: everything below `point` is chosen and gone here; `state` is its fold.
+    TrimmedTo { from: Slot, point: Slot, state: JournalState },
+    /// Reader → acceptors: your highest accepted slot, please (a linearizable read's round).
+    WatermarkRequest { read: u64 },
+    /// Acceptor → reader: every slot it accepted or knows chosen is below `up_to`.
+    Watermark { read: u64, up_to: Slot },
+}
+
+impl Message {
+    /// A reply an acceptor produced from state that becomes durable in the same round: it
+    /// must not reach even this node's own proposer before that round is synced.
+    #[must_use]
+    pub fn needs_durable_sender(&self) -> bool {
+        matches!(self, Message::Promise { .. } | Message::Accepted { .. } | Message::Watermark { .. })
+    }
+}
+
+/// A message and where it goes.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Outbound {
+    pub to: NodeId,
+    pub message: Message,
+}

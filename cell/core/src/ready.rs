@@ -1,0 +1,59 @@
+//! One round's worth of effects, and the persist-before-send contract.
+
+use serde::{Deserialize, Serialize};
+
+use crate::call::{CallAnswer, ReadAnswer};
+use crate::ids::{CallId, ReadId, Slot};
+use crate::journal::Judged;
+use crate::log::WriteOp;
+use crate::message::Outbound;
+
+/// Everything a journal wants done since the last [`advance`](crate::Voter::advance).
+///
+/// **Persist before send.** The host must make every one of `writes` durable (one storage
+/// batch, one sync, shared with every other journal of the round) before any of `messages`,
+/// `answers` or `reads` leaves the process, and must call `advance()` only after that. A
+/// `Ready` taken and not advanced makes the next `ready()` panic: there is one round in flight.
+#[derive(Debug, Default)]
+#[must_use = "a Ready's writes must be persisted and its messages sent"]
+pub struct Ready {
+    pub writes: Vec<WriteOp>,
+    pub messages: Vec<Outbound>,
+    pub answers: Vec<(CallId, CallAnswer)>,
+    pub reads: Vec<(ReadId, ReadAnswer)>,
+    /// The slots this node applied in the round, with their verdicts (for audits and metrics).
+    pub applied: Vec<Applied>,
+}
+
+impl Ready {
+    /// True when the round asks for nothing.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.writes.is_empty()
+            && self.messages.is_empty()
+            && self.answers.is_empty()
+            && self.reads.is_empty()
+            && self.applied.is_empty()
+    }
+}
+
+/// One slot applied by the learner's walk.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Applied {
+    pub slot: Slot,
+    pub digest: u64,
+    pub judged: JudgedRecord,
+}
+
+/// A serializable copy of [`Judged`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct JudgedRecord {
+    pub outcome: crate::journal::Outcome,
+    pub blind: bool,
+}
+
+impl From<Judged> for JudgedRecord {
+    fn from(j: Judged) -> Self {
+        JudgedRecord { outcome: j.outcome, blind: j.blind }
+    }
+}

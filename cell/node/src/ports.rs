@@ -1,0 +1,90 @@
+//! The host's ports: storage, transport, clock. Implemented by paros-store (fjall), paros-bus
+//! (in-process, NATS) and by the simulation; the round logic never knows which.
+
+use paros_core::{Durable, JournalConfig, JournalKey, Message, NodeId, WriteOp};
+use serde::{Deserialize, Serialize};
+
+/// A storage fault. Unknown, not "not done": the process must stop and recover from disk.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("storage write failed: {0}")]
+    Write(String),
+    #[error("storage sync failed: {0}")]
+    Sync(String),
+    #[error("storage read failed: {0}")]
+    Read(String),
+    /// The store's format marker names a layout this build does not read.
+    #[error("storage format {found} is not the supported {supported}")]
+    Format { found: u32, supported: u32 },
+}
+
+/// Everything one journal holds on disk, as read back at boot.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct StoredJournal {
+    pub key: JournalKey,
+    pub config: JournalConfig,
+    pub durable: Durable,
+}
+
+/// A machine's durable storage for every journal placed on it.
+///
+/// The host is the single committer: each round it calls `write` once with every journal's
+/// writes (one atomic batch), then `sync` once, and only then lets messages leave.
+pub trait LogStore: Send + 'static {
+    /// The machine identity recorded at first start, if any.
+    ///
+    /// # Errors
+    /// [`StoreError::Read`] or [`StoreError::Format`].
+    fn identity(&self) -> Result<Option<NodeId>, StoreError>;
+
+    /// Records the machine identity (first start only) and makes it durable.
+    ///
+    /// # Errors
+    /// Any storage fault.
+    fn set_identity(&mut self, node: NodeId) -> Result<(), StoreError>;
+
+    /// Records a journal's configuration and makes it durable (placement is rare).
+    ///
+    /// # Errors
+    /// Any storage fault.
+    fn put_config(&mut self, key: JournalKey, config: &JournalConfig) -> Result<(), StoreError>;
+
+    /// Writes one atomic batch of many journals' writes. Not durable until [`LogStore::sync`].
+    ///
+    /// # Errors
+    /// Any storage fault; the host then stops the process.
+    fn write(&mut self, batch: &[(JournalKey, Vec<WriteOp>)]) -> Result<(), StoreError>;
+
+    /// Makes every write so far durable (fdatasync).
+    ///
+    /// # Errors
+    /// Any storage fault; the host then stops the process.
+    fn sync(&mut self) -> Result<(), StoreError>;
+
+    /// Reads back every journal placed here: config, promise, floor, sealed state, chosen
+    /// index and retained log.
+    ///
+    /// # Errors
+    /// Any storage fault.
+    fn load(&self) -> Result<Vec<StoredJournal>, StoreError>;
+}
+
+/// One protocol message about one journal, as it travels between machines.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Envelope {
+    pub journal: JournalKey,
+    pub from: NodeId,
+    pub message: Message,
+}
+
+/// Sends protocol messages. Lossy: may drop, delay, reorder or duplicate (Paxos tolerates it).
+/// Many envelopes for one destination travel as one bus message.
+pub trait Transport: Send + 'static {
+    fn send(&mut self, to: NodeId, envelopes: Vec<Envelope>);
+}
+
+/// The host's clock, in host ticks since an arbitrary start. Injected so the simulation
+/// drives time.
+pub trait Clock: Send + 'static {
+    fn now_ms(&self) -> u64;
+}
