@@ -1,1 +1,2 @@
 pub mod ports;
+pub mod rpc;
