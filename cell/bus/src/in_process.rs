@@ -1,0 +1,245 @@
+//! The in-process bus: one bounded tokio channel per registered node.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use paros_core::NodeId;
+use paros_node::ports::{Envelope, Transport};
+use paros_node::rpc::{Incoming, NodeAnswer, NodeRequest, Rpc, RpcError};
+use tokio::sync::{mpsc, oneshot};
+
+/// A snapshot of an [`InProcessBus`]'s counters, totals since the bus was created.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct BusStats {
+    /// Protocol bus messages (one batch for one destination each) put into an inbox.
+    pub messages_sent: u64,
+    /// Envelopes carried by those bus messages.
+    pub envelopes_sent: u64,
+    /// Protocol bus messages dropped: unknown (or unregistered) destination, or full inbox.
+    pub dropped: u64,
+    /// Requests made, whatever their outcome.
+    pub requests: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    messages_sent: AtomicU64,
+    envelopes_sent: AtomicU64,
+    dropped: AtomicU64,
+    requests: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    inboxes: Mutex<HashMap<NodeId, mpsc::Sender<Incoming>>>,
+    counters: Counters,
+}
+
+/// An in-process bus: a cloneable handle to one routing table of node inboxes.
+///
+/// Every node [`register`](InProcessBus::register)s a bounded inbox and gets back a
+/// [`BusEndpoint`] to send with and the receiver of its inbox. Clones share the table and the
+/// counters. The bus itself also implements [`Rpc`], for callers that are not nodes (a
+/// gateway, a CLI, a test).
+#[derive(Clone, Debug, Default)]
+pub struct InProcessBus {
+    shared: Arc<Shared>,
+}
+
+impl InProcessBus {
+    /// An empty bus: no node registered, every counter zero.
+    #[must_use]
+    pub fn new() -> InProcessBus {
+        InProcessBus::default()
+    }
+
+    /// Registers `node` with an inbox of `inbox_capacity` items (at least 1) and returns its
+    /// endpoint and the receiving end of its inbox.
+    ///
+    /// Registering a node that is already registered replaces its inbox (a restarted node):
+    /// the old receiver gets nothing more.
+    pub fn register(
+        &self,
+        node: NodeId,
+        inbox_capacity: usize,
+    ) -> (BusEndpoint, mpsc::Receiver<Incoming>) {
+        let (tx, rx) = mpsc::channel(inbox_capacity.max(1));
+        self.inboxes().insert(node, tx);
+        (
+            BusEndpoint {
+                node,
+                bus: self.clone(),
+            },
+            rx,
+        )
+    }
+
+    /// Removes `node` from the bus, as if it crashed: later protocol sends to it are dropped
+    /// and counted, later requests to it fail at once with [`RpcError::NoRoute`]. What already
+    /// sits in its inbox stays there for whoever holds the receiver. Returns whether `node`
+    /// was registered.
+    pub fn unregister(&self, node: NodeId) -> bool {
+        self.inboxes().remove(&node).is_some()
+    }
+
+    /// Whether `node` is registered and its inbox receiver is still alive.
+    #[must_use]
+    pub fn is_registered(&self, node: NodeId) -> bool {
+        self.inboxes().get(&node).is_some_and(|tx| !tx.is_closed())
+    }
+
+    /// The counters so far.
+    #[must_use]
+    pub fn stats(&self) -> BusStats {
+        let c = &self.shared.counters;
+        BusStats {
+            messages_sent: c.messages_sent.load(Ordering::Relaxed),
+            envelopes_sent: c.envelopes_sent.load(Ordering::Relaxed),
+            dropped: c.dropped.load(Ordering::Relaxed),
+            requests: c.requests.load(Ordering::Relaxed),
+        }
+    }
+
+    fn inboxes(&self) -> std::sync::MutexGuard<'_, HashMap<NodeId, mpsc::Sender<Incoming>>> {
+        // Nothing panics while holding the lock; a poisoned table is still a valid table.
+        self.shared
+            .inboxes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The sender into `node`'s inbox, if it is registered and its receiver is alive. A
+    /// registration whose receiver was dropped is forgotten here.
+    fn route(&self, node: NodeId) -> Option<mpsc::Sender<Incoming>> {
+        let mut inboxes = self.inboxes();
+        match inboxes.get(&node) {
+            Some(tx) if tx.is_closed() => {
+                inboxes.remove(&node);
+                None
+            }
+            Some(tx) => Some(tx.clone()),
+            None => None,
+        }
+    }
+
+    /// Sends one protocol batch from `from` to `to` without waiting; drops and counts it when
+    /// `to` is unknown or its inbox is full. An empty batch is not sent.
+    fn send_protocol(&self, from: NodeId, to: NodeId, envelopes: Vec<Envelope>) {
+        if envelopes.is_empty() {
+            return;
+        }
+        let c = &self.shared.counters;
+        let count = envelopes.len() as u64;
+        let Some(tx) = self.route(to) else {
+            c.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        match tx.try_send(Incoming::Protocol { from, envelopes }) {
+            Ok(()) => {
+                c.messages_sent.fetch_add(1, Ordering::Relaxed);
+                c.envelopes_sent.fetch_add(count, Ordering::Relaxed);
+            }
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                c.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                c.dropped.fetch_add(1, Ordering::Relaxed);
+                self.forget_closed(to);
+            }
+        }
+    }
+
+    /// Forgets `node`'s registration if its receiver is gone (not if it re-registered since).
+    fn forget_closed(&self, node: NodeId) {
+        let mut inboxes = self.inboxes();
+        if inboxes.get(&node).is_some_and(mpsc::Sender::is_closed) {
+            inboxes.remove(&node);
+        }
+    }
+
+    async fn call(
+        &self,
+        to: NodeId,
+        request: NodeRequest,
+        deadline: Duration,
+    ) -> Result<NodeAnswer, RpcError> {
+        self.shared
+            .counters
+            .requests
+            .fetch_add(1, Ordering::Relaxed);
+        let tx = self.route(to).ok_or(RpcError::NoRoute(to))?;
+        let (reply, answer) = oneshot::channel();
+        let exchange = async {
+            // Requests are not retried by Paxos: a full inbox is waited on, not dropped.
+            if tx.send(Incoming::Request { request, reply }).await.is_err() {
+                self.forget_closed(to);
+                return Err(RpcError::NoRoute(to));
+            }
+            answer.await.map_err(|_| RpcError::Dropped)
+        };
+        tokio::time::timeout(deadline, exchange)
+            .await
+            .unwrap_or(Err(RpcError::Timeout))
+    }
+}
+
+impl Rpc for InProcessBus {
+    /// Puts the request into `to`'s inbox (waiting while it is full) and waits for the answer,
+    /// all within `deadline`.
+    fn request(
+        &self,
+        to: NodeId,
+        request: NodeRequest,
+        deadline: Duration,
+    ) -> impl Future<Output = Result<NodeAnswer, RpcError>> + Send {
+        self.call(to, request, deadline)
+    }
+}
+
+/// One node's handle on an [`InProcessBus`]: sends protocol batches as that node and makes
+/// requests to other nodes. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct BusEndpoint {
+    node: NodeId,
+    bus: InProcessBus,
+}
+
+impl BusEndpoint {
+    /// The node this endpoint sends as.
+    #[must_use]
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+
+    /// The bus this endpoint is attached to.
+    #[must_use]
+    pub fn bus(&self) -> &InProcessBus {
+        &self.bus
+    }
+}
+
+impl Transport for BusEndpoint {
+    /// Puts `envelopes` into `to`'s inbox as one [`Incoming::Protocol`] without waiting. An
+    /// unknown destination or a full inbox drops the batch and counts it in
+    /// [`BusStats::dropped`]: Paxos tolerates loss.
+    fn send(&mut self, to: NodeId, envelopes: Vec<Envelope>) {
+        self.bus.send_protocol(self.node, to, envelopes);
+    }
+}
+
+impl Rpc for BusEndpoint {
+    /// As [`InProcessBus`]'s `request`: errors are [`RpcError::NoRoute`] for an unknown node,
+    /// [`RpcError::Timeout`] at the deadline, [`RpcError::Dropped`] when the node drops the
+    /// responder unanswered.
+    fn request(
+        &self,
+        to: NodeId,
+        request: NodeRequest,
+        deadline: Duration,
+    ) -> impl Future<Output = Result<NodeAnswer, RpcError>> + Send {
+        self.bus.call(to, request, deadline)
+    }
+}

@@ -1,0 +1,137 @@
+//! The wire codec: round trips, versions, garbage.
+
+use bytes::Bytes;
+use paros_bus::{CodecError, WIRE_VERSION, decode, encode};
+use paros_core::journal::{Command, Entry};
+use paros_core::{
+    Call, CallAnswer, JournalId, JournalKey, LeaderUuid, Message, NodeId, Seq, Slot, TenantId,
+};
+use paros_node::ports::Envelope;
+use paros_node::rpc::{NodeAnswer, NodeRequest};
+use proptest::prelude::*;
+
+fn key() -> JournalKey {
+    JournalKey {
+        tenant: TenantId(0xdead_beef),
+        journal: JournalId(0x1234_5678_9abc),
+    }
+}
+
+fn write_envelope(records: Vec<Bytes>) -> Envelope {
+    let node = NodeId(0x42);
+    Envelope {
+        journal: key(),
+        from: node,
+        message: Message::CatchUpResponse {
+            entries: vec![(
+                Slot(17),
+                Command::Write(Entry {
+                    leader: LeaderUuid::new(99),
+                    seq: Seq(1000),
+                    records,
+                }),
+            )],
+        },
+    }
+}
+
+#[test]
+fn an_envelope_batch_with_a_write_round_trips() {
+    let batch = vec![
+        write_envelope(vec![
+            Bytes::from_static(b"first"),
+            Bytes::new(),
+            Bytes::from(vec![0u8, 255, 7, 1]),
+        ]),
+        write_envelope(vec![Bytes::from(vec![0xab; 4096])]),
+    ];
+    let wire = encode(&batch);
+    assert_eq!(wire[0], WIRE_VERSION);
+    assert_eq!(decode::<Vec<Envelope>>(&wire), Ok(batch));
+}
+
+#[test]
+fn requests_and_answers_round_trip() {
+    let request = NodeRequest::Call {
+        journal: key(),
+        call: Call::Write {
+            leader: LeaderUuid::new(5),
+            seq: Seq(0),
+            records: vec![Bytes::from_static(b"x")],
+        },
+    };
+    assert_eq!(decode::<NodeRequest>(&encode(&request)), Ok(request));
+    let answer = NodeAnswer::Call(CallAnswer::Redirect {
+        leader: Some(NodeId(3)),
+    });
+    assert_eq!(decode::<NodeAnswer>(&encode(&answer)), Ok(answer));
+}
+
+#[test]
+fn an_unknown_version_is_rejected() {
+    let mut wire = encode(&vec![write_envelope(vec![Bytes::from_static(b"r")])]);
+    for version in [0u8, 2, 255] {
+        wire[0] = version;
+        assert_eq!(
+            decode::<Vec<Envelope>>(&wire),
+            Err(CodecError::Version(version))
+        );
+    }
+}
+
+#[test]
+fn empty_input_is_malformed() {
+    assert!(matches!(
+        decode::<Vec<Envelope>>(&[]),
+        Err(CodecError::Malformed(_))
+    ));
+}
+
+#[test]
+fn garbage_is_malformed() {
+    // A version byte, then a variant index no NodeRequest has.
+    assert!(matches!(
+        decode::<NodeRequest>(&[WIRE_VERSION, 0x7f]),
+        Err(CodecError::Malformed(_))
+    ));
+    // Truncated: a valid message cut short.
+    let wire = encode(&vec![write_envelope(vec![Bytes::from_static(b"record")])]);
+    assert!(matches!(
+        decode::<Vec<Envelope>>(&wire[..wire.len() - 1]),
+        Err(CodecError::Malformed(_))
+    ));
+    // Trailing bytes after a whole value.
+    let mut long = encode(&NodeAnswer::UnknownJournal);
+    long.push(0);
+    assert!(matches!(
+        decode::<NodeAnswer>(&long),
+        Err(CodecError::Malformed(_))
+    ));
+    // A version byte alone.
+    assert!(matches!(
+        decode::<NodeAnswer>(&[WIRE_VERSION]),
+        Err(CodecError::Malformed(_))
+    ));
+}
+
+proptest! {
+    #[test]
+    fn arbitrary_bytes_never_panic_the_decoder(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+        let _ = decode::<Vec<Envelope>>(&bytes);
+        let _ = decode::<NodeRequest>(&bytes);
+        let _ = decode::<NodeAnswer>(&bytes);
+        let mut versioned = bytes.clone();
+        versioned.insert(0, WIRE_VERSION);
+        let _ = decode::<Vec<Envelope>>(&versioned);
+        let _ = decode::<NodeRequest>(&versioned);
+        let _ = decode::<NodeAnswer>(&versioned);
+    }
+
+    #[test]
+    fn arbitrary_write_records_round_trip(
+        records in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 0..16),
+    ) {
+        let batch = vec![write_envelope(records.into_iter().map(Bytes::from).collect())];
+        prop_assert_eq!(decode::<Vec<Envelope>>(&encode(&batch)), Ok(batch));
+    }
+}

@@ -1,0 +1,320 @@
+//! The in-process bus: protocol batches, requests and their failures, counters.
+
+use std::time::Duration;
+
+use paros_bus::{BusStats, InProcessBus};
+use paros_core::{Call, CallAnswer, JournalId, JournalKey, Message, NodeId, Seq, Slot, TenantId};
+use paros_node::ports::{Envelope, Transport};
+use paros_node::rpc::{Incoming, NodeAnswer, NodeRequest, Rpc, RpcError};
+
+const A: NodeId = NodeId(0x0a0a_0a0a);
+const B: NodeId = NodeId(0x0b0b_0b0b);
+const GHOST: NodeId = NodeId(0x6666);
+
+fn key() -> JournalKey {
+    JournalKey {
+        tenant: TenantId(7),
+        journal: JournalId(9),
+    }
+}
+
+fn catch_up(from: NodeId, round: u64) -> Envelope {
+    Envelope {
+        journal: key(),
+        from,
+        message: Message::CatchUpRequest { from: Slot(round) },
+    }
+}
+
+fn truncate_request() -> NodeRequest {
+    NodeRequest::Call {
+        journal: key(),
+        call: Call::Truncate {
+            leader: None,
+            up_to: Seq(3),
+        },
+    }
+}
+
+#[tokio::test]
+async fn a_protocol_batch_arrives_as_one_message() {
+    let bus = InProcessBus::new();
+    let (mut a, _a_inbox) = bus.register(A, 8);
+    let (_b, mut b_inbox) = bus.register(B, 8);
+
+    let batch = vec![catch_up(A, 1), catch_up(A, 2), catch_up(A, 3)];
+    a.send(B, batch.clone());
+
+    match b_inbox.recv().await.expect("an item") {
+        Incoming::Protocol { from, envelopes } => {
+            assert_eq!(from, A);
+            assert_eq!(envelopes, batch);
+        }
+        Incoming::Request { .. } => panic!("expected a protocol batch"),
+    }
+    assert_eq!(
+        bus.stats(),
+        BusStats {
+            messages_sent: 1,
+            envelopes_sent: 3,
+            dropped: 0,
+            requests: 0
+        }
+    );
+}
+
+#[tokio::test]
+async fn an_empty_batch_is_not_sent() {
+    let bus = InProcessBus::new();
+    let (mut a, _a_inbox) = bus.register(A, 8);
+    let (_b, mut b_inbox) = bus.register(B, 8);
+    a.send(B, Vec::new());
+    assert!(b_inbox.try_recv().is_err());
+    assert_eq!(bus.stats(), BusStats::default());
+}
+
+#[tokio::test]
+async fn a_request_is_answered() {
+    let bus = InProcessBus::new();
+    let (a, _a_inbox) = bus.register(A, 8);
+    let (_b, mut b_inbox) = bus.register(B, 8);
+
+    let server = tokio::spawn(async move {
+        match b_inbox.recv().await.expect("an item") {
+            Incoming::Request { request, reply } => {
+                assert_eq!(request, truncate_request());
+                reply
+                    .send(NodeAnswer::Call(CallAnswer::Busy))
+                    .expect("caller waits");
+            }
+            Incoming::Protocol { .. } => panic!("expected a request"),
+        }
+    });
+
+    let answer = a
+        .request(B, truncate_request(), Duration::from_secs(5))
+        .await;
+    assert_eq!(answer, Ok(NodeAnswer::Call(CallAnswer::Busy)));
+    server.await.expect("server ran");
+    assert_eq!(bus.stats().requests, 1);
+}
+
+#[tokio::test]
+async fn the_bus_itself_makes_requests() {
+    let bus = InProcessBus::new();
+    let (_b, mut b_inbox) = bus.register(B, 8);
+    tokio::spawn(async move {
+        while let Some(item) = b_inbox.recv().await {
+            if let Incoming::Request { reply, .. } = item {
+                let _ = reply.send(NodeAnswer::UnknownJournal);
+            }
+        }
+    });
+    let answer = bus
+        .request(B, truncate_request(), Duration::from_secs(5))
+        .await;
+    assert_eq!(answer, Ok(NodeAnswer::UnknownJournal));
+}
+
+#[tokio::test]
+async fn a_request_to_an_unknown_node_has_no_route() {
+    let bus = InProcessBus::new();
+    let (a, _a_inbox) = bus.register(A, 8);
+    let answer = a
+        .request(GHOST, truncate_request(), Duration::from_secs(5))
+        .await;
+    assert_eq!(answer, Err(RpcError::NoRoute(GHOST)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unregistered_node_is_gone() {
+    let bus = InProcessBus::new();
+    let (mut a, _a_inbox) = bus.register(A, 8);
+    let (_b, _b_inbox) = bus.register(B, 8);
+    assert!(bus.is_registered(B));
+    assert!(bus.unregister(B));
+    assert!(!bus.unregister(B));
+    assert!(!bus.is_registered(B));
+
+    let start = tokio::time::Instant::now();
+    let answer = a
+        .request(B, truncate_request(), Duration::from_secs(5))
+        .await;
+    assert_eq!(answer, Err(RpcError::NoRoute(B)));
+    assert_eq!(
+        start.elapsed(),
+        Duration::ZERO,
+        "fails fast, not at the deadline"
+    );
+
+    a.send(B, vec![catch_up(A, 1)]);
+    assert_eq!(
+        bus.stats(),
+        BusStats {
+            messages_sent: 0,
+            envelopes_sent: 0,
+            dropped: 1,
+            requests: 1
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_node_whose_inbox_is_dropped_has_no_route() {
+    let bus = InProcessBus::new();
+    let (mut a, _a_inbox) = bus.register(A, 8);
+    let (_b, b_inbox) = bus.register(B, 8);
+    drop(b_inbox);
+    assert!(!bus.is_registered(B));
+    let answer = a
+        .request(B, truncate_request(), Duration::from_secs(5))
+        .await;
+    assert_eq!(answer, Err(RpcError::NoRoute(B)));
+    a.send(B, vec![catch_up(A, 1)]);
+    assert_eq!(bus.stats().dropped, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unanswered_request_times_out_at_the_deadline() {
+    let bus = InProcessBus::new();
+    let (a, _a_inbox) = bus.register(A, 8);
+    // B holds its inbox (and so the responder) but never reads it.
+    let (_b, _b_inbox) = bus.register(B, 8);
+
+    let deadline = Duration::from_millis(750);
+    let start = tokio::time::Instant::now();
+    let answer = a.request(B, truncate_request(), deadline).await;
+    assert_eq!(answer, Err(RpcError::Timeout));
+    assert_eq!(start.elapsed(), deadline);
+}
+
+#[tokio::test]
+async fn a_dropped_responder_is_dropped() {
+    let bus = InProcessBus::new();
+    let (a, _a_inbox) = bus.register(A, 8);
+    let (_b, mut b_inbox) = bus.register(B, 8);
+
+    let server = tokio::spawn(async move {
+        match b_inbox.recv().await.expect("an item") {
+            Incoming::Request { reply, .. } => drop(reply),
+            Incoming::Protocol { .. } => panic!("expected a request"),
+        }
+    });
+
+    let answer = a
+        .request(B, truncate_request(), Duration::from_secs(5))
+        .await;
+    assert_eq!(answer, Err(RpcError::Dropped));
+    server.await.expect("server ran");
+}
+
+#[tokio::test]
+async fn a_request_left_in_a_dropped_inbox_is_dropped() {
+    let bus = InProcessBus::new();
+    let (a, _a_inbox) = bus.register(A, 8);
+    let (_b, b_inbox) = bus.register(B, 8);
+
+    let caller = tokio::spawn(async move {
+        a.request(B, truncate_request(), Duration::from_secs(5))
+            .await
+    });
+    // Wait until the request sits in the inbox, then the node stops without reading it.
+    while b_inbox.is_empty() {
+        tokio::task::yield_now().await;
+    }
+    drop(b_inbox);
+    assert_eq!(caller.await.expect("caller ran"), Err(RpcError::Dropped));
+}
+
+#[tokio::test]
+async fn a_full_inbox_drops_protocol_messages_and_counts_them() {
+    let bus = InProcessBus::new();
+    let (mut a, _a_inbox) = bus.register(A, 8);
+    let (_b, mut b_inbox) = bus.register(B, 2);
+
+    for round in 1..=5 {
+        a.send(B, vec![catch_up(A, round), catch_up(A, round)]);
+    }
+    assert_eq!(
+        bus.stats(),
+        BusStats {
+            messages_sent: 2,
+            envelopes_sent: 4,
+            dropped: 3,
+            requests: 0
+        }
+    );
+
+    // The first two arrived, in order; the rest are gone.
+    for round in 1..=2 {
+        match b_inbox.recv().await.expect("an item") {
+            Incoming::Protocol { envelopes, .. } => assert_eq!(envelopes[0], catch_up(A, round)),
+            Incoming::Request { .. } => panic!("expected a protocol batch"),
+        }
+    }
+    assert!(b_inbox.try_recv().is_err());
+
+    // With room again, sends go through.
+    a.send(B, vec![catch_up(A, 6)]);
+    assert!(b_inbox.try_recv().is_ok());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_waits_for_room_in_a_full_inbox() {
+    let bus = InProcessBus::new();
+    let (mut a, _a_inbox) = bus.register(A, 8);
+    let (_b, mut b_inbox) = bus.register(B, 1);
+    a.send(B, vec![catch_up(A, 1)]);
+
+    // Never drained: the request waits for room until the deadline.
+    let deadline = Duration::from_millis(300);
+    let start = tokio::time::Instant::now();
+    assert_eq!(
+        a.request(B, truncate_request(), deadline).await,
+        Err(RpcError::Timeout)
+    );
+    assert_eq!(start.elapsed(), deadline);
+
+    // Drained later: the request gets in and is answered.
+    let caller = {
+        let a = a.clone();
+        tokio::spawn(async move {
+            a.request(B, truncate_request(), Duration::from_secs(5))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(matches!(
+        b_inbox.recv().await,
+        Some(Incoming::Protocol { .. })
+    ));
+    match b_inbox.recv().await.expect("an item") {
+        Incoming::Request { reply, .. } => {
+            reply
+                .send(NodeAnswer::UnknownJournal)
+                .expect("caller waits");
+        }
+        Incoming::Protocol { .. } => panic!("expected a request"),
+    }
+    assert_eq!(
+        caller.await.expect("caller ran"),
+        Ok(NodeAnswer::UnknownJournal)
+    );
+    assert_eq!(
+        bus.stats().dropped,
+        0,
+        "requests are never dropped for a full inbox"
+    );
+}
+
+#[tokio::test]
+async fn re_registering_replaces_the_inbox() {
+    let bus = InProcessBus::new();
+    let (mut a, _a_inbox) = bus.register(A, 8);
+    let (_b, mut old_inbox) = bus.register(B, 8);
+    let (b, mut new_inbox) = bus.register(B, 8);
+    assert_eq!(b.node(), B);
+    a.send(B, vec![catch_up(A, 1)]);
+    assert!(new_inbox.try_recv().is_ok());
+    assert!(old_inbox.try_recv().is_err());
+}
