@@ -6,6 +6,14 @@
 //! `tick`, `propose` and `read`; output is one [`Ready`] per round, then `advance()`.
 //! Nothing here does IO, reads a clock, draws randomness, or spawns a task.
 
+mod acceptor;
+mod effects;
+mod learner;
+mod proposer;
+pub mod reads;
+mod replica;
+mod voter;
+
 pub mod call;
 pub mod config;
 pub mod ids;
@@ -15,6 +23,11 @@ pub mod message;
 pub mod ready;
 pub mod rng;
 
+pub use acceptor::Acceptor;
+pub use learner::{Learner, Walked};
+pub use proposer::{Elected, Proposer};
+pub use replica::Replica;
+pub use voter::Voter;
 pub use call::{Call, CallAnswer, Consistency, ReadAnswer, ReadRequest};
 pub use config::{JournalConfig, Tunables};
 pub use ids::{Ballot, CallId, JournalId, JournalKey, LeaderUuid, NodeId, ReadId, Seq, Slot, TenantId};

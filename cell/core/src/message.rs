@@ -20,8 +20,10 @@ pub struct Reported {
 pub enum Message {
     /// Proposer → acceptors: promise nothing below `ballot` for any slot ≥ `from`.
     Prepare { ballot: Ballot, from: Slot },
-    /// Acceptor → proposer: promised `ballot`; every value held from `from` on.
-    Promise { ballot: Ballot, from: Slot, accepted: Vec<Reported> },
+    /// Acceptor → proposer: promised `ballot`. Every slot below `chosen_up_to` is chosen here
+    /// (the proposer need not re-propose it); `accepted` is every value held from
+    /// `max(from, chosen_up_to)` on.
+    Promise { ballot: Ballot, from: Slot, chosen_up_to: Slot, accepted: Vec<Reported> },
     /// Acceptor → proposer: refused `ballot`: it promised `promised`, or `from` lies below its
     /// `floor` (it no longer knows those slots and will not pretend it accepted nothing there).
     Nack { ballot: Ballot, promised: Ballot, floor: Slot },
@@ -31,8 +33,11 @@ pub enum Message {
     /// Acceptor → proposer: accepted these slots under `ballot`, each with the digest of the
     /// command it holds there.
     Accepted { ballot: Ballot, slots: Vec<(Slot, u64)> },
-    /// Leader → voters: still leading; everything below `commit` is chosen.
-    Heartbeat { ballot: Ballot, commit: Slot },
+    /// Leader → voters and replicas: still leading; everything below `commit` is chosen.
+    /// `quiesce` says the journal is idle and caught up: stop the election timer until woken.
+    Heartbeat { ballot: Ballot, commit: Slot, quiesce: bool },
+    /// Voter → leader: heard your heartbeat; my chosen prefix ends at `chosen_up_to`.
+    HeartbeatAck { ballot: Ballot, chosen_up_to: Slot },
     /// Leader → learner-only replicas: these newly chosen slots and their commands.
     Chosen { entries: Vec<(Slot, Command)> },
     /// Laggard → peer: send me the chosen commands from `from` on.

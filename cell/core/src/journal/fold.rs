@@ -237,6 +237,12 @@ impl Fold {
         }
     }
 
+    /// True when `seq` is retained by the journal but lies below what this fold indexes.
+    #[must_use]
+    pub fn is_blind_at(&self, seq: Seq) -> bool {
+        seq >= self.state.first_seq && seq < self.held_from
+    }
+
     /// Where position `seq` lies.
     #[must_use]
     pub fn locate(&self, seq: Seq) -> Located {

@@ -1,0 +1,110 @@
+//! The acceptor: a durable promise and the accepted values of one journal's slots.
+
+use crate::ids::{Ballot, Slot};
+use crate::journal::Command;
+use crate::log::{Log, LogEntry, WriteOp};
+use crate::message::{Message, Reported};
+
+/// The acceptor role. Its promise is a scalar beside the log: truncation never touches it.
+#[derive(Clone, Debug)]
+pub struct Acceptor {
+    promised: Ballot,
+}
+
+impl Acceptor {
+    /// An acceptor that has durably promised `promised` (`Ballot::ZERO` on a fresh journal).
+    #[must_use]
+    pub fn new(promised: Ballot) -> Acceptor {
+        Acceptor { promised }
+    }
+
+    /// The highest ballot promised. Never decreases.
+    #[must_use]
+    pub fn promised(&self) -> Ballot {
+        self.promised
+    }
+
+    fn raise(&mut self, ballot: Ballot, writes: &mut Vec<WriteOp>) {
+        if ballot > self.promised {
+            self.promised = ballot;
+            writes.push(WriteOp::Promise(ballot));
+        }
+    }
+
+    fn nack(&self, ballot: Ballot, log: &Log) -> Message {
+        Message::Nack { ballot, promised: self.promised, floor: log.floor() }
+    }
+
+    /// Phase 1: promise `ballot` for every slot from `from` on, reporting every value held there.
+    ///
+    /// A `from` below the floor is refused with the floor: this acceptor no longer knows those
+    /// slots, and "nothing accepted here" would let a second value be chosen.
+    pub fn on_prepare(
+        &mut self,
+        log: &Log,
+        chosen_up_to: Slot,
+        ballot: Ballot,
+        from: Slot,
+        writes: &mut Vec<WriteOp>,
+    ) -> Message {
+        if from < log.floor() || ballot < self.promised {
+            return self.nack(ballot, log);
+        }
+        self.raise(ballot, writes);
+        let accepted = log
+            .range_from(from.max(chosen_up_to))
+            .map(|(slot, e)| Reported { slot: *slot, ballot: e.ballot, command: e.command.clone() })
+            .collect();
+        Message::Promise { ballot, from, chosen_up_to, accepted }
+    }
+
+    /// Phase 2: accept each slot's command under `ballot` unless a higher ballot was promised.
+    ///
+    /// A slot already known chosen here (below the floor or below `chosen_up_to`) keeps its
+    /// chosen command; the reply carries that command's digest, so a leader proposing anything
+    /// else there would not be credited.
+    pub fn on_accept(
+        &mut self,
+        log: &mut Log,
+        chosen_up_to: Slot,
+        ballot: Ballot,
+        entries: &[(Slot, Command)],
+        writes: &mut Vec<WriteOp>,
+    ) -> Message {
+        if ballot < self.promised {
+            return self.nack(ballot, log);
+        }
+        self.raise(ballot, writes);
+        let mut slots = Vec::with_capacity(entries.len());
+        for (slot, command) in entries {
+            let digest = command.digest();
+            if *slot < log.floor() {
+                // Chosen and compacted; any proposal that passed the ballot check is that value.
+                slots.push((*slot, digest));
+                continue;
+            }
+            match log.get(*slot) {
+                Some(held) if *slot < chosen_up_to || held.ballot.is_none() => {
+                    slots.push((*slot, held.command.digest()));
+                }
+                Some(held) if held.ballot == Some(ballot) => {
+                    assert_eq!(held.command.digest(), digest, "one ballot proposes one command per slot");
+                    slots.push((*slot, digest));
+                }
+                _ => {
+                    log.put(*slot, LogEntry { ballot: Some(ballot), command: command.clone() });
+                    writes.push(WriteOp::Accept { slot: *slot, ballot, command: command.clone() });
+                    slots.push((*slot, digest));
+                }
+            }
+        }
+        Message::Accepted { ballot, slots }
+    }
+
+    /// Every slot this acceptor accepted or knows chosen lies below the returned slot.
+    #[must_use]
+    pub fn watermark(&self, log: &Log, chosen_up_to: Slot) -> Slot {
+        let held = log.last_slot().map_or(Slot(0), Slot::next);
+        held.max(log.floor()).max(chosen_up_to)
+    }
+}

@@ -1,0 +1,65 @@
+//! The round being built, and the pieces both wirings share.
+
+use crate::config::JournalConfig;
+use crate::ids::{NodeId, Slot};
+use crate::learner::Walked;
+use crate::message::{Message, Outbound};
+use crate::ready::{Applied, Ready};
+
+/// Effects gathered since the last `ready()`, and the one-round-in-flight guard.
+#[derive(Debug, Default)]
+pub(crate) struct Effects {
+    pub ready: Ready,
+    in_flight: bool,
+}
+
+impl Effects {
+    pub fn take(&mut self) -> Ready {
+        assert!(!self.in_flight, "ready() is called once per round: advance() the last Ready first");
+        self.in_flight = true;
+        std::mem::take(&mut self.ready)
+    }
+
+    pub fn advance(&mut self) {
+        assert!(self.in_flight, "advance() follows a ready()");
+        self.in_flight = false;
+    }
+
+    pub fn applied(&mut self, walked: &[Walked]) {
+        self.ready.applied.extend(walked.iter().map(|w| Applied { slot: w.slot, digest: w.digest, judged: w.judged.into() }));
+    }
+
+    pub fn send(&mut self, to: NodeId, message: Message) {
+        self.ready.messages.push(Outbound { to, message });
+    }
+}
+
+/// Asks peers for chosen commands while behind; paced by ticks.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CatchUp {
+    next_tick: u64,
+    rotation: usize,
+}
+
+impl CatchUp {
+    /// The voter to ask now, if a timer-driven request is due: the believed leader, else the
+    /// next voter in rotation.
+    pub fn due(&mut self, tick: u64, pace: u32, cfg: &JournalConfig, me: NodeId, leader: Option<NodeId>) -> Option<NodeId> {
+        if tick < self.next_tick {
+            return None;
+        }
+        self.next_tick = tick + u64::from(pace);
+        let others: Vec<NodeId> = cfg.voters.iter().copied().filter(|v| *v != me).collect();
+        if let Some(l) = leader.filter(|l| *l != me && self.rotation % 2 == 0) {
+            self.rotation += 1;
+            return Some(l);
+        }
+        self.rotation += 1;
+        others.get(self.rotation % others.len().max(1)).copied()
+    }
+}
+
+/// The request a laggard sends.
+pub(crate) fn catch_up_request(from: Slot) -> Message {
+    Message::CatchUpRequest { from }
+}

@@ -1,0 +1,195 @@
+//! The learner: which slots are chosen, and the contiguous walk that folds them.
+
+use crate::ids::{Ballot, Slot};
+use crate::journal::{Command, Fold, JournalState, Judged, Outcome, WriterMode};
+use crate::log::{Log, LogEntry, WriteOp};
+use crate::message::Message;
+
+/// One slot the walk applied.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Walked {
+    pub slot: Slot,
+    pub digest: u64,
+    pub judged: Judged,
+}
+
+/// The learner role: the chosen prefix of one journal and its fold.
+#[derive(Clone, Debug)]
+pub struct Learner {
+    fold: Fold,
+    /// The fold base at the log's floor (what a laggard below the floor is told).
+    sealed: JournalState,
+    /// The best commit heard: slots below `.1` are chosen, and a value accepted here at a
+    /// ballot at or above `.0` is the chosen one.
+    commit: Option<(Ballot, Slot)>,
+    /// The highest slot anyone told us is chosen (exclusive): while our prefix is below it, we
+    /// are behind and ask for catch-up.
+    known_chosen: Slot,
+    /// The chosen index last written to storage.
+    persisted_chosen: Slot,
+}
+
+impl Learner {
+    /// A learner over `log`, starting from the sealed state at the log's floor.
+    #[must_use]
+    pub fn new(mode: WriterMode, log: &Log, sealed: JournalState, chosen_up_to: Slot) -> Learner {
+        let floor = log.floor();
+        assert!(chosen_up_to >= floor, "the chosen index is never below the floor");
+        Learner {
+            fold: Fold::new(mode, sealed, floor),
+            sealed,
+            commit: None,
+            known_chosen: chosen_up_to,
+            persisted_chosen: chosen_up_to,
+        }
+    }
+
+    /// Every slot below this one is chosen and applied here.
+    #[must_use]
+    pub fn chosen_up_to(&self) -> Slot {
+        self.fold.next_slot()
+    }
+
+    /// The journal state folded so far.
+    #[must_use]
+    pub fn state(&self) -> &JournalState {
+        self.fold.state()
+    }
+
+    #[must_use]
+    pub fn fold(&self) -> &Fold {
+        &self.fold
+    }
+
+    /// True while someone told us of chosen slots we have not applied.
+    #[must_use]
+    pub fn is_behind(&self) -> bool {
+        self.known_chosen > self.chosen_up_to()
+    }
+
+    /// A leader at `ballot` says every slot below `up_to` is chosen.
+    pub fn on_commit(&mut self, ballot: Ballot, up_to: Slot) {
+        self.known_chosen = self.known_chosen.max(up_to);
+        let better = match self.commit {
+            None => true,
+            Some((b, u)) => ballot > b || (ballot == b && up_to > u),
+        };
+        if better {
+            self.commit = Some((ballot, up_to));
+        }
+    }
+
+    /// `command` is known chosen at `slot` (from a peer, a leader's `Chosen`, or our own quorum).
+    pub fn learn(&mut self, log: &mut Log, slot: Slot, command: &Command, writes: &mut Vec<WriteOp>) {
+        if slot < self.chosen_up_to() || slot < log.floor() {
+            return;
+        }
+        self.known_chosen = self.known_chosen.max(slot.next());
+        if log.get(slot).is_some_and(|e| e.ballot.is_none()) {
+            return;
+        }
+        log.put(slot, LogEntry { ballot: None, command: command.clone() });
+        writes.push(WriteOp::Learn { slot, command: command.clone() });
+    }
+
+    fn is_chosen(&self, log: &Log, slot: Slot) -> bool {
+        match log.get(slot) {
+            None => false,
+            Some(LogEntry { ballot: None, .. }) => true,
+            Some(LogEntry { ballot: Some(b), .. }) => {
+                self.commit.is_some_and(|(cb, up_to)| slot < up_to && *b >= cb)
+            }
+        }
+    }
+
+    /// Applies every chosen slot in order from the prefix end, compacting at each trim.
+    pub fn walk(&mut self, log: &mut Log, writes: &mut Vec<WriteOp>, walked: &mut Vec<Walked>) {
+        while self.is_chosen(log, self.chosen_up_to()) {
+            let slot = self.chosen_up_to();
+            let command = log.get(slot).expect("a chosen slot is held").command.clone();
+            let judged = self.fold.apply(slot, &command, |s| log.entry_at(s));
+            walked.push(Walked { slot, digest: command.digest(), judged });
+            if matches!(judged.outcome, Outcome::Trimmed(_)) {
+                self.compact(log, slot, writes);
+            }
+        }
+        if self.chosen_up_to() > self.persisted_chosen {
+            self.persisted_chosen = self.chosen_up_to();
+            writes.push(WriteOp::Chosen { up_to: self.persisted_chosen });
+        }
+        self.known_chosen = self.known_chosen.max(self.chosen_up_to());
+    }
+
+    /// After the Truncate at `slot` applied: drop every slot whose records all lie below the new
+    /// `first_seq`, never past the chosen prefix, and seal the state they folded to.
+    fn compact(&mut self, log: &mut Log, slot: Slot, writes: &mut Vec<WriteOp>) {
+        let first = self.fold.state().first_seq;
+        if self.fold.is_blind_at(first) {
+            // We jumped to a trim point above the write holding `first`; a later Truncate in
+            // the log lands every node on that same point.
+            return;
+        }
+        let (floor, sealed) = match self.fold.compaction_point() {
+            Some(point) => point,
+            None => (slot.next(), *self.fold.state()),
+        };
+        assert!(floor <= self.chosen_up_to(), "compaction never passes the chosen prefix");
+        if log.drop_below(floor) {
+            self.fold.forget_below(floor);
+            self.sealed = sealed;
+            writes.push(WriteOp::Truncate { floor, sealed });
+        }
+    }
+
+    /// At boot: every slot below `chosen_up_to` was chosen before the restart; walk them.
+    pub fn recover(&mut self, log: &mut Log, chosen_up_to: Slot, writes: &mut Vec<WriteOp>, walked: &mut Vec<Walked>) {
+        while self.chosen_up_to() < chosen_up_to {
+            let slot = self.chosen_up_to();
+            let command = log.get(slot).expect("storage holds every chosen slot above the floor").command.clone();
+            let judged = self.fold.apply(slot, &command, |s| log.entry_at(s));
+            walked.push(Walked { slot, digest: command.digest(), judged });
+            if matches!(judged.outcome, Outcome::Trimmed(_)) {
+                self.compact(log, slot, writes);
+            }
+        }
+        self.persisted_chosen = self.persisted_chosen.max(chosen_up_to);
+        self.known_chosen = self.known_chosen.max(chosen_up_to);
+    }
+
+    /// A peer's trim point: everything below `point` is chosen and gone there; `state` is its
+    /// fold. Jumps there unless our own prefix already reaches it. Never touches a promise.
+    pub fn jump(&mut self, log: &mut Log, point: Slot, state: JournalState, writes: &mut Vec<WriteOp>) -> bool {
+        if point <= log.floor() || point <= self.chosen_up_to() {
+            return false;
+        }
+        state.assert_invariants();
+        log.drop_below(point);
+        self.fold = Fold::new(self.fold.mode(), state, point);
+        self.sealed = state;
+        self.persisted_chosen = point;
+        self.known_chosen = self.known_chosen.max(point);
+        writes.push(WriteOp::TrimmedTo { point, state });
+        true
+    }
+
+    /// Answers a laggard asking for chosen commands from `from`: a page of them, or our trim
+    /// point when `from` lies below our floor. `None` when we hold nothing it lacks.
+    #[must_use]
+    pub fn serve_catch_up(&self, log: &Log, from: Slot, slots_max: u32) -> Option<Message> {
+        if from < log.floor() {
+            return Some(Message::TrimmedTo { from, point: log.floor(), state: self.sealed });
+        }
+        let end = self.chosen_up_to();
+        if from >= end {
+            return None;
+        }
+        let entries: Vec<(Slot, Command)> = log
+            .range_from(from)
+            .take_while(|(s, _)| **s < end)
+            .take(slots_max as usize)
+            .map(|(s, e)| (*s, e.command.clone()))
+            .collect();
+        assert!(entries.first().is_some_and(|(s, _)| *s == from), "the chosen prefix is held without holes");
+        Some(Message::CatchUpResponse { entries })
+    }
+}

@@ -1,0 +1,196 @@
+//! Reads: the quorum-watermark linearizable read, `at_least` reads and long-polls at the tail.
+//! No leader is involved: any voter or replica serves them from its own fold.
+
+use std::collections::BTreeMap;
+
+use crate::call::{Consistency, ReadAnswer, ReadRequest};
+use crate::config::{JournalConfig, Tunables};
+use crate::ids::{NodeId, ReadId, Seq, Slot};
+use crate::journal::{Fold, Located};
+use crate::log::Log;
+use crate::message::{Message, Outbound};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// Waiting to join the next watermark round.
+    Unconfirmed,
+    /// Waiting for a quorum of watermarks in round `.0`.
+    Confirming(u64),
+    /// Waiting for the fold to cover every slot below `.0`.
+    Covering(Slot),
+    /// Waiting for the fold to reach `next_seq ≥ .0`.
+    Reaching(Seq),
+    /// At the tail: waiting for a record or a truncation until tick `.0`.
+    Polling(u64),
+}
+
+#[derive(Clone, Debug)]
+struct Pending {
+    request: ReadRequest,
+    stage: Stage,
+    /// The tick after which a read not yet at the tail is answered `Unserved`.
+    deadline: u64,
+}
+
+/// The reads one journal holds on one server.
+#[derive(Clone, Debug, Default)]
+pub struct Reads {
+    pending: BTreeMap<ReadId, Pending>,
+    rounds: BTreeMap<u64, BTreeMap<NodeId, Slot>>,
+    next_round: u64,
+    tick: u64,
+}
+
+impl Reads {
+    /// True when no read waits here.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// Takes a read. Answers `Unserved` at once when `reads_max` reads already wait.
+    pub fn add(&mut self, id: ReadId, request: ReadRequest, tunables: &Tunables, answers: &mut Vec<(ReadId, ReadAnswer)>) {
+        if self.pending.len() >= tunables.reads_max as usize {
+            answers.push((id, ReadAnswer::Unserved));
+            return;
+        }
+        let stage = match request.consistency {
+            Consistency::Linearizable => Stage::Unconfirmed,
+            Consistency::AtLeast(seq) => Stage::Reaching(seq),
+        };
+        let deadline = self.tick + u64::from(tunables.read_ticks_max);
+        let previous = self.pending.insert(id, Pending { request, stage, deadline });
+        assert!(previous.is_none(), "a read id is used once");
+    }
+
+    /// Starts one watermark round for every read waiting to be confirmed.
+    pub fn start_round(&mut self, cfg: &JournalConfig, out: &mut Vec<Outbound>) {
+        let round = self.next_round;
+        let mut any = false;
+        for p in self.pending.values_mut().filter(|p| p.stage == Stage::Unconfirmed) {
+            p.stage = Stage::Confirming(round);
+            any = true;
+        }
+        if !any {
+            return;
+        }
+        self.next_round += 1;
+        self.rounds.insert(round, BTreeMap::new());
+        for v in &cfg.voters {
+            out.push(Outbound { to: *v, message: Message::WatermarkRequest { read: round } });
+        }
+    }
+
+    /// True when a watermark round should be started this round.
+    #[must_use]
+    pub fn wants_round(&self) -> bool {
+        self.pending.values().any(|p| p.stage == Stage::Unconfirmed)
+    }
+
+    /// An acceptor's watermark for `round`.
+    pub fn on_watermark(&mut self, cfg: &JournalConfig, from: NodeId, round: u64, up_to: Slot) {
+        if !cfg.voters.contains(&from) {
+            return;
+        }
+        let Some(replies) = self.rounds.get_mut(&round) else { return };
+        replies.insert(from, up_to);
+        if replies.len() < cfg.quorum() {
+            return;
+        }
+        let target = replies.values().copied().max().expect("a quorum is not empty");
+        self.rounds.remove(&round);
+        for p in self.pending.values_mut().filter(|p| p.stage == Stage::Confirming(round)) {
+            p.stage = Stage::Covering(target);
+        }
+    }
+
+    /// Answers every read the fold can now serve.
+    pub fn poll(&mut self, fold: &Fold, log: &Log, tunables: &Tunables, answers: &mut Vec<(ReadId, ReadAnswer)>) {
+        let tick = self.tick;
+        let mut done = Vec::new();
+        for (id, p) in &mut self.pending {
+            let ready = match p.stage {
+                Stage::Unconfirmed | Stage::Confirming(_) => false,
+                Stage::Covering(target) => fold.next_slot() >= target,
+                Stage::Reaching(seq) => fold.state().next_seq >= seq,
+                Stage::Polling(_) => true,
+            };
+            if !ready {
+                continue;
+            }
+            let at_tail = matches!(fold.locate(p.request.from), Located::Tail);
+            if at_tail {
+                let wait = u64::from(p.request.wait_ticks.min(tunables.wait_ticks_max));
+                match p.stage {
+                    Stage::Polling(until) if tick < until => continue,
+                    Stage::Polling(_) => {}
+                    _ if wait > 0 => {
+                        p.stage = Stage::Polling(tick + wait);
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            done.push(*id);
+            answers.push((*id, page(fold, log, &p.request, tunables)));
+        }
+        for id in done {
+            self.pending.remove(&id);
+        }
+    }
+
+    /// One tick: reads past their deadline are answered `Unserved` (a long-poll that expires
+    /// is answered by the next `poll` with an empty page).
+    pub fn tick(&mut self, answers: &mut Vec<(ReadId, ReadAnswer)>) {
+        self.tick += 1;
+        let tick = self.tick;
+        let expired: Vec<ReadId> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| !matches!(p.stage, Stage::Polling(_)) && tick > p.deadline)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            self.pending.remove(&id);
+            answers.push((id, ReadAnswer::Unserved));
+        }
+        let live: Vec<u64> = self.pending.values().filter_map(|p| match p.stage { Stage::Confirming(r) => Some(r), _ => None }).collect();
+        self.rounds.retain(|r, _| live.contains(r));
+    }
+}
+
+/// A page from `request.from`, as this fold and log hold it.
+#[must_use]
+pub fn page(fold: &Fold, log: &Log, request: &ReadRequest, tunables: &Tunables) -> ReadAnswer {
+    let view = fold.state().view();
+    let limit = match request.limit {
+        0 => tunables.page_records_max,
+        n => n.min(tunables.page_records_max),
+    } as usize;
+    let bytes_max = match request.max_bytes {
+        0 => tunables.page_bytes_max,
+        n => n.min(tunables.page_bytes_max),
+    } as usize;
+    let mut records = Vec::new();
+    let mut bytes = 0usize;
+    let mut seq = request.from;
+    loop {
+        match fold.locate(seq) {
+            Located::Truncated if records.is_empty() => return ReadAnswer::Truncated(view),
+            Located::NotHeld if records.is_empty() => return ReadAnswer::Unserved,
+            Located::At { slot, start } => {
+                let entry = log.entry_at(slot).expect("an indexed write is held");
+                let skip = (seq.0 - start.0) as usize;
+                for r in &entry.records[skip..] {
+                    if records.len() == limit || (!records.is_empty() && bytes + r.len() > bytes_max) {
+                        return ReadAnswer::Page { from: request.from, records, view };
+                    }
+                    bytes += r.len();
+                    records.push(r.clone());
+                    seq = seq.plus(1);
+                }
+            }
+            _ => return ReadAnswer::Page { from: request.from, records, view },
+        }
+    }
+}

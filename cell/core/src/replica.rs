@@ -1,0 +1,156 @@
+//! The learner-only wiring: a read replica of one journal. It votes in nothing and answers no
+//! Prepare or Accept; it learns chosen commands from the leader's feed and from voters'
+//! catch-up answers, jumps to a trim point like a voter, and serves reads.
+
+use crate::call::ReadRequest;
+use crate::config::{JournalConfig, Tunables};
+use crate::effects::{catch_up_request, CatchUp, Effects};
+use crate::ids::{NodeId, ReadId, Slot};
+use crate::journal::JournalState;
+use crate::learner::Learner;
+use crate::log::{Durable, Log};
+use crate::message::Message;
+use crate::reads::Reads;
+use crate::ready::Ready;
+
+/// One journal on one learner-only replica.
+#[derive(Debug)]
+pub struct Replica {
+    me: NodeId,
+    cfg: JournalConfig,
+    tunables: Tunables,
+    log: Log,
+    learner: Learner,
+    reads: Reads,
+    effects: Effects,
+    catch_up: CatchUp,
+    leader: Option<NodeId>,
+    tick: u64,
+}
+
+impl Replica {
+    /// A replica rebuilt from storage (`Durable::default()` for a fresh one). A replica holds
+    /// no promise; one that lost its disk simply relearns.
+    #[must_use]
+    pub fn recover(me: NodeId, cfg: JournalConfig, tunables: Tunables, durable: Durable) -> Replica {
+        cfg.assert_valid();
+        tunables.assert_valid();
+        assert!(cfg.learners.contains(&me), "a replica is one of the journal's learners");
+        let mut log = Log::from_durable(durable.floor, durable.entries);
+        let mut learner = Learner::new(cfg.mode, &log, durable.sealed, durable.floor);
+        let mut effects = Effects::default();
+        let mut walked = Vec::new();
+        learner.recover(&mut log, durable.chosen_up_to, &mut effects.ready.writes, &mut walked);
+        effects.applied(&walked);
+        Replica { me, cfg, tunables, log, learner, reads: Reads::default(), effects, catch_up: CatchUp::default(), leader: None, tick: 0 }
+    }
+
+    #[must_use]
+    pub fn state(&self) -> &JournalState {
+        self.learner.state()
+    }
+
+    #[must_use]
+    pub fn chosen_up_to(&self) -> Slot {
+        self.learner.chosen_up_to()
+    }
+
+    #[must_use]
+    pub fn floor(&self) -> Slot {
+        self.log.floor()
+    }
+
+    #[must_use]
+    pub fn log(&self) -> &Log {
+        &self.log
+    }
+
+    /// True when nothing here needs a tick.
+    #[must_use]
+    pub fn is_quiet(&self) -> bool {
+        self.reads.is_empty() && !self.learner.is_behind()
+    }
+
+    #[must_use]
+    pub fn has_ready(&self) -> bool {
+        !self.effects.ready.is_empty() || self.reads.wants_round()
+    }
+
+    /// A protocol message from `from`.
+    pub fn step(&mut self, from: NodeId, message: Message) {
+        let writes = &mut self.effects.ready.writes;
+        match message {
+            Message::Chosen { entries } | Message::CatchUpResponse { entries } => {
+                let more = !entries.is_empty();
+                for (slot, command) in &entries {
+                    self.learner.learn(&mut self.log, *slot, command, writes);
+                }
+                self.walk();
+                if more && self.learner.is_behind() {
+                    self.effects.send(from, catch_up_request(self.learner.chosen_up_to()));
+                }
+            }
+            Message::Heartbeat { ballot, commit, .. } => {
+                self.leader = Some(from);
+                self.learner.on_commit(ballot, commit);
+            }
+            Message::TrimmedTo { point, state, .. } => {
+                if self.learner.jump(&mut self.log, point, state, writes) {
+                    self.effects.send(from, catch_up_request(point));
+                }
+            }
+            Message::Watermark { read, up_to } => self.reads.on_watermark(&self.cfg, from, read, up_to),
+            // A replica is in no quorum: it ignores Phase 1/2 traffic and serves no catch-up.
+            _ => {}
+        }
+        self.settle();
+    }
+
+    /// A read of this journal.
+    pub fn read(&mut self, id: ReadId, request: ReadRequest) {
+        self.reads.add(id, request, &self.tunables, &mut self.effects.ready.reads);
+        self.settle();
+    }
+
+    /// One clock tick.
+    pub fn tick(&mut self) {
+        self.tick += 1;
+        self.reads.tick(&mut self.effects.ready.reads);
+        if self.learner.is_behind()
+            && let Some(to) = self.catch_up.due(self.tick, self.tunables.catch_up_ticks, &self.cfg, self.me, self.leader)
+        {
+            self.effects.send(to, catch_up_request(self.learner.chosen_up_to()));
+        }
+        self.settle();
+    }
+
+    /// See [`Ready`].
+    ///
+    /// # Panics
+    /// When the previous `Ready` was not advanced.
+    pub fn ready(&mut self) -> Ready {
+        let mut out = Vec::new();
+        self.reads.start_round(&self.cfg, &mut out);
+        for o in out {
+            self.effects.send(o.to, o.message);
+        }
+        self.effects.take()
+    }
+
+    /// # Panics
+    /// Without a `ready()` before it.
+    pub fn advance(&mut self) {
+        self.effects.advance();
+    }
+
+    fn walk(&mut self) {
+        let mut walked = Vec::new();
+        self.learner.walk(&mut self.log, &mut self.effects.ready.writes, &mut walked);
+        self.effects.applied(&walked);
+    }
+
+    fn settle(&mut self) {
+        self.walk();
+        self.reads.poll(self.learner.fold(), &self.log, &self.tunables, &mut self.effects.ready.reads);
+    }
+}

@@ -1,0 +1,449 @@
+//! The voter wiring: acceptor, proposer and learner of one journal on one node.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::acceptor::Acceptor;
+use crate::call::{Call, CallAnswer, ReadRequest};
+use crate::config::{JournalConfig, Tunables};
+use crate::effects::{catch_up_request, CatchUp, Effects};
+use crate::ids::{Ballot, CallId, NodeId, ReadId, Slot};
+use crate::journal::{Command, JournalState, Outcome};
+use crate::learner::{Learner, Walked};
+use crate::log::{Durable, Log};
+use crate::message::Message;
+use crate::proposer::{Elected, Proposer};
+use crate::reads::Reads;
+use crate::ready::Ready;
+
+/// A call waiting for its slot to apply.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    call: CallId,
+    digest: u64,
+    deadline: u64,
+}
+
+/// One journal on one voter node: all three roles, one `Ready` per round.
+#[derive(Debug)]
+pub struct Voter {
+    me: NodeId,
+    cfg: JournalConfig,
+    tunables: Tunables,
+    log: Log,
+    acceptor: Acceptor,
+    proposer: Proposer,
+    learner: Learner,
+    reads: Reads,
+    held: BTreeMap<Slot, Held>,
+    queued: VecDeque<(CallId, Command, u64)>,
+    effects: Effects,
+    /// Self-addressed messages to handle before the round closes.
+    loopback: VecDeque<Message>,
+    /// Self-addressed acceptor replies: delivered at `advance()`, once their writes are durable.
+    deferred: Vec<Message>,
+    /// Newly applied slots to feed to learner-only replicas.
+    feed: Vec<(Slot, Command)>,
+    catch_up: CatchUp,
+    tick: u64,
+}
+
+impl Voter {
+    /// A fresh journal on this node.
+    #[must_use]
+    pub fn new(me: NodeId, cfg: JournalConfig, tunables: Tunables, seed: u64) -> Voter {
+        Voter::recover(me, cfg, tunables, seed, Durable::default())
+    }
+
+    /// A journal rebuilt from storage: promise, retained log, floor, sealed state, chosen index.
+    #[must_use]
+    pub fn recover(me: NodeId, cfg: JournalConfig, tunables: Tunables, seed: u64, durable: Durable) -> Voter {
+        cfg.assert_valid();
+        tunables.assert_valid();
+        assert!(cfg.voters.contains(&me), "a voter is one of the journal's voters");
+        let log = Log::from_durable(durable.floor, durable.entries);
+        let mut learner = Learner::new(cfg.mode, &log, durable.sealed, durable.floor);
+        let mut v = Voter {
+            me,
+            acceptor: Acceptor::new(durable.promise),
+            proposer: Proposer::new(me, seed, &tunables),
+            learner: Learner::new(cfg.mode, &log, JournalState::default(), log.floor()),
+            cfg,
+            tunables,
+            log,
+            reads: Reads::default(),
+            held: BTreeMap::new(),
+            queued: VecDeque::new(),
+            effects: Effects::default(),
+            loopback: VecDeque::new(),
+            deferred: Vec::new(),
+            feed: Vec::new(),
+            catch_up: CatchUp::default(),
+            tick: 0,
+        };
+        let mut walked = Vec::new();
+        learner.recover(&mut v.log, durable.chosen_up_to, &mut v.effects.ready.writes, &mut walked);
+        v.learner = learner;
+        v.effects.applied(&walked);
+        v
+    }
+
+    #[must_use]
+    pub fn id(&self) -> NodeId {
+        self.me
+    }
+
+    #[must_use]
+    pub fn config(&self) -> &JournalConfig {
+        &self.cfg
+    }
+
+    /// The journal state this node has folded.
+    #[must_use]
+    pub fn state(&self) -> &JournalState {
+        self.learner.state()
+    }
+
+    /// Every slot below this one is chosen and applied here.
+    #[must_use]
+    pub fn chosen_up_to(&self) -> Slot {
+        self.learner.chosen_up_to()
+    }
+
+    /// The first retained slot.
+    #[must_use]
+    pub fn floor(&self) -> Slot {
+        self.log.floor()
+    }
+
+    #[must_use]
+    pub fn promised(&self) -> Ballot {
+        self.acceptor.promised()
+    }
+
+    #[must_use]
+    pub fn is_leader(&self) -> bool {
+        self.proposer.is_leader()
+    }
+
+    #[must_use]
+    pub fn leader_hint(&self) -> Option<NodeId> {
+        self.proposer.leader_hint()
+    }
+
+    /// The retained log (for audits and inspection).
+    #[must_use]
+    pub fn log(&self) -> &Log {
+        &self.log
+    }
+
+    /// True when nothing here needs a tick: idle, caught up, no call or read waiting.
+    #[must_use]
+    pub fn is_quiet(&self) -> bool {
+        self.proposer.is_quiet() && self.held.is_empty() && self.queued.is_empty() && self.reads.is_empty() && !self.learner.is_behind()
+    }
+
+    /// True when a `ready()` now would carry something.
+    #[must_use]
+    pub fn has_ready(&self) -> bool {
+        !self.effects.ready.is_empty() || !self.feed.is_empty() || self.reads.wants_round() || self.proposer.has_unsent()
+    }
+
+    /// Leaves quiescence (the host calls this when it suspects a peer machine is down).
+    pub fn wake(&mut self) {
+        self.proposer.wake();
+    }
+
+    /// Starts an election now (the host uses it to elect a first leader without waiting).
+    pub fn campaign(&mut self) {
+        let mut out = Vec::new();
+        self.proposer.campaign(&self.cfg, &self.tunables, self.acceptor.promised(), self.learner.chosen_up_to(), &mut out);
+        for o in out {
+            self.send(o.to, o.message);
+        }
+        self.settle();
+    }
+
+    /// A protocol message from `from`.
+    pub fn step(&mut self, from: NodeId, message: Message) {
+        if matches!(message, Message::Prepare { .. } | Message::Accept { .. } | Message::Heartbeat { quiesce: false, .. }) {
+            self.proposer.wake();
+        }
+        self.handle(from, message);
+        self.settle();
+    }
+
+    /// A Write, Truncate or SetLeader from a client. Answered in a later `Ready`.
+    pub fn propose(&mut self, id: CallId, call: Call) {
+        self.proposer.wake();
+        let answer = self.admit(id, call);
+        if let Some(a) = answer {
+            self.effects.ready.answers.push((id, a));
+        }
+        self.settle();
+    }
+
+    fn admit(&mut self, id: CallId, call: Call) -> Option<CallAnswer> {
+        if let Call::Write { leader, seq, records } = &call {
+            let entry = crate::journal::Entry { leader: *leader, seq: *seq, records: records.clone() };
+            if let Err(too_large) = self.tunables.limits.check(&entry) {
+                return Some(CallAnswer::TooLarge(too_large));
+            }
+        }
+        if !self.proposer.is_leader() {
+            return Some(CallAnswer::Redirect { leader: self.proposer.leader_hint() });
+        }
+        if self.held.len() + self.queued.len() >= self.tunables.calls_max as usize {
+            return Some(CallAnswer::Busy);
+        }
+        let deadline = self.tick + u64::from(self.tunables.call_ticks_max);
+        self.queued.push_back((id, call.into_command(), deadline));
+        self.drain_queue();
+        None
+    }
+
+    /// A read of this journal. Answered in a later `Ready`.
+    pub fn read(&mut self, id: ReadId, request: ReadRequest) {
+        self.reads.add(id, request, &self.tunables, &mut self.effects.ready.reads);
+        self.settle();
+    }
+
+    /// One clock tick.
+    pub fn tick(&mut self) {
+        self.tick += 1;
+        let idle = self.held.is_empty() && self.queued.is_empty() && self.reads.is_empty();
+        let mut out = Vec::new();
+        let commit = self.proposer_commit();
+        let was_leader = self.proposer.is_leader();
+        if self.proposer.tick(&self.cfg, &self.tunables, commit, idle, &mut out) {
+            self.proposer.campaign(&self.cfg, &self.tunables, self.acceptor.promised(), self.learner.chosen_up_to(), &mut out);
+        }
+        for o in out {
+            self.send(o.to, o.message);
+        }
+        if was_leader && !self.proposer.is_leader() {
+            self.redirect_queued();
+        }
+        self.reads.tick(&mut self.effects.ready.reads);
+        let tick = self.tick;
+        let expired: Vec<Slot> = self.held.iter().filter(|(_, h)| tick > h.deadline).map(|(s, _)| *s).collect();
+        for s in expired {
+            let h = self.held.remove(&s).expect("present");
+            self.effects.ready.answers.push((h.call, CallAnswer::NoVerdict));
+        }
+        while self.queued.front().is_some_and(|q| tick > q.2) {
+            let (id, _, _) = self.queued.pop_front().expect("present");
+            self.effects.ready.answers.push((id, CallAnswer::NoVerdict));
+        }
+        if self.learner.is_behind()
+            && let Some(to) = self.catch_up.due(tick, self.tunables.catch_up_ticks, &self.cfg, self.me, self.proposer.leader_hint())
+        {
+            self.send(to, catch_up_request(self.learner.chosen_up_to()));
+        }
+        self.settle();
+    }
+
+    /// The effects of everything since the last `advance()`. See [`Ready`] for the contract.
+    ///
+    /// # Panics
+    /// When the previous `Ready` was not advanced.
+    pub fn ready(&mut self) -> Ready {
+        let mut out = Vec::new();
+        self.proposer.flush(&self.cfg, self.proposer_commit(), &mut out);
+        self.reads.start_round(&self.cfg, &mut out);
+        for o in out {
+            self.send(o.to, o.message);
+        }
+        self.settle();
+        if !self.feed.is_empty() {
+            let entries = std::mem::take(&mut self.feed);
+            for l in self.cfg.learners.clone() {
+                self.effects.send(l, Message::Chosen { entries: entries.clone() });
+            }
+        }
+        self.effects.take()
+    }
+
+    /// The last `Ready`'s writes are durable and its messages sent: deliver this node's own
+    /// acceptor replies, which could not count before.
+    ///
+    /// # Panics
+    /// Without a `ready()` before it.
+    pub fn advance(&mut self) {
+        self.effects.advance();
+        for m in std::mem::take(&mut self.deferred) {
+            self.handle(self.me, m);
+        }
+        self.settle();
+    }
+
+    fn send(&mut self, to: NodeId, message: Message) {
+        if to != self.me {
+            self.effects.send(to, message);
+        } else if message.needs_durable_sender() {
+            self.deferred.push(message);
+        } else {
+            self.loopback.push_back(message);
+        }
+    }
+
+    /// Handles loopback, walks the chosen prefix, answers calls and reads, fills the window.
+    fn settle(&mut self) {
+        loop {
+            while let Some(m) = self.loopback.pop_front() {
+                self.handle(self.me, m);
+            }
+            let mut walked = Vec::new();
+            self.learner.walk(&mut self.log, &mut self.effects.ready.writes, &mut walked);
+            self.on_walked(&walked);
+            self.drain_queue();
+            if self.loopback.is_empty() {
+                break;
+            }
+        }
+        self.reads.poll(self.learner.fold(), &self.log, &self.tunables, &mut self.effects.ready.reads);
+    }
+
+    fn on_walked(&mut self, walked: &[Walked]) {
+        self.effects.applied(walked);
+        for w in walked {
+            if let Some(h) = self.held.remove(&w.slot) {
+                let answer = if h.digest == w.digest { CallAnswer::Verdict(w.judged.outcome) } else { CallAnswer::NoVerdict };
+                self.effects.ready.answers.push((h.call, answer));
+            }
+            if self.proposer.is_leader() && !self.cfg.learners.is_empty() {
+                let command = self.log.get(w.slot).expect("an applied slot is held until compaction").command.clone();
+                self.feed.push((w.slot, command));
+            }
+            if matches!(w.judged.outcome, Outcome::Trimmed(_)) {
+                self.feed.retain(|(s, _)| *s >= self.log.floor());
+            }
+        }
+        // Calls whose slot fell below a trim-point jump never get a verdict here.
+        let chosen = self.learner.chosen_up_to();
+        while let Some((slot, _)) = self.held.first_key_value() {
+            if *slot >= chosen {
+                break;
+            }
+            let (_, h) = self.held.pop_first().expect("present");
+            self.effects.ready.answers.push((h.call, CallAnswer::NoVerdict));
+        }
+    }
+
+    fn drain_queue(&mut self) {
+        while self.proposer.window_open(&self.tunables) {
+            let Some((id, command, deadline)) = self.queued.pop_front() else { break };
+            let digest = command.digest();
+            let slot = self.proposer.propose(command);
+            self.held.insert(slot, Held { call: id, digest, deadline });
+        }
+    }
+
+    fn redirect_queued(&mut self) {
+        let leader = self.proposer.leader_hint();
+        for (id, _, _) in std::mem::take(&mut self.queued) {
+            self.effects.ready.answers.push((id, CallAnswer::Redirect { leader }));
+        }
+    }
+
+    /// What a leader tells followers is chosen: its own applied prefix.
+    fn proposer_commit(&self) -> Slot {
+        self.learner.chosen_up_to()
+    }
+
+    fn handle(&mut self, from: NodeId, message: Message) {
+        let was_leader = self.proposer.is_leader();
+        let writes = &mut self.effects.ready.writes;
+        match message {
+            Message::Prepare { ballot, from: start } => {
+                let reply = self.acceptor.on_prepare(&self.log, self.learner.chosen_up_to(), ballot, start, writes);
+                if self.acceptor.promised() > self.proposer.ballot() {
+                    self.proposer.on_nack(self.proposer.ballot(), self.acceptor.promised(), &self.tunables);
+                }
+                self.send(from, reply);
+            }
+            Message::Promise { ballot, from: _, chosen_up_to, accepted } => {
+                let elected = self.proposer.on_promise(&self.cfg, from, ballot, chosen_up_to, accepted, self.learner.chosen_up_to());
+                if let Elected::Won { learn_from: Some((peer, _)) } = elected {
+                    self.send(peer, catch_up_request(self.learner.chosen_up_to()));
+                }
+            }
+            Message::Nack { ballot, promised, floor } => {
+                self.proposer.on_nack(ballot, promised, &self.tunables);
+                if floor > self.learner.chosen_up_to() {
+                    self.send(from, catch_up_request(self.learner.chosen_up_to()));
+                }
+            }
+            Message::Accept { ballot, entries, commit } => {
+                let chosen = self.learner.chosen_up_to();
+                let reply = self.acceptor.on_accept(&mut self.log, chosen, ballot, &entries, writes);
+                if matches!(reply, Message::Accepted { .. }) {
+                    self.proposer.observe_leader(from, ballot, &self.tunables);
+                    self.learner.on_commit(ballot, commit);
+                }
+                self.send(from, reply);
+            }
+            Message::Accepted { ballot, slots } => {
+                let chosen = self.proposer.on_accepted(&self.cfg, from, ballot, &slots);
+                for (slot, command) in &chosen {
+                    if self.log.get(*slot).is_none_or(|e| e.ballot != Some(ballot)) {
+                        self.learner.learn(&mut self.log, *slot, command, writes);
+                    }
+                }
+                if !chosen.is_empty() {
+                    self.learner.on_commit(ballot, self.proposer.commit_point());
+                }
+            }
+            Message::Heartbeat { ballot, commit, quiesce } => {
+                if ballot < self.acceptor.promised() {
+                    let nack = Message::Nack { ballot, promised: self.acceptor.promised(), floor: self.log.floor() };
+                    self.send(from, nack);
+                    return;
+                }
+                self.proposer.observe_leader(from, ballot, &self.tunables);
+                self.learner.on_commit(ballot, commit);
+                let mut walked = Vec::new();
+                self.learner.walk(&mut self.log, writes, &mut walked);
+                self.on_walked(&walked);
+                let chosen_up_to = self.learner.chosen_up_to();
+                if quiesce && chosen_up_to >= commit {
+                    self.proposer.quiesce_as_follower();
+                }
+                self.send(from, Message::HeartbeatAck { ballot, chosen_up_to });
+            }
+            Message::HeartbeatAck { ballot, chosen_up_to } => {
+                self.proposer.on_heartbeat_ack(from, ballot, chosen_up_to);
+            }
+            Message::Chosen { entries } | Message::CatchUpResponse { entries } => {
+                let more = !entries.is_empty();
+                for (slot, command) in &entries {
+                    self.learner.learn(&mut self.log, *slot, command, writes);
+                }
+                let mut walked = Vec::new();
+                self.learner.walk(&mut self.log, &mut self.effects.ready.writes, &mut walked);
+                self.on_walked(&walked);
+                if more && self.learner.is_behind() && from != self.me {
+                    self.send(from, catch_up_request(self.learner.chosen_up_to()));
+                }
+            }
+            Message::CatchUpRequest { from: start } => {
+                if let Some(reply) = self.learner.serve_catch_up(&self.log, start, self.tunables.catch_up_slots_max) {
+                    self.send(from, reply);
+                }
+            }
+            Message::TrimmedTo { from: _, point, state } => {
+                if self.learner.jump(&mut self.log, point, state, writes) {
+                    self.on_walked(&[]);
+                    self.send(from, catch_up_request(point));
+                }
+            }
+            Message::WatermarkRequest { read } => {
+                let up_to = self.acceptor.watermark(&self.log, self.learner.chosen_up_to());
+                self.send(from, Message::Watermark { read, up_to });
+            }
+            Message::Watermark { read, up_to } => self.reads.on_watermark(&self.cfg, from, read, up_to),
+        }
+        if was_leader && !self.proposer.is_leader() {
+            self.redirect_queued();
+        }
+    }
+}

@@ -1,0 +1,367 @@
+//! An in-memory cluster for scenario tests: voters and learner-only replicas of one journal,
+//! a seeded lossy network, durable state modelled by `Durable::apply`, crashes and restarts.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use paros_core::journal::{JournalState, Outcome, WriterMode};
+use paros_core::rng::Rng;
+use paros_core::{
+    Call, CallAnswer, CallId, Consistency, Durable, JournalConfig, LeaderUuid, Message, NodeId, ReadAnswer, ReadId,
+    ReadRequest, Ready, Replica, Seq, Slot, Tunables, Voter,
+};
+
+pub enum Role {
+    Voter(Voter),
+    Replica(Replica),
+}
+
+pub struct Machine {
+    pub role: Option<Role>,
+    pub durable: Durable,
+    pub voter: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Faults {
+    pub drop_pct: u64,
+    pub dup_pct: u64,
+    pub reorder: bool,
+}
+
+impl Faults {
+    pub const NONE: Faults = Faults { drop_pct: 0, dup_pct: 0, reorder: false };
+    pub const LOSSY: Faults = Faults { drop_pct: 10, dup_pct: 5, reorder: true };
+}
+
+pub struct Cluster {
+    pub cfg: JournalConfig,
+    pub tunables: Tunables,
+    pub machines: BTreeMap<NodeId, Machine>,
+    pub net: Vec<(NodeId, NodeId, Message)>,
+    pub rng: Rng,
+    pub faults: Faults,
+    pub answers: BTreeMap<CallId, CallAnswer>,
+    pub reads: BTreeMap<ReadId, ReadAnswer>,
+    /// Every (node, slot) → (digest, outcome) ever applied; re-applies after restart must agree.
+    pub applied: BTreeMap<Slot, BTreeMap<NodeId, (u64, Outcome, bool)>>,
+    /// Every promise each node ever wrote, in order.
+    pub promises: BTreeMap<NodeId, Vec<paros_core::Ballot>>,
+    /// Nodes cut off from everyone.
+    pub isolated: Vec<NodeId>,
+    next_call: u64,
+}
+
+pub fn voter_id(i: u64) -> NodeId {
+    NodeId(0x100 + i)
+}
+
+pub fn learner_id(i: u64) -> NodeId {
+    NodeId(0x900 + i)
+}
+
+pub fn uuid(n: u128) -> LeaderUuid {
+    LeaderUuid::new(n).expect("non-zero")
+}
+
+pub fn recs(tag: &str, n: usize) -> Vec<Bytes> {
+    (0..n).map(|i| Bytes::from(format!("{tag}-{i}"))).collect()
+}
+
+impl Cluster {
+    pub fn new(voters: u64, learners: u64, seed: u64, faults: Faults) -> Cluster {
+        Cluster::with_mode(voters, learners, seed, faults, WriterMode::Single)
+    }
+
+    pub fn with_mode(voters: u64, learners: u64, seed: u64, faults: Faults, mode: WriterMode) -> Cluster {
+        let cfg = JournalConfig {
+            mode,
+            voters: (0..voters).map(voter_id).collect(),
+            learners: (0..learners).map(learner_id).collect(),
+        };
+        let tunables = Tunables { election_ticks_min: 5, election_ticks_max: 10, call_ticks_max: 40, ..Tunables::default() };
+        let mut c = Cluster {
+            cfg,
+            tunables,
+            machines: BTreeMap::new(),
+            net: Vec::new(),
+            rng: Rng::new(seed),
+            faults,
+            answers: BTreeMap::new(),
+            reads: BTreeMap::new(),
+            applied: BTreeMap::new(),
+            promises: BTreeMap::new(),
+            isolated: Vec::new(),
+            next_call: 1,
+        };
+        for id in c.cfg.voters.clone() {
+            c.machines.insert(id, Machine { role: None, durable: Durable::default(), voter: true });
+            c.start(id);
+        }
+        for id in c.cfg.learners.clone() {
+            c.machines.insert(id, Machine { role: None, durable: Durable::default(), voter: false });
+            c.start(id);
+        }
+        c
+    }
+
+    /// Boots `id` from its durable state.
+    pub fn start(&mut self, id: NodeId) {
+        let seed = self.rng.next_u64();
+        let m = self.machines.get_mut(&id).expect("known machine");
+        assert!(m.role.is_none(), "start a stopped machine");
+        let role = if m.voter {
+            Role::Voter(Voter::recover(id, self.cfg.clone(), self.tunables, seed, m.durable.clone()))
+        } else {
+            Role::Replica(Replica::recover(id, self.cfg.clone(), self.tunables, m.durable.clone()))
+        };
+        m.role = Some(role);
+    }
+
+    /// Stops `id`: nothing it did not persist survives (the harness persists whole rounds).
+    pub fn crash(&mut self, id: NodeId) {
+        self.machines.get_mut(&id).expect("known").role = None;
+        self.net.retain(|(_, to, _)| *to != id);
+    }
+
+    pub fn is_up(&self, id: NodeId) -> bool {
+        self.machines[&id].role.is_some()
+    }
+
+    pub fn voter(&self, id: NodeId) -> &Voter {
+        match &self.machines[&id].role {
+            Some(Role::Voter(v)) => v,
+            _ => panic!("{id:?} is not a running voter"),
+        }
+    }
+
+    pub fn voter_mut(&mut self, id: NodeId) -> &mut Voter {
+        match &mut self.machines.get_mut(&id).expect("known").role {
+            Some(Role::Voter(v)) => v,
+            _ => panic!("{id:?} is not a running voter"),
+        }
+    }
+
+    pub fn replica(&self, id: NodeId) -> &Replica {
+        match &self.machines[&id].role {
+            Some(Role::Replica(r)) => r,
+            _ => panic!("{id:?} is not a running replica"),
+        }
+    }
+
+    pub fn state_of(&self, id: NodeId) -> JournalState {
+        match &self.machines[&id].role {
+            Some(Role::Voter(v)) => *v.state(),
+            Some(Role::Replica(r)) => *r.state(),
+            None => panic!("down"),
+        }
+    }
+
+    pub fn floor_of(&self, id: NodeId) -> Slot {
+        match &self.machines[&id].role {
+            Some(Role::Voter(v)) => v.floor(),
+            Some(Role::Replica(r)) => r.floor(),
+            None => panic!("down"),
+        }
+    }
+
+    pub fn chosen_of(&self, id: NodeId) -> Slot {
+        match &self.machines[&id].role {
+            Some(Role::Voter(v)) => v.chosen_up_to(),
+            Some(Role::Replica(r)) => r.chosen_up_to(),
+            None => panic!("down"),
+        }
+    }
+
+    pub fn leader(&self) -> Option<NodeId> {
+        self.cfg.voters.iter().copied().find(|v| self.is_up(*v) && self.voter(*v).is_leader())
+    }
+
+    /// One round: every running machine hands over its Ready, the harness persists it,
+    /// then its messages enter the network, then it is advanced.
+    pub fn round(&mut self) {
+        let ids: Vec<NodeId> = self.machines.keys().copied().collect();
+        for id in ids {
+            let m = self.machines.get_mut(&id).expect("known");
+            let ready: Ready = match &mut m.role {
+                Some(Role::Voter(v)) => v.ready(),
+                Some(Role::Replica(r)) => r.ready(),
+                None => continue,
+            };
+            for w in &ready.writes {
+                if let paros_core::WriteOp::Promise(b) = w {
+                    self.promises.entry(id).or_default().push(*b);
+                }
+                m.durable.apply(w);
+            }
+            for o in ready.messages {
+                self.net.push((id, o.to, o.message));
+            }
+            for (c, a) in ready.answers {
+                self.answers.insert(c, a);
+            }
+            for (r, a) in ready.reads {
+                self.reads.insert(r, a);
+            }
+            for a in ready.applied {
+                let seen = self.applied.entry(a.slot).or_default();
+                seen.insert(id, (a.digest, a.judged.outcome, a.judged.blind));
+            }
+            match &mut m.role {
+                Some(Role::Voter(v)) => v.advance(),
+                Some(Role::Replica(r)) => r.advance(),
+                None => {}
+            }
+        }
+        self.deliver();
+    }
+
+    fn deliver(&mut self) {
+        let mut batch = std::mem::take(&mut self.net);
+        if self.faults.reorder {
+            for i in (1..batch.len()).rev() {
+                let j = (self.rng.next_u64() % (i as u64 + 1)) as usize;
+                batch.swap(i, j);
+            }
+        }
+        for (from, to, msg) in batch {
+            if self.isolated.contains(&from) || self.isolated.contains(&to) {
+                continue;
+            }
+            if self.rng.next_u64() % 100 < self.faults.drop_pct {
+                continue;
+            }
+            let copies = if self.rng.next_u64() % 100 < self.faults.dup_pct { 2 } else { 1 };
+            for _ in 0..copies {
+                match &mut self.machines.get_mut(&to).map(|m| &mut m.role) {
+                    Some(Some(Role::Voter(v))) => v.step(from, msg.clone()),
+                    Some(Some(Role::Replica(r))) => r.step(from, msg.clone()),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    pub fn tick(&mut self) {
+        for m in self.machines.values_mut() {
+            match &mut m.role {
+                Some(Role::Voter(v)) => v.tick(),
+                Some(Role::Replica(r)) => r.tick(),
+                None => {}
+            }
+        }
+        self.round();
+        self.round();
+    }
+
+    pub fn run(&mut self, ticks: u32) {
+        for _ in 0..ticks {
+            self.tick();
+        }
+    }
+
+    /// Ticks until some voter leads, at most `ticks_max`.
+    pub fn elect(&mut self, ticks_max: u32) -> NodeId {
+        for _ in 0..ticks_max {
+            if let Some(l) = self.leader() {
+                return l;
+            }
+            self.tick();
+        }
+        panic!("no leader after {ticks_max} ticks");
+    }
+
+    /// Proposes `call` at `node` and runs until it is answered (or `ticks_max` pass).
+    pub fn call_at(&mut self, node: NodeId, call: Call, ticks_max: u32) -> Option<CallAnswer> {
+        let id = CallId(self.next_call);
+        self.next_call += 1;
+        self.voter_mut(node).propose(id, call);
+        for _ in 0..ticks_max {
+            self.round();
+            if let Some(a) = self.answers.remove(&id) {
+                return Some(a);
+            }
+            self.tick();
+            if let Some(a) = self.answers.remove(&id) {
+                return Some(a);
+            }
+        }
+        None
+    }
+
+    /// Calls through whichever voter leads, following redirects; `None` if never answered.
+    pub fn call(&mut self, call: Call) -> Option<CallAnswer> {
+        for _ in 0..20 {
+            let l = self.elect(200);
+            match self.call_at(l, call.clone(), 60) {
+                Some(CallAnswer::Redirect { .. }) | Some(CallAnswer::NoVerdict) | None => self.run(3),
+                answer => return answer,
+            }
+        }
+        None
+    }
+
+    pub fn read_at(&mut self, node: NodeId, from: Seq, consistency: Consistency, ticks_max: u32) -> Option<ReadAnswer> {
+        let id = ReadId(self.next_call);
+        self.next_call += 1;
+        let request = ReadRequest { from, limit: 0, max_bytes: 0, wait_ticks: 0, consistency };
+        match &mut self.machines.get_mut(&node).expect("known").role {
+            Some(Role::Voter(v)) => v.read(id, request),
+            Some(Role::Replica(r)) => r.read(id, request),
+            None => panic!("down"),
+        }
+        for _ in 0..ticks_max {
+            self.round();
+            if let Some(a) = self.reads.remove(&id) {
+                return Some(a);
+            }
+            self.tick();
+        }
+        None
+    }
+
+    /// Asserts that every slot applied anywhere was judged to the same command and outcome
+    /// (blind judgements after a trim-point jump are compared on the command only).
+    pub fn assert_agreement(&self) {
+        for (slot, by_node) in &self.applied {
+            let sighted: Vec<_> = by_node.values().filter(|(_, _, blind)| !blind).collect();
+            for w in sighted.windows(2) {
+                assert_eq!((w[0].0, w[0].1), (w[1].0, w[1].1), "every node judges {slot:?} the same");
+            }
+            let digests: Vec<u64> = by_node.values().map(|(d, _, _)| *d).collect();
+            assert!(digests.windows(2).all(|w| w[0] == w[1]), "one command chosen at {slot:?}");
+        }
+        for (id, ps) in &self.promises {
+            assert!(ps.windows(2).all(|w| w[0] <= w[1]), "{id:?}'s promise never decreases");
+        }
+    }
+
+    /// Runs fault-free until every running machine holds the same chosen prefix and state.
+    pub fn settle(&mut self, ticks_max: u32) {
+        let saved = self.faults;
+        self.faults = Faults::NONE;
+        self.isolated.clear();
+        for _ in 0..ticks_max {
+            self.tick();
+            let ups: Vec<NodeId> = self.machines.keys().copied().filter(|id| self.is_up(*id)).collect();
+            let first = (self.chosen_of(ups[0]), self.state_of(ups[0]));
+            if self.leader().is_some() && ups.iter().all(|id| (self.chosen_of(*id), self.state_of(*id)) == first) {
+                self.faults = saved;
+                return;
+            }
+        }
+        panic!("no convergence after {ticks_max} ticks");
+    }
+}
+
+pub fn write(leader: LeaderUuid, seq: u64, records: Vec<Bytes>) -> Call {
+    Call::Write { leader: Some(leader), seq: Seq(seq), records }
+}
+
+pub fn accepted(a: Option<CallAnswer>) -> (Seq, u64) {
+    match a {
+        Some(CallAnswer::Verdict(Outcome::Accepted { seq, count })) => (seq, count),
+        other => panic!("expected Accepted, got {other:?}"),
+    }
+}
