@@ -1,0 +1,258 @@
+//! FjallStore against the in-memory model (`Durable::apply`), across reopen.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{config, jk, loaded, model, noop, state, write};
+use paros_core::{Ballot, JournalKey, NodeId, Slot, WriteOp};
+use paros_node::ports::{LogStore, StoreError};
+use paros_store::{FORMAT, FjallStore, StoreStats};
+
+fn b(round: u64, node: u64) -> Ballot {
+    Ballot { round, node: NodeId(node) }
+}
+
+fn accept(slot: u64, round: u64, payload: &[u8]) -> WriteOp {
+    WriteOp::Accept { slot: Slot(slot), ballot: b(round, 1), command: write(slot * 10, payload) }
+}
+
+fn apply_all(store: &mut FjallStore, batches: &[Vec<(JournalKey, Vec<WriteOp>)>]) {
+    for batch in batches {
+        store.write(batch).expect("write");
+        store.sync().expect("sync");
+    }
+}
+
+#[test]
+fn several_journals_over_batches_equal_the_model_after_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, bb, c) = (jk(1, 1), jk(1, 0x100), jk(0x100, 1));
+    let batches = vec![
+        vec![
+            (
+                a,
+                vec![
+                    WriteOp::Promise(b(1, 1)),
+                    accept(0, 1, b"a0"),
+                    accept(1, 1, b"a1"),
+                    accept(2, 1, b"a2"),
+                ],
+            ),
+            (
+                bb,
+                vec![
+                    WriteOp::Promise(b(2, 2)),
+                    accept(0, 2, b"b0"),
+                    WriteOp::Learn { slot: Slot(1), command: noop() },
+                ],
+            ),
+            (c, vec![accept(5, 1, b"c5")]),
+        ],
+        vec![
+            // Overwrite a slot, raise and fail to lower chosen, promise again.
+            (
+                a,
+                vec![
+                    accept(2, 3, b"a2'"),
+                    WriteOp::Chosen { up_to: Slot(2) },
+                    WriteOp::Chosen { up_to: Slot(1) },
+                ],
+            ),
+            (a, vec![WriteOp::Promise(b(3, 1)), accept(3, 3, b"a3"), accept(4, 3, b"a4")]),
+            // Truncate drops what was on disk and what this batch staged, then refuses below floor.
+            (
+                bb,
+                vec![
+                    accept(2, 2, b"b2"),
+                    accept(3, 2, b"b3"),
+                    WriteOp::Truncate { floor: Slot(3), sealed: state(0, 5) },
+                    accept(1, 2, b"late"),
+                    accept(3, 4, b"b3'"),
+                    WriteOp::Truncate { floor: Slot(2), sealed: state(0, 1) },
+                ],
+            ),
+        ],
+        vec![
+            (a, vec![WriteOp::Truncate { floor: Slot(2), sealed: state(0, 20) }]),
+            // Trim-point jump past everything held; a second one at or below the floor only raises chosen.
+            (c, vec![WriteOp::TrimmedTo { point: Slot(9), state: state(4, 90) }, accept(9, 5, b"c9")]),
+            (c, vec![WriteOp::TrimmedTo { point: Slot(9), state: state(0, 0) }]),
+        ],
+        vec![(
+            a,
+            vec![
+                WriteOp::TrimmedTo { point: Slot(1), state: state(0, 0) },
+                WriteOp::Learn { slot: Slot(6), command: noop() },
+            ],
+        )],
+    ];
+    let want = model(&batches);
+    assert_eq!(want[&bb].floor, Slot(3));
+    assert_eq!(want[&c].chosen_up_to, Slot(9));
+
+    let mut store = FjallStore::open(dir.path()).unwrap();
+    assert!(store.is_fresh());
+    for key in [a, bb, c] {
+        store.put_config(key, &config()).unwrap();
+    }
+    apply_all(&mut store, &batches);
+    assert_eq!(loaded(&store), want, "before reopen");
+    let ops: usize = batches.iter().flatten().map(|(_, ops)| ops.len()).sum();
+    assert_eq!(store.stats(), StoreStats { batches: 4, syncs: 1 + 3 + 4, ops: ops as u64 });
+    drop(store);
+
+    let store = FjallStore::open(dir.path()).unwrap();
+    assert!(!store.is_fresh());
+    assert_eq!(loaded(&store), want, "after reopen");
+}
+
+#[test]
+fn state_cache_survives_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = jk(3, 3);
+    let first = vec![
+        vec![(a, vec![accept(0, 1, b"x"), accept(5, 1, b"y"), accept(6, 1, b"z")])],
+        vec![(a, vec![WriteOp::Truncate { floor: Slot(5), sealed: state(1, 2) }])],
+    ];
+    let second = vec![
+        // After reopen the floor still refuses slots below it and the next truncation still drops.
+        vec![(a, vec![accept(1, 2, b"below"), accept(7, 2, b"w")])],
+        vec![(
+            a,
+            vec![
+                WriteOp::Chosen { up_to: Slot(7) },
+                WriteOp::Truncate { floor: Slot(7), sealed: state(3, 4) },
+            ],
+        )],
+    ];
+    let mut store = FjallStore::open(dir.path()).unwrap();
+    store.put_config(a, &config()).unwrap();
+    apply_all(&mut store, &first);
+    drop(store);
+    let mut store = FjallStore::open(dir.path()).unwrap();
+    apply_all(&mut store, &second);
+    drop(store);
+    let store = FjallStore::open(dir.path()).unwrap();
+    let all: Vec<_> = first.into_iter().chain(second).collect();
+    assert_eq!(loaded(&store), model(&all));
+    assert_eq!(loaded(&store)[&a].entries.iter().map(|(s, _)| *s).collect::<Vec<_>>(), vec![Slot(7)]);
+}
+
+#[test]
+fn journals_never_see_each_others_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    // Ids whose big-endian bytes share prefixes, and tenant/journal swaps.
+    let keys = [
+        jk(1, 1),
+        jk(1, 0x0100),
+        jk(1, 0x0101),
+        jk(0x0100, 1),
+        jk(1, 0x0100_0000_0000_0000),
+        jk(0, 1),
+        jk(1, 0),
+    ];
+    let mut store = FjallStore::open(dir.path()).unwrap();
+    let mut batch = Vec::new();
+    for (i, key) in keys.iter().enumerate() {
+        store.put_config(*key, &config()).unwrap();
+        let tag = format!("j{i}");
+        batch.push((*key, (0..4).map(|s| accept(s, i as u64 + 1, tag.as_bytes())).collect::<Vec<_>>()));
+        batch[i].1.push(WriteOp::Promise(b(i as u64 + 1, 1)));
+    }
+    // Truncating one journal drops nothing of the others.
+    let trunc = vec![(keys[1], vec![WriteOp::Truncate { floor: Slot(u64::MAX), sealed: state(0, 9) }])];
+    let batches = vec![batch, trunc];
+    apply_all(&mut store, &batches);
+    drop(store);
+    let store = FjallStore::open(dir.path()).unwrap();
+    let got = loaded(&store);
+    assert_eq!(got, model(&batches));
+    assert!(got[&keys[1]].entries.is_empty());
+    for (i, key) in keys.iter().enumerate().filter(|(i, _)| *i != 1) {
+        assert_eq!(got[key].entries.len(), 4, "journal {i}");
+        assert_eq!(got[key].promise, b(i as u64 + 1, 1));
+    }
+}
+
+#[test]
+fn only_journals_with_a_config_are_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, bb) = (jk(5, 1), jk(5, 2));
+    let mut store = FjallStore::open(dir.path()).unwrap();
+    store.put_config(a, &config()).unwrap();
+    store.write(&[(a, vec![accept(0, 1, b"a")]), (bb, vec![accept(0, 1, b"b")])]).unwrap();
+    store.sync().unwrap();
+    assert_eq!(store.load().unwrap().iter().map(|j| j.key).collect::<Vec<_>>(), vec![a]);
+    store.put_config(bb, &config()).unwrap();
+    assert_eq!(store.load().unwrap().len(), 2);
+}
+
+#[test]
+fn identity_round_trips_and_is_never_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = FjallStore::open(dir.path()).unwrap();
+    assert!(store.is_fresh());
+    assert_eq!(store.identity().unwrap(), None);
+    store.set_identity(NodeId(0xabcd)).unwrap();
+    store.set_identity(NodeId(0xabcd)).unwrap();
+    assert!(matches!(store.set_identity(NodeId(1)), Err(StoreError::Write(_))));
+    drop(store);
+    let store = FjallStore::open(dir.path()).unwrap();
+    assert!(!store.is_fresh());
+    assert_eq!(store.identity().unwrap(), Some(NodeId(0xabcd)));
+}
+
+#[test]
+fn another_format_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(FjallStore::open(dir.path()).unwrap());
+    {
+        let db = fjall::Database::builder(dir.path()).open().unwrap();
+        let meta = db.keyspace("meta", fjall::KeyspaceCreateOptions::default).unwrap();
+        meta.insert("format", (FORMAT + 1).to_be_bytes()).unwrap();
+        db.persist(fjall::PersistMode::SyncData).unwrap();
+    }
+    match FjallStore::open(dir.path()) {
+        Err(StoreError::Format { found, supported }) => assert_eq!((found, supported), (2, 1)),
+        other => panic!("expected a format error, got {other:?}"),
+    }
+}
+
+#[test]
+fn data_without_a_marker_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = fjall::Database::builder(dir.path()).open().unwrap();
+        let log = db.keyspace("log", fjall::KeyspaceCreateOptions::default).unwrap();
+        log.insert([0u8; 24], b"??").unwrap();
+    }
+    assert!(matches!(FjallStore::open(dir.path()), Err(StoreError::Format { found: 0, supported: 1 })));
+}
+
+#[test]
+fn a_second_handle_on_the_same_directory_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let _store = FjallStore::open(dir.path()).unwrap();
+    assert!(matches!(FjallStore::open(dir.path()), Err(StoreError::Read(_))));
+}
+
+#[test]
+fn empty_writes_commit_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = FjallStore::open(dir.path()).unwrap();
+    store.write(&[]).unwrap();
+    store.write(&[(jk(1, 1), vec![])]).unwrap();
+    assert_eq!(store.stats().batches, 0);
+}
+
+#[test]
+fn baseline_reports_what_it_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = paros_store::baseline::raw_fjall_append(dir.path(), 8, 100, Duration::from_millis(200));
+    assert!(report.batches > 0);
+    assert_eq!(report.records, report.batches * 8);
+    assert!(report.p50_us <= report.p99_us);
+    assert!(report.elapsed <= Duration::from_secs(30));
+    assert!(report.records_per_sec() > 0.0);
+}
