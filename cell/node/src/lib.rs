@@ -1,2 +1,11 @@
+//! paros-node: the node host. Many journals per machine, one storage batch and one sync per
+//! round, ports for storage and transport, and an in-memory store with crash semantics.
+
+pub mod host;
+pub mod mem_store;
 pub mod ports;
 pub mod rpc;
+pub mod shell;
+
+pub use host::{BootError, Host, HostStats, RoundOutput, Ticket};
+pub use mem_store::MemStore;

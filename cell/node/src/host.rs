@@ -1,0 +1,418 @@
+//! The host: every journal placed on one machine, driven in rounds.
+//!
+//! A round gathers the [`Ready`] of every journal with work, writes **one** storage batch,
+//! syncs **once**, and only then hands out messages (grouped per destination) and answers.
+//! Journals that are quiet (idle, caught up, nothing waiting) are neither ticked nor asked
+//! for a `Ready`: ten thousand idle journals cost memory, not work. All of this is sans-IO
+//! apart from the [`LogStore`] port, so the simulation drives the same code the daemon runs.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use paros_core::{
+    Applied, Call, CallId, JournalConfig, JournalKey, Message, NodeId, ReadAnswer, ReadId, ReadRequest, Ready, Replica,
+    Tunables, Voter, WriteOp,
+};
+
+use crate::ports::{Envelope, LogStore, StoreError};
+use crate::rpc::{NodeAnswer, NodeRequest};
+
+/// One journal as hosted here.
+#[derive(Debug)]
+enum Hosted {
+    Voter(Box<Voter>),
+    Replica(Box<Replica>),
+}
+
+impl Hosted {
+    fn step(&mut self, from: NodeId, m: Message) {
+        match self {
+            Hosted::Voter(v) => v.step(from, m),
+            Hosted::Replica(r) => r.step(from, m),
+        }
+    }
+    fn tick(&mut self) {
+        match self {
+            Hosted::Voter(v) => v.tick(),
+            Hosted::Replica(r) => r.tick(),
+        }
+    }
+    fn read(&mut self, id: ReadId, req: ReadRequest) {
+        match self {
+            Hosted::Voter(v) => v.read(id, req),
+            Hosted::Replica(r) => r.read(id, req),
+        }
+    }
+    fn ready(&mut self) -> Ready {
+        match self {
+            Hosted::Voter(v) => v.ready(),
+            Hosted::Replica(r) => r.ready(),
+        }
+    }
+    fn advance(&mut self) {
+        match self {
+            Hosted::Voter(v) => v.advance(),
+            Hosted::Replica(r) => r.advance(),
+        }
+    }
+    fn has_ready(&self) -> bool {
+        match self {
+            Hosted::Voter(v) => v.has_ready(),
+            Hosted::Replica(r) => r.has_ready(),
+        }
+    }
+    fn is_quiet(&self) -> bool {
+        match self {
+            Hosted::Voter(v) => v.is_quiet(),
+            Hosted::Replica(r) => r.is_quiet(),
+        }
+    }
+}
+
+/// A request ticket: the host's handle for an answer it owes.
+pub type Ticket = u64;
+
+/// Counters a test or a dashboard reads. Cumulative since boot.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct HostStats {
+    pub rounds: u64,
+    /// Rounds that wrote a batch and synced.
+    pub syncs: u64,
+    /// Write ops persisted.
+    pub writes: u64,
+    /// `Ready`s taken (journal-rounds with work).
+    pub readies: u64,
+    /// Journal ticks delivered.
+    pub journal_ticks: u64,
+    /// Envelopes for journals this host does not know: dropped, never used to create one.
+    pub unknown_journal_drops: u64,
+    /// Records in write verdicts answered `Accepted` here.
+    pub records_accepted: u64,
+}
+
+/// What one round hands to the shell: durable already, safe to send.
+#[derive(Debug, Default)]
+pub struct RoundOutput {
+    pub messages: BTreeMap<NodeId, Vec<Envelope>>,
+    pub answers: Vec<(Ticket, NodeAnswer)>,
+    pub applied: Vec<(JournalKey, Applied)>,
+    /// The writes this round made durable (for audits); empty unless `keep_writes` is set.
+    pub writes: Vec<(JournalKey, Vec<WriteOp>)>,
+}
+
+/// Why a host would not boot.
+#[derive(Debug, thiserror::Error)]
+pub enum BootError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The store holds no identity but the machine was told it has one: its disk was wiped.
+    /// It must never rejoin under that identity (its promises are gone).
+    #[error("the store is empty but this machine is {0:?}: refusing to boot a wiped store under an existing identity")]
+    Wiped(NodeId),
+    /// The store belongs to another machine.
+    #[error("the store belongs to {found:?}, not {expected:?}")]
+    WrongIdentity { expected: NodeId, found: NodeId },
+}
+
+/// Every journal on one machine, and the machine's store.
+#[derive(Debug)]
+pub struct Host<S: LogStore> {
+    me: NodeId,
+    store: S,
+    tunables: Tunables,
+    journals: BTreeMap<JournalKey, Hosted>,
+    /// Journals that may have a `Ready` this round.
+    dirty: BTreeSet<JournalKey>,
+    /// Journals that need ticks (not quiet).
+    awake: BTreeSet<JournalKey>,
+    calls: BTreeMap<(JournalKey, CallId), Ticket>,
+    reads: BTreeMap<(JournalKey, ReadId), Ticket>,
+    next_id: u64,
+    seed: u64,
+    stats: HostStats,
+    keep_writes: bool,
+}
+
+impl<S: LogStore> Host<S> {
+    /// Boots over `store`. `expected` is the identity this machine was given before (from its
+    /// data directory or configuration), `fresh` the id to mint if it has none.
+    ///
+    /// # Errors
+    /// [`BootError::Wiped`] when the store is empty under an existing identity,
+    /// [`BootError::WrongIdentity`] for another machine's store, or a storage fault.
+    pub fn boot(mut store: S, expected: Option<NodeId>, fresh: NodeId, tunables: Tunables, seed: u64) -> Result<Host<S>, BootError> {
+        let me = match (store.identity()?, expected) {
+            (Some(found), Some(expected)) if found != expected => return Err(BootError::WrongIdentity { expected, found }),
+            (Some(found), _) => found,
+            (None, Some(expected)) => return Err(BootError::Wiped(expected)),
+            (None, None) => {
+                store.set_identity(fresh)?;
+                fresh
+            }
+        };
+        let mut host = Host {
+            me,
+            store,
+            tunables,
+            journals: BTreeMap::new(),
+            dirty: BTreeSet::new(),
+            awake: BTreeSet::new(),
+            calls: BTreeMap::new(),
+            reads: BTreeMap::new(),
+            next_id: 1,
+            seed,
+            stats: HostStats::default(),
+            keep_writes: false,
+        };
+        for stored in host.store.load()? {
+            host.install(stored.key, stored.config, stored.durable);
+        }
+        Ok(host)
+    }
+
+    /// This machine's identity.
+    #[must_use]
+    pub fn id(&self) -> NodeId {
+        self.me
+    }
+
+    #[must_use]
+    pub fn stats(&self) -> HostStats {
+        self.stats
+    }
+
+    #[must_use]
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Keep each round's writes in [`RoundOutput::writes`] (audits in the simulation).
+    pub fn keep_writes(&mut self, keep: bool) {
+        self.keep_writes = keep;
+    }
+
+    /// The number of journals hosted here.
+    #[must_use]
+    pub fn journal_count(&self) -> usize {
+        self.journals.len()
+    }
+
+    /// The number of journals that currently need ticks.
+    #[must_use]
+    pub fn awake_count(&self) -> usize {
+        self.awake.len()
+    }
+
+    /// The voter of `key`, if this machine votes in it.
+    #[must_use]
+    pub fn voter(&self, key: &JournalKey) -> Option<&Voter> {
+        match self.journals.get(key) {
+            Some(Hosted::Voter(v)) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The replica of `key`, if this machine is one of its learners.
+    #[must_use]
+    pub fn replica(&self, key: &JournalKey) -> Option<&Replica> {
+        match self.journals.get(key) {
+            Some(Hosted::Replica(r)) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Every journal key hosted here.
+    pub fn journal_keys(&self) -> impl Iterator<Item = &JournalKey> {
+        self.journals.keys()
+    }
+
+    fn journal_seed(&self, key: &JournalKey) -> u64 {
+        self.seed ^ key.tenant.0.rotate_left(17) ^ key.journal.0.rotate_left(41) ^ self.me.0
+    }
+
+    fn install(&mut self, key: JournalKey, config: JournalConfig, durable: paros_core::Durable) {
+        let seed = self.journal_seed(&key);
+        let hosted = if config.voters.contains(&self.me) {
+            Hosted::Voter(Box::new(Voter::recover(self.me, config, self.tunables, seed, durable)))
+        } else {
+            Hosted::Replica(Box::new(Replica::recover(self.me, config, self.tunables, durable)))
+        };
+        self.journals.insert(key, hosted);
+        self.dirty.insert(key);
+        self.awake.insert(key);
+    }
+
+    /// Places a journal here with its configuration (the registry will call this later).
+    /// Placing a journal that is already here changes nothing.
+    ///
+    /// # Errors
+    /// A storage fault writing the configuration.
+    pub fn place(&mut self, key: JournalKey, config: JournalConfig) -> Result<(), StoreError> {
+        if self.journals.contains_key(&key) {
+            return Ok(());
+        }
+        assert!(
+            config.voters.contains(&self.me) || config.learners.contains(&self.me),
+            "a journal is placed only on its members"
+        );
+        self.store.put_config(key, &config)?;
+        self.install(key, config, paros_core::Durable::default());
+        Ok(())
+    }
+
+    /// Asks this machine's voter of `key` to campaign now (first leader, no timeout wait).
+    pub fn campaign(&mut self, key: &JournalKey) {
+        if let Some(Hosted::Voter(v)) = self.journals.get_mut(key) {
+            v.campaign();
+            self.dirty.insert(*key);
+            self.awake.insert(*key);
+        }
+    }
+
+    /// Protocol messages from a peer. A message for a journal not hosted here is dropped and
+    /// counted; it never creates one.
+    pub fn deliver(&mut self, from: NodeId, envelopes: Vec<Envelope>) {
+        for e in envelopes {
+            let Some(j) = self.journals.get_mut(&e.journal) else {
+                self.stats.unknown_journal_drops += 1;
+                continue;
+            };
+            j.step(from, e.message);
+            self.dirty.insert(e.journal);
+            self.awake.insert(e.journal);
+        }
+    }
+
+    /// A request from the bus. Returns the ticket its answer will carry, or the answer itself
+    /// when it is immediate (unknown journal).
+    pub fn request(&mut self, request: NodeRequest) -> Result<Ticket, NodeAnswer> {
+        let ticket = self.next_id;
+        self.next_id += 1;
+        match request {
+            NodeRequest::Call { journal, call } => self.call(ticket, journal, call),
+            NodeRequest::Read { journal, read } => {
+                let Some(j) = self.journals.get_mut(&journal) else { return Err(NodeAnswer::UnknownJournal) };
+                j.read(ReadId(ticket), read);
+                self.reads.insert((journal, ReadId(ticket)), ticket);
+                self.dirty.insert(journal);
+                self.awake.insert(journal);
+                Ok(ticket)
+            }
+        }
+    }
+
+    fn call(&mut self, ticket: Ticket, journal: JournalKey, call: Call) -> Result<Ticket, NodeAnswer> {
+        match self.journals.get_mut(&journal) {
+            None => Err(NodeAnswer::UnknownJournal),
+            Some(Hosted::Replica(_)) => Err(NodeAnswer::Call(paros_core::CallAnswer::Redirect { leader: None })),
+            Some(Hosted::Voter(v)) => {
+                v.propose(CallId(ticket), call);
+                self.calls.insert((journal, CallId(ticket)), ticket);
+                self.dirty.insert(journal);
+                self.awake.insert(journal);
+                Ok(ticket)
+            }
+        }
+    }
+
+    /// One clock tick, delivered only to journals that are awake.
+    pub fn tick(&mut self) {
+        let mut asleep = Vec::new();
+        for key in &self.awake {
+            let j = self.journals.get_mut(key).expect("an awake journal is hosted");
+            j.tick();
+            self.stats.journal_ticks += 1;
+            self.dirty.insert(*key);
+            if j.is_quiet() {
+                asleep.push(*key);
+            }
+        }
+        for key in asleep {
+            self.awake.remove(&key);
+        }
+    }
+
+    /// Wakes every hosted journal (e.g. when a peer machine stops answering).
+    pub fn wake_all(&mut self) {
+        for (key, j) in &mut self.journals {
+            if let Hosted::Voter(v) = j {
+                v.wake();
+            }
+            self.awake.insert(*key);
+        }
+    }
+
+    /// One round: one storage batch and one sync for every journal with work, then the
+    /// messages and answers that may now leave.
+    ///
+    /// # Errors
+    /// A storage fault. The round's effects must then never leave: stop the process.
+    pub fn round(&mut self) -> Result<RoundOutput, StoreError> {
+        self.stats.rounds += 1;
+        let mut readies: Vec<(JournalKey, Ready)> = Vec::new();
+        for key in std::mem::take(&mut self.dirty) {
+            let j = self.journals.get_mut(&key).expect("a dirty journal is hosted");
+            if j.has_ready() {
+                readies.push((key, j.ready()));
+                self.stats.readies += 1;
+            }
+        }
+        let batch: Vec<(JournalKey, Vec<WriteOp>)> = readies
+            .iter_mut()
+            .filter(|(_, r)| !r.writes.is_empty())
+            .map(|(k, r)| (*k, std::mem::take(&mut r.writes)))
+            .collect();
+        if !batch.is_empty() {
+            self.stats.writes += batch.iter().map(|(_, w)| w.len() as u64).sum::<u64>();
+            self.store.write(&batch)?;
+            self.store.sync()?;
+            self.stats.syncs += 1;
+        }
+        let mut out = RoundOutput::default();
+        if self.keep_writes {
+            out.writes = batch;
+        }
+        for (key, ready) in readies {
+            for o in ready.messages {
+                out.messages.entry(o.to).or_default().push(Envelope { journal: key, from: self.me, message: o.message });
+            }
+            for (call, answer) in ready.answers {
+                if let paros_core::CallAnswer::Verdict(paros_core::journal::Outcome::Accepted { count, .. }) = answer {
+                    self.stats.records_accepted += count;
+                }
+                if let Some(t) = self.calls.remove(&(key, call)) {
+                    out.answers.push((t, NodeAnswer::Call(answer)));
+                }
+            }
+            for (read, answer) in ready.reads {
+                if let Some(t) = self.reads.remove(&(key, read)) {
+                    out.answers.push((t, NodeAnswer::Read(answer)));
+                }
+            }
+            out.applied.extend(ready.applied.into_iter().map(|a| (key, a)));
+            let j = self.journals.get_mut(&key).expect("hosted");
+            j.advance();
+            if j.has_ready() {
+                self.dirty.insert(key);
+            }
+            if !j.is_quiet() {
+                self.awake.insert(key);
+            }
+        }
+        Ok(out)
+    }
+
+    /// True when some journal has effects waiting for a round.
+    #[must_use]
+    pub fn has_work(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+}
+
+/// A read answer for a ticket, for shells that want to match on it.
+#[must_use]
+pub fn read_answer(answer: &NodeAnswer) -> Option<&ReadAnswer> {
+    match answer {
+        NodeAnswer::Read(r) => Some(r),
+        _ => None,
+    }
+}

@@ -1,0 +1,200 @@
+//! `paros`: the one binary. For now: `paros bench` (the embedded cell under load) and
+//! `paros verify` (reopen a bench's data directory and check every acknowledged record).
+
+mod bench;
+mod cell;
+mod client;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(name = "paros", version, about = "paros: a multi-tenant replicated journal service")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Start an embedded 3-node cell and measure writes through the node RPC.
+    Bench {
+        #[arg(long, default_value_t = 64)]
+        writers: usize,
+        #[arg(long, default_value_t = 64)]
+        journals: usize,
+        #[arg(long, default_value_t = 100)]
+        record_bytes: usize,
+        #[arg(long, default_value_t = 1)]
+        batch: usize,
+        #[arg(long, default_value_t = 10)]
+        duration_s: u64,
+        /// Keep the cell's data here (default: a temporary directory).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Append `journal seq count` per acknowledged write to this file.
+        #[arg(long)]
+        ack_log: Option<PathBuf>,
+        /// Measure the raw disk instead: one writer, fjall batches of `--batch` records,
+        /// SyncData per batch (the baseline the cell's cost is a ratio of).
+        #[arg(long)]
+        raw_fjall: bool,
+    },
+    /// Reopen a bench data directory and check every acknowledged write is present exactly
+    /// once at its position.
+    Verify {
+        #[arg(long)]
+        data_dir: PathBuf,
+        #[arg(long)]
+        ack_log: PathBuf,
+        #[arg(long, default_value_t = 100)]
+        record_bytes: usize,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
+    match cli.command {
+        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, json, ack_log, raw_fjall } => {
+            let duration = Duration::from_secs(duration_s);
+            if raw_fjall {
+                return raw_fjall_bench(data_dir, batch, record_bytes, duration, json);
+            }
+            let args = bench::BenchArgs { writers, journals, record_bytes, batch, duration, data_dir, ack_log, progress: true };
+            match runtime.block_on(bench::run(args)) {
+                Ok(report) => {
+                    print_report(&report, json);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(&e),
+            }
+        }
+        Command::Verify { data_dir, ack_log, record_bytes } => match runtime.block_on(verify::run(&data_dir, &ack_log, record_bytes)) {
+            Ok(n) => {
+                println!("verify: {n} acknowledged records present exactly once at their positions");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("paros verify: {e}");
+                ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1))
+            }
+        },
+    }
+}
+
+fn fail(e: &bench::BenchError) -> ExitCode {
+    eprintln!("paros bench: {e}");
+    let code = match e {
+        bench::BenchError::Cell(c) => c.exit_code(),
+        bench::BenchError::Args(_) => 2,
+        _ => 1,
+    };
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+fn print_report(r: &bench::Report, json: bool) {
+    if json {
+        println!("{}", serde_json::to_string(r).expect("a report serializes"));
+        return;
+    }
+    println!(
+        "paros bench: {} writers, {} journals, {} B records, batch {}, {:.1} s",
+        r.writers, r.journals, r.record_bytes, r.batch, r.duration_s
+    );
+    println!("  records/s         {:>12.0}", r.records_per_s);
+    println!("  batches/s         {:>12.0}", r.batches_per_s);
+    println!("  latency p50/p99/p999  {} / {} / {} µs", r.p50_us, r.p99_us, r.p999_us);
+    println!("  fsyncs/s (3 nodes){:>12.0}", r.fsyncs_per_s);
+    println!("  records per fsync {:>12.1}", r.records_per_fsync);
+    println!("  verified          {} of {} acknowledged records read back at their positions", r.verified_records, r.acked_records);
+}
+
+fn raw_fjall_bench(dir: Option<PathBuf>, batch: usize, record_bytes: usize, duration: Duration, json: bool) -> ExitCode {
+    let temp = tempfile::tempdir().expect("a temporary directory");
+    let dir = dir.unwrap_or_else(|| temp.path().to_path_buf());
+    let r = paros_store::baseline::raw_fjall_append(&dir, batch, record_bytes, duration);
+    let secs = r.elapsed.as_secs_f64();
+    let out = serde_json::json!({
+        "records_per_s": r.records as f64 / secs,
+        "batches_per_s": r.batches as f64 / secs,
+        "p50_us": r.p50_us,
+        "p99_us": r.p99_us,
+        "fsyncs_per_s": r.batches as f64 / secs,
+        "records_per_fsync": batch,
+        "baseline": "raw fjall, one writer, SyncData per batch",
+    });
+    if json {
+        println!("{out}");
+    } else {
+        println!("raw fjall baseline: batch {batch}, {record_bytes} B records: {:.0} records/s, p50 {} µs, p99 {} µs", r.records as f64 / secs, r.p50_us, r.p99_us);
+    }
+    ExitCode::SUCCESS
+}
+
+mod verify {
+    //! `paros verify`: reopen the cell and check an ack log against it.
+
+    use std::path::Path;
+
+    use crate::bench::{read_all, record_bytes};
+    use crate::cell::{CellError, EmbeddedCell};
+    use crate::client::{CellClient, ClientConfig};
+
+    #[derive(Debug, thiserror::Error)]
+    pub enum VerifyError {
+        #[error(transparent)]
+        Cell(#[from] CellError),
+        #[error("cannot read the ack log: {0}")]
+        AckLog(String),
+        #[error("{0}")]
+        Mismatch(String),
+    }
+
+    impl VerifyError {
+        pub fn exit_code(&self) -> i32 {
+            match self {
+                VerifyError::Cell(c) => c.exit_code(),
+                _ => 1,
+            }
+        }
+    }
+
+    pub async fn run(dir: &Path, ack_log: &Path, size: usize) -> Result<u64, VerifyError> {
+        let text = std::fs::read_to_string(ack_log).map_err(|e| VerifyError::AckLog(e.to_string()))?;
+        let cell = EmbeddedCell::open(dir, 0)?;
+        let client = CellClient::new(cell.bus.clone(), cell.manifest.nodes.clone(), ClientConfig::default());
+        let mut read = Vec::new();
+        for (i, key) in cell.manifest.journals.iter().enumerate() {
+            let all = read_all(&client, *key, i % 3).await.map_err(VerifyError::Mismatch)?;
+            for (seq, r) in &all {
+                if *r != record_bytes(i, *seq, size) {
+                    return Err(VerifyError::Mismatch(format!("journal {i} holds a foreign or duplicated record at {seq}")));
+                }
+            }
+            read.push(all);
+        }
+        let mut checked = 0;
+        for line in text.lines() {
+            let parts: Vec<u64> = line.split_whitespace().filter_map(|p| p.parse().ok()).collect();
+            // A line cut by the kill is not an acknowledgement the writer finished recording.
+            let [j, seq, count] = parts[..] else { continue };
+            let j = j as usize;
+            let all = read.get(j).ok_or_else(|| VerifyError::Mismatch(format!("ack names unknown journal {j}")))?;
+            for s in seq..seq + count {
+                if !all.contains_key(&s) {
+                    return Err(VerifyError::Mismatch(format!("journal {j} lost acknowledged record {s}")));
+                }
+                checked += 1;
+            }
+        }
+        let _ = cell.stop();
+        Ok(checked)
+    }
+}
