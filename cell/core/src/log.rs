@@ -36,6 +36,16 @@ pub enum WriteOp {
     TrimmedTo { point: Slot, state: JournalState },
 }
 
+impl WriteOp {
+    /// True when a message or answer of the same round may depend on this write being
+    /// durable. The chosen index is a hint (a lower one is re-learned after a restart), so a
+    /// round whose only writes are `Chosen` needs no sync of its own: it rides the next one.
+    #[must_use]
+    pub fn needs_sync(&self) -> bool {
+        !matches!(self, WriteOp::Chosen { .. })
+    }
+}
+
 /// What storage gives back at boot for one journal.
 #[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
 pub struct Durable {

@@ -313,6 +313,7 @@ impl Proposer {
                 self.election_elapsed += 1;
                 self.election_elapsed >= self.election_due
             }
+            Role::Leader(_) if self.quiet => false,
             Role::Leader(l) => {
                 let window = u64::from(tunables.election_ticks_min);
                 let heard = cfg.voters.iter().filter(|v| **v == self.me || l.heard.get(v).is_some_and(|t| tick - t <= window)).count();

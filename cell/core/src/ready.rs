@@ -11,9 +11,16 @@ use crate::message::Outbound;
 /// Everything a journal wants done since the last [`advance`](crate::Voter::advance).
 ///
 /// **Persist before send.** The host must make every one of `writes` durable (one storage
-/// batch, one sync, shared with every other journal of the round) before any of `messages`,
-/// `answers` or `reads` leaves the process, and must call `advance()` only after that. A
-/// `Ready` taken and not advanced makes the next `ready()` panic: there is one round in flight.
+/// batch, one sync, shared with every other journal of the round) before any acceptor reply
+/// in `messages` ([`Message::needs_durable_sender`](crate::Message::needs_durable_sender):
+/// `Promise`, `Accepted`, `Watermark`) leaves the process, and must call `advance()` only
+/// after that. Every other message (a proposer's `Prepare`/`Accept`, heartbeats, chosen
+/// values, catch-up) states nothing this round's writes make true, so the host may send it
+/// before the sync: the leader's own disk write then overlaps its followers'. Answers to
+/// calls and reads report chosen slots (a quorum made them durable) and may leave with it.
+/// A round whose writes all have [`WriteOp::needs_sync`] false needs no sync.
+///
+/// A `Ready` taken and not advanced makes the next `ready()` panic: one round is in flight.
 #[derive(Debug, Default)]
 #[must_use = "a Ready's writes must be persisted and its messages sent"]
 pub struct Ready {

@@ -278,7 +278,9 @@ impl<S: LogStore> Host<S> {
             };
             j.step(from, e.message);
             self.dirty.insert(e.journal);
-            self.awake.insert(e.journal);
+            if !j.is_quiet() {
+                self.awake.insert(e.journal);
+            }
         }
     }
 
@@ -342,11 +344,12 @@ impl<S: LogStore> Host<S> {
     }
 
     /// One round: one storage batch and one sync for every journal with work, then the
-    /// messages and answers that may now leave.
+    /// messages and answers that may now leave. Messages that need no durable sender (see
+    /// [`Ready`]) are handed to `early` before the sync, so peers work while this disk syncs.
     ///
     /// # Errors
     /// A storage fault. The round's effects must then never leave: stop the process.
-    pub fn round(&mut self) -> Result<RoundOutput, StoreError> {
+    pub fn round(&mut self, mut early: impl FnMut(NodeId, Vec<Envelope>)) -> Result<RoundOutput, StoreError> {
         self.stats.rounds += 1;
         let mut readies: Vec<(JournalKey, Ready)> = Vec::new();
         for key in std::mem::take(&mut self.dirty) {
@@ -361,13 +364,26 @@ impl<S: LogStore> Host<S> {
             .filter(|(_, r)| !r.writes.is_empty())
             .map(|(k, r)| (*k, std::mem::take(&mut r.writes)))
             .collect();
+        let mut out = RoundOutput::default();
+        let mut early_out: BTreeMap<NodeId, Vec<Envelope>> = BTreeMap::new();
+        for (key, ready) in &mut readies {
+            let (wait, go): (Vec<_>, Vec<_>) = std::mem::take(&mut ready.messages).into_iter().partition(|o| o.message.needs_durable_sender());
+            ready.messages = wait;
+            for o in go {
+                early_out.entry(o.to).or_default().push(Envelope { journal: *key, from: self.me, message: o.message });
+            }
+        }
+        for (to, envelopes) in early_out {
+            early(to, envelopes);
+        }
         if !batch.is_empty() {
             self.stats.writes += batch.iter().map(|(_, w)| w.len() as u64).sum::<u64>();
             self.store.write(&batch)?;
-            self.store.sync()?;
-            self.stats.syncs += 1;
+            if batch.iter().any(|(_, w)| w.iter().any(WriteOp::needs_sync)) {
+                self.store.sync()?;
+                self.stats.syncs += 1;
+            }
         }
-        let mut out = RoundOutput::default();
         if self.keep_writes {
             out.writes = batch;
         }

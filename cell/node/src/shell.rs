@@ -145,13 +145,18 @@ fn run<S: LogStore, T: Transport>(
             host.tick();
             next_tick = Instant::now() + config.tick;
         }
-        let out = match host.round() {
+        let me = host.id();
+        let mut looped: Vec<Vec<crate::ports::Envelope>> = Vec::new();
+        let out = match host.round(|to, envelopes| if to == me { looped.push(envelopes) } else { transport.send(to, envelopes) }) {
             Ok(out) => out,
             Err(e) => {
                 eprintln!("paros: storage fault on node {}: {e}; stopping (exit {EXIT_STORAGE_FAULT})", host.id());
                 std::process::exit(EXIT_STORAGE_FAULT);
             }
         };
+        for envelopes in looped {
+            host.deliver(me, envelopes);
+        }
         for (to, envelopes) in out.messages {
             if to == host.id() {
                 host.deliver(to, envelopes);

@@ -1,0 +1,287 @@
+//! Host-level tests: several hosts over in-memory stores, routed synchronously.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use paros_core::journal::{Outcome, WriterMode};
+use paros_core::{
+    Call, CallAnswer, Consistency, JournalConfig, JournalId, JournalKey, LeaderUuid, NodeId, ReadAnswer, ReadRequest, Seq,
+    TenantId, Tunables,
+};
+use paros_node::ports::Envelope;
+use paros_node::rpc::{NodeAnswer, NodeRequest};
+use paros_node::{BootError, Host, MemStore, Ticket};
+
+struct Cell {
+    hosts: BTreeMap<NodeId, Host<MemStore>>,
+    disks: BTreeMap<NodeId, MemStore>,
+    answers: BTreeMap<(NodeId, Ticket), NodeAnswer>,
+    ids: Vec<NodeId>,
+}
+
+fn key(i: u64) -> JournalKey {
+    JournalKey { tenant: TenantId(0xabc0 + i % 7), journal: JournalId(0x1_0000 + i) }
+}
+
+fn tunables() -> Tunables {
+    Tunables { election_ticks_min: 5, election_ticks_max: 10, ..Tunables::default() }
+}
+
+impl Cell {
+    fn new(journals: u64) -> Cell {
+        let ids: Vec<NodeId> = (1..=3).map(|i| NodeId(0x7700 + i)).collect();
+        let mut cell = Cell { hosts: BTreeMap::new(), disks: BTreeMap::new(), answers: BTreeMap::new(), ids: ids.clone() };
+        for id in &ids {
+            let disk = MemStore::new();
+            let host = Host::boot(disk.clone(), None, *id, tunables(), id.0).expect("boots");
+            cell.disks.insert(*id, disk);
+            cell.hosts.insert(*id, host);
+        }
+        let config = JournalConfig { mode: WriterMode::Single, voters: ids.clone(), learners: vec![] };
+        for j in 0..journals {
+            for id in &ids {
+                cell.hosts.get_mut(id).unwrap().place(key(j), config.clone()).unwrap();
+            }
+            let first = ids[(j % 3) as usize];
+            cell.hosts.get_mut(&first).unwrap().campaign(&key(j));
+        }
+        cell
+    }
+
+    /// One round on every host, then deliver everything.
+    fn round(&mut self) {
+        let mut mail: Vec<(NodeId, NodeId, Vec<Envelope>)> = Vec::new();
+        for (id, host) in &mut self.hosts {
+            let mut early = Vec::new();
+            let out = host.round(|to, e| early.push((to, e))).expect("round");
+            for (to, e) in early.into_iter().chain(out.messages) {
+                mail.push((*id, to, e));
+            }
+            for (t, a) in out.answers {
+                self.answers.insert((*id, t), a);
+            }
+        }
+        for (from, to, e) in mail {
+            if let Some(h) = self.hosts.get_mut(&to) {
+                h.deliver(from, e);
+            }
+        }
+    }
+
+    fn tick(&mut self) {
+        for h in self.hosts.values_mut() {
+            h.tick();
+        }
+        self.round();
+        self.round();
+    }
+
+    fn leader_of(&self, k: &JournalKey) -> Option<NodeId> {
+        self.hosts.iter().find(|(_, h)| h.voter(k).is_some_and(|v| v.is_leader())).map(|(id, _)| *id)
+    }
+
+    fn settle_leaders(&mut self, keys: &[JournalKey]) {
+        for _ in 0..200 {
+            if keys.iter().all(|k| self.leader_of(k).is_some()) {
+                return;
+            }
+            self.tick();
+        }
+        panic!("not every journal elected a leader");
+    }
+
+    fn request(&mut self, at: NodeId, req: NodeRequest) -> Ticket {
+        self.hosts.get_mut(&at).unwrap().request(req).expect("a hosted journal")
+    }
+
+    fn wait(&mut self, at: NodeId, t: Ticket) -> NodeAnswer {
+        for _ in 0..100 {
+            if let Some(a) = self.answers.remove(&(at, t)) {
+                return a;
+            }
+            self.round();
+            if let Some(a) = self.answers.remove(&(at, t)) {
+                return a;
+            }
+            self.tick();
+        }
+        panic!("no answer");
+    }
+}
+
+fn uuid(n: u128) -> LeaderUuid {
+    LeaderUuid::new(n).unwrap()
+}
+
+fn claim(cell: &mut Cell, k: JournalKey, u: LeaderUuid) -> NodeId {
+    let l = cell.leader_of(&k).expect("a leader");
+    let t = cell.request(l, NodeRequest::Call { journal: k, call: Call::SetLeader { new: u, old: None } });
+    assert!(matches!(cell.wait(l, t), NodeAnswer::Call(CallAnswer::Verdict(Outcome::Won(_)))));
+    l
+}
+
+#[test]
+fn a_restarted_cell_holds_every_acknowledged_write_and_the_same_folds() {
+    let keys: Vec<JournalKey> = (0..4).map(key).collect();
+    let mut cell = Cell::new(4);
+    cell.settle_leaders(&keys);
+    let mut acked: BTreeMap<JournalKey, Vec<Bytes>> = BTreeMap::new();
+    for (i, k) in keys.iter().enumerate() {
+        let l = claim(&mut cell, *k, uuid(i as u128 + 1));
+        for n in 0..10u64 {
+            let records = vec![Bytes::from(format!("{i}-{n}"))];
+            let call = Call::Write { leader: Some(uuid(i as u128 + 1)), seq: Seq(n), records: records.clone() };
+            let t = cell.request(l, NodeRequest::Call { journal: *k, call });
+            match cell.wait(l, t) {
+                NodeAnswer::Call(CallAnswer::Verdict(Outcome::Accepted { seq, .. })) => assert_eq!(seq, Seq(n)),
+                other => panic!("{other:?}"),
+            }
+            acked.entry(*k).or_default().extend(records);
+        }
+    }
+    for _ in 0..5 {
+        cell.tick();
+    }
+    let before: BTreeMap<(NodeId, JournalKey), _> = cell
+        .hosts
+        .iter()
+        .flat_map(|(id, h)| keys.iter().map(move |k| ((*id, *k), *h.voter(k).unwrap().state())))
+        .collect();
+    // Crash every machine: unsynced writes are lost; then boot new hosts over the same disks.
+    let ids = cell.ids.clone();
+    for id in &ids {
+        cell.disks[id].crash();
+        cell.hosts.remove(id);
+        let host = Host::boot(cell.disks[id].clone(), Some(*id), NodeId(0xdead), tunables(), 99).expect("reboots");
+        assert_eq!(host.journal_count(), keys.len(), "every journal placed here is back");
+        cell.hosts.insert(*id, host);
+    }
+    for ((id, k), state) in &before {
+        let v = cell.hosts[id].voter(k).unwrap();
+        assert!(v.state().next_seq <= state.next_seq, "a reboot never invents records");
+    }
+    cell.settle_leaders(&keys);
+    for _ in 0..10 {
+        cell.tick();
+    }
+    // The chosen index is a hint written without a sync of its own: a node may reboot a few
+    // slots behind and re-learn them. After settling, every fold matches the one before.
+    for ((id, k), state) in &before {
+        assert_eq!(cell.hosts[id].voter(k).unwrap().state(), state, "{id:?} refolds {k:?} to the same state");
+    }
+    for k in &keys {
+        let at = ids[0];
+        let read = ReadRequest { from: Seq(0), limit: 0, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Linearizable };
+        let t = cell.request(at, NodeRequest::Read { journal: *k, read });
+        match cell.wait(at, t) {
+            NodeAnswer::Read(ReadAnswer::Page { records, .. }) => assert_eq!(records, acked[k], "every acknowledged record is back"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_wiped_store_under_an_existing_identity_refuses_to_boot() {
+    let disk = MemStore::new();
+    let id = NodeId(0x51);
+    drop(Host::boot(disk.clone(), None, id, tunables(), 1).unwrap());
+    disk.wipe();
+    match Host::boot(disk.clone(), Some(id), NodeId(0x52), tunables(), 1) {
+        Err(BootError::Wiped(w)) => assert_eq!(w, id),
+        other => panic!("expected a refusal, got {:?}", other.map(|h| h.id())),
+    }
+    let other_disk = MemStore::new();
+    drop(Host::boot(other_disk.clone(), None, NodeId(0x60), tunables(), 1).unwrap());
+    assert!(matches!(Host::boot(other_disk, Some(id), id, tunables(), 1), Err(BootError::WrongIdentity { .. })));
+}
+
+#[test]
+fn a_failed_sync_fails_the_round_and_nothing_leaves() {
+    let mut cell = Cell::new(1);
+    let k = key(0);
+    cell.settle_leaders(&[k]);
+    let l = claim(&mut cell, k, uuid(9));
+    let call = Call::Write { leader: Some(uuid(9)), seq: Seq(0), records: vec![Bytes::from_static(b"x")] };
+    cell.request(l, NodeRequest::Call { journal: k, call });
+    cell.disks[&l].fail_next_sync();
+    let host = cell.hosts.get_mut(&l).unwrap();
+    let mut early = 0;
+    assert!(host.round(|_, _| early += 1).is_err(), "a failed sync is an error the shell stops on");
+}
+
+#[test]
+fn a_message_for_an_unknown_journal_is_dropped_and_counted() {
+    let mut cell = Cell::new(1);
+    let h = cell.hosts.get_mut(&cell.ids[0]).unwrap();
+    let stranger = Envelope { journal: key(77), from: NodeId(5), message: paros_core::Message::CatchUpRequest { from: paros_core::Slot(0) } };
+    h.deliver(NodeId(5), vec![stranger]);
+    assert_eq!(h.stats().unknown_journal_drops, 1);
+    assert_eq!(h.journal_count(), 1, "no journal is created implicitly");
+    assert!(matches!(
+        h.request(NodeRequest::Call { journal: key(78), call: Call::Truncate { leader: None, up_to: Seq(0) } }),
+        Err(NodeAnswer::UnknownJournal)
+    ));
+}
+
+#[test]
+fn idle_journals_cost_no_work_per_round() {
+    let total = 10_000;
+    let active = 5;
+    let mut cell = Cell::new(total);
+    // Elect and quiesce everything.
+    for _ in 0..40 {
+        cell.tick();
+    }
+    let awake: usize = cell.hosts.values().map(Host::awake_count).sum();
+    assert_eq!(awake, 0, "every idle journal went quiet");
+    let keys: Vec<JournalKey> = (0..active).map(key).collect();
+    for (i, k) in keys.iter().enumerate() {
+        claim(&mut cell, *k, uuid(100 + i as u128));
+    }
+    let before: Vec<_> = cell.hosts.values().map(Host::stats).collect();
+    let rounds = 20u64;
+    for n in 0..rounds {
+        for (i, k) in keys.iter().enumerate() {
+            let l = cell.leader_of(k).unwrap();
+            let call = Call::Write { leader: Some(uuid(100 + i as u128)), seq: Seq(n), records: vec![Bytes::from_static(b"r")] };
+            let t = cell.request(l, NodeRequest::Call { journal: *k, call });
+            assert!(matches!(cell.wait(l, t), NodeAnswer::Call(CallAnswer::Verdict(Outcome::Accepted { .. }))));
+        }
+    }
+    let after: Vec<_> = cell.hosts.values().map(Host::stats).collect();
+    for (b, a) in before.iter().zip(&after) {
+        let rounds_run = a.rounds - b.rounds;
+        let per_round_ticks = (a.journal_ticks - b.journal_ticks) as f64 / rounds_run as f64;
+        let per_round_readies = (a.readies - b.readies) as f64 / rounds_run as f64;
+        assert!(per_round_ticks <= active as f64 * 2.0, "ticks per round track the active journals, not {total}: {per_round_ticks}");
+        assert!(per_round_readies <= active as f64 * 2.0, "readies per round track the active journals: {per_round_readies}");
+    }
+}
+
+#[test]
+fn many_concurrent_writers_share_one_sync() {
+    let n = 64;
+    let keys: Vec<JournalKey> = (0..n).map(key).collect();
+    let mut cell = Cell::new(n);
+    cell.settle_leaders(&keys);
+    let mut leaders = Vec::new();
+    for (i, k) in keys.iter().enumerate() {
+        leaders.push(claim(&mut cell, *k, uuid(1000 + i as u128)));
+    }
+    let before: u64 = cell.hosts.values().map(|h| h.stats().syncs).sum();
+    let mut tickets = Vec::new();
+    for round in 0..10u64 {
+        for (i, k) in keys.iter().enumerate() {
+            let call = Call::Write { leader: Some(uuid(1000 + i as u128)), seq: Seq(round), records: vec![Bytes::from_static(b"g")] };
+            tickets.push((leaders[i], cell.request(leaders[i], NodeRequest::Call { journal: *k, call })));
+        }
+        for (l, t) in std::mem::take(&mut tickets) {
+            assert!(matches!(cell.wait(l, t), NodeAnswer::Call(CallAnswer::Verdict(Outcome::Accepted { .. }))));
+        }
+    }
+    let syncs: u64 = cell.hosts.values().map(|h| h.stats().syncs).sum::<u64>() - before;
+    let records = 10 * n;
+    let per_node_syncs = syncs as f64 / 3.0;
+    let records_per_sync = records as f64 / per_node_syncs;
+    assert!(records_per_sync >= 8.0, "group commit: {records_per_sync} records per sync");
+}
