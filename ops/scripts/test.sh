@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The whole test suite: lints, every crate's tests, and a simulation smoke sweep.
+# Needs only a Rust toolchain; installs nothing else yet (NATS arrives with the bus issue).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+echo "== clippy"
+cargo clippy --workspace --all-targets --release -- -D warnings
+
+echo "== tests"
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --release --no-fail-fast
+else
+  cargo test --workspace --release --no-fail-fast
+fi
+
+if [ -d cell/sim ]; then
+  echo "== simulation smoke sweep"
+  cargo run --release -p paros-sim -- sweep --seeds "${PAROS_SMOKE_SEEDS:-300}"
+fi
