@@ -89,11 +89,20 @@ pub struct HostStats {
     pub records_accepted: u64,
 }
 
-/// What one round hands to the shell: durable already, safe to send.
+/// What a round releases before its sync.
+#[derive(Debug)]
+pub enum Early {
+    /// Protocol messages for one peer that state nothing this round's writes make true.
+    Messages(NodeId, Vec<Envelope>),
+    /// The answer owed on a ticket.
+    Answer(Ticket, NodeAnswer),
+}
+
+/// What one round hands to the shell after its sync: safe to send now.
 #[derive(Debug, Default)]
 pub struct RoundOutput {
+    /// Acceptor replies, grouped per destination.
     pub messages: BTreeMap<NodeId, Vec<Envelope>>,
-    pub answers: Vec<(Ticket, NodeAnswer)>,
     pub applied: Vec<(JournalKey, Applied)>,
     /// The writes this round made durable (for audits); empty unless `keep_writes` is set.
     pub writes: Vec<(JournalKey, Vec<WriteOp>)>,
@@ -343,13 +352,16 @@ impl<S: LogStore> Host<S> {
         }
     }
 
-    /// One round: one storage batch and one sync for every journal with work, then the
-    /// messages and answers that may now leave. Messages that need no durable sender (see
-    /// [`Ready`]) are handed to `early` before the sync, so peers work while this disk syncs.
+    /// One round: one storage batch and one sync for every journal with work.
+    ///
+    /// What does not depend on this round's writes is handed to `early` before the sync:
+    /// proposer messages (see [`Ready`]) so peers work while this disk syncs, and answers to
+    /// calls and reads (they report chosen slots, durable on a quorum already). Acceptor
+    /// replies come back in the [`RoundOutput`], to be sent only now that the sync is done.
     ///
     /// # Errors
-    /// A storage fault. The round's effects must then never leave: stop the process.
-    pub fn round(&mut self, mut early: impl FnMut(NodeId, Vec<Envelope>)) -> Result<RoundOutput, StoreError> {
+    /// A storage fault. Nothing in the `RoundOutput` may then leave: stop the process.
+    pub fn round(&mut self, mut early: impl FnMut(Early)) -> Result<RoundOutput, StoreError> {
         self.stats.rounds += 1;
         let mut readies: Vec<(JournalKey, Ready)> = Vec::new();
         for key in std::mem::take(&mut self.dirty) {
@@ -367,14 +379,30 @@ impl<S: LogStore> Host<S> {
         let mut out = RoundOutput::default();
         let mut early_out: BTreeMap<NodeId, Vec<Envelope>> = BTreeMap::new();
         for (key, ready) in &mut readies {
-            let (wait, go): (Vec<_>, Vec<_>) = std::mem::take(&mut ready.messages).into_iter().partition(|o| o.message.needs_durable_sender());
-            ready.messages = wait;
+            let (wait, go): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut ready.messages).into_iter().partition(|o| o.message.needs_durable_sender());
             for o in go {
                 early_out.entry(o.to).or_default().push(Envelope { journal: *key, from: self.me, message: o.message });
             }
+            for o in wait {
+                out.messages.entry(o.to).or_default().push(Envelope { journal: *key, from: self.me, message: o.message });
+            }
+            for (call, answer) in ready.answers.drain(..) {
+                if let paros_core::CallAnswer::Verdict(paros_core::journal::Outcome::Accepted { count, .. }) = answer {
+                    self.stats.records_accepted += count;
+                }
+                if let Some(t) = self.calls.remove(&(*key, call)) {
+                    early(Early::Answer(t, NodeAnswer::Call(answer)));
+                }
+            }
+            for (read, answer) in ready.reads.drain(..) {
+                if let Some(t) = self.reads.remove(&(*key, read)) {
+                    early(Early::Answer(t, NodeAnswer::Read(answer)));
+                }
+            }
         }
         for (to, envelopes) in early_out {
-            early(to, envelopes);
+            early(Early::Messages(to, envelopes));
         }
         if !batch.is_empty() {
             self.stats.writes += batch.iter().map(|(_, w)| w.len() as u64).sum::<u64>();
@@ -388,22 +416,6 @@ impl<S: LogStore> Host<S> {
             out.writes = batch;
         }
         for (key, ready) in readies {
-            for o in ready.messages {
-                out.messages.entry(o.to).or_default().push(Envelope { journal: key, from: self.me, message: o.message });
-            }
-            for (call, answer) in ready.answers {
-                if let paros_core::CallAnswer::Verdict(paros_core::journal::Outcome::Accepted { count, .. }) = answer {
-                    self.stats.records_accepted += count;
-                }
-                if let Some(t) = self.calls.remove(&(key, call)) {
-                    out.answers.push((t, NodeAnswer::Call(answer)));
-                }
-            }
-            for (read, answer) in ready.reads {
-                if let Some(t) = self.reads.remove(&(key, read)) {
-                    out.answers.push((t, NodeAnswer::Read(answer)));
-                }
-            }
             out.applied.extend(ready.applied.into_iter().map(|a| (key, a)));
             let j = self.journals.get_mut(&key).expect("hosted");
             j.advance();

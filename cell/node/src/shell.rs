@@ -3,11 +3,11 @@
 //! No protocol or durability logic lives here: it only moves inputs in and outputs out.
 
 use std::collections::BTreeMap;
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::host::{Host, HostStats, Ticket};
+use crate::host::{Early, Host, HostStats, Ticket};
 use crate::ports::{LogStore, Transport};
 use crate::rpc::{Incoming, Responder};
 
@@ -31,26 +31,12 @@ impl Default for ShellConfig {
     }
 }
 
-enum Input {
-    Bus(Incoming),
-    Stop,
-}
-
 /// A running node: stop it to get its host back.
 #[derive(Debug)]
 pub struct NodeHandle<S: LogStore> {
-    input: mpsc::Sender<Input>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<Host<S>>>,
     stats: Arc<Mutex<HostStats>>,
-}
-
-impl std::fmt::Debug for Input {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Input::Bus(_) => "Bus",
-            Input::Stop => "Stop",
-        })
-    }
 }
 
 impl<S: LogStore> NodeHandle<S> {
@@ -68,7 +54,9 @@ impl<S: LogStore> NodeHandle<S> {
     /// # Panics
     /// If the node thread panicked.
     pub fn stop(mut self) -> Host<S> {
-        let _ = self.input.send(Input::Stop);
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
         self.thread.take().expect("joined once").join().expect("the node thread does not panic")
     }
 }
@@ -80,53 +68,53 @@ impl<S: LogStore> NodeHandle<S> {
 pub fn spawn<S: LogStore, T: Transport>(
     host: Host<S>,
     transport: T,
-    mut inbox: tokio::sync::mpsc::Receiver<Incoming>,
+    inbox: tokio::sync::mpsc::Receiver<Incoming>,
     config: ShellConfig,
 ) -> NodeHandle<S> {
-    let (tx, rx) = mpsc::channel::<Input>();
-    let forward = tx.clone();
-    std::thread::Builder::new()
-        .name(format!("paros-inbox-{}", host.id()))
-        .spawn(move || {
-            while let Some(m) = inbox.blocking_recv() {
-                if forward.send(Input::Bus(m)).is_err() {
-                    break;
-                }
-            }
-        })
-        .expect("spawn the inbox thread");
+    let (stop, stopped) = tokio::sync::oneshot::channel();
     let stats = Arc::new(Mutex::new(host.stats()));
     let shared = Arc::clone(&stats);
     let thread = std::thread::Builder::new()
         .name(format!("paros-node-{}", host.id()))
-        .spawn(move || run(host, transport, &rx, config, &shared))
+        .spawn(move || {
+            // A private single-threaded runtime: this thread does nothing but this node's rounds,
+            // so blocking it on the disk sync stalls no one else.
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("a node runtime");
+            runtime.block_on(run(host, transport, inbox, config, &shared, stopped))
+        })
         .expect("spawn the node thread");
-    NodeHandle { input: tx, thread: Some(thread), stats }
+    NodeHandle { stop: Some(stop), thread: Some(thread), stats }
 }
 
-fn run<S: LogStore, T: Transport>(
+async fn run<S: LogStore, T: Transport>(
     mut host: Host<S>,
     mut transport: T,
-    rx: &mpsc::Receiver<Input>,
+    mut inbox: tokio::sync::mpsc::Receiver<Incoming>,
     config: ShellConfig,
     stats: &Mutex<HostStats>,
+    mut stopped: tokio::sync::oneshot::Receiver<()>,
 ) -> Host<S> {
     let mut responders: BTreeMap<Ticket, Responder> = BTreeMap::new();
-    let mut next_tick = Instant::now() + config.tick;
+    let mut next_tick = tokio::time::Instant::now() + config.tick;
     loop {
-        let wait = if host.has_work() { Duration::ZERO } else { next_tick.saturating_duration_since(Instant::now()) };
-        let first = match rx.recv_timeout(wait) {
-            Ok(i) => Some(i),
-            Err(mpsc::RecvTimeoutError::Timeout) => None,
-            Err(mpsc::RecvTimeoutError::Disconnected) => return host,
-        };
+        let mut input = None;
+        if !host.has_work() {
+            tokio::select! {
+                m = inbox.recv() => match m {
+                    Some(m) => input = Some(m),
+                    None => return host,
+                },
+                _ = tokio::time::sleep_until(next_tick) => {}
+                _ = &mut stopped => return host,
+            }
+        } else {
+            input = inbox.try_recv().ok();
+        }
         let mut absorbed = 0;
-        let mut input = first;
         while let Some(i) = input {
             match i {
-                Input::Stop => return host,
-                Input::Bus(Incoming::Protocol { from, envelopes }) => host.deliver(from, envelopes),
-                Input::Bus(Incoming::Request { request, reply }) => match host.request(request) {
+                Incoming::Protocol { from, envelopes } => host.deliver(from, envelopes),
+                Incoming::Request { request, reply } => match host.request(request) {
                     Ok(ticket) => {
                         responders.insert(ticket, reply);
                     }
@@ -139,15 +127,24 @@ fn run<S: LogStore, T: Transport>(
             if absorbed >= config.inputs_per_round_max {
                 break;
             }
-            input = rx.try_recv().ok();
+            input = inbox.try_recv().ok();
         }
-        if Instant::now() >= next_tick {
+        if tokio::time::Instant::now() >= next_tick {
             host.tick();
-            next_tick = Instant::now() + config.tick;
+            next_tick = tokio::time::Instant::now() + config.tick;
         }
         let me = host.id();
         let mut looped: Vec<Vec<crate::ports::Envelope>> = Vec::new();
-        let out = match host.round(|to, envelopes| if to == me { looped.push(envelopes) } else { transport.send(to, envelopes) }) {
+        let released = |e: Early| match e {
+            Early::Messages(to, envelopes) if to == me => looped.push(envelopes),
+            Early::Messages(to, envelopes) => transport.send(to, envelopes),
+            Early::Answer(ticket, answer) => {
+                if let Some(r) = responders.remove(&ticket) {
+                    let _ = r.send(answer);
+                }
+            }
+        };
+        let out = match host.round(released) {
             Ok(out) => out,
             Err(e) => {
                 eprintln!("paros: storage fault on node {}: {e}; stopping (exit {EXIT_STORAGE_FAULT})", host.id());
@@ -158,15 +155,10 @@ fn run<S: LogStore, T: Transport>(
             host.deliver(me, envelopes);
         }
         for (to, envelopes) in out.messages {
-            if to == host.id() {
+            if to == me {
                 host.deliver(to, envelopes);
             } else {
                 transport.send(to, envelopes);
-            }
-        }
-        for (ticket, answer) in out.answers {
-            if let Some(r) = responders.remove(&ticket) {
-                let _ = r.send(answer);
             }
         }
         *stats.lock().expect("stats lock") = host.stats();

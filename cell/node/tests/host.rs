@@ -10,7 +10,7 @@ use paros_core::{
 };
 use paros_node::ports::Envelope;
 use paros_node::rpc::{NodeAnswer, NodeRequest};
-use paros_node::{BootError, Host, MemStore, Ticket};
+use paros_node::{BootError, Early, Host, MemStore, Ticket};
 
 struct Cell {
     hosts: BTreeMap<NodeId, Host<MemStore>>,
@@ -53,11 +53,17 @@ impl Cell {
         let mut mail: Vec<(NodeId, NodeId, Vec<Envelope>)> = Vec::new();
         for (id, host) in &mut self.hosts {
             let mut early = Vec::new();
-            let out = host.round(|to, e| early.push((to, e))).expect("round");
+            let mut answers = Vec::new();
+            let out = host
+                .round(|e| match e {
+                    Early::Messages(to, e) => early.push((to, e)),
+                    Early::Answer(t, a) => answers.push((t, a)),
+                })
+                .expect("round");
             for (to, e) in early.into_iter().chain(out.messages) {
                 mail.push((*id, to, e));
             }
-            for (t, a) in out.answers {
+            for (t, a) in answers {
                 self.answers.insert((*id, t), a);
             }
         }
@@ -205,8 +211,7 @@ fn a_failed_sync_fails_the_round_and_nothing_leaves() {
     cell.request(l, NodeRequest::Call { journal: k, call });
     cell.disks[&l].fail_next_sync();
     let host = cell.hosts.get_mut(&l).unwrap();
-    let mut early = 0;
-    assert!(host.round(|_, _| early += 1).is_err(), "a failed sync is an error the shell stops on");
+    assert!(host.round(|_| {}).is_err(), "a failed sync is an error the shell stops on");
 }
 
 #[test]
