@@ -50,7 +50,7 @@ impl CatchUp {
         }
         self.next_tick = tick + u64::from(pace);
         let others: Vec<NodeId> = cfg.voters.iter().copied().filter(|v| *v != me).collect();
-        if let Some(l) = leader.filter(|l| *l != me && self.rotation % 2 == 0) {
+        if let Some(l) = leader.filter(|l| *l != me && self.rotation.is_multiple_of(2)) {
             self.rotation += 1;
             return Some(l);
         }

@@ -94,10 +94,8 @@ impl Replica {
                 self.leader = Some(from);
                 self.learner.on_commit(ballot, commit);
             }
-            Message::TrimmedTo { point, state, .. } => {
-                if self.learner.jump(&mut self.log, point, state, writes) {
-                    self.effects.send(from, catch_up_request(point));
-                }
+            Message::TrimmedTo { point, state, .. } if self.learner.jump(&mut self.log, point, state, writes) => {
+                self.effects.send(from, catch_up_request(point));
             }
             Message::Watermark { read, up_to } => self.reads.on_watermark(&self.cfg, from, read, up_to),
             // A replica is in no quorum: it ignores Phase 1/2 traffic and serves no catch-up.

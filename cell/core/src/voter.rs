@@ -301,6 +301,16 @@ impl Voter {
             }
         }
         self.reads.poll(self.learner.fold(), &self.log, &self.tunables, &mut self.effects.ready.reads);
+        self.check_invariants();
+    }
+
+    fn check_invariants(&self) {
+        assert!(self.learner.chosen_up_to() >= self.log.floor(), "the chosen prefix reaches the floor");
+        assert!(
+            !self.proposer.is_leader() || self.acceptor.promised() == self.proposer.ballot(),
+            "a leader's own acceptor promised exactly its ballot"
+        );
+        assert!(self.held.len() + self.queued.len() <= self.tunables.calls_max as usize, "held calls stay within calls_max");
     }
 
     fn on_walked(&mut self, walked: &[Walked]) {
