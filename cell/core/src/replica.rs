@@ -26,6 +26,8 @@ pub struct Replica {
     catch_up: CatchUp,
     leader: Option<NodeId>,
     tick: u64,
+    /// A replica just booted does not know how far behind it is: it asks once.
+    probe: bool,
 }
 
 impl Replica {
@@ -42,7 +44,7 @@ impl Replica {
         let mut walked = Vec::new();
         learner.recover(&mut log, durable.chosen_up_to, &mut effects.ready.writes, &mut walked);
         effects.applied(&walked);
-        Replica { me, cfg, tunables, log, learner, reads: Reads::default(), effects, catch_up: CatchUp::default(), leader: None, tick: 0 }
+        Replica { me, cfg, tunables, log, learner, reads: Reads::default(), effects, catch_up: CatchUp::default(), leader: None, tick: 0, probe: true }
     }
 
     #[must_use]
@@ -68,7 +70,7 @@ impl Replica {
     /// True when nothing here needs a tick.
     #[must_use]
     pub fn is_quiet(&self) -> bool {
-        self.reads.is_empty() && !self.learner.is_behind()
+        self.reads.is_empty() && !self.learner.is_behind() && !self.probe
     }
 
     #[must_use]
@@ -93,6 +95,9 @@ impl Replica {
             Message::Heartbeat { ballot, commit, .. } => {
                 self.leader = Some(from);
                 self.learner.on_commit(ballot, commit);
+                self.walk();
+                let chosen_up_to = self.learner.chosen_up_to();
+                self.effects.send(from, Message::HeartbeatAck { ballot, chosen_up_to });
             }
             Message::TrimmedTo { point, state, .. } if self.learner.jump(&mut self.log, point, state, writes) => {
                 self.effects.send(from, catch_up_request(point));
@@ -114,7 +119,7 @@ impl Replica {
     pub fn tick(&mut self) {
         self.tick += 1;
         self.reads.tick(&mut self.effects.ready.reads);
-        if self.learner.is_behind()
+        if (self.learner.is_behind() || std::mem::take(&mut self.probe))
             && let Some(to) = self.catch_up.due(self.tick, self.tunables.catch_up_ticks, &self.cfg, self.me, self.leader)
         {
             self.effects.send(to, catch_up_request(self.learner.chosen_up_to()));

@@ -317,12 +317,21 @@ impl Voter {
         self.effects.applied(walked);
         for w in walked {
             if let Some(h) = self.held.remove(&w.slot) {
-                let answer = if h.digest == w.digest { CallAnswer::Verdict(w.judged.outcome) } else { CallAnswer::NoVerdict };
+                // A blind judgement (after a trim-point jump) may say Refused where the slot was
+                // a Duplicate: this node cannot give that call a verdict.
+                let answer = if h.digest == w.digest && !w.judged.blind {
+                    CallAnswer::Verdict(w.judged.outcome)
+                } else {
+                    CallAnswer::NoVerdict
+                };
                 self.effects.ready.answers.push((h.call, answer));
             }
             if self.proposer.is_leader() && !self.cfg.learners.is_empty() {
-                let command = self.log.get(w.slot).expect("an applied slot is held until compaction").command.clone();
-                self.feed.push((w.slot, command));
+                // A slot the same walk already compacted is not fed: a learner that misses it
+                // asks for catch-up and is told the trim point.
+                if let Some(e) = self.log.get(w.slot) {
+                    self.feed.push((w.slot, e.command.clone()));
+                }
             }
             if matches!(w.judged.outcome, Outcome::Trimmed(_)) {
                 self.feed.retain(|(s, _)| *s >= self.log.floor());

@@ -260,3 +260,521 @@ impl Fold {
         Located::At { slot: p.slot, start: *start }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! One test per rule of the fold (DESIGN §3.1), each named by the claim it checks.
+
+    use std::collections::BTreeMap;
+
+    use bytes::Bytes;
+
+    use super::{Fold, Judged, Located};
+    use crate::ids::{LeaderUuid, Seq, Slot};
+    use crate::journal::types::{Command, Control, Entry, JournalState, JournalView, Outcome, WriterMode};
+
+    /// A fold and the retained log it looks retries up in, as a learner holds them.
+    struct Book {
+        fold: Fold,
+        log: BTreeMap<Slot, Command>,
+    }
+
+    impl Book {
+        fn new(mode: WriterMode) -> Book {
+            Book::from_base(mode, JournalState::default(), Slot(0))
+        }
+
+        fn from_base(mode: WriterMode, base: JournalState, slot: Slot) -> Book {
+            Book { fold: Fold::new(mode, base, slot), log: BTreeMap::new() }
+        }
+
+        fn judge(&mut self, command: Command) -> Judged {
+            let slot = self.fold.next_slot();
+            self.log.insert(slot, command.clone());
+            let log = &self.log;
+            self.fold.apply(slot, &command, |s| log.get(&s).and_then(Command::entry))
+        }
+
+        fn apply(&mut self, command: Command) -> Outcome {
+            let judged = self.judge(command);
+            assert!(!judged.blind, "a fold that saw every write never judges blind");
+            judged.outcome
+        }
+
+        fn state(&self) -> JournalState {
+            *self.fold.state()
+        }
+
+        fn view(&self) -> JournalView {
+            self.fold.state().view()
+        }
+
+        /// Compacts as the learner does after a trim: drops the slots below the compaction point.
+        fn compact(&mut self) -> Slot {
+            let floor = self.fold.compaction_point().map_or(self.fold.next_slot(), |(slot, _)| slot);
+            self.log.retain(|s, _| *s >= floor);
+            self.fold.forget_below(floor);
+            floor
+        }
+    }
+
+    fn u(n: u128) -> LeaderUuid {
+        LeaderUuid::new(n).expect("non-zero")
+    }
+
+    fn recs(tag: &str, n: usize) -> Vec<Bytes> {
+        (0..n).map(|i| Bytes::from(format!("{tag}{i}"))).collect()
+    }
+
+    fn write(leader: Option<LeaderUuid>, seq: u64, records: Vec<Bytes>) -> Command {
+        Command::Write(Entry { leader, seq: Seq(seq), records })
+    }
+
+    fn w(leader: LeaderUuid, seq: u64, records: Vec<Bytes>) -> Command {
+        write(Some(leader), seq, records)
+    }
+
+    fn set_leader(new: LeaderUuid, old: Option<LeaderUuid>) -> Command {
+        Command::Control(Control::SetLeader { new, old })
+    }
+
+    fn truncate(leader: Option<LeaderUuid>, up_to: u64) -> Command {
+        Command::Control(Control::Truncate { leader, up_to: Seq(up_to) })
+    }
+
+    const NOOP: Command = Command::Control(Control::Noop);
+
+    fn view(leader: Option<LeaderUuid>, first: u64, next: u64) -> JournalView {
+        JournalView { leader, first_seq: Seq(first), next_seq: Seq(next) }
+    }
+
+    /// A single-writer journal led by `a` holding `[0,3)` in "x" and `[3,5)` in "y".
+    fn led_by_a_with_two_writes() -> Book {
+        let mut b = Book::new(WriterMode::Single);
+        assert!(matches!(b.apply(set_leader(u(0xa), None)), Outcome::Won(_)));
+        assert_eq!(b.apply(w(u(0xa), 0, recs("x", 3))), Outcome::Accepted { seq: Seq(0), count: 3 });
+        assert_eq!(b.apply(w(u(0xa), 3, recs("y", 2))), Outcome::Accepted { seq: Seq(3), count: 2 });
+        b
+    }
+
+    // ---- single-writer Write, rule by rule, in order ----
+
+    #[test]
+    fn a_write_below_first_seq_is_truncated_even_when_it_is_a_byte_identical_retry() {
+        let mut b = led_by_a_with_two_writes();
+        assert!(matches!(b.apply(truncate(Some(u(0xa)), 1)), Outcome::Trimmed(_)));
+        let v = view(Some(u(0xa)), 1, 5);
+        // Rule 1 comes first: an identical retry of the trimmed write cannot be told apart.
+        assert_eq!(b.apply(w(u(0xa), 0, recs("x", 3))), Outcome::Truncated(v));
+        // ...as does anything else starting below first_seq, whatever rule 3 would say of it.
+        assert_eq!(b.apply(w(u(0xb), 0, vec![])), Outcome::Truncated(v));
+        assert_eq!(b.state().next_seq, Seq(5));
+    }
+
+    #[test]
+    fn a_byte_identical_retry_at_its_own_start_is_a_duplicate_and_moves_nothing() {
+        let mut b = led_by_a_with_two_writes();
+        let before = b.state();
+        assert_eq!(b.apply(w(u(0xa), 0, recs("x", 3))), Outcome::Duplicate { seq: Seq(0), count: 3 });
+        assert_eq!(b.apply(w(u(0xa), 3, recs("y", 2))), Outcome::Duplicate { seq: Seq(3), count: 2 });
+        assert_eq!(b.state(), before);
+    }
+
+    #[test]
+    fn a_retry_starting_inside_an_earlier_write_is_refused() {
+        let mut b = led_by_a_with_two_writes();
+        let v = b.view();
+        // The tail of the write at 0 is byte-identical to what 1..3 holds, but no write starts at 1.
+        assert_eq!(b.apply(w(u(0xa), 1, recs("x", 3)[1..].to_vec())), Outcome::Refused(v));
+        assert_eq!(b.apply(w(u(0xa), 4, recs("y", 2)[1..].to_vec())), Outcome::Refused(v));
+    }
+
+    #[test]
+    fn a_retry_with_different_bytes_at_a_write_start_is_refused() {
+        let mut b = led_by_a_with_two_writes();
+        let v = b.view();
+        assert_eq!(b.apply(w(u(0xa), 0, recs("z", 3))), Outcome::Refused(v));
+        // A prefix of the batch, or the batch with one more record, is a different write too.
+        assert_eq!(b.apply(w(u(0xa), 0, recs("x", 2))), Outcome::Refused(v));
+        assert_eq!(b.apply(w(u(0xa), 0, recs("x", 4))), Outcome::Refused(v));
+        // The same bytes cut at other record boundaries are a different write.
+        assert_eq!(b.apply(w(u(0xa), 3, vec![Bytes::from("y0y1")])), Outcome::Refused(v));
+    }
+
+    #[test]
+    fn a_retry_under_another_uuid_is_refused() {
+        let mut b = led_by_a_with_two_writes();
+        assert!(matches!(b.apply(set_leader(u(0xb), Some(u(0xa)))), Outcome::Won(_)));
+        let v = b.view();
+        // B leads now, and B's bytes equal A's write at 0, but A wrote it: not B's retry.
+        assert_eq!(b.apply(w(u(0xb), 0, recs("x", 3))), Outcome::Refused(v));
+    }
+
+    #[test]
+    fn a_write_from_a_uuid_that_is_not_the_leader_is_refused() {
+        let mut b = led_by_a_with_two_writes();
+        let v = b.view();
+        assert_eq!(b.apply(w(u(0xb), 5, recs("b", 1))), Outcome::Refused(v));
+        assert_eq!(b.state().next_seq, Seq(5));
+    }
+
+    #[test]
+    fn a_write_to_a_journal_never_led_is_refused() {
+        let mut b = Book::new(WriterMode::Single);
+        assert_eq!(b.apply(w(u(0xa), 0, recs("x", 1))), Outcome::Refused(view(None, 0, 0)));
+    }
+
+    #[test]
+    fn a_write_that_does_not_start_at_next_seq_is_refused() {
+        let mut b = led_by_a_with_two_writes();
+        let v = b.view();
+        assert_eq!(b.apply(w(u(0xa), 6, recs("gap", 1))), Outcome::Refused(v));
+        assert_eq!(b.apply(w(u(0xa), 50, recs("gap", 1))), Outcome::Refused(v));
+        assert_eq!(b.state().next_seq, Seq(5));
+    }
+
+    #[test]
+    fn an_empty_batch_from_the_leader_at_next_seq_is_refused() {
+        let mut b = led_by_a_with_two_writes();
+        let v = b.view();
+        assert_eq!(b.apply(w(u(0xa), 5, vec![])), Outcome::Refused(v));
+        assert_eq!(b.state().next_seq, Seq(5));
+    }
+
+    #[test]
+    fn an_accepted_write_advances_next_seq_by_its_count() {
+        let mut b = led_by_a_with_two_writes();
+        let before = b.state();
+        assert_eq!(b.apply(w(u(0xa), 5, recs("z", 4))), Outcome::Accepted { seq: Seq(5), count: 4 });
+        assert_eq!(b.state(), JournalState { next_seq: Seq(9), ..before });
+    }
+
+    #[test]
+    fn a_retry_survives_a_leadership_change() {
+        let mut b = led_by_a_with_two_writes();
+        assert!(matches!(b.apply(set_leader(u(0xb), Some(u(0xa)))), Outcome::Won(_)));
+        assert_eq!(b.apply(w(u(0xa), 3, recs("y", 2))), Outcome::Duplicate { seq: Seq(3), count: 2 });
+        // A is superseded all the same: anything new from it is refused.
+        assert_eq!(b.apply(w(u(0xa), 5, recs("late", 1))), Outcome::Refused(b.view()));
+    }
+
+    #[test]
+    fn a_retry_is_truncated_once_a_truncation_passes_its_start() {
+        let mut b = led_by_a_with_two_writes();
+        // A truncation up to the write's own start keeps it: still a duplicate.
+        assert!(matches!(b.apply(truncate(Some(u(0xa)), 3)), Outcome::Trimmed(_)));
+        assert_eq!(b.apply(w(u(0xa), 3, recs("y", 2))), Outcome::Duplicate { seq: Seq(3), count: 2 });
+        // One past its start trims the start away: the retry is now Truncated, not Duplicate.
+        assert!(matches!(b.apply(truncate(Some(u(0xa)), 4)), Outcome::Trimmed(_)));
+        assert_eq!(b.apply(w(u(0xa), 3, recs("y", 2))), Outcome::Truncated(view(Some(u(0xa)), 4, 5)));
+    }
+
+    // ---- SetLeader ----
+
+    #[test]
+    fn set_leader_from_none_wins_on_a_journal_never_led() {
+        let mut b = Book::new(WriterMode::Single);
+        assert_eq!(b.apply(set_leader(u(0xa), None)), Outcome::Won(view(Some(u(0xa)), 0, 0)));
+        assert_eq!(b.state().term, 1);
+    }
+
+    #[test]
+    fn set_leader_naming_an_old_leader_loses_on_a_journal_never_led() {
+        let mut b = Book::new(WriterMode::Single);
+        assert_eq!(b.apply(set_leader(u(0xa), Some(u(0xb)))), Outcome::Lost(view(None, 0, 0)));
+        assert_eq!(b.state(), JournalState::default());
+    }
+
+    #[test]
+    fn set_leader_loses_unless_old_is_the_current_leader() {
+        let mut b = led_by_a_with_two_writes();
+        let before = b.state();
+        assert_eq!(b.apply(set_leader(u(0xb), None)), Outcome::Lost(before.view()));
+        assert_eq!(b.apply(set_leader(u(0xb), Some(u(0xc)))), Outcome::Lost(before.view()));
+        assert_eq!(b.state(), before);
+    }
+
+    #[test]
+    fn set_leader_to_the_current_leader_loses() {
+        let mut b = led_by_a_with_two_writes();
+        let before = b.state();
+        assert_eq!(b.apply(set_leader(u(0xa), Some(u(0xa)))), Outcome::Lost(before.view()));
+        assert_eq!(b.state().term, before.term, "a lost compare-and-set spends no term");
+    }
+
+    #[test]
+    fn a_won_set_leader_advances_the_term_by_one_and_reports_the_view_after_it() {
+        let mut b = led_by_a_with_two_writes();
+        let before = b.state();
+        assert_eq!(b.apply(set_leader(u(0xb), Some(u(0xa)))), Outcome::Won(view(Some(u(0xb)), 0, 5)));
+        assert_eq!(b.state(), JournalState { leader: Some(u(0xb)), term: before.term + 1, ..before });
+    }
+
+    #[test]
+    fn leadership_may_return_to_a_former_leader() {
+        let mut b = led_by_a_with_two_writes();
+        assert!(matches!(b.apply(set_leader(u(0xb), Some(u(0xa)))), Outcome::Won(_)));
+        assert_eq!(b.apply(set_leader(u(0xa), Some(u(0xb)))), Outcome::Won(view(Some(u(0xa)), 0, 5)));
+        assert_eq!(b.state().term, 3);
+        assert_eq!(b.apply(w(u(0xa), 5, recs("back", 1))), Outcome::Accepted { seq: Seq(5), count: 1 });
+    }
+
+    // ---- Truncate ----
+
+    #[test]
+    fn a_truncate_from_the_leader_trims_to_up_to_and_reports_the_view_after_it() {
+        let mut b = led_by_a_with_two_writes();
+        assert_eq!(b.apply(truncate(Some(u(0xa)), 2)), Outcome::Trimmed(view(Some(u(0xa)), 2, 5)));
+        assert_eq!(b.state().first_seq, Seq(2));
+    }
+
+    #[test]
+    fn a_truncate_from_a_superseded_writer_is_refused_in_place() {
+        let mut b = led_by_a_with_two_writes();
+        assert!(matches!(b.apply(set_leader(u(0xb), Some(u(0xa)))), Outcome::Won(_)));
+        let before = b.state();
+        assert_eq!(b.apply(truncate(Some(u(0xa)), 4)), Outcome::TruncateRefused(view(Some(u(0xb)), 0, 5)));
+        assert_eq!(b.state(), before);
+    }
+
+    #[test]
+    fn a_truncate_on_a_journal_never_led_is_refused() {
+        let mut b = Book::new(WriterMode::Single);
+        assert_eq!(b.apply(truncate(Some(u(0xa)), 0)), Outcome::TruncateRefused(view(None, 0, 0)));
+    }
+
+    #[test]
+    fn a_truncate_past_the_tail_is_clamped_to_next_seq() {
+        let mut b = led_by_a_with_two_writes();
+        assert_eq!(b.apply(truncate(Some(u(0xa)), 1_000)), Outcome::Trimmed(view(Some(u(0xa)), 5, 5)));
+        // The tail did not move: the next write still lands at 5.
+        assert_eq!(b.apply(w(u(0xa), 5, recs("z", 1))), Outcome::Accepted { seq: Seq(5), count: 1 });
+    }
+
+    #[test]
+    fn a_truncate_below_first_seq_never_lowers_it() {
+        let mut b = led_by_a_with_two_writes();
+        assert!(matches!(b.apply(truncate(Some(u(0xa)), 4)), Outcome::Trimmed(_)));
+        assert_eq!(b.apply(truncate(Some(u(0xa)), 1)), Outcome::Trimmed(view(Some(u(0xa)), 4, 5)));
+        assert_eq!(b.state().first_seq, Seq(4));
+    }
+
+    #[test]
+    fn a_single_writer_truncate_without_a_uuid_is_wrong_mode() {
+        let mut b = led_by_a_with_two_writes();
+        let before = b.state();
+        assert_eq!(b.apply(truncate(None, 4)), Outcome::WrongMode(before.view()));
+        assert_eq!(b.state(), before);
+    }
+
+    // ---- writer modes ----
+
+    #[test]
+    fn a_single_writer_write_without_a_uuid_is_wrong_mode() {
+        let mut b = led_by_a_with_two_writes();
+        let before = b.state();
+        assert_eq!(b.apply(write(None, 5, recs("anon", 1))), Outcome::WrongMode(before.view()));
+        assert_eq!(b.state(), before);
+    }
+
+    #[test]
+    fn a_multi_writer_append_lands_at_next_seq_whatever_seq_says() {
+        let mut b = Book::new(WriterMode::Multi);
+        assert_eq!(b.apply(write(None, 0, recs("p", 2))), Outcome::Accepted { seq: Seq(0), count: 2 });
+        assert_eq!(b.apply(write(None, 77, recs("q", 3))), Outcome::Accepted { seq: Seq(2), count: 3 });
+        assert_eq!(b.apply(write(None, 0, recs("r", 1))), Outcome::Accepted { seq: Seq(5), count: 1 });
+        assert_eq!(b.state().next_seq, Seq(6));
+    }
+
+    #[test]
+    fn a_multi_writer_retry_appends_again() {
+        let mut b = Book::new(WriterMode::Multi);
+        assert_eq!(b.apply(write(None, 0, recs("p", 2))), Outcome::Accepted { seq: Seq(0), count: 2 });
+        // At least once: the same bytes at the same seq are appended, never deduplicated.
+        assert_eq!(b.apply(write(None, 0, recs("p", 2))), Outcome::Accepted { seq: Seq(2), count: 2 });
+    }
+
+    #[test]
+    fn a_multi_writer_empty_batch_is_refused() {
+        let mut b = Book::new(WriterMode::Multi);
+        assert_eq!(b.apply(write(None, 0, recs("p", 2))), Outcome::Accepted { seq: Seq(0), count: 2 });
+        assert_eq!(b.apply(write(None, 2, vec![])), Outcome::Refused(view(None, 0, 2)));
+        assert_eq!(b.state().next_seq, Seq(2));
+    }
+
+    #[test]
+    fn a_multi_writer_write_with_a_uuid_is_wrong_mode() {
+        let mut b = Book::new(WriterMode::Multi);
+        assert_eq!(b.apply(w(u(0xa), 0, recs("p", 1))), Outcome::WrongMode(view(None, 0, 0)));
+        assert_eq!(b.state(), JournalState::default());
+    }
+
+    #[test]
+    fn set_leader_on_a_multi_writer_journal_is_wrong_mode() {
+        let mut b = Book::new(WriterMode::Multi);
+        assert_eq!(b.apply(set_leader(u(0xa), None)), Outcome::WrongMode(view(None, 0, 0)));
+        assert_eq!(b.state(), JournalState::default(), "a multi-writer journal never names a leader");
+    }
+
+    #[test]
+    fn a_multi_writer_truncate_is_unfenced_and_one_with_a_uuid_is_wrong_mode() {
+        let mut b = Book::new(WriterMode::Multi);
+        assert!(matches!(b.apply(write(None, 0, recs("p", 4))), Outcome::Accepted { .. }));
+        assert_eq!(b.apply(truncate(Some(u(0xa)), 3)), Outcome::WrongMode(view(None, 0, 4)));
+        assert_eq!(b.apply(truncate(None, 3)), Outcome::Trimmed(view(None, 3, 4)));
+        assert_eq!(b.apply(truncate(None, 9)), Outcome::Trimmed(view(None, 4, 4)), "clamped to next_seq");
+    }
+
+    // ---- refusals, noops, slot order ----
+
+    #[test]
+    fn every_refusal_spends_its_slot_and_leaves_the_state_bit_identical() {
+        let mut b = led_by_a_with_two_writes();
+        assert!(matches!(b.apply(truncate(Some(u(0xa)), 1)), Outcome::Trimmed(_)));
+        let before = b.state();
+        let refusals = [
+            (w(u(0xa), 0, recs("x", 3)), Outcome::Truncated(before.view())),
+            (w(u(0xa), 4, recs("y", 1)), Outcome::Refused(before.view())),
+            (w(u(0xb), 5, recs("b", 1)), Outcome::Refused(before.view())),
+            (write(None, 5, recs("n", 1)), Outcome::WrongMode(before.view())),
+            (set_leader(u(0xb), Some(u(0xc))), Outcome::Lost(before.view())),
+            (truncate(Some(u(0xb)), 4), Outcome::TruncateRefused(before.view())),
+        ];
+        for (command, expected) in refusals {
+            let slot = b.fold.next_slot();
+            assert_eq!(b.apply(command.clone()), expected, "{command:?}");
+            assert_eq!(b.state(), before, "{command:?} moved nothing");
+            assert_eq!(b.fold.next_slot(), slot.next(), "{command:?} spent its slot");
+        }
+    }
+
+    #[test]
+    fn a_noop_decides_its_slot_and_moves_nothing() {
+        for mode in [WriterMode::Single, WriterMode::Multi] {
+            let mut b = Book::new(mode);
+            assert_eq!(b.apply(NOOP), Outcome::Noop);
+            assert_eq!(b.state(), JournalState::default());
+            assert_eq!(b.fold.next_slot(), Slot(1));
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "the fold applies slots in order")]
+    fn the_fold_refuses_to_apply_a_slot_out_of_order() {
+        let mut fold = Fold::new(WriterMode::Single, JournalState::default(), Slot(3));
+        let _ = fold.apply(Slot(4), &NOOP, |_| None);
+    }
+
+    // ---- compaction and positions ----
+
+    #[test]
+    fn the_compaction_point_is_the_write_holding_first_seq_and_the_state_before_it() {
+        let mut b = led_by_a_with_two_writes();
+        let before_y = JournalState { leader: Some(u(0xa)), term: 1, next_seq: Seq(3), first_seq: Seq(0) };
+        assert!(matches!(b.apply(truncate(Some(u(0xa)), 4)), Outcome::Trimmed(_)));
+        // "y" at slot 2 holds seq 4; it is the first retained slot, folded from the state before it.
+        assert_eq!(b.fold.compaction_point(), Some((Slot(2), before_y)));
+    }
+
+    #[test]
+    fn the_compaction_point_at_a_write_boundary_is_the_write_starting_there() {
+        let mut b = led_by_a_with_two_writes();
+        assert!(matches!(b.apply(truncate(Some(u(0xa)), 3)), Outcome::Trimmed(_)));
+        assert_eq!(b.fold.compaction_point().map(|(s, st)| (s, st.next_seq)), Some((Slot(2), Seq(3))));
+    }
+
+    #[test]
+    fn the_compaction_point_is_none_when_every_record_is_trimmed() {
+        let mut b = led_by_a_with_two_writes();
+        assert!(matches!(b.apply(truncate(Some(u(0xa)), 5)), Outcome::Trimmed(_)));
+        assert_eq!(b.fold.compaction_point(), None);
+    }
+
+    #[test]
+    fn a_fold_restarted_at_the_compaction_point_rejudges_the_retained_log_identically() {
+        let mut b = led_by_a_with_two_writes();
+        let mut outcomes = vec![b.apply(truncate(Some(u(0xa)), 4))];
+        outcomes.push(b.apply(w(u(0xa), 3, recs("y", 2))));
+        outcomes.push(b.apply(w(u(0xa), 5, recs("z", 1))));
+        let (floor, sealed) = b.fold.compaction_point().expect("seq 4 is held by a write");
+        let mut again = Book::from_base(WriterMode::Single, sealed, floor);
+        let mut replayed = Vec::new();
+        for (slot, command) in b.log.range(floor..) {
+            let judged = again.judge(command.clone());
+            assert!(!judged.blind, "{slot:?}: the compaction point keeps every position it needs");
+            replayed.push(judged.outcome);
+        }
+        assert_eq!(&replayed[1..], &outcomes[..], "the retained slots after the write at the floor");
+        assert_eq!(again.state(), b.state());
+    }
+
+    #[test]
+    fn a_retry_of_a_retained_write_is_still_a_duplicate_after_compaction() {
+        let mut b = led_by_a_with_two_writes();
+        assert!(matches!(b.apply(truncate(Some(u(0xa)), 3)), Outcome::Trimmed(_)));
+        assert_eq!(b.compact(), Slot(2));
+        assert!(!b.log.contains_key(&Slot(1)), "the write at 0 is gone");
+        assert_eq!(b.apply(w(u(0xa), 3, recs("y", 2))), Outcome::Duplicate { seq: Seq(3), count: 2 });
+        assert_eq!(b.fold.locate(Seq(3)), Located::At { slot: Slot(2), start: Seq(3) });
+    }
+
+    #[test]
+    fn locate_answers_truncated_below_first_seq_tail_from_next_seq_and_the_write_in_between() {
+        let mut b = led_by_a_with_two_writes();
+        assert!(matches!(b.apply(truncate(Some(u(0xa)), 1)), Outcome::Trimmed(_)));
+        assert_eq!(b.fold.locate(Seq(0)), Located::Truncated);
+        assert_eq!(b.fold.locate(Seq(1)), Located::At { slot: Slot(1), start: Seq(0) });
+        assert_eq!(b.fold.locate(Seq(2)), Located::At { slot: Slot(1), start: Seq(0) });
+        assert_eq!(b.fold.locate(Seq(3)), Located::At { slot: Slot(2), start: Seq(3) });
+        assert_eq!(b.fold.locate(Seq(4)), Located::At { slot: Slot(2), start: Seq(3) });
+        assert_eq!(b.fold.locate(Seq(5)), Located::Tail);
+        assert_eq!(b.fold.locate(Seq(99)), Located::Tail);
+    }
+
+    // ---- a fold started from a peer's trim point ----
+
+    /// What a laggard holds after jumping to a peer's trim point at slot 10: a journal led by
+    /// `a` retaining `[2, 8)`, none of whose writes it ever saw.
+    fn jumped() -> Book {
+        let base = JournalState { leader: Some(u(0xa)), term: 1, next_seq: Seq(8), first_seq: Seq(2) };
+        Book::from_base(WriterMode::Single, base, Slot(10))
+    }
+
+    #[test]
+    fn a_fold_started_at_a_trim_point_does_not_hold_the_positions_below_its_base() {
+        let mut b = jumped();
+        assert_eq!(b.fold.locate(Seq(1)), Located::Truncated);
+        assert_eq!(b.fold.locate(Seq(2)), Located::NotHeld);
+        assert_eq!(b.fold.locate(Seq(7)), Located::NotHeld);
+        assert_eq!(b.fold.locate(Seq(8)), Located::Tail);
+        assert!(b.fold.is_blind_at(Seq(2)) && b.fold.is_blind_at(Seq(7)));
+        assert!(!b.fold.is_blind_at(Seq(1)) && !b.fold.is_blind_at(Seq(8)));
+        assert_eq!(b.judge(w(u(0xa), 8, recs("new", 2))).outcome, Outcome::Accepted { seq: Seq(8), count: 2 });
+        assert_eq!(b.fold.locate(Seq(9)), Located::At { slot: Slot(10), start: Seq(8) });
+        assert_eq!(b.fold.locate(Seq(7)), Located::NotHeld);
+    }
+
+    #[test]
+    fn a_retry_below_a_trim_point_base_is_judged_blind() {
+        let mut b = jumped();
+        let before = b.state();
+        let judged = b.judge(w(u(0xa), 4, recs("maybe", 2)));
+        assert_eq!(judged, Judged { outcome: Outcome::Refused(before.view()), blind: true });
+        assert_eq!(b.state(), before);
+    }
+
+    #[test]
+    fn a_write_below_first_seq_after_a_jump_is_truncated_and_not_blind() {
+        let mut b = jumped();
+        let judged = b.judge(w(u(0xa), 1, recs("old", 1)));
+        assert_eq!(judged, Judged { outcome: Outcome::Truncated(b.view()), blind: false });
+    }
+
+    #[test]
+    fn a_retry_of_a_write_made_after_a_jump_is_a_sighted_duplicate() {
+        let mut b = jumped();
+        assert!(matches!(b.judge(w(u(0xa), 8, recs("new", 2))).outcome, Outcome::Accepted { .. }));
+        let judged = b.judge(w(u(0xa), 8, recs("new", 2)));
+        assert_eq!(judged, Judged { outcome: Outcome::Duplicate { seq: Seq(8), count: 2 }, blind: false });
+    }
+}

@@ -210,3 +210,106 @@ impl Limits {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::{Command, Control, Entry, JournalState, Limits, TooLarge};
+    use crate::ids::{LeaderUuid, Seq};
+
+    fn entry(records: Vec<Bytes>) -> Entry {
+        Entry { leader: LeaderUuid::new(7), seq: Seq(0), records }
+    }
+
+    fn small() -> Limits {
+        Limits { write_records_max: 3, write_bytes_max: 10 }
+    }
+
+    const BOTH: TooLarge = TooLarge { max_records: 3, max_bytes: 10 };
+
+    #[test]
+    fn a_batch_exactly_at_both_limits_passes() {
+        let records = vec![Bytes::from("abcd"), Bytes::from("efg"), Bytes::from("hij")];
+        assert_eq!(small().check(&entry(records)), Ok(()));
+    }
+
+    #[test]
+    fn a_batch_over_the_record_limit_is_too_large_naming_both_limits() {
+        let records = vec![Bytes::from("a"); 4];
+        assert_eq!(small().check(&entry(records)), Err(BOTH));
+    }
+
+    #[test]
+    fn a_batch_over_the_byte_limit_is_too_large_naming_both_limits() {
+        let records = vec![Bytes::from("0123456789X")];
+        assert_eq!(small().check(&entry(records)), Err(BOTH));
+    }
+
+    #[test]
+    fn the_default_limits_are_1024_records_and_one_mib() {
+        let limits = Limits::default();
+        assert_eq!(limits.check(&entry(vec![Bytes::from_static(b"r"); 1024])), Ok(()));
+        let over = TooLarge { max_records: 1024, max_bytes: 1 << 20 };
+        assert_eq!(limits.check(&entry(vec![Bytes::from_static(b"r"); 1025])), Err(over));
+        assert_eq!(limits.check(&entry(vec![Bytes::from(vec![0u8; (1 << 20) + 1])])), Err(over));
+    }
+
+    #[test]
+    fn a_too_large_answer_says_both_limits_in_words() {
+        assert_eq!(BOTH.to_string(), "batch over the limits: at most 3 records and 10 bytes");
+    }
+
+    #[test]
+    fn the_digest_tells_apart_writes_that_differ_only_in_record_boundaries_or_fence() {
+        let one = Command::Write(entry(vec![Bytes::from("ab")]));
+        let two = Command::Write(entry(vec![Bytes::from("a"), Bytes::from("b")]));
+        let unfenced = Command::Write(Entry { leader: None, ..entry(vec![Bytes::from("ab")]) });
+        let later = Command::Write(Entry { seq: Seq(1), ..entry(vec![Bytes::from("ab")]) });
+        let digests = [one.digest(), two.digest(), unfenced.digest(), later.digest()];
+        for (i, a) in digests.iter().enumerate() {
+            for b in &digests[i + 1..] {
+                assert_ne!(a, b, "{digests:x?}");
+            }
+        }
+        assert_eq!(one.digest(), one.clone().digest(), "the digest is a function of the command");
+    }
+
+    #[test]
+    fn the_digest_tells_control_commands_apart() {
+        let a = LeaderUuid::new(1).expect("non-zero");
+        let b = LeaderUuid::new(2).expect("non-zero");
+        let commands = [
+            Command::Control(Control::Noop),
+            Command::Control(Control::SetLeader { new: a, old: None }),
+            Command::Control(Control::SetLeader { new: a, old: Some(b) }),
+            Command::Control(Control::SetLeader { new: b, old: Some(a) }),
+            Command::Control(Control::Truncate { leader: Some(a), up_to: Seq(0) }),
+            Command::Control(Control::Truncate { leader: None, up_to: Seq(0) }),
+            Command::Control(Control::Truncate { leader: Some(a), up_to: Seq(1) }),
+        ];
+        let digests: Vec<u64> = commands.iter().map(Command::digest).collect();
+        for (i, x) in digests.iter().enumerate() {
+            for y in &digests[i + 1..] {
+                assert_ne!(x, y, "{commands:?}");
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "a leader exists iff term > 0")]
+    fn a_state_naming_a_leader_at_term_zero_breaks_the_invariants() {
+        JournalState { leader: LeaderUuid::new(1), ..JournalState::default() }.assert_invariants();
+    }
+
+    #[test]
+    #[should_panic(expected = "first_seq never passes next_seq")]
+    fn a_state_with_first_seq_past_next_seq_breaks_the_invariants() {
+        JournalState { first_seq: Seq(2), next_seq: Seq(1), ..JournalState::default() }.assert_invariants();
+    }
+
+    #[test]
+    fn the_unset_uuid_never_leads() {
+        assert_eq!(LeaderUuid::new(0), None);
+    }
+}
