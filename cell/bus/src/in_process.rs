@@ -126,11 +126,9 @@ impl InProcessBus {
     }
 
     /// Sends one protocol batch from `from` to `to` without waiting; drops and counts it when
-    /// `to` is unknown or its inbox is full. An empty batch is not sent.
+    /// `to` is unknown or its inbox is full. An empty batch is a machine heartbeat (the host's
+    /// peer liveness) and is sent like any other.
     fn send_protocol(&self, from: NodeId, to: NodeId, envelopes: Vec<Envelope>) {
-        if envelopes.is_empty() {
-            return;
-        }
         let c = &self.shared.counters;
         let count = envelopes.len() as u64;
         let Some(tx) = self.route(to) else {

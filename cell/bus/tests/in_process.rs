@@ -64,13 +64,16 @@ async fn a_protocol_batch_arrives_as_one_message() {
 }
 
 #[tokio::test]
-async fn an_empty_batch_is_not_sent() {
+async fn an_empty_batch_is_a_machine_heartbeat_and_is_delivered() {
     let bus = InProcessBus::new();
     let (mut a, _a_inbox) = bus.register(A, 8);
     let (_b, mut b_inbox) = bus.register(B, 8);
     a.send(B, Vec::new());
-    assert!(b_inbox.try_recv().is_err());
-    assert_eq!(bus.stats(), BusStats::default());
+    match b_inbox.try_recv() {
+        Ok(Incoming::Protocol { from, envelopes }) => assert_eq!((from, envelopes.len()), (A, 0)),
+        other => panic!("expected a heartbeat, got {other:?}"),
+    }
+    assert_eq!(bus.stats().messages_sent, 1);
 }
 
 #[tokio::test]

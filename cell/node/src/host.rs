@@ -87,6 +87,8 @@ pub struct HostStats {
     pub unknown_journal_drops: u64,
     /// Records in write verdicts answered `Accepted` here.
     pub records_accepted: u64,
+    /// Times a peer machine went silent past an election timeout.
+    pub peers_lost: u64,
 }
 
 /// What a round releases before its sync.
@@ -139,6 +141,17 @@ pub struct Host<S: LogStore> {
     seed: u64,
     stats: HostStats,
     keep_writes: bool,
+    /// Every machine that shares a journal with this one, and when it was last heard.
+    peers: BTreeMap<NodeId, Peer>,
+    ticks: u64,
+}
+
+/// Machine-level liveness of one peer: any message, or the empty heartbeat batch the shell
+/// sends each tick, counts as hearing it.
+#[derive(Clone, Copy, Debug)]
+struct Peer {
+    heard_tick: u64,
+    down: bool,
 }
 
 impl<S: LogStore> Host<S> {
@@ -171,6 +184,8 @@ impl<S: LogStore> Host<S> {
             seed,
             stats: HostStats::default(),
             keep_writes: false,
+            peers: BTreeMap::new(),
+            ticks: 0,
         };
         for stored in host.store.load()? {
             host.install(stored.key, stored.config, stored.durable);
@@ -240,6 +255,9 @@ impl<S: LogStore> Host<S> {
 
     fn install(&mut self, key: JournalKey, config: JournalConfig, durable: paros_core::Durable) {
         let seed = self.journal_seed(&key);
+        for n in config.voters.iter().chain(&config.learners).filter(|n| **n != self.me) {
+            self.peers.entry(*n).or_insert(Peer { heard_tick: self.ticks, down: false });
+        }
         let hosted = if config.voters.contains(&self.me) {
             Hosted::Voter(Box::new(Voter::recover(self.me, config, self.tunables, seed, durable)))
         } else {
@@ -280,6 +298,10 @@ impl<S: LogStore> Host<S> {
     /// Protocol messages from a peer. A message for a journal not hosted here is dropped and
     /// counted; it never creates one.
     pub fn deliver(&mut self, from: NodeId, envelopes: Vec<Envelope>) {
+        if let Some(p) = self.peers.get_mut(&from) {
+            p.heard_tick = self.ticks;
+            p.down = false;
+        }
         for e in envelopes {
             let Some(j) = self.journals.get_mut(&e.journal) else {
                 self.stats.unknown_journal_drops += 1;
@@ -325,8 +347,35 @@ impl<S: LogStore> Host<S> {
         }
     }
 
-    /// One clock tick, delivered only to journals that are awake.
+    /// The machines to send the per-tick liveness heartbeat (an empty batch) to.
+    pub fn peers(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.peers.keys().copied()
+    }
+
+    /// One clock tick, delivered only to journals that are awake. A peer machine silent for
+    /// longer than an election timeout wakes every journal it is a member of, so quiet
+    /// journals it led elect a new leader without waiting for a call.
     pub fn tick(&mut self) {
+        self.ticks += 1;
+        let silence = u64::from(self.tunables.election_ticks_max);
+        let mut lost = Vec::new();
+        for (id, p) in &mut self.peers {
+            if !p.down && self.ticks - p.heard_tick > silence {
+                p.down = true;
+                lost.push(*id);
+            }
+        }
+        if !lost.is_empty() {
+            self.stats.peers_lost += lost.len() as u64;
+            for (key, j) in &mut self.journals {
+                if let Hosted::Voter(v) = j
+                    && v.config().voters.iter().any(|n| lost.contains(n))
+                {
+                    v.wake();
+                    self.awake.insert(*key);
+                }
+            }
+        }
         let mut asleep = Vec::new();
         for key in &self.awake {
             let j = self.journals.get_mut(key).expect("an awake journal is hosted");

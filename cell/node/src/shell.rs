@@ -130,6 +130,9 @@ async fn run<S: LogStore, T: Transport>(
             input = inbox.try_recv().ok();
         }
         if tokio::time::Instant::now() >= next_tick {
+            for peer in host.peers().collect::<Vec<_>>() {
+                transport.send(peer, Vec::new());
+            }
             host.tick();
             next_tick = tokio::time::Instant::now() + config.tick;
         }

@@ -75,8 +75,15 @@ impl Cell {
     }
 
     fn tick(&mut self) {
-        for h in self.hosts.values_mut() {
+        let mut pings = Vec::new();
+        for (id, h) in &mut self.hosts {
+            pings.extend(h.peers().map(|p| (*id, p)));
             h.tick();
+        }
+        for (from, to) in pings {
+            if let Some(h) = self.hosts.get_mut(&to) {
+                h.deliver(from, Vec::new());
+            }
         }
         self.round();
         self.round();
@@ -289,4 +296,27 @@ fn many_concurrent_writers_share_one_sync() {
     let per_node_syncs = syncs as f64 / 3.0;
     let records_per_sync = records as f64 / per_node_syncs;
     assert!(records_per_sync >= 8.0, "group commit: {records_per_sync} records per sync");
+}
+
+#[test]
+fn a_quiet_journal_elects_a_new_leader_when_its_leader_machine_goes_silent() {
+    let k = key(0);
+    let mut cell = Cell::new(1);
+    cell.settle_leaders(&[k]);
+    claim(&mut cell, k, uuid(5));
+    for _ in 0..20 {
+        cell.tick();
+    }
+    assert_eq!(cell.hosts.values().map(Host::awake_count).sum::<usize>(), 0, "the journal went quiet");
+    let old = cell.leader_of(&k).unwrap();
+    cell.hosts.remove(&old);
+    for _ in 0..60 {
+        cell.tick();
+        if cell.leader_of(&k).is_some() {
+            break;
+        }
+    }
+    let new = cell.leader_of(&k).expect("a surviving voter took over without any call arriving");
+    assert_ne!(new, old);
+    assert!(cell.hosts[&new].stats().peers_lost >= 1, "the host noticed its peer went silent");
 }
