@@ -39,8 +39,11 @@ pub struct Voter {
     effects: Effects,
     /// Self-addressed messages to handle before the round closes.
     loopback: VecDeque<Message>,
-    /// Self-addressed acceptor replies: delivered at `advance()`, once their writes are durable.
+    /// Self-addressed acceptor replies whose writes are in the `Ready` being built.
     deferred: Vec<Message>,
+    /// Self-addressed acceptor replies whose writes are in the `Ready` in flight: delivered at
+    /// its `advance()`, once those writes are durable.
+    deferred_in_flight: Vec<Message>,
     /// Newly applied slots to feed to learner-only replicas.
     feed: Vec<(Slot, Command)>,
     catch_up: CatchUp,
@@ -76,6 +79,7 @@ impl Voter {
             effects: Effects::default(),
             loopback: VecDeque::new(),
             deferred: Vec::new(),
+            deferred_in_flight: Vec::new(),
             feed: Vec::new(),
             catch_up: CatchUp::default(),
             tick: 0,
@@ -260,7 +264,10 @@ impl Voter {
                 self.effects.send(l, Message::Chosen { entries: entries.clone() });
             }
         }
-        self.effects.take()
+        let ready = self.effects.take();
+        assert!(self.deferred_in_flight.is_empty(), "one round in flight at a time");
+        self.deferred_in_flight = std::mem::take(&mut self.deferred);
+        ready
     }
 
     /// The last `Ready`'s writes are durable and its messages sent: deliver this node's own
@@ -270,7 +277,7 @@ impl Voter {
     /// Without a `ready()` before it.
     pub fn advance(&mut self) {
         self.effects.advance();
-        for m in std::mem::take(&mut self.deferred) {
+        for m in std::mem::take(&mut self.deferred_in_flight) {
             self.handle(self.me, m);
         }
         self.settle();
