@@ -8,10 +8,11 @@ use bytes::Bytes;
 use paros_core::journal::{JournalState, Outcome, WriterMode};
 use paros_core::rng::Rng;
 use paros_core::{
-    Call, CallAnswer, CallId, Consistency, Durable, JournalConfig, LeaderUuid, Message, NodeId, ReadAnswer, ReadId,
-    ReadRequest, Ready, Replica, Seq, Slot, Tunables, Voter,
+    Ballot, Call, CallAnswer, CallId, Consistency, Durable, JournalConfig, LeaderUuid, Message, NodeId, ReadAnswer,
+    ReadId, ReadRequest, Ready, Replica, Seq, Slot, Tunables, Voter, WriteOp,
 };
 
+#[allow(clippy::large_enum_variant, reason = "a handful of machines per test; boxing buys nothing")]
 pub enum Role {
     Voter(Voter),
     Replica(Replica),
@@ -50,7 +51,28 @@ pub struct Cluster {
     pub promises: BTreeMap<NodeId, Vec<paros_core::Ballot>>,
     /// Nodes cut off from everyone.
     pub isolated: Vec<NodeId>,
+    /// Drops every message it returns true for, `(from, to, message)`; cleared by `settle`.
+    pub filter: Option<Filter>,
+    /// Every durable write each machine made, in order.
+    pub writes: BTreeMap<NodeId, Vec<WriteOp>>,
+    /// Every trim-point jump a `TrimmedTo` caused, with the promise either side of it.
+    pub jumps: Vec<Jump>,
     next_call: u64,
+}
+
+/// A message filter: true drops the message.
+pub type Filter = Box<dyn FnMut(NodeId, NodeId, &Message) -> bool>;
+
+/// One delivered `TrimmedTo` that moved a machine's floor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Jump {
+    pub node: NodeId,
+    pub point: Slot,
+    pub floor_before: Slot,
+    pub floor_after: Slot,
+    /// The promise just before and just after the step (`None` on a replica, which holds none).
+    pub promised_before: Option<Ballot>,
+    pub promised_after: Option<Ballot>,
 }
 
 pub fn voter_id(i: u64) -> NodeId {
@@ -75,12 +97,25 @@ impl Cluster {
     }
 
     pub fn with_mode(voters: u64, learners: u64, seed: u64, faults: Faults, mode: WriterMode) -> Cluster {
+        Cluster::with_tunables(voters, learners, seed, faults, mode, |_| {})
+    }
+
+    /// A cluster whose tunables `tweak` adjusts from the harness defaults.
+    pub fn with_tunables(
+        voters: u64,
+        learners: u64,
+        seed: u64,
+        faults: Faults,
+        mode: WriterMode,
+        tweak: impl FnOnce(&mut Tunables),
+    ) -> Cluster {
         let cfg = JournalConfig {
             mode,
             voters: (0..voters).map(voter_id).collect(),
             learners: (0..learners).map(learner_id).collect(),
         };
-        let tunables = Tunables { election_ticks_min: 5, election_ticks_max: 10, call_ticks_max: 40, ..Tunables::default() };
+        let mut tunables = Tunables { election_ticks_min: 5, election_ticks_max: 10, call_ticks_max: 40, ..Tunables::default() };
+        tweak(&mut tunables);
         let mut c = Cluster {
             cfg,
             tunables,
@@ -93,6 +128,9 @@ impl Cluster {
             applied: BTreeMap::new(),
             promises: BTreeMap::new(),
             isolated: Vec::new(),
+            filter: None,
+            writes: BTreeMap::new(),
+            jumps: Vec::new(),
             next_call: 1,
         };
         for id in c.cfg.voters.clone() {
@@ -195,6 +233,7 @@ impl Cluster {
                 }
                 m.durable.apply(w);
             }
+            self.writes.entry(id).or_default().extend(ready.writes.iter().cloned());
             for o in ready.messages {
                 self.net.push((id, o.to, o.message));
             }
@@ -229,17 +268,36 @@ impl Cluster {
             if self.isolated.contains(&from) || self.isolated.contains(&to) {
                 continue;
             }
+            if self.filter.as_mut().is_some_and(|f| f(from, to, &msg)) {
+                continue;
+            }
             if self.rng.next_u64() % 100 < self.faults.drop_pct {
                 continue;
             }
             let copies = if self.rng.next_u64() % 100 < self.faults.dup_pct { 2 } else { 1 };
             for _ in 0..copies {
-                match &mut self.machines.get_mut(&to).map(|m| &mut m.role) {
-                    Some(Some(Role::Voter(v))) => v.step(from, msg.clone()),
-                    Some(Some(Role::Replica(r))) => r.step(from, msg.clone()),
-                    _ => {}
-                }
+                self.step(from, to, msg.clone());
             }
+        }
+    }
+
+    /// Delivers one message, noting any trim-point jump it causes.
+    fn step(&mut self, from: NodeId, to: NodeId, msg: Message) {
+        let point = match &msg {
+            Message::TrimmedTo { point, .. } => Some(*point),
+            _ => None,
+        };
+        let Some(Some(role)) = self.machines.get_mut(&to).map(|m| &mut m.role) else { return };
+        let (floor_before, promised_before) = floor_and_promise(role);
+        match role {
+            Role::Voter(v) => v.step(from, msg),
+            Role::Replica(r) => r.step(from, msg),
+        }
+        let (floor_after, promised_after) = floor_and_promise(role);
+        if let Some(point) = point
+            && floor_after != floor_before
+        {
+            self.jumps.push(Jump { node: to, point, floor_before, floor_after, promised_before, promised_after });
         }
     }
 
@@ -337,21 +395,69 @@ impl Cluster {
         }
     }
 
-    /// Runs fault-free until every running machine holds the same chosen prefix and state.
+    /// Proposes `call` at `node` without running the cluster; the answer lands in `answers`.
+    pub fn propose_at(&mut self, node: NodeId, call: Call) -> CallId {
+        let id = CallId(self.next_call);
+        self.next_call += 1;
+        self.voter_mut(node).propose(id, call);
+        id
+    }
+
+    /// Hands `request` to `node` without running the cluster; the answer lands in `reads`.
+    pub fn submit_read(&mut self, node: NodeId, request: ReadRequest) -> ReadId {
+        let id = ReadId(self.next_call);
+        self.next_call += 1;
+        match &mut self.machines.get_mut(&node).expect("known").role {
+            Some(Role::Voter(v)) => v.read(id, request),
+            Some(Role::Replica(r)) => r.read(id, request),
+            None => panic!("down"),
+        }
+        id
+    }
+
+    /// Every running machine, voters first.
+    pub fn up(&self) -> Vec<NodeId> {
+        self.cfg.voters.iter().chain(&self.cfg.learners).copied().filter(|id| self.is_up(*id)).collect()
+    }
+
+    /// Runs fault-free until every running machine holds the same chosen prefix and state, and
+    /// has for a few ticks under one leader.
     pub fn settle(&mut self, ticks_max: u32) {
         let saved = self.faults;
         self.faults = Faults::NONE;
         self.isolated.clear();
+        self.filter = None;
+        // Agreement must hold, unchanged, for a few ticks: a new leader's re-proposals (resent
+        // every other tick) are chosen well within that on a fault-free network.
+        let mut stable = (None, 0);
         for _ in 0..ticks_max {
             self.tick();
             let ups: Vec<NodeId> = self.machines.keys().copied().filter(|id| self.is_up(*id)).collect();
             let first = (self.chosen_of(ups[0]), self.state_of(ups[0]));
-            if self.leader().is_some() && ups.iter().all(|id| (self.chosen_of(*id), self.state_of(*id)) == first) {
+            let agreed = self.leader().is_some() && ups.iter().all(|id| (self.chosen_of(*id), self.state_of(*id)) == first);
+            stable = match stable {
+                (Some(seen), n) if agreed && seen == first => (Some(seen), n + 1),
+                _ if agreed => (Some(first), 1),
+                _ => (None, 0),
+            };
+            if stable.1 >= 6 {
                 self.faults = saved;
                 return;
             }
         }
-        panic!("no convergence after {ticks_max} ticks");
+        let report: Vec<String> = self
+            .up()
+            .into_iter()
+            .map(|id| format!("{id:?}: chosen {:?} floor {:?} {:?}", self.chosen_of(id), self.floor_of(id), self.state_of(id)))
+            .collect();
+        panic!("no convergence after {ticks_max} ticks (leader {:?}): {report:#?}", self.leader());
+    }
+}
+
+fn floor_and_promise(role: &Role) -> (Slot, Option<Ballot>) {
+    match role {
+        Role::Voter(v) => (v.floor(), Some(v.promised())),
+        Role::Replica(r) => (r.floor(), None),
     }
 }
 
@@ -364,4 +470,71 @@ pub fn accepted(a: Option<CallAnswer>) -> (Seq, u64) {
         Some(CallAnswer::Verdict(Outcome::Accepted { seq, count })) => (seq, count),
         other => panic!("expected Accepted, got {other:?}"),
     }
+}
+
+/// The seeds every scenario runs under: a handful, so no single schedule is the claim.
+pub const SEEDS: [u64; 5] = [3, 17, 101, 2024, 0xdead_beef];
+
+/// Claims the journal for `new` from `old`. A retry after an ambiguous first try finds `new`
+/// already leading and loses its compare-and-set: that counts as claimed.
+pub fn claim(c: &mut Cluster, new: LeaderUuid, old: Option<LeaderUuid>) {
+    match c.call(Call::SetLeader { new, old }) {
+        Some(CallAnswer::Verdict(Outcome::Won(v))) => assert_eq!(v.leader, Some(new)),
+        Some(CallAnswer::Verdict(Outcome::Lost(v))) if v.leader == Some(new) => {}
+        other => panic!("claiming for {new:?} from {old:?}: {other:?}"),
+    }
+}
+
+/// What a writer knows it wrote: the record at each position it was acknowledged for.
+#[derive(Clone, Debug, Default)]
+pub struct Written(pub Vec<Bytes>);
+
+impl Written {
+    pub fn next(&self) -> u64 {
+        self.0.len() as u64
+    }
+
+    /// Appends `records` at the tail under `leader` until acknowledged: `Accepted` there, or
+    /// `Duplicate` there when an ambiguous first try was chosen after all.
+    pub fn append(&mut self, c: &mut Cluster, leader: LeaderUuid, records: Vec<Bytes>) {
+        let seq = Seq(self.next());
+        let count = records.len() as u64;
+        match c.call(write(leader, seq.0, records.clone())) {
+            Some(CallAnswer::Verdict(Outcome::Accepted { seq: s, count: n } | Outcome::Duplicate { seq: s, count: n })) => {
+                assert_eq!((s, n), (seq, count), "a write is acknowledged where it asked to land");
+            }
+            other => panic!("appending at {seq:?}: {other:?}"),
+        }
+        self.0.extend(records);
+    }
+
+    /// The records in `[from, to)`.
+    pub fn range(&self, from: u64, to: u64) -> &[Bytes] {
+        &self.0[from as usize..to as usize]
+    }
+}
+
+/// Reads `[from, to)` at `node`, page by page, each page under `consistency`. An `Unserved`
+/// page (a lost watermark round, say) is asked again, as a client would.
+pub fn read_range(c: &mut Cluster, node: NodeId, from: u64, to: u64, consistency: Consistency) -> Vec<Bytes> {
+    let mut records = Vec::new();
+    let mut unserved = 0;
+    while (from + records.len() as u64) < to {
+        let at = Seq(from + records.len() as u64);
+        match c.read_at(node, at, consistency, 60) {
+            Some(ReadAnswer::Page { from: f, records: page, .. }) if !page.is_empty() => {
+                assert_eq!(f, at, "a page starts where it was asked to");
+                records.extend(page);
+            }
+            Some(ReadAnswer::Unserved) if unserved < 20 => unserved += 1,
+            other => panic!("reading {at:?} at {node:?}: {other:?}"),
+        }
+    }
+    records.truncate((to - from) as usize);
+    records
+}
+
+/// True when `node` made a durable `TrimmedTo` write.
+pub fn persisted_a_jump(c: &Cluster, node: NodeId) -> bool {
+    c.writes.get(&node).is_some_and(|ws| ws.iter().any(|w| matches!(w, WriteOp::TrimmedTo { .. })))
 }

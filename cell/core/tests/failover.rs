@@ -1,0 +1,146 @@
+//! Consensus leader failure: what a successor keeps, and how it fills what nobody described.
+
+mod harness;
+
+use harness::*;
+use paros_core::journal::{Outcome, WriterMode};
+use paros_core::{CallAnswer, Consistency, Message, NodeId, Seq, Slot};
+
+#[test]
+fn every_acked_write_survives_the_leader_crashing() {
+    for voters in [3, 5] {
+        for seed in SEEDS {
+            let mut c = Cluster::new(voters, 1, seed, Faults::LOSSY);
+            let a = uuid(0xa);
+            claim(&mut c, a, None);
+            let mut w = Written::default();
+            for i in 0..6 {
+                w.append(&mut c, a, recs(&format!("before{i}"), 1 + i % 3));
+            }
+            let first = c.leader().expect("a leader answered");
+            let chosen_before = c.chosen_of(first);
+            c.crash(first);
+            for i in 0..6 {
+                w.append(&mut c, a, recs(&format!("after{i}"), 1 + i % 2));
+            }
+            let successor = c.leader().expect("a successor answered");
+            assert_ne!(successor, first, "voters={voters} seed={seed}: the crashed leader does not lead");
+            assert!(c.chosen_of(successor) > chosen_before);
+            let got = read_range(&mut c, successor, 0, w.next(), Consistency::Linearizable);
+            assert_eq!(got, w.0, "voters={voters} seed={seed}: the successor holds every acked write at its position");
+
+            c.start(first);
+            c.settle(400);
+            for id in c.up() {
+                assert_eq!(c.state_of(id).next_seq, Seq(w.next()), "voters={voters} seed={seed}: {id:?} folded every write");
+                let got = read_range(&mut c, id, 0, w.next(), Consistency::AtLeast(Seq(w.next())));
+                assert_eq!(got, w.0, "voters={voters} seed={seed}: {id:?} serves every acked write at its position");
+            }
+            c.assert_agreement();
+        }
+    }
+}
+
+/// The leader's first proposal, at `hole`, reaches nobody; its second, at `hole + 1`, reaches
+/// just enough followers that every quorum without the leader holds one of them. Returns the
+/// two calls and the leader.
+fn leave_a_hole(c: &mut Cluster, hole: Slot, a: paros_core::LeaderUuid, next: u64) -> (paros_core::CallId, paros_core::CallId, NodeId) {
+    let leader = c.leader().expect("settled");
+    let others: Vec<NodeId> = c.cfg.voters.iter().copied().filter(|v| *v != leader).collect();
+    let (told, untold) = others.split_at(c.cfg.quorum() - 1);
+    let (told, untold) = (told.to_vec(), untold.to_vec());
+    c.faults = Faults::NONE;
+    c.filter = Some(Box::new(move |from, to, m| {
+        let Message::Accept { entries, .. } = m else { return false };
+        from == leader && (untold.contains(&to) || entries.iter().any(|(s, _)| *s == hole))
+    }));
+    let lost = c.propose_at(leader, write(a, next, recs("lost", 2)));
+    c.round();
+    let kept = c.propose_at(leader, write(a, next, recs("kept", 3)));
+    c.round();
+    c.round();
+    for v in others {
+        let held: Vec<Slot> = c.voter(v).log().range_from(hole).map(|(s, _)| *s).collect();
+        let expected = if told.contains(&v) { vec![hole.next()] } else { vec![] };
+        assert_eq!(held, expected, "{v:?} holds the second proposal iff it was told, and never the first");
+    }
+    (lost, kept, leader)
+}
+
+#[test]
+fn a_new_leader_fills_an_undescribed_hole_with_noop() {
+    for voters in [3, 5] {
+        for seed in SEEDS {
+            let mut c = Cluster::new(voters, 1, seed, Faults::LOSSY);
+            let a = uuid(0xa);
+            claim(&mut c, a, None);
+            let mut w = Written::default();
+            w.append(&mut c, a, recs("w", 2));
+            c.settle(300);
+            let hole = c.chosen_of(c.leader().expect("settled"));
+            let (_, _, leader) = leave_a_hole(&mut c, hole, a, w.next());
+
+            c.crash(leader);
+            c.filter = None;
+            c.faults = Faults::LOSSY;
+            c.elect(300);
+            c.start(leader);
+            c.settle(400);
+
+            let at_hole = &c.applied[&hole];
+            assert_eq!(at_hole.len(), c.up().len(), "voters={voters} seed={seed}: every machine applied {hole:?}");
+            assert!(
+                at_hole.values().all(|(_, o, _)| *o == Outcome::Noop),
+                "voters={voters} seed={seed}: the hole below a reported slot is filled with Noop: {at_hole:?}"
+            );
+            let after = &c.applied[&hole.next()];
+            assert!(
+                after.values().all(|(_, o, _)| *o == Outcome::Accepted { seq: Seq(w.next()), count: 3 }),
+                "voters={voters} seed={seed}: the reported value above the hole is re-proposed and chosen: {after:?}"
+            );
+            let l = c.leader().expect("settled");
+            let got = read_range(&mut c, l, w.next(), w.next() + 3, Consistency::Linearizable);
+            assert_eq!(got, recs("kept", 3));
+            c.assert_agreement();
+        }
+    }
+}
+
+#[test]
+fn a_held_call_whose_slot_chose_another_command_gets_no_verdict() {
+    for seed in SEEDS {
+        // A patient call: a NoVerdict here cannot come from the call's deadline.
+        let mut c = Cluster::with_tunables(3, 1, seed, Faults::LOSSY, WriterMode::Single, |t| t.call_ticks_max = 10_000);
+        let a = uuid(0xa);
+        claim(&mut c, a, None);
+        let mut w = Written::default();
+        w.append(&mut c, a, recs("w", 2));
+        c.settle(300);
+        let hole = c.chosen_of(c.leader().expect("settled"));
+        let (lost, kept, leader) = leave_a_hole(&mut c, hole, a, w.next());
+
+        c.filter = None;
+        c.isolated = vec![leader];
+        for _ in 0..300 {
+            c.tick();
+            if c.leader().is_some_and(|l| l != leader) && c.chosen_of(c.leader().expect("some")) > hole.next() {
+                break;
+            }
+        }
+        c.isolated.clear();
+        for _ in 0..300 {
+            if c.answers.contains_key(&lost) && c.answers.contains_key(&kept) {
+                break;
+            }
+            c.tick();
+        }
+        assert_eq!(c.answers.get(&lost), Some(&CallAnswer::NoVerdict), "seed={seed}: the hole chose Noop, not the held write");
+        assert_eq!(
+            c.answers.get(&kept),
+            Some(&CallAnswer::Verdict(Outcome::Accepted { seq: Seq(w.next()), count: 3 })),
+            "seed={seed}: the write a successor re-proposed in its slot gets that slot's verdict"
+        );
+        c.settle(400);
+        c.assert_agreement();
+    }
+}
