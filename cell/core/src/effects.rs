@@ -4,7 +4,7 @@ use crate::config::JournalConfig;
 use crate::ids::{NodeId, Slot};
 use crate::learner::Walked;
 use crate::message::{Message, Outbound};
-use crate::ready::{Applied, Ready};
+use crate::ready::{Applied, Ready, Released};
 
 /// Effects gathered since the last `ready()`, and the one-round-in-flight guard.
 #[derive(Debug, Default)]
@@ -18,6 +18,18 @@ impl Effects {
         assert!(!self.in_flight, "ready() is called once per round: advance() the last Ready first");
         self.in_flight = true;
         std::mem::take(&mut self.ready)
+    }
+
+    /// Takes what may leave now from the `Ready` being built.
+    pub fn release(&mut self) -> Released {
+        let (wait, go): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.ready.messages).into_iter().partition(|o| o.message.needs_durable_sender());
+        self.ready.messages = wait;
+        Released {
+            messages: go,
+            answers: std::mem::take(&mut self.ready.answers),
+            reads: std::mem::take(&mut self.ready.reads),
+        }
     }
 
     pub fn advance(&mut self) {

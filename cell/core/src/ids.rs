@@ -123,7 +123,7 @@ impl LeaderUuid {
 
 impl fmt::Debug for LeaderUuid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "uuid{:08x}", (self.0 >> 96) as u32)
+        write!(f, "uuid{:x}", self.0)
     }
 }
 

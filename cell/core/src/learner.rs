@@ -181,7 +181,8 @@ impl Learner {
         }
         let end = self.chosen_up_to();
         if from >= end {
-            return None;
+            // Nothing newer here: say so, so a replica probing after a restart stops asking.
+            return Some(Message::CatchUpResponse { entries: Vec::new() });
         }
         let entries: Vec<(Slot, Command)> = log
             .range_from(from)

@@ -33,4 +33,4 @@ pub use config::{JournalConfig, Tunables};
 pub use ids::{Ballot, CallId, JournalId, JournalKey, LeaderUuid, NodeId, ReadId, Seq, Slot, TenantId};
 pub use log::{Durable, LogEntry, WriteOp};
 pub use message::{Message, Outbound};
-pub use ready::{Applied, Ready};
+pub use ready::{Applied, Ready, Released};

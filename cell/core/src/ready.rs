@@ -64,3 +64,19 @@ impl From<Judged> for JudgedRecord {
         JudgedRecord { outcome: j.outcome, blind: j.blind }
     }
 }
+
+/// What may leave at once, even while a `Ready` is in flight: messages that state nothing a
+/// pending write makes true, and answers (they report chosen slots).
+#[derive(Debug, Default)]
+pub struct Released {
+    pub messages: Vec<Outbound>,
+    pub answers: Vec<(CallId, CallAnswer)>,
+    pub reads: Vec<(ReadId, ReadAnswer)>,
+}
+
+impl Released {
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty() && self.answers.is_empty() && self.reads.is_empty()
+    }
+}

@@ -26,7 +26,7 @@ pub struct Replica {
     catch_up: CatchUp,
     leader: Option<NodeId>,
     tick: u64,
-    /// A replica just booted does not know how far behind it is: it asks once.
+    /// A replica just booted does not know how far behind it is: it asks until a voter answers.
     probe: bool,
 }
 
@@ -80,6 +80,11 @@ impl Replica {
 
     /// A protocol message from `from`.
     pub fn step(&mut self, from: NodeId, message: Message) {
+        if self.cfg.voters.contains(&from)
+            && matches!(message, Message::Heartbeat { .. } | Message::CatchUpResponse { .. } | Message::TrimmedTo { .. })
+        {
+            self.probe = false;
+        }
         let writes = &mut self.effects.ready.writes;
         match message {
             Message::Chosen { entries } | Message::CatchUpResponse { entries } => {
@@ -119,7 +124,7 @@ impl Replica {
     pub fn tick(&mut self) {
         self.tick += 1;
         self.reads.tick(&mut self.effects.ready.reads);
-        if (self.learner.is_behind() || std::mem::take(&mut self.probe))
+        if (self.learner.is_behind() || self.probe)
             && let Some(to) = self.catch_up.due(self.tick, self.tunables.catch_up_ticks, &self.cfg, self.me, self.leader)
         {
             self.effects.send(to, catch_up_request(self.learner.chosen_up_to()));
@@ -132,12 +137,22 @@ impl Replica {
     /// # Panics
     /// When the previous `Ready` was not advanced.
     pub fn ready(&mut self) -> Ready {
+        self.flush();
+        self.effects.take()
+    }
+
+    /// Takes what may leave now, even while a `Ready` is in flight (see [`Voter::take_released`](crate::Voter::take_released)).
+    pub fn take_released(&mut self) -> crate::ready::Released {
+        self.flush();
+        self.effects.release()
+    }
+
+    fn flush(&mut self) {
         let mut out = Vec::new();
         self.reads.start_round(&self.cfg, &mut out);
         for o in out {
             self.effects.send(o.to, o.message);
         }
-        self.effects.take()
     }
 
     /// # Panics

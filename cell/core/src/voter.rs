@@ -251,6 +251,22 @@ impl Voter {
     /// # Panics
     /// When the previous `Ready` was not advanced.
     pub fn ready(&mut self) -> Ready {
+        self.flush();
+        let ready = self.effects.take();
+        assert!(self.deferred_in_flight.is_empty(), "one round in flight at a time");
+        self.deferred_in_flight = std::mem::take(&mut self.deferred);
+        ready
+    }
+
+    /// Takes what may leave now — proposals, heartbeats, chosen values, catch-up, answers —
+    /// even while a `Ready` is in flight. Writes and acceptor replies stay for the next `ready()`.
+    pub fn take_released(&mut self) -> crate::ready::Released {
+        self.flush();
+        self.effects.release()
+    }
+
+    /// Sends this round's proposals and read rounds, and feeds newly applied slots to learners.
+    fn flush(&mut self) {
         let mut out = Vec::new();
         self.proposer.flush(&self.cfg, self.proposer_commit(), &mut out);
         self.reads.start_round(&self.cfg, &mut out);
@@ -264,10 +280,6 @@ impl Voter {
                 self.effects.send(l, Message::Chosen { entries: entries.clone() });
             }
         }
-        let ready = self.effects.take();
-        assert!(self.deferred_in_flight.is_empty(), "one round in flight at a time");
-        self.deferred_in_flight = std::mem::take(&mut self.deferred);
-        ready
     }
 
     /// The last `Ready`'s writes are durable and its messages sent: deliver this node's own

@@ -253,7 +253,6 @@ fn a_learner_restarted_into_a_quiet_journal_learns_it_is_behind() {
 }
 
 #[test]
-#[ignore = "bug: a Replica's boot probe is sent once (replica.rs tick: mem::take(&mut self.probe)); if it is lost the replica stays behind while the journal is quiet"]
 fn a_restarted_learner_keeps_asking_until_a_voter_answers() {
     for seed in SEEDS {
         let mut c = Cluster::new(3, 1, seed, Faults::NONE);

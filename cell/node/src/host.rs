@@ -48,6 +48,12 @@ impl Hosted {
             Hosted::Replica(r) => r.ready(),
         }
     }
+    fn take_released(&mut self) -> paros_core::Released {
+        match self {
+            Hosted::Voter(v) => v.take_released(),
+            Hosted::Replica(r) => r.take_released(),
+        }
+    }
     fn advance(&mut self) {
         match self {
             Hosted::Voter(v) => v.advance(),
@@ -91,6 +97,17 @@ pub struct HostStats {
     pub peers_lost: u64,
 }
 
+/// A round whose batch is being made durable.
+#[derive(Debug)]
+#[must_use = "a pending round must be persisted and completed"]
+pub struct PendingRound {
+    /// Every journal's writes of the round: persist as one atomic batch.
+    pub batch: Vec<(JournalKey, Vec<WriteOp>)>,
+    /// False when the batch holds only writes that need no sync of their own.
+    pub needs_sync: bool,
+    readies: Vec<(JournalKey, Ready)>,
+}
+
 /// What a round releases before its sync.
 #[derive(Debug)]
 pub enum Early {
@@ -128,13 +145,17 @@ pub enum BootError {
 #[derive(Debug)]
 pub struct Host<S: LogStore> {
     me: NodeId,
-    store: S,
+    /// `None` while lent to a storage thread for a round's write and sync.
+    store: Option<S>,
     tunables: Tunables,
     journals: BTreeMap<JournalKey, Hosted>,
     /// Journals that may have a `Ready` this round.
     dirty: BTreeSet<JournalKey>,
     /// Journals that need ticks (not quiet).
     awake: BTreeSet<JournalKey>,
+    /// Journals stepped since the last release.
+    touched: BTreeSet<JournalKey>,
+    in_flight: bool,
     calls: BTreeMap<(JournalKey, CallId), Ticket>,
     reads: BTreeMap<(JournalKey, ReadId), Ticket>,
     next_id: u64,
@@ -173,11 +194,13 @@ impl<S: LogStore> Host<S> {
         };
         let mut host = Host {
             me,
-            store,
+            store: Some(store),
             tunables,
             journals: BTreeMap::new(),
             dirty: BTreeSet::new(),
             awake: BTreeSet::new(),
+            touched: BTreeSet::new(),
+            in_flight: false,
             calls: BTreeMap::new(),
             reads: BTreeMap::new(),
             next_id: 1,
@@ -187,7 +210,7 @@ impl<S: LogStore> Host<S> {
             peers: BTreeMap::new(),
             ticks: 0,
         };
-        for stored in host.store.load()? {
+        for stored in host.store_mut().load()? {
             host.install(stored.key, stored.config, stored.durable);
         }
         Ok(host)
@@ -204,9 +227,29 @@ impl<S: LogStore> Host<S> {
         self.stats
     }
 
+    /// # Panics
+    /// While the store is lent out.
     #[must_use]
     pub fn store(&self) -> &S {
-        &self.store
+        self.store.as_ref().expect("the store is not lent out")
+    }
+
+    fn store_mut(&mut self) -> &mut S {
+        self.store.as_mut().expect("the store is not lent out")
+    }
+
+    /// Lends the store to the thread that persists a round's batch.
+    ///
+    /// # Panics
+    /// When it is already lent out.
+    pub fn lend_store(&mut self) -> S {
+        self.store.take().expect("the store is lent once")
+    }
+
+    /// Takes the store back after a round's batch is durable.
+    pub fn return_store(&mut self, store: S) {
+        assert!(self.store.is_none(), "only a lent store comes back");
+        self.store = Some(store);
     }
 
     /// Keep each round's writes in [`RoundOutput::writes`] (audits in the simulation).
@@ -281,7 +324,7 @@ impl<S: LogStore> Host<S> {
             config.voters.contains(&self.me) || config.learners.contains(&self.me),
             "a journal is placed only on its members"
         );
-        self.store.put_config(key, &config)?;
+        self.store_mut().put_config(key, &config)?;
         self.install(key, config, paros_core::Durable::default());
         Ok(())
     }
@@ -291,6 +334,7 @@ impl<S: LogStore> Host<S> {
         if let Some(Hosted::Voter(v)) = self.journals.get_mut(key) {
             v.campaign();
             self.dirty.insert(*key);
+            self.touched.insert(*key);
             self.awake.insert(*key);
         }
     }
@@ -309,6 +353,7 @@ impl<S: LogStore> Host<S> {
             };
             j.step(from, e.message);
             self.dirty.insert(e.journal);
+            self.touched.insert(e.journal);
             if !j.is_quiet() {
                 self.awake.insert(e.journal);
             }
@@ -327,6 +372,7 @@ impl<S: LogStore> Host<S> {
                 j.read(ReadId(ticket), read);
                 self.reads.insert((journal, ReadId(ticket)), ticket);
                 self.dirty.insert(journal);
+                self.touched.insert(journal);
                 self.awake.insert(journal);
                 Ok(ticket)
             }
@@ -341,6 +387,7 @@ impl<S: LogStore> Host<S> {
                 v.propose(CallId(ticket), call);
                 self.calls.insert((journal, CallId(ticket)), ticket);
                 self.dirty.insert(journal);
+                self.touched.insert(journal);
                 self.awake.insert(journal);
                 Ok(ticket)
             }
@@ -382,6 +429,7 @@ impl<S: LogStore> Host<S> {
             j.tick();
             self.stats.journal_ticks += 1;
             self.dirty.insert(*key);
+            self.touched.insert(*key);
             if j.is_quiet() {
                 asleep.push(*key);
             }
@@ -401,17 +449,73 @@ impl<S: LogStore> Host<S> {
         }
     }
 
-    /// One round: one storage batch and one sync for every journal with work.
-    ///
-    /// What does not depend on this round's writes is handed to `early` before the sync:
-    /// proposer messages (see [`Ready`]) so peers work while this disk syncs, and answers to
-    /// calls and reads (they report chosen slots, durable on a quorum already). Acceptor
-    /// replies come back in the [`RoundOutput`], to be sent only now that the sync is done.
+    /// One round, persisted on this thread: [`Host::begin_round`], one storage batch and one
+    /// sync for every journal with work, then [`Host::complete_round`].
     ///
     /// # Errors
     /// A storage fault. Nothing in the `RoundOutput` may then leave: stop the process.
-    pub fn round(&mut self, mut early: impl FnMut(Early)) -> Result<RoundOutput, StoreError> {
+    pub fn round(&mut self, early: impl FnMut(Early)) -> Result<RoundOutput, StoreError> {
+        let pending = self.begin_round(early);
+        if !pending.batch.is_empty() {
+            let store = self.store_mut();
+            store.write(&pending.batch)?;
+            if pending.needs_sync {
+                store.sync()?;
+            }
+        }
+        Ok(self.complete_round(pending))
+    }
+
+    /// Hands out what may leave now from every journal touched since the last call, even
+    /// journals whose round is in flight: proposer messages, heartbeats, chosen values and
+    /// answers (see [`Ready`]). The shell calls it after absorbing inputs while a sync runs.
+    pub fn release(&mut self, mut early: impl FnMut(Early)) {
+        let mut out: BTreeMap<NodeId, Vec<Envelope>> = BTreeMap::new();
+        for key in std::mem::take(&mut self.touched) {
+            let j = self.journals.get_mut(&key).expect("a touched journal is hosted");
+            let released = j.take_released();
+            for o in released.messages {
+                out.entry(o.to).or_default().push(Envelope { journal: key, from: self.me, message: o.message });
+            }
+            self.answer(key, released.answers, released.reads, &mut early);
+        }
+        for (to, envelopes) in out {
+            early(Early::Messages(to, envelopes));
+        }
+    }
+
+    fn answer(
+        &mut self,
+        key: JournalKey,
+        answers: Vec<(CallId, paros_core::CallAnswer)>,
+        reads: Vec<(ReadId, ReadAnswer)>,
+        early: &mut impl FnMut(Early),
+    ) {
+        for (call, answer) in answers {
+            if let paros_core::CallAnswer::Verdict(paros_core::journal::Outcome::Accepted { count, .. }) = answer {
+                self.stats.records_accepted += count;
+            }
+            if let Some(t) = self.calls.remove(&(key, call)) {
+                early(Early::Answer(t, NodeAnswer::Call(answer)));
+            }
+        }
+        for (read, answer) in reads {
+            if let Some(t) = self.reads.remove(&(key, read)) {
+                early(Early::Answer(t, NodeAnswer::Read(answer)));
+            }
+        }
+    }
+
+    /// Starts a round: takes the `Ready` of every journal with work, hands `early` what may
+    /// leave before the sync, and returns the writes to persist as one batch. The caller makes
+    /// `batch` durable (one write, one sync when `needs_sync`), then calls
+    /// [`Host::complete_round`]. Inputs may be delivered meanwhile; no round may begin until
+    /// this one completes.
+    pub fn begin_round(&mut self, mut early: impl FnMut(Early)) -> PendingRound {
+        assert!(!self.in_flight, "one round in flight at a time");
+        self.in_flight = true;
         self.stats.rounds += 1;
+        self.touched.clear();
         let mut readies: Vec<(JournalKey, Ready)> = Vec::new();
         for key in std::mem::take(&mut self.dirty) {
             let j = self.journals.get_mut(&key).expect("a dirty journal is hosted");
@@ -425,49 +529,44 @@ impl<S: LogStore> Host<S> {
             .filter(|(_, r)| !r.writes.is_empty())
             .map(|(k, r)| (*k, std::mem::take(&mut r.writes)))
             .collect();
-        let mut out = RoundOutput::default();
+        let needs_sync = batch.iter().any(|(_, w)| w.iter().any(WriteOp::needs_sync));
+        if !batch.is_empty() {
+            self.stats.writes += batch.iter().map(|(_, w)| w.len() as u64).sum::<u64>();
+            if needs_sync {
+                self.stats.syncs += 1;
+            }
+        }
         let mut early_out: BTreeMap<NodeId, Vec<Envelope>> = BTreeMap::new();
         for (key, ready) in &mut readies {
             let (wait, go): (Vec<_>, Vec<_>) =
                 std::mem::take(&mut ready.messages).into_iter().partition(|o| o.message.needs_durable_sender());
+            ready.messages = wait;
             for o in go {
                 early_out.entry(o.to).or_default().push(Envelope { journal: *key, from: self.me, message: o.message });
             }
-            for o in wait {
-                out.messages.entry(o.to).or_default().push(Envelope { journal: *key, from: self.me, message: o.message });
-            }
-            for (call, answer) in ready.answers.drain(..) {
-                if let paros_core::CallAnswer::Verdict(paros_core::journal::Outcome::Accepted { count, .. }) = answer {
-                    self.stats.records_accepted += count;
-                }
-                if let Some(t) = self.calls.remove(&(*key, call)) {
-                    early(Early::Answer(t, NodeAnswer::Call(answer)));
-                }
-            }
-            for (read, answer) in ready.reads.drain(..) {
-                if let Some(t) = self.reads.remove(&(*key, read)) {
-                    early(Early::Answer(t, NodeAnswer::Read(answer)));
-                }
-            }
+            let (answers, reads) = (std::mem::take(&mut ready.answers), std::mem::take(&mut ready.reads));
+            self.answer(*key, answers, reads, &mut early);
         }
         for (to, envelopes) in early_out {
             early(Early::Messages(to, envelopes));
         }
-        if !batch.is_empty() {
-            self.stats.writes += batch.iter().map(|(_, w)| w.len() as u64).sum::<u64>();
-            self.store.write(&batch)?;
-            if batch.iter().any(|(_, w)| w.iter().any(WriteOp::needs_sync)) {
-                self.store.sync()?;
-                self.stats.syncs += 1;
+        PendingRound { batch, needs_sync, readies }
+    }
+
+    /// Completes a round whose batch is durable: releases the acceptor replies and advances
+    /// every journal of the round.
+    pub fn complete_round(&mut self, pending: PendingRound) -> RoundOutput {
+        assert!(self.in_flight, "complete_round follows begin_round");
+        self.in_flight = false;
+        let mut out = RoundOutput::default();
+        for (key, ready) in pending.readies {
+            for o in ready.messages {
+                out.messages.entry(o.to).or_default().push(Envelope { journal: key, from: self.me, message: o.message });
             }
-        }
-        if self.keep_writes {
-            out.writes = batch;
-        }
-        for (key, ready) in readies {
             out.applied.extend(ready.applied.into_iter().map(|a| (key, a)));
             let j = self.journals.get_mut(&key).expect("hosted");
             j.advance();
+            self.touched.insert(key);
             if j.has_ready() {
                 self.dirty.insert(key);
             }
@@ -475,13 +574,22 @@ impl<S: LogStore> Host<S> {
                 self.awake.insert(key);
             }
         }
-        Ok(out)
+        if self.keep_writes {
+            out.writes = pending.batch;
+        }
+        out
     }
 
     /// True when some journal has effects waiting for a round.
     #[must_use]
     pub fn has_work(&self) -> bool {
         !self.dirty.is_empty()
+    }
+
+    /// True when some journal was stepped since the last [`Host::release`].
+    #[must_use]
+    pub fn has_release(&self) -> bool {
+        !self.touched.is_empty()
     }
 }
 

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::host::{Early, Host, HostStats, Ticket};
+use crate::host::{Early, Host, HostStats, PendingRound, Ticket};
+use crate::ports::StoreError;
 use crate::ports::{LogStore, Transport};
 use crate::rpc::{Incoming, Responder};
 
@@ -94,18 +95,28 @@ async fn run<S: LogStore, T: Transport>(
     stats: &Mutex<HostStats>,
     mut stopped: tokio::sync::oneshot::Receiver<()>,
 ) -> Host<S> {
+    let me = host.id();
     let mut responders: BTreeMap<Ticket, Responder> = BTreeMap::new();
     let mut next_tick = tokio::time::Instant::now() + config.tick;
+    // The round whose batch a blocking thread is persisting, if any: inputs keep flowing and
+    // answers keep leaving while the disk syncs.
+    let mut syncing: Option<(PendingRound, tokio::task::JoinHandle<(S, Batch, Result<(), StoreError>)>)> = None;
     loop {
         let mut input = None;
-        if !host.has_work() {
+        let mut synced = None;
+        let idle = !host.has_work() || syncing.is_some();
+        if idle {
             tokio::select! {
                 m = inbox.recv() => match m {
                     Some(m) => input = Some(m),
-                    None => return host,
+                    None if syncing.is_none() => return host,
+                    None => {}
                 },
+                done = async { (&mut syncing.as_mut().expect("guarded").1).await }, if syncing.is_some() => {
+                    synced = Some(done.expect("the storage thread does not panic"));
+                }
                 _ = tokio::time::sleep_until(next_tick) => {}
-                _ = &mut stopped => return host,
+                _ = &mut stopped, if syncing.is_none() => return host,
             }
         } else {
             input = inbox.try_recv().ok();
@@ -136,9 +147,8 @@ async fn run<S: LogStore, T: Transport>(
             host.tick();
             next_tick = tokio::time::Instant::now() + config.tick;
         }
-        let me = host.id();
         let mut looped: Vec<Vec<crate::ports::Envelope>> = Vec::new();
-        let released = |e: Early| match e {
+        let mut released = |e: Early| match e {
             Early::Messages(to, envelopes) if to == me => looped.push(envelopes),
             Early::Messages(to, envelopes) => transport.send(to, envelopes),
             Early::Answer(ticket, answer) => {
@@ -147,23 +157,50 @@ async fn run<S: LogStore, T: Transport>(
                 }
             }
         };
-        let out = match host.round(released) {
-            Ok(out) => out,
-            Err(e) => {
-                eprintln!("paros: storage fault on node {}: {e}; stopping (exit {EXIT_STORAGE_FAULT})", host.id());
-                std::process::exit(EXIT_STORAGE_FAULT);
+        if let Some((store, batch, result)) = synced {
+            let (mut pending, _) = syncing.take().expect("a round was syncing");
+            if let Err(e) = result {
+                storage_fault(me, &e);
             }
-        };
+            host.return_store(store);
+            pending.batch = batch;
+            let out = host.complete_round(pending);
+            for (to, envelopes) in out.messages {
+                released(Early::Messages(to, envelopes));
+            }
+        }
+        if host.has_release() {
+            host.release(&mut released);
+        }
+        if syncing.is_none() && host.has_work() {
+            let mut pending = host.begin_round(&mut released);
+            if pending.batch.is_empty() {
+                let out = host.complete_round(pending);
+                for (to, envelopes) in out.messages {
+                    released(Early::Messages(to, envelopes));
+                }
+            } else {
+                let mut store = host.lend_store();
+                let batch = std::mem::take(&mut pending.batch);
+                let needs_sync = pending.needs_sync;
+                let handle = tokio::task::spawn_blocking(move || {
+                    let result = store.write(&batch).and_then(|()| if needs_sync { store.sync() } else { Ok(()) });
+                    (store, batch, result)
+                });
+                syncing = Some((pending, handle));
+            }
+        }
+        drop(released);
         for envelopes in looped {
             host.deliver(me, envelopes);
         }
-        for (to, envelopes) in out.messages {
-            if to == me {
-                host.deliver(to, envelopes);
-            } else {
-                transport.send(to, envelopes);
-            }
-        }
         *stats.lock().expect("stats lock") = host.stats();
     }
+}
+
+type Batch = Vec<(paros_core::JournalKey, Vec<paros_core::WriteOp>)>;
+
+fn storage_fault(me: paros_core::NodeId, e: &StoreError) -> ! {
+    eprintln!("paros: storage fault on node {me}: {e}; stopping (exit {EXIT_STORAGE_FAULT})");
+    std::process::exit(EXIT_STORAGE_FAULT);
 }
