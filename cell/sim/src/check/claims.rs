@@ -1,0 +1,129 @@
+//! The named claims every run checks, and their counters.
+
+use std::fmt;
+
+/// One claim of DESIGN §11.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub enum Claim {
+    OneChosenPerSlot,
+    SameOutcome,
+    PromiseNeverDecreases,
+    AckedNeverLost,
+    Converges,
+    VoterTrimJump,
+    ReplicaTrimJump,
+    ReadBelowTrimRefused,
+    SameFold,
+    Linearizable,
+}
+
+impl Claim {
+    pub const ALL: [Claim; 10] = [
+        Claim::OneChosenPerSlot,
+        Claim::SameOutcome,
+        Claim::PromiseNeverDecreases,
+        Claim::AckedNeverLost,
+        Claim::Converges,
+        Claim::VoterTrimJump,
+        Claim::ReplicaTrimJump,
+        Claim::ReadBelowTrimRefused,
+        Claim::SameFold,
+        Claim::Linearizable,
+    ];
+
+    /// The claim's name, exactly as the runner prints it.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Claim::OneChosenPerSlot => "at most one command is chosen per slot",
+            Claim::SameOutcome => "every node judges a slot to the same outcome",
+            Claim::PromiseNeverDecreases => "a node's promised ballot never decreases",
+            Claim::AckedNeverLost => "an acknowledged write is never lost",
+            Claim::Converges => "every node converges to the cluster's chosen prefix at the end of the settle tail",
+            Claim::VoterTrimJump => "a below-floor node recovers by jumping to a peer's trim point",
+            Claim::ReplicaTrimJump => "replica: a replica below the floor jumps to the trim point",
+            Claim::ReadBelowTrimRefused => "journal read: a read below the trim point is refused",
+            Claim::SameFold => "every client folds the same record to the same state",
+            Claim::Linearizable => "a client history is linearizable",
+        }
+    }
+
+    /// True for claims a sweep of at least [`MUST_REACH_SEEDS_MIN`] seeds must reach.
+    #[must_use]
+    pub fn must_reach(self) -> bool {
+        matches!(self, Claim::VoterTrimJump | Claim::ReplicaTrimJump | Claim::ReadBelowTrimRefused)
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Sweeps at least this long must reach every must-reach claim.
+pub const MUST_REACH_SEEDS_MIN: u64 = 50;
+
+/// Violation messages kept per run (the counters keep counting past it).
+const DETAILS_MAX: usize = 16;
+
+/// How often one claim was checked, violated and reached.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct Count {
+    pub checked: u64,
+    pub violated: u64,
+    pub reached: u64,
+}
+
+/// The counters of every claim, and the first violations in detail.
+#[derive(Clone, Debug, Default)]
+pub struct Claims {
+    counts: [Count; 10],
+    pub details: Vec<(Claim, String)>,
+}
+
+impl Claims {
+    /// Checks `claim` once: `holds == false` is a violation described by `detail`.
+    pub fn check(&mut self, claim: Claim, holds: bool, detail: impl FnOnce() -> String) {
+        let c = &mut self.counts[claim.index()];
+        c.checked += 1;
+        if !holds {
+            c.violated += 1;
+            if self.details.len() < DETAILS_MAX {
+                self.details.push((claim, detail()));
+            }
+        }
+    }
+
+    /// The situation `claim` is about happened (and held).
+    pub fn reach(&mut self, claim: Claim) {
+        self.counts[claim.index()].reached += 1;
+    }
+
+    #[must_use]
+    pub fn count(&self, claim: Claim) -> Count {
+        self.counts[claim.index()]
+    }
+
+    #[must_use]
+    pub fn violations(&self) -> u64 {
+        self.counts.iter().map(|c| c.violated).sum()
+    }
+
+    /// Adds another run's counters (details are kept up to the bound).
+    pub fn merge(&mut self, other: &Claims) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
+            a.checked += b.checked;
+            a.violated += b.violated;
+            a.reached += b.reached;
+        }
+    }
+}
+
+impl fmt::Display for Claims {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for claim in Claim::ALL {
+            let c = self.count(claim);
+            writeln!(f, "claim \"{}\": checked={} violated={} reached={}", claim.name(), c.checked, c.violated, c.reached)?;
+        }
+        Ok(())
+    }
+}

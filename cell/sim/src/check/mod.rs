@@ -1,0 +1,12 @@
+//! What a run is judged by: the claims, the client histories, the sequential journal model and
+//! the linearizability checker.
+
+pub mod claims;
+pub mod history;
+pub mod linearizability;
+pub mod model;
+
+pub use claims::{Claim, Claims, Count, MUST_REACH_SEEDS_MIN};
+pub use history::{HistoryOp, OpInput, OpOutput};
+pub use linearizability::Verdict;
+pub use model::{JournalModel, PageBounds};

@@ -1,0 +1,184 @@
+//! Everything a seed decides about a world before it runs: its shape, its faults, its clients.
+
+use paros_core::Tunables;
+
+use crate::client::{ReaderParams, WriterParams};
+use crate::rng::SimRng;
+
+const MS: u64 = 1_000_000;
+const S: u64 = 1_000_000_000;
+
+/// Network faults.
+#[derive(Clone, Copy, Debug)]
+pub struct NetParams {
+    pub drop_ppm: u64,
+    pub dup_ppm: u64,
+    pub delay_ns: (u64, u64),
+    /// Chance of a much longer delay (reordering across many rounds).
+    pub spike_ppm: u64,
+    pub spike_ns: (u64, u64),
+}
+
+impl NetParams {
+    /// The fault-free network of the settle tail.
+    #[must_use]
+    pub fn calm(&self) -> NetParams {
+        NetParams { drop_ppm: 0, dup_ppm: 0, spike_ppm: 0, ..*self }
+    }
+}
+
+/// One long outage: a machine down from `start_ns` for `len_ns` while the cluster goes on.
+#[derive(Clone, Copy, Debug)]
+pub struct Outage {
+    pub start_ns: u64,
+    pub len_ns: u64,
+}
+
+/// One workload: a writer and its readers on one journal.
+#[derive(Clone, Debug)]
+pub struct WorkloadParams {
+    pub journal: usize,
+    pub writer: WriterParams,
+    pub readers: Vec<ReaderParams>,
+}
+
+/// A world's shape and schedule, all drawn from the seed.
+#[derive(Clone, Debug)]
+pub struct Params {
+    pub voters: usize,
+    pub replicas: usize,
+    /// For each journal, the indices of the voters it is placed on (replicas learn every journal).
+    pub placements: Vec<Vec<usize>>,
+    pub workloads: Vec<WorkloadParams>,
+    pub tick_ns: u64,
+    pub tunables: Tunables,
+    pub alive_ticks: u32,
+    pub suspect_ticks: u32,
+    pub net: NetParams,
+    pub fsync_ns: (u64, u64),
+    pub sync_fail_ppm: u64,
+    /// Pause between random crashes (`None`: no random crashes) and how long one lasts.
+    pub crash_gap_ns: Option<(u64, u64)>,
+    pub down_ns: (u64, u64),
+    pub voter_outage: Option<Outage>,
+    pub replica_outage: Option<Outage>,
+    /// Chance a replica comes back with an empty disk.
+    pub wipe_replica_ppm: u64,
+    pub partition_gap_ns: Option<(u64, u64)>,
+    pub partition_len_ns: (u64, u64),
+    pub chaos_ns: u64,
+    /// Clients keep working this long into the settle tail, then start nothing new.
+    pub settle_work_ns: u64,
+    /// The settle tail ends by this long after the chaos at the latest.
+    pub settle_max_ns: u64,
+    pub call_timeout_ns: u64,
+    pub client_wake_ns: u64,
+}
+
+impl Params {
+    /// The world of `seed`.
+    #[must_use]
+    pub fn draw(rng: &mut SimRng) -> Params {
+        let voters = rng.between(3, 5) as usize;
+        let replicas = rng.between(0, 2) as usize;
+        let journals = rng.between(1, 4) as usize;
+        let placements = (0..journals)
+            .map(|_| {
+                let mut all: Vec<usize> = (0..voters).collect();
+                if voters > 3 && rng.chance(500_000) {
+                    rng.shuffle(&mut all);
+                    all.truncate(3);
+                    all.sort_unstable();
+                }
+                all
+            })
+            .collect();
+        let workloads = (0..rng.between(1, 3))
+            .map(|_| WorkloadParams {
+                journal: rng.below(journals as u64) as usize,
+                writer: draw_writer(rng),
+                readers: (0..rng.between(1, 2)).map(|_| draw_reader(rng)).collect(),
+            })
+            .collect();
+        let tunables = Tunables {
+            election_ticks_min: 10,
+            election_ticks_max: 20,
+            pipeline_slots_max: rng.between(4, 64) as u32,
+            calls_max: 256,
+            call_ticks_max: 30,
+            catch_up_slots_max: rng.between(4, 64) as u32,
+            catch_up_ticks: 2,
+            read_ticks_max: 20,
+            reads_max: 64,
+            page_records_max: 16,
+            page_bytes_max: rng.between(128, 2048) as u32,
+            wait_ticks_max: 10,
+            ..Tunables::default()
+        };
+        let chaos_ns = rng.between(15, 25) * S;
+        let outage = |rng: &mut SimRng| {
+            rng.chance(700_000).then(|| Outage {
+                start_ns: rng.between(chaos_ns / 10, chaos_ns * 3 / 10),
+                len_ns: rng.between(chaos_ns * 35 / 100, chaos_ns * 60 / 100),
+            })
+        };
+        let voter_outage = outage(rng);
+        let replica_outage = if replicas > 0 { outage(rng) } else { None };
+        Params {
+            voters,
+            replicas,
+            placements,
+            workloads,
+            tick_ns: 10 * MS,
+            tunables,
+            alive_ticks: 3,
+            suspect_ticks: 25,
+            net: NetParams {
+                drop_ppm: rng.between(0, 50_000),
+                dup_ppm: rng.between(0, 20_000),
+                delay_ns: (100_000, rng.between(1, 5) * MS),
+                spike_ppm: rng.between(0, 20_000),
+                spike_ns: (20 * MS, 300 * MS),
+            },
+            fsync_ns: (50_000, rng.between(500_000, 3 * MS)),
+            sync_fail_ppm: if rng.chance(500_000) { rng.between(20, 400) } else { 0 },
+            crash_gap_ns: rng.chance(800_000).then(|| (S / 2, rng.between(2, 6) * S)),
+            down_ns: (50 * MS, rng.between(500, 3000) * MS),
+            voter_outage,
+            replica_outage,
+            wipe_replica_ppm: 300_000,
+            partition_gap_ns: rng.chance(600_000).then(|| (S, rng.between(2, 6) * S)),
+            partition_len_ns: (100 * MS, rng.between(500, 3000) * MS),
+            chaos_ns,
+            settle_work_ns: S,
+            settle_max_ns: 40 * S,
+            call_timeout_ns: 800 * MS,
+            client_wake_ns: rng.between(2, 8) * MS,
+        }
+    }
+}
+
+fn draw_writer(rng: &mut SimRng) -> WriterParams {
+    WriterParams {
+        pipeline: rng.between(1, 4) as usize,
+        batch_records_max: rng.between(1, 5),
+        record_bytes_max: 24,
+        batch_gap_ns: (2 * MS, rng.between(10, 80) * MS),
+        term_batches: (20, rng.between(50, 400)),
+        abandon_ppm: rng.between(0, 10_000),
+        truncate_gap_ns: (rng.between(200, 500) * MS, rng.between(600, 2000) * MS),
+        attempts_max: 12,
+        idle_ns: (50 * MS, S),
+    }
+}
+
+fn draw_reader(rng: &mut SimRng) -> ReaderParams {
+    ReaderParams {
+        linearizable_pct: rng.between(40, 100),
+        limit_max: rng.between(1, 16) as u32,
+        wait_ticks_max: rng.between(0, 5) as u32,
+        poll_gap_ns: (5 * MS, 50 * MS),
+        pause_ppm: rng.between(0, 20_000),
+        pause_ns: (500 * MS, 5 * S),
+    }
+}
