@@ -105,19 +105,24 @@ impl Learner {
     /// Applies every chosen slot in order from the prefix end, compacting at each trim.
     pub fn walk(&mut self, log: &mut Log, writes: &mut Vec<WriteOp>, walked: &mut Vec<Walked>) {
         while self.is_chosen(log, self.chosen_up_to()) {
-            let slot = self.chosen_up_to();
-            let command = log.get(slot).expect("a chosen slot is held").command.clone();
-            let judged = self.fold.apply(slot, &command, |s| log.entry_at(s));
-            walked.push(Walked { slot, digest: command.digest(), judged });
-            if matches!(judged.outcome, Outcome::Trimmed(_)) {
-                self.compact(log, slot, writes);
-            }
+            self.apply_next(log, writes, walked);
         }
         if self.chosen_up_to() > self.persisted_chosen {
             self.persisted_chosen = self.chosen_up_to();
             writes.push(WriteOp::Chosen { up_to: self.persisted_chosen });
         }
         self.known_chosen = self.known_chosen.max(self.chosen_up_to());
+    }
+
+    /// Applies the chosen slot at the prefix end, compacting if it trimmed.
+    fn apply_next(&mut self, log: &mut Log, writes: &mut Vec<WriteOp>, walked: &mut Vec<Walked>) {
+        let slot = self.chosen_up_to();
+        let command = &log.get(slot).expect("a chosen slot above the floor is held").command;
+        let judged = self.fold.apply(slot, command, |s| log.entry_at(s));
+        walked.push(Walked { slot, digest: command.digest(), judged });
+        if matches!(judged.outcome, Outcome::Trimmed(_)) {
+            self.compact(log, slot, writes);
+        }
     }
 
     /// After the Truncate at `slot` applied: drop every slot whose records all lie below the new
@@ -144,13 +149,7 @@ impl Learner {
     /// At boot: every slot below `chosen_up_to` was chosen before the restart; walk them.
     pub fn recover(&mut self, log: &mut Log, chosen_up_to: Slot, writes: &mut Vec<WriteOp>, walked: &mut Vec<Walked>) {
         while self.chosen_up_to() < chosen_up_to {
-            let slot = self.chosen_up_to();
-            let command = log.get(slot).expect("storage holds every chosen slot above the floor").command.clone();
-            let judged = self.fold.apply(slot, &command, |s| log.entry_at(s));
-            walked.push(Walked { slot, digest: command.digest(), judged });
-            if matches!(judged.outcome, Outcome::Trimmed(_)) {
-                self.compact(log, slot, writes);
-            }
+            self.apply_next(log, writes, walked);
         }
         self.persisted_chosen = self.persisted_chosen.max(chosen_up_to);
         self.known_chosen = self.known_chosen.max(chosen_up_to);

@@ -88,11 +88,11 @@ pub enum Command {
 }
 
 impl Command {
-    /// A 64-bit FNV-1a fingerprint over the whole command, so a leader can tell whether an
+    /// A 64-bit fingerprint over the whole command, so a leader can tell whether an
     /// `Accepted` names the command it proposed. Not a security boundary.
     #[must_use]
     pub fn digest(&self) -> u64 {
-        let mut h = Fnv::new();
+        let mut h = Mix::new();
         match self {
             Command::Write(e) => {
                 h.u8(1);
@@ -129,26 +129,38 @@ impl Command {
     }
 }
 
-struct Fnv(u64);
+/// A word-at-a-time mixing hash: fast over record bytes, not a security boundary.
+struct Mix(u64);
 
-impl Fnv {
-    fn new() -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
+impl Mix {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+
+    fn new() -> Mix {
+        Mix(0xcbf2_9ce4_8422_2325)
+    }
+    fn word(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(23) ^ w).wrapping_mul(Self::K);
     }
     fn bytes(&mut self, b: &[u8]) {
-        for &x in b {
-            self.0 ^= u64::from(x);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        let mut chunks = b.chunks_exact(8);
+        for c in &mut chunks {
+            self.word(u64::from_le_bytes(c.try_into().expect("eight bytes")));
         }
+        let mut tail = [0u8; 8];
+        let rest = chunks.remainder();
+        tail[..rest.len()].copy_from_slice(rest);
+        self.word(u64::from_le_bytes(tail) ^ ((rest.len() as u64) << 59));
     }
     fn u8(&mut self, x: u8) {
-        self.bytes(&[x]);
+        self.word(u64::from(x));
     }
     fn u64(&mut self, x: u64) {
-        self.bytes(&x.to_be_bytes());
+        self.word(x);
     }
     fn uuid(&mut self, x: Option<LeaderUuid>) {
-        self.bytes(&x.map_or(0, LeaderUuid::get).to_be_bytes());
+        let v = x.map_or(0, LeaderUuid::get);
+        self.word(v as u64);
+        self.word((v >> 64) as u64);
     }
 }
 
