@@ -1,0 +1,147 @@
+//! The workload clients: waking them, carrying their calls to machines and answers back, and
+//! recording every call in the history.
+
+use paros_core::{Call, CallId, JournalKey, NodeId, ReadId};
+
+use super::{ClientKind, Event, Outstanding, World};
+use crate::check::{HistoryOp, OpInput, OpOutput};
+use crate::client::{ClientCtx, ClientEvent, ClientIo, Outgoing, Reply, Request};
+use crate::host::Host;
+
+impl<H: Host> World<H> {
+    pub(super) fn clamp(&self, journal: usize) -> Option<u64> {
+        self.clients
+            .iter()
+            .filter(|c| c.journal == journal)
+            .filter_map(|c| match &c.kind {
+                ClientKind::Reader(r) if r.folding() => Some(r.cursor()),
+                _ => None,
+            })
+            .min()
+    }
+
+    pub(super) fn wake_client(&mut self, c: usize) {
+        let ctx = ClientCtx { clamp: self.clamp(self.clients[c].journal), stopping: self.stopping };
+        let mut io = ClientIo::new(self.clients[c].next_token);
+        let now = self.now;
+        match &mut self.clients[c].kind {
+            ClientKind::Writer(w) => w.wake(now, ctx, &mut io),
+            ClientKind::Reader(r) => r.wake(now, ctx, &mut io),
+        }
+        self.flush_client(c, io);
+    }
+
+    pub(super) fn flush_client(&mut self, c: usize, io: ClientIo) {
+        self.clients[c].next_token = io.next_token();
+        let key = self.journals[self.clients[c].journal].0;
+        for ev in &io.events {
+            let name = &self.clients[c].name;
+            if let ClientEvent::Gap { from, resumed_at } = ev {
+                self.trace.event(self.now, "gap", &[*from, *resumed_at], || {
+                    format!("{name} skipped seq{from}..seq{resumed_at}: truncated past its cursor")
+                });
+            }
+            self.audit.on_client(key, name, ev);
+        }
+        for out in io.sends {
+            self.send_request(c, out);
+        }
+    }
+
+    pub(super) fn send_request(&mut self, c: usize, out: Outgoing) {
+        let Outgoing { token, to, request } = out;
+        let Some(&m) = self.index.get(&to) else { return };
+        let journal = self.journals[self.clients[c].journal].0;
+        let req = self.next_request;
+        self.next_request += 1;
+        self.history_order += 1;
+        self.history.push(HistoryOp {
+            journal,
+            client: self.clients[c].name.clone(),
+            input: op_input(&request),
+            output: None,
+            call_ns: self.now,
+            return_ns: None,
+            call_order: self.history_order,
+            return_order: None,
+        });
+        self.requests.insert(req, Outstanding { client: c, token, history: self.history.len() - 1 });
+        let name = &self.clients[c].name;
+        self.trace.event(self.now, "request", &[req, to.0], || format!("{name} -> {to:?} #{req} {request:?}"));
+        let timeout = self.params.call_timeout_ns;
+        self.after(timeout, Event::Timeout(req));
+        if !self.rng.chance(self.net().drop_ppm) {
+            let d = self.delay();
+            self.after(d, Event::Request { to: m, req, journal, request });
+        }
+    }
+
+    pub(super) fn on_request(&mut self, to: usize, req: u64, journal: JournalKey, request: Request) {
+        let Some(host) = self.machines[to].host.as_mut() else { return };
+        match request {
+            Request::Call(call) => host.call(journal, CallId(req), call),
+            Request::Read(read) => host.read(journal, ReadId(req), read),
+        }
+        self.kick(to);
+    }
+
+    pub(super) fn send_reply(&mut self, req: u64, from: NodeId, reply: Reply) {
+        if !self.requests.contains_key(&req) || self.rng.chance(self.net().drop_ppm) {
+            return;
+        }
+        let d = self.delay();
+        self.after(d, Event::Reply { req, from, reply });
+    }
+
+    pub(super) fn resolve(&mut self, req: u64, from: Option<NodeId>, reply: Reply) {
+        let Some(o) = self.requests.remove(&req) else { return };
+        self.history_order += 1;
+        let h = &mut self.history[o.history];
+        match &reply {
+            Reply::Call(a) => h.output = Some(OpOutput::Call(*a)),
+            Reply::Read(a) => h.output = Some(OpOutput::Read(a.clone())),
+            Reply::TimedOut => {}
+        }
+        if !matches!(reply, Reply::TimedOut) {
+            h.return_ns = Some(self.now);
+            h.return_order = Some(self.history_order);
+        }
+        if let (OpInput::Read { from: f, .. }, Reply::Read(answer)) = (&h.input, &reply) {
+            let key = h.journal;
+            let f = *f;
+            self.audit.on_read(key, f, answer);
+        }
+        let name = &self.clients[o.client].name;
+        self.trace.event(self.now, "reply", &[req, reply_code(&reply)], || format!("{name} <- #{req} {reply:?}"));
+        let c = o.client;
+        let mut io = ClientIo::new(self.clients[c].next_token);
+        let now = self.now;
+        match &mut self.clients[c].kind {
+            ClientKind::Writer(w) => w.on_reply(now, o.token, from, reply, &mut io),
+            ClientKind::Reader(r) => r.on_reply(now, o.token, reply, &mut io),
+        }
+        self.flush_client(c, io);
+        self.wake_client(c);
+    }
+}
+
+fn op_input(request: &Request) -> OpInput {
+    match request {
+        Request::Call(Call::Write { leader, seq, records }) => {
+            OpInput::Write { leader: leader.expect("workload writers are fenced"), seq: seq.0, records: records.clone() }
+        }
+        Request::Call(Call::Truncate { leader, up_to }) => {
+            OpInput::Truncate { leader: leader.expect("workload writers are fenced"), up_to: up_to.0 }
+        }
+        Request::Call(Call::SetLeader { new, old }) => OpInput::SetLeader { new: *new, old: *old },
+        Request::Read(r) => OpInput::Read { from: r.from.0, limit: r.limit, consistency: r.consistency },
+    }
+}
+
+fn reply_code(reply: &Reply) -> u64 {
+    match reply {
+        Reply::Call(_) => 1,
+        Reply::Read(_) => 2,
+        Reply::TimedOut => 3,
+    }
+}

@@ -1,0 +1,146 @@
+//! Machines: boot, crash, ticks, and rounds (start, sync, release) against their disks.
+
+use super::{Event, RestartCause, World};
+use crate::client::Reply;
+use crate::disk::SyncFault;
+use crate::host::{Host, Packet, RoundOutput};
+use paros_core::{CallId, ReadId};
+
+impl<H: Host> World<H> {
+    pub(super) fn boot(&mut self, m: usize) {
+        let seed = self.rng.u64();
+        let mach = &mut self.machines[m];
+        mach.epoch += 1;
+        mach.round_in_flight = false;
+        mach.host = Some(H::boot(&mach.spec, &mach.disk, seed));
+        let (epoch, id) = (mach.epoch, mach.spec.id);
+        let offset = self.rng.below(mach.tick_ns);
+        self.after(offset, Event::Tick(m, epoch));
+        self.trace.event(self.now, "boot", &[id.0], || format!("{id:?}"));
+        self.kick(m);
+    }
+
+    pub(super) fn crash(&mut self, m: usize, why: &'static str) {
+        let mach = &mut self.machines[m];
+        if mach.host.take().is_none() {
+            return;
+        }
+        mach.disk.crash();
+        mach.epoch += 1;
+        mach.round_in_flight = false;
+        let id = mach.spec.id;
+        self.observe_disk(m);
+        self.trace.event(self.now, "crash", &[id.0], || format!("{id:?} ({why})"));
+    }
+
+    pub(super) fn on_tick(&mut self, m: usize, epoch: u64) {
+        let mach = &mut self.machines[m];
+        if mach.epoch != epoch {
+            return;
+        }
+        let Some(host) = mach.host.as_mut() else { return };
+        host.tick();
+        let period = mach.tick_ns;
+        self.trace.quiet(self.now, "tick", &[m as u64]);
+        self.after(period, Event::Tick(m, epoch));
+        self.kick(m);
+    }
+
+    /// Starts a round on `m` if it is up, idle and has work.
+    pub(super) fn kick(&mut self, m: usize) {
+        let mach = &mut self.machines[m];
+        if mach.round_in_flight {
+            return;
+        }
+        let Some(host) = mach.host.as_mut() else { return };
+        let Some(started) = host.start_round(&mut mach.disk) else { return };
+        mach.round_in_flight = true;
+        let writes = started.writes;
+        let epoch = mach.epoch;
+        let duration = if writes > 0 {
+            if self.chaos && self.rng.chance(self.params.sync_fail_ppm) {
+                let fault = if self.rng.chance(500_000) { SyncFault::FailLost } else { SyncFault::FailPersisted };
+                self.machines[m].disk.arm(fault);
+            }
+            let (lo, hi) = self.params.fsync_ns;
+            self.rng.between(lo, hi)
+        } else {
+            2_000
+        };
+        self.trace.quiet(self.now, "round", &[m as u64, writes as u64]);
+        self.after(duration, Event::RoundDone(m, epoch));
+        self.release(m, started.early);
+    }
+
+    pub(super) fn on_round_done(&mut self, m: usize, epoch: u64) {
+        let mach = &mut self.machines[m];
+        if mach.epoch != epoch {
+            return;
+        }
+        let host = mach.host.as_mut().expect("a machine with a round in flight is up");
+        let result = host.finish_round(&mut mach.disk);
+        mach.round_in_flight = false;
+        self.observe_disk(m);
+        match result {
+            Err(_) => {
+                self.crash(m, "sync failed");
+                let (lo, hi) = self.params.down_ns;
+                let down = self.rng.between(lo, hi);
+                self.after(down, Event::Restart(m, RestartCause::Random));
+            }
+            Ok(out) => {
+                self.audit_round(m, &out);
+                self.release(m, out);
+                self.kick(m);
+            }
+        }
+    }
+
+    pub(super) fn observe_disk(&mut self, m: usize) {
+        let mach = &mut self.machines[m];
+        let (id, role) = (mach.spec.id, mach.spec.role);
+        for (key, op) in mach.disk.take_observed() {
+            if matches!(op, paros_core::WriteOp::TrimmedTo { .. }) {
+                let j = self.journals.iter().position(|(k, _)| *k == key).unwrap_or(0);
+                self.trace.event(self.now, "jump", &[id.0, j as u64], || format!("{id:?} journal {j}: {op:?}"));
+            }
+            self.audit.on_durable(id, role, key, &op);
+        }
+    }
+
+    pub(super) fn audit_round(&mut self, m: usize, out: &RoundOutput) {
+        let mach = &self.machines[m];
+        let id = mach.spec.id;
+        let host = mach.host.as_ref().expect("up");
+        for (key, a) in &out.applied {
+            self.trace.quiet(self.now, "applied", &[id.0, a.slot.0, a.digest]);
+            self.audit.on_applied(id, *key, a);
+        }
+        for p in &mach.spec.placements {
+            if let Some(probe) = host.probe(&p.key) {
+                let durable = mach.disk.durable(&p.key).map(|d| d.promise);
+                self.audit.on_probe(id, p.key, &probe, durable);
+            }
+        }
+    }
+
+    pub(super) fn release(&mut self, m: usize, out: RoundOutput) {
+        let from = self.machines[m].spec.id;
+        for (_, packet) in &out.packets {
+            if let Packet::Protocol(e) = packet {
+                let durable = self.machines[m].disk.durable(&e.journal);
+                self.audit.on_leaving(from, e.journal, &e.message, durable);
+            }
+        }
+        for (to, packet) in out.packets {
+            let Some(&t) = self.index.get(&to) else { continue };
+            self.send_packet(from, t, packet);
+        }
+        for (CallId(req), answer) in out.answers {
+            self.send_reply(req, from, Reply::Call(answer));
+        }
+        for (ReadId(req), answer) in out.reads {
+            self.send_reply(req, from, Reply::Read(answer));
+        }
+    }
+}

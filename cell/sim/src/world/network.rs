@@ -1,0 +1,94 @@
+//! The network between machines: drops, duplicates, delays with spikes, partitions.
+
+use paros_core::{Message, NodeId};
+
+use super::{Event, NetParams, World};
+use crate::host::{Host, Packet};
+
+impl<H: Host> World<H> {
+    pub(super) fn net(&self) -> NetParams {
+        if self.chaos { self.params.net } else { self.params.net.calm() }
+    }
+
+    pub(super) fn delay(&mut self) -> u64 {
+        let net = self.net();
+        let mut d = self.rng.between(net.delay_ns.0, net.delay_ns.1);
+        if self.rng.chance(net.spike_ppm) {
+            d += self.rng.between(net.spike_ns.0, net.spike_ns.1);
+        }
+        d
+    }
+
+    pub(super) fn send_packet(&mut self, from: NodeId, to: usize, packet: Packet) {
+        let net = self.net();
+        if self.rng.chance(net.drop_ppm) {
+            return;
+        }
+        let copies = if self.rng.chance(net.dup_ppm) { 2 } else { 1 };
+        for _ in 0..copies {
+            let d = self.delay();
+            self.after(d, Event::Packet { to, from, packet: packet.clone() });
+        }
+    }
+
+    pub(super) fn cut(&self, a: NodeId, b: NodeId) -> bool {
+        self.partition.as_ref().is_some_and(|p| p.get(&a) != p.get(&b))
+    }
+
+    pub(super) fn on_packet(&mut self, to: usize, from: NodeId, packet: Packet) {
+        let id = self.machines[to].spec.id;
+        if self.cut(from, id) {
+            return;
+        }
+        let Some(host) = self.machines[to].host.as_mut() else { return };
+        match &packet {
+            Packet::Protocol(e) => {
+                let (kind, a, b) = message_fields(&e.message);
+                self.trace.event(self.now, "deliver", &[from.0, id.0, kind, a, b], || {
+                    format!("{from:?} -> {id:?} {:?}: {}", e.journal.journal, describe(&e.message))
+                });
+            }
+            Packet::Alive => self.trace.quiet(self.now, "alive", &[from.0, id.0]),
+        }
+        host.deliver(from, packet);
+        self.kick(to);
+    }
+}
+
+/// A message's kind and two numbers that identify it, for the trace digest.
+fn message_fields(m: &Message) -> (u64, u64, u64) {
+    match m {
+        Message::Prepare { ballot, from } => (1, ballot.round, from.0),
+        Message::Promise { ballot, from, accepted, .. } => (2, ballot.round, from.0 ^ accepted.len() as u64),
+        Message::Nack { ballot, promised, floor } => (3, ballot.round ^ promised.round, floor.0),
+        Message::Accept { ballot, entries, commit } => (4, ballot.round, entries.first().map_or(0, |e| e.0.0) ^ commit.0),
+        Message::Accepted { ballot, slots } => (5, ballot.round, slots.first().map_or(0, |s| s.1)),
+        Message::Heartbeat { ballot, commit, quiesce } => (6, ballot.round, commit.0 * 2 + u64::from(*quiesce)),
+        Message::HeartbeatAck { ballot, chosen_up_to } => (7, ballot.round, chosen_up_to.0),
+        Message::Chosen { entries } => (8, entries.len() as u64, entries.first().map_or(0, |e| e.0.0)),
+        Message::CatchUpRequest { from } => (9, from.0, 0),
+        Message::CatchUpResponse { entries } => (10, entries.len() as u64, entries.first().map_or(0, |e| e.0.0)),
+        Message::TrimmedTo { from, point, .. } => (11, from.0, point.0),
+        Message::WatermarkRequest { read } => (12, *read, 0),
+        Message::Watermark { read, up_to } => (13, *read, up_to.0),
+    }
+}
+
+fn describe(m: &Message) -> String {
+    match m {
+        Message::Accept { ballot, entries, commit } => {
+            let slots: Vec<u64> = entries.iter().map(|e| e.0.0).collect();
+            format!("Accept {ballot:?} slots {slots:?} commit {commit:?}")
+        }
+        Message::Chosen { entries } | Message::CatchUpResponse { entries } => {
+            let slots: Vec<u64> = entries.iter().map(|e| e.0.0).collect();
+            let kind = if matches!(m, Message::Chosen { .. }) { "Chosen" } else { "CatchUpResponse" };
+            format!("{kind} slots {slots:?}")
+        }
+        Message::Promise { ballot, from, chosen_up_to, accepted } => {
+            let slots: Vec<u64> = accepted.iter().map(|r| r.slot.0).collect();
+            format!("Promise {ballot:?} from {from:?} chosen_up_to {chosen_up_to:?} reported {slots:?}")
+        }
+        other => format!("{other:?}"),
+    }
+}
