@@ -100,7 +100,7 @@ async fn run<S: LogStore, T: Transport>(
     let mut next_tick = tokio::time::Instant::now() + config.tick;
     // The round whose batch a blocking thread is persisting, if any: inputs keep flowing and
     // answers keep leaving while the disk syncs.
-    let mut syncing: Option<(PendingRound, tokio::task::JoinHandle<(S, Batch, Result<(), StoreError>)>)> = None;
+    let mut syncing: Option<(PendingRound, Persisting<S>)> = None;
     loop {
         let mut input = None;
         let mut synced = None;
@@ -190,7 +190,7 @@ async fn run<S: LogStore, T: Transport>(
                 syncing = Some((pending, handle));
             }
         }
-        drop(released);
+        let _ = released;
         for envelopes in looped {
             host.deliver(me, envelopes);
         }
@@ -199,6 +199,9 @@ async fn run<S: LogStore, T: Transport>(
 }
 
 type Batch = Vec<(paros_core::JournalKey, Vec<paros_core::WriteOp>)>;
+
+/// A round's batch being written and synced on a blocking thread; the store comes back with it.
+type Persisting<S> = tokio::task::JoinHandle<(S, Batch, Result<(), StoreError>)>;
 
 fn storage_fault(me: paros_core::NodeId, e: &StoreError) -> ! {
     eprintln!("paros: storage fault on node {me}: {e}; stopping (exit {EXIT_STORAGE_FAULT})");

@@ -3,7 +3,7 @@
 //! (DESIGN §11) on every run.
 //!
 //! - [`host`]: the seam to the code under test. A machine is a [`host::Host`]; today
-//!   [`host::CoreHost`] drives `paros_core` voters and replicas, later the node host plugs in.
+//!   [`host::NodeHost`] runs the node host (`paros_node::Host`) over a simulated disk.
 //! - [`disk`]: a machine's simulated disk (volatile writes, sync, crash, failed sync).
 //! - [`client`]: the workload's writers and readers (a stand-in for `paros-client`).
 //! - [`check`]: the claims, the client histories, the sequential journal model and the

@@ -3,26 +3,13 @@
 //! The world never touches a [`paros_core::Voter`] directly. It hands a machine packets, ticks,
 //! calls and reads, asks it to run a round against its [`SimDisk`] (write the batch, later sync
 //! it, then release what the round produced), crashes it by dropping it, and boots it again from
-//! its disk. [`CoreHost`] implements this today by driving the core's voters and replicas for
-//! every journal placed on the machine; the node host (`paros_node::host`) replaces it by
-//! implementing [`Host`] over its own round logic, with [`SimDisk`] behind its `LogStore` port.
-//!
-//! Plugging in `paros_node::Host<S>` is one new file beside `core_host.rs` and one type
-//! parameter at the call site (`World::<NodeHostAdapter>::new(seed, options).run()`):
-//!
-//! | [`Host`] | node host |
-//! |---|---|
-//! | `boot(spec, disk, seed)` | `Host::boot(store over disk, expected id, fresh id, tunables, seed)`, then `place` each of `spec.placements` |
-//! | `deliver(from, Protocol(e))` / `deliver(from, Alive)` | `deliver(from, vec![e])` / `deliver(from, vec![])` (an empty batch is its liveness heartbeat; `peers()` says whom to send it to) |
-//! | `tick()` | `tick()` |
-//! | `call` / `read` | `request(NodeRequest::…)`, remembering ticket → `CallId`/`ReadId`; an immediate `Err(answer)` goes out with the next round |
-//! | `start_round(disk)` | `begin_round(early)`: `early` fills [`RoundStarted::early`]; `disk.write(&pending.batch)` |
-//! | `finish_round(disk)` | `disk.sync()` when `pending.needs_sync` (a failure is [`StorageFault`]), then `complete_round(pending)` |
-//! | `probe` / `command_at` | `voter(key)` / `replica(key)` |
+//! its disk. [`NodeHost`] implements this over the node host itself (`paros_node::Host`): the
+//! same `begin_round` / `release` / `complete_round` the daemon's shell runs, with the simulated
+//! disk in place of fjall. There is no simulation-only copy of round or protocol logic.
 
-mod core_host;
+mod node_host;
 
-pub use core_host::CoreHost;
+pub use node_host::{BootStore, NodeHost};
 
 use paros_core::journal::{Command, JournalState};
 use paros_core::{

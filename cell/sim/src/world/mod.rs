@@ -26,7 +26,7 @@ use paros_core::{JournalConfig, JournalId, JournalKey, NodeId, TenantId};
 use crate::check::{Claims, HistoryOp};
 use crate::client::{Reader, Reply, Request, Writer};
 use crate::disk::SimDisk;
-use crate::host::{CoreHost, Host, MachineRole, MachineSpec, Packet, Placement};
+use crate::host::{Host, MachineRole, MachineSpec, NodeHost, Packet, Placement};
 use crate::rng::SimRng;
 use audit::Audit;
 
@@ -62,10 +62,10 @@ pub struct RunReport {
     pub history: Vec<HistoryOp>,
 }
 
-/// Runs `seed` on machines made of the core ([`CoreHost`]).
+/// Runs `seed` on machines made of the node host ([`NodeHost`]): the daemon's own round logic.
 #[must_use]
 pub fn run_seed(seed: u64, options: RunOptions) -> RunReport {
-    World::<CoreHost>::new(seed, options).run()
+    World::<NodeHost>::new(seed, options).run()
 }
 
 struct Machine<H> {
