@@ -5,6 +5,9 @@ use crate::journal::{Command, Fold, JournalState, Judged, Outcome, WriterMode};
 use crate::log::{Log, LogEntry, WriteOp};
 use crate::message::Message;
 
+/// How far the chosen prefix moves before its index is written down again.
+pub const CHOSEN_PERSIST_SLOTS: u64 = 64;
+
 /// One slot the walk applied.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Walked {
@@ -107,7 +110,9 @@ impl Learner {
         while self.is_chosen(log, self.chosen_up_to()) {
             self.apply_next(log, writes, walked);
         }
-        if self.chosen_up_to() > self.persisted_chosen {
+        // The chosen index is a hint (a node that reboots behind it re-learns the slots): write
+        // it every `CHOSEN_PERSIST_SLOTS` slots, not every round, to spare a row per round.
+        if self.chosen_up_to().0 >= self.persisted_chosen.0 + CHOSEN_PERSIST_SLOTS {
             self.persisted_chosen = self.chosen_up_to();
             writes.push(WriteOp::Chosen { up_to: self.persisted_chosen });
         }
@@ -143,6 +148,9 @@ impl Learner {
             self.fold.forget_below(floor);
             self.sealed = sealed;
             writes.push(WriteOp::Truncate { floor, sealed });
+            // A node rebooting from this floor must find its chosen index at or above it.
+            self.persisted_chosen = self.chosen_up_to();
+            writes.push(WriteOp::Chosen { up_to: self.persisted_chosen });
         }
     }
 
