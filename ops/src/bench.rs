@@ -101,6 +101,13 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
     if args.writers == 0 || args.journals == 0 || args.batch == 0 || args.record_bytes == 0 {
         return Err(BenchError::Args("writers, journals, batch and record-bytes must be at least 1".into()));
     }
+    let limits = paros_core::journal::Limits::default();
+    if args.batch > limits.write_records_max as usize || (args.batch * args.record_bytes) as u64 > limits.write_bytes_max {
+        return Err(BenchError::Args(format!(
+            "a batch holds at most {} records and {} bytes",
+            limits.write_records_max, limits.write_bytes_max
+        )));
+    }
     let temp;
     let dir: &Path = match &args.data_dir {
         Some(d) => d,
