@@ -103,6 +103,15 @@ fn a_truncation_lands_every_node_on_the_same_floor_and_reads_below_it_are_trunca
 
 /// Writes and truncates while `down` is crashed until the cluster's floor passes everything
 /// `down` holds: first every record (the floor goes past the Truncate), then all but one.
+/// `id` answers a read at `below` (under `first_seq`) `Truncated` with its view, and serves
+/// exactly the retained records the writer wrote.
+fn assert_serves_only_the_retained_records(c: &mut Cluster, id: NodeId, w: &Written, below: u64, ctx: &str) {
+    let state = c.state_of(id);
+    assert_eq!(c.read_at(id, Seq(below), Consistency::AtLeast(state.next_seq), 60), Some(ReadAnswer::Truncated(state.view())), "{ctx}");
+    let got = read_range(c, id, state.first_seq.0, state.next_seq.0, Consistency::AtLeast(state.next_seq));
+    assert_eq!(got, w.range(state.first_seq.0, state.next_seq.0), "{ctx}");
+}
+
 fn truncate_past(c: &mut Cluster, down: NodeId, a: paros_core::LeaderUuid, w: &mut Written) {
     let held_to = c.machines[&down].durable.entries.last().map_or(Slot(0), |(s, _)| s.next());
     c.crash(down);
@@ -150,10 +159,7 @@ fn a_node_that_was_down_while_the_cluster_truncated_past_it_jumps_to_the_trim_po
                 assert_eq!(c.floor_of(down), c.floor_of(*id), "voters={voters} seed={seed}: {down:?} lands on {id:?}'s floor");
                 assert_eq!(c.state_of(down), c.state_of(*id), "voters={voters} seed={seed}: {down:?} converges");
             }
-            let state = c.state_of(down);
-            assert_eq!(c.read_at(down, Seq(0), Consistency::AtLeast(state.next_seq), 60), Some(ReadAnswer::Truncated(state.view())));
-            let got = read_range(&mut c, down, state.first_seq.0, state.next_seq.0, Consistency::AtLeast(state.next_seq));
-            assert_eq!(got, w.range(state.first_seq.0, state.next_seq.0), "voters={voters} seed={seed}");
+            assert_serves_only_the_retained_records(&mut c, down, &w, 0, &format!("voters={voters} seed={seed}"));
             c.assert_agreement();
         }
     }
@@ -181,10 +187,7 @@ fn a_learner_that_was_down_below_the_floor_jumps_to_the_trim_point() {
         let leader = c.leader().expect("settled");
         assert_eq!(c.floor_of(learner), c.floor_of(leader), "seed={seed}: the learner lands on the voters' floor");
         assert_eq!(c.state_of(learner), c.state_of(leader), "seed={seed}");
-        let state = c.state_of(learner);
-        assert_eq!(c.read_at(learner, Seq(1), Consistency::AtLeast(state.next_seq), 60), Some(ReadAnswer::Truncated(state.view())));
-        let got = read_range(&mut c, learner, state.first_seq.0, state.next_seq.0, Consistency::AtLeast(state.next_seq));
-        assert_eq!(got, w.range(state.first_seq.0, state.next_seq.0), "seed={seed}");
+        assert_serves_only_the_retained_records(&mut c, learner, &w, 1, &format!("seed={seed}"));
         c.assert_agreement();
     }
 }
