@@ -32,9 +32,7 @@ fn await_read(c: &mut Cluster, read: paros_core::ReadId, ticks: u32) -> Option<R
 fn an_at_least_read_waits_until_the_server_applied_through_its_seq() {
     for seed in SEEDS {
         let mut c = Cluster::new(3, 1, seed, Faults::LOSSY);
-        let a = uuid(0xa);
-        claim(&mut c, a, None);
-        let mut w = Written::default();
+        let (a, mut w) = claimed(&mut c);
         w.append(&mut c, a, recs("first", 2));
         c.settle(300);
         let learner = learner_id(0);
@@ -81,9 +79,7 @@ fn a_learner_cut_off_until_the_journal_went_quiet_catches_up() {
 #[test]
 fn an_at_least_read_the_server_never_reaches_is_unserved_not_stale() {
     let mut c = Cluster::new(3, 1, 9, Faults::NONE);
-    let a = uuid(0xa);
-    claim(&mut c, a, None);
-    let mut w = Written::default();
+    let (a, mut w) = claimed(&mut c);
     w.append(&mut c, a, recs("x", 2));
     c.settle(300);
     let read = c.submit_read(learner_id(0), request(Seq(0), Consistency::AtLeast(Seq(50))));
@@ -94,9 +90,7 @@ fn an_at_least_read_the_server_never_reaches_is_unserved_not_stale() {
 fn a_linearizable_read_sees_every_write_acked_before_it() {
     for seed in SEEDS {
         let mut c = Cluster::new(3, 1, seed, Faults::LOSSY);
-        let a = uuid(0xa);
-        claim(&mut c, a, None);
-        let mut w = Written::default();
+        let (a, mut w) = claimed(&mut c);
         w.append(&mut c, a, recs("old", 2));
         c.settle(300);
         let leader = c.leader().expect("settled");
@@ -146,9 +140,7 @@ fn a_too_large_write_is_answered_before_proposing_and_consumes_no_slot() {
             t.limits.write_records_max = 4;
             t.limits.write_bytes_max = 64;
         });
-        let a = uuid(0xa);
-        claim(&mut c, a, None);
-        let mut w = Written::default();
+        let (a, mut w) = claimed(&mut c);
         w.append(&mut c, a, recs("ok", 4));
         c.settle(300);
         let leader = c.leader().expect("settled");

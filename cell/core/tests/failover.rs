@@ -11,9 +11,7 @@ fn every_acked_write_survives_the_leader_crashing() {
     for voters in [3, 5] {
         for seed in SEEDS {
             let mut c = Cluster::new(voters, 1, seed, Faults::LOSSY);
-            let a = uuid(0xa);
-            claim(&mut c, a, None);
-            let mut w = Written::default();
+            let (a, mut w) = claimed(&mut c);
             for i in 0..6 {
                 w.append(&mut c, a, recs(&format!("before{i}"), 1 + i % 3));
             }
@@ -72,9 +70,7 @@ fn a_new_leader_fills_an_undescribed_hole_with_noop() {
     for voters in [3, 5] {
         for seed in SEEDS {
             let mut c = Cluster::new(voters, 1, seed, Faults::LOSSY);
-            let a = uuid(0xa);
-            claim(&mut c, a, None);
-            let mut w = Written::default();
+            let (a, mut w) = claimed(&mut c);
             w.append(&mut c, a, recs("w", 2));
             c.settle(300);
             let hole = c.chosen_of(c.leader().expect("settled"));
@@ -111,9 +107,7 @@ fn a_held_call_whose_slot_chose_another_command_gets_no_verdict() {
     for seed in SEEDS {
         // A patient call: a NoVerdict here cannot come from the call's deadline.
         let mut c = Cluster::with_tunables(3, 1, seed, Faults::LOSSY, WriterMode::Single, |t| t.call_ticks_max = 10_000);
-        let a = uuid(0xa);
-        claim(&mut c, a, None);
-        let mut w = Written::default();
+        let (a, mut w) = claimed(&mut c);
         w.append(&mut c, a, recs("w", 2));
         c.settle(300);
         let hole = c.chosen_of(c.leader().expect("settled"));

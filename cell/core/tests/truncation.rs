@@ -59,9 +59,7 @@ fn a_truncation_lands_every_node_on_the_same_floor_and_reads_below_it_are_trunca
     for voters in [3, 5] {
         for seed in SEEDS {
             let mut c = Cluster::new(voters, 1, seed, Faults::LOSSY);
-            let a = uuid(0xa);
-            claim(&mut c, a, None);
-            let mut w = Written::default();
+            let (a, mut w) = claimed(&mut c);
             for i in 0..6 {
                 w.append(&mut c, a, recs(&format!("b{i}"), 3));
             }
@@ -112,6 +110,23 @@ fn assert_serves_only_the_retained_records(c: &mut Cluster, id: NodeId, w: &Writ
     assert_eq!(got, w.range(state.first_seq.0, state.next_seq.0), "{ctx}");
 }
 
+/// Lets the journal go quiet (every member caught up, no heartbeats), then crashes the learner
+/// as if its last round never reached the disk: it reboots holding the claim (slot 0), not the
+/// write. Returns (leader, learner).
+fn quiet_then_reboot_the_learner_behind(c: &mut Cluster, ctx: &str) -> (NodeId, NodeId) {
+    c.settle(300);
+    c.run(20);
+    let leader = c.leader().expect("settled");
+    assert!(c.voter(leader).is_quiet(), "{ctx}: every member caught up: the journal is quiet, no heartbeats");
+    let learner = learner_id(0);
+    c.crash(learner);
+    let durable = &mut c.machines.get_mut(&learner).expect("known").durable;
+    durable.entries.retain(|(s, _)| *s < Slot(1));
+    durable.chosen_up_to = durable.chosen_up_to.min(Slot(1));
+    c.start(learner);
+    (leader, learner)
+}
+
 fn truncate_past(c: &mut Cluster, down: NodeId, a: paros_core::LeaderUuid, w: &mut Written) {
     let held_to = c.machines[&down].durable.entries.last().map_or(Slot(0), |(s, _)| s.next());
     c.crash(down);
@@ -132,9 +147,7 @@ fn a_node_that_was_down_while_the_cluster_truncated_past_it_jumps_to_the_trim_po
     for voters in [3, 5] {
         for seed in SEEDS {
             let mut c = Cluster::new(voters, 1, seed, Faults::LOSSY);
-            let a = uuid(0xa);
-            claim(&mut c, a, None);
-            let mut w = Written::default();
+            let (a, mut w) = claimed(&mut c);
             w.append(&mut c, a, recs("early", 2));
             c.settle(300);
             let down = c.cfg.voters.iter().copied().find(|v| Some(*v) != c.leader()).expect("a follower");
@@ -169,9 +182,7 @@ fn a_node_that_was_down_while_the_cluster_truncated_past_it_jumps_to_the_trim_po
 fn a_learner_that_was_down_below_the_floor_jumps_to_the_trim_point() {
     for seed in SEEDS {
         let mut c = Cluster::new(3, 1, seed, Faults::LOSSY);
-        let a = uuid(0xa);
-        claim(&mut c, a, None);
-        let mut w = Written::default();
+        let (a, mut w) = claimed(&mut c);
         w.append(&mut c, a, recs("early", 2));
         c.settle(300);
         let learner = learner_id(0);
@@ -196,9 +207,7 @@ fn a_learner_that_was_down_below_the_floor_jumps_to_the_trim_point() {
 fn a_truncation_of_every_record_puts_the_floor_just_past_the_truncate() {
     for seed in SEEDS {
         let mut c = Cluster::new(3, 1, seed, Faults::LOSSY);
-        let a = uuid(0xa);
-        claim(&mut c, a, None);
-        let mut w = Written::default();
+        let (a, mut w) = claimed(&mut c);
         for i in 0..3 {
             w.append(&mut c, a, recs(&format!("b{i}"), 2));
         }
@@ -220,9 +229,7 @@ fn a_truncation_of_every_record_puts_the_floor_just_past_the_truncate() {
 #[test]
 fn a_leader_with_learners_survives_a_truncate_of_every_record() {
     let mut c = Cluster::new(3, 1, 1, Faults::NONE);
-    let a = uuid(0xa);
-    claim(&mut c, a, None);
-    let mut w = Written::default();
+    let (a, mut w) = claimed(&mut c);
     w.append(&mut c, a, recs("x", 2));
     // Every record trimmed: the floor is the slot after the Truncate, so the walk that applies
     // it drops the Truncate's own slot before the leader copies it into the learners' feed.
@@ -237,21 +244,9 @@ fn a_leader_with_learners_survives_a_truncate_of_every_record() {
 #[test]
 fn a_learner_restarted_into_a_quiet_journal_learns_it_is_behind() {
     let mut c = Cluster::new(3, 1, 5, Faults::NONE);
-    let a = uuid(0xa);
-    claim(&mut c, a, None);
-    let mut w = Written::default();
+    let (a, mut w) = claimed(&mut c);
     w.append(&mut c, a, recs("known", 2));
-    c.settle(300);
-    c.run(20);
-    let leader = c.leader().expect("settled");
-    assert!(c.voter(leader).is_quiet(), "every member caught up: the journal is quiet, no heartbeats");
-    let learner = learner_id(0);
-    c.crash(learner);
-    // Its last round never reached the disk: it reboots holding the claim (slot 0), not the write.
-    let durable = &mut c.machines.get_mut(&learner).expect("known").durable;
-    durable.entries.retain(|(s, _)| *s < Slot(1));
-    durable.chosen_up_to = durable.chosen_up_to.min(Slot(1));
-    c.start(learner);
+    let (leader, learner) = quiet_then_reboot_the_learner_behind(&mut c, "seed=5");
     assert_eq!(c.state_of(learner).next_seq, Seq(0), "the learner rebooted behind");
     c.run(20);
     assert_eq!(c.state_of(learner), c.state_of(leader), "the restarted learner caught up without a new write");
@@ -263,20 +258,9 @@ fn a_learner_restarted_into_a_quiet_journal_learns_it_is_behind() {
 fn a_restarted_learner_keeps_asking_until_a_voter_answers() {
     for seed in SEEDS {
         let mut c = Cluster::new(3, 1, seed, Faults::NONE);
-        let a = uuid(0xa);
-        claim(&mut c, a, None);
-        let mut w = Written::default();
+        let (a, mut w) = claimed(&mut c);
         w.append(&mut c, a, recs("known", 2));
-        c.settle(300);
-        c.run(20);
-        let leader = c.leader().expect("settled");
-        assert!(c.voter(leader).is_quiet(), "seed={seed}: the journal is quiet");
-        let learner = learner_id(0);
-        c.crash(learner);
-        let durable = &mut c.machines.get_mut(&learner).expect("known").durable;
-        durable.entries.retain(|(s, _)| *s < Slot(1));
-        durable.chosen_up_to = durable.chosen_up_to.min(Slot(1));
-        c.start(learner);
+        let (leader, learner) = quiet_then_reboot_the_learner_behind(&mut c, &format!("seed={seed}"));
         // The network loses the learner's first request, as a lossy one sometimes does.
         let mut lost = false;
         c.filter = Some(Box::new(move |from, _, m| {

@@ -489,6 +489,14 @@ pub fn claim(c: &mut Cluster, new: LeaderUuid, old: Option<LeaderUuid>) {
 #[derive(Clone, Debug, Default)]
 pub struct Written(pub Vec<Bytes>);
 
+/// Claims the journal for the uuid `0xa` on a fresh cluster: the writer and its empty record of
+/// what it wrote.
+pub fn claimed(c: &mut Cluster) -> (LeaderUuid, Written) {
+    let a = uuid(0xa);
+    claim(c, a, None);
+    (a, Written::default())
+}
+
 impl Written {
     pub fn next(&self) -> u64 {
         self.0.len() as u64
