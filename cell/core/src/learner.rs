@@ -26,7 +26,9 @@ pub struct Learner {
     /// ballot at or above `.0` is the chosen one.
     commit: Option<(Ballot, Slot)>,
     /// The highest slot anyone told us is chosen (exclusive): while our prefix is below it, we
-    /// are behind and ask for catch-up.
+    /// are behind and ask for catch-up. Every way a slot becomes chosen here (a commit, a
+    /// learned command, a jump, entries learned before a reboot) raises it, so the walk looks
+    /// at the log only below it.
     known_chosen: Slot,
     /// The chosen index last written to storage.
     persisted_chosen: Slot,
@@ -42,7 +44,7 @@ impl Learner {
             fold: Fold::new(mode, sealed, floor),
             sealed,
             commit: None,
-            known_chosen: chosen_up_to,
+            known_chosen: chosen_up_to.max(log.learned_end().unwrap_or(chosen_up_to)),
             persisted_chosen: chosen_up_to,
         }
     }
@@ -107,7 +109,9 @@ impl Learner {
 
     /// Applies every chosen slot in order from the prefix end, compacting at each trim.
     pub fn walk(&mut self, log: &mut Log, writes: &mut Vec<WriteOp>, walked: &mut Vec<Walked>) {
-        while self.is_chosen(log, self.chosen_up_to()) {
+        // Nothing at or past `known_chosen` can be chosen: skip the log lookup (the walk runs
+        // after every input, most of which choose nothing).
+        while self.chosen_up_to() < self.known_chosen && self.is_chosen(log, self.chosen_up_to()) {
             self.apply_next(log, writes, walked);
         }
         // The chosen index is a hint (a node that reboots behind it re-learns the slots): write

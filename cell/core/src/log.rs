@@ -136,6 +136,12 @@ impl Log {
         self.entries.range(from..)
     }
 
+    /// One past the highest slot held as known chosen (learned), if any.
+    #[must_use]
+    pub fn learned_end(&self) -> Option<Slot> {
+        self.entries.iter().rev().find(|(_, e)| e.ballot.is_none()).map(|(s, _)| s.next())
+    }
+
     /// The highest slot held, if any.
     #[must_use]
     pub fn last_slot(&self) -> Option<Slot> {
