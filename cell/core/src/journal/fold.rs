@@ -1,6 +1,6 @@
 //! The fold: judges each chosen command against the journal state, in slot order.
 
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 
 use super::types::{Command, Control, Entry, JournalState, Outcome, WriterMode};
 use crate::ids::{LeaderUuid, Seq, Slot};
@@ -23,7 +23,7 @@ struct Position {
 pub struct Fold {
     mode: WriterMode,
     state: JournalState,
-    positions: BTreeMap<Seq, Position>,
+    positions: Positions,
     /// The first position this fold indexes. Below it (and at or above `first_seq`) the fold is
     /// blind: it started from a peer's trim point and never saw those writes.
     held_from: Seq,
@@ -58,7 +58,7 @@ impl Fold {
     #[must_use]
     pub fn new(mode: WriterMode, base: JournalState, slot: Slot) -> Fold {
         base.assert_invariants();
-        Fold { mode, state: base, positions: BTreeMap::new(), held_from: base.next_seq, next_slot: slot }
+        Fold { mode, state: base, positions: Positions::default(), held_from: base.next_seq, next_slot: slot }
     }
 
     #[must_use]
@@ -93,7 +93,7 @@ impl Fold {
             Outcome::Accepted { seq, count } => {
                 assert!(seq == before.next_seq && count > 0, "an accepted write takes the tail");
                 self.state.next_seq = seq.plus(count);
-                self.positions.insert(seq, Position { slot, count, before });
+                self.positions.push(seq, Position { slot, count, before });
             }
             Outcome::Won(_) => {
                 let Command::Control(Control::SetLeader { new, .. }) = command else {
@@ -167,7 +167,7 @@ impl Fold {
             if e.seq < self.held_from {
                 return Judged { outcome: Outcome::Refused(view), blind: true };
             }
-            let identical = self.positions.get(&e.seq).is_some_and(|p| {
+            let identical = self.positions.starting_at(e.seq).is_some_and(|p| {
                 let held = entry_at(p.slot).expect("an indexed write's slot is retained");
                 held.leader == Some(uuid) && held.records == e.records
             });
@@ -223,15 +223,15 @@ impl Fold {
     #[must_use]
     pub fn compaction_point(&self) -> Option<(Slot, JournalState)> {
         let first = self.state.first_seq;
-        let (start, p) = self.positions.range(..=first).next_back()?;
+        let (start, p) = self.positions.at_or_below(first)?;
         (start.plus(p.count) > first).then_some((p.slot, p.before))
     }
 
     /// Forgets the positions of writes in slots below `floor` (they were compacted away).
     pub fn forget_below(&mut self, floor: Slot) {
-        self.positions.retain(|_, p| p.slot >= floor);
-        if let Some((start, _)) = self.positions.iter().next() {
-            self.held_from = self.held_from.max(*start);
+        self.positions.forget_below(floor);
+        if let Some(start) = self.positions.first_seq() {
+            self.held_from = self.held_from.max(start);
         } else {
             self.held_from = self.held_from.max(self.state.next_seq);
         }
@@ -255,9 +255,50 @@ impl Fold {
         if seq < self.held_from {
             return Located::NotHeld;
         }
-        let (start, p) = self.positions.range(..=seq).next_back().expect("a held position is indexed");
+        let (start, p) = self.positions.at_or_below(seq).expect("a held position is indexed");
         assert!(start.plus(p.count) > seq, "positions are dense between held_from and next_seq");
-        Located::At { slot: p.slot, start: *start }
+        Located::At { slot: p.slot, start }
+    }
+}
+
+/// The accepted writes the fold holds, in order: each write's first seq and where it lies.
+/// Writes are accepted at the tail and forgotten from the head, so both seqs and slots grow
+/// along the queue and every lookup is a binary search.
+#[derive(Clone, Debug, Default)]
+struct Positions {
+    writes: VecDeque<(Seq, Position)>,
+}
+
+impl Positions {
+    fn push(&mut self, seq: Seq, position: Position) {
+        assert!(
+            self.writes.back().is_none_or(|(s, p)| *s < seq && p.slot < position.slot),
+            "positions are appended in seq and slot order"
+        );
+        self.writes.push_back((seq, position));
+    }
+
+    /// The write that starts exactly at `seq`.
+    fn starting_at(&self, seq: Seq) -> Option<&Position> {
+        let i = self.writes.binary_search_by_key(&seq, |(s, _)| *s).ok()?;
+        Some(&self.writes[i].1)
+    }
+
+    /// The last write starting at or below `seq`.
+    fn at_or_below(&self, seq: Seq) -> Option<(Seq, &Position)> {
+        let i = self.writes.partition_point(|(s, _)| *s <= seq);
+        let (start, p) = self.writes.get(i.checked_sub(1)?)?;
+        Some((*start, p))
+    }
+
+    fn forget_below(&mut self, floor: Slot) {
+        while self.writes.front().is_some_and(|(_, p)| p.slot < floor) {
+            self.writes.pop_front();
+        }
+    }
+
+    fn first_seq(&self) -> Option<Seq> {
+        self.writes.front().map(|(s, _)| *s)
     }
 }
 
