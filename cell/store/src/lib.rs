@@ -119,7 +119,19 @@ fn sync_err(e: impl fmt::Display) -> StoreError {
 }
 
 fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, StoreError> {
-    postcard::to_stdvec(value).map_err(|e| StoreError::Write(format!("encoding: {e}")))
+    encode_into(value, Vec::new())
+}
+
+fn encode_into<T: Serialize + ?Sized>(value: &T, out: Vec<u8>) -> Result<Vec<u8>, StoreError> {
+    postcard::to_extend(value, out).map_err(|e| StoreError::Write(format!("encoding: {e}")))
+}
+
+/// A log value, encoded into one allocation of about its final size.
+fn encode_log_entry(ballot: Option<Ballot>, command: &Command) -> Result<Vec<u8>, StoreError> {
+    // Fixed fields (ballot, leader, seq, lengths) stay well under 64 bytes; each record adds
+    // its bytes and a length prefix of at most 10.
+    let records = command.entry().map_or(0, |e| e.records.iter().map(|r| r.len() + 10).sum::<usize>());
+    encode_into(&LogEntryRef { ballot, command }, Vec::with_capacity(64 + records))
 }
 
 fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8], what: &str) -> Result<T, StoreError> {
@@ -282,7 +294,7 @@ impl LogStore for FjallStore {
         // Every change of this call, last one per key wins: fjall gives a whole batch one
         // sequence number, so the batch itself must name each key at most once.
         let mut staged: BTreeMap<(Space, Vec<u8>), Option<Vec<u8>>> = BTreeMap::new();
-        let mut rows: HashMap<JournalKey, StateRow> = HashMap::new();
+        let mut rows: HashMap<JournalKey, StateRow> = HashMap::with_capacity(batch.len());
         let mut ops = 0u64;
 
         for (journal, journal_ops) in batch {
@@ -299,13 +311,13 @@ impl LogStore for FjallStore {
                     }
                     WriteOp::Accept { slot, ballot, command } => {
                         if *slot >= row.floor {
-                            let value = encode(&LogEntryRef { ballot: Some(*ballot), command })?;
+                            let value = encode_log_entry(Some(*ballot), command)?;
                             staged.insert((Space::Log, keys::log(*journal, *slot).to_vec()), Some(value));
                         }
                     }
                     WriteOp::Learn { slot, command } => {
                         if *slot >= row.floor {
-                            let value = encode(&LogEntryRef { ballot: None, command })?;
+                            let value = encode_log_entry(None, command)?;
                             staged.insert((Space::Log, keys::log(*journal, *slot).to_vec()), Some(value));
                         }
                     }
