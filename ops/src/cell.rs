@@ -9,6 +9,7 @@ use std::time::Duration;
 use paros_bus::InProcessBus;
 use paros_core::journal::WriterMode;
 use paros_core::{JournalConfig, JournalId, JournalKey, NodeId, TenantId, Tunables};
+use paros_node::ports::MonotonicClock;
 use paros_node::shell::{self, NodeHandle, ShellConfig};
 use paros_node::{BootError, Host};
 use paros_store::FjallStore;
@@ -115,7 +116,7 @@ impl EmbeddedCell {
         let mut nodes = Vec::new();
         for host in hosts {
             let (endpoint, inbox) = bus.register(host.id(), 65_536);
-            nodes.push(shell::spawn(host, endpoint, inbox, shell_config));
+            nodes.push(shell::spawn(host, endpoint, inbox, MonotonicClock::new(), shell_config));
         }
         Ok(EmbeddedCell { bus, manifest, nodes })
     }

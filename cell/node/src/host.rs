@@ -81,6 +81,8 @@ pub type Ticket = u64;
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct HostStats {
     pub rounds: u64,
+    /// Machine ticks (from [`Host::on_clock`] or [`Host::tick`]).
+    pub ticks: u64,
     /// Rounds that wrote a batch and synced.
     pub syncs: u64,
     /// Write ops persisted.
@@ -165,7 +167,29 @@ pub struct Host<S: LogStore> {
     /// Every machine that shares a journal with this one, and when it was last heard.
     peers: BTreeMap<NodeId, Peer>,
     ticks: u64,
+    /// When the next tick is due, in the [`Clock`](crate::ports::Clock)'s milliseconds.
+    timer: Timer,
 }
+
+/// Tick timing against the machine's clock.
+#[derive(Clone, Copy, Debug)]
+struct Timer {
+    tick_ms: u64,
+    /// `None` until the clock is first read.
+    next_due_ms: Option<u64>,
+}
+
+/// What reading the clock did.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Clocked {
+    /// A tick was delivered: the shell sends its liveness heartbeat to every peer.
+    pub ticked: bool,
+    /// When the next tick is due, in the clock's milliseconds.
+    pub next_due_ms: u64,
+}
+
+/// The tick period a host starts with.
+pub const TICK_MS_DEFAULT: u64 = 100;
 
 /// Machine-level liveness of one peer: any message, or the empty heartbeat batch the shell
 /// sends each tick, counts as hearing it.
@@ -209,6 +233,7 @@ impl<S: LogStore> Host<S> {
             keep_writes: false,
             peers: BTreeMap::new(),
             ticks: 0,
+            timer: Timer { tick_ms: TICK_MS_DEFAULT, next_due_ms: None },
         };
         for stored in host.store_mut().load()? {
             host.install(stored.key, stored.config, stored.durable);
@@ -399,11 +424,39 @@ impl<S: LogStore> Host<S> {
         self.peers.keys().copied()
     }
 
+    /// Sets the tick period (milliseconds of the clock; at least 1). Takes effect from the
+    /// next tick.
+    ///
+    /// # Panics
+    /// For a zero period.
+    pub fn set_tick_ms(&mut self, tick_ms: u64) {
+        assert!(tick_ms > 0, "a tick lasts at least a millisecond");
+        self.timer.tick_ms = tick_ms;
+    }
+
+    /// Reads the machine's clock (`now_ms` from a [`Clock`](crate::ports::Clock)) and delivers
+    /// a tick when one is due. At most one tick per reading: a thread that stalled for many
+    /// periods does not burst ticks (a burst would look like a long silence of every peer);
+    /// the schedule restarts from `now_ms`. A clock that goes backwards delays the next tick,
+    /// never repeats one.
+    pub fn on_clock(&mut self, now_ms: u64) -> Clocked {
+        let tick_ms = self.timer.tick_ms;
+        let due = *self.timer.next_due_ms.get_or_insert(now_ms.saturating_add(tick_ms));
+        if now_ms < due {
+            return Clocked { ticked: false, next_due_ms: due };
+        }
+        self.tick();
+        let next_due_ms = now_ms.saturating_add(tick_ms);
+        self.timer.next_due_ms = Some(next_due_ms);
+        Clocked { ticked: true, next_due_ms }
+    }
+
     /// One clock tick, delivered only to journals that are awake. A peer machine silent for
     /// longer than an election timeout wakes every journal it is a member of, so quiet
     /// journals it led elect a new leader without waiting for a call.
     pub fn tick(&mut self) {
         self.ticks += 1;
+        self.stats.ticks += 1;
         let silence = u64::from(self.tunables.election_ticks_max);
         let mut lost = Vec::new();
         for (id, p) in &mut self.peers {

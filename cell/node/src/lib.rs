@@ -7,5 +7,5 @@ pub mod ports;
 pub mod rpc;
 pub mod shell;
 
-pub use host::{BootError, Early, Host, HostStats, PendingRound, RoundOutput, Ticket};
+pub use host::{BootError, Clocked, Early, Host, HostStats, PendingRound, RoundOutput, Ticket};
 pub use mem_store::MemStore;

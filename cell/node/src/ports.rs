@@ -83,8 +83,34 @@ pub trait Transport: Send + 'static {
     fn send(&mut self, to: NodeId, envelopes: Vec<Envelope>);
 }
 
-/// The host's clock, in host ticks since an arbitrary start. Injected so the simulation
-/// drives time.
+/// The machine's clock: milliseconds since an arbitrary start, never decreasing. The shell
+/// reads it before each step and hands the reading to [`Host::on_clock`](crate::Host::on_clock),
+/// which turns it into ticks; the simulation implements it with simulated time.
 pub trait Clock: Send + 'static {
     fn now_ms(&self) -> u64;
+}
+
+/// The process's monotonic clock.
+#[derive(Clone, Copy, Debug)]
+pub struct MonotonicClock {
+    start: std::time::Instant,
+}
+
+impl MonotonicClock {
+    #[must_use]
+    pub fn new() -> MonotonicClock {
+        MonotonicClock { start: std::time::Instant::now() }
+    }
+}
+
+impl Default for MonotonicClock {
+    fn default() -> Self {
+        MonotonicClock::new()
+    }
+}
+
+impl Clock for MonotonicClock {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
 }

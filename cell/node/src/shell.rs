@@ -1,5 +1,6 @@
 //! The runtime shell: runs a [`Host`] on its own OS thread (fsync never blocks an async
-//! worker), feeds it the bus inbox and a clock, and sends what each round releases.
+//! worker), feeds it the bus inbox and readings of a [`Clock`], and sends what each round
+//! releases.
 //! No protocol or durability logic lives here: it only moves inputs in and outputs out.
 
 use std::collections::BTreeMap;
@@ -9,7 +10,7 @@ use std::time::Duration;
 
 use crate::host::{Early, Host, HostStats, PendingRound, Ticket};
 use crate::ports::StoreError;
-use crate::ports::{LogStore, Transport};
+use crate::ports::{Clock, LogStore, Transport};
 use crate::rpc::{Incoming, Responder};
 
 /// Exit code for a storage fault: restart the process, it recovers from disk.
@@ -20,7 +21,7 @@ pub const EXIT_REFUSED: i32 = 78;
 /// Shell settings; every bound is here.
 #[derive(Clone, Copy, Debug)]
 pub struct ShellConfig {
-    /// One protocol tick.
+    /// One protocol tick, in the clock's milliseconds.
     pub tick: Duration,
     /// Inputs absorbed before a round is forced (bounds one round's batch).
     pub inputs_per_round_max: usize,
@@ -66,12 +67,14 @@ impl<S: LogStore> NodeHandle<S> {
 ///
 /// A storage fault stops the whole process with [`EXIT_STORAGE_FAULT`]: a failed write or sync
 /// is unknown, not "not done", and nothing of that round may leave.
-pub fn spawn<S: LogStore, T: Transport>(
-    host: Host<S>,
+pub fn spawn<S: LogStore, T: Transport, C: Clock>(
+    mut host: Host<S>,
     transport: T,
     inbox: tokio::sync::mpsc::Receiver<Incoming>,
+    clock: C,
     config: ShellConfig,
 ) -> NodeHandle<S> {
+    host.set_tick_ms(u64::try_from(config.tick.as_millis()).unwrap_or(u64::MAX).max(1));
     let (stop, stopped) = tokio::sync::oneshot::channel();
     let stats = Arc::new(Mutex::new(host.stats()));
     let shared = Arc::clone(&stats);
@@ -81,23 +84,24 @@ pub fn spawn<S: LogStore, T: Transport>(
             // A private single-threaded runtime: this thread does nothing but this node's rounds,
             // so blocking it on the disk sync stalls no one else.
             let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("a node runtime");
-            runtime.block_on(run(host, transport, inbox, config, &shared, stopped))
+            runtime.block_on(run(host, transport, inbox, &clock, config, &shared, stopped))
         })
         .expect("spawn the node thread");
     NodeHandle { stop: Some(stop), thread: Some(thread), stats }
 }
 
-async fn run<S: LogStore, T: Transport>(
+async fn run<S: LogStore, T: Transport, C: Clock>(
     mut host: Host<S>,
     mut transport: T,
     mut inbox: tokio::sync::mpsc::Receiver<Incoming>,
+    clock: &C,
     config: ShellConfig,
     stats: &Mutex<HostStats>,
     mut stopped: tokio::sync::oneshot::Receiver<()>,
 ) -> Host<S> {
     let me = host.id();
     let mut responders: BTreeMap<Ticket, Responder> = BTreeMap::new();
-    let mut next_tick = tokio::time::Instant::now() + config.tick;
+    let mut clocked = host.on_clock(clock.now_ms());
     // The round whose batch a blocking thread is persisting, if any: inputs keep flowing and
     // answers keep leaving while the disk syncs.
     let mut syncing: Option<(PendingRound, Persisting<S>)> = None;
@@ -115,7 +119,7 @@ async fn run<S: LogStore, T: Transport>(
                 done = async { (&mut syncing.as_mut().expect("guarded").1).await }, if syncing.is_some() => {
                     synced = Some(done.expect("the storage thread does not panic"));
                 }
-                _ = tokio::time::sleep_until(next_tick) => {}
+                _ = tokio::time::sleep(Duration::from_millis(clocked.next_due_ms.saturating_sub(clock.now_ms()))) => {}
                 _ = &mut stopped, if syncing.is_none() => return host,
             }
         } else {
@@ -140,12 +144,11 @@ async fn run<S: LogStore, T: Transport>(
             }
             input = inbox.try_recv().ok();
         }
-        if tokio::time::Instant::now() >= next_tick {
+        clocked = host.on_clock(clock.now_ms());
+        if clocked.ticked {
             for peer in host.peers().collect::<Vec<_>>() {
                 transport.send(peer, Vec::new());
             }
-            host.tick();
-            next_tick = tokio::time::Instant::now() + config.tick;
         }
         let mut looped: Vec<Vec<crate::ports::Envelope>> = Vec::new();
         let mut released = |e: Early| match e {

@@ -320,3 +320,27 @@ fn a_quiet_journal_elects_a_new_leader_when_its_leader_machine_goes_silent() {
     assert_ne!(new, old);
     assert!(cell.hosts[&new].stats().peers_lost >= 1, "the host noticed its peer went silent");
 }
+
+#[test]
+fn the_clock_delivers_one_tick_per_period_and_never_a_burst() {
+    let mut host = Host::boot(MemStore::new(), None, NodeId(0x7701), tunables(), 1).expect("boots");
+    host.set_tick_ms(20);
+    let ticks = |h: &Host<MemStore>| h.stats().ticks;
+
+    let armed = host.on_clock(1_000);
+    assert_eq!((armed.ticked, armed.next_due_ms, ticks(&host)), (false, 1_020, 0), "the first reading arms the timer");
+    assert!(!host.on_clock(1_019).ticked, "not before the period is over");
+    let first = host.on_clock(1_020);
+    assert_eq!((first.ticked, first.next_due_ms, ticks(&host)), (true, 1_040, 1));
+
+    // The thread stalled for 50 periods: one tick, and the schedule restarts from now.
+    let late = host.on_clock(2_040);
+    assert_eq!((late.ticked, late.next_due_ms, ticks(&host)), (true, 2_060, 2));
+    assert!(!host.on_clock(2_041).ticked, "a stall does not leave ticks owed");
+
+    // A clock read that goes backwards delays the next tick and repeats none.
+    assert!(!host.on_clock(500).ticked);
+    assert_eq!(ticks(&host), 2);
+    assert!(host.on_clock(2_060).ticked);
+    assert_eq!(ticks(&host), 3);
+}

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use paros_core::journal::Command;
 use paros_core::{Call, CallAnswer, CallId, JournalConfig, JournalKey, NodeId, ReadId, ReadRequest, Slot};
-use paros_node::ports::{Envelope as NodeEnvelope, LogStore, StoreError, StoredJournal};
+use paros_node::ports::{Clock, Envelope as NodeEnvelope, LogStore, StoreError, StoredJournal};
 use paros_node::rpc::{NodeAnswer, NodeRequest};
 use paros_node::{Early, PendingRound, Ticket};
 
@@ -44,6 +44,22 @@ impl LogStore for BootStore {
     }
 }
 
+/// A simulated machine's clock: it advances one tick period per tick event the world
+/// schedules for the machine (clock skew lives in the event period, see the world).
+#[derive(Clone, Copy, Debug, Default)]
+struct SimClock {
+    ms: u64,
+}
+
+/// The tick period of a simulated machine's clock.
+const SIM_TICK_MS: u64 = 10;
+
+impl Clock for SimClock {
+    fn now_ms(&self) -> u64 {
+        self.ms
+    }
+}
+
 enum Owed {
     Call(CallId),
     Read(ReadId),
@@ -56,6 +72,7 @@ pub struct NodeHost {
     pending: Option<PendingRound>,
     immediate: Vec<(CallId, CallAnswer)>,
     pings: Vec<NodeId>,
+    clock: SimClock,
 }
 
 impl std::fmt::Debug for NodeHost {
@@ -103,7 +120,11 @@ impl Host for NodeHost {
         for p in &spec.placements {
             host.place(p.key, p.config.clone()).expect("placement on a booted host");
         }
-        NodeHost { host, owed: BTreeMap::new(), pending: None, immediate: Vec::new(), pings: Vec::new() }
+        host.set_tick_ms(SIM_TICK_MS);
+        let clock = SimClock::default();
+        let armed = host.on_clock(clock.now_ms());
+        assert!(!armed.ticked, "the first reading only arms the timer");
+        NodeHost { host, owed: BTreeMap::new(), pending: None, immediate: Vec::new(), pings: Vec::new(), clock }
     }
 
     fn deliver(&mut self, from: NodeId, packet: Packet) {
@@ -115,8 +136,10 @@ impl Host for NodeHost {
     }
 
     fn tick(&mut self) {
+        self.clock.ms += SIM_TICK_MS;
+        let clocked = self.host.on_clock(self.clock.now_ms());
+        assert!(clocked.ticked, "a tick period of the machine's clock delivers one tick");
         self.pings.extend(self.host.peers());
-        self.host.tick();
     }
 
     fn call(&mut self, journal: JournalKey, id: CallId, call: Call) {
