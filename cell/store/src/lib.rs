@@ -46,6 +46,11 @@ pub const FORMAT: u32 = 1;
 /// inserts into the `log` memtable, and a shallower skiplist keeps those inserts in cache.
 pub const MEMTABLE_BYTES_MAX: u64 = 8 << 20;
 
+/// Level-0 tables gathered before they are compacted into level 1 (fjall's default is 4).
+/// Journal keys interleave, so every level-0 table overlaps all of level 1 and each compaction
+/// rewrites it: gathering more tables first rewrites it less often.
+pub const L0_TABLES_MAX: u8 = 8;
+
 /// Counters of what this handle has done since it was opened.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct StoreStats {
@@ -156,7 +161,12 @@ impl FjallStore {
     pub fn open(path: &Path) -> Result<FjallStore, StoreError> {
         // The host syncs once per round itself: batches stay in fjall's journal buffer until then.
         let db = Database::builder(path).manual_journal_persist(true).open().map_err(read_err)?;
-        let options = || KeyspaceCreateOptions::default().manual_journal_persist(true).max_memtable_size(MEMTABLE_BYTES_MAX);
+        let options = || {
+            KeyspaceCreateOptions::default()
+                .manual_journal_persist(true)
+                .max_memtable_size(MEMTABLE_BYTES_MAX)
+                .compaction_strategy(std::sync::Arc::new(fjall::compaction::Leveled::default().with_l0_threshold(L0_TABLES_MAX)))
+        };
         let open = |name: &str| db.keyspace(name, options).map_err(read_err);
         let promise = open("promise")?;
         let log = open("log")?;
