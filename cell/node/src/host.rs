@@ -89,6 +89,9 @@ pub struct HostStats {
     pub writes: u64,
     /// `Ready`s taken (journal-rounds with work).
     pub readies: u64,
+    /// Journals a round looked at for a `Ready` (work that must track the busy journals, not
+    /// every journal hosted).
+    pub journals_visited: u64,
     /// Journal ticks delivered.
     pub journal_ticks: u64,
     /// Envelopes for journals this host does not know: dropped, never used to create one.
@@ -572,6 +575,7 @@ impl<S: LogStore> Host<S> {
         let mut readies: Vec<(JournalKey, Ready)> = Vec::new();
         for key in std::mem::take(&mut self.dirty) {
             let j = self.journals.get_mut(&key).expect("a dirty journal is hosted");
+            self.stats.journals_visited += 1;
             if j.has_ready() {
                 readies.push((key, j.ready()));
                 self.stats.readies += 1;

@@ -259,12 +259,23 @@ fn idle_journals_cost_no_work_per_round() {
             let t = cell.request(l, NodeRequest::Call { journal: *k, call });
             assert!(matches!(cell.wait(l, t), NodeAnswer::Call(CallAnswer::Verdict(Outcome::Accepted { .. }))));
         }
+        // Time passes too: every machine ticks once per write round.
+        cell.tick();
     }
     let after: Vec<_> = cell.hosts.values().map(Host::stats).collect();
     for (b, a) in before.iter().zip(&after) {
+        let machine_ticks = a.ticks - b.ticks;
+        assert!(machine_ticks >= rounds, "the machine ticked during the measurement: {machine_ticks}");
+        let per_tick_journal_ticks = (a.journal_ticks - b.journal_ticks) as f64 / machine_ticks as f64;
+        assert!(
+            per_tick_journal_ticks <= active as f64 * 2.0,
+            "a machine tick reaches the active journals, not {total}: {per_tick_journal_ticks}"
+        );
         let rounds_run = a.rounds - b.rounds;
         let per_round_ticks = (a.journal_ticks - b.journal_ticks) as f64 / rounds_run as f64;
         let per_round_readies = (a.readies - b.readies) as f64 / rounds_run as f64;
+        let per_round_visits = (a.journals_visited - b.journals_visited) as f64 / rounds_run as f64;
+        assert!(per_round_visits <= active as f64 * 2.0, "a round looks at the active journals, not {total}: {per_round_visits}");
         assert!(per_round_ticks <= active as f64 * 2.0, "ticks per round track the active journals, not {total}: {per_round_ticks}");
         assert!(per_round_readies <= active as f64 * 2.0, "readies per round track the active journals: {per_round_readies}");
     }
