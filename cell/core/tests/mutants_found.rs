@@ -103,3 +103,56 @@ fn a_prepare_below_the_floor_or_the_promise_is_refused() {
     assert_eq!(reply, Message::Promise { ballot: ballot(3), from: Slot(4), chosen_up_to, accepted: reported });
     assert!(writes.is_empty(), "an unchanged promise is not written again: {writes:?}");
 }
+
+/// A slot this acceptor already knows chosen keeps its command: learned here (held without a
+/// ballot), or below the chosen prefix. An Accept proposing something else there (a confused
+/// or stale leader) changes nothing on disk, and the reply names the held command's digest, so
+/// the proposer is not credited for its own. A slot merely accepted at an older ballot, at or
+/// above the prefix, is replaced as Phase 2 says.
+///
+/// Mutants of the guard `*slot < chosen_up_to || held.ballot.is_none()` in
+/// `Acceptor::on_accept` (`<` → `<=`/`==`/`>`, `||` → `&&`, deleting the `!`-free check)
+/// overwrote a chosen slot or kept a replaceable one; no other test noticed.
+#[test]
+fn a_slot_known_chosen_keeps_its_command_and_a_merely_accepted_one_is_replaced() {
+    let chosen = write("chosen");
+    let other = write("other");
+    // Slots 0..2 are below the chosen prefix (accepted at ballot 1); slot 2 was accepted at
+    // ballot 1 and is not known chosen; slot 3 was learned (held without a ballot).
+    let held = |c: &Command| LogEntry { ballot: Some(ballot(1)), command: c.clone() };
+    let mut log = Log::from_durable(
+        Slot(0),
+        vec![
+            (Slot(0), held(&chosen)),
+            (Slot(1), held(&chosen)),
+            (Slot(2), held(&chosen)),
+            (Slot(3), LogEntry { ballot: None, command: chosen.clone() }),
+        ],
+    );
+    let chosen_up_to = Slot(2);
+    let mut acceptor = Acceptor::new(ballot(1));
+    let mut writes = Vec::new();
+    let entries: Vec<(Slot, Command)> = (0..4).map(|s| (Slot(s), other.clone())).collect();
+    let reply = acceptor.on_accept(&mut log, chosen_up_to, ballot(3), &entries, &mut writes);
+
+    let Message::Accepted { ballot: b, slots } = reply else { panic!("accepted: {reply:?}") };
+    assert_eq!(b, ballot(3));
+    assert_eq!(
+        slots,
+        vec![(Slot(0), chosen.digest()), (Slot(1), chosen.digest()), (Slot(2), other.digest()), (Slot(3), chosen.digest())],
+        "known-chosen slots answer with the held command; the merely accepted one takes the new"
+    );
+    for s in [0, 1] {
+        assert_eq!(log.get(Slot(s)), Some(&held(&chosen)), "slot {s} below the prefix is untouched");
+    }
+    assert_eq!(log.get(Slot(2)), Some(&LogEntry { ballot: Some(ballot(3)), command: other.clone() }));
+    assert_eq!(log.get(Slot(3)), Some(&LogEntry { ballot: None, command: chosen.clone() }), "a learned slot is untouched");
+    let accepts: Vec<Slot> = writes
+        .iter()
+        .filter_map(|w| match w {
+            WriteOp::Accept { slot, .. } => Some(*slot),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(accepts, vec![Slot(2)], "only the replaceable slot is written: {writes:?}");
+}
