@@ -169,7 +169,6 @@ pub struct Host<S: LogStore> {
     keep_writes: bool,
     /// Every machine that shares a journal with this one, and when it was last heard.
     peers: BTreeMap<NodeId, Peer>,
-    ticks: u64,
     /// When the next tick is due, in the [`Clock`](crate::ports::Clock)'s milliseconds.
     timer: Timer,
 }
@@ -235,7 +234,6 @@ impl<S: LogStore> Host<S> {
             stats: HostStats::default(),
             keep_writes: false,
             peers: BTreeMap::new(),
-            ticks: 0,
             timer: Timer { tick_ms: TICK_MS_DEFAULT, next_due_ms: None },
         };
         for stored in host.store_mut().load()? {
@@ -327,7 +325,7 @@ impl<S: LogStore> Host<S> {
     fn install(&mut self, key: JournalKey, config: JournalConfig, durable: paros_core::Durable) {
         let seed = self.journal_seed(&key);
         for n in config.voters.iter().chain(&config.learners).filter(|n| **n != self.me) {
-            self.peers.entry(*n).or_insert(Peer { heard_tick: self.ticks, down: false });
+            self.peers.entry(*n).or_insert(Peer { heard_tick: self.stats.ticks, down: false });
         }
         let hosted = if config.voters.contains(&self.me) {
             Hosted::Voter(Box::new(Voter::recover(self.me, config, self.tunables, seed, durable)))
@@ -371,7 +369,7 @@ impl<S: LogStore> Host<S> {
     /// counted; it never creates one.
     pub fn deliver(&mut self, from: NodeId, envelopes: Vec<Envelope>) {
         if let Some(p) = self.peers.get_mut(&from) {
-            p.heard_tick = self.ticks;
+            p.heard_tick = self.stats.ticks;
             p.down = false;
         }
         for e in envelopes {
@@ -458,12 +456,11 @@ impl<S: LogStore> Host<S> {
     /// longer than an election timeout wakes every journal it is a member of, so quiet
     /// journals it led elect a new leader without waiting for a call.
     pub fn tick(&mut self) {
-        self.ticks += 1;
         self.stats.ticks += 1;
         let silence = u64::from(self.tunables.election_ticks_max);
         let mut lost = Vec::new();
         for (id, p) in &mut self.peers {
-            if !p.down && self.ticks - p.heard_tick > silence {
+            if !p.down && self.stats.ticks - p.heard_tick > silence {
                 p.down = true;
                 lost.push(*id);
             }
