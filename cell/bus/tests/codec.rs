@@ -31,6 +31,7 @@ fn write_envelope(records: Vec<Bytes>) -> Envelope {
                     records,
                 }),
             )],
+            chosen_up_to: Slot(18),
         },
     }
 }
@@ -70,7 +71,7 @@ fn requests_and_answers_round_trip() {
 #[test]
 fn an_unknown_version_is_rejected() {
     let mut wire = encode(&vec![write_envelope(vec![Bytes::from_static(b"r")])]);
-    for version in [0u8, 2, 255] {
+    for version in [0u8, 1, WIRE_VERSION + 1, 255] {
         wire[0] = version;
         assert_eq!(
             decode::<Vec<Envelope>>(&wire),

@@ -47,8 +47,10 @@ pub struct Tunables {
     pub call_ticks_max: u32,
     /// Slots one catch-up answer carries.
     pub catch_up_slots_max: u32,
-    /// Ticks between catch-up requests while behind.
+    /// Ticks between catch-up requests while behind and answered; each request that brings
+    /// nothing doubles the pause, up to `catch_up_backoff_ticks_max`.
     pub catch_up_ticks: u32,
+    pub catch_up_backoff_ticks_max: u32,
     /// Ticks a read may wait for its quorum round or its position before `Unserved`.
     pub read_ticks_max: u32,
     /// Reads held at once; more are answered `Unserved`.
@@ -71,6 +73,7 @@ impl Default for Tunables {
             call_ticks_max: 50,
             catch_up_slots_max: 256,
             catch_up_ticks: 2,
+            catch_up_backoff_ticks_max: 16,
             read_ticks_max: 20,
             reads_max: 4096,
             page_records_max: 256,
@@ -86,6 +89,7 @@ impl Tunables {
     pub fn assert_valid(&self) {
         assert!(self.election_ticks_min >= 2, "an election timeout spans at least two ticks");
         assert!(self.election_ticks_max > self.election_ticks_min, "the election draw has a range");
+        assert!(self.catch_up_backoff_ticks_max >= self.catch_up_ticks, "the catch-up backoff starts at its pace");
         for (v, name) in [
             (self.pipeline_slots_max, "pipeline_slots_max"),
             (self.calls_max, "calls_max"),

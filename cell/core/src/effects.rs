@@ -1,6 +1,6 @@
 //! The round being built, and the pieces both wirings share.
 
-use crate::config::JournalConfig;
+use crate::config::{JournalConfig, Tunables};
 use crate::ids::{NodeId, Slot};
 use crate::learner::Walked;
 use crate::message::{Message, Outbound};
@@ -46,21 +46,40 @@ impl Effects {
     }
 }
 
-/// Asks peers for chosen commands while behind; paced by ticks.
+/// Asks peers for chosen commands while behind, paced by ticks: every request that finds the
+/// prefix where the last one left it doubles the pause (up to `catch_up_backoff_ticks_max`)
+/// and goes to the next peer in rotation; any progress resets the pace.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct CatchUp {
     next_tick: u64,
     rotation: usize,
+    /// The prefix end when the last timed request left.
+    asked_at: Slot,
+    /// Requests in a row that found no progress since the one before.
+    misses: u32,
 }
 
 impl CatchUp {
-    /// The voter to ask now, if a timer-driven request is due: the believed leader, else the
-    /// next voter in rotation.
-    pub fn due(&mut self, tick: u64, pace: u32, cfg: &JournalConfig, me: NodeId, leader: Option<NodeId>) -> Option<NodeId> {
+    /// The voter to ask now, if a timer-driven request is due: the believed leader on every
+    /// other request, else the next voter in rotation.
+    pub fn due(
+        &mut self,
+        tick: u64,
+        chosen_up_to: Slot,
+        tunables: &Tunables,
+        cfg: &JournalConfig,
+        me: NodeId,
+        leader: Option<NodeId>,
+    ) -> Option<NodeId> {
+        if chosen_up_to > self.asked_at {
+            self.misses = 0;
+        }
         if tick < self.next_tick {
             return None;
         }
-        self.next_tick = tick + u64::from(pace);
+        self.next_tick = tick + u64::from(catch_up_pause(tunables, self.misses));
+        self.misses = self.misses.saturating_add(1);
+        self.asked_at = chosen_up_to;
         let others: Vec<NodeId> = cfg.voters.iter().copied().filter(|v| *v != me).collect();
         if let Some(l) = leader.filter(|l| *l != me && self.rotation.is_multiple_of(2)) {
             self.rotation += 1;
@@ -69,6 +88,13 @@ impl CatchUp {
         self.rotation += 1;
         others.get(self.rotation % others.len().max(1)).copied()
     }
+}
+
+/// The pause after `misses` fruitless requests in a row: the pace, doubled per miss, capped.
+#[must_use]
+pub(crate) fn catch_up_pause(tunables: &Tunables, misses: u32) -> u32 {
+    let doubled = u64::from(tunables.catch_up_ticks) << misses.min(16);
+    doubled.min(u64::from(tunables.catch_up_backoff_ticks_max)) as u32
 }
 
 /// The request a laggard sends.

@@ -72,6 +72,12 @@ impl Learner {
         self.known_chosen > self.chosen_up_to()
     }
 
+    /// The end of the chosen prefix as far as anyone told us (at least our own).
+    #[must_use]
+    pub fn known_chosen(&self) -> Slot {
+        self.known_chosen.max(self.chosen_up_to())
+    }
+
     /// A leader at `ballot` says every slot below `up_to` is chosen.
     pub fn on_commit(&mut self, ballot: Ballot, up_to: Slot) {
         self.known_chosen = self.known_chosen.max(up_to);
@@ -82,6 +88,13 @@ impl Learner {
         if better {
             self.commit = Some((ballot, up_to));
         }
+    }
+
+    /// A peer says every slot below `up_to` is chosen there (a Promise, a Nack's floor, a
+    /// heartbeat acknowledgement, a catch-up answer): until our prefix reaches it we are behind,
+    /// so we keep asking and never quiesce. It makes no value chosen here by itself.
+    pub fn note_chosen(&mut self, up_to: Slot) {
+        self.known_chosen = self.known_chosen.max(up_to);
     }
 
     /// `command` is known chosen at `slot` (from a peer, a leader's `Chosen`, or our own quorum).
@@ -193,7 +206,7 @@ impl Learner {
         let end = self.chosen_up_to();
         if from >= end {
             // Nothing newer here: say so, so a replica probing after a restart stops asking.
-            return Some(Message::CatchUpResponse { entries: Vec::new() });
+            return Some(Message::CatchUpResponse { entries: Vec::new(), chosen_up_to: end });
         }
         let entries: Vec<(Slot, Command)> = log
             .range_from(from)
@@ -202,6 +215,6 @@ impl Learner {
             .map(|(s, e)| (*s, e.command.clone()))
             .collect();
         assert!(entries.first().is_some_and(|(s, _)| *s == from), "the chosen prefix is held without holes");
-        Some(Message::CatchUpResponse { entries })
+        Some(Message::CatchUpResponse { entries, chosen_up_to: end })
     }
 }

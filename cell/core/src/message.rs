@@ -42,8 +42,10 @@ pub enum Message {
     Chosen { entries: Vec<(Slot, Command)> },
     /// Laggard → peer: send me the chosen commands from `from` on.
     CatchUpRequest { from: Slot },
-    /// Peer → laggard: chosen commands, contiguous from the requested slot.
-    CatchUpResponse { entries: Vec<(Slot, Command)> },
+    /// Peer → laggard: chosen commands, contiguous from the requested slot, at most a page of
+    /// them; every slot below `chosen_up_to` is chosen at the peer, so an answer that stops
+    /// short of it says there is more to ask for.
+    CatchUpResponse { entries: Vec<(Slot, Command)>, chosen_up_to: Slot },
     /// Peer → laggard: everything below `point` is chosen and gone here; `state` is its fold.
     TrimmedTo { from: Slot, point: Slot, state: JournalState },
     /// Reader → acceptors: your highest accepted slot, please (a linearizable read's round).

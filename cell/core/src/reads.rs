@@ -32,11 +32,15 @@ struct Pending {
     deadline: u64,
 }
 
+/// Ticks a watermark round waits for a quorum before its reads start a new one.
+pub const WATERMARK_RETRY_TICKS: u64 = 2;
+
 /// The reads one journal holds on one server.
 #[derive(Clone, Debug, Default)]
 pub struct Reads {
     pending: BTreeMap<ReadId, Pending>,
-    rounds: BTreeMap<u64, BTreeMap<NodeId, Slot>>,
+    /// Open watermark rounds: the tick each started at and the replies so far.
+    rounds: BTreeMap<u64, (u64, BTreeMap<NodeId, Slot>)>,
     next_round: u64,
     tick: u64,
 }
@@ -75,7 +79,7 @@ impl Reads {
             return;
         }
         self.next_round += 1;
-        self.rounds.insert(round, BTreeMap::new());
+        self.rounds.insert(round, (self.tick, BTreeMap::new()));
         for v in &cfg.voters {
             out.push(Outbound { to: *v, message: Message::WatermarkRequest { read: round } });
         }
@@ -92,7 +96,7 @@ impl Reads {
         if !cfg.voters.contains(&from) {
             return;
         }
-        let Some(replies) = self.rounds.get_mut(&round) else { return };
+        let Some((_, replies)) = self.rounds.get_mut(&round) else { return };
         replies.insert(from, up_to);
         if replies.len() < cfg.quorum() {
             return;
@@ -140,7 +144,10 @@ impl Reads {
     }
 
     /// One tick: reads past their deadline are answered `Unserved` (a long-poll that expires
-    /// is answered by the next `poll` with an empty page).
+    /// is answered by the next `poll` with an empty page). A watermark round that has not
+    /// heard a quorum after [`WATERMARK_RETRY_TICKS`] is abandoned and its reads join the next
+    /// round (a request or a reply was lost): a later round's target is at least as high, so
+    /// the read stays linearizable.
     pub fn tick(&mut self, answers: &mut Vec<(ReadId, ReadAnswer)>) {
         self.tick += 1;
         let tick = self.tick;
@@ -153,6 +160,13 @@ impl Reads {
         for id in expired {
             self.pending.remove(&id);
             answers.push((id, ReadAnswer::Unserved));
+        }
+        let stale: Vec<u64> =
+            self.rounds.iter().filter(|(_, (started, _))| tick >= started + WATERMARK_RETRY_TICKS).map(|(r, _)| *r).collect();
+        for p in self.pending.values_mut() {
+            if matches!(p.stage, Stage::Confirming(r) if stale.contains(&r)) {
+                p.stage = Stage::Unconfirmed;
+            }
         }
         let live: Vec<u64> = self.pending.values().filter_map(|p| match p.stage { Stage::Confirming(r) => Some(r), _ => None }).collect();
         self.rounds.retain(|r, _| live.contains(r));

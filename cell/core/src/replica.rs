@@ -87,13 +87,22 @@ impl Replica {
         }
         let writes = &mut self.effects.ready.writes;
         match message {
-            Message::Chosen { entries } | Message::CatchUpResponse { entries } => {
-                let more = !entries.is_empty();
+            Message::Chosen { entries } => {
                 for (slot, command) in &entries {
                     self.learner.learn(&mut self.log, *slot, command, writes);
                 }
                 self.walk();
-                if more && self.learner.is_behind() {
+            }
+            Message::CatchUpResponse { entries, chosen_up_to } => {
+                // A page that moved us and left us behind is followed by the next request at
+                // once; an answer that brought nothing waits for the catch-up timer.
+                let before = self.learner.chosen_up_to();
+                self.learner.note_chosen(chosen_up_to);
+                for (slot, command) in &entries {
+                    self.learner.learn(&mut self.log, *slot, command, writes);
+                }
+                self.walk();
+                if self.learner.chosen_up_to() > before && self.learner.is_behind() {
                     self.effects.send(from, catch_up_request(self.learner.chosen_up_to()));
                 }
             }
@@ -125,7 +134,7 @@ impl Replica {
         self.tick += 1;
         self.reads.tick(&mut self.effects.ready.reads);
         if (self.learner.is_behind() || self.probe)
-            && let Some(to) = self.catch_up.due(self.tick, self.tunables.catch_up_ticks, &self.cfg, self.me, self.leader)
+            && let Some(to) = self.catch_up.due(self.tick, self.learner.chosen_up_to(), &self.tunables, &self.cfg, self.me, self.leader)
         {
             self.effects.send(to, catch_up_request(self.learner.chosen_up_to()));
         }

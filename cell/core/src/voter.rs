@@ -239,7 +239,7 @@ impl Voter {
             self.effects.ready.answers.push((id, CallAnswer::NoVerdict));
         }
         if self.learner.is_behind()
-            && let Some(to) = self.catch_up.due(tick, self.tunables.catch_up_ticks, &self.cfg, self.me, self.proposer.leader_hint())
+            && let Some(to) = self.catch_up.due(tick, self.learner.chosen_up_to(), &self.tunables, &self.cfg, self.me, self.proposer.leader_hint())
         {
             self.send(to, catch_up_request(self.learner.chosen_up_to()));
         }
@@ -388,6 +388,26 @@ impl Voter {
         self.learner.chosen_up_to()
     }
 
+    /// Chosen commands from `from`: a leader's feed, or a catch-up answer from a peer whose
+    /// chosen prefix ends at `peer_chosen`. A page that moved us and left us behind is followed
+    /// at once by a request for the next one; anything else waits for the catch-up timer.
+    fn on_chosen_entries(&mut self, from: NodeId, entries: &[(Slot, Command)], peer_chosen: Option<Slot>) {
+        let before = self.learner.chosen_up_to();
+        if let Some(up_to) = peer_chosen {
+            self.learner.note_chosen(up_to);
+        }
+        for (slot, command) in entries {
+            self.learner.learn(&mut self.log, *slot, command, &mut self.effects.ready.writes);
+        }
+        let mut walked = Vec::new();
+        self.learner.walk(&mut self.log, &mut self.effects.ready.writes, &mut walked);
+        self.on_walked(&walked);
+        let moved = self.learner.chosen_up_to() > before;
+        if moved && peer_chosen.is_some() && self.learner.is_behind() && from != self.me {
+            self.send(from, catch_up_request(self.learner.chosen_up_to()));
+        }
+    }
+
     fn handle(&mut self, from: NodeId, message: Message) {
         let was_leader = self.proposer.is_leader();
         let writes = &mut self.effects.ready.writes;
@@ -400,6 +420,9 @@ impl Voter {
                 self.send(from, reply);
             }
             Message::Promise { ballot, from: _, chosen_up_to, accepted } => {
+                // Whatever becomes of the campaign, slots below the acceptor's chosen index are
+                // chosen: a campaign that starts above our prefix leaves them to catch-up.
+                self.learner.note_chosen(chosen_up_to);
                 let elected = self.proposer.on_promise(&self.cfg, from, ballot, chosen_up_to, accepted, self.learner.chosen_up_to());
                 if let Elected::Won { learn_from: Some((peer, _)) } = elected {
                     self.send(peer, catch_up_request(self.learner.chosen_up_to()));
@@ -407,6 +430,7 @@ impl Voter {
             }
             Message::Nack { ballot, promised, floor } => {
                 self.proposer.on_nack(ballot, promised, &self.tunables);
+                self.learner.note_chosen(floor);
                 if floor > self.learner.chosen_up_to() {
                     self.send(from, catch_up_request(self.learner.chosen_up_to()));
                 }
@@ -449,20 +473,11 @@ impl Voter {
                 self.send(from, Message::HeartbeatAck { ballot, chosen_up_to });
             }
             Message::HeartbeatAck { ballot, chosen_up_to } => {
+                self.learner.note_chosen(chosen_up_to);
                 self.proposer.on_heartbeat_ack(from, ballot, chosen_up_to);
             }
-            Message::Chosen { entries } | Message::CatchUpResponse { entries } => {
-                let more = !entries.is_empty();
-                for (slot, command) in &entries {
-                    self.learner.learn(&mut self.log, *slot, command, writes);
-                }
-                let mut walked = Vec::new();
-                self.learner.walk(&mut self.log, &mut self.effects.ready.writes, &mut walked);
-                self.on_walked(&walked);
-                if more && self.learner.is_behind() && from != self.me {
-                    self.send(from, catch_up_request(self.learner.chosen_up_to()));
-                }
-            }
+            Message::Chosen { entries } => self.on_chosen_entries(from, &entries, None),
+            Message::CatchUpResponse { entries, chosen_up_to } => self.on_chosen_entries(from, &entries, Some(chosen_up_to)),
             Message::CatchUpRequest { from: start } => {
                 if let Some(reply) = self.learner.serve_catch_up(&self.log, start, self.tunables.catch_up_slots_max) {
                     self.send(from, reply);

@@ -264,7 +264,7 @@ fn a_held_call_judged_blind_after_a_jump_gets_no_verdict() {
     let sealed = JournalState { leader: Some(a), term: 1, next_seq: Seq(1), first_seq: Seq(0) };
     v.step(q, Message::TrimmedTo { from: Slot(0), point: Slot(2), state: sealed });
     let truncate = Call::Truncate { leader: Some(a), up_to: Seq(1) }.into_command();
-    v.step(q, Message::CatchUpResponse { entries: vec![(Slot(2), w2), (Slot(3), retry.into_command()), (Slot(4), truncate)] });
+    v.step(q, Message::CatchUpResponse { entries: vec![(Slot(2), w2), (Slot(3), retry.into_command()), (Slot(4), truncate)], chosen_up_to: Slot(5) });
     let ready = round(&mut v);
     assert_eq!(v.chosen_up_to(), Slot(5));
     let judged: Vec<_> = ready.applied.iter().map(|x| (x.slot, x.judged.outcome, x.judged.blind)).collect();

@@ -63,9 +63,9 @@ fn catch_up_serves_only_the_chosen_prefix() {
     assert_eq!(learner.chosen_up_to(), Slot(2));
 
     let served = learner.serve_catch_up(&log, Slot(0), 64);
-    assert_eq!(served, Some(Message::CatchUpResponse { entries: vec![(Slot(0), NOOP), (Slot(1), NOOP)] }));
+    assert_eq!(served, Some(Message::CatchUpResponse { entries: vec![(Slot(0), NOOP), (Slot(1), NOOP)], chosen_up_to: Slot(2) }));
     let served = learner.serve_catch_up(&log, Slot(2), 64);
-    assert_eq!(served, Some(Message::CatchUpResponse { entries: Vec::new() }), "nothing chosen from the prefix end on");
+    assert_eq!(served, Some(Message::CatchUpResponse { entries: Vec::new(), chosen_up_to: Slot(2) }), "nothing chosen from the prefix end on");
 }
 
 /// Phase 1 refusals (DESIGN §4.1): a Prepare below the floor is answered `Nack` with the floor —
