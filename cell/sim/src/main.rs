@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use paros_sim::check::MUST_REACH_SEEDS_MIN;
-use paros_sim::sweep::{self, SeedResult};
+use paros_sim::check::Claim;
+use paros_sim::sweep::{self, SeedResult, Seeds};
 use paros_sim::RunOptions;
 
 #[derive(Parser, Debug)]
@@ -17,17 +18,24 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Runs seeds S..S+N-1 and prints every claim's counters.
+    /// Runs seeds in parallel and prints every claim's counters: S..S+N-1 (`--seeds`), or from
+    /// S until a time budget is spent (`--duration-s`), or the seeds of a list (`--seed-list`).
     Sweep {
         /// How many seeds.
-        #[arg(long)]
-        seeds: u64,
+        #[arg(long, conflicts_with_all = ["duration_s", "seed_list"])]
+        seeds: Option<u64>,
+        /// Run seeds from `--start` on until this many seconds have passed.
+        #[arg(long, conflicts_with = "seed_list")]
+        duration_s: Option<u64>,
+        /// Run exactly the seeds in FILE (one per line, `#` comments), e.g. every seed that ever failed.
+        #[arg(long, value_name = "FILE")]
+        seed_list: Option<std::path::PathBuf>,
         /// The first seed.
         #[arg(long, default_value_t = 0)]
         start: u64,
-        /// Worker threads (each seed still runs on one thread); defaults to the CPU count.
-        #[arg(long)]
-        threads: Option<usize>,
+        /// Seeds run at once (each on its own thread); defaults to the CPU count.
+        #[arg(long, alias = "threads")]
+        jobs: Option<usize>,
         /// Steps the linearizability search may take per journal history.
         #[arg(long, default_value_t = RunOptions::default().lin_step_budget)]
         lin_steps: u64,
@@ -53,15 +61,32 @@ fn replay_command(seed: u64) -> String {
 
 fn main() -> ExitCode {
     match Cli::parse().command {
-        Command::Sweep { seeds, start, threads, lin_steps } => run_sweep(seeds, start, threads, lin_steps),
+        Command::Sweep { seeds, duration_s, seed_list, start, jobs, lin_steps } => {
+            let plan = match (seeds, duration_s, seed_list) {
+                (Some(count), _, _) => Seeds::Range { start, count },
+                (None, Some(secs), _) => Seeds::For { start, budget: std::time::Duration::from_secs(secs) },
+                (None, None, Some(path)) => match std::fs::read_to_string(&path).map_err(|e| e.to_string()).and_then(|t| sweep::parse_seed_list(&t)) {
+                    Ok(list) => Seeds::List(list),
+                    Err(e) => {
+                        eprintln!("cannot read the seed list {}: {e}", path.display());
+                        return ExitCode::from(2);
+                    }
+                },
+                (None, None, None) => {
+                    eprintln!("say which seeds: --seeds N, --duration-s SECS or --seed-list FILE");
+                    return ExitCode::from(2);
+                }
+            };
+            run_sweep(&plan, jobs, lin_steps)
+        }
         Command::Replay { seed, timeline, history, lin_steps } => run_replay(seed, timeline, history, lin_steps),
     }
 }
 
-fn run_sweep(seeds: u64, start: u64, threads: Option<usize>, lin_steps: u64) -> ExitCode {
-    let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+fn run_sweep(plan: &Seeds, jobs: Option<usize>, lin_steps: u64) -> ExitCode {
+    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let options = RunOptions { lin_step_budget: lin_steps, ..RunOptions::default() };
-    let s = sweep::sweep(start, seeds, threads, options, &|_| {});
+    let s = sweep::sweep(plan, jobs, options, &|_| {});
     for (seed, details) in &s.failing {
         println!("violation: seed={seed}");
         for d in details {
@@ -70,20 +95,36 @@ fn run_sweep(seeds: u64, start: u64, threads: Option<usize>, lin_steps: u64) -> 
         println!("  replay: {}", replay_command(*seed));
     }
     print!("{}", s.claims);
+    for claim in Claim::ALL.into_iter().filter(|c| c.must_reach()) {
+        println!("reached: claim \"{}\" in {:.1}% of seeds", claim.name(), 100.0 * s.reach_share(claim));
+    }
     println!(
         "linearizability: histories={} budget_exhausted={} (not violations)",
         s.histories_checked, s.histories_exhausted
     );
-    let unreached = s.unreached();
-    if seeds >= MUST_REACH_SEEDS_MIN {
-        for c in &unreached {
-            println!("unreached: claim \"{}\" must be reached in a sweep of {MUST_REACH_SEEDS_MIN}+ seeds", c.name());
-        }
+    match s.longest_stall {
+        Some((seed, ns)) => println!("progress: longest stall {} ms (seed {seed})", ns / 1_000_000),
+        None => println!("progress: longest stall 0 ms"),
     }
-    let per_s = seeds as f64 / s.elapsed_s.max(1e-9);
-    println!("sweep: seeds={seeds} violations={} seeds_per_s={per_s:.1}", s.violations());
+    let judged = s.seeds >= MUST_REACH_SEEDS_MIN;
+    let unreached = if judged { s.unreached() } else { Vec::new() };
+    for c in &unreached {
+        println!("unreached: claim \"{}\" must be reached in a sweep of {MUST_REACH_SEEDS_MIN}+ seeds", c.name());
+    }
+    let under = if judged { s.under_reached() } else { Vec::new() };
+    for (c, share) in &under {
+        let min = c.reach_share_min().unwrap_or(0.0);
+        println!("under-reached: claim \"{}\" in {:.1}% of seeds, below {:.0}%", c.name(), 100.0 * share, 100.0 * min);
+    }
+    let per_s = s.seeds as f64 / s.elapsed_s.max(1e-9);
+    println!(
+        "sweep: seeds={} jobs={jobs} violations={} elapsed_s={:.1} seeds_per_s={per_s:.1}",
+        s.seeds,
+        s.violations(),
+        s.elapsed_s
+    );
     let _ = std::io::stdout().flush();
-    if s.violations() > 0 || (seeds >= MUST_REACH_SEEDS_MIN && !unreached.is_empty()) {
+    if s.violations() > 0 || !unreached.is_empty() || !under.is_empty() {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
@@ -122,6 +163,7 @@ fn run_replay(seed: u64, timeline: bool, history: Option<std::path::PathBuf>, li
         report.histories_checked,
         report.histories_exhausted
     );
+    println!("progress: longest stall {} ms", report.longest_stall_ns / 1_000_000);
     println!("replay: seed={seed} hash={:016x}", report.hash);
     if report.claims.violations() > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }

@@ -44,6 +44,15 @@ impl SimRng {
         &items[self.below(items.len() as u64) as usize]
     }
 
+    /// An independent generator derived from this one's state without advancing it: knobs
+    /// added to a world later draw from it, so every seed's older draws stay what they were.
+    #[must_use]
+    pub fn side(&self, salt: u64) -> SimRng {
+        let mut s = SimRng(self.0 ^ salt.wrapping_mul(0xd6e8_feb8_6659_fd93));
+        s.u64();
+        s
+    }
+
     /// An independent generator drawn from this one.
     pub fn fork(&mut self) -> SimRng {
         SimRng(self.u64())

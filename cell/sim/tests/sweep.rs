@@ -6,7 +6,7 @@ use paros_sim::sweep;
 
 #[test]
 fn a_short_sweep_has_no_violations() {
-    let s = sweep::sweep(0, 20, 2, RunOptions::default(), &|_| {});
+    let s = sweep::sweep(&sweep::Seeds::Range { start: 0, count: 20 }, 2, RunOptions::default(), &|_| {});
     assert!(s.failing.is_empty(), "seeds with violations: {:#?}", s.failing);
     assert_eq!(s.violations(), 0);
     for claim in [Claim::OneChosenPerSlot, Claim::SameOutcome, Claim::Converges, Claim::Linearizable] {

@@ -15,10 +15,14 @@ pub enum Claim {
     ReadBelowTrimRefused,
     SameFold,
     Linearizable,
+    Progress,
+    ContestedCampaign,
+    StaleAccept,
+    CrashBeforeSync,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 10] = [
+    pub const ALL: [Claim; 14] = [
         Claim::OneChosenPerSlot,
         Claim::SameOutcome,
         Claim::PromiseNeverDecreases,
@@ -29,6 +33,10 @@ impl Claim {
         Claim::ReadBelowTrimRefused,
         Claim::SameFold,
         Claim::Linearizable,
+        Claim::Progress,
+        Claim::ContestedCampaign,
+        Claim::StaleAccept,
+        Claim::CrashBeforeSync,
     ];
 
     /// The claim's name, exactly as the runner prints it.
@@ -45,13 +53,25 @@ impl Claim {
             Claim::ReadBelowTrimRefused => "journal read: a read below the trim point is refused",
             Claim::SameFold => "every client folds the same record to the same state",
             Claim::Linearizable => "a client history is linearizable",
+            Claim::Progress => "in the fault-free settle tail every call is answered and every journal with a pending call decides within a bound",
+            Claim::ContestedCampaign => {
+                "contested: a campaign whose Promises report different values for one slot at different ballots re-proposes the reported value of the highest ballot, the chosen one if any"
+            }
+            Claim::StaleAccept => "contested: an Accept in flight from a deposed leader is never accepted above a higher durable promise",
+            Claim::CrashBeforeSync => "contested: a crash between a round's write and its sync takes back no vote that left the machine",
         }
     }
 
     /// True for claims a sweep of at least [`MUST_REACH_SEEDS_MIN`] seeds must reach.
     #[must_use]
     pub fn must_reach(self) -> bool {
-        matches!(self, Claim::VoterTrimJump | Claim::ReplicaTrimJump | Claim::ReadBelowTrimRefused)
+        matches!(self, Claim::VoterTrimJump | Claim::ReplicaTrimJump | Claim::ReadBelowTrimRefused) || self.reach_share_min().is_some()
+    }
+
+    /// The share of seeds a sweep must reach this claim in (the contested schedules), if any.
+    #[must_use]
+    pub fn reach_share_min(self) -> Option<f64> {
+        matches!(self, Claim::ContestedCampaign | Claim::StaleAccept | Claim::CrashBeforeSync).then_some(0.05)
     }
 
     fn index(self) -> usize {
@@ -76,7 +96,7 @@ pub struct Count {
 /// The counters of every claim, and the first violations in detail.
 #[derive(Clone, Debug, Default)]
 pub struct Claims {
-    counts: [Count; 10],
+    counts: [Count; Claim::ALL.len()],
     pub details: Vec<(Claim, String)>,
 }
 

@@ -31,6 +31,9 @@ pub struct Audit {
     accepts: BTreeMap<(JournalKey, Slot), Acceptances>,
     /// The command digest a quorum accepted at some ballot: chosen.
     chosen: BTreeMap<(JournalKey, Slot), u64>,
+    /// The lowest ballot at which a quorum accepted the chosen command: every proposal at this
+    /// ballot or above carries it (a deposed leader's lower-ballot Accepts may not).
+    chosen_at: BTreeMap<(JournalKey, Slot), Ballot>,
     /// The first sighted judgement of each slot (blind ones until a sighted one arrives).
     pub judged: BTreeMap<(JournalKey, Slot), Judgement>,
     /// The journal state after folding every slot below the key's slot.
@@ -43,6 +46,26 @@ pub struct Audit {
     seen: BTreeMap<(JournalKey, u64), Bytes>,
     /// Chain state after folding (journal, chain origin, position).
     folds: BTreeMap<(JournalKey, u64, u64), u64>,
+    /// Each candidate's campaign: its ballot and, per slot, the values remote Promises reported
+    /// while it was still campaigning (ballot `None`: reported chosen).
+    campaigns: BTreeMap<(NodeId, JournalKey), (Ballot, Campaign)>,
+    /// Contested slots whose re-proposal was judged: reached once each.
+    contested: BTreeSet<(NodeId, JournalKey, Ballot, Slot)>,
+    /// The highest ballot any Prepare of the journal carried out of a machine.
+    prepared: BTreeMap<JournalKey, Ballot>,
+    /// The highest ballot each acceptor voted for in a reply that left its machine.
+    votes_sent: BTreeMap<(NodeId, JournalKey), Ballot>,
+}
+
+/// What a campaign heard, per slot.
+type Campaign = BTreeMap<Slot, Vec<Reports>>;
+
+/// One reported value: its ballot (`None` when reported chosen) and its command's digest.
+type Reports = (Option<Ballot>, u64);
+
+/// Orders reported ballots as the P2c merge does: a value reported chosen outranks every ballot.
+fn rank(b: Option<Ballot>) -> (bool, Ballot) {
+    b.map_or((true, Ballot::ZERO), |b| (false, b))
 }
 
 impl Audit {
@@ -72,6 +95,10 @@ impl Audit {
                 }
             }
             WriteOp::Accept { slot, ballot, command } => {
+                let promised = self.promises.get(&(node, key)).copied().unwrap_or(Ballot::ZERO);
+                self.claims.check(Claim::StaleAccept, promised <= *ballot, || {
+                    format!("{node:?} on {key:?} durably accepted {slot:?} at {ballot:?} after promising {promised:?}")
+                });
                 let digest = command.digest();
                 let quorum = self.quorum[&key];
                 let at = self.accepts.entry((key, *slot)).or_default().entry(*ballot).or_insert((digest, BTreeSet::new()));
@@ -80,6 +107,8 @@ impl Audit {
                 });
                 at.1.insert(node);
                 if at.1.len() >= quorum {
+                    let lowest = self.chosen_at.entry((key, *slot)).or_insert(*ballot);
+                    *lowest = (*lowest).min(*ballot);
                     self.on_chosen(key, *slot, digest, &format!("a quorum at {ballot:?}"));
                 }
             }
@@ -145,7 +174,16 @@ impl Audit {
     /// must be backed by its disk (persist before send), or a crash would take back a vote.
     pub fn on_leaving(&mut self, node: NodeId, key: JournalKey, message: &Message, durable: Option<&Durable>) {
         let promise = durable.map_or(Ballot::ZERO, |d| d.promise);
+        if let Message::Promise { ballot, .. } | Message::Accepted { ballot, .. } = message {
+            let sent = self.votes_sent.entry((node, key)).or_insert(Ballot::ZERO);
+            *sent = (*sent).max(*ballot);
+        }
         match message {
+            Message::Prepare { ballot, .. } => {
+                let p = self.prepared.entry(key).or_insert(Ballot::ZERO);
+                *p = (*p).max(*ballot);
+            }
+            Message::Accept { ballot, entries, .. } => self.on_accept_leaving(node, key, *ballot, entries, durable),
             Message::Promise { ballot, .. } => {
                 self.claims.check(Claim::PromiseNeverDecreases, promise >= *ballot, || {
                     format!("{node:?} on {key:?} sent a Promise for {ballot:?} with {promise:?} on disk")
@@ -168,6 +206,90 @@ impl Audit {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// A leader's Accept leaves: a slot already chosen is proposed with its chosen command, and
+    /// a slot its campaign found contested with the value P2c picks (the highest ballot reported
+    /// remotely, or its own acceptor's value when that ranks at least as high).
+    fn on_accept_leaving(&mut self, node: NodeId, key: JournalKey, ballot: Ballot, entries: &[(Slot, paros_core::journal::Command)], durable: Option<&Durable>) {
+        for (slot, command) in entries {
+            let digest = command.digest();
+            let binding = self.chosen_at.get(&(key, *slot)).is_some_and(|at| *at <= ballot);
+            if let Some(chosen) = self.chosen.get(&(key, *slot)).copied().filter(|_| binding) {
+                self.claims.check(Claim::OneChosenPerSlot, chosen == digest, || {
+                    format!("{node:?} on {key:?} proposed {digest:x} at {slot:?} ({ballot:?}) where {chosen:x} was chosen")
+                });
+            }
+            let Some((b, reports)) = self.campaigns.get(&(node, key)) else { continue };
+            let Some(reported) = reports.get(slot).filter(|_| *b == ballot) else { continue };
+            let digests: BTreeSet<u64> = reported.iter().map(|r| r.1).collect();
+            let ballots: BTreeSet<(bool, Ballot)> = reported.iter().map(|r| rank(r.0)).collect();
+            if digests.len() < 2 || ballots.len() < 2 {
+                continue;
+            }
+            let best = *reported.iter().max_by_key(|r| rank(r.0)).expect("two reports at least");
+            let own = durable.and_then(|d| d.entries.binary_search_by_key(slot, |(s, _)| *s).ok().map(|i| &d.entries[i].1));
+            let own_outranks = own.is_some_and(|e| e.command.digest() == digest && rank(e.ballot) >= rank(best.0));
+            let chosen_ok = !binding || self.chosen.get(&(key, *slot)).is_none_or(|c| *c == digest);
+            let ok = (digest == best.1 || own_outranks) && chosen_ok;
+            self.claims.check(Claim::ContestedCampaign, ok, || {
+                format!("{node:?} on {key:?} at {ballot:?} re-proposed {digest:x} at {slot:?}; Promises reported {reported:?}, own {own:?}")
+            });
+            if ok && self.contested.insert((node, key, ballot, *slot)) {
+                self.claims.reach(Claim::ContestedCampaign);
+            }
+        }
+    }
+
+    /// A Promise reached `to`, which was still campaigning (`candidate`) or not.
+    ///
+    /// The candidate's own Promise never crosses the network: its own durable value at each
+    /// reported slot stands in for it.
+    pub fn on_promise_delivered(&mut self, to: NodeId, key: JournalKey, message: &Message, candidate: bool, own: Option<&Durable>) {
+        let Message::Promise { ballot, accepted, .. } = message else { return };
+        if !candidate || ballot.node != to {
+            return;
+        }
+        let entry = self.campaigns.entry((to, key)).or_insert_with(|| (*ballot, BTreeMap::new()));
+        if entry.0 != *ballot {
+            *entry = (*ballot, BTreeMap::new());
+        }
+        for r in accepted {
+            let mine = own
+                .and_then(|d| d.entries.binary_search_by_key(&r.slot, |(s, _)| *s).ok().map(|i| &d.entries[i].1))
+                .map(|e| (e.ballot, e.command.digest()));
+            let reports = entry.1.entry(r.slot).or_default();
+            for report in [Some((r.ballot, r.command.digest())), mine].into_iter().flatten() {
+                if !reports.contains(&report) {
+                    reports.push(report);
+                }
+            }
+        }
+    }
+
+    /// An Accept at `ballot` reached an acceptor of `key`: stale when a higher ballot was
+    /// already prepared (the leader that sent it was deposed while it was in flight).
+    pub fn on_accept_delivered(&mut self, key: JournalKey, message: &Message) {
+        if let Message::Accept { ballot, .. } = message
+            && self.prepared.get(&key).is_some_and(|p| p > ballot)
+        {
+            self.claims.reach(Claim::StaleAccept);
+        }
+    }
+
+    /// `node` crashed; `lost` is how many writes of its round in flight never reached a sync,
+    /// and `durable` what its disk holds now. No vote that left it may be taken back.
+    pub fn on_crash(&mut self, node: NodeId, lost: usize, durable: &[(JournalKey, Ballot)]) {
+        if lost == 0 {
+            return;
+        }
+        self.claims.reach(Claim::CrashBeforeSync);
+        for (key, promise) in durable {
+            let sent = self.votes_sent.get(&(node, *key)).copied().unwrap_or(Ballot::ZERO);
+            self.claims.check(Claim::CrashBeforeSync, *promise >= sent, || {
+                format!("{node:?} on {key:?} voted at {sent:?} but its disk holds promise {promise:?} after a crash")
+            });
         }
     }
 

@@ -68,6 +68,9 @@ impl<H: Host> World<H> {
         self.requests.insert(req, Outstanding { client: c, token, history: self.history.len() - 1 });
         let name = &self.clients[c].name;
         self.trace.event(self.now, "request", &[req, to.0], || format!("{name} -> {to:?} #{req} {request:?}"));
+        if matches!(request, Request::Call(_)) {
+            self.progress.on_call(self.clients[c].journal, req, self.now);
+        }
         let timeout = self.params.call_timeout_ns;
         self.after(timeout, Event::Timeout(req));
         if !self.rng.chance(self.net().drop_ppm) {
@@ -95,6 +98,8 @@ impl<H: Host> World<H> {
 
     pub(super) fn resolve(&mut self, req: u64, from: Option<NodeId>, reply: Reply) {
         let Some(o) = self.requests.remove(&req) else { return };
+        let journal = self.clients[o.client].journal;
+        self.progress.on_end(journal, req, self.now, !matches!(reply, Reply::TimedOut), &mut self.audit.claims);
         self.history_order += 1;
         let h = &mut self.history[o.history];
         match &reply {

@@ -16,20 +16,23 @@ impl<H: Host> World<H> {
     /// A machine to hit: half the time one that leads some journal (a leader dying or cut off
     /// with proposals in flight is where Paxos earns its keep), else any machine.
     pub(super) fn victim(&mut self) -> usize {
-        if self.rng.chance(500_000) {
-            let leaders: Vec<usize> = (0..self.machines.len())
-                .filter(|m| {
-                    let mach = &self.machines[*m];
-                    mach.host.as_ref().is_some_and(|h| {
-                        mach.spec.placements.iter().any(|p| h.probe(&p.key).is_some_and(|pr| pr.leader))
-                    })
-                })
-                .collect();
-            if !leaders.is_empty() {
-                return *self.rng.pick(&leaders);
-            }
+        if self.rng.chance(500_000)
+            && let Some(m) = self.a_leader()
+        {
+            return m;
         }
         self.rng.below(self.machines.len() as u64) as usize
+    }
+
+    /// A machine that leads some journal, if any is up.
+    pub(super) fn a_leader(&mut self) -> Option<usize> {
+        let leaders: Vec<usize> = (0..self.machines.len())
+            .filter(|m| {
+                let mach = &self.machines[*m];
+                mach.host.as_ref().is_some_and(|h| mach.spec.placements.iter().any(|p| h.probe(&p.key).is_some_and(|pr| pr.leader)))
+            })
+            .collect();
+        (!leaders.is_empty()).then(|| *self.rng.pick(&leaders))
     }
 
     pub(super) fn on_random_crash(&mut self) {
@@ -79,8 +82,8 @@ impl<H: Host> World<H> {
         let Some((lo, hi)) = self.params.partition_gap_ns else { return };
         let mut groups = BTreeMap::new();
         let ids: Vec<NodeId> = self.machines.iter().map(|m| m.spec.id).collect();
-        if self.rng.chance(500_000) {
-            let victim = self.victim();
+        if self.params.leader_churn || self.rng.chance(500_000) {
+            let victim = if self.params.leader_churn { self.a_leader().unwrap_or_else(|| self.victim()) } else { self.victim() };
             let alone = self.machines[victim].spec.id;
             for id in &ids {
                 groups.insert(*id, u8::from(*id == alone));
@@ -103,6 +106,7 @@ impl<H: Host> World<H> {
     pub(super) fn on_settle(&mut self) {
         self.chaos = false;
         self.partition = None;
+        self.progress.on_settle(self.now);
         self.trace.event(self.now, "settle", &[], || "faults stop; every machine restarts".into());
         for m in 0..self.machines.len() {
             self.on_restart(m, RestartCause::Settle);

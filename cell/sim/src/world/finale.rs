@@ -41,6 +41,7 @@ impl<H: Host> World<H> {
             }
         }
         let (checked, exhausted) = self.check_histories();
+        let longest_stall_ns = self.progress.finish(self.now, &mut self.audit.claims);
         let events = self.trace.events();
         RunReport {
             seed: self.seed,
@@ -51,6 +52,7 @@ impl<H: Host> World<H> {
             histories_exhausted: exhausted,
             history: if self.options.keep_history { std::mem::take(&mut self.history) } else { Vec::new() },
             claims: self.audit.claims,
+            longest_stall_ns,
         }
     }
 

@@ -25,10 +25,14 @@ impl<H: Host> World<H> {
         if mach.host.take().is_none() {
             return;
         }
+        let lost = if mach.round_in_flight { mach.round_writes } else { 0 };
         mach.disk.crash();
         mach.epoch += 1;
         mach.round_in_flight = false;
         let id = mach.spec.id;
+        let durable: Vec<_> =
+            mach.spec.placements.iter().map(|p| (p.key, mach.disk.durable(&p.key).map_or(paros_core::Ballot::ZERO, |d| d.promise))).collect();
+        self.audit.on_crash(id, lost, &durable);
         self.observe_disk(m);
         self.trace.event(self.now, "crash", &[id.0], || format!("{id:?} ({why})"));
     }
@@ -56,6 +60,7 @@ impl<H: Host> World<H> {
         let Some(started) = host.start_round(&mut mach.disk) else { return };
         mach.round_in_flight = true;
         let writes = started.writes;
+        mach.round_writes = writes;
         let epoch = mach.epoch;
         let duration = if writes > 0 {
             if self.chaos && self.rng.chance(self.params.sync_fail_ppm) {
@@ -115,6 +120,9 @@ impl<H: Host> World<H> {
         for (key, a) in &out.applied {
             self.trace.quiet(self.now, "applied", &[id.0, a.slot.0, a.digest]);
             self.audit.on_applied(id, *key, a);
+            if let Some(j) = self.journals.iter().position(|(k, _)| k == key) {
+                self.progress.on_decided(j, self.now);
+            }
         }
         for p in &mach.spec.placements {
             if let Some(probe) = host.probe(&p.key) {

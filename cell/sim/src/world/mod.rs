@@ -14,6 +14,7 @@ mod machines;
 mod network;
 mod finale;
 mod params;
+mod progress;
 mod trace;
 
 pub use params::{NetParams, Outage, Params, WorkloadParams};
@@ -60,6 +61,9 @@ pub struct RunReport {
     pub histories_checked: u64,
     pub histories_exhausted: u64,
     pub history: Vec<HistoryOp>,
+    /// The longest a journal with a pending call went without deciding, in the judged part of
+    /// the fault-free tail.
+    pub longest_stall_ns: u64,
 }
 
 /// Runs `seed` on machines made of the node host ([`NodeHost`]): the daemon's own round logic.
@@ -75,6 +79,8 @@ struct Machine<H> {
     /// Bumped at every crash and boot: events of an older incarnation are ignored.
     epoch: u64,
     round_in_flight: bool,
+    /// Writes of the round in flight (written to the disk, not yet synced).
+    round_writes: usize,
     /// In a long outage: random restarts leave it down.
     held_down: bool,
     tick_ns: u64,
@@ -146,6 +152,7 @@ pub struct World<H: Host> {
     settle_deadline: u64,
     done: bool,
     audit: Audit,
+    progress: progress::Progress,
     trace: Trace,
 }
 
@@ -202,6 +209,7 @@ impl<H: Host> World<H> {
                 host: None,
                 epoch: 0,
                 round_in_flight: false,
+                round_writes: 0,
                 held_down: false,
                 tick_ns: params.tick_ns * skew / 1000,
             });
@@ -230,6 +238,11 @@ impl<H: Host> World<H> {
             }
         }
         let settle_deadline = params.chaos_ns + params.settle_max_ns;
+        let journals_len = journals.len();
+        // Judged from three election timeouts into the tail (every machine restarts at its
+        // start); a stall may last five.
+        let election_ns = u64::from(params.tunables.election_ticks_max) * params.tick_ns;
+        let (grace_ns, stall_bound_ns) = (3 * election_ns, 5 * election_ns);
         let mut world = World {
             seed,
             params,
@@ -252,6 +265,7 @@ impl<H: Host> World<H> {
             settle_deadline,
             done: false,
             audit: Audit::new(quorum),
+            progress: progress::Progress::new(journals_len, grace_ns, stall_bound_ns),
             trace: Trace::new(options.timeline),
         };
         world.schedule_start();

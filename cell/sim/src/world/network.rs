@@ -24,6 +24,14 @@ impl<H: Host> World<H> {
         if self.rng.chance(net.drop_ppm) {
             return;
         }
+        // Proposals lost on their way to some acceptors leave minority acceptances behind, so
+        // later campaigns meet different values for one slot at different ballots.
+        if net.accept_drop_ppm > 0
+            && matches!(&packet, Packet::Protocol(e) if matches!(e.message, Message::Accept { .. }))
+            && self.rng.chance(net.accept_drop_ppm)
+        {
+            return;
+        }
         let copies = if self.rng.chance(net.dup_ppm) { 2 } else { 1 };
         for _ in 0..copies {
             let d = self.delay();
@@ -40,9 +48,13 @@ impl<H: Host> World<H> {
         if self.cut(from, id) {
             return;
         }
-        let Some(host) = self.machines[to].host.as_mut() else { return };
+        let mach = &mut self.machines[to];
+        let Some(host) = mach.host.as_mut() else { return };
         match &packet {
             Packet::Protocol(e) => {
+                let candidate = host.probe(&e.journal).is_some_and(|p| !p.leader);
+                self.audit.on_promise_delivered(id, e.journal, &e.message, candidate, mach.disk.durable(&e.journal));
+                self.audit.on_accept_delivered(e.journal, &e.message);
                 let (kind, a, b) = message_fields(&e.message);
                 self.trace.event(self.now, "deliver", &[from.0, id.0, kind, a, b], || {
                     format!("{from:?} -> {id:?} {:?}: {}", e.journal.journal, describe(&e.message))

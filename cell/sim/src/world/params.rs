@@ -17,13 +17,15 @@ pub struct NetParams {
     /// Chance of a much longer delay (reordering across many rounds).
     pub spike_ppm: u64,
     pub spike_ns: (u64, u64),
+    /// Extra loss of `Accept` messages only (contested slots for later campaigns).
+    pub accept_drop_ppm: u64,
 }
 
 impl NetParams {
     /// The fault-free network of the settle tail.
     #[must_use]
     pub fn calm(&self) -> NetParams {
-        NetParams { drop_ppm: 0, dup_ppm: 0, spike_ppm: 0, ..*self }
+        NetParams { drop_ppm: 0, dup_ppm: 0, spike_ppm: 0, accept_drop_ppm: 0, ..*self }
     }
 }
 
@@ -65,6 +67,9 @@ pub struct Params {
     /// Chance a replica comes back with an empty disk.
     pub wipe_replica_ppm: u64,
     pub partition_gap_ns: Option<(u64, u64)>,
+    /// Leader churn: partitions come often, are short, and always cut a leader off alone, so
+    /// proposals are left accepted by minorities at many ballots.
+    pub leader_churn: bool,
     pub partition_len_ns: (u64, u64),
     pub chaos_ns: u64,
     /// Clients keep working this long into the settle tail, then start nothing new.
@@ -123,7 +128,13 @@ impl Params {
             })
         };
         let voter_outage = outage(rng);
+        // Knobs added after seeds were published draw from a side stream (see `SimRng::side`).
+        let mut side = rng.side(0x636f_6e74_6573_7473);
+        let leader_churn = side.chance(450_000);
+        let accept_drop_ppm = if leader_churn || side.chance(300_000) { side.between(100_000, 500_000) } else { 0 };
         let replica_outage = if replicas > 0 { outage(rng) } else { None };
+        let churn_gap_ns = (150 * MS, side.between(300, 800) * MS);
+        let churn_len_ns = (100 * MS, side.between(200, 500) * MS);
         Params {
             voters,
             replicas,
@@ -139,6 +150,7 @@ impl Params {
                 delay_ns: (100_000, rng.between(1, 5) * MS),
                 spike_ppm: rng.between(0, 20_000),
                 spike_ns: (20 * MS, 300 * MS),
+                accept_drop_ppm,
             },
             fsync_ns: (50_000, rng.between(500_000, 3 * MS)),
             sync_fail_ppm: if rng.chance(500_000) { rng.between(20, 400) } else { 0 },
@@ -147,8 +159,16 @@ impl Params {
             voter_outage,
             replica_outage,
             wipe_replica_ppm: 300_000,
-            partition_gap_ns: rng.chance(600_000).then(|| (S, rng.between(2, 6) * S)),
-            partition_len_ns: (100 * MS, rng.between(500, 3000) * MS),
+            // The main stream draws these whatever the side stream decided, in their old order.
+            partition_gap_ns: {
+                let main = rng.chance(600_000).then(|| (S, rng.between(2, 6) * S));
+                if leader_churn { Some(churn_gap_ns) } else { main }
+            },
+            partition_len_ns: {
+                let main = (100 * MS, rng.between(500, 3000) * MS);
+                if leader_churn { churn_len_ns } else { main }
+            },
+            leader_churn,
             chaos_ns,
             settle_work_ns: S,
             settle_max_ns: 40 * S,
