@@ -4,8 +4,10 @@
 pub mod host;
 pub mod mem_store;
 pub mod ports;
+pub mod pump;
 pub mod rpc;
 pub mod shell;
 
 pub use host::{BootError, Clocked, Early, Host, HostStats, PendingRound, RoundOutput, Ticket};
 pub use mem_store::MemStore;
+pub use pump::{Effects, Persist, Pump};

@@ -1,6 +1,7 @@
 //! The runtime shell: runs a [`Host`] on its own OS thread (fsync never blocks an async
-//! worker), feeds it the bus inbox and readings of a [`Clock`], and sends what each round
-//! releases.
+//! worker) under a [`Pump`] — the event loop the simulation runs too — feeding it the bus
+//! inbox and readings of a [`Clock`], persisting each round's batch on a blocking thread, and
+//! sending what each step releases.
 //! No protocol or durability logic lives here: it only moves inputs in and outputs out.
 
 use std::collections::BTreeMap;
@@ -8,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::host::{Early, Host, HostStats, PendingRound, Ticket};
+use crate::host::{Host, HostStats, Ticket};
+use crate::pump::{Batch, Persist, Pump};
 use crate::ports::StoreError;
 use crate::ports::{Clock, LogStore, Transport};
 use crate::rpc::{Incoming, Responder};
@@ -91,7 +93,7 @@ pub fn spawn<S: LogStore, T: Transport, C: Clock>(
 }
 
 async fn run<S: LogStore, T: Transport, C: Clock>(
-    mut host: Host<S>,
+    host: Host<S>,
     mut transport: T,
     mut inbox: tokio::sync::mpsc::Receiver<Incoming>,
     clock: &C,
@@ -101,26 +103,32 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
 ) -> Host<S> {
     let me = host.id();
     let mut responders: BTreeMap<Ticket, Responder> = BTreeMap::new();
-    let mut clocked = host.on_clock(clock.now_ms());
+    let mut pump = Pump::new(host, clock.now_ms());
     // The round whose batch a blocking thread is persisting, if any: inputs keep flowing and
     // answers keep leaving while the disk syncs.
-    let mut syncing: Option<(PendingRound, Persisting<S>)> = None;
+    let mut persisting: Option<Persisting<S>> = None;
     loop {
         let mut input = None;
         let mut synced = None;
-        let idle = !host.has_work() || syncing.is_some();
-        if idle {
+        if !pump.wants_step() || persisting.is_some() {
+            let due = pump.next_due_ms().saturating_sub(clock.now_ms());
             tokio::select! {
                 m = inbox.recv() => match m {
                     Some(m) => input = Some(m),
-                    None if syncing.is_none() => return host,
+                    None if persisting.is_none() => return pump.into_host(),
                     None => {}
                 },
-                done = async { (&mut syncing.as_mut().expect("guarded").1).await }, if syncing.is_some() => {
-                    synced = Some(done.expect("the storage thread does not panic"));
+                done = async { persisting.as_mut().expect("guarded").await }, if persisting.is_some() => {
+                    persisting = None;
+                    let (store, batch, result) = done.expect("the storage thread does not panic");
+                    if let Err(e) = result {
+                        storage_fault(me, &e);
+                    }
+                    pump.host_mut().return_store(store);
+                    synced = Some(batch);
                 }
-                _ = tokio::time::sleep(Duration::from_millis(clocked.next_due_ms.saturating_sub(clock.now_ms()))) => {}
-                _ = &mut stopped, if syncing.is_none() => return host,
+                () = tokio::time::sleep(Duration::from_millis(due)) => {}
+                _ = &mut stopped, if persisting.is_none() => return pump.into_host(),
             }
         } else {
             input = inbox.try_recv().ok();
@@ -128,8 +136,8 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
         let mut absorbed = 0;
         while let Some(i) = input {
             match i {
-                Incoming::Protocol { from, envelopes } => host.deliver(from, envelopes),
-                Incoming::Request { request, reply } => match host.request(request) {
+                Incoming::Protocol { from, envelopes } => pump.deliver(from, envelopes),
+                Incoming::Request { request, reply } => match pump.request(request) {
                     Ok(ticket) => {
                         responders.insert(ticket, reply);
                     }
@@ -144,64 +152,28 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
             }
             input = inbox.try_recv().ok();
         }
-        clocked = host.on_clock(clock.now_ms());
-        if clocked.ticked {
-            for peer in host.peers().collect::<Vec<_>>() {
-                transport.send(peer, Vec::new());
+        let effects = pump.step(clock.now_ms(), synced);
+        if let Some(Persist { batch, needs_sync }) = effects.persist {
+            let mut store = pump.host_mut().lend_store();
+            persisting = Some(tokio::task::spawn_blocking(move || {
+                let result = store.write(&batch).and_then(|()| if needs_sync { store.sync() } else { Ok(()) });
+                (store, batch, result)
+            }));
+        }
+        for peer in effects.pings {
+            transport.send(peer, Vec::new());
+        }
+        for (to, envelopes) in effects.messages {
+            transport.send(to, envelopes);
+        }
+        for (ticket, answer) in effects.answers {
+            if let Some(r) = responders.remove(&ticket) {
+                let _ = r.send(answer);
             }
         }
-        let mut looped: Vec<Vec<crate::ports::Envelope>> = Vec::new();
-        let mut released = |e: Early| match e {
-            Early::Messages(to, envelopes) if to == me => looped.push(envelopes),
-            Early::Messages(to, envelopes) => transport.send(to, envelopes),
-            Early::Answer(ticket, answer) => {
-                if let Some(r) = responders.remove(&ticket) {
-                    let _ = r.send(answer);
-                }
-            }
-        };
-        if let Some((store, batch, result)) = synced {
-            let (mut pending, _) = syncing.take().expect("a round was syncing");
-            if let Err(e) = result {
-                storage_fault(me, &e);
-            }
-            host.return_store(store);
-            pending.batch = batch;
-            let out = host.complete_round(pending);
-            for (to, envelopes) in out.messages {
-                released(Early::Messages(to, envelopes));
-            }
-        }
-        if host.has_release() {
-            host.release(&mut released);
-        }
-        if syncing.is_none() && host.has_work() {
-            let mut pending = host.begin_round(&mut released);
-            if pending.batch.is_empty() {
-                let out = host.complete_round(pending);
-                for (to, envelopes) in out.messages {
-                    released(Early::Messages(to, envelopes));
-                }
-            } else {
-                let mut store = host.lend_store();
-                let batch = std::mem::take(&mut pending.batch);
-                let needs_sync = pending.needs_sync;
-                let handle = tokio::task::spawn_blocking(move || {
-                    let result = store.write(&batch).and_then(|()| if needs_sync { store.sync() } else { Ok(()) });
-                    (store, batch, result)
-                });
-                syncing = Some((pending, handle));
-            }
-        }
-        let _ = released;
-        for envelopes in looped {
-            host.deliver(me, envelopes);
-        }
-        *stats.lock().expect("stats lock") = host.stats();
+        *stats.lock().expect("stats lock") = pump.host().stats();
     }
 }
-
-type Batch = Vec<(paros_core::JournalKey, Vec<paros_core::WriteOp>)>;
 
 /// A round's batch being written and synced on a blocking thread; the store comes back with it.
 type Persisting<S> = tokio::task::JoinHandle<(S, Batch, Result<(), StoreError>)>;

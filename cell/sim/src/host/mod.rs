@@ -1,11 +1,11 @@
 //! A machine as the world sees it: the one seam between the simulation and the code under test.
 //!
 //! The world never touches a [`paros_core::Voter`] directly. It hands a machine packets, ticks,
-//! calls and reads, asks it to run a round against its [`SimDisk`] (write the batch, later sync
-//! it, then release what the round produced), crashes it by dropping it, and boots it again from
-//! its disk. [`NodeHost`] implements this over the node host itself (`paros_node::Host`): the
-//! same `begin_round` / `release` / `complete_round` the daemon's shell runs, with the simulated
-//! disk in place of fjall. There is no simulation-only copy of round or protocol logic.
+//! calls and reads, asks it to take a step of its event loop against its [`SimDisk`] (a step
+//! may write a round's batch; the world syncs it later and steps again), crashes it by dropping
+//! it, and boots it again from its disk. [`NodeHost`] implements this over `paros_node::Pump`,
+//! the event loop the daemon's shell runs, around the node host itself, with the simulated disk
+//! in place of fjall. There is no simulation-only copy of loop, round or protocol logic.
 
 mod node_host;
 
@@ -61,17 +61,19 @@ pub enum Packet {
     Alive,
 }
 
-/// A round was started: its batch is written (not yet synced).
+/// What one step of a machine's event loop did.
 #[derive(Debug, Default)]
-pub struct RoundStarted {
-    /// Write operations in the batch that need a sync; zero means the round needs none.
-    pub writes: usize,
-    /// What may leave before the sync (see `paros_core::Ready`): proposer messages, heartbeats,
-    /// chosen values, catch-up, and answers to calls and reads (they report chosen slots).
-    pub early: RoundOutput,
+pub struct Stepped {
+    /// The step began a round and wrote its batch to the disk (not yet synced): the number of
+    /// its write operations that need a sync (zero: it needs none).
+    pub persisting: Option<usize>,
+    /// True when the step completed a round (its applied slots are in `output`).
+    pub completed: bool,
+    /// What may leave now (see `paros_core::Ready` and `paros_node::Pump`).
+    pub output: RoundOutput,
 }
 
-/// What a finished round releases, now that its writes are durable.
+/// What a step releases: messages, answers, and the slots its completed rounds applied.
 #[derive(Debug, Default)]
 pub struct RoundOutput {
     pub packets: Vec<(NodeId, Packet)>,
@@ -97,13 +99,12 @@ pub struct JournalProbe {
     pub leader_hint: Option<NodeId>,
 }
 
-/// A machine hosting many journals, driven one input at a time and one round at a time.
+/// A machine hosting many journals, driven one input and one step at a time.
 ///
-/// Contract (persist before send): `start_round` takes every journal's pending effects, writes
-/// their durable operations to the disk as one batch and releases what does not depend on them;
-/// `finish_round` syncs once and only then releases the acceptor replies and applied outcomes.
-/// Inputs may arrive between the two; they belong to the next round. At most one round is in
-/// flight.
+/// Contract (persist before send): a step that begins a round writes its batch to the disk and
+/// releases only what does not depend on it; once the world has synced the disk, the next step
+/// (`synced: true`) completes the round and releases the acceptor replies and applied outcomes.
+/// Inputs may arrive in between; they belong to the next round. At most one round is in flight.
 pub trait Host: Sized {
     /// Boots from `disk` (empty on a first start); `seed` feeds every randomized timeout.
     fn boot(spec: &MachineSpec, disk: &SimDisk, seed: u64) -> Self;
@@ -111,29 +112,26 @@ pub trait Host: Sized {
     /// A packet from machine `from`.
     fn deliver(&mut self, from: NodeId, packet: Packet);
 
-    /// One clock tick of the machine.
+    /// One tick period of the machine's clock passed (the next step reads it).
     fn tick(&mut self);
 
-    /// A Write, Truncate or SetLeader for `journal`, answered in a later round.
+    /// A Write, Truncate or SetLeader for `journal`, answered in a later step.
     fn call(&mut self, journal: JournalKey, id: CallId, call: Call);
 
-    /// A read of `journal`, answered in a later round.
+    /// A read of `journal`, answered in a later step.
     fn read(&mut self, journal: JournalKey, id: ReadId, request: ReadRequest);
 
-    /// True when a round now would carry something.
-    fn has_work(&self) -> bool;
+    /// True when a step now would do something.
+    fn wants_step(&self) -> bool;
 
-    /// Starts a round: takes the effects and writes the batch. `None` when there is nothing to do.
+    /// True while a round's batch waits for its sync.
+    fn is_syncing(&self) -> bool;
+
+    /// One step of the event loop; `synced` says the round in flight is now durable on `disk`.
     ///
     /// # Panics
-    /// When a round is already in flight.
-    fn start_round(&mut self, disk: &mut SimDisk) -> Option<RoundStarted>;
-
-    /// Syncs the round's batch (when it has writes), then releases its effects.
-    ///
-    /// # Errors
-    /// [`StorageFault`] when the sync failed; the machine must then be dropped.
-    fn finish_round(&mut self, disk: &mut SimDisk) -> Result<RoundOutput, StorageFault>;
+    /// When `synced` is passed with no round in flight.
+    fn step(&mut self, disk: &mut SimDisk, synced: bool) -> Stepped;
 
     /// The journal's state here, if it is placed here.
     fn probe(&self, journal: &JournalKey) -> Option<JournalProbe>;

@@ -1,7 +1,7 @@
-//! [`Host`] over the node host itself (`paros_node::Host`): the simulation runs the same round
-//! logic the daemon runs — `begin_round`, one batch and one sync, `release`, `complete_round` —
-//! with the simulated disk behind it. This adapter only translates: packets to envelopes,
-//! tickets to call and read ids.
+//! [`Host`] over `paros_node::Pump` and the node host itself: the simulation runs the event loop
+//! the daemon's shell runs — each step's clock reading, release, one batch per round and one
+//! sync, loopback of self-addressed messages — with the simulated disk behind it. This adapter
+//! only translates: packets to envelopes, tickets to call and read ids, a `Persist` to the disk.
 
 use std::collections::BTreeMap;
 
@@ -9,9 +9,10 @@ use paros_core::journal::Command;
 use paros_core::{Call, CallAnswer, CallId, JournalConfig, JournalKey, NodeId, ReadId, ReadRequest, Slot};
 use paros_node::ports::{Clock, Envelope as NodeEnvelope, LogStore, StoreError, StoredJournal};
 use paros_node::rpc::{NodeAnswer, NodeRequest};
-use paros_node::{Early, PendingRound, Ticket};
+use paros_node::pump::Batch;
+use paros_node::{Effects, Pump, Ticket};
 
-use super::{Envelope, Host, JournalProbe, MachineSpec, Packet, RoundOutput, RoundStarted, StorageFault};
+use super::{Envelope, Host, JournalProbe, MachineSpec, Packet, RoundOutput, Stepped};
 use crate::disk::SimDisk;
 
 /// The store the node host boots from: a snapshot of the simulated disk. Rounds never write
@@ -65,46 +66,42 @@ enum Owed {
     Read(ReadId),
 }
 
-/// A machine made of the node host and a simulated disk.
+/// A machine made of the node host, its event loop and a simulated disk.
 pub struct NodeHost {
-    host: paros_node::Host<BootStore>,
+    pump: Pump<BootStore>,
     owed: BTreeMap<Ticket, Owed>,
-    pending: Option<PendingRound>,
+    /// The batch of the round in flight, written to the disk and waiting for its sync.
+    persisting: Option<Batch>,
     immediate: Vec<(CallId, CallAnswer)>,
-    pings: Vec<NodeId>,
+    /// A tick period passed since the last step.
+    clock_due: bool,
     clock: SimClock,
 }
 
 impl std::fmt::Debug for NodeHost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "NodeHost({:?})", self.host.id())
+        write!(f, "NodeHost({:?})", self.pump.host().id())
     }
 }
 
 impl NodeHost {
-    fn released(&mut self, e: Early, out: &mut RoundOutput) {
-        match e {
-            Early::Messages(to, envelopes) => {
-                for e in envelopes {
-                    out.packets.push((to, Packet::Protocol(Envelope { journal: e.journal, message: e.message })));
-                }
+    fn translate(&mut self, effects: Effects, out: &mut RoundOutput) {
+        out.packets.extend(effects.pings.into_iter().map(|p| (p, Packet::Alive)));
+        for (to, envelopes) in effects.messages {
+            for e in envelopes {
+                out.packets.push((to, Packet::Protocol(Envelope { journal: e.journal, message: e.message })));
             }
-            Early::Answer(ticket, answer) => match (self.owed.remove(&ticket), answer) {
+        }
+        for (ticket, answer) in effects.answers {
+            match (self.owed.remove(&ticket), answer) {
                 (Some(Owed::Call(id)), NodeAnswer::Call(a)) => out.answers.push((id, a)),
                 (Some(Owed::Read(id)), NodeAnswer::Read(a)) => out.reads.push((id, a)),
                 (owed, answer) => {
                     assert!(owed.is_none(), "an answer matches the request it owes: {answer:?}");
                 }
-            },
+            }
         }
-    }
-
-    fn release_into(&mut self, out: &mut RoundOutput) {
-        let mut early = Vec::new();
-        self.host.release(|e| early.push(e));
-        for e in early {
-            self.released(e, out);
-        }
+        out.applied.extend(effects.applied);
     }
 }
 
@@ -122,9 +119,8 @@ impl Host for NodeHost {
         }
         host.set_tick_ms(SIM_TICK_MS);
         let clock = SimClock::default();
-        let armed = host.on_clock(clock.now_ms());
-        assert!(!armed.ticked, "the first reading only arms the timer");
-        NodeHost { host, owed: BTreeMap::new(), pending: None, immediate: Vec::new(), pings: Vec::new(), clock }
+        let pump = Pump::new(host, clock.now_ms());
+        NodeHost { pump, owed: BTreeMap::new(), persisting: None, immediate: Vec::new(), clock_due: false, clock }
     }
 
     fn deliver(&mut self, from: NodeId, packet: Packet) {
@@ -132,18 +128,16 @@ impl Host for NodeHost {
             Packet::Alive => Vec::new(),
             Packet::Protocol(e) => vec![NodeEnvelope { journal: e.journal, from, message: e.message }],
         };
-        self.host.deliver(from, envelopes);
+        self.pump.deliver(from, envelopes);
     }
 
     fn tick(&mut self) {
         self.clock.ms += SIM_TICK_MS;
-        let clocked = self.host.on_clock(self.clock.now_ms());
-        assert!(clocked.ticked, "a tick period of the machine's clock delivers one tick");
-        self.pings.extend(self.host.peers());
+        self.clock_due = true;
     }
 
     fn call(&mut self, journal: JournalKey, id: CallId, call: Call) {
-        match self.host.request(NodeRequest::Call { journal, call }) {
+        match self.pump.request(NodeRequest::Call { journal, call }) {
             Ok(ticket) => {
                 self.owed.insert(ticket, Owed::Call(id));
             }
@@ -153,58 +147,41 @@ impl Host for NodeHost {
     }
 
     fn read(&mut self, journal: JournalKey, id: ReadId, request: ReadRequest) {
-        if let Ok(ticket) = self.host.request(NodeRequest::Read { journal, read: request }) {
+        if let Ok(ticket) = self.pump.request(NodeRequest::Read { journal, read: request }) {
             self.owed.insert(ticket, Owed::Read(id));
         }
     }
 
-    fn has_work(&self) -> bool {
-        self.host.has_work() || self.host.has_release() || !self.immediate.is_empty() || !self.pings.is_empty()
+    fn wants_step(&self) -> bool {
+        self.pump.wants_step() || self.clock_due || !self.immediate.is_empty()
     }
 
-    fn start_round(&mut self, disk: &mut SimDisk) -> Option<RoundStarted> {
-        assert!(self.pending.is_none(), "one round is in flight at a time");
-        if !self.has_work() {
-            return None;
-        }
-        let mut early_out = RoundOutput {
-            packets: self.pings.drain(..).map(|p| (p, Packet::Alive)).collect(),
-            answers: std::mem::take(&mut self.immediate),
-            ..RoundOutput::default()
-        };
-        self.release_into(&mut early_out);
-        let mut early = Vec::new();
-        let pending = self.host.begin_round(|e| early.push(e));
-        for e in early {
-            self.released(e, &mut early_out);
-        }
-        disk.write(&pending.batch);
-        let writes = if pending.needs_sync { pending.batch.iter().map(|(_, w)| w.len()).sum() } else { 0 };
-        self.pending = Some(pending);
-        Some(RoundStarted { writes, early: early_out })
+    fn is_syncing(&self) -> bool {
+        self.pump.is_syncing()
     }
 
-    fn finish_round(&mut self, disk: &mut SimDisk) -> Result<RoundOutput, StorageFault> {
-        let pending = self.pending.take().expect("finish_round follows start_round");
-        // What inputs since start_round released may leave now too (the shell sends it while
-        // the sync runs).
-        let mut out = RoundOutput::default();
-        self.release_into(&mut out);
-        if pending.needs_sync {
-            disk.sync().map_err(|_| StorageFault)?;
+    fn step(&mut self, disk: &mut SimDisk, synced: bool) -> Stepped {
+        let synced = synced.then(|| self.persisting.take().expect("a synced round was persisting"));
+        let ticked = std::mem::take(&mut self.clock_due);
+        let mut effects = self.pump.step(self.clock.now_ms(), synced);
+        assert!(!ticked || effects.ticked, "a tick period of the machine's clock delivers one tick");
+        let mut stepped = Stepped { completed: effects.completed, ..Stepped::default() };
+        stepped.output.answers = std::mem::take(&mut self.immediate);
+        if let Some(persist) = &effects.persist {
+            disk.write(&persist.batch);
+            let writes = if persist.needs_sync { persist.batch.iter().map(|(_, w)| w.len()).sum() } else { 0 };
+            stepped.persisting = Some(writes);
         }
-        let done = self.host.complete_round(pending);
-        for (to, envelopes) in done.messages {
-            for e in envelopes {
-                out.packets.push((to, Packet::Protocol(Envelope { journal: e.journal, message: e.message })));
-            }
+        if let Some(persist) = effects.persist.take() {
+            assert!(self.persisting.is_none(), "one round is in flight at a time");
+            self.persisting = Some(persist.batch);
         }
-        out.applied.extend(done.applied);
-        Ok(out)
+        self.translate(effects, &mut stepped.output);
+        stepped
     }
 
     fn probe(&self, journal: &JournalKey) -> Option<JournalProbe> {
-        if let Some(v) = self.host.voter(journal) {
+        if let Some(v) = self.pump.host().voter(journal) {
             return Some(JournalProbe {
                 state: *v.state(),
                 chosen_up_to: v.chosen_up_to(),
@@ -214,7 +191,7 @@ impl Host for NodeHost {
                 leader_hint: v.leader_hint(),
             });
         }
-        let r = self.host.replica(journal)?;
+        let r = self.pump.host().replica(journal)?;
         Some(JournalProbe {
             state: *r.state(),
             chosen_up_to: r.chosen_up_to(),
@@ -226,9 +203,9 @@ impl Host for NodeHost {
     }
 
     fn command_at(&self, journal: &JournalKey, slot: Slot) -> Option<Command> {
-        let log = match self.host.voter(journal) {
+        let log = match self.pump.host().voter(journal) {
             Some(v) => v.log(),
-            None => self.host.replica(journal)?.log(),
+            None => self.pump.host().replica(journal)?.log(),
         };
         log.get(slot).map(|e| e.command.clone())
     }

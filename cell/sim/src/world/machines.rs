@@ -50,31 +50,40 @@ impl<H: Host> World<H> {
         self.kick(m);
     }
 
-    /// Starts a round on `m` if it is up, idle and has work.
+    /// Steps `m`'s event loop if it is up and has something to do.
     pub(super) fn kick(&mut self, m: usize) {
-        let mach = &mut self.machines[m];
-        if mach.round_in_flight {
-            return;
+        if self.machines[m].host.as_ref().is_some_and(|h| h.wants_step()) {
+            self.step(m, false);
         }
+    }
+
+    /// One step of `m`'s event loop (`synced`: its round in flight is durable): performs what
+    /// the step asks — a round's batch to sync later, messages and answers to send now.
+    fn step(&mut self, m: usize, synced: bool) {
+        let mach = &mut self.machines[m];
         let Some(host) = mach.host.as_mut() else { return };
-        let Some(started) = host.start_round(&mut mach.disk) else { return };
-        mach.round_in_flight = true;
-        let writes = started.writes;
-        mach.round_writes = writes;
-        let epoch = mach.epoch;
-        let duration = if writes > 0 {
-            if self.chaos && self.rng.chance(self.params.sync_fail_ppm) {
-                let fault = if self.rng.chance(500_000) { SyncFault::FailLost } else { SyncFault::FailPersisted };
-                self.machines[m].disk.arm(fault);
-            }
-            let (lo, hi) = self.params.fsync_ns;
-            self.rng.between(lo, hi)
-        } else {
-            2_000
-        };
-        self.trace.quiet(self.now, "round", &[m as u64, writes as u64]);
-        self.after(duration, Event::RoundDone(m, epoch));
-        self.release(m, started.early);
+        let stepped = host.step(&mut mach.disk, synced);
+        if let Some(writes) = stepped.persisting {
+            mach.round_in_flight = true;
+            mach.round_writes = writes;
+            let epoch = mach.epoch;
+            let duration = if writes > 0 {
+                if self.chaos && self.rng.chance(self.params.sync_fail_ppm) {
+                    let fault = if self.rng.chance(500_000) { SyncFault::FailLost } else { SyncFault::FailPersisted };
+                    self.machines[m].disk.arm(fault);
+                }
+                let (lo, hi) = self.params.fsync_ns;
+                self.rng.between(lo, hi)
+            } else {
+                2_000
+            };
+            self.trace.quiet(self.now, "round", &[m as u64, writes as u64]);
+            self.after(duration, Event::RoundDone(m, epoch));
+        }
+        if stepped.completed || !stepped.output.applied.is_empty() {
+            self.audit_round(m, &stepped.output);
+        }
+        self.release(m, stepped.output);
     }
 
     pub(super) fn on_round_done(&mut self, m: usize, epoch: u64) {
@@ -82,8 +91,9 @@ impl<H: Host> World<H> {
         if mach.epoch != epoch {
             return;
         }
-        let host = mach.host.as_mut().expect("a machine with a round in flight is up");
-        let result = host.finish_round(&mut mach.disk);
+        assert!(mach.host.as_ref().is_some_and(Host::is_syncing), "a machine with a round in flight is up and syncing");
+        let needs_sync = mach.round_writes > 0;
+        let result = if needs_sync { mach.disk.sync() } else { Ok(()) };
         mach.round_in_flight = false;
         self.observe_disk(m);
         match result {
@@ -93,11 +103,7 @@ impl<H: Host> World<H> {
                 let down = self.rng.between(lo, hi);
                 self.after(down, Event::Restart(m, RestartCause::Random));
             }
-            Ok(out) => {
-                self.audit_round(m, &out);
-                self.release(m, out);
-                self.kick(m);
-            }
+            Ok(()) => self.step(m, true),
         }
     }
 
