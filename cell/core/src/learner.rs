@@ -14,6 +14,8 @@ pub struct Walked {
     pub slot: Slot,
     pub digest: u64,
     pub judged: Judged,
+    /// The ballot this node held the chosen command at (`None`: learned as chosen from a peer).
+    pub ballot: Option<Ballot>,
 }
 
 /// The learner role: the chosen prefix of one journal and its fold.
@@ -139,9 +141,10 @@ impl Learner {
     /// Applies the chosen slot at the prefix end, compacting if it trimmed.
     fn apply_next(&mut self, log: &mut Log, writes: &mut Vec<WriteOp>, walked: &mut Vec<Walked>) {
         let slot = self.chosen_up_to();
-        let command = &log.get(slot).expect("a chosen slot above the floor is held").command;
+        let entry = log.get(slot).expect("a chosen slot above the floor is held");
+        let (command, ballot) = (&entry.command, entry.ballot);
         let judged = self.fold.apply(slot, command, |s| log.entry_at(s));
-        walked.push(Walked { slot, digest: command.digest(), judged });
+        walked.push(Walked { slot, digest: command.digest(), judged, ballot });
         if matches!(judged.outcome, Outcome::Trimmed(_)) {
             self.compact(log, slot, writes);
         }

@@ -20,6 +20,8 @@ use crate::ready::Ready;
 struct Held {
     call: CallId,
     digest: u64,
+    /// The ballot this node proposed the call at.
+    ballot: Ballot,
     deadline: u64,
 }
 
@@ -337,8 +339,12 @@ impl Voter {
         for w in walked {
             if let Some(h) = self.held.remove(&w.slot) {
                 // A blind judgement (after a trim-point jump) may say Refused where the slot was
-                // a Duplicate: this node cannot give that call a verdict.
-                let answer = if h.digest == w.digest && !w.judged.blind {
+                // a Duplicate: this node cannot give that call a verdict. Nor can it when the
+                // slot was chosen from anything but its own proposal of the call: an identical
+                // command decided there by another leader may be an earlier attempt of the same
+                // request, decided before this one was sent (seed 856).
+                let own = w.ballot == Some(h.ballot);
+                let answer = if h.digest == w.digest && !w.judged.blind && own {
                     CallAnswer::Verdict(w.judged.outcome)
                 } else {
                     CallAnswer::NoVerdict
@@ -372,7 +378,8 @@ impl Voter {
             let Some((id, command, deadline)) = self.queued.pop_front() else { break };
             let digest = command.digest();
             let slot = self.proposer.propose(command);
-            self.held.insert(slot, Held { call: id, digest, deadline });
+            let ballot = self.proposer.ballot();
+            self.held.insert(slot, Held { call: id, digest, ballot, deadline });
         }
     }
 

@@ -4,7 +4,7 @@ mod harness;
 
 use harness::*;
 use paros_core::journal::{Outcome, WriterMode};
-use paros_core::{CallAnswer, Consistency, Message, NodeId, Seq, Slot};
+use paros_core::{Call, CallAnswer, Consistency, Message, NodeId, Seq, Slot};
 
 #[test]
 fn every_acked_write_survives_the_leader_crashing() {
@@ -129,12 +129,62 @@ fn a_held_call_whose_slot_chose_another_command_gets_no_verdict() {
             c.tick();
         }
         assert_eq!(c.answers.get(&lost), Some(&CallAnswer::NoVerdict), "seed={seed}: the hole chose Noop, not the held write");
-        assert_eq!(
-            c.answers.get(&kept),
-            Some(&CallAnswer::Verdict(Outcome::Accepted { seq: Seq(w.next()), count: 3 })),
-            "seed={seed}: the write a successor re-proposed in its slot gets that slot's verdict"
-        );
+        // The successor re-proposed the kept write in its slot, but its caller cannot tell that
+        // from an identical command another leader decided there (an earlier attempt of the
+        // same request, say): it gets no verdict, and the write is in the journal.
+        assert_eq!(c.answers.get(&kept), Some(&CallAnswer::NoVerdict), "seed={seed}: a slot chosen at another ballot gives no verdict");
         c.settle(400);
+        let l = c.leader().expect("settled");
+        let got = read_range(&mut c, l, w.next(), w.next() + 3, Consistency::Linearizable);
+        assert_eq!(got, recs("kept", 3), "seed={seed}: the re-proposed write holds its position");
+        c.assert_agreement();
+    }
+}
+
+/// Seed 856 of the simulation: a stale leader, cut off, holds a retry of a SetLeader at slot X
+/// while the rest of the cluster decides the identical command at X from the first attempt, and
+/// another claim after it. The stale node must not hand its held retry that slot's `Won`: the
+/// verdict belongs to an attempt decided before the retry was proposed here.
+#[test]
+fn a_held_retry_gets_no_verdict_from_an_identical_command_decided_elsewhere() {
+    for seed in SEEDS {
+        let mut c = Cluster::with_tunables(3, 0, seed, Faults::NONE, WriterMode::Single, |t| t.call_ticks_max = 10_000);
+        let (a, _) = claimed(&mut c);
+        c.settle(300);
+        let stale = c.leader().expect("settled");
+        let (b, third) = (uuid(0xb), uuid(0xc));
+        let attempt = Call::SetLeader { new: b, old: Some(a) };
+        c.isolated = vec![stale];
+        let retry = c.propose_at(stale, attempt.clone());
+        c.round();
+        // The journal was quiet: the followers' timers are stopped (the host's machine liveness
+        // would wake them); one campaigns.
+        let other = c.cfg.voters.iter().copied().find(|v| *v != stale).expect("three voters");
+        c.voter_mut(other).campaign();
+        let mut successor = None;
+        for _ in 0..300 {
+            c.tick();
+            successor = c.cfg.voters.iter().copied().find(|v| *v != stale && c.voter(*v).is_leader());
+            if successor.is_some() {
+                break;
+            }
+        }
+        let successor = successor.expect("the others elect a successor");
+        assert!(matches!(c.call_at(successor, attempt, 100), Some(CallAnswer::Verdict(Outcome::Won(_)))), "seed={seed}: the first attempt won");
+        assert!(
+            matches!(c.call_at(successor, Call::SetLeader { new: third, old: Some(b) }, 100), Some(CallAnswer::Verdict(Outcome::Won(_)))),
+            "seed={seed}: a third claim won after it"
+        );
+        c.isolated.clear();
+        for _ in 0..200 {
+            if c.answers.contains_key(&retry) {
+                break;
+            }
+            c.tick();
+        }
+        assert_eq!(c.answers.get(&retry), Some(&CallAnswer::NoVerdict), "seed={seed}: the stale node's held retry gets no verdict");
+        c.settle(300);
+        assert_eq!(c.state_of(stale).leader, Some(third), "seed={seed}: the stale node folded the third claim");
         c.assert_agreement();
     }
 }
