@@ -390,9 +390,13 @@ impl Voter {
         }
     }
 
-    /// What a leader tells followers is chosen: its own applied prefix.
+    /// What a leader tells followers is chosen: its applied prefix, but never past its lowest
+    /// proposal not yet chosen at its ballot. A follower applies what it holds at the commit's
+    /// ballot below the commit; a slot where this leader's proposal lost to another leader's
+    /// value (learned here by catch-up) would make a follower holding the losing proposal apply
+    /// it.
     fn proposer_commit(&self) -> Slot {
-        self.learner.chosen_up_to()
+        self.learner.chosen_up_to().min(self.proposer.commit_point())
     }
 
     /// Chosen commands from `from`: a leader's feed, or a catch-up answer from a peer whose

@@ -188,3 +188,52 @@ fn a_held_retry_gets_no_verdict_from_an_identical_command_decided_elsewhere() {
         c.assert_agreement();
     }
 }
+
+/// A leader whose own proposal in a slot lost to another leader's value, and which learned that
+/// value by catch-up, must not tell its followers the slot is chosen: a follower still holding
+/// the losing proposal at the leader's ballot would apply it (two values applied in one slot).
+/// The scenario a role-level review found (5 voters): B proposes X in slot s, only F accepts;
+/// G, with H and I, chooses Y there at a higher ballot; B learns Y and heartbeats on.
+#[test]
+fn a_leader_never_commits_a_slot_its_own_proposal_lost() {
+    for seed in SEEDS {
+        let mut c = Cluster::with_tunables(5, 0, seed, Faults::NONE, WriterMode::Single, |t| t.call_ticks_max = 10_000);
+        let (a, mut w) = claimed(&mut c);
+        w.append(&mut c, a, recs("w", 1));
+        c.settle(300);
+        let b = c.leader().expect("settled");
+        let others: Vec<NodeId> = c.cfg.voters.iter().copied().filter(|v| *v != b).collect();
+        let (f, g, h) = (others[0], others[1], others[2]);
+        let s = c.chosen_of(b);
+        c.filter = Some(Box::new(move |from, to, m| from == b && to != f && matches!(m, Message::Accept { .. })));
+        c.propose_at(b, write(a, w.next(), recs("x", 1)));
+        for _ in 0..3 {
+            c.round();
+        }
+        let ballot_b = c.voter(b).promised();
+        assert!(c.voter(f).log().get(s).is_some_and(|e| e.ballot == Some(ballot_b)), "seed={seed}: F holds X at B's ballot");
+        // B and F hear nothing from the other three, nor they from B and F.
+        let cut = [b, f];
+        c.filter = Some(Box::new(move |from, to, _| cut.contains(&from) != cut.contains(&to)));
+        c.voter_mut(g).campaign();
+        for _ in 0..4 {
+            c.round();
+        }
+        assert!(c.voter(g).is_leader(), "seed={seed}: G won with H and I");
+        let y = write(a, w.next(), recs("y", 1));
+        c.propose_at(g, y.clone());
+        for _ in 0..4 {
+            c.round();
+        }
+        assert!(c.chosen_of(g) > s, "seed={seed}: G chose Y in slot s");
+        // H's catch-up answer reaches B, still leading at its ballot.
+        c.voter_mut(b).step(h, Message::CatchUpResponse { entries: vec![(s, y.into_command())], chosen_up_to: s.next() });
+        assert!(c.voter(b).is_leader() && c.chosen_of(b) > s, "seed={seed}: B applied Y and still leads");
+        c.tick();
+        c.tick();
+        assert_eq!(c.chosen_of(f), s, "seed={seed}: F did not take B's commit as a verdict on its X");
+        c.filter = None;
+        c.settle(400);
+        c.assert_agreement();
+    }
+}
