@@ -25,7 +25,7 @@ pub mod rng;
 
 pub use acceptor::Acceptor;
 pub use learner::{Learner, Walked};
-pub use proposer::{Elected, Proposer};
+pub use proposer::{merge_promises, Elected, Merged, Proposer};
 pub use replica::Replica;
 pub use voter::Voter;
 pub use call::{Call, CallAnswer, Consistency, ReadAnswer, ReadRequest};
