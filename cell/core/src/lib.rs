@@ -24,7 +24,7 @@ pub mod ready;
 pub mod rng;
 
 pub use acceptor::Acceptor;
-pub use learner::{Learner, Walked};
+pub use learner::{Learner, Walked, CHOSEN_PERSIST_SLOTS};
 pub use proposer::{merge_promises, Elected, Merged, Proposer};
 pub use replica::Replica;
 pub use voter::Voter;
