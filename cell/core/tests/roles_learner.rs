@@ -91,7 +91,11 @@ fn a_value_accepted_at_or_above_the_commits_ballot_is_applied() {
 
 #[test]
 fn a_commit_makes_chosen_only_the_slots_below_it() {
-    let mut log = Log::from_durable(Slot(0), (0..3).map(|s| (Slot(s), accepted_at(2, &NOOP))).collect());
+    // Slots 0..3 accepted at ballot 2; slot 4 learned, so the learner knows of chosen slots past
+    // the commit and the walk looks beyond it.
+    let mut entries: Vec<(Slot, LogEntry)> = (0..3).map(|s| (Slot(s), accepted_at(2, &NOOP))).collect();
+    entries.push((Slot(4), learned(&NOOP)));
+    let mut log = Log::from_durable(Slot(0), entries);
     let mut learner = fresh(&log);
     learner.on_commit(ballot(2), Slot(2));
     assert_eq!(walk(&mut learner, &mut log, &mut Vec::new()), vec![Slot(0), Slot(1)], "slot 2 is at the commit, not below it");
@@ -141,14 +145,15 @@ fn learning_a_slot_already_known_chosen_writes_nothing() {
 
 #[test]
 fn learning_a_slot_below_the_prefix_or_the_floor_is_ignored() {
-    let mut log = learned_then_accepted(&[NOOP, NOOP]);
+    // Slots 0 and 1 were accepted at ballot 2 and applied under a commit.
+    let mut log = Log::from_durable(Slot(0), (0..2).map(|s| (Slot(s), accepted_at(2, &NOOP))).collect());
     let mut learner = fresh(&log);
     let mut writes = Vec::new();
+    learner.on_commit(ballot(2), Slot(2));
     walk(&mut learner, &mut log, &mut writes);
     assert_eq!(learner.chosen_up_to(), Slot(2));
-    writes.clear();
     learner.learn(&mut log, Slot(1), &write(0, &["late"]), &mut writes);
-    assert_eq!(log.get(Slot(1)), Some(&learned(&NOOP)), "an applied slot keeps its command");
+    assert_eq!(log.get(Slot(1)), Some(&accepted_at(2, &NOOP)), "an applied slot keeps the command it applied");
     assert!(writes.is_empty(), "learning an applied slot writes nothing: {writes:?}");
 
     let mut log = Log::from_durable(Slot(5), Vec::new());
