@@ -24,8 +24,8 @@ pub mod ready;
 pub mod rng;
 
 pub use acceptor::Acceptor;
-pub use learner::{Learner, Walked};
-pub use proposer::{Elected, Proposer};
+pub use learner::{Learner, Walked, CHOSEN_PERSIST_SLOTS};
+pub use proposer::{merge_promises, Elected, Merged, Proposer};
 pub use replica::Replica;
 pub use voter::Voter;
 pub use call::{Call, CallAnswer, Consistency, ReadAnswer, ReadRequest};

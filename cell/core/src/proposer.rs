@@ -188,44 +188,22 @@ impl Proposer {
         if c.promises.len() < cfg.quorum() {
             return Elected::NotYet;
         }
-        // P2c merge: for each slot, a value known chosen wins, else the highest ballot's.
-        let mut merged: BTreeMap<Slot, (Option<Ballot>, Command)> = BTreeMap::new();
-        let mut ahead: Option<(NodeId, Slot)> = None;
-        for (node, (chosen, reported)) in &c.promises {
-            if *chosen > own_chosen && ahead.is_none_or(|(_, s)| *chosen > s) {
-                ahead = Some((*node, *chosen));
-            }
-            for r in reported {
-                let better = match merged.get(&r.slot) {
-                    None => true,
-                    Some((Some(b), _)) => r.ballot.is_none_or(|rb| rb > *b),
-                    Some((None, _)) => false,
-                };
-                if better {
-                    merged.insert(r.slot, (r.ballot, r.command.clone()));
-                }
-            }
-        }
-        let start = c.from.max(ahead.map_or(own_chosen, |(_, s)| s)).max(own_chosen);
-        let end = merged.keys().next_back().map_or(start, |s| s.next()).max(start);
+        let merged = merge_promises(own_chosen, c.from, &c.promises);
         let mut leadership = Leadership {
-            next_slot: end,
+            next_slot: merged.commands.last().map_or(merged.start, |(s, _)| s.next()),
             inflight: BTreeMap::new(),
             unsent: Vec::new(),
             heard: cfg.voters.iter().map(|v| (*v, self.tick)).collect(),
             caught_up: BTreeMap::new(),
             idle_ticks: 0,
         };
-        let mut slot = start;
-        while slot < end {
-            let command = merged.remove(&slot).map_or(Command::Control(Control::Noop), |(_, c)| c);
+        for (slot, command) in merged.commands {
             leadership.add(slot, command, self.tick);
-            slot = slot.next();
         }
         self.role = Role::Leader(leadership);
         self.leader_hint = Some(self.me);
         self.quiet = false;
-        Elected::Won { learn_from: ahead }
+        Elected::Won { learn_from: merged.ahead }
     }
 
     /// A Nack for our ballot: someone promised higher. Returns true if we stepped down.
@@ -374,6 +352,57 @@ impl Proposer {
             _ => 0,
         }
     }
+}
+
+/// What a won campaign re-proposes: the P2c merge of a quorum's promises.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Merged {
+    /// The first slot the new leader proposes: every slot below it is chosen (below the
+    /// campaign's start, below our own prefix, or below the prefix of the acceptor `ahead`).
+    pub start: Slot,
+    /// One command per slot from `start` on, contiguous: the value reported for the slot, or
+    /// `Noop` for a hole below the highest reported slot.
+    pub commands: Vec<(Slot, Command)>,
+    /// The acceptor whose chosen prefix is furthest ahead of `own_chosen`, and where it ends
+    /// (the new leader catches up from it); `None` when no acceptor is ahead of us.
+    pub ahead: Option<(NodeId, Slot)>,
+}
+
+/// The P2c merge over the promises of a campaign that started at `campaign_from`, on a node
+/// whose own chosen prefix ends at `own_chosen`.
+///
+/// For each slot, a value an acceptor knows chosen (reported with no ballot) wins; otherwise
+/// the value reported at the highest ballot. Pure: the caller checked the promises are a quorum
+/// for one ballot.
+#[must_use]
+pub fn merge_promises(own_chosen: Slot, campaign_from: Slot, promises: &BTreeMap<NodeId, (Slot, Vec<Reported>)>) -> Merged {
+    let mut merged: BTreeMap<Slot, (Option<Ballot>, Command)> = BTreeMap::new();
+    let mut ahead: Option<(NodeId, Slot)> = None;
+    for (node, (chosen, reported)) in promises {
+        if *chosen > own_chosen && ahead.is_none_or(|(_, s)| *chosen > s) {
+            ahead = Some((*node, *chosen));
+        }
+        for r in reported {
+            let better = match merged.get(&r.slot) {
+                None => true,
+                Some((Some(b), _)) => r.ballot.is_none_or(|rb| rb > *b),
+                Some((None, _)) => false,
+            };
+            if better {
+                merged.insert(r.slot, (r.ballot, r.command.clone()));
+            }
+        }
+    }
+    let start = campaign_from.max(ahead.map_or(own_chosen, |(_, s)| s)).max(own_chosen);
+    let end = merged.keys().next_back().map_or(start, |s| s.next()).max(start);
+    let mut commands = Vec::new();
+    let mut slot = start;
+    while slot < end {
+        let command = merged.remove(&slot).map_or(Command::Control(Control::Noop), |(_, c)| c);
+        commands.push((slot, command));
+        slot = slot.next();
+    }
+    Merged { start, commands, ahead }
 }
 
 impl Leadership {
