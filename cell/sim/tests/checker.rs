@@ -166,6 +166,24 @@ fn a_read_below_the_trim_point_must_be_refused() {
 }
 
 #[test]
+fn a_refused_retry_where_the_fold_says_duplicate_is_rejected() {
+    let mut h = H::default();
+    h.claim(1, None, Outcome::Won(view(1, 0, 0)), 1, 2)
+        .write(1, 0, &["a@0"], accepted(0, 1), 3, Some(4))
+        .write(1, 0, &["a@0"], Some(CallAnswer::Verdict(Outcome::Refused(view(1, 0, 1)))), 5, Some(6));
+    assert!(matches!(h.verdict(), Verdict::Violation { .. }), "{:?}", h.verdict());
+}
+
+#[test]
+fn a_duplicate_retry_answered_duplicate_is_linearizable() {
+    let mut h = H::default();
+    h.claim(1, None, Outcome::Won(view(1, 0, 0)), 1, 2)
+        .write(1, 0, &["a@0"], accepted(0, 1), 3, Some(4))
+        .write(1, 0, &["a@0"], Some(CallAnswer::Verdict(Outcome::Duplicate { seq: Seq(0), count: 1 })), 5, Some(6));
+    assert!(matches!(h.verdict(), Verdict::Linearizable { ops: 3 }), "{:?}", h.verdict());
+}
+
+#[test]
 fn a_search_that_runs_out_of_steps_says_so() {
     let h = legal();
     assert!(matches!(check(&h.0, BOUNDS, 3), Verdict::BudgetExhausted { .. }));

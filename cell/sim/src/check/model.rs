@@ -203,11 +203,11 @@ impl JournalModel {
     }
 }
 
-/// True when an observed verdict is the one the model gives (a node judging blind after a
-/// trim-point jump may say `Refused` where a complete fold says `Duplicate`, DESIGN §4.1).
+/// True when an observed verdict is the one the model gives. There is no allowance: a node that
+/// judges blind after a trim-point jump answers `NoVerdict` (docs/decisions.md), never a verdict.
 #[must_use]
 pub fn verdict_matches(model: &Outcome, observed: &Outcome) -> bool {
-    model == observed || matches!((model, observed), (Outcome::Duplicate { .. }, Outcome::Refused(_)))
+    model == observed
 }
 
 #[cfg(test)]
