@@ -70,6 +70,7 @@ fn run_sweep(seeds: u64, start: u64, threads: Option<usize>, lin_steps: u64) -> 
         println!("  replay: {}", replay_command(*seed));
     }
     print!("{}", s.claims);
+    print!("{}", s.probes);
     println!(
         "linearizability: histories={} budget_exhausted={} (not violations)",
         s.histories_checked, s.histories_exhausted
@@ -101,11 +102,7 @@ fn run_replay(seed: u64, timeline: bool, history: Option<std::path::PathBuf>, li
         }
     };
     if let Some(path) = history {
-        let mut out = String::new();
-        for op in &report.history {
-            out.push_str(&op.to_json().to_string());
-            out.push('\n');
-        }
+        let out = paros_sim::check::history::export(&report.header, &report.history);
         if let Err(e) = std::fs::write(&path, out) {
             eprintln!("cannot write {}: {e}", path.display());
             return ExitCode::FAILURE;

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use crate::check::{Claim, Claims};
+use crate::check::{Claim, Claims, ProbeCounts};
 use crate::world::{RunOptions, RunReport, run_seed};
 
 /// What one seed ended with.
@@ -28,6 +28,7 @@ pub struct Summary {
     pub failing: Vec<(u64, Vec<String>)>,
     pub histories_checked: u64,
     pub histories_exhausted: u64,
+    pub probes: ProbeCounts,
     pub events: u64,
     pub sim_ns: u64,
     pub elapsed_s: f64,
@@ -113,6 +114,7 @@ pub fn sweep(start: u64, count: u64, threads: usize, options: RunOptions, progre
                 summary.claims.merge(&r.claims);
                 summary.histories_checked += r.histories_checked;
                 summary.histories_exhausted += r.histories_exhausted;
+                summary.probes.merge(&r.probes);
                 summary.events += r.events;
                 summary.sim_ns += r.sim_ns;
                 if r.claims.violations() > 0 {
