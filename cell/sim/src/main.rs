@@ -98,6 +98,7 @@ fn run_sweep(plan: &Seeds, jobs: Option<usize>, lin_steps: u64) -> ExitCode {
     for claim in Claim::ALL.into_iter().filter(|c| c.must_reach()) {
         println!("reached: claim \"{}\" in {:.1}% of seeds", claim.name(), 100.0 * s.reach_share(claim));
     }
+    print!("{}", s.probes);
     println!(
         "linearizability: histories={} budget_exhausted={} (not violations)",
         s.histories_checked, s.histories_exhausted
@@ -142,11 +143,7 @@ fn run_replay(seed: u64, timeline: bool, history: Option<std::path::PathBuf>, li
         }
     };
     if let Some(path) = history {
-        let mut out = String::new();
-        for op in &report.history {
-            out.push_str(&op.to_json().to_string());
-            out.push('\n');
-        }
+        let out = paros_sim::check::history::export(&report.header, &report.history);
         if let Err(e) = std::fs::write(&path, out) {
             eprintln!("cannot write {}: {e}", path.display());
             return ExitCode::FAILURE;

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::check::{Claim, Claims};
+use crate::check::{Claim, Claims, ProbeCounts};
 use crate::world::{RunOptions, RunReport, run_seed};
 
 /// What one seed ended with.
@@ -31,6 +31,7 @@ pub struct Summary {
     pub failing: Vec<(u64, Vec<String>)>,
     pub histories_checked: u64,
     pub histories_exhausted: u64,
+    pub probes: ProbeCounts,
     pub events: u64,
     pub sim_ns: u64,
     pub elapsed_s: f64,
@@ -96,6 +97,7 @@ impl Summary {
                 }
                 self.histories_checked += r.histories_checked;
                 self.histories_exhausted += r.histories_exhausted;
+                self.probes.merge(&r.probes);
                 self.events += r.events;
                 self.sim_ns += r.sim_ns;
                 self.note_stall(seed, r.longest_stall_ns);
@@ -213,6 +215,7 @@ impl Summary {
         self.failing.extend(other.failing);
         self.histories_checked += other.histories_checked;
         self.histories_exhausted += other.histories_exhausted;
+        self.probes.merge(&other.probes);
         self.events += other.events;
         self.sim_ns += other.sim_ns;
         if let Some((seed, ns)) = other.longest_stall {

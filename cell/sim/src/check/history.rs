@@ -2,18 +2,27 @@
 //!
 //! Every attempt is its own entry: a retry re-sends an identical input and is recorded again.
 //! `output == None` means no answer reached the client before it gave up. JSON lines follow
-//! `docs/sim-history.md`.
+//! `docs/sim-history.md`: a header line (the journals and the limits in force), then one line
+//! per call.
+
+use std::collections::BTreeMap;
+use std::fmt;
 
 use bytes::Bytes;
-use paros_core::journal::{JournalView, Outcome};
-use paros_core::{CallAnswer, Consistency, JournalKey, LeaderUuid, ReadAnswer};
+use paros_core::journal::{JournalView, Outcome, WriterMode};
+use paros_core::{CallAnswer, Consistency, JournalKey, LeaderUuid, NodeId, ReadAnswer};
 use serde_json::{Value, json};
+
+/// The format name the header line carries; bumped when a line changes shape.
+pub const FORMAT: &str = "paros-sim-history/2";
 
 /// What a client asked.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum OpInput {
     Write { leader: LeaderUuid, seq: u64, records: Vec<Bytes> },
-    Read { from: u64, limit: u32, consistency: Consistency },
+    /// `wait_ticks` is in the server's ticks (the header's `tick_ns` each, give or take the
+    /// machine's clock skew).
+    Read { from: u64, limit: u32, max_bytes: u32, wait_ticks: u32, consistency: Consistency },
     Truncate { leader: LeaderUuid, up_to: u64 },
     SetLeader { new: LeaderUuid, old: Option<LeaderUuid> },
 }
@@ -38,6 +47,40 @@ pub enum OpOutput {
     Read(ReadAnswer),
 }
 
+/// Why a call was sent, when it is one of the workload's deliberate odd inputs: the rules of the
+/// fold that clients following their own tags and cursors never exercise.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum Probe {
+    /// A writer re-sent an acknowledged batch's position with changed bytes: never `Duplicate`.
+    ChangedBytes,
+    /// A writer re-sent an acknowledged batch at another position below the tail: never
+    /// `Duplicate` nor `Accepted`.
+    MovedBatch,
+    /// A writer re-sent an acknowledged batch far past the tail: `Refused`.
+    PastTail,
+    /// An adversarial reader read at a position of its choosing (below, inside, at or past the
+    /// journal), at either consistency.
+    RandomRead,
+    /// A read sent the moment a truncation was sent or answered, at positions around it.
+    TrimRace,
+}
+
+impl Probe {
+    pub const ALL: [Probe; 5] = [Probe::ChangedBytes, Probe::MovedBatch, Probe::PastTail, Probe::RandomRead, Probe::TrimRace];
+
+    /// The probe's name in the history format and the sweep's counters.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Probe::ChangedBytes => "changed_bytes",
+            Probe::MovedBatch => "moved_batch",
+            Probe::PastTail => "past_tail",
+            Probe::RandomRead => "random_read",
+            Probe::TrimRace => "trim_race",
+        }
+    }
+}
+
 /// One call in a journal's history.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct HistoryOp {
@@ -48,10 +91,17 @@ pub struct HistoryOp {
     /// Simulated nanoseconds.
     pub call_ns: u64,
     pub return_ns: Option<u64>,
-    /// The position of the call and of the return in the total order of history events (ties in
-    /// simulated time are broken by the order the world processed them).
-    pub call_order: u64,
-    pub return_order: Option<u64>,
+    /// The position of the call and of the return in one total order of every call and return
+    /// of the run, strictly increasing in the order the world processed them: it breaks ties in
+    /// simulated time (a call sent at the nanosecond another call returned comes after it).
+    pub call_index: u64,
+    pub return_index: Option<u64>,
+    /// The machine the call was sent to.
+    pub to: NodeId,
+    /// The machine whose answer arrived (`None` when none did).
+    pub server: Option<NodeId>,
+    /// Set when the call is one of the workload's deliberate odd inputs.
+    pub probe: Option<Probe>,
 }
 
 impl HistoryOp {
@@ -81,7 +131,169 @@ impl HistoryOp {
             "output": self.output.as_ref().map_or(Value::Null, output_json),
             "call": self.call_ns,
             "return": self.return_ns,
+            "call_index": self.call_index,
+            "return_index": self.return_index,
+            "to": self.to.to_string(),
+            "server": self.server.map(|n| n.to_string()),
+            "probe": self.probe.map(Probe::name),
         })
+    }
+
+    /// The label the sweep's probe counters file this call's answer under.
+    #[must_use]
+    pub fn answer_label(&self) -> &'static str {
+        match &self.output {
+            None => "timed_out",
+            Some(OpOutput::Call(CallAnswer::Verdict(o))) => match o {
+                Outcome::Accepted { .. } => "accepted",
+                Outcome::Duplicate { .. } => "duplicate",
+                Outcome::Refused(_) => "refused",
+                Outcome::Truncated(_) => "truncated",
+                Outcome::WrongMode(_) => "wrong_mode",
+                Outcome::Won(_) => "won",
+                Outcome::Lost(_) => "lost",
+                Outcome::Trimmed(_) => "trimmed",
+                Outcome::TruncateRefused(_) => "truncate_refused",
+                Outcome::Noop => "noop",
+            },
+            Some(OpOutput::Call(CallAnswer::NoVerdict)) => "no_verdict",
+            Some(OpOutput::Call(CallAnswer::Redirect { .. })) => "redirect",
+            Some(OpOutput::Call(CallAnswer::Busy)) => "busy",
+            Some(OpOutput::Call(CallAnswer::TooLarge(_))) => "too_large",
+            Some(OpOutput::Read(ReadAnswer::Page { records, .. })) if records.is_empty() => "empty_page",
+            Some(OpOutput::Read(ReadAnswer::Page { .. })) => "page",
+            Some(OpOutput::Read(ReadAnswer::Truncated(_))) => "read_truncated",
+            Some(OpOutput::Read(ReadAnswer::Unserved)) => "unserved",
+        }
+    }
+}
+
+/// One journal as the header line describes it.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct JournalHeader {
+    pub key: JournalKey,
+    pub mode: WriterMode,
+    pub voters: Vec<NodeId>,
+    pub learners: Vec<NodeId>,
+}
+
+/// What a checker needs besides the calls: the journals, their writer modes and the limits
+/// every server of the run enforced.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct HistoryHeader {
+    pub seed: u64,
+    /// Nominal nanoseconds per server tick (each machine's clock is skewed by up to ±2%).
+    pub tick_ns: u64,
+    /// A client gives up on a call this long after sending it (the call's `output` is `null`).
+    pub call_timeout_ns: u64,
+    pub page_records_max: u32,
+    pub page_bytes_max: u32,
+    pub write_records_max: u32,
+    pub write_bytes_max: u64,
+    /// The longest long-poll at the tail, and the longest a read waits for its round or its
+    /// position before `Unserved`, in ticks.
+    pub wait_ticks_max: u32,
+    pub read_ticks_max: u32,
+    pub journals: Vec<JournalHeader>,
+}
+
+impl HistoryHeader {
+    /// The header line: one JSON object with the single key `header`.
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        let nodes = |ns: &[NodeId]| ns.iter().map(|n| Value::String(n.to_string())).collect::<Vec<_>>();
+        let journals: Vec<Value> = self
+            .journals
+            .iter()
+            .map(|j| {
+                let mode = match j.mode {
+                    WriterMode::Single => "single",
+                    WriterMode::Multi => "multi",
+                };
+                json!({ "journal": format!("{:?}", j.key), "mode": mode, "voters": nodes(&j.voters), "learners": nodes(&j.learners) })
+            })
+            .collect();
+        json!({ "header": {
+            "format": FORMAT,
+            "seed": self.seed,
+            "tick_ns": self.tick_ns,
+            "call_timeout_ns": self.call_timeout_ns,
+            "page_records_max": self.page_records_max,
+            "page_bytes_max": self.page_bytes_max,
+            "write_records_max": self.write_records_max,
+            "write_bytes_max": self.write_bytes_max,
+            "wait_ticks_max": self.wait_ticks_max,
+            "read_ticks_max": self.read_ticks_max,
+            "journals": journals,
+        }})
+    }
+}
+
+/// The whole history file: the header line, then one line per call in call order.
+#[must_use]
+pub fn export(header: &HistoryHeader, ops: &[HistoryOp]) -> String {
+    let mut out = header.to_json().to_string();
+    out.push('\n');
+    let mut sorted: Vec<&HistoryOp> = ops.iter().collect();
+    sorted.sort_by_key(|o| o.call_index);
+    for op in sorted {
+        out.push_str(&op.to_json().to_string());
+        out.push('\n');
+    }
+    out
+}
+
+/// How many probe calls a run (or a sweep) sent, by probe and by what came back.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct ProbeCounts {
+    counts: BTreeMap<(Probe, &'static str), u64>,
+}
+
+impl ProbeCounts {
+    /// Counts every probe call of `ops`.
+    #[must_use]
+    pub fn of(ops: &[HistoryOp]) -> ProbeCounts {
+        let mut c = ProbeCounts::default();
+        for op in ops {
+            if let Some(p) = op.probe {
+                *c.counts.entry((p, op.answer_label())).or_default() += 1;
+            }
+        }
+        c
+    }
+
+    /// Calls of `probe` answered `label` (see [`HistoryOp::answer_label`]).
+    #[must_use]
+    pub fn get(&self, probe: Probe, label: &str) -> u64 {
+        self.counts.iter().filter(|((p, l), _)| *p == probe && *l == label).map(|(_, n)| *n).sum()
+    }
+
+    /// Calls of `probe` sent.
+    #[must_use]
+    pub fn sent(&self, probe: Probe) -> u64 {
+        self.counts.iter().filter(|((p, _), _)| *p == probe).map(|(_, n)| *n).sum()
+    }
+
+    /// Adds another run's counters.
+    pub fn merge(&mut self, other: &ProbeCounts) {
+        for (k, n) in &other.counts {
+            *self.counts.entry(*k).or_default() += n;
+        }
+    }
+}
+
+impl fmt::Display for ProbeCounts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for probe in Probe::ALL {
+            write!(f, "probe \"{}\": sent={}", probe.name(), self.sent(probe))?;
+            for ((p, label), n) in &self.counts {
+                if *p == probe {
+                    write!(f, " {label}={n}")?;
+                }
+            }
+            writeln!(f)?;
+        }
+        Ok(())
     }
 }
 
@@ -110,12 +322,12 @@ fn input_json(input: &OpInput) -> Value {
         OpInput::Write { leader, seq, records } => {
             json!({ "leader": uuid_json(Some(*leader)), "seq": seq, "records": records_json(records) })
         }
-        OpInput::Read { from, limit, consistency } => {
+        OpInput::Read { from, limit, max_bytes, wait_ticks, consistency } => {
             let c = match consistency {
                 Consistency::Linearizable => json!("linearizable"),
                 Consistency::AtLeast(s) => json!({ "at_least": s.0 }),
             };
-            json!({ "from": from, "limit": limit, "consistency": c })
+            json!({ "from": from, "limit": limit, "max_bytes": max_bytes, "wait_ticks": wait_ticks, "consistency": c })
         }
         OpInput::Truncate { leader, up_to } => json!({ "leader": uuid_json(Some(*leader)), "up_to": up_to }),
         OpInput::SetLeader { new, old } => json!({ "new": uuid_json(Some(*new)), "old": uuid_json(*old) }),

@@ -9,13 +9,24 @@
 //!   any time after they were sent, or never. They are placed only where they change the state
 //!   (elsewhere they are indistinguishable from "never"), and among identical ambiguous calls
 //!   only the earliest unplaced one is tried (the others are interchangeable with it).
-//! - Answers that prove a call was never proposed (redirect, busy, too large), reads that are not
-//!   linearizable (`at_least`), and reads without an answer or answered `Unserved` are dropped.
+//! - Calls and returns are ordered by their global event index, not by simulated time: a call
+//!   sent at the nanosecond another call returned is after that return.
+//! - Answers that prove a call was never proposed (redirect, busy, too large), and reads without
+//!   an answer or answered `Unserved` are dropped.
+//! - An `at_least` read may be stale (answered from any state the journal passed before it
+//!   returned), so it is not placed in the search, which it would send backtracking through
+//!   every call since that state. It is judged on its own ([`stale_read_violation`]) by what
+//!   holds in every state: the view is one with `next_seq` at least its position, a page starts
+//!   at or above the view's `first_seq` and ends at or below its `next_seq`, a `truncated`
+//!   answer is for a position below the view's `first_seq`, and every record on the page is the
+//!   one acknowledged at that position, if one was.
 //! - The search is bounded by a step budget; running out is reported, not judged.
 
 use std::collections::{BTreeMap, HashSet};
 use std::hash::BuildHasherDefault;
 
+use bytes::Bytes;
+use paros_core::journal::Outcome;
 use paros_core::{CallAnswer, Consistency, ReadAnswer};
 
 use super::history::{HistoryOp, OpInput, OpOutput};
@@ -100,7 +111,7 @@ fn prepare(history: &[HistoryOp]) -> Vec<Op<'_>> {
     let mut classes: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut ops: Vec<Op<'_>> = Vec::new();
     let mut kept: Vec<&HistoryOp> = history.iter().filter(|o| keep(o)).collect();
-    kept.sort_by_key(|o| o.call_order);
+    kept.sort_by_key(|o| o.call_index);
     for h in kept {
         let ambiguous = h.is_ambiguous();
         let class = ambiguous.then(|| {
@@ -119,9 +130,9 @@ fn build_entries(ops: &[Op<'_>]) -> Entries {
     // (order, is_return, op)
     let mut events: Vec<(u64, bool, usize)> = Vec::new();
     for (i, op) in ops.iter().enumerate() {
-        events.push((op.source.call_order, false, i));
+        events.push((op.source.call_index, false, i));
         if op.output.is_some() {
-            events.push((op.source.return_order.expect("an answered call has a return"), true, i));
+            events.push((op.source.return_index.expect("an answered call has a return"), true, i));
         }
     }
     events.sort_unstable();
@@ -169,9 +180,50 @@ fn try_op(model: &mut JournalModel, op: &Op<'_>, bounds: PageBounds) -> Option<O
 
 type Memo = HashSet<(Vec<u64>, super::model::ModelKey), BuildHasherDefault<std::hash::DefaultHasher>>;
 
+/// The first `at_least` read of `history` whose answer no state of the journal could give.
+#[must_use]
+pub fn stale_read_violation(history: &[HistoryOp]) -> Option<String> {
+    let mut acked: BTreeMap<u64, &Bytes> = BTreeMap::new();
+    for h in history {
+        if let (OpInput::Write { records, .. }, Some(OpOutput::Call(CallAnswer::Verdict(o)))) = (&h.input, &h.output)
+            && let Outcome::Accepted { seq, .. } | Outcome::Duplicate { seq, .. } = o
+        {
+            for (i, r) in records.iter().enumerate() {
+                acked.insert(seq.0 + i as u64, r);
+            }
+        }
+    }
+    for h in history {
+        let (OpInput::Read { from, consistency: Consistency::AtLeast(at_least), .. }, Some(OpOutput::Read(answer))) = (&h.input, &h.output)
+        else {
+            continue;
+        };
+        let ok = match answer {
+            ReadAnswer::Unserved => true,
+            ReadAnswer::Truncated(v) => v.next_seq >= *at_least && *from < v.first_seq.0 && v.first_seq <= v.next_seq,
+            ReadAnswer::Page { from: f, records, view: v } => {
+                let end = from + records.len() as u64;
+                let held = records.iter().enumerate().all(|(i, r)| acked.get(&(from + i as u64)).is_none_or(|a| *a == r));
+                v.next_seq >= *at_least && f.0 == *from && *from >= v.first_seq.0 && end <= v.next_seq.0.max(*from) && held
+                    && (records.is_empty() == (*from >= v.next_seq.0))
+            }
+        };
+        if !ok {
+            return Some(format!(
+                "{} read {:?} -> {:?} [call {} ns #{}, return {:?} ns #{:?}]: no state of the journal gives that answer",
+                h.client, h.input, h.output, h.call_ns, h.call_index, h.return_ns, h.return_index
+            ));
+        }
+    }
+    None
+}
+
 /// Checks one journal's history against the sequential model.
 #[must_use]
 pub fn check(history: &[HistoryOp], bounds: PageBounds, step_budget: u64) -> Verdict {
+    if let Some(detail) = stale_read_violation(history) {
+        return Verdict::Violation { detail };
+    }
     let ops = prepare(history);
     let mut entries = build_entries(&ops);
     let end = entries.e.len() - 1;
@@ -249,13 +301,15 @@ pub fn check(history: &[HistoryOp], bounds: PageBounds, step_budget: u64) -> Ver
 fn describe(stuck: Option<&Op<'_>>, ops: &[Op<'_>], deepest: (usize, usize)) -> String {
     let show = |op: &Op<'_>| {
         format!(
-            "{} {} {:?} -> {:?} [call {} ns, return {:?} ns]",
+            "{} {} {:?} -> {:?} [call {} ns #{}, return {:?} ns #{:?}]",
             op.source.client,
             op.input.name(),
             op.input,
             op.source.output,
             op.source.call_ns,
-            op.source.return_ns
+            op.source.call_index,
+            op.source.return_ns,
+            op.source.return_index
         )
     };
     let mut s = format!("no linearization of {} calls; deepest prefix placed {} calls", ops.len(), deepest.0);

@@ -7,6 +7,6 @@ pub mod linearizability;
 pub mod model;
 
 pub use claims::{Claim, Claims, Count, MUST_REACH_SEEDS_MIN};
-pub use history::{HistoryOp, OpInput, OpOutput};
+pub use history::{HistoryHeader, HistoryOp, JournalHeader, OpInput, OpOutput, Probe, ProbeCounts};
 pub use linearizability::Verdict;
 pub use model::{JournalModel, PageBounds};

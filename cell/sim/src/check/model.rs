@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 use paros_core::journal::{JournalView, Outcome};
-use paros_core::{LeaderUuid, ReadAnswer, Seq};
+use paros_core::{Consistency, LeaderUuid, ReadAnswer, Seq};
 
 use super::history::OpInput;
 
@@ -167,11 +167,17 @@ impl JournalModel {
         }
     }
 
-    /// True when `answer` is a correct answer to the read `input` in the current state.
+    /// True when `answer` is a correct answer to the read `input` in the current state. An
+    /// `at_least(s)` read is answered only from a state with `next_seq ≥ s`.
     #[must_use]
     pub fn read_matches(&self, input: &OpInput, answer: &ReadAnswer, bounds: PageBounds) -> bool {
-        let OpInput::Read { from, limit, .. } = input else { return false };
+        let OpInput::Read { from, limit, max_bytes, consistency, .. } = input else { return false };
         let from = *from;
+        if let Consistency::AtLeast(s) = consistency
+            && self.next < s.0
+        {
+            return false;
+        }
         match answer {
             ReadAnswer::Truncated(v) => from < self.first && *v == self.view(),
             ReadAnswer::Unserved => true,
@@ -195,19 +201,20 @@ impl JournalModel {
                 }
                 // Short of the tail: the page must be full by count or by bytes.
                 let limit = if *limit == 0 { bounds.records_max } else { (*limit).min(bounds.records_max) } as usize;
+                let bytes_max = if *max_bytes == 0 { bounds.bytes_max } else { (*max_bytes).min(bounds.bytes_max) } as usize;
                 let bytes: usize = records.iter().map(Bytes::len).sum();
                 let next_len = self.record(end).map_or(0, Bytes::len);
-                records.len() == limit || bytes + next_len > bounds.bytes_max as usize
+                records.len() == limit || bytes + next_len > bytes_max
             }
         }
     }
 }
 
-/// True when an observed verdict is the one the model gives (a node judging blind after a
-/// trim-point jump may say `Refused` where a complete fold says `Duplicate`, DESIGN §4.1).
+/// True when an observed verdict is the one the model gives. There is no allowance: a node that
+/// judges blind after a trim-point jump answers `NoVerdict` (docs/decisions.md), never a verdict.
 #[must_use]
 pub fn verdict_matches(model: &Outcome, observed: &Outcome) -> bool {
-    model == observed || matches!((model, observed), (Outcome::Duplicate { .. }, Outcome::Refused(_)))
+    model == observed
 }
 
 #[cfg(test)]

@@ -5,14 +5,18 @@
 //! Clients are sans-IO like the core: the world wakes them and hands them replies; they answer
 //! with requests to send (through [`ClientIo`]) and with what they learned, for the audit.
 
+mod prober;
 mod reader;
 mod writer;
 
+pub use prober::{Prober, ProberParams};
 pub use reader::{Reader, ReaderParams};
 pub use writer::{Writer, WriterParams};
 
 use bytes::Bytes;
 use paros_core::{Call, CallAnswer, NodeId, ReadAnswer, ReadRequest};
+
+use crate::check::Probe;
 
 /// A request a client sends to one machine.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -36,6 +40,8 @@ pub struct Outgoing {
     pub token: u64,
     pub to: NodeId,
     pub request: Request,
+    /// Set for the workload's deliberate odd inputs (recorded in the history).
+    pub probe: Option<Probe>,
 }
 
 /// What a client learned, for the audit.
@@ -76,9 +82,19 @@ impl ClientIo {
 
     /// Queues `request` to `to` and returns its token.
     pub fn send(&mut self, to: NodeId, request: Request) -> u64 {
+        self.push(to, request, None)
+    }
+
+    /// Queues `request`, one of the workload's deliberate odd inputs, to `to` and returns its
+    /// token.
+    pub fn send_probe(&mut self, to: NodeId, request: Request, probe: Probe) -> u64 {
+        self.push(to, request, Some(probe))
+    }
+
+    fn push(&mut self, to: NodeId, request: Request, probe: Option<Probe>) -> u64 {
         let token = self.next_token;
         self.next_token += 1;
-        self.sends.push(Outgoing { token, to, request });
+        self.sends.push(Outgoing { token, to, request, probe });
         token
     }
 

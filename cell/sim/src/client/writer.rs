@@ -1,14 +1,19 @@
 //! A single-writer client: claims the journal with SetLeader under a fresh uuid, writes pipelined
 //! batches at the tail, retries identical writes when the outcome is unknown, truncates below
 //! every folding reader, and stops once superseded (then, later, claims again as a new term).
+//!
+//! Beside its batches it sometimes sends a probe: an acknowledged batch re-sent with changed
+//! bytes at its own position, at another position below the tail, or far past the tail. A
+//! probe's answer changes nothing in the writer; the history records it for the checker.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use bytes::Bytes;
 use paros_core::journal::{JournalView, Outcome};
 use paros_core::{Call, CallAnswer, LeaderUuid, NodeId, Seq};
 
 use super::{ClientCtx, ClientEvent, ClientIo, Reply, Request};
+use crate::check::Probe;
 use crate::rng::SimRng;
 
 /// How a writer behaves; drawn per writer from the seed.
@@ -30,7 +35,17 @@ pub struct WriterParams {
     pub attempts_max: u32,
     /// Pause before claiming again after a term ended, in ns.
     pub idle_ns: (u64, u64),
+    /// Chances per new batch of also sending each probe (see the module doc).
+    pub changed_bytes_ppm: u64,
+    pub moved_batch_ppm: u64,
+    pub past_tail_ppm: u64,
 }
+
+/// Acknowledged batches a writer remembers for its probes.
+const ACKED_KEPT: usize = 8;
+
+/// How far past the tail a past-tail probe lands at least: further than any run writes.
+const PAST_TAIL_SEQ_MIN: u64 = 1 << 32;
 
 #[derive(Clone, Debug)]
 struct PendingWrite {
@@ -63,6 +78,7 @@ enum Purpose {
     Claim,
     Write(u64),
     Truncate,
+    Probe,
 }
 
 /// One writer workload client.
@@ -79,6 +95,8 @@ pub struct Writer {
     tokens: BTreeMap<u64, (u64, Purpose)>,
     view: JournalView,
     batch_no: u64,
+    /// The latest acknowledged batches: their first position and records.
+    acked: VecDeque<(u64, Vec<Bytes>)>,
 }
 
 impl Writer {
@@ -95,6 +113,7 @@ impl Writer {
             tokens: BTreeMap::new(),
             view: JournalView::default(),
             batch_no: 0,
+            acked: VecDeque::new(),
         }
     }
 
@@ -193,6 +212,7 @@ impl Writer {
             let (lo, hi) = self.params.batch_gap_ns;
             t.next_batch_at = now + self.rng.between(lo, hi);
             self.send(Purpose::Write(seq), Call::Write { leader: Some(uuid), seq: Seq(seq), records }, io);
+            self.probe(uuid, io);
             if self.rng.chance(self.params.abandon_ppm) {
                 // The writer process dies: whatever is in flight stays unknown.
                 self.end_term(now);
@@ -213,6 +233,58 @@ impl Writer {
             return true;
         }
         false
+    }
+
+    /// Maybe sends probes built from a remembered acknowledged batch, under `uuid`.
+    fn probe(&mut self, uuid: LeaderUuid, io: &mut ClientIo) {
+        if self.acked.is_empty() {
+            return;
+        }
+        let pick = self.rng.below(self.acked.len() as u64) as usize;
+        let (seq, records) = self.acked[pick].clone();
+        if self.rng.chance(self.params.changed_bytes_ppm) {
+            let changed = self.changed(seq, &records);
+            self.send_probe(Probe::ChangedBytes, Call::Write { leader: Some(uuid), seq: Seq(seq), records: changed }, io);
+        }
+        // Every view this writer heard is a state the journal passed: its `next_seq` is a lower
+        // bound of the tail from now on, so a batch sent below it can never be accepted.
+        let tail = self.view.next_seq.0;
+        if tail > 1 && self.rng.chance(self.params.moved_batch_ppm) {
+            let mut to = self.rng.below(tail - 1);
+            if to >= seq {
+                to += 1;
+            }
+            self.send_probe(Probe::MovedBatch, Call::Write { leader: Some(uuid), seq: Seq(to), records: records.clone() }, io);
+        }
+        if self.rng.chance(self.params.past_tail_ppm) {
+            let to = PAST_TAIL_SEQ_MIN + self.rng.below(1 << 20);
+            self.send_probe(Probe::PastTail, Call::Write { leader: Some(uuid), seq: Seq(to), records }, io);
+        }
+    }
+
+    /// `records`, acknowledged at `seq`, changed: a prefix, one record's bytes changed (its
+    /// position tag kept), or one record more.
+    fn changed(&mut self, seq: u64, records: &[Bytes]) -> Vec<Bytes> {
+        let mut out = records.to_vec();
+        match self.rng.below(3) {
+            0 if out.len() > 1 => {
+                out.pop();
+            }
+            0 | 1 => {
+                let i = self.rng.below(out.len() as u64) as usize;
+                let mut tweaked = b"~".to_vec();
+                tweaked.extend_from_slice(&out[i]);
+                out[i] = Bytes::from(tweaked);
+            }
+            _ => out.push(self.record(seq + out.len() as u64)),
+        }
+        out
+    }
+
+    fn send_probe(&mut self, probe: Probe, call: Call, io: &mut ClientIo) {
+        let to = self.target();
+        let token = io.send_probe(to, Request::Call(call), probe);
+        self.tokens.insert(token, (self.generation, Purpose::Probe));
     }
 
     fn record(&mut self, position: u64) -> Bytes {
@@ -256,6 +328,7 @@ impl Writer {
             Purpose::Claim => self.on_claim_reply(now, reply, retry_gap),
             Purpose::Write(seq) => self.on_write_reply(now, seq, reply, retry_gap, io),
             Purpose::Truncate => self.on_truncate_reply(now, reply),
+            Purpose::Probe => {}
         }
     }
 
@@ -290,6 +363,10 @@ impl Writer {
             Reply::Call(CallAnswer::Verdict(Outcome::Accepted { seq: s, count } | Outcome::Duplicate { seq: s, count })) => {
                 let p = t.pending.remove(&seq).expect("present");
                 self.view.next_seq = self.view.next_seq.max(s.plus(count));
+                if self.acked.len() == ACKED_KEPT {
+                    self.acked.pop_front();
+                }
+                self.acked.push_back((s.0, p.records.clone()));
                 io.events.push(ClientEvent::Acked { seq: s.0, records: p.records });
             }
             Reply::Call(CallAnswer::Verdict(Outcome::Refused(view))) => {

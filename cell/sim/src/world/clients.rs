@@ -1,10 +1,11 @@
 //! The workload clients: waking them, carrying their calls to machines and answers back, and
 //! recording every call in the history.
 
-use paros_core::{Call, CallId, JournalKey, NodeId, ReadId};
+use paros_core::journal::Outcome;
+use paros_core::{Call, CallAnswer, CallId, JournalKey, NodeId, ReadId};
 
 use super::{ClientKind, Event, Outstanding, World};
-use crate::check::{HistoryOp, OpInput, OpOutput};
+use crate::check::{HistoryHeader, HistoryOp, JournalHeader, OpInput, OpOutput};
 use crate::client::{ClientCtx, ClientEvent, ClientIo, Outgoing, Reply, Request};
 use crate::host::Host;
 
@@ -20,15 +21,35 @@ impl<H: Host> World<H> {
             .min()
     }
 
+    fn ctx(&self, c: usize) -> ClientCtx {
+        ClientCtx { clamp: self.clamp(self.clients[c].journal), stopping: self.stopping }
+    }
+
     pub(super) fn wake_client(&mut self, c: usize) {
-        let ctx = ClientCtx { clamp: self.clamp(self.clients[c].journal), stopping: self.stopping };
+        let ctx = self.ctx(c);
         let mut io = ClientIo::new(self.clients[c].next_token);
         let now = self.now;
         match &mut self.clients[c].kind {
             ClientKind::Writer(w) => w.wake(now, ctx, &mut io),
             ClientKind::Reader(r) => r.wake(now, ctx, &mut io),
+            ClientKind::Prober(p) => p.wake(now, ctx, &mut io),
         }
         self.flush_client(c, io);
+    }
+
+    /// A truncation to `up_to` on `journal` was just sent or answered: its probers may race it.
+    fn notify_trim(&mut self, journal: usize, up_to: u64) {
+        for c in 0..self.clients.len() {
+            if self.clients[c].journal != journal || !matches!(self.clients[c].kind, ClientKind::Prober(_)) {
+                continue;
+            }
+            let ctx = self.ctx(c);
+            let mut io = ClientIo::new(self.clients[c].next_token);
+            if let ClientKind::Prober(p) = &mut self.clients[c].kind {
+                p.on_trim(up_to, ctx, &mut io);
+            }
+            self.flush_client(c, io);
+        }
     }
 
     pub(super) fn flush_client(&mut self, c: usize, io: ClientIo) {
@@ -43,18 +64,26 @@ impl<H: Host> World<H> {
             }
             self.audit.on_client(key, name, ev);
         }
+        let journal = self.clients[c].journal;
         for out in io.sends {
+            let trim = match &out.request {
+                Request::Call(Call::Truncate { up_to, .. }) => Some(up_to.0),
+                _ => None,
+            };
             self.send_request(c, out);
+            if let Some(up_to) = trim {
+                self.notify_trim(journal, up_to);
+            }
         }
     }
 
     pub(super) fn send_request(&mut self, c: usize, out: Outgoing) {
-        let Outgoing { token, to, request } = out;
+        let Outgoing { token, to, request, probe } = out;
         let Some(&m) = self.index.get(&to) else { return };
         let journal = self.journals[self.clients[c].journal].0;
         let req = self.next_request;
         self.next_request += 1;
-        self.history_order += 1;
+        self.history_index += 1;
         self.history.push(HistoryOp {
             journal,
             client: self.clients[c].name.clone(),
@@ -62,8 +91,11 @@ impl<H: Host> World<H> {
             output: None,
             call_ns: self.now,
             return_ns: None,
-            call_order: self.history_order,
-            return_order: None,
+            call_index: self.history_index,
+            return_index: None,
+            to,
+            server: None,
+            probe,
         });
         self.requests.insert(req, Outstanding { client: c, token, history: self.history.len() - 1 });
         let name = &self.clients[c].name;
@@ -100,7 +132,6 @@ impl<H: Host> World<H> {
         let Some(o) = self.requests.remove(&req) else { return };
         let journal = self.clients[o.client].journal;
         self.progress.on_end(journal, req, self.now, !matches!(reply, Reply::TimedOut), &mut self.audit.claims);
-        self.history_order += 1;
         let h = &mut self.history[o.history];
         match &reply {
             Reply::Call(a) => h.output = Some(OpOutput::Call(*a)),
@@ -108,9 +139,15 @@ impl<H: Host> World<H> {
             Reply::TimedOut => {}
         }
         if !matches!(reply, Reply::TimedOut) {
+            self.history_index += 1;
             h.return_ns = Some(self.now);
-            h.return_order = Some(self.history_order);
+            h.return_index = Some(self.history_index);
+            h.server = from;
         }
+        let trimmed = match (&h.input, &reply) {
+            (OpInput::Truncate { .. }, Reply::Call(CallAnswer::Verdict(Outcome::Trimmed(view)))) => Some(view.first_seq.0),
+            _ => None,
+        };
         if let (OpInput::Read { from: f, .. }, Reply::Read(answer)) = (&h.input, &reply) {
             let key = h.journal;
             let f = *f;
@@ -124,9 +161,40 @@ impl<H: Host> World<H> {
         match &mut self.clients[c].kind {
             ClientKind::Writer(w) => w.on_reply(now, o.token, from, reply, &mut io),
             ClientKind::Reader(r) => r.on_reply(now, o.token, reply, &mut io),
+            ClientKind::Prober(p) => p.on_reply(o.token, &reply),
         }
         self.flush_client(c, io);
+        if let Some(first) = trimmed {
+            let journal = self.clients[c].journal;
+            self.notify_trim(journal, first);
+        }
         self.wake_client(c);
+    }
+
+    /// The history file's header: the journals, their modes and the limits every server used.
+    pub(super) fn history_header(&self) -> HistoryHeader {
+        let t = &self.params.tunables;
+        HistoryHeader {
+            seed: self.seed,
+            tick_ns: self.params.tick_ns,
+            call_timeout_ns: self.params.call_timeout_ns,
+            page_records_max: t.page_records_max,
+            page_bytes_max: t.page_bytes_max,
+            write_records_max: t.limits.write_records_max,
+            write_bytes_max: t.limits.write_bytes_max,
+            wait_ticks_max: t.wait_ticks_max,
+            read_ticks_max: t.read_ticks_max,
+            journals: self
+                .journals
+                .iter()
+                .map(|(key, config)| JournalHeader {
+                    key: *key,
+                    mode: config.mode,
+                    voters: config.voters.clone(),
+                    learners: config.learners.clone(),
+                })
+                .collect(),
+        }
     }
 }
 
@@ -139,7 +207,13 @@ fn op_input(request: &Request) -> OpInput {
             OpInput::Truncate { leader: leader.expect("workload writers are fenced"), up_to: up_to.0 }
         }
         Request::Call(Call::SetLeader { new, old }) => OpInput::SetLeader { new: *new, old: *old },
-        Request::Read(r) => OpInput::Read { from: r.from.0, limit: r.limit, consistency: r.consistency },
+        Request::Read(r) => OpInput::Read {
+            from: r.from.0,
+            limit: r.limit,
+            max_bytes: r.max_bytes,
+            wait_ticks: r.wait_ticks,
+            consistency: r.consistency,
+        },
     }
 }
 

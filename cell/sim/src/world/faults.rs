@@ -118,7 +118,7 @@ impl<H: Host> World<H> {
     pub(super) fn on_converge_check(&mut self) {
         let writers_idle = self.clients.iter().all(|c| match &c.kind {
             ClientKind::Writer(w) => !w.busy(),
-            ClientKind::Reader(_) => true,
+            ClientKind::Reader(_) | ClientKind::Prober(_) => true,
         });
         if (writers_idle && (0..self.journals.len()).all(|j| self.converged(j))) || self.now >= self.settle_deadline {
             self.done = true;

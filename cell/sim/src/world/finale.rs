@@ -8,7 +8,7 @@ use paros_core::{JournalKey, Slot};
 
 use super::{RunReport, World};
 use crate::check::linearizability::{self, Verdict};
-use crate::check::{Claim, HistoryOp, PageBounds};
+use crate::check::{Claim, HistoryOp, PageBounds, ProbeCounts};
 use crate::host::{Host, MachineRole};
 
 impl<H: Host> World<H> {
@@ -50,6 +50,8 @@ impl<H: Host> World<H> {
             sim_ns: self.now,
             histories_checked: checked,
             histories_exhausted: exhausted,
+            header: self.history_header(),
+            probes: ProbeCounts::of(&self.history),
             history: if self.options.keep_history { std::mem::take(&mut self.history) } else { Vec::new() },
             claims: self.audit.claims,
             longest_stall_ns,

@@ -24,8 +24,8 @@ use std::collections::BTreeMap;
 
 use paros_core::{JournalConfig, JournalId, JournalKey, NodeId, TenantId};
 
-use crate::check::{Claims, HistoryOp};
-use crate::client::{Reader, Reply, Request, Writer};
+use crate::check::{Claims, HistoryHeader, HistoryOp, ProbeCounts};
+use crate::client::{Prober, Reader, Reply, Request, Writer};
 use crate::disk::SimDisk;
 use crate::host::{Host, MachineRole, MachineSpec, NodeHost, Packet, Placement};
 use crate::rng::SimRng;
@@ -60,6 +60,10 @@ pub struct RunReport {
     /// Journal histories checked, and those whose search ran out of steps.
     pub histories_checked: u64,
     pub histories_exhausted: u64,
+    /// The journals and limits of the run, for the history file's header line.
+    pub header: HistoryHeader,
+    /// The workload's probe calls, by probe and answer.
+    pub probes: ProbeCounts,
     pub history: Vec<HistoryOp>,
     /// The longest a journal with a pending call went without deciding, in the judged part of
     /// the fault-free tail.
@@ -87,8 +91,9 @@ struct Machine<H> {
 }
 
 enum ClientKind {
-    Writer(Writer),
+    Writer(Box<Writer>),
     Reader(Reader),
+    Prober(Prober),
 }
 
 struct Client {
@@ -145,7 +150,8 @@ pub struct World<H: Host> {
     requests: BTreeMap<u64, Outstanding>,
     next_request: u64,
     history: Vec<HistoryOp>,
-    history_order: u64,
+    /// The index of the latest call or return in the history (see [`HistoryOp::call_index`]).
+    history_index: u64,
     partition: Option<BTreeMap<NodeId, u8>>,
     chaos: bool,
     stopping: bool,
@@ -220,7 +226,7 @@ impl<H: Host> World<H> {
             let config = &journals[wl.journal].1;
             let start = rng.between(0, 500 * MS);
             clients.push(Client {
-                kind: ClientKind::Writer(Writer::new(format!("w{w}"), config.voters.clone(), rng.fork(), wl.writer, start)),
+                kind: ClientKind::Writer(Box::new(Writer::new(format!("w{w}"), config.voters.clone(), rng.fork(), wl.writer, start))),
                 journal: wl.journal,
                 name: format!("w{w}"),
                 next_token: 0,
@@ -231,6 +237,17 @@ impl<H: Host> World<H> {
                 let start = rng.between(0, 500 * MS);
                 clients.push(Client {
                     kind: ClientKind::Reader(Reader::new(name.clone(), servers, rng.fork(), *rp, start)),
+                    journal: wl.journal,
+                    name,
+                    next_token: 0,
+                });
+            }
+            if let Some(pp) = wl.prober {
+                let servers: Vec<NodeId> = config.voters.iter().chain(&config.learners).copied().collect();
+                let name = format!("p{w}");
+                let start = rng.between(0, 500 * MS);
+                clients.push(Client {
+                    kind: ClientKind::Prober(Prober::new(name.clone(), servers, rng.fork(), pp, start)),
                     journal: wl.journal,
                     name,
                     next_token: 0,
@@ -258,7 +275,7 @@ impl<H: Host> World<H> {
             requests: BTreeMap::new(),
             next_request: 1,
             history: Vec::new(),
-            history_order: 0,
+            history_index: 0,
             partition: None,
             chaos: true,
             stopping: false,

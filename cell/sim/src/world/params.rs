@@ -2,7 +2,7 @@
 
 use paros_core::Tunables;
 
-use crate::client::{ReaderParams, WriterParams};
+use crate::client::{ProberParams, ReaderParams, WriterParams};
 use crate::rng::SimRng;
 
 const MS: u64 = 1_000_000;
@@ -36,12 +36,13 @@ pub struct Outage {
     pub len_ns: u64,
 }
 
-/// One workload: a writer and its readers on one journal.
+/// One workload: a writer, its readers and maybe a prober on one journal.
 #[derive(Clone, Debug)]
 pub struct WorkloadParams {
     pub journal: usize,
     pub writer: WriterParams,
     pub readers: Vec<ReaderParams>,
+    pub prober: Option<ProberParams>,
 }
 
 /// A world's shape and schedule, all drawn from the seed.
@@ -103,6 +104,7 @@ impl Params {
                 journal: rng.below(journals as u64) as usize,
                 writer: draw_writer(rng),
                 readers: (0..rng.between(1, 2)).map(|_| draw_reader(rng)).collect(),
+                prober: draw_prober(rng),
             })
             .collect();
         let tunables = Tunables {
@@ -189,7 +191,28 @@ fn draw_writer(rng: &mut SimRng) -> WriterParams {
         truncate_gap_ns: (rng.between(200, 500) * MS, rng.between(600, 2000) * MS),
         attempts_max: 12,
         idle_ns: (50 * MS, S),
+        changed_bytes_ppm: draw_probe_ppm(rng),
+        moved_batch_ppm: draw_probe_ppm(rng),
+        past_tail_ppm: draw_probe_ppm(rng),
     }
+}
+
+/// A writer's chance per batch of one kind of probe: none on a quarter of the writers.
+fn draw_probe_ppm(rng: &mut SimRng) -> u64 {
+    if rng.chance(250_000) { 0 } else { rng.between(10_000, 150_000) }
+}
+
+/// Three workloads in four have a prober.
+fn draw_prober(rng: &mut SimRng) -> Option<ProberParams> {
+    rng.chance(750_000).then(|| ProberParams {
+        gap_ns: (20 * MS, rng.between(50, 400) * MS),
+        linearizable_pct: rng.between(30, 90),
+        limit_max: rng.between(1, 20) as u32,
+        bytes_max: rng.between(16, 2048) as u32,
+        wait_ticks_max: rng.between(0, 5) as u32,
+        in_flight_max: rng.between(1, 4) as usize,
+        trim_race_ppm: rng.between(300_000, 1_000_000),
+    })
 }
 
 fn draw_reader(rng: &mut SimRng) -> ReaderParams {
