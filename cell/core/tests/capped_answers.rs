@@ -206,3 +206,25 @@ impl PlusSlots for Slot {
         Slot(self.0 + n)
     }
 }
+
+/// A replica restarted behind a journal probes a voter at boot. With one-slot pages and every
+/// heartbeat to it lost (so nothing but catch-up answers can tell it how far behind it is), the
+/// first answer does not end the probe: it reaches the prefix.
+#[test]
+fn a_replica_probing_at_boot_reaches_the_prefix_through_one_slot_pages() {
+    for seed in [10, 11] {
+        let mut c = Cluster::with_tunables(3, 1, seed, Faults::NONE, WriterMode::Single, one_slot_pages);
+        let (a, mut w) = claimed(&mut c);
+        let replica = learner_id(0);
+        c.crash(replica);
+        for i in 0..15 {
+            w.append(&mut c, a, recs(&format!("w{i}"), 1));
+        }
+        c.filter = Some(Box::new(move |_, to, m| to == replica && matches!(m, Message::Heartbeat { .. } | Message::Chosen { .. })));
+        c.start(replica);
+        c.run(150);
+        let leader = c.leader().expect("a leader");
+        assert_eq!(c.chosen_of(replica), c.chosen_of(leader), "seed {seed}: the probing replica reached the prefix");
+        assert_eq!(c.state_of(replica).next_seq, Seq(w.next()));
+    }
+}
