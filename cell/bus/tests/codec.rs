@@ -136,3 +136,15 @@ proptest! {
         prop_assert_eq!(decode::<Vec<Envelope>>(&encode(&batch)), Ok(batch));
     }
 }
+
+#[test]
+fn a_zero_leader_uuid_on_the_wire_is_refused() {
+    let wire = encode(&vec![write_envelope(vec![Bytes::from_static(b"r")])]);
+    // The uuid 99 is one varint byte (0x63); no other byte of this batch has that value.
+    let at: Vec<usize> = wire.iter().enumerate().filter(|(_, b)| **b == 0x63).map(|(i, _)| i).collect();
+    assert_eq!(at.len(), 1, "the test batch holds the uuid byte once: {wire:?}");
+    let mut zeroed = wire.clone();
+    zeroed[at[0]] = 0;
+    assert!(decode::<Vec<Envelope>>(&zeroed).is_err(), "a zero leader uuid does not decode");
+    assert!(decode::<Vec<Envelope>>(&wire).is_ok(), "the same batch with its uuid decodes");
+}

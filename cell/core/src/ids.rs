@@ -103,9 +103,35 @@ impl fmt::Debug for Ballot {
     }
 }
 
-/// The writer's fence: a non-zero u128 chosen by the client, invisible to Paxos.
+/// The writer's fence: a non-zero u128 chosen by the client, invisible to Paxos. Decoding goes
+/// through [`LeaderUuid::new`]: a zero from the wire or the disk is refused, never held.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "u128", into = "u128")]
 pub struct LeaderUuid(u128);
+
+/// A leader uuid of zero (the unset uuid, which never leads).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct ZeroLeaderUuid;
+
+impl fmt::Display for ZeroLeaderUuid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a leader uuid is never zero")
+    }
+}
+
+impl TryFrom<u128> for LeaderUuid {
+    type Error = ZeroLeaderUuid;
+
+    fn try_from(raw: u128) -> Result<LeaderUuid, ZeroLeaderUuid> {
+        LeaderUuid::new(raw).ok_or(ZeroLeaderUuid)
+    }
+}
+
+impl From<LeaderUuid> for u128 {
+    fn from(u: LeaderUuid) -> u128 {
+        u.0
+    }
+}
 
 impl LeaderUuid {
     /// The uuid `raw`, or `None` for zero (the unset uuid never leads).
