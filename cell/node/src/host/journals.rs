@@ -1,0 +1,111 @@
+//! The journals hosted here: placement, installation at boot, and protocol dispatch.
+
+use paros_core::{JournalConfig, JournalKey, NodeId, Replica, Voter};
+
+use super::{Host, Hosted, Peer};
+use crate::ports::{Envelope, LogStore, StoreError};
+
+impl<S: LogStore> Host<S> {
+    /// The number of journals hosted here.
+    #[must_use]
+    pub fn journal_count(&self) -> usize {
+        self.journals.len()
+    }
+
+    /// The number of journals that currently need ticks.
+    #[must_use]
+    pub fn awake_count(&self) -> usize {
+        self.awake.len()
+    }
+
+    /// The voter of `key`, if this machine votes in it.
+    #[must_use]
+    pub fn voter(&self, key: &JournalKey) -> Option<&Voter> {
+        match self.journals.get(key) {
+            Some(Hosted::Voter(v)) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The replica of `key`, if this machine is one of its learners.
+    #[must_use]
+    pub fn replica(&self, key: &JournalKey) -> Option<&Replica> {
+        match self.journals.get(key) {
+            Some(Hosted::Replica(r)) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Every journal key hosted here.
+    pub fn journal_keys(&self) -> impl Iterator<Item = &JournalKey> {
+        self.journals.keys()
+    }
+
+    fn journal_seed(&self, key: &JournalKey) -> u64 {
+        self.seed ^ key.tenant.0.rotate_left(17) ^ key.journal.0.rotate_left(41) ^ self.me.0
+    }
+
+    pub(super) fn install(&mut self, key: JournalKey, config: JournalConfig, durable: paros_core::Durable) {
+        let seed = self.journal_seed(&key);
+        for n in config.voters.iter().chain(&config.learners).filter(|n| **n != self.me) {
+            self.peers.entry(*n).or_insert(Peer { heard_tick: self.stats.ticks, down: false });
+        }
+        let hosted = if config.voters.contains(&self.me) {
+            Hosted::Voter(Box::new(Voter::recover(self.me, config, self.tunables, seed, durable)))
+        } else {
+            Hosted::Replica(Box::new(Replica::recover(self.me, config, self.tunables, durable)))
+        };
+        self.journals.insert(key, hosted);
+        self.dirty.insert(key);
+        self.awake.insert(key);
+    }
+
+    /// Places a journal here with its configuration (the registry will call this later).
+    /// Placing a journal that is already here changes nothing.
+    ///
+    /// # Errors
+    /// A storage fault writing the configuration.
+    pub fn place(&mut self, key: JournalKey, config: JournalConfig) -> Result<(), StoreError> {
+        if self.journals.contains_key(&key) {
+            return Ok(());
+        }
+        assert!(
+            config.voters.contains(&self.me) || config.learners.contains(&self.me),
+            "a journal is placed only on its members"
+        );
+        self.store_mut().put_config(key, &config)?;
+        self.install(key, config, paros_core::Durable::default());
+        Ok(())
+    }
+
+    /// Asks this machine's voter of `key` to campaign now (first leader, no timeout wait).
+    pub fn campaign(&mut self, key: &JournalKey) {
+        if let Some(Hosted::Voter(v)) = self.journals.get_mut(key) {
+            v.campaign();
+            self.dirty.insert(*key);
+            self.touched.insert(*key);
+            self.awake.insert(*key);
+        }
+    }
+
+    /// Protocol messages from a peer. A message for a journal not hosted here is dropped and
+    /// counted; it never creates one.
+    pub fn deliver(&mut self, from: NodeId, envelopes: Vec<Envelope>) {
+        if let Some(p) = self.peers.get_mut(&from) {
+            p.heard_tick = self.stats.ticks;
+            p.down = false;
+        }
+        for e in envelopes {
+            let Some(j) = self.journals.get_mut(&e.journal) else {
+                self.stats.unknown_journal_drops += 1;
+                continue;
+            };
+            j.step(from, e.message);
+            self.dirty.insert(e.journal);
+            self.touched.insert(e.journal);
+            if !j.is_quiet() {
+                self.awake.insert(e.journal);
+            }
+        }
+    }
+}

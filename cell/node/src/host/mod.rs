@@ -1,0 +1,223 @@
+//! The host: every journal placed on one machine, driven in rounds.
+//!
+//! A round gathers the [`Ready`] of every journal with work, writes **one** storage batch,
+//! syncs **once**, and only then hands out messages (grouped per destination) and answers.
+//! Journals that are quiet (idle, caught up, nothing waiting) are neither ticked nor asked
+//! for a `Ready`: ten thousand idle journals cost memory, not work. All of this is sans-IO
+//! apart from the [`LogStore`] port, so the simulation drives the same code the daemon runs.
+//!
+//! One concern a file: `journals` (the hosted journals, their placement and protocol dispatch),
+//! `round` (the round pipeline), `time` (ticks from the clock and peer liveness), `tickets`
+//! (requests and the answers owed on them), `hosted` (a voter or a replica behind one face).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use paros_core::{
+    Applied, CallId, JournalKey, NodeId, ReadAnswer, ReadId, Ready, Tunables, WriteOp,
+};
+
+use crate::ports::{Envelope, LogStore, StoreError};
+use crate::rpc::NodeAnswer;
+
+mod hosted;
+mod journals;
+mod round;
+mod tickets;
+mod time;
+
+use hosted::Hosted;
+pub use time::{Clocked, TICK_MS_DEFAULT};
+use time::{Peer, Timer};
+
+
+/// A request ticket: the host's handle for an answer it owes.
+pub type Ticket = u64;
+
+/// Counters a test or a dashboard reads. Cumulative since boot.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct HostStats {
+    pub rounds: u64,
+    /// Machine ticks (from [`Host::on_clock`] or [`Host::tick`]).
+    pub ticks: u64,
+    /// Rounds that wrote a batch and synced.
+    pub syncs: u64,
+    /// Write ops persisted.
+    pub writes: u64,
+    /// `Ready`s taken (journal-rounds with work).
+    pub readies: u64,
+    /// Journals a round looked at for a `Ready` (work that must track the busy journals, not
+    /// every journal hosted).
+    pub journals_visited: u64,
+    /// Journal ticks delivered.
+    pub journal_ticks: u64,
+    /// Envelopes for journals this host does not know: dropped, never used to create one.
+    pub unknown_journal_drops: u64,
+    /// Records in write verdicts answered `Accepted` here.
+    pub records_accepted: u64,
+    /// Times a peer machine went silent past an election timeout.
+    pub peers_lost: u64,
+}
+
+/// A round whose batch is being made durable.
+#[derive(Debug)]
+#[must_use = "a pending round must be persisted and completed"]
+pub struct PendingRound {
+    /// Every journal's writes of the round: persist as one atomic batch.
+    pub batch: Vec<(JournalKey, Vec<WriteOp>)>,
+    /// False when the batch holds only writes that need no sync of their own.
+    pub needs_sync: bool,
+    readies: Vec<(JournalKey, Ready)>,
+}
+
+/// What a round releases before its sync.
+#[derive(Debug)]
+pub enum Early {
+    /// Protocol messages for one peer that state nothing this round's writes make true.
+    Messages(NodeId, Vec<Envelope>),
+    /// The answer owed on a ticket.
+    Answer(Ticket, NodeAnswer),
+}
+
+/// What one round hands to the shell after its sync: safe to send now.
+#[derive(Debug, Default)]
+pub struct RoundOutput {
+    /// Acceptor replies, grouped per destination.
+    pub messages: BTreeMap<NodeId, Vec<Envelope>>,
+    pub applied: Vec<(JournalKey, Applied)>,
+    /// The writes this round made durable (for audits); empty unless `keep_writes` is set.
+    pub writes: Vec<(JournalKey, Vec<WriteOp>)>,
+}
+
+/// Why a host would not boot.
+#[derive(Debug, thiserror::Error)]
+pub enum BootError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The store holds no identity but the machine was told it has one: its disk was wiped.
+    /// It must never rejoin under that identity (its promises are gone).
+    #[error("the store is empty but this machine is {0:?}: refusing to boot a wiped store under an existing identity")]
+    Wiped(NodeId),
+    /// The store belongs to another machine.
+    #[error("the store belongs to {found:?}, not {expected:?}")]
+    WrongIdentity { expected: NodeId, found: NodeId },
+}
+
+/// Every journal on one machine, and the machine's store.
+#[derive(Debug)]
+pub struct Host<S: LogStore> {
+    me: NodeId,
+    /// `None` while lent to a storage thread for a round's write and sync.
+    store: Option<S>,
+    tunables: Tunables,
+    journals: BTreeMap<JournalKey, Hosted>,
+    /// Journals that may have a `Ready` this round.
+    dirty: BTreeSet<JournalKey>,
+    /// Journals that need ticks (not quiet).
+    awake: BTreeSet<JournalKey>,
+    /// Journals stepped since the last release.
+    touched: BTreeSet<JournalKey>,
+    in_flight: bool,
+    calls: BTreeMap<(JournalKey, CallId), Ticket>,
+    reads: BTreeMap<(JournalKey, ReadId), Ticket>,
+    next_id: u64,
+    seed: u64,
+    stats: HostStats,
+    keep_writes: bool,
+    /// Every machine that shares a journal with this one, and when it was last heard.
+    peers: BTreeMap<NodeId, Peer>,
+    /// When the next tick is due, in the [`Clock`](crate::ports::Clock)'s milliseconds.
+    timer: Timer,
+}
+
+impl<S: LogStore> Host<S> {
+    /// Boots over `store`. `expected` is the identity this machine was given before (from its
+    /// data directory or configuration), `fresh` the id to mint if it has none.
+    ///
+    /// # Errors
+    /// [`BootError::Wiped`] when the store is empty under an existing identity,
+    /// [`BootError::WrongIdentity`] for another machine's store, or a storage fault.
+    pub fn boot(mut store: S, expected: Option<NodeId>, fresh: NodeId, tunables: Tunables, seed: u64) -> Result<Host<S>, BootError> {
+        let me = match (store.identity()?, expected) {
+            (Some(found), Some(expected)) if found != expected => return Err(BootError::WrongIdentity { expected, found }),
+            (Some(found), _) => found,
+            (None, Some(expected)) => return Err(BootError::Wiped(expected)),
+            (None, None) => {
+                store.set_identity(fresh)?;
+                fresh
+            }
+        };
+        let mut host = Host {
+            me,
+            store: Some(store),
+            tunables,
+            journals: BTreeMap::new(),
+            dirty: BTreeSet::new(),
+            awake: BTreeSet::new(),
+            touched: BTreeSet::new(),
+            in_flight: false,
+            calls: BTreeMap::new(),
+            reads: BTreeMap::new(),
+            next_id: 1,
+            seed,
+            stats: HostStats::default(),
+            keep_writes: false,
+            peers: BTreeMap::new(),
+            timer: Timer { tick_ms: TICK_MS_DEFAULT, next_due_ms: None },
+        };
+        for stored in host.store_mut().load()? {
+            host.install(stored.key, stored.config, stored.durable);
+        }
+        Ok(host)
+    }
+
+    /// This machine's identity.
+    #[must_use]
+    pub fn id(&self) -> NodeId {
+        self.me
+    }
+
+    #[must_use]
+    pub fn stats(&self) -> HostStats {
+        self.stats
+    }
+
+    /// # Panics
+    /// While the store is lent out.
+    #[must_use]
+    pub fn store(&self) -> &S {
+        self.store.as_ref().expect("the store is not lent out")
+    }
+
+    pub(super) fn store_mut(&mut self) -> &mut S {
+        self.store.as_mut().expect("the store is not lent out")
+    }
+
+    /// Lends the store to the thread that persists a round's batch.
+    ///
+    /// # Panics
+    /// When it is already lent out.
+    pub fn lend_store(&mut self) -> S {
+        self.store.take().expect("the store is lent once")
+    }
+
+    /// Takes the store back after a round's batch is durable.
+    pub fn return_store(&mut self, store: S) {
+        assert!(self.store.is_none(), "only a lent store comes back");
+        self.store = Some(store);
+    }
+
+    /// Keep each round's writes in [`RoundOutput::writes`] (audits in the simulation).
+    pub fn keep_writes(&mut self, keep: bool) {
+        self.keep_writes = keep;
+    }
+}
+
+
+/// A read answer for a ticket, for shells that want to match on it.
+#[must_use]
+pub fn read_answer(answer: &NodeAnswer) -> Option<&ReadAnswer> {
+    match answer {
+        NodeAnswer::Read(r) => Some(r),
+        _ => None,
+    }
+}

@@ -1,0 +1,132 @@
+//! The round pipeline: one `Ready` per journal with work, one batch, one sync, then release.
+
+use std::collections::BTreeMap;
+
+use paros_core::{JournalKey, NodeId, Ready, WriteOp};
+
+use super::{Early, Host, PendingRound, RoundOutput};
+use crate::ports::{Envelope, LogStore, StoreError};
+
+impl<S: LogStore> Host<S> {
+    /// One round, persisted on this thread: [`Host::begin_round`], one storage batch and one
+    /// sync for every journal with work, then [`Host::complete_round`].
+    ///
+    /// # Errors
+    /// A storage fault. Nothing in the `RoundOutput` may then leave: stop the process.
+    pub fn round(&mut self, early: impl FnMut(Early)) -> Result<RoundOutput, StoreError> {
+        let pending = self.begin_round(early);
+        if !pending.batch.is_empty() {
+            let store = self.store_mut();
+            store.write(&pending.batch)?;
+            if pending.needs_sync {
+                store.sync()?;
+            }
+        }
+        Ok(self.complete_round(pending))
+    }
+
+    /// Hands out what may leave now from every journal touched since the last call, even
+    /// journals whose round is in flight: proposer messages, heartbeats, chosen values and
+    /// answers (see [`Ready`]). The shell calls it after absorbing inputs while a sync runs.
+    pub fn release(&mut self, mut early: impl FnMut(Early)) {
+        let mut out: BTreeMap<NodeId, Vec<Envelope>> = BTreeMap::new();
+        for key in std::mem::take(&mut self.touched) {
+            let j = self.journals.get_mut(&key).expect("a touched journal is hosted");
+            let released = j.take_released();
+            for o in released.messages {
+                out.entry(o.to).or_default().push(Envelope { journal: key, from: self.me, message: o.message });
+            }
+            self.answer(key, released.answers, released.reads, &mut early);
+        }
+        for (to, envelopes) in out {
+            early(Early::Messages(to, envelopes));
+        }
+    }
+
+    /// Starts a round: takes the `Ready` of every journal with work, hands `early` what may
+    /// leave before the sync, and returns the writes to persist as one batch. The caller makes
+    /// `batch` durable (one write, one sync when `needs_sync`), then calls
+    /// [`Host::complete_round`]. Inputs may be delivered meanwhile; no round may begin until
+    /// this one completes.
+    pub fn begin_round(&mut self, mut early: impl FnMut(Early)) -> PendingRound {
+        assert!(!self.in_flight, "one round in flight at a time");
+        self.in_flight = true;
+        self.stats.rounds += 1;
+        self.touched.clear();
+        let mut readies: Vec<(JournalKey, Ready)> = Vec::new();
+        for key in std::mem::take(&mut self.dirty) {
+            let j = self.journals.get_mut(&key).expect("a dirty journal is hosted");
+            self.stats.journals_visited += 1;
+            if j.has_ready() {
+                readies.push((key, j.ready()));
+                self.stats.readies += 1;
+            }
+        }
+        let batch: Vec<(JournalKey, Vec<WriteOp>)> = readies
+            .iter_mut()
+            .filter(|(_, r)| !r.writes.is_empty())
+            .map(|(k, r)| (*k, std::mem::take(&mut r.writes)))
+            .collect();
+        let needs_sync = batch.iter().any(|(_, w)| w.iter().any(WriteOp::needs_sync));
+        if !batch.is_empty() {
+            self.stats.writes += batch.iter().map(|(_, w)| w.len() as u64).sum::<u64>();
+            if needs_sync {
+                self.stats.syncs += 1;
+            }
+        }
+        let mut early_out: BTreeMap<NodeId, Vec<Envelope>> = BTreeMap::new();
+        for (key, ready) in &mut readies {
+            let (wait, go): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut ready.messages).into_iter().partition(|o| o.message.needs_durable_sender());
+            ready.messages = wait;
+            for o in go {
+                early_out.entry(o.to).or_default().push(Envelope { journal: *key, from: self.me, message: o.message });
+            }
+            let (answers, reads) = (std::mem::take(&mut ready.answers), std::mem::take(&mut ready.reads));
+            self.answer(*key, answers, reads, &mut early);
+        }
+        for (to, envelopes) in early_out {
+            early(Early::Messages(to, envelopes));
+        }
+        PendingRound { batch, needs_sync, readies }
+    }
+
+    /// Completes a round whose batch is durable: releases the acceptor replies and advances
+    /// every journal of the round.
+    pub fn complete_round(&mut self, pending: PendingRound) -> RoundOutput {
+        assert!(self.in_flight, "complete_round follows begin_round");
+        self.in_flight = false;
+        let mut out = RoundOutput::default();
+        for (key, ready) in pending.readies {
+            for o in ready.messages {
+                out.messages.entry(o.to).or_default().push(Envelope { journal: key, from: self.me, message: o.message });
+            }
+            out.applied.extend(ready.applied.into_iter().map(|a| (key, a)));
+            let j = self.journals.get_mut(&key).expect("hosted");
+            j.advance();
+            self.touched.insert(key);
+            if j.has_ready() {
+                self.dirty.insert(key);
+            }
+            if !j.is_quiet() {
+                self.awake.insert(key);
+            }
+        }
+        if self.keep_writes {
+            out.writes = pending.batch;
+        }
+        out
+    }
+
+    /// True when some journal has effects waiting for a round.
+    #[must_use]
+    pub fn has_work(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+
+    /// True when some journal was stepped since the last [`Host::release`].
+    #[must_use]
+    pub fn has_release(&self) -> bool {
+        !self.touched.is_empty()
+    }
+}
