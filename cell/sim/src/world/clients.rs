@@ -131,7 +131,8 @@ impl<H: Host> World<H> {
     pub(super) fn resolve(&mut self, req: u64, from: Option<NodeId>, reply: Reply) {
         let Some(o) = self.requests.remove(&req) else { return };
         let journal = self.clients[o.client].journal;
-        self.progress.on_end(journal, req, self.now, !matches!(reply, Reply::TimedOut), &mut self.audit.claims);
+        let decided = matches!(reply, Reply::Call(paros_core::CallAnswer::Verdict(_)));
+        self.progress.on_end(journal, req, self.now, !matches!(reply, Reply::TimedOut), decided, &mut self.audit.claims);
         let h = &mut self.history[o.history];
         match &reply {
             Reply::Call(a) => h.output = Some(OpOutput::Call(*a)),

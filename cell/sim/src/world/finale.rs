@@ -41,7 +41,12 @@ impl<H: Host> World<H> {
             }
         }
         let (checked, exhausted) = self.check_histories();
-        let longest_stall_ns = self.progress.finish(self.now, &mut self.audit.claims);
+        let longest_stall_ns = self.progress.finish(&mut self.audit.claims);
+        if let Some((ns, j, at)) = self.progress.longest()
+            && self.trace.printing()
+        {
+            println!("longest stall: journal {j}, {} ms, measured at {} ms", ns / 1_000_000, at / 1_000_000);
+        }
         let events = self.trace.events();
         RunReport {
             seed: self.seed,

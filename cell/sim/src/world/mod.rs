@@ -260,6 +260,7 @@ impl<H: Host> World<H> {
         // start); a stall may last five.
         let election_ns = u64::from(params.tunables.election_ticks_max) * params.tick_ns;
         let (grace_ns, stall_bound_ns) = (3 * election_ns, 5 * election_ns);
+        let retry_window_ns = 3 * params.tick_ns;
         let mut world = World {
             seed,
             params,
@@ -282,7 +283,7 @@ impl<H: Host> World<H> {
             settle_deadline,
             done: false,
             audit: Audit::new(quorum),
-            progress: progress::Progress::new(journals_len, grace_ns, stall_bound_ns),
+            progress: progress::Progress::new(journals_len, grace_ns, stall_bound_ns, retry_window_ns),
             trace: Trace::new(options.timeline),
         };
         world.schedule_start();

@@ -172,7 +172,7 @@ impl Params {
             },
             leader_churn,
             chaos_ns,
-            settle_work_ns: S,
+            settle_work_ns: 3 * S,
             settle_max_ns: 40 * S,
             call_timeout_ns: 800 * MS,
             client_wake_ns: rng.between(2, 8) * MS,
