@@ -8,11 +8,14 @@ use crate::position::Seq;
 use crate::record::Record;
 use crate::view::View;
 
+crate::object::objects_only!(SetLeaderRequest, SetLeaderAnswer, WriteRequest, WriteAnswer, TruncateRequest, TruncateAnswer);
+
 /// `POST /v1/journals/{name}/leader` request: `{"new", "old"}`.
 ///
 /// `old` is required and is the one nullable field of the API: `null` claims a journal never
 /// led, a uuid claims it from that writer.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(deny_unknown_fields)]
 pub struct SetLeaderRequest {
     pub new: LeaderUuid,
@@ -29,6 +32,7 @@ pub enum SetLeaderVerdict {
 
 /// SetLeader → 200: `{"outcome": "won", "view"}`, the view after the change.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct SetLeaderAnswer {
     pub outcome: SetLeaderVerdict,
     pub view: View,
@@ -40,6 +44,7 @@ pub struct SetLeaderAnswer {
 /// Which fields must be present depends on the journal's mode, which only the server knows:
 /// [`WriteRequest::shape`] judges that.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(deny_unknown_fields)]
 pub struct WriteRequest {
     #[serde(default, deserialize_with = "crate::optional::present", skip_serializing_if = "Option::is_none")]
@@ -119,6 +124,7 @@ pub enum WriteVerdict {
 
 /// Write → 200: `{"outcome", "seq", "count", "view"}`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct WriteAnswer {
     pub outcome: WriteVerdict,
     pub seq: Seq,
@@ -129,6 +135,7 @@ pub struct WriteAnswer {
 /// `POST /v1/journals/{name}/truncate` request: `{"leader", "up_to"}`, or `{"up_to"}` on a
 /// multi-writer journal.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(deny_unknown_fields)]
 pub struct TruncateRequest {
     #[serde(default, deserialize_with = "crate::optional::present", skip_serializing_if = "Option::is_none")]
@@ -161,6 +168,7 @@ pub enum TruncateVerdict {
 
 /// Truncate → 200: `{"outcome": "trimmed", "view"}`, the view after the trim.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct TruncateAnswer {
     pub outcome: TruncateVerdict,
     pub view: View,

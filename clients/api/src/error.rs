@@ -6,6 +6,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::view::View;
 
+crate::object::objects_only!(ErrorBody);
+
 /// Every stable error `code` of API v1.
 ///
 /// The discriminant indexes [`ErrorCode::TABLE`]; a unit test holds the two in step.
@@ -136,6 +138,7 @@ pub struct Limits {
 /// `"max_records"`, `"max_bytes"` and `"max_body_bytes"`. Absent fields are omitted, never
 /// `null`.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct ErrorBody {
     pub code: ErrorCode,
     pub message: String,

@@ -5,6 +5,8 @@ use serde::{Deserialize, Serialize};
 use crate::names::JournalName;
 use crate::view::View;
 
+crate::object::objects_only!(CreateJournalRequest, JournalInfo, JournalList);
+
 /// How a journal is written, fixed when it is created.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -18,6 +20,7 @@ pub enum WriterMode {
 
 /// `POST /v1/journals` request: `{"name", "mode"?}`.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(deny_unknown_fields)]
 pub struct CreateJournalRequest {
     pub name: JournalName,
@@ -36,6 +39,7 @@ impl CreateJournalRequest {
 
 /// One journal: the answer to create (201) and show (200), and each entry of a list.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct JournalInfo {
     pub name: JournalName,
     pub mode: WriterMode,
@@ -44,6 +48,7 @@ pub struct JournalInfo {
 
 /// `GET /v1/journals` → 200: `{"journals": [...]}`, this tenant's only.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct JournalList {
     pub journals: Vec<JournalInfo>,
 }

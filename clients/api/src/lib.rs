@@ -25,6 +25,7 @@ pub mod error;
 pub mod journals;
 pub mod leader;
 pub mod names;
+mod object;
 pub mod optional;
 pub mod outcome;
 pub mod position;

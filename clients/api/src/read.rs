@@ -10,6 +10,8 @@ use crate::query::{self, InvalidQuery};
 use crate::record::Record;
 use crate::view::View;
 
+crate::object::objects_only!(Page);
+
 /// A long-poll wait, in milliseconds: at most [`WaitMs::MAX`].
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
 pub struct WaitMs(u16);
@@ -142,6 +144,7 @@ impl ReadQuery {
 ///
 /// `{"from", "records", "view"}`. Empty at the tail (or past it) once `wait_ms` passed.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct Page {
     pub from: Seq,
     pub records: Vec<Record>,

@@ -7,6 +7,8 @@ use crate::query::{self, InvalidQuery};
 use crate::read::Page;
 use crate::view::View;
 
+crate::object::objects_only!(Gap, Heartbeat);
+
 /// Where a tail starts, from its query and its `Last-Event-ID` header.
 ///
 /// `Last-Event-ID` overrides `from`; with neither the tail starts at the journal's `next_seq`
@@ -24,6 +26,7 @@ pub fn tail_start(raw_query: &str, last_event_id: Option<&str>) -> Result<Option
 
 /// `gap`: the journal was truncated past the cursor; reading resumes at `resumed_at`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct Gap {
     pub from: Seq,
     pub resumed_at: Seq,
@@ -32,6 +35,7 @@ pub struct Gap {
 
 /// `heartbeat`: the tail as the server knows it, at least every 5 s.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct Heartbeat {
     pub view: View,
     pub caught_up: bool,

@@ -7,6 +7,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::names::{JournalName, TenantName};
 
+crate::object::objects_only!(SignupRequest, SignupAnswer, MintTokenRequest, TokenAnswer);
+
 /// Why an opaque id or token is refused.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
 #[error("an id or token is a non-empty string of printable ASCII")]
@@ -91,6 +93,7 @@ opaque!(
 
 /// `POST /v1/signup` request: `{"name": "acme"}`.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(deny_unknown_fields)]
 pub struct SignupRequest {
     pub name: TenantName,
@@ -98,6 +101,7 @@ pub struct SignupRequest {
 
 /// `POST /v1/signup` → 200: the new tenant and its first token, scope `owner`.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct SignupAnswer {
     pub tenant: TenantId,
     pub name: TenantName,
@@ -132,6 +136,7 @@ impl Scope {
 
 /// `POST /v1/tokens` request: `{"scope", "journal"?, "expires_in_s"?}`.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(deny_unknown_fields)]
 pub struct MintTokenRequest {
     pub scope: Scope,
@@ -145,6 +150,7 @@ pub struct MintTokenRequest {
 
 /// `POST /v1/tokens` → 200: `{"token", "token_id", "expires_at"}`.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct TokenAnswer {
     pub token: Token,
     pub token_id: TokenId,

@@ -24,6 +24,7 @@ impl View {
 
 /// The wire shape, before its invariant is checked.
 #[derive(Deserialize)]
+#[serde(remote = "Self")]
 struct ViewWire {
     #[serde(deserialize_with = "crate::optional::nullable")]
     leader: Option<LeaderUuid>,
@@ -33,7 +34,7 @@ struct ViewWire {
 
 impl<'de> Deserialize<'de> for View {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let w = ViewWire::deserialize(d)?;
+        let w = ViewWire::deserialize(crate::object::ObjectOnly(d))?;
         if w.first_seq > w.next_seq {
             return Err(serde::de::Error::custom(format_args!(
                 "a view's first_seq ({}) never passes its next_seq ({})",
