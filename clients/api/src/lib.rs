@@ -1,0 +1,54 @@
+//! paros-api: the public HTTP contract of paros, API v1 (`shared/API.md`), as types.
+//!
+//! Everything that travels between a tenant and the gateway has one type here, and text
+//! becomes a type only through a check: [`TenantName`], [`JournalName`], [`LeaderUuid`],
+//! [`Seq`] and [`Record`] are parsed, never trusted, and their serde impls run the same check.
+//! Request bodies refuse unknown fields, and an optional field is omitted or holds a value —
+//! `null` is refused everywhere except SetLeader's `old` ([`optional`]).
+//!
+//! A tour:
+//! - every journal answer carries a [`View`];
+//! - every error is an [`ErrorBody`] whose [`ErrorCode`] has one row in [`ErrorCode::TABLE`]
+//!   (HTTP status and stable `code` string);
+//! - requests and answers: [`tenants`] (signup, tokens), [`journals`] (create, list, show),
+//!   [`calls`] (SetLeader, Write, Truncate), [`read`] (the Read query and its [`Page`]),
+//!   [`tail`] (the SSE events);
+//! - a client turns `(status, body)` into a typed outcome with [`WriteOutcome::from_response`],
+//!   [`ReadOutcome::from_response`], [`TruncateOutcome::from_response`],
+//!   [`SetLeaderOutcome::from_response`], or the functions of [`outcome::plain`].
+//!
+//! JSON is written compactly, fields in API.md's order. This crate depends on neither
+//! paros-core nor paros-node: the contract is the wire, not the cell's internals.
+
+pub mod calls;
+pub mod error;
+pub mod journals;
+pub mod leader;
+pub mod names;
+mod object;
+pub mod optional;
+pub mod outcome;
+pub mod position;
+mod query;
+pub mod read;
+pub mod record;
+pub mod tail;
+pub mod tenants;
+pub mod view;
+
+pub use calls::{
+    SetLeaderAnswer, SetLeaderRequest, SetLeaderVerdict, ShapeError, TruncateAnswer, TruncateRequest, TruncateVerdict,
+    WriteAnswer, WriteRequest, WriteShape, WriteVerdict,
+};
+pub use error::{ErrorBody, ErrorCode, ErrorRow, Limits};
+pub use journals::{CreateJournalRequest, JournalInfo, JournalList, WriterMode};
+pub use leader::{InvalidUuid, LeaderUuid};
+pub use names::{InvalidName, JournalName, TenantName};
+pub use outcome::{ApiError, ContractError, ReadOutcome, SetLeaderOutcome, TruncateOutcome, WriteOutcome};
+pub use position::{InvalidPosition, Seq};
+pub use query::InvalidQuery;
+pub use read::{Consistency, Page, ReadQuery, WaitMs};
+pub use record::{InvalidRecord, Record};
+pub use tail::{Gap, Heartbeat, InvalidTailEvent, TailEvent, TailFrame, tail_start};
+pub use tenants::{InvalidOpaque, MintTokenRequest, Scope, SignupAnswer, SignupRequest, TenantId, Token, TokenAnswer, TokenId};
+pub use view::View;
