@@ -10,7 +10,7 @@
 use bytes::Bytes;
 use thiserror::Error;
 
-use crate::run::{self, RunRecord, CHUNK_HEADER_LEN};
+use crate::run::{self, CHUNK_HEADER_LEN, RunRecord};
 use crate::{Checkpointable, Seq};
 
 /// The largest `chunk_bytes` accepted: a chunk record then fits one 1 MiB write.
@@ -31,7 +31,11 @@ pub struct CheckpointerConfig {
 
 impl Default for CheckpointerConfig {
     fn default() -> Self {
-        CheckpointerConfig { factor: 4, interval_records: 65_536, chunk_bytes: 8 << 10 }
+        CheckpointerConfig {
+            factor: 4,
+            interval_records: 65_536,
+            chunk_bytes: 8 << 10,
+        }
     }
 }
 
@@ -86,9 +90,15 @@ pub struct Truncate {
 enum Phase {
     Idle,
     /// Records `[begin, acked_to)` are acknowledged; `End` sits at `end`.
-    Appending { begin: Seq, end: Seq, acked_to: Seq },
+    Appending {
+        begin: Seq,
+        end: Seq,
+        acked_to: Seq,
+    },
     /// `End` is acknowledged; the truncation to `up_to` is the owner's to settle.
-    Truncating { up_to: Seq },
+    Truncating {
+        up_to: Seq,
+    },
 }
 
 /// The owner's checkpoint policy and the run in flight.
@@ -114,9 +124,17 @@ impl Checkpointer {
         }
         if config.chunk_bytes == 0 || config.chunk_bytes > CHUNK_BYTES_LIMIT {
             let chunk_bytes = config.chunk_bytes;
-            return Err(ConfigError::ChunkBytes { chunk_bytes, limit: CHUNK_BYTES_LIMIT });
+            return Err(ConfigError::ChunkBytes {
+                chunk_bytes,
+                limit: CHUNK_BYTES_LIMIT,
+            });
         }
-        Ok(Checkpointer { config, since_records: 0, since_bytes: 0, phase: Phase::Idle })
+        Ok(Checkpointer {
+            config,
+            since_records: 0,
+            since_bytes: 0,
+            phase: Phase::Idle,
+        })
     }
 
     /// The configuration in force.
@@ -191,9 +209,19 @@ impl Checkpointer {
         let end = tail
             .checked_add(records.len() as u64 - 1)
             .filter(|end| end.next().is_some())
-            .ok_or(CheckpointerError::PositionOverflow { tail, records: records.len() })?;
-        self.phase = Phase::Appending { begin: tail, end, acked_to: tail };
-        Ok(PlannedRun { begin: tail, records })
+            .ok_or(CheckpointerError::PositionOverflow {
+                tail,
+                records: records.len(),
+            })?;
+        self.phase = Phase::Appending {
+            begin: tail,
+            end,
+            acked_to: tail,
+        };
+        Ok(PlannedRun {
+            begin: tail,
+            records,
+        })
     }
 
     /// Takes note that the journal acknowledged `count` run records starting at `from`.
@@ -211,7 +239,12 @@ impl Checkpointer {
         count: u64,
     ) -> Result<Option<Truncate>, CheckpointerError> {
         let unexpected = CheckpointerError::UnexpectedAck { from, count };
-        let Phase::Appending { begin, end, acked_to } = self.phase else {
+        let Phase::Appending {
+            begin,
+            end,
+            acked_to,
+        } = self.phase
+        else {
             return Err(unexpected);
         };
         let stop = from.checked_add(count).ok_or(unexpected.clone())?;
@@ -225,7 +258,11 @@ impl Checkpointer {
             self.since_bytes = 0;
             return Ok(Some(Truncate { up_to: begin }));
         }
-        self.phase = Phase::Appending { begin, end, acked_to };
+        self.phase = Phase::Appending {
+            begin,
+            end,
+            acked_to,
+        };
         Ok(None)
     }
 

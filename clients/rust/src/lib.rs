@@ -34,8 +34,6 @@ pub use checkpointer::{
     Checkpointer, CheckpointerConfig, CheckpointerError, ConfigError, PlannedRun, Truncate,
 };
 pub use folder::{DropReason, FoldError, FoldEvent, Folder, FolderConfig};
-pub use reader::{
-    ReadAnswer, ReadRequest, ReaderConfig, ReaderCursor, ReaderError, ReaderOutcome,
-};
-pub use run::{check_application_record, RecordError, RunDecodeError, RunRecord, MAGIC};
+pub use reader::{ReadAnswer, ReadRequest, ReaderConfig, ReaderCursor, ReaderError, ReaderOutcome};
+pub use run::{MAGIC, RecordError, RunDecodeError, RunRecord, check_application_record};
 pub use types::{JournalView, Seq};

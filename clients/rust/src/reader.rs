@@ -57,7 +57,11 @@ pub struct ReadRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReadAnswer {
     /// Records at positions `from`, `from + 1`, …
-    Page { from: Seq, records: Vec<Bytes>, view: JournalView },
+    Page {
+        from: Seq,
+        records: Vec<Bytes>,
+        view: JournalView,
+    },
     /// The requested position is below the journal's first retained one.
     Truncated { view: JournalView },
     /// This server cannot serve the read now; another may.
@@ -70,9 +74,17 @@ pub enum ReadAnswer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReaderOutcome {
     /// Records at `from`, `from + 1`, … (possibly none, at the tail).
-    Records { from: Seq, records: Vec<Bytes>, view: JournalView },
+    Records {
+        from: Seq,
+        records: Vec<Bytes>,
+        view: JournalView,
+    },
     /// Positions `[from, resumed_at)` were truncated; the cursor resumed at `resumed_at`.
-    Gap { from: Seq, resumed_at: Seq, view: JournalView },
+    Gap {
+        from: Seq,
+        resumed_at: Seq,
+        view: JournalView,
+    },
     /// The read was not served; ask again (another server): this is retry `attempt`.
     Retry { attempt: u32 },
     /// `attempts` reads in a row were not served; the retry count starts over.
@@ -92,7 +104,11 @@ pub enum ReaderError {
     InconsistentView { view: JournalView },
     /// A page holding records past the tail its own view names.
     #[error("a page from {from} of {len} records runs past its view's next_seq {next_seq}")]
-    PageBeyondTail { from: Seq, len: usize, next_seq: Seq },
+    PageBeyondTail {
+        from: Seq,
+        len: usize,
+        next_seq: Seq,
+    },
     /// A page holding more records than were asked for.
     #[error("a page of {records} records exceeds the limit of {limit}")]
     PageTooLong { records: usize, limit: u32 },
@@ -116,7 +132,12 @@ pub struct ReaderCursor {
 impl ReaderCursor {
     /// A cursor that wants `from` next.
     pub fn new(from: Seq, config: ReaderConfig) -> Self {
-        ReaderCursor { config, cursor: from, tail: None, unserved: 0 }
+        ReaderCursor {
+            config,
+            cursor: from,
+            tail: None,
+            unserved: 0,
+        }
     }
 
     /// The next position wanted.
@@ -152,7 +173,11 @@ impl ReaderCursor {
     pub fn absorb(&mut self, answer: ReadAnswer) -> Result<ReaderOutcome, ReaderError> {
         let before = self.cursor;
         let outcome = match answer {
-            ReadAnswer::Page { from, records, view } => self.on_page(from, records, view)?,
+            ReadAnswer::Page {
+                from,
+                records,
+                view,
+            } => self.on_page(from, records, view)?,
             ReadAnswer::Truncated { view } => self.on_truncated(view)?,
             ReadAnswer::Unserved => self.on_unserved(),
             ReadAnswer::UnknownJournal => {
@@ -160,7 +185,10 @@ impl ReaderCursor {
                 ReaderOutcome::UnknownJournal
             }
         };
-        assert!(self.cursor >= before, "the reader's cursor never moves backwards");
+        assert!(
+            self.cursor >= before,
+            "the reader's cursor never moves backwards"
+        );
         assert!(
             self.unserved <= self.config.unserved_retries_max,
             "unserved reads in a row never exceed the retry bound"
@@ -182,14 +210,21 @@ impl ReaderCursor {
         let len = records.len();
         let limit = self.config.page_records_max;
         if len > limit as usize {
-            return Err(ReaderError::PageTooLong { records: len, limit });
+            return Err(ReaderError::PageTooLong {
+                records: len,
+                limit,
+            });
         }
         let bytes: usize = records.iter().map(Bytes::len).sum();
         let max_bytes = self.config.page_bytes_max;
         if len > 1 && bytes > max_bytes as usize {
             return Err(ReaderError::PageTooLarge { bytes, max_bytes });
         }
-        let beyond = ReaderError::PageBeyondTail { from, len, next_seq: view.next_seq };
+        let beyond = ReaderError::PageBeyondTail {
+            from,
+            len,
+            next_seq: view.next_seq,
+        };
         let end = from.checked_add(len as u64).ok_or(beyond.clone())?;
         if len > 0 && end > view.next_seq {
             return Err(beyond);
@@ -197,27 +232,44 @@ impl ReaderCursor {
         self.learn(view);
         if len == 0 && view.first_seq > cursor {
             self.cursor = view.first_seq;
-            return Ok(ReaderOutcome::Gap { from: cursor, resumed_at: view.first_seq, view });
+            return Ok(ReaderOutcome::Gap {
+                from: cursor,
+                resumed_at: view.first_seq,
+                view,
+            });
         }
         self.cursor = end;
-        Ok(ReaderOutcome::Records { from, records, view })
+        Ok(ReaderOutcome::Records {
+            from,
+            records,
+            view,
+        })
     }
 
     fn on_truncated(&mut self, view: JournalView) -> Result<ReaderOutcome, ReaderError> {
         check_view(view)?;
         let cursor = self.cursor;
         if view.first_seq <= cursor {
-            return Err(ReaderError::NotTruncated { cursor, first_seq: view.first_seq });
+            return Err(ReaderError::NotTruncated {
+                cursor,
+                first_seq: view.first_seq,
+            });
         }
         self.learn(view);
         self.cursor = view.first_seq;
-        Ok(ReaderOutcome::Gap { from: cursor, resumed_at: view.first_seq, view })
+        Ok(ReaderOutcome::Gap {
+            from: cursor,
+            resumed_at: view.first_seq,
+            view,
+        })
     }
 
     fn on_unserved(&mut self) -> ReaderOutcome {
         if self.unserved < self.config.unserved_retries_max {
             self.unserved += 1;
-            ReaderOutcome::Retry { attempt: self.unserved }
+            ReaderOutcome::Retry {
+                attempt: self.unserved,
+            }
         } else {
             let attempts = self.unserved + 1;
             self.unserved = 0;
@@ -227,10 +279,17 @@ impl ReaderCursor {
 
     fn learn(&mut self, view: JournalView) {
         self.unserved = 0;
-        self.tail = Some(self.tail.map_or(view.next_seq, |tail| tail.max(view.next_seq)));
+        self.tail = Some(
+            self.tail
+                .map_or(view.next_seq, |tail| tail.max(view.next_seq)),
+        );
     }
 }
 
 fn check_view(view: JournalView) -> Result<(), ReaderError> {
-    if view.is_consistent() { Ok(()) } else { Err(ReaderError::InconsistentView { view }) }
+    if view.is_consistent() {
+        Ok(())
+    } else {
+        Err(ReaderError::InconsistentView { view })
+    }
 }

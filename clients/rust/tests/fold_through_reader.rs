@@ -3,33 +3,60 @@
 
 mod common;
 
-use common::{folder, Journal};
-use paros_client::{FoldEvent, JournalView, ReadAnswer, ReaderConfig, ReaderCursor, ReaderOutcome, Seq};
+use common::{Journal, folder};
+use paros_client::{
+    FoldEvent, JournalView, ReadAnswer, ReaderConfig, ReaderCursor, ReaderOutcome, Seq,
+};
 use proptest::prelude::*;
 
 /// A server holding `journal` from `first_seq` on, answering pages of at most `limit` records.
 fn answer(journal: &Journal, first_seq: Seq, from: Seq, limit: u32) -> ReadAnswer {
-    let view = JournalView { first_seq, next_seq: journal.tail() };
+    let view = JournalView {
+        first_seq,
+        next_seq: journal.tail(),
+    };
     if from < first_seq {
         return ReadAnswer::Truncated { view };
     }
     let to = Seq(journal.tail().0.min(from.0 + u64::from(limit)));
-    ReadAnswer::Page { from, records: journal.slice(from, to).to_vec(), view }
+    ReadAnswer::Page {
+        from,
+        records: journal.slice(from, to).to_vec(),
+        view,
+    }
 }
 
 /// Reads the journal to its tail with a cursor from 0 and folds what it reads.
-fn read_and_fold(journal: &Journal, first_seq: Seq, page: u32) -> (paros_client::Folder<common::Tally>, Vec<FoldEvent>) {
-    let config = ReaderConfig { page_records_max: page, ..ReaderConfig::default() };
+fn read_and_fold(
+    journal: &Journal,
+    first_seq: Seq,
+    page: u32,
+) -> (paros_client::Folder<common::Tally>, Vec<FoldEvent>) {
+    let config = ReaderConfig {
+        page_records_max: page,
+        ..ReaderConfig::default()
+    };
     let mut reader = ReaderCursor::new(Seq(0), config);
     let mut f = folder();
     let mut events = Vec::new();
     while !reader.caught_up() {
         let request = reader.next_request();
-        let outcome = reader.absorb(answer(journal, first_seq, request.from, request.limit)).expect("an honest server's answer is taken");
+        let outcome = reader
+            .absorb(answer(journal, first_seq, request.from, request.limit))
+            .expect("an honest server's answer is taken");
         match outcome {
-            ReaderOutcome::Records { from, records, .. } => events.extend(f.fold_page(from, &records).expect("pages arrive in order")),
-            ReaderOutcome::Gap { from, resumed_at, .. } => events.extend(f.gap(from, resumed_at).expect("gaps start at the folder's position")),
-            other => panic!("an honest server that holds the journal answers every read, not {other:?}"),
+            ReaderOutcome::Records { from, records, .. } => {
+                events.extend(f.fold_page(from, &records).expect("pages arrive in order"))
+            }
+            ReaderOutcome::Gap {
+                from, resumed_at, ..
+            } => events.extend(
+                f.gap(from, resumed_at)
+                    .expect("gaps start at the folder's position"),
+            ),
+            other => {
+                panic!("an honest server that holds the journal answers every read, not {other:?}")
+            }
         }
     }
     (f, events)
