@@ -482,3 +482,42 @@ fn an_application_record_with_the_magic_is_refused_before_it_is_sent() {
         "a record shorter than the magic cannot carry it"
     );
 }
+
+#[test]
+fn a_gap_drops_the_open_run() {
+    let mut journal = Journal::new();
+    journal.entries(2);
+    let begin = journal.tail();
+    let run = journal.run_of(&journal.owner.clone(), 64);
+    let end = run[2].clone();
+    // Begin and Chunk at 2 and 3, positions 4 and 5 truncated, then an End that would match.
+    journal.raw(run).entries(1).raw([end]);
+    let mut folder = folder();
+    folder
+        .fold_page(Seq(0), journal.slice(Seq(0), Seq(4)))
+        .expect("the first page folds");
+    assert_eq!(folder.open_run(), Some(begin), "Begin opened a run");
+    let events = folder
+        .gap(Seq(4), Seq(6))
+        .expect("a gap from the folder's position is taken");
+    assert_eq!(
+        events.first(),
+        Some(&FoldEvent::RunDropped {
+            begin,
+            why: DropReason::Gap { resumed_at: Seq(6) }
+        }),
+        "a gap drops the run open across it"
+    );
+    let events = folder
+        .fold(Seq(6), &journal.records[6])
+        .expect("the record after the gap folds");
+    assert_eq!(
+        events,
+        vec![FoldEvent::Stray { at: Seq(6) }],
+        "an End after a gap closes no run"
+    );
+    assert!(
+        !folder.is_whole(),
+        "a run broken by a gap is never restored"
+    );
+}

@@ -256,3 +256,21 @@ fn unknown_journal_is_reported() {
         "an unknown journal is its own outcome"
     );
 }
+
+#[test]
+fn a_truncation_answer_that_names_the_cursor_as_retained_is_refused() {
+    let mut reader = ReaderCursor::new(Seq(5), ReaderConfig::default());
+    assert_eq!(
+        reader.absorb(ReadAnswer::Truncated { view: view(5, 9) }),
+        Err(ReaderError::NotTruncated {
+            cursor: Seq(5),
+            first_seq: Seq(5)
+        }),
+        "a truncation whose view still retains the cursor's position contradicts itself"
+    );
+    assert_eq!(
+        reader.tail(),
+        None,
+        "a refused answer teaches nothing about the tail"
+    );
+}
