@@ -34,6 +34,9 @@ pub use checkpointer::{
     Checkpointer, CheckpointerConfig, CheckpointerError, ConfigError, PlannedRun, Truncate,
 };
 pub use folder::{DropReason, FoldError, FoldEvent, Folder, FolderConfig};
-pub use reader::{ReadAnswer, ReadRequest, ReaderConfig, ReaderCursor, ReaderError, ReaderOutcome};
+pub use reader::{
+    ReadAnswer, ReadRequest, ReaderConfig, ReaderConfigError, ReaderCursor, ReaderError,
+    ReaderOutcome,
+};
 pub use run::{MAGIC, RecordError, RunDecodeError, RunRecord, check_application_record};
 pub use types::{JournalView, Seq};

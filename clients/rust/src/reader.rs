@@ -120,6 +120,17 @@ pub enum ReaderError {
     NotTruncated { cursor: Seq, first_seq: Seq },
 }
 
+/// A reader configuration that is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ReaderConfigError {
+    /// `page_records_max` is 0.
+    #[error("a page must be allowed at least one record")]
+    PageRecordsZero,
+    /// `page_bytes_max` is 0.
+    #[error("a page must be allowed at least one byte")]
+    PageBytesZero,
+}
+
 /// The reader's cursor and what it knows of the journal's tail.
 #[derive(Debug)]
 pub struct ReaderCursor {
@@ -131,13 +142,22 @@ pub struct ReaderCursor {
 
 impl ReaderCursor {
     /// A cursor that wants `from` next.
-    pub fn new(from: Seq, config: ReaderConfig) -> Self {
-        ReaderCursor {
+    ///
+    /// # Errors
+    /// [`ReaderConfigError`] when a page bound is zero: such a reader could never move.
+    pub fn new(from: Seq, config: ReaderConfig) -> Result<Self, ReaderConfigError> {
+        if config.page_records_max == 0 {
+            return Err(ReaderConfigError::PageRecordsZero);
+        }
+        if config.page_bytes_max == 0 {
+            return Err(ReaderConfigError::PageBytesZero);
+        }
+        Ok(ReaderCursor {
             config,
             cursor: from,
             tail: None,
             unserved: 0,
-        }
+        })
     }
 
     /// The next position wanted.

@@ -36,7 +36,7 @@ fn read_and_fold(
         page_records_max: page,
         ..ReaderConfig::default()
     };
-    let mut reader = ReaderCursor::new(Seq(0), config);
+    let mut reader = ReaderCursor::new(Seq(0), config).expect("non-zero page bounds are valid");
     let mut f = folder();
     let mut events = Vec::new();
     while !reader.caught_up() {

@@ -26,7 +26,8 @@ fn page(from: u64, n: usize, v: JournalView) -> ReadAnswer {
 
 #[test]
 fn a_truncation_past_the_cursor_is_reported_as_a_gap() {
-    let mut reader = ReaderCursor::new(Seq(3), ReaderConfig::default());
+    let mut reader =
+        ReaderCursor::new(Seq(3), ReaderConfig::default()).expect("non-zero page bounds are valid");
     let outcome = reader
         .absorb(ReadAnswer::Truncated { view: view(10, 12) })
         .expect("a truncation past the cursor is taken");
@@ -48,7 +49,8 @@ fn a_truncation_past_the_cursor_is_reported_as_a_gap() {
 
 #[test]
 fn an_empty_page_whose_view_starts_past_the_cursor_is_a_gap() {
-    let mut reader = ReaderCursor::new(Seq(3), ReaderConfig::default());
+    let mut reader =
+        ReaderCursor::new(Seq(3), ReaderConfig::default()).expect("non-zero page bounds are valid");
     let outcome = reader
         .absorb(page(3, 0, view(8, 8)))
         .expect("an empty page at the cursor is taken");
@@ -65,7 +67,8 @@ fn an_empty_page_whose_view_starts_past_the_cursor_is_a_gap() {
 
 #[test]
 fn a_page_moves_the_cursor_past_its_records() {
-    let mut reader = ReaderCursor::new(Seq(0), ReaderConfig::default());
+    let mut reader =
+        ReaderCursor::new(Seq(0), ReaderConfig::default()).expect("non-zero page bounds are valid");
     let outcome = reader
         .absorb(page(0, 4, view(0, 9)))
         .expect("a page at the cursor is taken");
@@ -82,7 +85,8 @@ fn a_page_moves_the_cursor_past_its_records() {
 
 #[test]
 fn the_cursor_never_moves_backwards() {
-    let mut reader = ReaderCursor::new(Seq(5), ReaderConfig::default());
+    let mut reader =
+        ReaderCursor::new(Seq(5), ReaderConfig::default()).expect("non-zero page bounds are valid");
     assert_eq!(
         reader.absorb(page(2, 3, view(0, 9))),
         Err(ReaderError::PageNotAtCursor {
@@ -108,7 +112,8 @@ fn the_cursor_never_moves_backwards() {
 
 #[test]
 fn a_page_that_skips_ahead_of_the_cursor_is_refused() {
-    let mut reader = ReaderCursor::new(Seq(5), ReaderConfig::default());
+    let mut reader =
+        ReaderCursor::new(Seq(5), ReaderConfig::default()).expect("non-zero page bounds are valid");
     assert_eq!(
         reader.absorb(page(7, 1, view(0, 9))),
         Err(ReaderError::PageNotAtCursor {
@@ -127,7 +132,7 @@ fn pages_that_contradict_their_view_or_request_are_refused() {
         page_bytes_max: 4,
         ..ReaderConfig::default()
     };
-    let mut reader = ReaderCursor::new(Seq(0), config);
+    let mut reader = ReaderCursor::new(Seq(0), config).expect("non-zero page bounds are valid");
     assert!(
         matches!(
             reader.absorb(page(0, 4, view(0, 9))),
@@ -169,7 +174,7 @@ fn unserved_is_retried_up_to_the_bound_then_unavailable() {
         unserved_retries_max: 2,
         ..ReaderConfig::default()
     };
-    let mut reader = ReaderCursor::new(Seq(0), config);
+    let mut reader = ReaderCursor::new(Seq(0), config).expect("non-zero page bounds are valid");
     assert_eq!(
         reader.absorb(ReadAnswer::Unserved),
         Ok(ReaderOutcome::Retry { attempt: 1 }),
@@ -203,7 +208,7 @@ fn a_served_answer_resets_the_unserved_count() {
         unserved_retries_max: 1,
         ..ReaderConfig::default()
     };
-    let mut reader = ReaderCursor::new(Seq(0), config);
+    let mut reader = ReaderCursor::new(Seq(0), config).expect("non-zero page bounds are valid");
     reader
         .absorb(ReadAnswer::Unserved)
         .expect("an unserved answer is taken");
@@ -219,7 +224,8 @@ fn a_served_answer_resets_the_unserved_count() {
 
 #[test]
 fn caught_up_means_the_cursor_reached_the_last_known_tail() {
-    let mut reader = ReaderCursor::new(Seq(0), ReaderConfig::default());
+    let mut reader =
+        ReaderCursor::new(Seq(0), ReaderConfig::default()).expect("non-zero page bounds are valid");
     assert!(
         !reader.caught_up(),
         "a reader that has heard no view is not caught up"
@@ -249,7 +255,8 @@ fn caught_up_means_the_cursor_reached_the_last_known_tail() {
 
 #[test]
 fn unknown_journal_is_reported() {
-    let mut reader = ReaderCursor::new(Seq(0), ReaderConfig::default());
+    let mut reader =
+        ReaderCursor::new(Seq(0), ReaderConfig::default()).expect("non-zero page bounds are valid");
     assert_eq!(
         reader.absorb(ReadAnswer::UnknownJournal),
         Ok(ReaderOutcome::UnknownJournal),
@@ -259,7 +266,8 @@ fn unknown_journal_is_reported() {
 
 #[test]
 fn a_truncation_answer_that_names_the_cursor_as_retained_is_refused() {
-    let mut reader = ReaderCursor::new(Seq(5), ReaderConfig::default());
+    let mut reader =
+        ReaderCursor::new(Seq(5), ReaderConfig::default()).expect("non-zero page bounds are valid");
     assert_eq!(
         reader.absorb(ReadAnswer::Truncated { view: view(5, 9) }),
         Err(ReaderError::NotTruncated {
@@ -272,5 +280,27 @@ fn a_truncation_answer_that_names_the_cursor_as_retained_is_refused() {
         reader.tail(),
         None,
         "a refused answer teaches nothing about the tail"
+    );
+}
+
+#[test]
+fn zero_page_bounds_are_refused() {
+    let zero_records = ReaderConfig {
+        page_records_max: 0,
+        ..ReaderConfig::default()
+    };
+    let zero_bytes = ReaderConfig {
+        page_bytes_max: 0,
+        ..ReaderConfig::default()
+    };
+    assert_eq!(
+        ReaderCursor::new(Seq(0), zero_records).err(),
+        Some(paros_client::ReaderConfigError::PageRecordsZero),
+        "a reader allowed no record per page is refused"
+    );
+    assert_eq!(
+        ReaderCursor::new(Seq(0), zero_bytes).err(),
+        Some(paros_client::ReaderConfigError::PageBytesZero),
+        "a reader allowed no byte per page is refused"
     );
 }
