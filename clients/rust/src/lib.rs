@@ -1,0 +1,42 @@
+//! paros-client: the client library's decisions, as sans-IO state machines.
+//!
+//! Everything here is a deterministic state machine the caller drives: no IO, no clock, no
+//! randomness, no async. A later layer wraps these in async calls over the gateway or the bus,
+//! and the simulation drives the very same machines.
+//!
+//! A guided tour:
+//! - [`run`]: the binary format of a *checkpoint run* — `Begin`, `Chunk`s, `End` — each an
+//!   ordinary journal record marked by [`run::MAGIC`]; and [`check_application_record`], which
+//!   refuses an application record that would be mistaken for one.
+//! - [`Checkpointable`]: what an application state offers: apply a record, encode itself,
+//!   decode itself.
+//! - [`Folder`]: a pure fold of a journal's records into a [`Checkpointable`] state that
+//!   recognises runs, jumps over gaps by restoring from a run, and verifies runs it could have
+//!   written itself.
+//! - [`Checkpointer`]: the owner's side: when a checkpoint is due, the records of a run to
+//!   append, and the truncation to ask for once `End` is acknowledged.
+//! - [`ReaderCursor`]: a read cursor that never moves backwards and reports every truncated
+//!   range it skips as a gap.
+//!
+//! Positions and views are local types ([`Seq`], [`JournalView`]) so this crate depends on no
+//! other paros crate yet; they mirror paros-core's and the HTTP contract's, and are meant to be
+//! swapped for paros-api's types once that crate exists. Records are [`bytes::Bytes`].
+
+pub mod checkpointable;
+pub mod checkpointer;
+pub mod folder;
+pub mod reader;
+pub mod run;
+pub mod types;
+
+pub use checkpointable::Checkpointable;
+pub use checkpointer::{
+    Checkpointer, CheckpointerConfig, CheckpointerError, ConfigError, PlannedRun, Truncate,
+};
+pub use folder::{DropReason, FoldError, FoldEvent, Folder, FolderConfig};
+pub use reader::{
+    ReadAnswer, ReadRequest, ReaderConfig, ReaderConfigError, ReaderCursor, ReaderError,
+    ReaderOutcome,
+};
+pub use run::{MAGIC, RecordError, RunDecodeError, RunRecord, check_application_record};
+pub use types::{JournalView, Seq};

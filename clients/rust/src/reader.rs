@@ -1,0 +1,315 @@
+//! The reader's cursor: what to read next, and what an answer means, sans-IO.
+//!
+//! The cursor is the next position the reader wants. It never moves backwards: a page moves it
+//! to the end of the page's records, a truncation to the journal's first retained position —
+//! reported as a [`ReaderOutcome::Gap`], never skipped silently. Answers are parsed, not
+//! trusted: a page that does not start at the cursor, or that contradicts its own view, is
+//! refused with a [`ReaderError`] and changes nothing. `Unserved` answers are retried (the
+//! wrapper asks another server) up to [`ReaderConfig::unserved_retries_max`] times in a row,
+//! then reported as [`ReaderOutcome::Unavailable`].
+
+use bytes::Bytes;
+use thiserror::Error;
+
+use crate::{JournalView, Seq};
+
+/// The reader's bounds and read parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReaderConfig {
+    /// The most records one page may hold (the request's `limit`).
+    pub page_records_max: u32,
+    /// The most record bytes one page may hold, unless it holds a single record.
+    pub page_bytes_max: u32,
+    /// How long a read at the tail waits for a record, in milliseconds.
+    pub wait_ms: u32,
+    /// How many `Unserved` answers in a row are retried before reporting `Unavailable`.
+    pub unserved_retries_max: u32,
+}
+
+impl Default for ReaderConfig {
+    fn default() -> Self {
+        ReaderConfig {
+            page_records_max: 256,
+            page_bytes_max: 64 << 10,
+            wait_ms: 0,
+            unserved_retries_max: 3,
+        }
+    }
+}
+
+/// The read to send next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadRequest {
+    /// The first position wanted: the cursor.
+    pub from: Seq,
+    /// The most records wanted.
+    pub limit: u32,
+    /// The most record bytes wanted (a page holds at least one record when one is there).
+    pub max_bytes: u32,
+    /// How long to wait at the tail, in milliseconds.
+    pub wait_ms: u32,
+    /// How many `Unserved` answers came in a row before this request: a wrapper asks a
+    /// different server for each.
+    pub attempt: u32,
+}
+
+/// A server's answer to a read, as the wrapper decoded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadAnswer {
+    /// Records at positions `from`, `from + 1`, …
+    Page {
+        from: Seq,
+        records: Vec<Bytes>,
+        view: JournalView,
+    },
+    /// The requested position is below the journal's first retained one.
+    Truncated { view: JournalView },
+    /// This server cannot serve the read now; another may.
+    Unserved,
+    /// No such journal.
+    UnknownJournal,
+}
+
+/// What the reader learned from an answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReaderOutcome {
+    /// Records at `from`, `from + 1`, … (possibly none, at the tail).
+    Records {
+        from: Seq,
+        records: Vec<Bytes>,
+        view: JournalView,
+    },
+    /// Positions `[from, resumed_at)` were truncated; the cursor resumed at `resumed_at`.
+    Gap {
+        from: Seq,
+        resumed_at: Seq,
+        view: JournalView,
+    },
+    /// The read was not served; ask again (another server): this is retry `attempt`.
+    Retry { attempt: u32 },
+    /// `attempts` reads in a row were not served; the retry count starts over.
+    Unavailable { attempts: u32 },
+    /// No such journal.
+    UnknownJournal,
+}
+
+/// An answer the cursor refuses; the cursor is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ReaderError {
+    /// A page that does not start at the cursor (it would skip or repeat positions).
+    #[error("a page from {from} does not start at the cursor {cursor}")]
+    PageNotAtCursor { cursor: Seq, from: Seq },
+    /// A view whose first retained position is past its tail.
+    #[error("a view with first_seq {} past next_seq {} describes no journal", .view.first_seq, .view.next_seq)]
+    InconsistentView { view: JournalView },
+    /// A page holding records past the tail its own view names.
+    #[error("a page from {from} of {len} records runs past its view's next_seq {next_seq}")]
+    PageBeyondTail {
+        from: Seq,
+        len: usize,
+        next_seq: Seq,
+    },
+    /// A page holding more records than were asked for.
+    #[error("a page of {records} records exceeds the limit of {limit}")]
+    PageTooLong { records: usize, limit: u32 },
+    /// A page of several records holding more bytes than were asked for.
+    #[error("a page of {bytes} bytes exceeds max_bytes {max_bytes}")]
+    PageTooLarge { bytes: usize, max_bytes: u32 },
+    /// A truncation answer whose view does not put the first retained position past the cursor.
+    #[error("a truncation with first_seq {first_seq} does not lie past the cursor {cursor}")]
+    NotTruncated { cursor: Seq, first_seq: Seq },
+}
+
+/// A reader configuration that is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ReaderConfigError {
+    /// `page_records_max` is 0.
+    #[error("a page must be allowed at least one record")]
+    PageRecordsZero,
+    /// `page_bytes_max` is 0.
+    #[error("a page must be allowed at least one byte")]
+    PageBytesZero,
+}
+
+/// The reader's cursor and what it knows of the journal's tail.
+#[derive(Debug)]
+pub struct ReaderCursor {
+    config: ReaderConfig,
+    cursor: Seq,
+    tail: Option<Seq>,
+    unserved: u32,
+}
+
+impl ReaderCursor {
+    /// A cursor that wants `from` next.
+    ///
+    /// # Errors
+    /// [`ReaderConfigError`] when a page bound is zero: such a reader could never move.
+    pub fn new(from: Seq, config: ReaderConfig) -> Result<Self, ReaderConfigError> {
+        if config.page_records_max == 0 {
+            return Err(ReaderConfigError::PageRecordsZero);
+        }
+        if config.page_bytes_max == 0 {
+            return Err(ReaderConfigError::PageBytesZero);
+        }
+        Ok(ReaderCursor {
+            config,
+            cursor: from,
+            tail: None,
+            unserved: 0,
+        })
+    }
+
+    /// The next position wanted.
+    pub fn cursor(&self) -> Seq {
+        self.cursor
+    }
+
+    /// The highest tail (`next_seq`) any answer named, if any answer named one.
+    pub fn tail(&self) -> Option<Seq> {
+        self.tail
+    }
+
+    /// Whether the cursor has reached the last known tail (false before any view is known).
+    pub fn caught_up(&self) -> bool {
+        self.tail.is_some_and(|tail| self.cursor >= tail)
+    }
+
+    /// The read to send next.
+    pub fn next_request(&self) -> ReadRequest {
+        ReadRequest {
+            from: self.cursor,
+            limit: self.config.page_records_max,
+            max_bytes: self.config.page_bytes_max,
+            wait_ms: self.config.wait_ms,
+            attempt: self.unserved,
+        }
+    }
+
+    /// Takes in the answer to the read [`next_request`](Self::next_request) described.
+    ///
+    /// # Errors
+    /// [`ReaderError`] when the answer contradicts the request or itself; nothing changes.
+    pub fn absorb(&mut self, answer: ReadAnswer) -> Result<ReaderOutcome, ReaderError> {
+        let before = self.cursor;
+        let outcome = match answer {
+            ReadAnswer::Page {
+                from,
+                records,
+                view,
+            } => self.on_page(from, records, view)?,
+            ReadAnswer::Truncated { view } => self.on_truncated(view)?,
+            ReadAnswer::Unserved => self.on_unserved(),
+            ReadAnswer::UnknownJournal => {
+                self.unserved = 0;
+                ReaderOutcome::UnknownJournal
+            }
+        };
+        assert!(
+            self.cursor >= before,
+            "the reader's cursor never moves backwards"
+        );
+        assert!(
+            self.unserved <= self.config.unserved_retries_max,
+            "unserved reads in a row never exceed the retry bound"
+        );
+        Ok(outcome)
+    }
+
+    fn on_page(
+        &mut self,
+        from: Seq,
+        records: Vec<Bytes>,
+        view: JournalView,
+    ) -> Result<ReaderOutcome, ReaderError> {
+        let cursor = self.cursor;
+        if from != cursor {
+            return Err(ReaderError::PageNotAtCursor { cursor, from });
+        }
+        check_view(view)?;
+        let len = records.len();
+        let limit = self.config.page_records_max;
+        if len > limit as usize {
+            return Err(ReaderError::PageTooLong {
+                records: len,
+                limit,
+            });
+        }
+        let bytes: usize = records.iter().map(Bytes::len).sum();
+        let max_bytes = self.config.page_bytes_max;
+        if len > 1 && bytes > max_bytes as usize {
+            return Err(ReaderError::PageTooLarge { bytes, max_bytes });
+        }
+        let beyond = ReaderError::PageBeyondTail {
+            from,
+            len,
+            next_seq: view.next_seq,
+        };
+        let end = from.checked_add(len as u64).ok_or(beyond.clone())?;
+        if len > 0 && end > view.next_seq {
+            return Err(beyond);
+        }
+        self.learn(view);
+        if len == 0 && view.first_seq > cursor {
+            self.cursor = view.first_seq;
+            return Ok(ReaderOutcome::Gap {
+                from: cursor,
+                resumed_at: view.first_seq,
+                view,
+            });
+        }
+        self.cursor = end;
+        Ok(ReaderOutcome::Records {
+            from,
+            records,
+            view,
+        })
+    }
+
+    fn on_truncated(&mut self, view: JournalView) -> Result<ReaderOutcome, ReaderError> {
+        check_view(view)?;
+        let cursor = self.cursor;
+        if view.first_seq <= cursor {
+            return Err(ReaderError::NotTruncated {
+                cursor,
+                first_seq: view.first_seq,
+            });
+        }
+        self.learn(view);
+        self.cursor = view.first_seq;
+        Ok(ReaderOutcome::Gap {
+            from: cursor,
+            resumed_at: view.first_seq,
+            view,
+        })
+    }
+
+    fn on_unserved(&mut self) -> ReaderOutcome {
+        if self.unserved < self.config.unserved_retries_max {
+            self.unserved += 1;
+            ReaderOutcome::Retry {
+                attempt: self.unserved,
+            }
+        } else {
+            let attempts = self.unserved + 1;
+            self.unserved = 0;
+            ReaderOutcome::Unavailable { attempts }
+        }
+    }
+
+    fn learn(&mut self, view: JournalView) {
+        self.unserved = 0;
+        self.tail = Some(
+            self.tail
+                .map_or(view.next_seq, |tail| tail.max(view.next_seq)),
+        );
+    }
+}
+
+fn check_view(view: JournalView) -> Result<(), ReaderError> {
+    if view.is_consistent() {
+        Ok(())
+    } else {
+        Err(ReaderError::InconsistentView { view })
+    }
+}
