@@ -160,79 +160,44 @@ fn an_application_record_inside_a_run_drops_the_run() {
     );
 }
 
-#[test]
-fn a_run_with_a_bad_checksum_is_unreadable() {
+/// Writes two entries and a run (state in chunks of `chunk`) whose End `corrupt` rewrites, then
+/// folds it from a gap at the run's start: the events, and whether the folder became whole.
+fn fold_a_run_with_a_bad_end(chunk: usize, corrupt: impl FnOnce(u64, u32) -> RunRecord) -> (Seq, Vec<FoldEvent>, bool, u64, u32) {
     let mut journal = Journal::new();
     journal.entries(2);
     let begin = journal.tail();
-    let mut run = journal.run_of(&journal.owner.clone(), 64);
-    let Ok(RunRecord::End { chunks, checksum }) = RunRecord::decode(run.last().expect("End"))
-    else {
+    let mut run = journal.run_of(&journal.owner.clone(), chunk);
+    let Ok(RunRecord::End { chunks, checksum }) = RunRecord::decode(run.last().expect("End")) else {
         panic!("a planned run ends with a decodable End");
     };
-    *run.last_mut().expect("End") = RunRecord::End {
-        chunks,
-        checksum: checksum ^ 1,
-    }
-    .encode();
+    *run.last_mut().expect("End") = corrupt(chunks, checksum).encode();
     journal.raw(run);
     let mut folder = folder();
-    folder
-        .gap(Seq(0), begin)
-        .expect("a gap from the folder's position is taken");
+    folder.gap(Seq(0), begin).expect("a gap from the folder's position is taken");
     let tail = journal.tail();
-    let events = folder
-        .fold_page(begin, journal.slice(begin, tail))
-        .expect("the page folds");
+    let events = folder.fold_page(begin, journal.slice(begin, tail)).expect("the page folds");
+    (begin, events, folder.is_whole(), chunks, checksum)
+}
+
+#[test]
+fn a_run_with_a_bad_checksum_is_unreadable() {
+    let (begin, events, whole, _, checksum) = fold_a_run_with_a_bad_end(64, |chunks, checksum| RunRecord::End { chunks, checksum: checksum ^ 1 });
     assert!(
-        events.contains(&FoldEvent::RunDropped {
-            begin,
-            why: DropReason::Checksum {
-                declared: checksum ^ 1,
-                found: checksum
-            }
-        }),
+        events.contains(&FoldEvent::RunDropped { begin, why: DropReason::Checksum { declared: checksum ^ 1, found: checksum } }),
         "an End whose checksum is not the CRC-32C of the chunks drops the run"
     );
-    assert!(!folder.is_whole(), "an unreadable run is never restored");
+    assert!(!whole, "an unreadable run is never restored");
 }
 
 #[test]
 fn a_run_with_a_wrong_chunk_count_is_unreadable() {
-    let mut journal = Journal::new();
-    journal.entries(2);
-    let begin = journal.tail();
-    let mut run = journal.run_of(&journal.owner.clone(), 5);
-    let Ok(RunRecord::End { chunks, checksum }) = RunRecord::decode(run.last().expect("End"))
-    else {
-        panic!("a planned run ends with a decodable End");
-    };
+    let (begin, events, whole, chunks, _) = fold_a_run_with_a_bad_end(5, |_, checksum| RunRecord::End { chunks: 2, checksum });
     assert_eq!(chunks, 3, "12 state bytes in chunks of 5 make 3 chunks");
-    *run.last_mut().expect("End") = RunRecord::End {
-        chunks: 2,
-        checksum,
-    }
-    .encode();
-    journal.raw(run);
-    let mut folder = folder();
-    folder
-        .gap(Seq(0), begin)
-        .expect("a gap from the folder's position is taken");
-    let tail = journal.tail();
-    let events = folder
-        .fold_page(begin, journal.slice(begin, tail))
-        .expect("the page folds");
     assert!(
-        events.contains(&FoldEvent::RunDropped {
-            begin,
-            why: DropReason::ChunkCount {
-                declared: 2,
-                found: 3
-            }
-        }),
+        events.contains(&FoldEvent::RunDropped { begin, why: DropReason::ChunkCount { declared: 2, found: 3 } }),
         "an End naming another chunk count drops the run"
     );
-    assert!(!folder.is_whole(), "an unreadable run is never restored");
+    assert!(!whole, "an unreadable run is never restored");
 }
 
 #[test]
