@@ -61,7 +61,18 @@ pub struct Audit {
 type Campaign = BTreeMap<Slot, Vec<Reports>>;
 
 /// One reported value: its ballot (`None` when reported chosen) and its command's digest.
-type Reports = (Option<Ballot>, u64);
+type Reports = (Option<Ballot>, u64, Reporter);
+
+/// Who reported a value to a campaign.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Reporter {
+    /// A remote acceptor's Promise, delivered while the candidate was still campaigning (so
+    /// part of the quorum it won with).
+    Remote,
+    /// The candidate's own acceptor, read from its disk: its Promise may or may not be in the
+    /// winning quorum (remote Promises alone can make one).
+    Own,
+}
 
 /// Orders reported ballots as the P2c merge does: a value reported chosen outranks every ballot.
 fn rank(b: Option<Ballot>) -> (bool, Ballot) {
@@ -228,11 +239,14 @@ impl Audit {
             if digests.len() < 2 || ballots.len() < 2 {
                 continue;
             }
-            let best = *reported.iter().max_by_key(|r| rank(r.0)).expect("two reports at least");
+            // P2c over the winning quorum: its remote part's highest value, or, when the
+            // candidate's own Promise was in it and ranks at least as high, its own value.
+            let best = reported.iter().filter(|r| r.2 == Reporter::Remote).max_by_key(|r| rank(r.0)).copied();
             let own = durable.and_then(|d| d.entries.binary_search_by_key(slot, |(s, _)| *s).ok().map(|i| &d.entries[i].1));
-            let own_outranks = own.is_some_and(|e| e.command.digest() == digest && rank(e.ballot) >= rank(best.0));
+            let own_outranks =
+                own.is_some_and(|e| e.command.digest() == digest && best.is_none_or(|b| rank(e.ballot) >= rank(b.0)));
             let chosen_ok = !binding || self.chosen.get(&(key, *slot)).is_none_or(|c| *c == digest);
-            let ok = (digest == best.1 || own_outranks) && chosen_ok;
+            let ok = (best.is_some_and(|b| b.1 == digest) || own_outranks) && chosen_ok;
             self.claims.check(Claim::ContestedCampaign, ok, || {
                 format!("{node:?} on {key:?} at {ballot:?} re-proposed {digest:x} at {slot:?}; Promises reported {reported:?}, own {own:?}")
             });
@@ -258,9 +272,9 @@ impl Audit {
         for r in accepted {
             let mine = own
                 .and_then(|d| d.entries.binary_search_by_key(&r.slot, |(s, _)| *s).ok().map(|i| &d.entries[i].1))
-                .map(|e| (e.ballot, e.command.digest()));
+                .map(|e| (e.ballot, e.command.digest(), Reporter::Own));
             let reports = entry.1.entry(r.slot).or_default();
-            for report in [Some((r.ballot, r.command.digest())), mine].into_iter().flatten() {
+            for report in [Some((r.ballot, r.command.digest(), Reporter::Remote)), mine].into_iter().flatten() {
                 if !reports.contains(&report) {
                     reports.push(report);
                 }
