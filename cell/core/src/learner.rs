@@ -99,6 +99,17 @@ impl Learner {
         self.known_chosen = self.known_chosen.max(up_to);
     }
 
+    /// A page of chosen commands from a peer (a leader's feed, or a catch-up answer from a peer
+    /// whose chosen prefix ends at `peer_chosen`): every one is learned. The caller walks.
+    pub fn learn_page(&mut self, log: &mut Log, entries: &[(Slot, Command)], peer_chosen: Option<Slot>, writes: &mut Vec<WriteOp>) {
+        if let Some(up_to) = peer_chosen {
+            self.note_chosen(up_to);
+        }
+        for (slot, command) in entries {
+            self.learn(log, *slot, command, writes);
+        }
+    }
+
     /// `command` is known chosen at `slot` (from a peer, a leader's `Chosen`, or our own quorum).
     pub fn learn(&mut self, log: &mut Log, slot: Slot, command: &Command, writes: &mut Vec<WriteOp>) {
         if slot < self.chosen_up_to() || slot < log.floor() {

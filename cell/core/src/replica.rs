@@ -88,19 +88,14 @@ impl Replica {
         let writes = &mut self.effects.ready.writes;
         match message {
             Message::Chosen { entries } => {
-                for (slot, command) in &entries {
-                    self.learner.learn(&mut self.log, *slot, command, writes);
-                }
+                self.learner.learn_page(&mut self.log, &entries, None, writes);
                 self.walk();
             }
             Message::CatchUpResponse { entries, chosen_up_to } => {
                 // A page that moved us and left us behind is followed by the next request at
                 // once; an answer that brought nothing waits for the catch-up timer.
                 let before = self.learner.chosen_up_to();
-                self.learner.note_chosen(chosen_up_to);
-                for (slot, command) in &entries {
-                    self.learner.learn(&mut self.log, *slot, command, writes);
-                }
+                self.learner.learn_page(&mut self.log, &entries, Some(chosen_up_to), writes);
                 self.walk();
                 if self.learner.chosen_up_to() > before && self.learner.is_behind() {
                     self.effects.send(from, catch_up_request(self.learner.chosen_up_to()));

@@ -404,12 +404,7 @@ impl Voter {
     /// at once by a request for the next one; anything else waits for the catch-up timer.
     fn on_chosen_entries(&mut self, from: NodeId, entries: &[(Slot, Command)], peer_chosen: Option<Slot>) {
         let before = self.learner.chosen_up_to();
-        if let Some(up_to) = peer_chosen {
-            self.learner.note_chosen(up_to);
-        }
-        for (slot, command) in entries {
-            self.learner.learn(&mut self.log, *slot, command, &mut self.effects.ready.writes);
-        }
+        self.learner.learn_page(&mut self.log, entries, peer_chosen, &mut self.effects.ready.writes);
         let mut walked = Vec::new();
         self.learner.walk(&mut self.log, &mut self.effects.ready.writes, &mut walked);
         self.on_walked(&walked);

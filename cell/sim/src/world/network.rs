@@ -52,8 +52,11 @@ impl<H: Host> World<H> {
         let Some(host) = mach.host.as_mut() else { return };
         match &packet {
             Packet::Protocol(e) => {
-                let candidate = host.probe(&e.journal).is_some_and(|p| !p.leader);
-                self.audit.on_promise_delivered(id, e.journal, &e.message, candidate, mach.disk.durable(&e.journal));
+                if matches!(e.message, Message::Promise { .. }) {
+                    // Only a Promise needs the recipient's role and disk: probe for nothing else.
+                    let candidate = host.probe(&e.journal).is_some_and(|p| !p.leader);
+                    self.audit.on_promise_delivered(id, e.journal, &e.message, candidate, mach.disk.durable(&e.journal));
+                }
                 self.audit.on_accept_delivered(e.journal, &e.message);
                 let (kind, a, b) = message_fields(&e.message);
                 self.trace.event(self.now, "deliver", &[from.0, id.0, kind, a, b], || {
