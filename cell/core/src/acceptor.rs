@@ -37,6 +37,10 @@ impl Acceptor {
 
     /// Phase 1: promise `ballot` for every slot from `from` on, reporting every value held there.
     ///
+    /// `chosen_up_to` is the chosen index this node keeps across a reboot: the campaign skips
+    /// the slots below it and fetches them later by catch-up, so it must never be a fact this
+    /// node can forget (an in-memory index above it would strand those slots if we crash).
+    ///
     /// A `from` below the floor is refused with the floor: this acceptor no longer knows those
     /// slots, and "nothing accepted here" would let a second value be chosen.
     pub fn on_prepare(

@@ -34,6 +34,11 @@ pub struct Learner {
     known_chosen: Slot,
     /// The chosen index last written to storage.
     persisted_chosen: Slot,
+    /// The chosen index known synced to storage: a reboot never comes back below it. What this
+    /// node tells a campaign it knows chosen (a fact the campaign trusts to skip slots).
+    synced_chosen: Slot,
+    /// The index the round in flight writes, if that round syncs.
+    syncing_chosen: Option<Slot>,
 }
 
 impl Learner {
@@ -48,6 +53,8 @@ impl Learner {
             commit: None,
             known_chosen: chosen_up_to.max(log.learned_end().unwrap_or(chosen_up_to)),
             persisted_chosen: chosen_up_to,
+            synced_chosen: chosen_up_to,
+            syncing_chosen: None,
         }
     }
 
@@ -66,6 +73,27 @@ impl Learner {
     #[must_use]
     pub fn fold(&self) -> &Fold {
         &self.fold
+    }
+
+    /// Every slot below this one is chosen here and stays chosen here across a reboot: its
+    /// index reached storage in a round that synced. Never above [`chosen_up_to`](Self::chosen_up_to).
+    #[must_use]
+    pub fn durable_chosen(&self) -> Slot {
+        self.synced_chosen
+    }
+
+    /// The round being handed to storage: `syncs` says whether the host will sync it (some
+    /// write needs a sync). The chosen index written so far becomes durable when that round
+    /// is [`synced`](Self::round_synced).
+    pub fn round_taken(&mut self, syncs: bool) {
+        self.syncing_chosen = syncs.then_some(self.persisted_chosen);
+    }
+
+    /// The round handed over at [`round_taken`](Self::round_taken) is durable.
+    pub fn round_synced(&mut self) {
+        if let Some(up_to) = self.syncing_chosen.take() {
+            self.synced_chosen = self.synced_chosen.max(up_to);
+        }
     }
 
     /// True while someone told us of chosen slots we have not applied.
@@ -191,6 +219,7 @@ impl Learner {
             self.apply_next(log, writes, walked);
         }
         self.persisted_chosen = self.persisted_chosen.max(chosen_up_to);
+        self.synced_chosen = self.synced_chosen.max(chosen_up_to);
         self.known_chosen = self.known_chosen.max(chosen_up_to);
     }
 

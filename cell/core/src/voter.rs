@@ -9,7 +9,7 @@ use crate::effects::{catch_up_request, CatchUp, Effects};
 use crate::ids::{Ballot, CallId, NodeId, ReadId, Slot};
 use crate::journal::{Command, JournalState, Outcome};
 use crate::learner::{Learner, Walked};
-use crate::log::{Durable, Log};
+use crate::log::{Durable, Log, WriteOp};
 use crate::message::Message;
 use crate::proposer::{Elected, Proposer};
 use crate::reads::Reads;
@@ -255,6 +255,7 @@ impl Voter {
     pub fn ready(&mut self) -> Ready {
         self.flush();
         let ready = self.effects.take();
+        self.learner.round_taken(ready.writes.iter().any(WriteOp::needs_sync));
         assert!(self.deferred_in_flight.is_empty(), "one round in flight at a time");
         self.deferred_in_flight = std::mem::take(&mut self.deferred);
         ready
@@ -291,6 +292,7 @@ impl Voter {
     /// Without a `ready()` before it.
     pub fn advance(&mut self) {
         self.effects.advance();
+        self.learner.round_synced();
         for m in std::mem::take(&mut self.deferred_in_flight) {
             self.handle(self.me, m);
         }
@@ -419,7 +421,8 @@ impl Voter {
         let writes = &mut self.effects.ready.writes;
         match message {
             Message::Prepare { ballot, from: start } => {
-                let reply = self.acceptor.on_prepare(&self.log, self.learner.chosen_up_to(), ballot, start, writes);
+                // The chosen index a campaign may trust to skip slots is the one a reboot keeps.
+                let reply = self.acceptor.on_prepare(&self.log, self.learner.durable_chosen(), ballot, start, writes);
                 if self.acceptor.promised() > self.proposer.ballot() {
                     self.proposer.on_nack(self.proposer.ballot(), self.acceptor.promised(), &self.tunables);
                 }

@@ -10,17 +10,19 @@ use std::rc::Rc;
 
 use harness::*;
 use paros_core::journal::WriterMode;
-use paros_core::{Message, NodeId, Seq, Slot, Tunables};
+use paros_core::{CHOSEN_PERSIST_SLOTS, Message, NodeId, Seq, Slot, Tunables};
 
 /// Catch-up pages of one slot each.
 fn one_slot_pages(t: &mut Tunables) {
     t.catch_up_slots_max = 1;
 }
 
-/// Writes `n` single-record batches while `lagging` hears nothing.
+/// Writes `n` single-record batches, plus one persist period of them, while `lagging` hears
+/// nothing: the peers' durable chosen index (what their Promises claim) then lies past the
+/// laggard's prefix, so a campaign leaves those slots to catch-up.
 fn write_past(c: &mut Cluster, lagging: NodeId, a: paros_core::LeaderUuid, w: &mut Written, n: usize) {
     c.isolated = vec![lagging];
-    for i in 0..n {
+    for i in 0..n + CHOSEN_PERSIST_SLOTS as usize {
         w.append(c, a, recs(&format!("past{i}"), 1));
     }
     // Every peer learns the commit of the last write: nothing is left for a campaign to

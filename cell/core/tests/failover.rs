@@ -237,3 +237,49 @@ fn a_leader_never_commits_a_slot_its_own_proposal_lost() {
         c.assert_agreement();
     }
 }
+
+/// Simulation seed 2013486, reduced. A campaign skips the slots its Promises say are chosen and
+/// fetches them later by catch-up; an acceptor that says so from memory, then crashes before
+/// its chosen index reached storage, leaves nobody who knows them chosen. The Promise must say
+/// only what a reboot keeps, and report the values above it for the new leader to re-propose.
+#[test]
+fn a_promise_claims_only_the_chosen_index_a_reboot_keeps() {
+    let mut c = Cluster::new(3, 0, 11, Faults::NONE);
+    let (a, mut w) = claimed(&mut c);
+    let first = c.leader().expect("claimed");
+    let others: Vec<NodeId> = c.cfg.voters.iter().copied().filter(|v| *v != first).collect();
+    let (promiser, laggard) = (others[0], others[1]);
+    // The laggard hears nothing while the first leader and the promiser choose a few slots.
+    c.filter = Some(Box::new(move |_, to, _| to == laggard));
+    for i in 0..4 {
+        w.append(&mut c, a, recs(&format!("w{i}"), 2));
+    }
+    let known = c.chosen_of(promiser);
+    assert!(known > c.chosen_of(laggard), "the promiser knows more chosen slots than the laggard");
+    assert!(c.machines[&promiser].durable.chosen_up_to < known, "fewer slots than the persist period: the index is in memory only");
+
+    // The first leader goes; the laggard campaigns and wins on the promiser's Promise alone,
+    // and the promiser crashes right after that Promise left.
+    c.crash(first);
+    c.filter = None;
+    c.voter_mut(laggard).campaign();
+    let mut rounds = 0;
+    while !c.voter(laggard).is_leader() {
+        c.round();
+        rounds += 1;
+        assert!(rounds < 10, "the laggard wins with the promiser's Promise");
+    }
+    c.crash(promiser);
+    // The first leader reboots knowing its values only as acceptances; then the promiser does.
+    c.start(first);
+    c.run(20);
+    c.start(promiser);
+    c.settle(600);
+    for id in c.up() {
+        assert_eq!(c.state_of(id).next_seq, Seq(w.next()), "{id:?} folded every acknowledged write");
+    }
+    w.append(&mut c, a, recs("after", 1));
+    let leader = c.leader().expect("settled");
+    assert_eq!(read_range(&mut c, leader, 0, w.next(), Consistency::Linearizable), w.0, "every acked write survives");
+    c.assert_agreement();
+}

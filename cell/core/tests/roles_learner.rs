@@ -317,3 +317,26 @@ fn catch_up_answers_a_page_of_at_most_slots_max_from_the_requested_slot() {
     assert_eq!(learner.serve_catch_up(&log, Slot(8), 64), Some(page(8..10)), "a page stops at the prefix end");
     assert_eq!(learner.serve_catch_up(&log, Slot(10), 64), Some(page(10..10)), "nothing newer: an empty page that says so");
 }
+
+#[test]
+fn the_durable_chosen_index_moves_only_when_a_round_that_wrote_it_syncs() {
+    let n = CHOSEN_PERSIST_SLOTS as usize + 1;
+    let history: Vec<Command> = (0..n).map(|_| NOOP).collect();
+    let mut log = learned_then_accepted(&history);
+    let mut learner = fresh(&log);
+    let mut writes = Vec::new();
+    learner.note_chosen(Slot(n as u64));
+    walk(&mut learner, &mut log, &mut writes);
+    assert_eq!(chosen_writes(&writes), vec![Slot(n as u64)], "the index is written once a period has passed");
+    assert_eq!(learner.durable_chosen(), Slot(0), "written is not durable: the round has not synced");
+
+    learner.round_taken(false);
+    learner.round_synced();
+    assert_eq!(learner.durable_chosen(), Slot(0), "a round the host does not sync makes nothing durable");
+
+    learner.round_taken(true);
+    walk(&mut learner, &mut log, &mut writes);
+    assert_eq!(learner.durable_chosen(), Slot(0), "still in flight");
+    learner.round_synced();
+    assert_eq!(learner.durable_chosen(), Slot(n as u64), "the synced round carried the index");
+}
