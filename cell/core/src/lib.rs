@@ -14,7 +14,6 @@ pub mod reads;
 mod replica;
 mod voter;
 
-pub mod call;
 pub mod config;
 pub mod ids;
 pub mod journal;
@@ -22,13 +21,14 @@ pub mod log;
 pub mod message;
 pub mod ready;
 pub mod rng;
+pub mod wire;
 
 pub use acceptor::Acceptor;
 pub use learner::{Learner, Walked, CHOSEN_PERSIST_SLOTS};
 pub use proposer::{merge_promises, Elected, Merged, Proposer};
 pub use replica::Replica;
 pub use voter::Voter;
-pub use call::{Call, CallAnswer, Consistency, ReadAnswer, ReadRequest};
+pub use wire::{Call, CallAnswer, Consistency, NodeAnswer, NodeRequest, ReadAnswer, ReadRequest, RpcError};
 pub use config::{JournalConfig, Tunables};
 pub use ids::{Ballot, CallId, JournalId, JournalKey, LeaderUuid, NodeId, ReadId, Seq, Slot, TenantId};
 pub use log::{Durable, LogEntry, WriteOp};

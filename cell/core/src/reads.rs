@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::call::{Consistency, ReadAnswer, ReadRequest};
+use crate::wire::{Consistency, ReadAnswer, ReadRequest};
 use crate::config::{JournalConfig, Tunables};
 use crate::ids::{NodeId, ReadId, Seq, Slot};
 use crate::journal::{Fold, Located};

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::call::{CallAnswer, ReadAnswer};
+use crate::wire::{CallAnswer, ReadAnswer};
 use crate::ids::{CallId, ReadId, Slot};
 use crate::journal::Judged;
 use crate::log::WriteOp;

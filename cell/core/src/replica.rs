@@ -2,7 +2,7 @@
 //! Prepare or Accept; it learns chosen commands from the leader's feed and from voters'
 //! catch-up answers, jumps to a trim point like a voter, and serves reads.
 
-use crate::call::ReadRequest;
+use crate::wire::ReadRequest;
 use crate::config::{JournalConfig, Tunables};
 use crate::effects::{catch_up_request, CatchUp, Effects};
 use crate::ids::{NodeId, ReadId, Slot};

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::acceptor::Acceptor;
-use crate::call::{Call, CallAnswer, ReadRequest};
+use crate::wire::{Call, CallAnswer, ReadRequest};
 use crate::config::{JournalConfig, Tunables};
 use crate::effects::{catch_up_request, CatchUp, Effects};
 use crate::ids::{Ballot, CallId, NodeId, ReadId, Slot};

@@ -1,38 +1,10 @@
-//! The node RPC: journal calls and reads addressed to one node, answered once.
+//! The node RPC: journal calls and reads addressed to one node, answered once. The request
+//! and answer types live in [`paros_core::wire`]; this module adds the transport's side.
 
-use paros_core::{Call, CallAnswer, JournalKey, NodeId, ReadAnswer, ReadRequest};
-use serde::{Deserialize, Serialize};
+pub use paros_core::wire::{NodeAnswer, NodeRequest, RpcError};
+use paros_core::NodeId;
 
 use crate::ports::Envelope;
-
-/// A request to one node.
-#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
-pub enum NodeRequest {
-    /// A Write, Truncate or SetLeader for one journal.
-    Call { journal: JournalKey, call: Call },
-    /// A Read of one journal.
-    Read { journal: JournalKey, read: ReadRequest },
-}
-
-/// A node's answer.
-#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
-pub enum NodeAnswer {
-    Call(CallAnswer),
-    Read(ReadAnswer),
-    /// The node hosts no such journal.
-    UnknownJournal,
-}
-
-/// Why an RPC got no answer. To a caller of a decided call, every one of these is ambiguous.
-#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error, Serialize, Deserialize)]
-pub enum RpcError {
-    #[error("no answer before the deadline")]
-    Timeout,
-    #[error("no such node on the bus: {0:?}")]
-    NoRoute(NodeId),
-    #[error("the node stopped before answering")]
-    Dropped,
-}
 
 /// Sends a request to a node and waits for its answer, at most until the deadline.
 pub trait Rpc: Clone + Send + Sync + 'static {

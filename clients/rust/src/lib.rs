@@ -27,6 +27,7 @@ pub mod checkpointer;
 pub mod folder;
 pub mod reader;
 pub mod run;
+pub mod service;
 pub mod types;
 
 pub use checkpointable::Checkpointable;
@@ -40,3 +41,4 @@ pub use reader::{
 };
 pub use run::{MAGIC, RecordError, RunDecodeError, RunRecord, check_application_record};
 pub use types::{JournalView, Seq};
+pub use service::{CallReply, JournalService, ReadParams, Route};

@@ -1,9 +1,11 @@
-//! Journal calls as the core receives them from its host, and the answers it gives.
+//! The node RPC's wire types: journal calls and reads addressed to one node, and the answers
+//! it gives. A client links these (through paros-core, which is sans-IO) without linking the
+//! host, the store or the async runtime.
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use crate::ids::{LeaderUuid, NodeId, Seq};
+use crate::ids::{JournalKey, LeaderUuid, NodeId, Seq};
 use crate::journal::{Command, Control, Entry, JournalView, Outcome, TooLarge};
 
 /// A call that is decided in the log.
@@ -75,4 +77,33 @@ pub enum ReadAnswer {
     /// This server cannot answer now (no quorum, election, not caught up, or the records lie
     /// below a trim point it jumped to). Ask another.
     Unserved,
+}
+
+/// A request to one node.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum NodeRequest {
+    /// A Write, Truncate or SetLeader for one journal.
+    Call { journal: JournalKey, call: Call },
+    /// A Read of one journal.
+    Read { journal: JournalKey, read: ReadRequest },
+}
+
+/// A node's answer.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum NodeAnswer {
+    Call(CallAnswer),
+    Read(ReadAnswer),
+    /// The node hosts no such journal.
+    UnknownJournal,
+}
+
+/// Why an RPC got no answer. To a caller of a decided call, every one of these is ambiguous.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error, Serialize, Deserialize)]
+pub enum RpcError {
+    #[error("no answer before the deadline")]
+    Timeout,
+    #[error("no such node on the bus: {0:?}")]
+    NoRoute(NodeId),
+    #[error("the node stopped before answering")]
+    Dropped,
 }

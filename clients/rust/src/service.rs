@@ -1,0 +1,81 @@
+//! The one port the library's async layer talks through: a journal service that takes decided
+//! calls and reads for one journal and answers each once, or not at all.
+//!
+//! Two implementations: in the cell, over the node RPC (paros-node's `InCell`: used by the
+//! registry coordinator, `paros bench` and the tests), and over a gateway's HTTP API. The
+//! library's decisions never depend on which one it talks to; the only difference a caller
+//! sees is that the cell may answer [`CallAnswer::Redirect`] (a gateway follows redirects
+//! itself) and names servers by [`NodeId`].
+//!
+//! Every method sends exactly one request and returns what came back: retries, redirects,
+//! backoff and the settling of ambiguous writes are the [`Client`](crate::client)'s decisions.
+
+use std::fmt;
+use std::future::Future;
+
+use paros_core::{Call, CallAnswer, Consistency, NodeId, Seq};
+
+use crate::reader::ReadAnswer;
+
+/// Where one request goes: a server a redirect named, or the service's own choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Route {
+    /// The server to ask; `None` lets the service choose (for HTTP, always the gateway).
+    pub server: Option<NodeId>,
+    /// How many requests for the same operation went before this one (0 for the first): a
+    /// service without a named server spreads retries over its servers by it.
+    pub attempt: u32,
+}
+
+/// What came back from one decided call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallReply {
+    /// The server answered.
+    Answer(CallAnswer),
+    /// The service knows no such journal.
+    UnknownJournal,
+    /// The request left and no answer came (a timeout, a dropped connection, a 504): the call
+    /// may or may not have taken effect.
+    NoAnswer,
+    /// The request provably never reached a server (no route, connection refused): nothing
+    /// happened; another server may be asked.
+    NotSent,
+}
+
+/// One page request, as the service sends it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadParams {
+    pub from: Seq,
+    /// Records at most; the server caps it by its page size.
+    pub limit: u32,
+    /// Record bytes at most (a page holds at least one record when one is there).
+    pub max_bytes: u32,
+    /// How long a read at the tail may wait for a record, in milliseconds (the server caps it).
+    pub wait_ms: u32,
+    pub consistency: Consistency,
+}
+
+/// A journal service: the four calls (Write, Truncate and SetLeader as a decided [`Call`];
+/// Read as [`read`](Self::read)) and inspect, for journals named by [`Journal`](Self::Journal).
+pub trait JournalService: Send + Sync {
+    /// How this service names a journal: a `JournalKey` in the cell, a name at a gateway.
+    type Journal: Clone + fmt::Debug + Send + Sync;
+
+    /// The servers a caller may name in a [`Route`] (empty: the service routes by itself).
+    fn servers(&self) -> Vec<NodeId>;
+
+    /// Sends one decided call and waits, within the service's own request deadline, for its
+    /// answer.
+    fn call(&self, journal: &Self::Journal, call: &Call, route: Route) -> impl Future<Output = CallReply> + Send;
+
+    /// Sends one read and waits for its page (`wait_ms` plus the service's deadline at most).
+    /// A read that got no answer is [`ReadAnswer::Unserved`]: reads change nothing, so a lost
+    /// one is simply asked again.
+    fn read(&self, journal: &Self::Journal, read: ReadParams, route: Route) -> impl Future<Output = ReadAnswer> + Send;
+
+    /// The journal's current view (its retained range and writer), from a linearizable read of
+    /// at most one record at its start: `Page` and `Truncated` both carry it.
+    fn inspect(&self, journal: &Self::Journal, route: Route) -> impl Future<Output = ReadAnswer> + Send {
+        self.read(journal, ReadParams { from: Seq(0), limit: 1, max_bytes: 1, wait_ms: 0, consistency: Consistency::Linearizable }, route)
+    }
+}
