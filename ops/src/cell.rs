@@ -41,6 +41,8 @@ pub enum CellError {
     Boot { node: NodeId, source: BootError },
     #[error("storage fault: {0}")]
     Store(#[from] paros_node::ports::StoreError),
+    #[error("placement refused: {0}")]
+    Place(#[from] paros_node::PlaceError),
 }
 
 impl CellError {
@@ -49,7 +51,7 @@ impl CellError {
     pub fn exit_code(&self) -> i32 {
         match self {
             CellError::Boot { source: BootError::Wiped(_) | BootError::WrongIdentity { .. }, .. } => shell::EXIT_REFUSED,
-            CellError::Manifest(..) => 2,
+            CellError::Manifest(..) | CellError::Place(_) => 2,
             _ => shell::EXIT_STORAGE_FAULT,
         }
     }

@@ -22,14 +22,38 @@ impl JournalConfig {
         self.voters.len() / 2 + 1
     }
 
-    /// Panics unless the membership is well formed.
-    pub fn assert_valid(&self) {
-        assert!(!self.voters.is_empty(), "a journal has at least one voter");
+    /// Checks the membership is well formed: at least one voter, every member named once.
+    ///
+    /// # Errors
+    /// The first rule broken.
+    pub fn validate(&self) -> Result<(), MembershipError> {
+        if self.voters.is_empty() {
+            return Err(MembershipError::NoVoters);
+        }
         let mut all: Vec<NodeId> = self.voters.iter().chain(&self.learners).copied().collect();
         all.sort();
         all.dedup();
-        assert_eq!(all.len(), self.voters.len() + self.learners.len(), "members are distinct");
+        if all.len() != self.voters.len() + self.learners.len() {
+            return Err(MembershipError::Repeated);
+        }
+        Ok(())
     }
+
+    /// Panics unless the membership is well formed (see [`validate`](Self::validate)).
+    pub fn assert_valid(&self) {
+        if let Err(e) = self.validate() {
+            panic!("invalid membership {self:?}: {e}");
+        }
+    }
+}
+
+/// A membership that is not well formed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum MembershipError {
+    #[error("a journal has at least one voter")]
+    NoVoters,
+    #[error("a member is named twice")]
+    Repeated,
 }
 
 /// Timing and size bounds. Ticks are the host's clock unit (100 ms in production).

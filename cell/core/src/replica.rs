@@ -53,6 +53,11 @@ impl Replica {
     }
 
     #[must_use]
+    pub fn config(&self) -> &JournalConfig {
+        &self.cfg
+    }
+
+    #[must_use]
     pub fn chosen_up_to(&self) -> Slot {
         self.learner.chosen_up_to()
     }

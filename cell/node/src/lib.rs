@@ -8,6 +8,6 @@ pub mod pump;
 pub mod rpc;
 pub mod shell;
 
-pub use host::{BootError, Clocked, Early, Host, HostStats, PendingRound, RoundOutput, Ticket};
+pub use host::{BootError, Clocked, Early, Host, HostStats, PendingRound, PlaceError, RoundOutput, Ticket};
 pub use mem_store::MemStore;
 pub use pump::{Effects, Persist, Pump};

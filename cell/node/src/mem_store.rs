@@ -6,14 +6,21 @@ use std::sync::{Arc, Mutex};
 
 use paros_core::{Durable, JournalConfig, JournalKey, NodeId, WriteOp};
 
-use crate::ports::{LogStore, StoreError, StoredJournal};
+use crate::ports::{LogStore, Placement, StoreError, StoredJournal};
+
+/// A change written and not yet synced, in write order.
+#[derive(Debug)]
+enum Unsynced {
+    Place(Placement),
+    Ops(JournalKey, Vec<WriteOp>),
+}
 
 #[derive(Debug, Default)]
 struct Disk {
     identity: Option<NodeId>,
     configs: BTreeMap<JournalKey, JournalConfig>,
     synced: BTreeMap<JournalKey, Durable>,
-    unsynced: Vec<(JournalKey, Vec<WriteOp>)>,
+    unsynced: Vec<Unsynced>,
     fail_next_sync: bool,
     batches: u64,
     syncs: u64,
@@ -65,17 +72,16 @@ impl LogStore for MemStore {
         Ok(())
     }
 
-    fn put_config(&mut self, key: JournalKey, config: &JournalConfig) -> Result<(), StoreError> {
+    fn place(&mut self, placements: &[Placement]) -> Result<(), StoreError> {
         let mut d = self.disk.lock().expect("disk lock");
-        d.configs.insert(key, config.clone());
-        d.synced.entry(key).or_default();
+        d.unsynced.extend(placements.iter().cloned().map(Unsynced::Place));
         Ok(())
     }
 
     fn write(&mut self, batch: &[(JournalKey, Vec<WriteOp>)]) -> Result<(), StoreError> {
         let mut d = self.disk.lock().expect("disk lock");
         d.batches += 1;
-        d.unsynced.extend(batch.iter().cloned());
+        d.unsynced.extend(batch.iter().cloned().map(|(key, ops)| Unsynced::Ops(key, ops)));
         Ok(())
     }
 
@@ -87,10 +93,25 @@ impl LogStore for MemStore {
         }
         d.syncs += 1;
         let pending = std::mem::take(&mut d.unsynced);
-        for (key, ops) in pending {
-            let durable = d.synced.entry(key).or_default();
-            for op in &ops {
-                durable.apply(op);
+        for change in pending {
+            match change {
+                Unsynced::Place(Placement::Put(key, config)) => {
+                    d.configs.insert(key, config);
+                    d.synced.entry(key).or_default();
+                }
+                Unsynced::Place(Placement::Remove(key)) => {
+                    d.configs.remove(&key);
+                    d.synced.remove(&key);
+                }
+                // Writes of a journal that is not placed (removed earlier) are dropped: the
+                // host removes a journal only after its last round left.
+                Unsynced::Ops(key, ops) if d.configs.contains_key(&key) => {
+                    let durable = d.synced.entry(key).or_default();
+                    for op in &ops {
+                        durable.apply(op);
+                    }
+                }
+                Unsynced::Ops(..) => {}
             }
         }
         Ok(())

@@ -26,6 +26,15 @@ pub struct StoredJournal {
     pub durable: Durable,
 }
 
+/// A change of which journals live on a machine, persisted with a round.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Placement {
+    /// The journal lives here with this configuration (new, or reconfigured).
+    Put(JournalKey, JournalConfig),
+    /// The journal no longer lives here: its data goes.
+    Remove(JournalKey),
+}
+
 /// A machine's durable storage for every journal placed on it.
 ///
 /// The host is the single committer: each round it calls `write` once with every journal's
@@ -43,11 +52,14 @@ pub trait LogStore: Send + 'static {
     /// Any storage fault.
     fn set_identity(&mut self, node: NodeId) -> Result<(), StoreError>;
 
-    /// Records a journal's configuration and makes it durable (placement is rare).
+    /// Places and removes journals: a `Put` records a journal's configuration, a `Remove`
+    /// deletes its configuration and every row it holds (promise, state, log). Applied in
+    /// order, before the round's [`LogStore::write`], and like it not durable until
+    /// [`LogStore::sync`]: placing ten thousand journals costs one sync, not ten thousand.
     ///
     /// # Errors
-    /// Any storage fault.
-    fn put_config(&mut self, key: JournalKey, config: &JournalConfig) -> Result<(), StoreError>;
+    /// Any storage fault; the host then stops the process.
+    fn place(&mut self, placements: &[Placement]) -> Result<(), StoreError>;
 
     /// Writes one atomic batch of many journals' writes. Not durable until [`LogStore::sync`].
     ///

@@ -24,6 +24,8 @@ pub type Batch = Vec<(JournalKey, Vec<WriteOp>)>;
 #[derive(Debug)]
 #[must_use = "a round's batch must be persisted and handed back"]
 pub struct Persist {
+    /// Journals placed and removed: apply with [`LogStore::place`] before writing `batch`.
+    pub placements: Vec<crate::ports::Placement>,
     pub batch: Batch,
     pub needs_sync: bool,
 }
@@ -159,12 +161,13 @@ impl<S: LogStore> Pump<S> {
         }
         if self.syncing.is_none() && self.host.has_work() {
             let mut pending = self.host.begin_round(|e| effects.released(me, &mut looped, e));
-            if pending.batch.is_empty() {
+            if pending.batch.is_empty() && pending.placements.is_empty() {
                 let out = self.host.complete_round(pending);
                 effects.completed_round(me, &mut looped, out);
             } else {
                 let batch = std::mem::take(&mut pending.batch);
-                effects.persist = Some(Persist { batch, needs_sync: pending.needs_sync });
+                let placements = std::mem::take(&mut pending.placements);
+                effects.persist = Some(Persist { placements, batch, needs_sync: pending.needs_sync });
                 self.syncing = Some(pending);
             }
         }

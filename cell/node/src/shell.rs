@@ -153,10 +153,13 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
             input = inbox.try_recv().ok();
         }
         let effects = pump.step(clock.now_ms(), synced);
-        if let Some(Persist { batch, needs_sync }) = effects.persist {
+        if let Some(Persist { placements, batch, needs_sync }) = effects.persist {
             let mut store = pump.host_mut().lend_store();
             persisting = Some(tokio::task::spawn_blocking(move || {
-                let result = store.write(&batch).and_then(|()| if needs_sync { store.sync() } else { Ok(()) });
+                let result = store
+                    .place(&placements)
+                    .and_then(|()| store.write(&batch))
+                    .and_then(|()| if needs_sync { store.sync() } else { Ok(()) });
                 (store, batch, result)
             }));
         }

@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode, Readable};
 use paros_core::journal::{Command, JournalState};
 use paros_core::{Ballot, Durable, JournalConfig, JournalKey, LogEntry, NodeId, Slot, WriteOp};
-use paros_node::ports::{LogStore, StoreError, StoredJournal};
+use paros_node::ports::{LogStore, Placement, StoreError, StoredJournal};
 use serde::{Deserialize, Serialize};
 
 /// The storage format this build reads and writes, recorded in `meta` at first open.
@@ -56,8 +56,8 @@ pub const L0_TABLES_MAX: u8 = 8;
 pub struct StoreStats {
     /// Non-empty [`LogStore::write`] calls, each one atomic fjall batch.
     pub batches: u64,
-    /// fdatasyncs issued: [`LogStore::sync`] calls plus the syncs of `set_identity`,
-    /// `put_config` and of writing the format marker at first open.
+    /// fdatasyncs issued: [`LogStore::sync`] calls plus the syncs of `set_identity` and of
+    /// writing the format marker at first open.
     pub syncs: u64,
     /// [`WriteOp`]s passed to [`LogStore::write`].
     pub ops: u64,
@@ -295,9 +295,32 @@ impl LogStore for FjallStore {
         self.persist()
     }
 
-    fn put_config(&mut self, key: JournalKey, config: &JournalConfig) -> Result<(), StoreError> {
-        self.meta.insert(keys::config(key), encode(config)?).map_err(write_err)?;
-        self.persist()
+    /// One fjall batch for all of `placements`, committed without sync: a `Put` writes the
+    /// config row; a `Remove` tombstones the config, promise and state rows and every log key
+    /// the journal holds on disk.
+    fn place(&mut self, placements: &[Placement]) -> Result<(), StoreError> {
+        if placements.is_empty() {
+            return Ok(());
+        }
+        let mut wb = self.db.batch();
+        for p in placements {
+            match p {
+                Placement::Put(key, config) => wb.insert(&self.meta, keys::config(*key), encode(config)?),
+                Placement::Remove(key) => {
+                    let prefix = keys::journal(*key);
+                    wb.remove(&self.meta, keys::config(*key));
+                    wb.remove(&self.promise, prefix);
+                    wb.remove(&self.state, prefix);
+                    for item in self.log.prefix(prefix) {
+                        wb.remove(&self.log, item.key().map_err(read_err)?.to_vec());
+                    }
+                    self.rows.remove(key);
+                }
+            }
+        }
+        wb.commit().map_err(write_err)?;
+        self.stats.batches += 1;
+        Ok(())
     }
 
     fn write(&mut self, batch: &[(JournalKey, Vec<WriteOp>)]) -> Result<(), StoreError> {

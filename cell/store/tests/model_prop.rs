@@ -5,7 +5,7 @@ mod common;
 
 use common::{config, jk, loaded, model, noop, state, write};
 use paros_core::{Ballot, JournalKey, NodeId, Slot, WriteOp};
-use paros_node::ports::LogStore;
+use paros_node::ports::{LogStore, Placement};
 use paros_store::FjallStore;
 use proptest::prelude::*;
 
@@ -48,7 +48,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let mut store = FjallStore::open(dir.path()).unwrap();
         for key in JOURNALS {
-            store.put_config(key, &config()).unwrap();
+            store.place(&[Placement::Put(key, config())]).unwrap();
         }
         let mut want = model(&[]);
         for key in JOURNALS {

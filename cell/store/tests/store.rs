@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use common::{config, jk, loaded, model, noop, state, write};
 use paros_core::{Ballot, JournalKey, NodeId, Slot, WriteOp};
-use paros_node::ports::{LogStore, StoreError};
+use paros_node::ports::{LogStore, Placement, StoreError};
 use paros_store::{FORMAT, FjallStore, StoreStats};
 
 fn b(round: u64, node: u64) -> Ballot {
@@ -93,13 +93,13 @@ fn several_journals_over_batches_equal_the_model_after_reopen() {
 
     let mut store = FjallStore::open(dir.path()).unwrap();
     assert!(store.is_fresh());
-    for key in [a, bb, c] {
-        store.put_config(key, &config()).unwrap();
-    }
+    store.place(&[Placement::Put(a, config()), Placement::Put(bb, config()), Placement::Put(c, config())]).unwrap();
     apply_all(&mut store, &batches);
     assert_eq!(loaded(&store), want, "before reopen");
     let ops: usize = batches.iter().flatten().map(|(_, ops)| ops.len()).sum();
-    assert_eq!(store.stats(), StoreStats { batches: 4, syncs: 1 + 3 + 4, ops: ops as u64 });
+    // One batch for the placements (no sync of their own), one per round; the format marker's
+    // sync, then one per round.
+    assert_eq!(store.stats(), StoreStats { batches: 1 + 4, syncs: 1 + 4, ops: ops as u64 });
     drop(store);
 
     let store = FjallStore::open(dir.path()).unwrap();
@@ -127,7 +127,7 @@ fn state_cache_survives_reopen() {
         )],
     ];
     let mut store = FjallStore::open(dir.path()).unwrap();
-    store.put_config(a, &config()).unwrap();
+    store.place(&[Placement::Put(a, config())]).unwrap();
     apply_all(&mut store, &first);
     drop(store);
     let mut store = FjallStore::open(dir.path()).unwrap();
@@ -155,7 +155,7 @@ fn journals_never_see_each_others_keys() {
     let mut store = FjallStore::open(dir.path()).unwrap();
     let mut batch = Vec::new();
     for (i, key) in keys.iter().enumerate() {
-        store.put_config(*key, &config()).unwrap();
+        store.place(&[Placement::Put(*key, config())]).unwrap();
         let tag = format!("j{i}");
         batch.push((*key, (0..4).map(|s| accept(s, i as u64 + 1, tag.as_bytes())).collect::<Vec<_>>()));
         batch[i].1.push(WriteOp::Promise(b(i as u64 + 1, 1)));
@@ -180,11 +180,11 @@ fn only_journals_with_a_config_are_loaded() {
     let dir = tempfile::tempdir().unwrap();
     let (a, bb) = (jk(5, 1), jk(5, 2));
     let mut store = FjallStore::open(dir.path()).unwrap();
-    store.put_config(a, &config()).unwrap();
+    store.place(&[Placement::Put(a, config())]).unwrap();
     store.write(&[(a, vec![accept(0, 1, b"a")]), (bb, vec![accept(0, 1, b"b")])]).unwrap();
     store.sync().unwrap();
     assert_eq!(store.load().unwrap().iter().map(|j| j.key).collect::<Vec<_>>(), vec![a]);
-    store.put_config(bb, &config()).unwrap();
+    store.place(&[Placement::Put(bb, config())]).unwrap();
     assert_eq!(store.load().unwrap().len(), 2);
 }
 
@@ -255,4 +255,29 @@ fn baseline_reports_what_it_wrote() {
     assert!(report.p50_us <= report.p99_us);
     assert!(report.elapsed <= Duration::from_secs(30));
     assert!(report.records_per_sec() > 0.0);
+}
+
+#[test]
+fn a_removed_journal_leaves_no_row_behind_and_its_key_can_be_placed_afresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, bb) = (jk(6, 1), jk(6, 2));
+    let mut store = FjallStore::open(dir.path()).unwrap();
+    store.place(&[Placement::Put(a, config()), Placement::Put(bb, config())]).unwrap();
+    let ops = |tag: &[u8]| (0..5).map(|s| accept(s, 1, tag)).chain([WriteOp::Promise(b(3, 1))]).collect::<Vec<_>>();
+    store.write(&[(a, ops(b"a")), (bb, ops(b"b"))]).unwrap();
+    store.sync().unwrap();
+    let syncs = store.stats().syncs;
+    store.place(&[Placement::Remove(a)]).unwrap();
+    assert_eq!(store.stats().syncs, syncs, "placement does not sync by itself");
+    store.sync().unwrap();
+    drop(store);
+
+    let mut store = FjallStore::open(dir.path()).unwrap();
+    let loaded = store.load().unwrap();
+    assert_eq!(loaded.iter().map(|j| j.key).collect::<Vec<_>>(), vec![bb], "only the kept journal is placed");
+    assert_eq!(loaded[0].durable.entries.len(), 5, "the kept journal keeps its log");
+    store.place(&[Placement::Put(a, config())]).unwrap();
+    store.sync().unwrap();
+    let again = store.load().unwrap().into_iter().find(|j| j.key == a).expect("placed again");
+    assert_eq!(again.durable, paros_core::Durable::default(), "no promise, state or log of the removed journal is left");
 }

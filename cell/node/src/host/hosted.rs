@@ -10,6 +10,12 @@ pub(super) enum Hosted {
 }
 
 impl Hosted {
+    pub(super) fn config(&self) -> &paros_core::JournalConfig {
+        match self {
+            Hosted::Voter(v) => v.config(),
+            Hosted::Replica(r) => r.config(),
+        }
+    }
     pub(super) fn step(&mut self, from: NodeId, m: Message) {
         match self {
             Hosted::Voter(v) => v.step(from, m),

@@ -2,8 +2,20 @@
 
 use paros_core::{JournalConfig, JournalKey, NodeId, Replica, Voter};
 
-use super::{Host, Hosted, Peer};
-use crate::ports::{Envelope, LogStore, StoreError};
+use super::{Host, Hosted, Peer, Ticket};
+use crate::ports::{Envelope, LogStore, Placement};
+use crate::rpc::NodeAnswer;
+
+/// Why a journal was not placed here. Nothing changed.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum PlaceError {
+    #[error("journal {0:?}: invalid configuration: {1}")]
+    Invalid(JournalKey, paros_core::config::MembershipError),
+    #[error("journal {0:?} does not name this machine {1:?} as a voter or learner")]
+    NotAMember(JournalKey, NodeId),
+    #[error("journal {0:?} is already placed here with another configuration")]
+    Reconfigure(JournalKey),
+}
 
 impl<S: LogStore> Host<S> {
     /// The number of journals hosted here.
@@ -60,22 +72,54 @@ impl<S: LogStore> Host<S> {
         self.awake.insert(key);
     }
 
-    /// Places a journal here with its configuration (the registry will call this later).
-    /// Placing a journal that is already here changes nothing.
+    /// Places a journal here with its configuration. It runs at once; its configuration
+    /// rides the next round's batch and sync (no sync of its own), and nothing it says that
+    /// needs a durable sender leaves before that sync. Placing a journal that is already here
+    /// with the same configuration changes nothing.
     ///
     /// # Errors
-    /// A storage fault writing the configuration.
-    pub fn place(&mut self, key: JournalKey, config: JournalConfig) -> Result<(), StoreError> {
-        if self.journals.contains_key(&key) {
-            return Ok(());
+    /// [`PlaceError`] for a configuration that is invalid, does not name this machine, or
+    /// differs from the one already in force (reconfiguration is not supported yet).
+    pub fn place(&mut self, key: JournalKey, config: JournalConfig) -> Result<(), PlaceError> {
+        if let Some(j) = self.journals.get(&key) {
+            return if *j.config() == config { Ok(()) } else { Err(PlaceError::Reconfigure(key)) };
         }
-        assert!(
-            config.voters.contains(&self.me) || config.learners.contains(&self.me),
-            "a journal is placed only on its members"
-        );
-        self.store_mut().put_config(key, &config)?;
+        config.validate().map_err(|e| PlaceError::Invalid(key, e))?;
+        if !(config.voters.contains(&self.me) || config.learners.contains(&self.me)) {
+            return Err(PlaceError::NotAMember(key, self.me));
+        }
+        self.placements.push(Placement::Put(key, config.clone()));
         self.install(key, config, paros_core::Durable::default());
         Ok(())
+    }
+
+    /// Removes a journal from this machine: it stops at once (its pending calls and reads are
+    /// answered `UnknownJournal`, returned here for the caller to deliver), and the removal of
+    /// its data rides the next round. Removing a journal not hosted here does nothing.
+    pub fn remove(&mut self, key: &JournalKey) -> Vec<(Ticket, NodeAnswer)> {
+        if self.journals.remove(key).is_none() {
+            return Vec::new();
+        }
+        self.dirty.remove(key);
+        self.awake.remove(key);
+        self.touched.remove(key);
+        self.placements.push(Placement::Remove(*key));
+        let mut owed = Vec::new();
+        self.calls.retain(|(k, _), t| {
+            let keep = k != key;
+            if !keep {
+                owed.push((*t, NodeAnswer::UnknownJournal));
+            }
+            keep
+        });
+        self.reads.retain(|(k, _), t| {
+            let keep = k != key;
+            if !keep {
+                owed.push((*t, NodeAnswer::UnknownJournal));
+            }
+            keep
+        });
+        owed
     }
 
     /// Asks this machine's voter of `key` to campaign now (first leader, no timeout wait).

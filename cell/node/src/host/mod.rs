@@ -16,7 +16,7 @@ use paros_core::{
     Applied, CallId, JournalKey, NodeId, ReadAnswer, ReadId, Ready, Tunables, WriteOp,
 };
 
-use crate::ports::{Envelope, LogStore, StoreError};
+use crate::ports::{Envelope, LogStore, Placement, StoreError};
 use crate::rpc::NodeAnswer;
 
 mod hosted;
@@ -26,6 +26,7 @@ mod tickets;
 mod time;
 
 use hosted::Hosted;
+pub use journals::PlaceError;
 pub use time::{Clocked, TICK_MS_DEFAULT};
 use time::{Peer, Timer};
 
@@ -62,9 +63,12 @@ pub struct HostStats {
 #[derive(Debug)]
 #[must_use = "a pending round must be persisted and completed"]
 pub struct PendingRound {
+    /// Journals placed and removed since the last round: persist before `batch`.
+    pub placements: Vec<Placement>,
     /// Every journal's writes of the round: persist as one atomic batch.
     pub batch: Vec<(JournalKey, Vec<WriteOp>)>,
-    /// False when the batch holds only writes that need no sync of their own.
+    /// False when the batch holds only writes that need no sync of their own (and no
+    /// placements).
     pub needs_sync: bool,
     readies: Vec<(JournalKey, Ready)>,
 }
@@ -127,6 +131,8 @@ pub struct Host<S: LogStore> {
     peers: BTreeMap<NodeId, Peer>,
     /// When the next tick is due, in the [`Clock`](crate::ports::Clock)'s milliseconds.
     timer: Timer,
+    /// Placements and removals not yet handed to a round.
+    placements: Vec<Placement>,
 }
 
 impl<S: LogStore> Host<S> {
@@ -163,6 +169,7 @@ impl<S: LogStore> Host<S> {
             keep_writes: false,
             peers: BTreeMap::new(),
             timer: Timer { tick_ms: TICK_MS_DEFAULT, next_due_ms: None },
+            placements: Vec::new(),
         };
         for stored in host.store_mut().load()? {
             host.install(stored.key, stored.config, stored.durable);

@@ -15,8 +15,9 @@ impl<S: LogStore> Host<S> {
     /// A storage fault. Nothing in the `RoundOutput` may then leave: stop the process.
     pub fn round(&mut self, early: impl FnMut(Early)) -> Result<RoundOutput, StoreError> {
         let pending = self.begin_round(early);
-        if !pending.batch.is_empty() {
+        if !pending.batch.is_empty() || !pending.placements.is_empty() {
             let store = self.store_mut();
+            store.place(&pending.placements)?;
             store.write(&pending.batch)?;
             if pending.needs_sync {
                 store.sync()?;
@@ -67,8 +68,9 @@ impl<S: LogStore> Host<S> {
             .filter(|(_, r)| !r.writes.is_empty())
             .map(|(k, r)| (*k, std::mem::take(&mut r.writes)))
             .collect();
-        let needs_sync = batch.iter().any(|(_, w)| w.iter().any(WriteOp::needs_sync));
-        if !batch.is_empty() {
+        let placements = std::mem::take(&mut self.placements);
+        let needs_sync = !placements.is_empty() || batch.iter().any(|(_, w)| w.iter().any(WriteOp::needs_sync));
+        if !batch.is_empty() || !placements.is_empty() {
             self.stats.writes += batch.iter().map(|(_, w)| w.len() as u64).sum::<u64>();
             if needs_sync {
                 self.stats.syncs += 1;
@@ -88,7 +90,7 @@ impl<S: LogStore> Host<S> {
         for (to, envelopes) in early_out {
             early(Early::Messages(to, envelopes));
         }
-        PendingRound { batch, needs_sync, readies }
+        PendingRound { placements, batch, needs_sync, readies }
     }
 
     /// Completes a round whose batch is durable: releases the acceptor replies and advances
@@ -102,7 +104,8 @@ impl<S: LogStore> Host<S> {
                 out.messages.entry(o.to).or_default().push(Envelope { journal: key, from: self.me, message: o.message });
             }
             out.applied.extend(ready.applied.into_iter().map(|a| (key, a)));
-            let j = self.journals.get_mut(&key).expect("hosted");
+            // Removed while its round was in flight: nothing more of it runs.
+            let Some(j) = self.journals.get_mut(&key) else { continue };
             j.advance();
             self.touched.insert(key);
             if j.has_ready() {
@@ -121,7 +124,7 @@ impl<S: LogStore> Host<S> {
     /// True when some journal has effects waiting for a round.
     #[must_use]
     pub fn has_work(&self) -> bool {
-        !self.dirty.is_empty()
+        !self.dirty.is_empty() || !self.placements.is_empty()
     }
 
     /// True when some journal was stepped since the last [`Host::release`].

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use paros_core::journal::Command;
-use paros_core::{Call, CallAnswer, CallId, JournalConfig, JournalKey, NodeId, ReadId, ReadRequest, Slot};
+use paros_core::{Call, CallAnswer, CallId, JournalKey, NodeId, ReadId, ReadRequest, Slot};
 use paros_node::ports::{Clock, Envelope as NodeEnvelope, LogStore, StoreError, StoredJournal};
 use paros_node::rpc::{NodeAnswer, NodeRequest};
 use paros_node::pump::Batch;
@@ -31,8 +31,8 @@ impl LogStore for BootStore {
     fn set_identity(&mut self, _: NodeId) -> Result<(), StoreError> {
         Ok(())
     }
-    fn put_config(&mut self, _: JournalKey, _: &JournalConfig) -> Result<(), StoreError> {
-        Ok(())
+    fn place(&mut self, _: &[paros_node::ports::Placement]) -> Result<(), StoreError> {
+        unreachable!("the adapter persists rounds on the simulated disk")
     }
     fn write(&mut self, _: &[(JournalKey, Vec<paros_core::WriteOp>)]) -> Result<(), StoreError> {
         unreachable!("the adapter persists rounds on the simulated disk")

@@ -1,0 +1,131 @@
+//! Journals placed on and removed from a running host: placement rides the round (one sync for
+//! any number of journals), a removed journal stops at once and its data leaves the store, and
+//! a bad placement is a typed refusal that changes nothing.
+
+use bytes::Bytes;
+use paros_core::journal::{Outcome, WriterMode};
+use paros_core::{Call, CallAnswer, JournalConfig, JournalId, JournalKey, LeaderUuid, NodeId, TenantId, Tunables};
+use paros_node::ports::LogStore;
+use paros_node::rpc::{NodeAnswer, NodeRequest};
+use paros_node::{Early, Host, MemStore, PlaceError};
+
+const ME: NodeId = NodeId(0x51);
+
+fn key(i: u64) -> JournalKey {
+    JournalKey { tenant: TenantId(0x7e), journal: JournalId(0x100 + i) }
+}
+
+fn solo() -> JournalConfig {
+    JournalConfig { mode: WriterMode::Single, voters: vec![ME], learners: vec![] }
+}
+
+fn boot(disk: &MemStore) -> Host<MemStore> {
+    let expected = disk.identity().expect("identity");
+    Host::boot(disk.clone(), expected, ME, Tunables::default(), 7).expect("boots")
+}
+
+/// Rounds until nothing is left to do; every answer given on the way.
+fn drain(host: &mut Host<MemStore>) -> Vec<(u64, NodeAnswer)> {
+    let mut answers = Vec::new();
+    for _ in 0..50 {
+        let out = host
+            .round(|e| {
+                if let Early::Answer(t, a) = e {
+                    answers.push((t, a));
+                }
+            })
+            .expect("round");
+        for (_, envelopes) in out.messages {
+            host.deliver(ME, envelopes);
+        }
+        if !host.has_work() && !host.has_release() {
+            break;
+        }
+    }
+    answers
+}
+
+#[test]
+fn ten_thousand_placements_take_one_sync() {
+    let disk = MemStore::new();
+    drop(boot(&disk));
+    let (_, syncs_at_boot) = disk.counts();
+    let mut host = boot(&disk);
+    for i in 0..10_000 {
+        host.place(key(i), solo()).expect("placed");
+    }
+    assert_eq!(disk.counts().1, syncs_at_boot, "placing writes nothing by itself");
+    let _ = host.round(|_| {}).expect("round");
+    assert_eq!(disk.counts().1, syncs_at_boot + 1, "one round, one sync, for every placement");
+    drop(host);
+    disk.crash();
+    assert_eq!(boot(&disk).journal_count(), 10_000, "every placement survives a crash after its round");
+}
+
+#[test]
+fn a_placement_not_yet_synced_is_lost_by_a_crash_and_nothing_it_said_left() {
+    let disk = MemStore::new();
+    let mut host = boot(&disk);
+    host.place(key(1), solo()).expect("placed");
+    host.campaign(&key(1));
+    let pending = host.begin_round(|_| {});
+    assert!(pending.needs_sync, "a round carrying a placement syncs");
+    assert_eq!(pending.placements.len(), 1);
+    drop(pending);
+    drop(host);
+    disk.crash();
+    assert_eq!(boot(&disk).journal_count(), 0, "the placement never reached the disk");
+}
+
+#[test]
+fn placing_again_with_the_same_config_changes_nothing_and_another_config_is_refused() {
+    let disk = MemStore::new();
+    let mut host = boot(&disk);
+    host.place(key(1), solo()).expect("placed");
+    drain(&mut host);
+    host.place(key(1), solo()).expect("the same placement again is a no-op");
+    assert!(!host.has_work(), "a repeated placement writes nothing");
+    let other = JournalConfig { mode: WriterMode::Multi, ..solo() };
+    assert_eq!(host.place(key(1), other), Err(PlaceError::Reconfigure(key(1))));
+}
+
+#[test]
+fn a_bad_placement_is_refused_and_changes_nothing() {
+    let disk = MemStore::new();
+    let mut host = boot(&disk);
+    let elsewhere = JournalConfig { mode: WriterMode::Single, voters: vec![NodeId(0x99)], learners: vec![] };
+    assert_eq!(host.place(key(1), elsewhere), Err(PlaceError::NotAMember(key(1), ME)));
+    let empty = JournalConfig { mode: WriterMode::Single, voters: vec![], learners: vec![ME] };
+    assert!(matches!(host.place(key(2), empty), Err(PlaceError::Invalid(..))));
+    let twice = JournalConfig { mode: WriterMode::Single, voters: vec![ME, ME], learners: vec![] };
+    assert!(matches!(host.place(key(3), twice), Err(PlaceError::Invalid(..))));
+    assert_eq!(host.journal_count(), 0);
+    assert!(!host.has_work(), "a refused placement leaves nothing to persist");
+}
+
+#[test]
+fn a_removed_journal_answers_its_callers_unknown_and_its_data_leaves_the_store() {
+    let disk = MemStore::new();
+    let mut host = boot(&disk);
+    for i in [1, 2] {
+        host.place(key(i), solo()).expect("placed");
+        host.campaign(&key(i));
+    }
+    drain(&mut host);
+    let uuid = LeaderUuid::new(5).expect("non-zero");
+    for i in [1, 2] {
+        let t = host.request(NodeRequest::Call { journal: key(i), call: Call::SetLeader { new: uuid, old: None } }).expect("hosted");
+        let answers = drain(&mut host);
+        assert!(answers.iter().any(|(at, a)| *at == t && matches!(a, NodeAnswer::Call(CallAnswer::Verdict(Outcome::Won(_))))), "{answers:?}");
+    }
+    let write = Call::Write { leader: Some(uuid), seq: paros_core::Seq(0), records: vec![Bytes::from_static(b"r")] };
+    let pending = host.request(NodeRequest::Call { journal: key(1), call: write.clone() }).expect("hosted");
+    let owed = host.remove(&key(1));
+    assert_eq!(owed, vec![(pending, NodeAnswer::UnknownJournal)], "the call waiting on it is answered");
+    assert_eq!(host.request(NodeRequest::Call { journal: key(1), call: write }), Err(NodeAnswer::UnknownJournal));
+    drain(&mut host);
+    let stored: Vec<JournalKey> = disk.load().expect("load").into_iter().map(|j| j.key).collect();
+    assert_eq!(stored, vec![key(2)], "the removed journal's rows are gone; the other's stay");
+    drop(host);
+    assert_eq!(boot(&disk).journal_count(), 1);
+}
