@@ -5,6 +5,7 @@ pub mod host;
 pub mod mem_store;
 pub mod ports;
 pub mod pump;
+pub mod in_cell;
 pub mod rpc;
 pub mod shell;
 

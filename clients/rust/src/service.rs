@@ -79,3 +79,16 @@ pub trait JournalService: Send + Sync {
         self.read(journal, ReadParams { from: Seq(0), limit: 1, max_bytes: 1, wait_ms: 0, consistency: Consistency::Linearizable }, route)
     }
 }
+
+impl ReadAnswer {
+    /// The client's reading of a node's read answer (in-cell services).
+    #[must_use]
+    pub fn from_node(answer: paros_core::ReadAnswer) -> ReadAnswer {
+        let view = |v: paros_core::journal::JournalView| crate::JournalView { first_seq: crate::Seq(v.first_seq.0), next_seq: crate::Seq(v.next_seq.0) };
+        match answer {
+            paros_core::ReadAnswer::Page { from, records, view: v } => ReadAnswer::Page { from: crate::Seq(from.0), records, view: view(v) },
+            paros_core::ReadAnswer::Truncated(v) => ReadAnswer::Truncated { view: view(v) },
+            paros_core::ReadAnswer::Unserved => ReadAnswer::Unserved,
+        }
+    }
+}

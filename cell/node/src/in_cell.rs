@@ -1,0 +1,92 @@
+//! paros-client's [`JournalService`] inside the cell: one request to one node over the node
+//! RPC. The registry coordinator, `paros bench` and the tests write and read through it, with
+//! the same `Client`, `Writer` and `Reader` a tenant uses over HTTP.
+
+use std::time::Duration;
+
+use paros_client::{CallReply, JournalService, ReadParams, Route};
+use paros_core::{Call, JournalKey, NodeId, ReadRequest};
+
+use crate::rpc::{NodeAnswer, NodeRequest, Rpc, RpcError};
+
+/// Bounds of the in-cell service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InCellConfig {
+    /// How long one call may wait for its node's answer.
+    pub call_deadline: Duration,
+    /// How long one read may wait beyond its own `wait_ms`.
+    pub read_deadline: Duration,
+    /// The nodes' tick length: a read's `wait_ms` becomes whole ticks of it, rounded up.
+    pub tick_ms: u64,
+}
+
+impl Default for InCellConfig {
+    fn default() -> Self {
+        InCellConfig { call_deadline: Duration::from_secs(2), read_deadline: Duration::from_secs(2), tick_ms: crate::host::TICK_MS_DEFAULT }
+    }
+}
+
+/// The journal service of a cell reached over `R`, asking the nodes in `servers`.
+#[derive(Clone, Debug)]
+pub struct InCell<R: Rpc> {
+    rpc: R,
+    servers: Vec<NodeId>,
+    config: InCellConfig,
+}
+
+impl<R: Rpc> InCell<R> {
+    /// # Panics
+    /// When `servers` is empty or `config.tick_ms` is 0: such a service could answer nothing.
+    #[must_use]
+    pub fn new(rpc: R, servers: Vec<NodeId>, config: InCellConfig) -> InCell<R> {
+        assert!(!servers.is_empty(), "an in-cell service asks at least one node");
+        assert!(config.tick_ms > 0, "a tick lasts at least a millisecond");
+        InCell { rpc, servers, config }
+    }
+
+    /// The node a request goes to: the one named, else one in rotation by attempt.
+    fn pick(&self, route: Route) -> NodeId {
+        route.server.unwrap_or_else(|| self.servers[route.attempt as usize % self.servers.len()])
+    }
+
+    fn wait_ticks(&self, wait_ms: u32) -> u32 {
+        u32::try_from(u64::from(wait_ms).div_ceil(self.config.tick_ms)).unwrap_or(u32::MAX)
+    }
+}
+
+impl<R: Rpc> JournalService for InCell<R> {
+    type Journal = JournalKey;
+
+    fn servers(&self) -> Vec<NodeId> {
+        self.servers.clone()
+    }
+
+    async fn call(&self, journal: &JournalKey, call: &Call, route: Route) -> CallReply {
+        let to = self.pick(route);
+        let request = NodeRequest::Call { journal: *journal, call: call.clone() };
+        match self.rpc.request(to, request, self.config.call_deadline).await {
+            Ok(NodeAnswer::Call(answer)) => CallReply::Answer(answer),
+            Ok(NodeAnswer::UnknownJournal) => CallReply::UnknownJournal,
+            // A node answering a call with a read answer is broken: nothing can be concluded.
+            Ok(NodeAnswer::Read(_)) | Err(RpcError::Timeout | RpcError::Dropped) => CallReply::NoAnswer,
+            Err(RpcError::NoRoute(_)) => CallReply::NotSent,
+        }
+    }
+
+    async fn read(&self, journal: &JournalKey, read: ReadParams, route: Route) -> paros_client::ReadAnswer {
+        let to = self.pick(route);
+        let request = ReadRequest {
+            from: read.from,
+            limit: read.limit,
+            max_bytes: read.max_bytes,
+            wait_ticks: self.wait_ticks(read.wait_ms),
+            consistency: read.consistency,
+        };
+        let deadline = self.config.read_deadline + Duration::from_millis(u64::from(read.wait_ms));
+        match self.rpc.request(to, NodeRequest::Read { journal: *journal, read: request }, deadline).await {
+            Ok(NodeAnswer::Read(answer)) => paros_client::ReadAnswer::from_node(answer),
+            Ok(NodeAnswer::UnknownJournal) => paros_client::ReadAnswer::UnknownJournal,
+            Ok(NodeAnswer::Call(_)) | Err(_) => paros_client::ReadAnswer::Unserved,
+        }
+    }
+}
