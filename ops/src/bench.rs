@@ -47,6 +47,9 @@ pub struct Report {
     pub duration_s: f64,
     pub acked_records: u64,
     pub verified_records: u64,
+    /// Seconds to place the run's journals on the three running nodes (each node's
+    /// placements ride its rounds: no sync per journal).
+    pub placement_s: f64,
 }
 
 /// Why a benchmark run failed.
@@ -116,7 +119,8 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
             temp.path()
         }
     };
-    let cell = EmbeddedCell::open(dir, args.journals)?;
+    let cell = EmbeddedCell::open(dir, args.journals).await?;
+    let placement_s = cell.placement.as_secs_f64();
     let client = CellClient::new(cell.bus.clone(), cell.manifest.nodes.clone(), ClientConfig::default());
     let mut journals = Vec::new();
     for (index, key) in cell.manifest.journals.iter().enumerate() {
@@ -187,6 +191,7 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
         duration_s: elapsed,
         acked_records: records,
         verified_records: verified,
+        placement_s,
     })
 }
 

@@ -43,6 +43,8 @@ pub enum CellError {
     Store(#[from] paros_node::ports::StoreError),
     #[error("placement refused: {0}")]
     Place(#[from] paros_node::PlaceError),
+    #[error("a node stopped while the cell was opening")]
+    Stopped,
 }
 
 impl CellError {
@@ -57,18 +59,24 @@ impl CellError {
     }
 }
 
+/// Journals placed per control request to a node.
+const PLACEMENTS_PER_REQUEST: usize = 1024;
+
 /// A running embedded cell.
 #[derive(Debug)]
 pub struct EmbeddedCell {
     pub bus: InProcessBus,
     pub manifest: Manifest,
     nodes: Vec<NodeHandle<FjallStore>>,
+    /// How long placing the journals that were not yet on disk took, on the running nodes
+    /// (zero on a reopen that found them all).
+    pub placement: Duration,
 }
 
 /// Tunables of the embedded cell: a 20 ms tick (elections in 200–400 ms).
 #[must_use]
 pub fn embedded_tunables() -> (Tunables, ShellConfig) {
-    (Tunables::default(), ShellConfig { tick: Duration::from_millis(20), inputs_per_round_max: 4096 })
+    (Tunables::default(), ShellConfig { tick: Duration::from_millis(20), ..ShellConfig::default() })
 }
 
 impl EmbeddedCell {
@@ -77,7 +85,7 @@ impl EmbeddedCell {
     ///
     /// # Errors
     /// [`CellError`]; a wiped store under an existing identity refuses to boot.
-    pub fn open(dir: &Path, journals: usize) -> Result<EmbeddedCell, CellError> {
+    pub async fn open(dir: &Path, journals: usize) -> Result<EmbeddedCell, CellError> {
         std::fs::create_dir_all(dir).map_err(|e| CellError::Dir(dir.into(), e))?;
         let manifest_path = dir.join("cell.json");
         let (manifest, fresh) = match std::fs::read(&manifest_path) {
@@ -96,31 +104,49 @@ impl EmbeddedCell {
         };
         let (tunables, shell_config) = embedded_tunables();
         let config = JournalConfig { mode: WriterMode::Single, voters: manifest.nodes.clone(), learners: Vec::new() };
-        let mut hosts = Vec::new();
+        let bus = InProcessBus::new();
+        let mut nodes = Vec::new();
+        let mut missing = Vec::new();
         for (i, node) in manifest.nodes.iter().enumerate() {
             let store = FjallStore::open(&dir.join(format!("node-{i}")))?;
             let expected = if fresh { None } else { Some(*node) };
-            let mut host = Host::boot(store, expected, *node, tunables, random_u64()).map_err(|source| CellError::Boot { node: *node, source })?;
-            for key in &manifest.journals {
-                host.place(*key, config.clone())?;
-            }
-            hosts.push(host);
+            let host = Host::boot(store, expected, *node, tunables, random_u64()).map_err(|source| CellError::Boot { node: *node, source })?;
+            let held: std::collections::BTreeSet<JournalKey> = host.journal_keys().copied().collect();
+            missing.push(manifest.journals.iter().copied().filter(|k| !held.contains(k)).collect::<Vec<_>>());
+            let (endpoint, inbox) = bus.register(host.id(), 65_536);
+            nodes.push(shell::spawn(host, endpoint, inbox, MonotonicClock::new(), shell_config));
         }
+        // Placement rides each node's rounds: one sync per round for all the journals placed
+        // in it, on the three nodes at once.
+        let started = std::time::Instant::now();
+        let placing: Vec<_> = nodes
+            .iter()
+            .zip(missing)
+            .map(|(node, keys)| {
+                let (control, config) = (node.control(), config.clone());
+                tokio::spawn(async move {
+                    for chunk in keys.chunks(PLACEMENTS_PER_REQUEST) {
+                        let journals = chunk.iter().map(|k| (*k, config.clone())).collect();
+                        for result in control.place_all(journals).await.map_err(|_| CellError::Stopped)? {
+                            result?;
+                        }
+                    }
+                    Ok::<(), CellError>(())
+                })
+            })
+            .collect();
+        for task in placing {
+            task.await.map_err(|_| CellError::Stopped)??;
+        }
+        for (j, key) in manifest.journals.iter().enumerate() {
+            nodes[j % nodes.len()].control().campaign(*key).await.map_err(|_| CellError::Stopped)?;
+        }
+        let placement = started.elapsed();
         if fresh {
             let bytes = serde_json::to_vec_pretty(&manifest).expect("a manifest serializes");
             std::fs::write(&manifest_path, bytes).map_err(|e| CellError::Dir(manifest_path.clone(), e))?;
         }
-        for (j, key) in manifest.journals.iter().enumerate() {
-            let n = hosts.len();
-            hosts[j % n].campaign(key);
-        }
-        let bus = InProcessBus::new();
-        let mut nodes = Vec::new();
-        for host in hosts {
-            let (endpoint, inbox) = bus.register(host.id(), 65_536);
-            nodes.push(shell::spawn(host, endpoint, inbox, MonotonicClock::new(), shell_config));
-        }
-        Ok(EmbeddedCell { bus, manifest, nodes })
+        Ok(EmbeddedCell { bus, manifest, nodes, placement })
     }
 
     /// Each node's counters as of its last round.
@@ -138,3 +164,4 @@ impl EmbeddedCell {
         self.nodes.into_iter().map(NodeHandle::stop).collect()
     }
 }
+

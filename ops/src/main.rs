@@ -118,6 +118,7 @@ fn print_report(r: &bench::Report, json: bool) {
     println!("  latency p50/p99/p999  {} / {} / {} µs", r.p50_us, r.p99_us, r.p999_us);
     println!("  fsyncs/s (3 nodes){:>12.0}", r.fsyncs_per_s);
     println!("  records per fsync {:>12.1}", r.records_per_fsync);
+    println!("  placing journals  {:>12.3} s", r.placement_s);
     println!("  verified          {} of {} acknowledged records read back at their positions", r.verified_records, r.acked_records);
 }
 
@@ -173,7 +174,7 @@ mod verify {
 
     pub async fn run(dir: &Path, ack_log: &Path, size: usize) -> Result<u64, VerifyError> {
         let text = std::fs::read_to_string(ack_log).map_err(|e| VerifyError::AckLog(e.to_string()))?;
-        let cell = EmbeddedCell::open(dir, 0)?;
+        let cell = EmbeddedCell::open(dir, 0).await?;
         let client = CellClient::new(cell.bus.clone(), cell.manifest.nodes.clone(), ClientConfig::default());
         let mut read = Vec::new();
         for (i, key) in cell.manifest.journals.iter().enumerate() {

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::host::{Host, HostStats, Ticket};
+use paros_core::{JournalConfig, JournalKey};
+
+use crate::host::{Host, HostStats, PlaceError, Ticket};
 use crate::pump::{Batch, Persist, Pump};
 use crate::ports::StoreError;
 use crate::ports::{Clock, LogStore, Transport};
@@ -27,23 +29,96 @@ pub struct ShellConfig {
     pub tick: Duration,
     /// Inputs absorbed before a round is forced (bounds one round's batch).
     pub inputs_per_round_max: usize,
+    /// Control requests (placements) queued for the node before senders wait.
+    pub control_queue_max: usize,
 }
 
 impl Default for ShellConfig {
     fn default() -> Self {
-        ShellConfig { tick: Duration::from_millis(100), inputs_per_round_max: 4096 }
+        ShellConfig { tick: Duration::from_millis(100), inputs_per_round_max: 4096, control_queue_max: 1024 }
+    }
+}
+
+/// A change of which journals run on a node, from the process hosting it (the registry
+/// follower, or the embedded cell at boot).
+#[derive(Debug)]
+pub enum Control {
+    /// Place journals here; the reply says, for each, whether it was placed.
+    Place { journals: Vec<(JournalKey, JournalConfig)>, reply: tokio::sync::oneshot::Sender<Vec<Result<(), PlaceError>>> },
+    /// Remove a journal from here (its waiting callers are answered `UnknownJournal`).
+    Remove { key: JournalKey, reply: tokio::sync::oneshot::Sender<()> },
+    /// Ask this node's voter of a journal to campaign now.
+    Campaign { key: JournalKey },
+}
+
+/// Why a control request got no answer: the node stopped.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
+#[error("the node stopped")]
+pub struct NodeStopped;
+
+/// A clonable handle that places, removes and wakes journals on a running node. Its queue is
+/// bounded ([`ShellConfig::control_queue_max`]): a sender waits while it is full.
+#[derive(Clone, Debug)]
+pub struct NodeControl {
+    tx: tokio::sync::mpsc::Sender<Control>,
+}
+
+impl NodeControl {
+    /// Places `key` with `config` on the node.
+    ///
+    /// # Errors
+    /// [`NodeStopped`], or (inner) the node's refusal.
+    pub async fn place(&self, key: JournalKey, config: JournalConfig) -> Result<Result<(), PlaceError>, NodeStopped> {
+        let mut results = self.place_all(vec![(key, config)]).await?;
+        Ok(results.pop().unwrap_or(Ok(())))
+    }
+
+    /// Places many journals in one request (they ride the same round): one result each, in
+    /// order.
+    ///
+    /// # Errors
+    /// [`NodeStopped`].
+    pub async fn place_all(&self, journals: Vec<(JournalKey, JournalConfig)>) -> Result<Vec<Result<(), PlaceError>>, NodeStopped> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.tx.send(Control::Place { journals, reply }).await.map_err(|_| NodeStopped)?;
+        answer.await.map_err(|_| NodeStopped)
+    }
+
+    /// Removes `key` from the node.
+    ///
+    /// # Errors
+    /// [`NodeStopped`].
+    pub async fn remove(&self, key: JournalKey) -> Result<(), NodeStopped> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.tx.send(Control::Remove { key, reply }).await.map_err(|_| NodeStopped)?;
+        answer.await.map_err(|_| NodeStopped)
+    }
+
+    /// Asks the node's voter of `key` to campaign now.
+    ///
+    /// # Errors
+    /// [`NodeStopped`].
+    pub async fn campaign(&self, key: JournalKey) -> Result<(), NodeStopped> {
+        self.tx.send(Control::Campaign { key }).await.map_err(|_| NodeStopped)
     }
 }
 
 /// A running node: stop it to get its host back.
 #[derive(Debug)]
 pub struct NodeHandle<S: LogStore> {
+    control: NodeControl,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<Host<S>>>,
     stats: Arc<Mutex<HostStats>>,
 }
 
 impl<S: LogStore> NodeHandle<S> {
+    /// A handle that places and removes journals on this node while it runs.
+    #[must_use]
+    pub fn control(&self) -> NodeControl {
+        self.control.clone()
+    }
+
     /// The host's counters as of its last round.
     ///
     /// # Panics
@@ -78,6 +153,7 @@ pub fn spawn<S: LogStore, T: Transport, C: Clock>(
 ) -> NodeHandle<S> {
     host.set_tick_ms(u64::try_from(config.tick.as_millis()).unwrap_or(u64::MAX).max(1));
     let (stop, stopped) = tokio::sync::oneshot::channel();
+    let (control, controls) = tokio::sync::mpsc::channel(config.control_queue_max.max(1));
     let stats = Arc::new(Mutex::new(host.stats()));
     let shared = Arc::clone(&stats);
     let thread = std::thread::Builder::new()
@@ -86,21 +162,46 @@ pub fn spawn<S: LogStore, T: Transport, C: Clock>(
             // A private single-threaded runtime: this thread does nothing but this node's rounds,
             // so blocking it on the disk sync stalls no one else.
             let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("a node runtime");
-            runtime.block_on(run(host, transport, inbox, &clock, config, &shared, stopped))
+            runtime.block_on(run(host, transport, Inputs { inbox, controls, stopped }, &clock, config, &shared))
         })
         .expect("spawn the node thread");
-    NodeHandle { stop: Some(stop), thread: Some(thread), stats }
+    NodeHandle { control: NodeControl { tx: control }, stop: Some(stop), thread: Some(thread), stats }
+}
+
+/// What a node's thread listens to.
+struct Inputs {
+    inbox: tokio::sync::mpsc::Receiver<Incoming>,
+    controls: tokio::sync::mpsc::Receiver<Control>,
+    stopped: tokio::sync::oneshot::Receiver<()>,
+}
+
+fn apply_control<S: LogStore>(pump: &mut Pump<S>, responders: &mut BTreeMap<Ticket, Responder>, control: Control) {
+    match control {
+        Control::Place { journals, reply } => {
+            let host = pump.host_mut();
+            let _ = reply.send(journals.into_iter().map(|(key, config)| host.place(key, config)).collect());
+        }
+        Control::Remove { key, reply } => {
+            for (ticket, answer) in pump.host_mut().remove(&key) {
+                if let Some(r) = responders.remove(&ticket) {
+                    let _ = r.send(answer);
+                }
+            }
+            let _ = reply.send(());
+        }
+        Control::Campaign { key } => pump.host_mut().campaign(&key),
+    }
 }
 
 async fn run<S: LogStore, T: Transport, C: Clock>(
     host: Host<S>,
     mut transport: T,
-    mut inbox: tokio::sync::mpsc::Receiver<Incoming>,
+    inputs: Inputs,
     clock: &C,
     config: ShellConfig,
     stats: &Mutex<HostStats>,
-    mut stopped: tokio::sync::oneshot::Receiver<()>,
 ) -> Host<S> {
+    let Inputs { mut inbox, mut controls, mut stopped } = inputs;
     let me = host.id();
     let mut responders: BTreeMap<Ticket, Responder> = BTreeMap::new();
     let mut pump = Pump::new(host, clock.now_ms());
@@ -127,11 +228,16 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
                     pump.host_mut().return_store(store);
                     synced = Some(batch);
                 }
+                Some(c) = controls.recv() => apply_control(&mut pump, &mut responders, c),
                 () = tokio::time::sleep(Duration::from_millis(due)) => {}
                 _ = &mut stopped, if persisting.is_none() => return pump.into_host(),
             }
         } else {
             input = inbox.try_recv().ok();
+        }
+        for _ in 0..config.control_queue_max {
+            let Ok(c) = controls.try_recv() else { break };
+            apply_control(&mut pump, &mut responders, c);
         }
         let mut absorbed = 0;
         while let Some(i) = input {
