@@ -25,6 +25,10 @@ pub use command::{
     CellId, Command, DecodeError, KeyScope, Limits, Member, Quotas, Record, RequestId, Role,
     Standing, TenantStatus,
 };
+pub use coordinator::{
+    Answer, Coordinator, CoordinatorConfig, CoordinatorError, Op, Reply, Request, Stats,
+    Submitted,
+};
 pub use directory::{Cell, Directory, Journal, Judged, Machine, RestoreError, SigningKey, Tenant};
 pub use names::{BusAddress, JournalName, KeyId, NameError, TenantName, TokenId, Zone};
 pub use placement::{Candidate, PlacementError, place};
