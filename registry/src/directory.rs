@@ -603,9 +603,7 @@ impl Directory {
         if !already {
             key.retired = true;
             key.public_key = Bytes::new();
-            if let Some(live) = self.index.live_keys.get_mut(&key.scope) {
-                *live = live.saturating_sub(1);
-            }
+            decrement(&mut self.index.live_keys, key.scope);
         }
         Ok(Accepted::SigningKeyRetired { kid, already })
     }
@@ -716,14 +714,10 @@ impl Directory {
         if let Some(j) = self.state.journals.get_mut(&key) {
             j.deleted_at = Some(at);
             for v in &j.voters {
-                if let Some(n) = self.index.load.get_mut(v) {
-                    *n = n.saturating_sub(1);
-                }
+                decrement(&mut self.index.load, *v);
             }
         }
-        if let Some(n) = self.index.live_journals.get_mut(&tenant) {
-            *n = n.saturating_sub(1);
-        }
+        decrement(&mut self.index.live_journals, tenant);
         Ok(Accepted::JournalDeleted { key })
     }
 
@@ -794,6 +788,21 @@ impl Directory {
     #[doc(hidden)]
     pub fn index_is_consistent(&self) -> bool {
         Self::reindex(self.state.clone()).is_ok_and(|d| d.index == self.index)
+    }
+}
+
+/// Counts one fewer under `key`, dropping the entry at zero (the index never holds zeros, so
+/// it equals a rebuild from the state).
+fn decrement<K: Ord, N: Copy + PartialEq + From<u8> + std::ops::Sub<Output = N>>(
+    map: &mut BTreeMap<K, N>,
+    key: K,
+) {
+    if let Some(n) = map.get_mut(&key) {
+        if *n == N::from(1) {
+            map.remove(&key);
+        } else {
+            *n = *n - N::from(1);
+        }
     }
 }
 
