@@ -277,7 +277,17 @@ impl Coordinator {
 
     /// The position the next record handed out will take.
     pub fn tail(&self) -> Seq {
+        if self.in_flight.is_empty() {
+            return self.folder.next();
+        }
         Seq(self.in_flight_from.0 + self.in_flight.len() as u64)
+    }
+
+    /// With nothing in flight, the next record goes at the folded tail.
+    fn sync_tail(&mut self) {
+        if self.in_flight.is_empty() {
+            self.in_flight_from = self.folder.next();
+        }
     }
 
     /// How many distinct request ids wait for an answer.
@@ -376,9 +386,7 @@ impl Coordinator {
         if self.superseded || !self.folder.is_whole() {
             return None;
         }
-        if self.in_flight.is_empty() {
-            self.in_flight_from = self.folder.next();
-        }
+        self.sync_tail();
         if !self.run_queue.is_empty() {
             let mut batch = Vec::new();
             let mut bytes = 0usize;
@@ -489,6 +497,7 @@ impl Coordinator {
         for (offset, record) in (0u64..).zip(records) {
             self.fold_record(Seq(from.0 + offset), record, &mut replies)?;
         }
+        self.sync_tail();
         Ok(replies)
     }
 
@@ -499,6 +508,7 @@ impl Coordinator {
     pub fn gap(&mut self, from: Seq, resumed_at: Seq) -> Result<(), CoordinatorError> {
         self.folder.gap(from, resumed_at)?;
         self.state_len = None;
+        self.sync_tail();
         Ok(())
     }
 
