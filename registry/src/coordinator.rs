@@ -145,7 +145,9 @@ pub enum CoordinatorError {
     #[error("the directory is not whole: fold the journal from a checkpoint first")]
     NotWhole,
     /// An acknowledgement of records that were not handed out at those positions.
-    #[error("an acknowledgement of [{from}, +{count}) does not match the records in flight from {in_flight_from} ({in_flight} records)")]
+    #[error(
+        "an acknowledgement of [{from:?}, +{count}) does not match the records in flight from {in_flight_from:?} ({in_flight} records)"
+    )]
     UnexpectedAck {
         from: Seq,
         count: u64,
@@ -485,7 +487,11 @@ impl Coordinator {
     ///
     /// # Errors
     /// [`CoordinatorError::Fold`] when `from` is past the folded tail (report the gap first).
-    pub fn fold_page(&mut self, from: Seq, records: &[Bytes]) -> Result<Vec<Reply>, CoordinatorError> {
+    pub fn fold_page(
+        &mut self,
+        from: Seq,
+        records: &[Bytes],
+    ) -> Result<Vec<Reply>, CoordinatorError> {
         if from > self.folder.next() {
             return Err(FoldError::NotContiguous {
                 expected: self.folder.next(),
@@ -589,8 +595,7 @@ impl Coordinator {
     /// Once due, new commands wait (so the run starts at the folded tail); the run is planned
     /// by the first call after the records in flight are acknowledged.
     pub fn due_checkpoint(&mut self, now: u64) -> bool {
-        if self.superseded || !self.folder.is_whole() || self.checkpointer.in_flight().is_some()
-        {
+        if self.superseded || !self.folder.is_whole() || self.checkpointer.in_flight().is_some() {
             return false;
         }
         let since = *self.last_checkpoint_at.get_or_insert(now);

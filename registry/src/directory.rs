@@ -389,12 +389,10 @@ impl Directory {
                 name,
                 quotas,
             } => self.sign_up(tenant, name, quotas),
-            Command::SetTenantStatus { tenant, status } => {
-                self.tenant_mut(tenant).map(|t| {
-                    t.status = status;
-                    Accepted::TenantStatusSet { tenant, status }
-                })
-            }
+            Command::SetTenantStatus { tenant, status } => self.tenant_mut(tenant).map(|t| {
+                t.status = status;
+                Accepted::TenantStatusSet { tenant, status }
+            }),
             Command::SetQuotas { tenant, quotas } => self.tenant_mut(tenant).map(|t| {
                 t.quotas = quotas;
                 Accepted::QuotasSet { tenant }
@@ -435,7 +433,10 @@ impl Directory {
         let zero = [
             (limits.verdicts_max, LimitField::VerdictsMax),
             (limits.voters_max, LimitField::VotersMax),
-            (limits.revoked_per_tenant_max, LimitField::RevokedPerTenantMax),
+            (
+                limits.revoked_per_tenant_max,
+                LimitField::RevokedPerTenantMax,
+            ),
             (limits.keys_per_scope_max, LimitField::KeysPerScopeMax),
         ];
         if let Some((_, field)) = zero.iter().find(|(v, _)| *v == 0) {
@@ -648,7 +649,11 @@ impl Directory {
         if self.state.journals.contains_key(&key) {
             return Err(Refusal::JournalIdTaken { key });
         }
-        if self.index.journal_names.contains_key(&(tenant, name.clone())) {
+        if self
+            .index
+            .journal_names
+            .contains_key(&(tenant, name.clone()))
+        {
             return Err(Refusal::JournalNameTaken { tenant, name });
         }
         let live = self.index.live_journals.get(&tenant).copied().unwrap_or(0);
@@ -663,7 +668,9 @@ impl Directory {
         for v in &voters {
             *self.index.load.entry(*v).or_insert(0) += 1;
         }
-        self.index.journal_names.insert((tenant, name.clone()), journal);
+        self.index
+            .journal_names
+            .insert((tenant, name.clone()), journal);
         self.state.journals.insert(
             key,
             Journal {
@@ -775,7 +782,12 @@ impl Directory {
         if order.windows(2).any(|w| w[0].0 == w[1].0) {
             return Err(Inconsistent("two verdicts earned at one position"));
         }
-        let max = state.cell.as_ref().map(|c| c.limits).unwrap_or_default().verdicts_max;
+        let max = state
+            .cell
+            .as_ref()
+            .map(|c| c.limits)
+            .unwrap_or_default()
+            .verdicts_max;
         if order.len() > max as usize {
             return Err(Inconsistent("more verdicts than the window holds"));
         }
@@ -812,7 +824,7 @@ fn voter_shape(voters: &[NodeId], max: u32) -> Result<(), VoterRefusal> {
     if count == 0 || count > max as usize {
         return Err(VoterRefusal::Count { count, max });
     }
-    if count % 2 == 0 {
+    if count.is_multiple_of(2) {
         return Err(VoterRefusal::Even { count });
     }
     let mut seen = BTreeSet::new();

@@ -179,23 +179,44 @@ mod tests {
 
     #[test]
     fn tenant_names_follow_the_api_grammar() {
-        assert!(TenantName::new("acme").is_ok(), "plain lowercase is a tenant name");
-        assert!(TenantName::new("a-1").is_ok(), "dashes and digits after the first");
+        assert!(
+            TenantName::new("acme").is_ok(),
+            "plain lowercase is a tenant name"
+        );
+        assert!(
+            TenantName::new("a-1").is_ok(),
+            "dashes and digits after the first"
+        );
         assert!(TenantName::new("-a").is_err(), "a dash may not lead");
         assert!(TenantName::new("Acme").is_err(), "uppercase is refused");
-        assert!(TenantName::new("a".repeat(63)).is_ok(), "63 bytes is the longest");
-        assert!(TenantName::new("a".repeat(64)).is_err(), "64 bytes is too long");
+        assert!(
+            TenantName::new("a".repeat(63)).is_ok(),
+            "63 bytes is the longest"
+        );
+        assert!(
+            TenantName::new("a".repeat(64)).is_err(),
+            "64 bytes is too long"
+        );
         assert!(TenantName::new("").is_err(), "empty is refused");
     }
 
     #[test]
     fn journal_names_follow_the_api_grammar() {
-        assert!(JournalName::new("Orders.v2_x-y").is_ok(), "the full charset");
+        assert!(
+            JournalName::new("Orders.v2_x-y").is_ok(),
+            "the full charset"
+        );
         assert!(JournalName::new(".x").is_err(), "a dot may not lead");
         assert!(JournalName::new("a/b").is_err(), "a slash is refused");
         assert!(JournalName::new("é").is_err(), "non-ASCII is refused");
-        assert!(JournalName::new("a".repeat(128)).is_ok(), "128 bytes is the longest");
-        assert!(JournalName::new("a".repeat(129)).is_err(), "129 bytes is too long");
+        assert!(
+            JournalName::new("a".repeat(128)).is_ok(),
+            "128 bytes is the longest"
+        );
+        assert!(
+            JournalName::new("a".repeat(129)).is_err(),
+            "129 bytes is too long"
+        );
     }
 
     #[test]

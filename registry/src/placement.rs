@@ -71,7 +71,10 @@ pub fn place(candidates: &[Candidate], want: usize) -> Result<Vec<NodeId>, Place
         .collect::<BTreeSet<_>>()
         .len();
     if eligible < want {
-        return Err(PlacementError::TooFewNodes { wanted: want, eligible });
+        return Err(PlacementError::TooFewNodes {
+            wanted: want,
+            eligible,
+        });
     }
     let mut chosen = BTreeSet::new();
     let mut zone_uses: BTreeMap<&Zone, usize> = BTreeMap::new();
@@ -80,7 +83,10 @@ pub fn place(candidates: &[Candidate], want: usize) -> Result<Vec<NodeId>, Place
             .iter()
             .filter(|c| !chosen.contains(&c.id))
             .min_by_key(|c| (c.load, zone_uses.get(&c.zone).copied().unwrap_or(0), c.id))
-            .ok_or(PlacementError::TooFewNodes { wanted: want, eligible })?;
+            .ok_or(PlacementError::TooFewNodes {
+                wanted: want,
+                eligible,
+            })?;
         chosen.insert(pick.id);
         *zone_uses.entry(&pick.zone).or_insert(0) += 1;
     }

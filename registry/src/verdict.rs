@@ -88,44 +88,89 @@ pub enum Accepted {
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub enum Refusal {
     /// The record did not decode (its request id did).
-    Malformed { reason: String },
+    Malformed {
+        reason: String,
+    },
     /// The cell is not formed: only `InitCell` is judged before it.
     NotInitialized,
     /// A second `InitCell`: the cell is formed already, as `cell`.
-    CellFormed { cell: CellId },
+    CellFormed {
+        cell: CellId,
+    },
     /// `InitCell` carried limits that cannot work (a zero bound).
-    BadLimits { field: LimitField },
+    BadLimits {
+        field: LimitField,
+    },
     /// A journal's (or the registry's) voter set breaks a rule.
     Voters(VoterRefusal),
     /// The machine is retired: its id is never used again.
-    MachineRetired { machine: NodeId },
+    MachineRetired {
+        machine: NodeId,
+    },
     /// The machine is registered in another role; a role is fixed at registration.
-    RoleChange { machine: NodeId, registered: Role },
-    UnknownMachine { machine: NodeId },
+    RoleChange {
+        machine: NodeId,
+        registered: Role,
+    },
+    UnknownMachine {
+        machine: NodeId,
+    },
     /// A tenant with this id exists already.
-    TenantIdTaken { tenant: TenantId },
+    TenantIdTaken {
+        tenant: TenantId,
+    },
     /// A tenant with this name exists already (names are never freed).
-    TenantNameTaken { name: TenantName },
-    UnknownTenant { tenant: TenantId },
+    TenantNameTaken {
+        name: TenantName,
+    },
+    UnknownTenant {
+        tenant: TenantId,
+    },
     /// The tenant is suspended: it may not create journals.
-    TenantSuspended { tenant: TenantId },
+    TenantSuspended {
+        tenant: TenantId,
+    },
     /// A signing key with this id exists or existed (key ids are never reused).
-    KeyIdTaken { kid: KeyId },
-    UnknownKey { kid: KeyId },
+    KeyIdTaken {
+        kid: KeyId,
+    },
+    UnknownKey {
+        kid: KeyId,
+    },
     /// The scope already holds `max` live keys.
-    TooManyKeys { scope: KeyScope, max: u32 },
+    TooManyKeys {
+        scope: KeyScope,
+        max: u32,
+    },
     /// The public key is not a raw Ed25519 key.
-    KeyLength { len: usize, want: usize },
+    KeyLength {
+        len: usize,
+        want: usize,
+    },
     /// The tenant already holds `max` revoked token ids.
-    TooManyRevocations { tenant: TenantId, max: u32 },
+    TooManyRevocations {
+        tenant: TenantId,
+        max: u32,
+    },
     /// A journal with this id exists or existed in the tenant (ids are never reused).
-    JournalIdTaken { key: JournalKey },
+    JournalIdTaken {
+        key: JournalKey,
+    },
     /// A live journal of the tenant has this name.
-    JournalNameTaken { tenant: TenantId, name: JournalName },
+    JournalNameTaken {
+        tenant: TenantId,
+        name: JournalName,
+    },
     /// The tenant holds `journals_max` live journals already.
-    OverJournalQuota { tenant: TenantId, journals_max: u32 },
+    OverJournalQuota {
+        tenant: TenantId,
+        journals_max: u32,
+    },
     /// No live journal of the tenant has this name.
-    UnknownJournal { tenant: TenantId, name: JournalName },
+    UnknownJournal {
+        tenant: TenantId,
+        name: JournalName,
+    },
 }
 
 /// The limit `InitCell` set to zero.
@@ -141,14 +186,29 @@ pub enum LimitField {
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub enum VoterRefusal {
     /// Not in `1..=voters_max`.
-    Count { count: usize, max: u32 },
+    Count {
+        count: usize,
+        max: u32,
+    },
     /// An even count: it tolerates no more failures than the odd count below it, and costs a
     /// voter more, so the fold refuses it rather than let placement drift into it.
-    Even { count: usize },
-    Duplicate { node: NodeId },
-    Unknown { node: NodeId },
+    Even {
+        count: usize,
+    },
+    Duplicate {
+        node: NodeId,
+    },
+    Unknown {
+        node: NodeId,
+    },
     /// The machine is not a node (a replica or a gateway cannot vote).
-    NotANode { node: NodeId, role: Role },
+    NotANode {
+        node: NodeId,
+        role: Role,
+    },
     /// The node is draining or retired: nothing new is placed on it.
-    NotInService { node: NodeId, standing: Standing },
+    NotInService {
+        node: NodeId,
+        standing: Standing,
+    },
 }

@@ -103,7 +103,11 @@ impl Book {
     /// named `acme`.
     pub fn formed() -> Self {
         let mut b = Book::new();
-        let v = b.run(init_cell(vec![member(1, "a"), member(2, "b"), member(3, "c")]));
+        let v = b.run(init_cell(vec![
+            member(1, "a"),
+            member(2, "b"),
+            member(3, "c"),
+        ]));
         assert!(v.is_accepted(), "the cell forms: {v:?}");
         let v = b.run(sign_up(100, "acme"));
         assert!(v.is_accepted(), "acme signs up: {v:?}");

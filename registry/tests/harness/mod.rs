@@ -64,9 +64,17 @@ pub fn drive(coordinator: &mut Coordinator, log: &mut Log, now: u64) -> Vec<Repl
     let mut replies = Vec::new();
     loop {
         if let Some(batch) = coordinator.next_append() {
-            assert_eq!(coordinator.tail().0, log.tail().0 + batch.len() as u64, "the coordinator's tail follows the log");
+            assert_eq!(
+                coordinator.tail().0,
+                log.tail().0 + batch.len() as u64,
+                "the coordinator's tail follows the log"
+            );
             let (seq, count) = log.append(batch);
-            replies.extend(coordinator.acknowledged(seq, count).expect("the acknowledgement matches"));
+            replies.extend(
+                coordinator
+                    .acknowledged(seq, count)
+                    .expect("the acknowledgement matches"),
+            );
             continue;
         }
         if coordinator.due_checkpoint(now) {
