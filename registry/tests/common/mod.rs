@@ -2,6 +2,8 @@
 //! cell with a few nodes and one tenant.
 #![allow(dead_code)]
 
+pub mod strategy;
+
 use bytes::Bytes;
 use paros_client::{Checkpointable, Seq};
 use paros_core::ids::{JournalId, NodeId, TenantId};
