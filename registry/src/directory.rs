@@ -1,0 +1,868 @@
+//! The Directory: the registry journal folded — machines, tenants, signing keys, journals —
+//! and the verdict of every recent request.
+//!
+//! Every gateway, node and replica folds the registry with the same
+//! [`Folder`](paros_client::Folder)`<Directory>`, so each one computes the same directory from
+//! the same records. Every command is judged here and **refused in place** when invalid: the
+//! record still takes its position, the directory is unchanged, and the refusal becomes the
+//! request's verdict. The rules, per command:
+//!
+//! - every command but `InitCell` is refused `NotInitialized` until the cell is formed;
+//! - `InitCell`: a second one is refused `CellFormed` (the CLI's `cell init` is idempotent by
+//!   re-sending the same [`RequestId`], or by reading the refusal, which names the formed
+//!   cell); no limit may be zero; the members follow the voter-count rules below and are
+//!   registered as nodes, in service;
+//! - `RegisterMachine`: a retired id is refused (`MachineRetired`); a registered id in another
+//!   role is refused (`RoleChange`); the same id in the same role replaces its address and
+//!   zone (accepted, `updated`) and keeps its standing;
+//! - `SetStanding`: unknown machine refused; `Registered ⇄ Draining` and anything `→ Retired`
+//!   are accepted, the same standing is an accepted no-op, and leaving `Retired` is refused;
+//! - `SignUp`: a taken tenant id or a taken name (names are never freed) is refused;
+//! - `SetTenantStatus`, `SetQuotas`, `RevokeToken`: the tenant must exist; revoking an already
+//!   revoked token id is accepted again (`already`, API.md's "revoking again is 204"); a new
+//!   revocation past `revoked_per_tenant_max` is refused;
+//! - `AddSigningKey`: a tenant scope must name a known tenant; the key must be a raw Ed25519
+//!   key (32 bytes); a key id is unique in the cell and never reused; a scope holds at most
+//!   `keys_per_scope_max` live keys. `RetireSigningKey`: unknown kid refused, retiring again is
+//!   accepted (`already`); a retired key keeps its id (never reused) and drops its bytes;
+//! - `CreateJournal`: unknown tenant refused; a suspended tenant refused; the journal id is
+//!   unique in the tenant, deleted journals included; the name is unique among the tenant's
+//!   live journals; the tenant's live journals stay within `journals_max`; the voters are
+//!   1..=`voters_max`, odd, distinct, each a registered `Node` machine standing `Registered`;
+//! - `DeleteJournal`: no live journal of that name in the tenant (never created, or deleted
+//!   already) is refused `UnknownJournal`; deleting frees the name and keeps a tombstone (the
+//!   id is never reused, and nodes learn to drop the journal's data).
+//!
+//! **Idempotency window.** The verdict of each request id is kept, for the last
+//! [`Limits::verdicts_max`] ids judged (bounded, FIFO by position). A record whose id is still
+//! in the window changes nothing and keeps the first verdict, so a command appended twice (a
+//! retried write, a new coordinator re-sending) takes effect once. The window is part of the
+//! state, so it survives checkpoints. An id older than the window is judged again; the
+//! commands that create things carry their own ids (tenant, journal, key), so a replay of one
+//! of those is refused as taken rather than applied twice.
+//!
+//! A record that does not decode is refused `Malformed` under its request id when that much
+//! decoded, and counted in [`Directory::undecodable`] either way.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use bytes::Bytes;
+use paros_client::{Checkpointable, Seq};
+use paros_core::ids::{JournalId, JournalKey, NodeId, TenantId};
+use paros_core::journal::WriterMode;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::command::{
+    CellId, Command, KeyScope, Limits, Member, PUBLIC_KEY_LEN, Quotas, Record, RequestId, Role,
+    Standing, TenantStatus,
+};
+use crate::names::{BusAddress, JournalName, KeyId, TenantName, TokenId, Zone};
+use crate::verdict::{Accepted, LimitField, Refusal, Verdict, VoterRefusal};
+
+/// The checkpoint format version this crate writes and the only one it restores.
+pub const CHECKPOINT_VERSION: u8 = 1;
+
+/// The formed cell.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Cell {
+    pub id: CellId,
+    /// The registry journal's id (its tenant is `TenantId(0)`, which no tenant is given).
+    pub registry: JournalId,
+    /// The founding nodes, the registry journal's voters.
+    pub members: Vec<NodeId>,
+    pub limits: Limits,
+    #[serde(with = "crate::seq_serde")]
+    pub formed_at: Seq,
+}
+
+/// A registered machine.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Machine {
+    pub id: NodeId,
+    pub role: Role,
+    pub bus_address: BusAddress,
+    pub zone: Zone,
+    pub standing: Standing,
+    #[serde(with = "crate::seq_serde")]
+    pub registered_at: Seq,
+}
+
+/// A tenant.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Tenant {
+    pub id: TenantId,
+    pub name: TenantName,
+    pub status: TenantStatus,
+    pub quotas: Quotas,
+    /// Revoked token ids; the gateway refuses tokens carrying one.
+    pub revoked: BTreeSet<TokenId>,
+}
+
+/// A signing key, live or retired.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct SigningKey {
+    pub kid: KeyId,
+    pub scope: KeyScope,
+    /// The raw Ed25519 public key; empty once retired.
+    pub public_key: Bytes,
+    pub retired: bool,
+}
+
+/// A journal, live or deleted.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Journal {
+    pub key: JournalKey,
+    pub name: JournalName,
+    pub mode: WriterMode,
+    pub voters: Vec<NodeId>,
+    /// The registry position of the `CreateJournal` that created it.
+    #[serde(with = "crate::seq_serde")]
+    pub created_at: Seq,
+    /// The registry position of the `DeleteJournal` that deleted it.
+    #[serde(with = "crate::seq_serde::option")]
+    pub deleted_at: Option<Seq>,
+}
+
+impl Journal {
+    /// Whether the journal is live (not deleted).
+    pub fn is_live(&self) -> bool {
+        self.deleted_at.is_none()
+    }
+}
+
+/// A request's verdict and the position of the record that earned it.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Judged {
+    #[serde(with = "crate::seq_serde")]
+    pub at: Seq,
+    pub verdict: Verdict,
+}
+
+/// What a checkpoint holds: every map sorted by its key, so the encoding is a pure function of
+/// the state.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+struct State {
+    cell: Option<Cell>,
+    machines: BTreeMap<NodeId, Machine>,
+    tenants: BTreeMap<TenantId, Tenant>,
+    keys: BTreeMap<KeyId, SigningKey>,
+    journals: BTreeMap<JournalKey, Journal>,
+    verdicts: BTreeMap<RequestId, Judged>,
+    undecodable: u64,
+}
+
+/// What is derived from [`State`] to answer queries quickly; rebuilt on restore, never encoded.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+struct Index {
+    tenant_names: BTreeMap<TenantName, TenantId>,
+    /// Live journals only.
+    journal_names: BTreeMap<(TenantId, JournalName), JournalId>,
+    /// The request ids of the window, oldest first.
+    verdict_order: VecDeque<(Seq, RequestId)>,
+    /// Live journals where the node is a voter.
+    load: BTreeMap<NodeId, usize>,
+    live_journals: BTreeMap<TenantId, u32>,
+    live_keys: BTreeMap<KeyScope, u32>,
+}
+
+/// Why bytes are not a checkpoint of a directory.
+#[derive(Clone, PartialEq, Eq, Debug, Error)]
+pub enum RestoreError {
+    #[error("an empty directory checkpoint")]
+    Empty,
+    #[error("directory checkpoint version {0} is not one this build restores")]
+    UnknownVersion(u8),
+    #[error("malformed directory checkpoint: {0}")]
+    Malformed(String),
+    #[error("a directory checkpoint with {0} trailing bytes")]
+    Trailing(usize),
+    #[error("an inconsistent directory checkpoint: {0}")]
+    Inconsistent(&'static str),
+    /// The bytes decode, but are not what this build encodes for the state they hold; refused
+    /// so that `checkpoint(restore(b)) == b` always holds.
+    #[error("a directory checkpoint that is not in canonical form")]
+    NotCanonical,
+}
+
+/// The registry's fold. Build an empty one with [`Directory::default`].
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Directory {
+    state: State,
+    index: Index,
+}
+
+impl Directory {
+    /// The empty directory of a registry journal nothing was written to.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The limits in force: the cell's, or the defaults before it is formed.
+    pub fn limits(&self) -> Limits {
+        self.state
+            .cell
+            .as_ref()
+            .map(|c| c.limits)
+            .unwrap_or_default()
+    }
+
+    /// The verdict of a request id still in the window.
+    pub fn answer(&self, id: RequestId) -> Option<Verdict> {
+        self.state.verdicts.get(&id).map(|j| j.verdict.clone())
+    }
+
+    /// The verdict of a request id still in the window, and the position that earned it.
+    pub fn judged(&self, id: RequestId) -> Option<&Judged> {
+        self.state.verdicts.get(&id)
+    }
+
+    /// How many request ids the window holds now.
+    pub fn verdicts_len(&self) -> usize {
+        self.state.verdicts.len()
+    }
+
+    /// How many records did not decode.
+    pub fn undecodable(&self) -> u64 {
+        self.state.undecodable
+    }
+
+    /// The formed cell, if any.
+    pub fn cell(&self) -> Option<&Cell> {
+        self.state.cell.as_ref()
+    }
+
+    pub fn machine(&self, id: NodeId) -> Option<&Machine> {
+        self.state.machines.get(&id)
+    }
+
+    /// Every machine, by id.
+    pub fn machines(&self) -> impl Iterator<Item = &Machine> {
+        self.state.machines.values()
+    }
+
+    /// The machines of one role, by id (retired ones included: check the standing).
+    pub fn machines_by_role(&self, role: Role) -> impl Iterator<Item = &Machine> {
+        self.machines().filter(move |m| m.role == role)
+    }
+
+    pub fn tenant(&self, id: TenantId) -> Option<&Tenant> {
+        self.state.tenants.get(&id)
+    }
+
+    pub fn tenant_by_name(&self, name: &TenantName) -> Option<&Tenant> {
+        self.index
+            .tenant_names
+            .get(name)
+            .and_then(|id| self.tenant(*id))
+    }
+
+    /// Every tenant, by id.
+    pub fn tenants(&self) -> impl Iterator<Item = &Tenant> {
+        self.state.tenants.values()
+    }
+
+    /// Whether the tenant revoked the token id.
+    pub fn is_revoked(&self, tenant: TenantId, jti: &TokenId) -> bool {
+        self.tenant(tenant).is_some_and(|t| t.revoked.contains(jti))
+    }
+
+    pub fn signing_key(&self, kid: &KeyId) -> Option<&SigningKey> {
+        self.state.keys.get(kid)
+    }
+
+    /// The keys of one scope (retired ones included), by kid.
+    pub fn signing_keys(&self, scope: KeyScope) -> impl Iterator<Item = &SigningKey> {
+        self.state.keys.values().filter(move |k| k.scope == scope)
+    }
+
+    /// A journal by key, live or deleted.
+    pub fn journal(&self, key: JournalKey) -> Option<&Journal> {
+        self.state.journals.get(&key)
+    }
+
+    /// The live journal of `tenant` named `name`.
+    pub fn journal_by_name(&self, tenant: TenantId, name: &JournalName) -> Option<&Journal> {
+        let journal = *self.index.journal_names.get(&(tenant, name.clone()))?;
+        self.journal(JournalKey { tenant, journal })
+    }
+
+    /// The live journals of a tenant, by id.
+    pub fn journals_of(&self, tenant: TenantId) -> impl Iterator<Item = &Journal> {
+        let from = JournalKey {
+            tenant,
+            journal: JournalId(0),
+        };
+        let to = JournalKey {
+            tenant,
+            journal: JournalId(u64::MAX),
+        };
+        self.state
+            .journals
+            .range(from..=to)
+            .map(|(_, j)| j)
+            .filter(|j| j.is_live())
+    }
+
+    /// Every journal, live or deleted, by key.
+    pub fn journals(&self) -> impl Iterator<Item = &Journal> {
+        self.state.journals.values()
+    }
+
+    /// The live journals placed on `node` (it is one of their voters), by key. The registry
+    /// journal itself is the cell's ([`Cell::members`]), not listed here.
+    pub fn journals_on(&self, node: NodeId) -> impl Iterator<Item = &Journal> {
+        self.state
+            .journals
+            .values()
+            .filter(move |j| j.is_live() && j.voters.contains(&node))
+    }
+
+    /// How many live journals have `node` as a voter.
+    pub fn load(&self, node: NodeId) -> usize {
+        self.index.load.get(&node).copied().unwrap_or(0)
+    }
+
+    /// The size of the encoded state: what a checkpoint costs, and the base of the
+    /// checkpoint policy.
+    pub fn state_len(&self) -> usize {
+        self.encode().len()
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        postcard::to_extend(&self.state, vec![CHECKPOINT_VERSION])
+            .expect("postcard writes every directory state")
+    }
+
+    /// Folds one registry record at `at`; the verdict is then [`answer`](Self::answer)`(id)`.
+    pub fn apply_record(&mut self, at: Seq, bytes: &[u8]) {
+        match Record::decode(bytes) {
+            Ok(record) => {
+                if self.state.verdicts.contains_key(&record.id) {
+                    return;
+                }
+                let verdict = self.judge(at, record.command);
+                self.keep(record.id, at, verdict);
+            }
+            Err(e) => {
+                self.state.undecodable += 1;
+                if let Some(id) = e.request_id()
+                    && !self.state.verdicts.contains_key(&id)
+                {
+                    let reason = e.to_string();
+                    self.keep(id, at, Verdict::Refused(Refusal::Malformed { reason }));
+                }
+            }
+        }
+    }
+
+    fn keep(&mut self, id: RequestId, at: Seq, verdict: Verdict) {
+        self.state.verdicts.insert(id, Judged { at, verdict });
+        self.index.verdict_order.push_back((at, id));
+        let max = self.limits().verdicts_max as usize;
+        while self.index.verdict_order.len() > max {
+            if let Some((_, old)) = self.index.verdict_order.pop_front() {
+                self.state.verdicts.remove(&old);
+            }
+        }
+    }
+
+    /// Judges `command` at `at`, applying it when it is accepted.
+    fn judge(&mut self, at: Seq, command: Command) -> Verdict {
+        let result = match command {
+            Command::InitCell {
+                cell,
+                members,
+                registry,
+                limits,
+            } => self.init_cell(at, cell, members, registry, limits),
+            _ if self.state.cell.is_none() => Err(Refusal::NotInitialized),
+            Command::RegisterMachine {
+                id,
+                role,
+                bus_address,
+                zone,
+            } => self.register_machine(at, id, role, bus_address, zone),
+            Command::SetStanding { machine, standing } => self.set_standing(machine, standing),
+            Command::SignUp {
+                tenant,
+                name,
+                quotas,
+            } => self.sign_up(tenant, name, quotas),
+            Command::SetTenantStatus { tenant, status } => self.tenant_mut(tenant).map(|t| {
+                t.status = status;
+                Accepted::TenantStatusSet { tenant, status }
+            }),
+            Command::SetQuotas { tenant, quotas } => self.tenant_mut(tenant).map(|t| {
+                t.quotas = quotas;
+                Accepted::QuotasSet { tenant }
+            }),
+            Command::AddSigningKey {
+                scope,
+                kid,
+                public_key,
+            } => self.add_key(scope, kid, public_key),
+            Command::RetireSigningKey { kid } => self.retire_key(kid),
+            Command::RevokeToken { tenant, jti } => self.revoke(tenant, jti),
+            Command::CreateJournal {
+                tenant,
+                journal,
+                name,
+                mode,
+                voters,
+            } => self.create_journal(at, tenant, journal, name, mode, voters),
+            Command::DeleteJournal { tenant, name } => self.delete_journal(at, tenant, name),
+        };
+        match result {
+            Ok(accepted) => Verdict::Accepted(accepted),
+            Err(refusal) => Verdict::Refused(refusal),
+        }
+    }
+
+    fn init_cell(
+        &mut self,
+        at: Seq,
+        cell: CellId,
+        members: Vec<Member>,
+        registry: JournalId,
+        limits: Limits,
+    ) -> Result<Accepted, Refusal> {
+        if let Some(formed) = &self.state.cell {
+            return Err(Refusal::CellFormed { cell: formed.id });
+        }
+        let zero = [
+            (limits.verdicts_max, LimitField::VerdictsMax),
+            (limits.voters_max, LimitField::VotersMax),
+            (
+                limits.revoked_per_tenant_max,
+                LimitField::RevokedPerTenantMax,
+            ),
+            (limits.keys_per_scope_max, LimitField::KeysPerScopeMax),
+        ];
+        if let Some((_, field)) = zero.iter().find(|(v, _)| *v == 0) {
+            return Err(Refusal::BadLimits { field: *field });
+        }
+        let ids: Vec<NodeId> = members.iter().map(|m| m.id).collect();
+        voter_shape(&ids, limits.voters_max).map_err(Refusal::Voters)?;
+        for m in members {
+            self.state.machines.insert(
+                m.id,
+                Machine {
+                    id: m.id,
+                    role: Role::Node,
+                    bus_address: m.bus_address,
+                    zone: m.zone,
+                    standing: Standing::Registered,
+                    registered_at: at,
+                },
+            );
+        }
+        self.state.cell = Some(Cell {
+            id: cell,
+            registry,
+            members: ids,
+            limits,
+            formed_at: at,
+        });
+        Ok(Accepted::CellFormed { cell })
+    }
+
+    fn register_machine(
+        &mut self,
+        at: Seq,
+        id: NodeId,
+        role: Role,
+        bus_address: BusAddress,
+        zone: Zone,
+    ) -> Result<Accepted, Refusal> {
+        if let Some(m) = self.state.machines.get_mut(&id) {
+            if m.standing == Standing::Retired {
+                return Err(Refusal::MachineRetired { machine: id });
+            }
+            if m.role != role {
+                return Err(Refusal::RoleChange {
+                    machine: id,
+                    registered: m.role,
+                });
+            }
+            m.bus_address = bus_address;
+            m.zone = zone;
+            return Ok(Accepted::MachineRegistered {
+                machine: id,
+                updated: true,
+            });
+        }
+        self.state.machines.insert(
+            id,
+            Machine {
+                id,
+                role,
+                bus_address,
+                zone,
+                standing: Standing::Registered,
+                registered_at: at,
+            },
+        );
+        Ok(Accepted::MachineRegistered {
+            machine: id,
+            updated: false,
+        })
+    }
+
+    fn set_standing(&mut self, machine: NodeId, standing: Standing) -> Result<Accepted, Refusal> {
+        let m = self
+            .state
+            .machines
+            .get_mut(&machine)
+            .ok_or(Refusal::UnknownMachine { machine })?;
+        let changed = m.standing != standing;
+        if changed && m.standing == Standing::Retired {
+            return Err(Refusal::MachineRetired { machine });
+        }
+        m.standing = standing;
+        Ok(Accepted::StandingSet {
+            machine,
+            standing,
+            changed,
+        })
+    }
+
+    fn sign_up(
+        &mut self,
+        tenant: TenantId,
+        name: TenantName,
+        quotas: Quotas,
+    ) -> Result<Accepted, Refusal> {
+        if self.state.tenants.contains_key(&tenant) {
+            return Err(Refusal::TenantIdTaken { tenant });
+        }
+        if self.index.tenant_names.contains_key(&name) {
+            return Err(Refusal::TenantNameTaken { name });
+        }
+        self.index.tenant_names.insert(name.clone(), tenant);
+        self.state.tenants.insert(
+            tenant,
+            Tenant {
+                id: tenant,
+                name,
+                status: TenantStatus::Active,
+                quotas,
+                revoked: BTreeSet::new(),
+            },
+        );
+        Ok(Accepted::SignedUp { tenant })
+    }
+
+    fn tenant_mut(&mut self, tenant: TenantId) -> Result<&mut Tenant, Refusal> {
+        self.state
+            .tenants
+            .get_mut(&tenant)
+            .ok_or(Refusal::UnknownTenant { tenant })
+    }
+
+    fn add_key(
+        &mut self,
+        scope: KeyScope,
+        kid: KeyId,
+        public_key: Bytes,
+    ) -> Result<Accepted, Refusal> {
+        if let KeyScope::Tenant(tenant) = scope {
+            self.tenant_mut(tenant)?;
+        }
+        if public_key.len() != PUBLIC_KEY_LEN {
+            return Err(Refusal::KeyLength {
+                len: public_key.len(),
+                want: PUBLIC_KEY_LEN,
+            });
+        }
+        if self.state.keys.contains_key(&kid) {
+            return Err(Refusal::KeyIdTaken { kid });
+        }
+        let max = self.limits().keys_per_scope_max;
+        let live = self.index.live_keys.entry(scope).or_insert(0);
+        if *live >= max {
+            return Err(Refusal::TooManyKeys { scope, max });
+        }
+        *live += 1;
+        self.state.keys.insert(
+            kid.clone(),
+            SigningKey {
+                kid: kid.clone(),
+                scope,
+                public_key,
+                retired: false,
+            },
+        );
+        Ok(Accepted::SigningKeyAdded { kid })
+    }
+
+    fn retire_key(&mut self, kid: KeyId) -> Result<Accepted, Refusal> {
+        let Some(key) = self.state.keys.get_mut(&kid) else {
+            return Err(Refusal::UnknownKey { kid });
+        };
+        let already = key.retired;
+        if !already {
+            key.retired = true;
+            key.public_key = Bytes::new();
+            decrement(&mut self.index.live_keys, key.scope);
+        }
+        Ok(Accepted::SigningKeyRetired { kid, already })
+    }
+
+    fn revoke(&mut self, tenant: TenantId, jti: TokenId) -> Result<Accepted, Refusal> {
+        let max = self.limits().revoked_per_tenant_max;
+        let t = self.tenant_mut(tenant)?;
+        if t.revoked.contains(&jti) {
+            return Ok(Accepted::TokenRevoked {
+                tenant,
+                already: true,
+            });
+        }
+        if t.revoked.len() >= max as usize {
+            return Err(Refusal::TooManyRevocations { tenant, max });
+        }
+        t.revoked.insert(jti);
+        Ok(Accepted::TokenRevoked {
+            tenant,
+            already: false,
+        })
+    }
+
+    fn create_journal(
+        &mut self,
+        at: Seq,
+        tenant: TenantId,
+        journal: JournalId,
+        name: JournalName,
+        mode: WriterMode,
+        voters: Vec<NodeId>,
+    ) -> Result<Accepted, Refusal> {
+        let t = self
+            .state
+            .tenants
+            .get(&tenant)
+            .ok_or(Refusal::UnknownTenant { tenant })?;
+        if t.status == TenantStatus::Suspended {
+            return Err(Refusal::TenantSuspended { tenant });
+        }
+        let key = JournalKey { tenant, journal };
+        if self.state.journals.contains_key(&key) {
+            return Err(Refusal::JournalIdTaken { key });
+        }
+        if self
+            .index
+            .journal_names
+            .contains_key(&(tenant, name.clone()))
+        {
+            return Err(Refusal::JournalNameTaken { tenant, name });
+        }
+        let live = self.index.live_journals.get(&tenant).copied().unwrap_or(0);
+        if live >= t.quotas.journals_max {
+            return Err(Refusal::OverJournalQuota {
+                tenant,
+                journals_max: t.quotas.journals_max,
+            });
+        }
+        self.check_voters(&voters).map_err(Refusal::Voters)?;
+        *self.index.live_journals.entry(tenant).or_insert(0) += 1;
+        for v in &voters {
+            *self.index.load.entry(*v).or_insert(0) += 1;
+        }
+        self.index
+            .journal_names
+            .insert((tenant, name.clone()), journal);
+        self.state.journals.insert(
+            key,
+            Journal {
+                key,
+                name,
+                mode,
+                voters: voters.clone(),
+                created_at: at,
+                deleted_at: None,
+            },
+        );
+        Ok(Accepted::JournalCreated { key, voters, at })
+    }
+
+    /// The voter rules for a new journal: the shape, then each voter a node in service.
+    fn check_voters(&self, voters: &[NodeId]) -> Result<(), VoterRefusal> {
+        voter_shape(voters, self.limits().voters_max)?;
+        for &node in voters {
+            let m = self
+                .state
+                .machines
+                .get(&node)
+                .ok_or(VoterRefusal::Unknown { node })?;
+            if m.role != Role::Node {
+                return Err(VoterRefusal::NotANode { node, role: m.role });
+            }
+            if m.standing != Standing::Registered {
+                return Err(VoterRefusal::NotInService {
+                    node,
+                    standing: m.standing,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn delete_journal(
+        &mut self,
+        at: Seq,
+        tenant: TenantId,
+        name: JournalName,
+    ) -> Result<Accepted, Refusal> {
+        self.tenant_mut(tenant)?;
+        let Some(journal) = self.index.journal_names.remove(&(tenant, name.clone())) else {
+            return Err(Refusal::UnknownJournal { tenant, name });
+        };
+        let key = JournalKey { tenant, journal };
+        if let Some(j) = self.state.journals.get_mut(&key) {
+            j.deleted_at = Some(at);
+            for v in &j.voters {
+                decrement(&mut self.index.load, *v);
+            }
+        }
+        decrement(&mut self.index.live_journals, tenant);
+        Ok(Accepted::JournalDeleted { key })
+    }
+
+    /// Rebuilds the index from the state, refusing a state no fold could have produced.
+    fn reindex(state: State) -> Result<Directory, RestoreError> {
+        use RestoreError::Inconsistent;
+        let mut index = Index::default();
+        for (id, m) in &state.machines {
+            if *id != m.id {
+                return Err(Inconsistent("a machine filed under another id"));
+            }
+        }
+        for (id, t) in &state.tenants {
+            if *id != t.id {
+                return Err(Inconsistent("a tenant filed under another id"));
+            }
+            if index.tenant_names.insert(t.name.clone(), t.id).is_some() {
+                return Err(Inconsistent("two tenants share a name"));
+            }
+        }
+        for (kid, k) in &state.keys {
+            if *kid != k.kid {
+                return Err(Inconsistent("a key filed under another id"));
+            }
+            if let KeyScope::Tenant(t) = k.scope
+                && !state.tenants.contains_key(&t)
+            {
+                return Err(Inconsistent("a key of an unknown tenant"));
+            }
+            if !k.retired {
+                *index.live_keys.entry(k.scope).or_insert(0) += 1;
+            }
+        }
+        for (key, j) in &state.journals {
+            if *key != j.key {
+                return Err(Inconsistent("a journal filed under another key"));
+            }
+            if !state.tenants.contains_key(&key.tenant) {
+                return Err(Inconsistent("a journal of an unknown tenant"));
+            }
+            if j.is_live() {
+                let name = (key.tenant, j.name.clone());
+                if index.journal_names.insert(name, key.journal).is_some() {
+                    return Err(Inconsistent("two live journals share a name"));
+                }
+                *index.live_journals.entry(key.tenant).or_insert(0) += 1;
+                for v in &j.voters {
+                    *index.load.entry(*v).or_insert(0) += 1;
+                }
+            }
+        }
+        let mut order: Vec<(Seq, RequestId)> =
+            state.verdicts.iter().map(|(id, j)| (j.at, *id)).collect();
+        order.sort();
+        if order.windows(2).any(|w| w[0].0 == w[1].0) {
+            return Err(Inconsistent("two verdicts earned at one position"));
+        }
+        let max = state
+            .cell
+            .as_ref()
+            .map(|c| c.limits)
+            .unwrap_or_default()
+            .verdicts_max;
+        if order.len() > max as usize {
+            return Err(Inconsistent("more verdicts than the window holds"));
+        }
+        index.verdict_order = order.into();
+        Ok(Directory { state, index })
+    }
+
+    /// Whether the derived index agrees with a rebuild from the state (tests call it after
+    /// every record; it costs a copy of the state, so the fold itself does not).
+    #[doc(hidden)]
+    pub fn index_is_consistent(&self) -> bool {
+        Self::reindex(self.state.clone()).is_ok_and(|d| d.index == self.index)
+    }
+}
+
+/// Counts one fewer under `key`, dropping the entry at zero (the index never holds zeros, so
+/// it equals a rebuild from the state).
+fn decrement<K: Ord, N: Copy + PartialEq + From<u8> + std::ops::Sub<Output = N>>(
+    map: &mut BTreeMap<K, N>,
+    key: K,
+) {
+    if let Some(n) = map.get_mut(&key) {
+        if *n == N::from(1) {
+            map.remove(&key);
+        } else {
+            *n = *n - N::from(1);
+        }
+    }
+}
+
+/// The shape rules every voter set follows: 1..=max voters, odd, distinct.
+fn voter_shape(voters: &[NodeId], max: u32) -> Result<(), VoterRefusal> {
+    let count = voters.len();
+    if count == 0 || count > max as usize {
+        return Err(VoterRefusal::Count { count, max });
+    }
+    if count.is_multiple_of(2) {
+        return Err(VoterRefusal::Even { count });
+    }
+    let mut seen = BTreeSet::new();
+    for &node in voters {
+        if !seen.insert(node) {
+            return Err(VoterRefusal::Duplicate { node });
+        }
+    }
+    Ok(())
+}
+
+impl Checkpointable for Directory {
+    type RestoreError = RestoreError;
+
+    fn apply(&mut self, position: Seq, record: &[u8]) {
+        self.apply_record(position, record);
+    }
+
+    /// The version byte, then the postcard encoding of the state; every map is sorted by key,
+    /// so equal directories encode to equal bytes.
+    fn checkpoint(&self) -> Vec<u8> {
+        self.encode()
+    }
+
+    fn restore(bytes: &[u8]) -> Result<Self, RestoreError> {
+        let (&version, body) = bytes.split_first().ok_or(RestoreError::Empty)?;
+        if version != CHECKPOINT_VERSION {
+            return Err(RestoreError::UnknownVersion(version));
+        }
+        let (state, rest) = postcard::take_from_bytes::<State>(body)
+            .map_err(|e| RestoreError::Malformed(e.to_string()))?;
+        if !rest.is_empty() {
+            return Err(RestoreError::Trailing(rest.len()));
+        }
+        let directory = Self::reindex(state)?;
+        if directory.encode() != bytes {
+            return Err(RestoreError::NotCanonical);
+        }
+        Ok(directory)
+    }
+}

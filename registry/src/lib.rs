@@ -1,0 +1,34 @@
+//! paros-registry: the cell's control journal.
+//!
+//! The registry is an ordinary single-writer paros journal (DESIGN §8). This crate is what
+//! its records mean and who writes them:
+//! - [`command`]: the records — one [`Command`] and its [`RequestId`] each, versioned postcard,
+//!   decoded as untrusted input;
+//! - [`Directory`]: the fold — machines, tenants, signing keys, journals and the verdict of
+//!   every recent request; every command is judged there and refused in place when invalid;
+//!   it is [`paros_client::Checkpointable`], so every reader folds it with the same
+//!   [`paros_client::Folder`] and meets checkpoints the same way;
+//! - [`placement`]: which nodes vote for a new journal;
+//! - [`Coordinator`]: the registry's writer logic, sans-IO — requests in, records to append
+//!   out, answers read from the fold, checkpoint-and-truncate through
+//!   [`paros_client::Checkpointer`]. An async loop over the client's `Writer` drives it.
+
+pub mod command;
+pub mod coordinator;
+pub mod directory;
+pub mod names;
+pub mod placement;
+mod seq_serde;
+pub mod verdict;
+
+pub use command::{
+    COMMAND_VERSION, CellId, Command, DecodeError, KeyScope, Limits, Member, Quotas, Record,
+    RequestId, Role, Standing, TenantStatus,
+};
+pub use coordinator::{
+    Answer, Coordinator, CoordinatorConfig, CoordinatorError, Op, Reply, Request, Stats, Submitted,
+};
+pub use directory::{Cell, Directory, Journal, Judged, Machine, RestoreError, SigningKey, Tenant};
+pub use names::{BusAddress, JournalName, KeyId, NameError, TenantName, TokenId, Zone};
+pub use placement::{Candidate, PlacementError, place};
+pub use verdict::{Accepted, LimitField, Refusal, Verdict, VoterRefusal};

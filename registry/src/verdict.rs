@@ -1,0 +1,214 @@
+//! What the fold decided about one request: accepted (and what changed) or refused (and why).
+//!
+//! Verdicts are part of the directory's state (the idempotency window travels in every
+//! checkpoint), so they are serde types and carry nothing a reader could judge differently.
+
+use paros_client::Seq;
+use paros_core::ids::{JournalKey, NodeId, TenantId};
+use serde::{Deserialize, Serialize};
+
+use crate::command::{CellId, KeyScope, Role, Standing, TenantStatus};
+use crate::names::{JournalName, KeyId, TenantName};
+
+/// The fold's judgement of one request.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum Verdict {
+    Accepted(Accepted),
+    Refused(Refusal),
+}
+
+impl Verdict {
+    /// Whether the command took effect (possibly as an idempotent no-op).
+    pub fn is_accepted(&self) -> bool {
+        matches!(self, Verdict::Accepted(_))
+    }
+
+    /// The refusal, if it was one.
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            Verdict::Refused(r) => Some(r),
+            Verdict::Accepted(_) => None,
+        }
+    }
+}
+
+/// An accepted command and what it did.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum Accepted {
+    CellFormed {
+        cell: CellId,
+    },
+    /// `updated`: the machine was already registered in this role, and its bus address and
+    /// zone were replaced (a machine that moved).
+    MachineRegistered {
+        machine: NodeId,
+        updated: bool,
+    },
+    /// `changed`: false when the machine already had that standing.
+    StandingSet {
+        machine: NodeId,
+        standing: Standing,
+        changed: bool,
+    },
+    SignedUp {
+        tenant: TenantId,
+    },
+    TenantStatusSet {
+        tenant: TenantId,
+        status: TenantStatus,
+    },
+    QuotasSet {
+        tenant: TenantId,
+    },
+    SigningKeyAdded {
+        kid: KeyId,
+    },
+    /// `already`: the key was retired before; retiring is idempotent.
+    SigningKeyRetired {
+        kid: KeyId,
+        already: bool,
+    },
+    /// `already`: the token was revoked before; revoking is idempotent (API.md: 204 again).
+    TokenRevoked {
+        tenant: TenantId,
+        already: bool,
+    },
+    JournalCreated {
+        key: JournalKey,
+        voters: Vec<NodeId>,
+        #[serde(with = "crate::seq_serde")]
+        at: Seq,
+    },
+    JournalDeleted {
+        key: JournalKey,
+    },
+}
+
+/// Why the fold refused a command; the directory is unchanged.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum Refusal {
+    /// The record did not decode (its request id did).
+    Malformed {
+        reason: String,
+    },
+    /// The cell is not formed: only `InitCell` is judged before it.
+    NotInitialized,
+    /// A second `InitCell`: the cell is formed already, as `cell`.
+    CellFormed {
+        cell: CellId,
+    },
+    /// `InitCell` carried limits that cannot work (a zero bound).
+    BadLimits {
+        field: LimitField,
+    },
+    /// A journal's (or the registry's) voter set breaks a rule.
+    Voters(VoterRefusal),
+    /// The machine is retired: its id is never used again.
+    MachineRetired {
+        machine: NodeId,
+    },
+    /// The machine is registered in another role; a role is fixed at registration.
+    RoleChange {
+        machine: NodeId,
+        registered: Role,
+    },
+    UnknownMachine {
+        machine: NodeId,
+    },
+    /// A tenant with this id exists already.
+    TenantIdTaken {
+        tenant: TenantId,
+    },
+    /// A tenant with this name exists already (names are never freed).
+    TenantNameTaken {
+        name: TenantName,
+    },
+    UnknownTenant {
+        tenant: TenantId,
+    },
+    /// The tenant is suspended: it may not create journals.
+    TenantSuspended {
+        tenant: TenantId,
+    },
+    /// A signing key with this id exists or existed (key ids are never reused).
+    KeyIdTaken {
+        kid: KeyId,
+    },
+    UnknownKey {
+        kid: KeyId,
+    },
+    /// The scope already holds `max` live keys.
+    TooManyKeys {
+        scope: KeyScope,
+        max: u32,
+    },
+    /// The public key is not a raw Ed25519 key.
+    KeyLength {
+        len: usize,
+        want: usize,
+    },
+    /// The tenant already holds `max` revoked token ids.
+    TooManyRevocations {
+        tenant: TenantId,
+        max: u32,
+    },
+    /// A journal with this id exists or existed in the tenant (ids are never reused).
+    JournalIdTaken {
+        key: JournalKey,
+    },
+    /// A live journal of the tenant has this name.
+    JournalNameTaken {
+        tenant: TenantId,
+        name: JournalName,
+    },
+    /// The tenant holds `journals_max` live journals already.
+    OverJournalQuota {
+        tenant: TenantId,
+        journals_max: u32,
+    },
+    /// No live journal of the tenant has this name.
+    UnknownJournal {
+        tenant: TenantId,
+        name: JournalName,
+    },
+}
+
+/// The limit `InitCell` set to zero.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum LimitField {
+    VerdictsMax,
+    VotersMax,
+    RevokedPerTenantMax,
+    KeysPerScopeMax,
+}
+
+/// Why a voter set is refused.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum VoterRefusal {
+    /// Not in `1..=voters_max`.
+    Count {
+        count: usize,
+        max: u32,
+    },
+    /// An even count: it tolerates no more failures than the odd count below it, and costs a
+    /// voter more, so the fold refuses it rather than let placement drift into it.
+    Even {
+        count: usize,
+    },
+    Duplicate {
+        node: NodeId,
+    },
+    Unknown {
+        node: NodeId,
+    },
+    /// The machine is not a node (a replica or a gateway cannot vote).
+    NotANode {
+        node: NodeId,
+        role: Role,
+    },
+    /// The node is draining or retired: nothing new is placed on it.
+    NotInService {
+        node: NodeId,
+        standing: Standing,
+    },
+}
