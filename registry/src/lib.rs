@@ -16,6 +16,7 @@
 pub mod command;
 pub mod coordinator;
 pub mod directory;
+pub mod follow;
 pub mod names;
 pub mod placement;
 mod seq_serde;

@@ -1,0 +1,48 @@
+//! What a node must change to host exactly the journals the directory places on it.
+//!
+//! Every node folds the registry and, after each page, compares the journals the directory
+//! places on it with the ones it hosts: journals placed and not hosted are created, journals
+//! hosted and no longer placed (deleted, or moved) are removed. The registry journal itself is
+//! placed by the cell's formation, not by the directory, and is never removed here. Pure: the
+//! async follower applies the result through the node's control handle.
+
+use std::collections::BTreeMap;
+
+use paros_core::{JournalConfig, JournalKey, NodeId};
+
+use crate::Directory;
+
+/// The changes one node must make.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Changes {
+    /// Journals to place, with their configuration.
+    pub place: Vec<(JournalKey, JournalConfig)>,
+    /// Journals to remove.
+    pub remove: Vec<JournalKey>,
+}
+
+impl Changes {
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.place.is_empty() && self.remove.is_empty()
+    }
+}
+
+/// The configuration every live journal of `directory` placed on `node` runs with.
+#[must_use]
+pub fn placed_on(directory: &Directory, node: NodeId) -> BTreeMap<JournalKey, JournalConfig> {
+    directory
+        .journals_on(node)
+        .map(|j| (j.key, JournalConfig { mode: j.mode, voters: j.voters.clone(), learners: Vec::new() }))
+        .collect()
+}
+
+/// What `node`, hosting `hosted`, must change to host what `directory` places on it. `keep` is
+/// never removed (the registry journal, placed by the cell's formation).
+#[must_use]
+pub fn changes(directory: &Directory, node: NodeId, hosted: &BTreeMap<JournalKey, JournalConfig>, keep: &JournalKey) -> Changes {
+    let wanted = placed_on(directory, node);
+    let place = wanted.iter().filter(|(k, c)| hosted.get(*k) != Some(*c)).map(|(k, c)| (*k, c.clone())).collect();
+    let remove = hosted.keys().filter(|k| *k != keep && !wanted.contains_key(*k)).copied().collect();
+    Changes { place, remove }
+}
