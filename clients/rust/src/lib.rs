@@ -18,9 +18,8 @@
 //! - [`ReaderCursor`]: a read cursor that never moves backwards and reports every truncated
 //!   range it skips as a gap.
 //!
-//! Positions and views are local types ([`Seq`], [`JournalView`]) so this crate depends on no
-//! other paros crate yet; they mirror paros-core's and the HTTP contract's, and are meant to be
-//! swapped for paros-api's types once that crate exists. Records are [`bytes::Bytes`].
+//! Positions and views are paros-core's [`Seq`] and [`JournalView`] (see [`types`]), so the
+//! library judges exactly the values the cell answers with. Records are [`bytes::Bytes`].
 
 pub mod checkpointable;
 pub mod checkpointer;

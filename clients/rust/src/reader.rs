@@ -11,6 +11,7 @@
 use bytes::Bytes;
 use thiserror::Error;
 
+use crate::types::{seq_checked_add, view_is_consistent};
 use crate::{JournalView, Seq};
 
 /// The reader's bounds and read parameters.
@@ -97,13 +98,13 @@ pub enum ReaderOutcome {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ReaderError {
     /// A page that does not start at the cursor (it would skip or repeat positions).
-    #[error("a page from {from} does not start at the cursor {cursor}")]
+    #[error("a page from {} does not start at the cursor {}", .from.0, .cursor.0)]
     PageNotAtCursor { cursor: Seq, from: Seq },
     /// A view whose first retained position is past its tail.
-    #[error("a view with first_seq {} past next_seq {} describes no journal", .view.first_seq, .view.next_seq)]
+    #[error("a view with first_seq {} past next_seq {} describes no journal", .view.first_seq.0, .view.next_seq.0)]
     InconsistentView { view: JournalView },
     /// A page holding records past the tail its own view names.
-    #[error("a page from {from} of {len} records runs past its view's next_seq {next_seq}")]
+    #[error("a page from {} of {len} records runs past its view's next_seq {}", .from.0, .next_seq.0)]
     PageBeyondTail {
         from: Seq,
         len: usize,
@@ -116,7 +117,7 @@ pub enum ReaderError {
     #[error("a page of {bytes} bytes exceeds max_bytes {max_bytes}")]
     PageTooLarge { bytes: usize, max_bytes: u32 },
     /// A truncation answer whose view does not put the first retained position past the cursor.
-    #[error("a truncation with first_seq {first_seq} does not lie past the cursor {cursor}")]
+    #[error("a truncation with first_seq {} does not lie past the cursor {}", .first_seq.0, .cursor.0)]
     NotTruncated { cursor: Seq, first_seq: Seq },
 }
 
@@ -245,7 +246,7 @@ impl ReaderCursor {
             len,
             next_seq: view.next_seq,
         };
-        let end = from.checked_add(len as u64).ok_or(beyond.clone())?;
+        let end = seq_checked_add(from, len as u64).ok_or(beyond.clone())?;
         if len > 0 && end > view.next_seq {
             return Err(beyond);
         }
@@ -307,7 +308,7 @@ impl ReaderCursor {
 }
 
 fn check_view(view: JournalView) -> Result<(), ReaderError> {
-    if view.is_consistent() {
+    if view_is_consistent(&view) {
         Ok(())
     } else {
         Err(ReaderError::InconsistentView { view })
