@@ -22,6 +22,7 @@
 //! library judges exactly the values the cell answers with. Records are [`bytes::Bytes`].
 
 pub mod checkpointable;
+pub mod client;
 pub mod checkpointer;
 pub mod folder;
 pub mod reader;
@@ -30,6 +31,7 @@ pub mod service;
 pub mod types;
 
 pub use checkpointable::Checkpointable;
+pub use client::{AnswerError, CallPolicy, Client, ClientConfig, ClientConfigError, Decided, Step};
 pub use checkpointer::{
     Checkpointer, CheckpointerConfig, CheckpointerError, ConfigError, PlannedRun, Truncate,
 };
