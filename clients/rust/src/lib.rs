@@ -29,6 +29,7 @@ pub mod reader;
 pub mod run;
 pub mod service;
 pub mod types;
+pub mod writer;
 
 pub use checkpointable::Checkpointable;
 pub use client::{AnswerError, CallPolicy, Client, ClientConfig, ClientConfigError, Decided, Step};
@@ -42,4 +43,5 @@ pub use reader::{
 };
 pub use run::{MAGIC, RecordError, RunDecodeError, RunRecord, check_application_record};
 pub use types::{JournalView, Seq};
+pub use writer::{Completion, Writer, WriterConfig, WriterConfigError, WriterCore, WriterError, Written};
 pub use service::{CallReply, JournalService, ReadParams, Route};
