@@ -24,6 +24,7 @@
 pub mod checkpointable;
 pub mod client;
 pub mod checkpointer;
+pub mod fake;
 pub mod folder;
 pub mod reader;
 pub mod run;

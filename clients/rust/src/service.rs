@@ -79,3 +79,21 @@ pub trait JournalService: Send + Sync {
         self.read(journal, ReadParams { from: Seq(0), limit: 1, max_bytes: 1, wait_ms: 0, consistency: Consistency::Linearizable }, route)
     }
 }
+
+/// A shared service is a service: a test keeps a handle on its fake while the client owns
+/// another, and several clients can share one connection pool.
+impl<T: JournalService + ?Sized> JournalService for std::sync::Arc<T> {
+    type Journal = T::Journal;
+
+    fn servers(&self) -> Vec<NodeId> {
+        (**self).servers()
+    }
+
+    fn call(&self, journal: &Self::Journal, call: &Call, route: Route) -> impl Future<Output = CallReply> + Send {
+        (**self).call(journal, call, route)
+    }
+
+    fn read(&self, journal: &Self::Journal, read: ReadParams, route: Route) -> impl Future<Output = ReadAnswer> + Send {
+        (**self).read(journal, read, route)
+    }
+}
