@@ -21,6 +21,7 @@
 //! Positions and views are paros-core's [`Seq`] and [`JournalView`] (see [`types`]), so the
 //! library judges exactly the values the cell answers with. Records are [`bytes::Bytes`].
 
+pub mod appender;
 pub mod checkpointable;
 pub mod client;
 pub mod checkpointer;
@@ -32,6 +33,7 @@ pub mod service;
 pub mod types;
 pub mod writer;
 
+pub use appender::{AppendError, Appender, AppenderConfig, AppenderConfigError, AppenderDriver, Batch, BatchBuilder};
 pub use checkpointable::Checkpointable;
 pub use client::{AnswerError, CallPolicy, Client, ClientConfig, ClientConfigError, Decided, Step};
 pub use checkpointer::{
