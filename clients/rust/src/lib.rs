@@ -41,7 +41,7 @@ pub use checkpointer::{
 };
 pub use folder::{DropReason, FoldError, FoldEvent, Folder, FolderConfig};
 pub use reader::{
-    ReadAnswer, ReadRequest, ReaderConfig, ReaderConfigError, ReaderCursor, ReaderError,
+    ReadAnswer, ReadConsistency, ReadRequest, Reader, ReaderConfig, ReaderConfigError, ReaderCursor, ReaderError,
     ReaderOutcome,
 };
 pub use run::{MAGIC, RecordError, RunDecodeError, RunRecord, check_application_record};

@@ -314,3 +314,132 @@ fn check_view(view: JournalView) -> Result<(), ReaderError> {
         Err(ReaderError::InconsistentView { view })
     }
 }
+
+/// How fresh the async [`Reader`]'s reads must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadConsistency {
+    /// Every read sees every write acknowledged before it started (the server confirms with a
+    /// quorum): the default, and what a node serves.
+    #[default]
+    Linearizable,
+    /// Every read is served by a server that has applied at least the highest tail this reader
+    /// has seen: monotonic reads, cheap at replicas.
+    Monotonic,
+}
+
+/// The async reader: a [`ReaderCursor`] over a [`JournalService`].
+///
+/// [`next`](Self::next) reads one page and says what it meant; `Unserved` answers are retried
+/// against the next server after a jittered backoff (the client's bounds) until the cursor says
+/// `Unavailable`. [`follow`](Self::follow) reads forever: it long-polls at the tail and returns
+/// only records, gaps and `UnknownJournal`.
+pub struct Reader<S: crate::JournalService> {
+    client: crate::Client<S>,
+    journal: S::Journal,
+    cursor: ReaderCursor,
+    consistency: ReadConsistency,
+    follow_wait_ms: u32,
+    rng: paros_core::rng::Rng,
+    start: usize,
+}
+
+impl<S: crate::JournalService> std::fmt::Debug for Reader<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reader").field("cursor", &self.cursor).field("consistency", &self.consistency).finish_non_exhaustive()
+    }
+}
+
+impl<S: crate::JournalService> Reader<S> {
+    /// A reader of `journal` from `from`. `follow_wait_ms` is the long-poll wait
+    /// [`follow`](Self::follow) asks for at the tail (the server caps it, ≤ 1000 by contract).
+    ///
+    /// # Errors
+    /// [`ReaderConfigError`] as [`ReaderCursor::new`].
+    pub fn new(
+        client: crate::Client<S>,
+        journal: S::Journal,
+        from: Seq,
+        config: ReaderConfig,
+        consistency: ReadConsistency,
+        follow_wait_ms: u32,
+    ) -> Result<Self, ReaderConfigError> {
+        let cursor = ReaderCursor::new(from, config)?;
+        let mut rng = paros_core::rng::Rng::new(client.draw());
+        let servers = client.service().servers().len().max(1);
+        let start = (rng.next_u64() % servers as u64) as usize;
+        Ok(Reader { client, journal, cursor, consistency, follow_wait_ms, rng, start })
+    }
+
+    /// The next position wanted.
+    pub fn cursor(&self) -> Seq {
+        self.cursor.cursor()
+    }
+
+    /// The highest tail any answer named.
+    pub fn tail(&self) -> Option<Seq> {
+        self.cursor.tail()
+    }
+
+    /// Whether the cursor has reached the last known tail.
+    pub fn caught_up(&self) -> bool {
+        self.cursor.caught_up()
+    }
+
+    async fn read_once(&mut self, wait_ms: u32) -> Result<ReaderOutcome, ReaderError> {
+        loop {
+            let request = self.cursor.next_request();
+            let servers = self.client.service().servers();
+            let server = (!servers.is_empty()).then(|| servers[(self.start + request.attempt as usize) % servers.len()]);
+            let consistency = match self.consistency {
+                ReadConsistency::Linearizable => paros_core::Consistency::Linearizable,
+                ReadConsistency::Monotonic => paros_core::Consistency::AtLeast(self.cursor.tail().unwrap_or(request.from)),
+            };
+            let params = crate::ReadParams {
+                from: request.from,
+                limit: request.limit,
+                max_bytes: request.max_bytes,
+                wait_ms: if self.cursor.caught_up() { wait_ms.max(request.wait_ms) } else { request.wait_ms },
+                consistency,
+            };
+            let route = crate::Route { server, attempt: request.attempt };
+            let answer = self.client.service().read(&self.journal, params, route).await;
+            match self.cursor.absorb(answer)? {
+                ReaderOutcome::Retry { attempt } => {
+                    let delay = crate::client::backoff(self.client.config(), attempt, &mut self.rng);
+                    tokio::time::sleep(delay).await;
+                }
+                outcome => return Ok(outcome),
+            }
+        }
+    }
+
+    /// Reads one page and says what it meant: `Records` (possibly none, at the tail), `Gap`,
+    /// `Unavailable` or `UnknownJournal`; never `Retry` (retries happen here).
+    ///
+    /// # Errors
+    /// [`ReaderError`] when the answer contradicts the request; the cursor is unchanged.
+    pub async fn next(&mut self) -> Result<ReaderOutcome, ReaderError> {
+        self.read_once(0).await
+    }
+
+    /// Reads until there is something to report, forever: long-polls at the tail and retries
+    /// unavailability after a backoff. Returns non-empty `Records`, a `Gap`, or
+    /// `UnknownJournal`.
+    ///
+    /// # Errors
+    /// [`ReaderError`] when an answer contradicts the request; the cursor is unchanged.
+    pub async fn follow(&mut self) -> Result<ReaderOutcome, ReaderError> {
+        let mut unavailable = 0u32;
+        loop {
+            match self.read_once(self.follow_wait_ms).await? {
+                ReaderOutcome::Records { records, .. } if records.is_empty() => {}
+                ReaderOutcome::Unavailable { .. } => {
+                    unavailable = unavailable.saturating_add(1);
+                    let delay = crate::client::backoff(self.client.config(), unavailable, &mut self.rng);
+                    tokio::time::sleep(delay).await;
+                }
+                outcome => return Ok(outcome),
+            }
+        }
+    }
+}
