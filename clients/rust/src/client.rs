@@ -1,7 +1,7 @@
 //! The client's retry, redirect and settling policy for one decided call, sans-IO.
 //!
 //! A [`CallPolicy`] decides, for one Write, Truncate or SetLeader, what to send next, to whom
-//! and after how long; the async [`Client`](crate::Client) only carries its [`Step`]s out. It
+//! and after how long; the async [`Client`] only carries its [`Step`]s out. It
 //! has no clock (the wrapper reports the time elapsed since the call began, and sleeps the
 //! delays the policy returns) and no randomness of its own (backoff jitter is drawn from a
 //! seeded [`Rng`]), so the simulation replays it bit for bit.

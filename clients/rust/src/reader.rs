@@ -7,6 +7,10 @@
 //! refused with a [`ReaderError`] and changes nothing. `Unserved` answers are retried (the
 //! wrapper asks another server) up to [`ReaderConfig::unserved_retries_max`] times in a row,
 //! then reported as [`ReaderOutcome::Unavailable`].
+//!
+//! [`Reader`] is the thin async wrapper: it sends the cursor's requests over a
+//! [`JournalService`](crate::JournalService), sleeps a jittered backoff between retries, and
+//! long-polls at the tail in [`Reader::follow`].
 
 use bytes::Bytes;
 use thiserror::Error;
@@ -327,7 +331,7 @@ pub enum ReadConsistency {
     Monotonic,
 }
 
-/// The async reader: a [`ReaderCursor`] over a [`JournalService`].
+/// The async reader: a [`ReaderCursor`] over a [`JournalService`](crate::JournalService).
 ///
 /// [`next`](Self::next) reads one page and says what it meant; `Unserved` answers are retried
 /// against the next server after a jittered backoff (the client's bounds) until the cursor says
