@@ -49,6 +49,12 @@ pub enum Fault {
     Pass,
     /// Another writer claims the journal with this uuid just before the call is applied.
     ClaimedBefore(LeaderUuid),
+    /// Answers as a fold that started from a trim point does: a `Duplicate` comes back as
+    /// `Refused(view)` (the fold cannot see the write it would match).
+    Blind,
+    /// Another writer claims the journal with this uuid and appends one record `intruder` just
+    /// before the call is applied.
+    OvertakenBy(LeaderUuid),
 }
 
 /// What the fake does with one read, instead of answering it plainly.
@@ -306,6 +312,19 @@ impl JournalService for FakeService {
             Some(Fault::ClaimedBefore(uuid)) => {
                 let old = state.fold.state().leader;
                 state.apply(Call::SetLeader { new: uuid, old });
+            }
+            Some(Fault::OvertakenBy(uuid)) => {
+                let old = state.fold.state().leader;
+                state.apply(Call::SetLeader { new: uuid, old });
+                let seq = state.fold.state().next_seq;
+                state.apply(Call::Write { leader: Some(uuid), seq, records: vec![Bytes::from_static(b"intruder")] });
+            }
+            Some(Fault::Blind) => {
+                let outcome = match state.apply(call.clone()) {
+                    Outcome::Duplicate { .. } => Outcome::Refused(state.fold.state().view()),
+                    other => other,
+                };
+                return CallReply::Answer(CallAnswer::Verdict(outcome));
             }
             Some(Fault::Pass) | None => {}
         }

@@ -226,3 +226,80 @@ fn writer_config_validation_names_the_bad_bound() {
     assert_eq!(WriterConfig { bytes_in_flight_max: 0, ..ok }.validate(), Err(WriterConfigError::BytesZero));
     assert_eq!(WriterConfig { inspect_attempts_max: 0, ..ok }.validate(), Err(WriterConfigError::InspectZero));
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_ambiguous_write_is_a_duplicate_even_after_a_new_leader_claimed() {
+    let (fake, mut writer) = setup(vec![]);
+    writer.claim().await.expect("claims");
+    // The write lands but its answer is lost; another writer claims before the resend. The log
+    // still holds the identical write at its seq: Duplicate, acknowledged.
+    fake.script([Fault::LoseAnswer, Fault::ClaimedBefore(other())]);
+    assert_eq!(writer.write(batch("a", 3)).await, Ok(Written { seq: Seq(0), count: 3 }));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_ambiguous_write_refused_by_a_blind_server_is_read_back_and_found_written() {
+    let (fake, mut writer) = setup(vec![]);
+    writer.claim().await.expect("claims");
+    // The write lands but its answer is lost; the resend meets a server that cannot see it and
+    // refuses with a tail past the write: only reading back can tell.
+    fake.script([Fault::LoseAnswer, Fault::Blind]);
+    let reads = fake.reads();
+    assert_eq!(writer.write(batch("a", 3)).await, Ok(Written { seq: Seq(0), count: 3 }));
+    assert_eq!(fake.reads(), reads + 1, "one read-back page");
+    assert_eq!(fake.view().next_seq, Seq(3), "written once");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_ambiguous_write_read_back_different_was_not_written_and_supersedes() {
+    let (fake, mut writer) = setup(vec![]);
+    writer.claim().await.expect("claims");
+    // The request is lost; another writer claims and writes at the same position.
+    fake.script([Fault::DropRequest, Fault::OvertakenBy(other())]);
+    let result = writer.write(batch("a", 1)).await;
+    let view = fake.view();
+    assert_eq!(result, Err(WriterError::Superseded { view: JournalView { next_seq: Seq(1), ..view } }));
+    assert_eq!(fake.records(), vec![Bytes::from_static(b"intruder")]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_ambiguous_write_below_a_truncation_is_reported_ambiguous() {
+    let (fake, mut writer) = setup(vec![]);
+    writer.claim().await.expect("claims");
+    writer.write(batch("a", 2)).await.expect("written");
+    let client = Client::new(Arc::clone(&fake), ClientConfig::default(), 4).expect("valid");
+    let uuid = writer.core().uuid();
+    fake.script([Fault::LoseAnswer]);
+    // The lost write lands at 2; before the resend the journal is trimmed past it.
+    let call = Call::Write { leader: uuid, seq: Seq(2), records: batch("b", 1) };
+    let c = client.clone();
+    let pending = tokio::spawn(async move { c.call(&"j".to_owned(), call).await });
+    tokio::task::yield_now().await;
+    fake.truncate_to(Seq(3));
+    assert_eq!(pending.await.expect("no panic"), Ok(Decided::Ambiguous));
+}
+
+#[test]
+fn the_core_abandons_later_batches_when_superseded_and_reports_each_once_in_order() {
+    let mut core = WriterCore::new(WriterConfig::default()).expect("valid");
+    let uuid = LeaderUuid::new(1).expect("non-zero");
+    let won = JournalView { leader: Some(uuid), first_seq: Seq(0), next_seq: Seq(0) };
+    core.on_claimed(uuid, Ok(Decided::Verdict(Outcome::Won(won)))).expect("won");
+    for _ in 0..4 {
+        core.begin_write(batch("x", 1)).expect("room");
+    }
+    assert_eq!(core.bytes_in_flight(), 8);
+    let theirs = JournalView { leader: Some(other()), first_seq: Seq(0), next_seq: Seq(1) };
+    // Batch 1 is refused by the new leader while 0 and 2, 3 are still in flight.
+    let completion = core.complete(Seq(1), Ok(Decided::Verdict(Outcome::Refused(theirs))));
+    assert_eq!(completion.abandon, vec![Seq(1), Seq(2), Seq(3)]);
+    assert_eq!(core.next_report(), None, "batch 0 is still in flight: reports come in order");
+    core.complete(Seq(0), Ok(Decided::Verdict(Outcome::Accepted { seq: Seq(0), count: 1 })));
+    let reports: Vec<_> = std::iter::from_fn(|| core.next_report()).collect();
+    assert_eq!(reports[0], (Seq(0), Ok(Written { seq: Seq(0), count: 1 })));
+    for (i, (seq, r)) in reports[1..].iter().enumerate() {
+        assert_eq!((*seq, r), (Seq(i as u64 + 1), &Err(WriterError::Superseded { view: theirs })));
+    }
+    assert_eq!(core.bytes_in_flight(), 0);
+    assert_eq!(core.begin_write(batch("y", 1)), Err(WriterError::Superseded { view: theirs }));
+}
