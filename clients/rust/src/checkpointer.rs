@@ -11,6 +11,7 @@ use bytes::Bytes;
 use thiserror::Error;
 
 use crate::run::{self, CHUNK_HEADER_LEN, RunRecord};
+use crate::types::{seq_checked_add, seq_next};
 use crate::{Checkpointable, Seq};
 
 /// The largest `chunk_bytes` accepted: a chunk record then fits one 1 MiB write.
@@ -57,16 +58,16 @@ pub enum ConfigError {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum CheckpointerError {
     /// A run is already in flight (begun, or ended and awaiting its truncation).
-    #[error("a checkpoint run beginning at {begin} is already in flight")]
+    #[error("a checkpoint run beginning at {} is already in flight", .begin.0)]
     Busy { begin: Seq },
     /// Application records were reported while the run beginning at `begin` is being appended.
-    #[error("application records may not be appended inside the run beginning at {begin}")]
+    #[error("application records may not be appended inside the run beginning at {}", .begin.0)]
     RunInFlight { begin: Seq },
     /// An acknowledgement that is not part of the run being appended.
-    #[error("an acknowledgement of [{from}, +{count}) is not within the run being appended")]
+    #[error("an acknowledgement of [{}, +{count}) is not within the run being appended", .from.0)]
     UnexpectedAck { from: Seq, count: u64 },
     /// The run would run past the last position.
-    #[error("a run at {tail} of {records} records runs past the last position")]
+    #[error("a run at {} of {records} records runs past the last position", .tail.0)]
     PositionOverflow { tail: Seq, records: usize },
 }
 
@@ -206,9 +207,8 @@ impl Checkpointer {
         }
         let checksum = run::checksum(&bytes);
         records.push(RunRecord::End { chunks, checksum }.encode());
-        let end = tail
-            .checked_add(records.len() as u64 - 1)
-            .filter(|end| end.next().is_some())
+        let end = seq_checked_add(tail, records.len() as u64 - 1)
+            .filter(|end| seq_next(*end).is_some())
             .ok_or(CheckpointerError::PositionOverflow {
                 tail,
                 records: records.len(),
@@ -247,7 +247,7 @@ impl Checkpointer {
         else {
             return Err(unexpected);
         };
-        let stop = from.checked_add(count).ok_or(unexpected.clone())?;
+        let stop = seq_checked_add(from, count).ok_or(unexpected.clone())?;
         if count == 0 || from < begin || from > acked_to || stop.0 > end.0 + 1 {
             return Err(unexpected);
         }

@@ -23,6 +23,7 @@ use bytes::Bytes;
 use thiserror::Error;
 
 use crate::run::{self, RunDecodeError, RunRecord};
+use crate::types::{seq_checked_add, seq_next};
 use crate::{Checkpointable, Seq};
 
 /// The folder's bounds.
@@ -96,10 +97,10 @@ pub enum DropReason {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum FoldError {
     /// Input starts past the folder's next position with no gap reported first.
-    #[error("input starts at {from} but the folder expects {expected}; report the gap first")]
+    #[error("input starts at {} but the folder expects {}; report the gap first", .from.0, .expected.0)]
     NotContiguous { expected: Seq, from: Seq },
     /// A page's positions run past the end of the position space.
-    #[error("a page from {from} of {len} records runs past the last position")]
+    #[error("a page from {} of {len} records runs past the last position", .from.0)]
     PositionOverflow { from: Seq, len: usize },
 }
 
@@ -171,7 +172,7 @@ impl<C: Checkpointable> Folder<C> {
             });
         }
         let len = records.len();
-        if from.checked_add(len as u64).is_none() {
+        if seq_checked_add(from, len as u64).is_none() {
             return Err(FoldError::PositionOverflow { from, len });
         }
         let mut events = Vec::with_capacity(len);
@@ -193,7 +194,7 @@ impl<C: Checkpointable> Folder<C> {
                 from: at,
             });
         }
-        if at.next().is_none() {
+        if seq_next(at).is_none() {
             return Err(FoldError::PositionOverflow { from: at, len: 1 });
         }
         let mut events = Vec::with_capacity(1);
@@ -239,8 +240,7 @@ impl<C: Checkpointable> Folder<C> {
             at, self.next,
             "the folder folds each position once, in order"
         );
-        self.next = at
-            .next()
+        self.next = seq_next(at)
             .expect("a page's positions were checked against overflow");
         if !run::is_run_record(record) {
             self.drop_run(DropReason::ApplicationRecord { at }, events);

@@ -1,8 +1,12 @@
-//! paros-client: the client library's decisions, as sans-IO state machines.
+//! paros-client: the client library's decisions, as sans-IO state machines under thin async
+//! wrappers.
 //!
-//! Everything here is a deterministic state machine the caller drives: no IO, no clock, no
-//! randomness, no async. A later layer wraps these in async calls over the gateway or the bus,
-//! and the simulation drives the very same machines.
+//! Every decision is a deterministic state machine the caller drives: no IO, no clock, no
+//! randomness of its own (jitter and uuids come from a seeded [`paros_core::rng::Rng`], time is
+//! passed in), no async — so the simulation drives the very same machines. The async wrappers
+//! ([`Client`], [`Writer`], [`Appender`], [`Reader`]) only carry the machines' steps out over a
+//! [`JournalService`] and sleep the delays they return (`tokio::time`, so a paused test clock
+//! drives them); they spawn nothing.
 //!
 //! A guided tour:
 //! - [`run`]: the binary format of a *checkpoint run* — `Begin`, `Chunk`s, `End` — each an
@@ -16,29 +20,44 @@
 //! - [`Checkpointer`]: the owner's side: when a checkpoint is due, the records of a run to
 //!   append, and the truncation to ask for once `End` is acknowledged.
 //! - [`ReaderCursor`]: a read cursor that never moves backwards and reports every truncated
-//!   range it skips as a gap.
+//!   range it skips as a gap; [`Reader`] reads with it over a service, and follows the tail.
+//! - [`service`]: the port every async part talks through ([`JournalService`]).
+//! - [`client`]: the retry, redirect, backoff and ambiguity-settling policy of one call
+//!   ([`CallPolicy`]) and the async [`Client`] that carries it out.
+//! - [`writer`]: the fenced [`Writer`] — claim, pipelined writes at the tail, truncate, stop for
+//!   good when superseded — over its sans-IO [`WriterCore`].
+//! - [`appender`]: record-at-a-time appends gathered into batches ([`BatchBuilder`]) with a
+//!   bytes-in-flight bound, over a [`Writer`].
+//! - [`fake`]: an in-memory service folding with paros-core's own fold, with scripted faults,
+//!   for tests (here and in other crates).
 //!
-//! Positions and views are local types ([`Seq`], [`JournalView`]) so this crate depends on no
-//! other paros crate yet; they mirror paros-core's and the HTTP contract's, and are meant to be
-//! swapped for paros-api's types once that crate exists. Records are [`bytes::Bytes`].
+//! Positions and views are paros-core's [`Seq`] and [`JournalView`] (see [`types`]), so the
+//! library judges exactly the values the cell answers with. Records are [`bytes::Bytes`].
 
+pub mod appender;
 pub mod checkpointable;
+pub mod client;
 pub mod checkpointer;
+pub mod fake;
 pub mod folder;
 pub mod reader;
 pub mod run;
 pub mod service;
 pub mod types;
+pub mod writer;
 
+pub use appender::{AppendError, Appender, AppenderConfig, AppenderConfigError, AppenderDriver, Batch, BatchBuilder};
 pub use checkpointable::Checkpointable;
+pub use client::{AnswerError, CallPolicy, Client, ClientConfig, ClientConfigError, Decided, Step};
 pub use checkpointer::{
     Checkpointer, CheckpointerConfig, CheckpointerError, ConfigError, PlannedRun, Truncate,
 };
 pub use folder::{DropReason, FoldError, FoldEvent, Folder, FolderConfig};
 pub use reader::{
-    ReadAnswer, ReadRequest, ReaderConfig, ReaderConfigError, ReaderCursor, ReaderError,
+    ReadAnswer, ReadConsistency, ReadRequest, Reader, ReaderConfig, ReaderConfigError, ReaderCursor, ReaderError,
     ReaderOutcome,
 };
 pub use run::{MAGIC, RecordError, RunDecodeError, RunRecord, check_application_record};
 pub use types::{JournalView, Seq};
+pub use writer::{Completion, Writer, WriterConfig, WriterConfigError, WriterCore, WriterError, Written};
 pub use service::{CallReply, JournalService, ReadParams, Route};

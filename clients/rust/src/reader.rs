@@ -7,10 +7,15 @@
 //! refused with a [`ReaderError`] and changes nothing. `Unserved` answers are retried (the
 //! wrapper asks another server) up to [`ReaderConfig::unserved_retries_max`] times in a row,
 //! then reported as [`ReaderOutcome::Unavailable`].
+//!
+//! [`Reader`] is the thin async wrapper: it sends the cursor's requests over a
+//! [`JournalService`](crate::JournalService), sleeps a jittered backoff between retries, and
+//! long-polls at the tail in [`Reader::follow`].
 
 use bytes::Bytes;
 use thiserror::Error;
 
+use crate::types::{seq_checked_add, view_is_consistent};
 use crate::{JournalView, Seq};
 
 /// The reader's bounds and read parameters.
@@ -97,13 +102,13 @@ pub enum ReaderOutcome {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ReaderError {
     /// A page that does not start at the cursor (it would skip or repeat positions).
-    #[error("a page from {from} does not start at the cursor {cursor}")]
+    #[error("a page from {} does not start at the cursor {}", .from.0, .cursor.0)]
     PageNotAtCursor { cursor: Seq, from: Seq },
     /// A view whose first retained position is past its tail.
-    #[error("a view with first_seq {} past next_seq {} describes no journal", .view.first_seq, .view.next_seq)]
+    #[error("a view with first_seq {} past next_seq {} describes no journal", .view.first_seq.0, .view.next_seq.0)]
     InconsistentView { view: JournalView },
     /// A page holding records past the tail its own view names.
-    #[error("a page from {from} of {len} records runs past its view's next_seq {next_seq}")]
+    #[error("a page from {} of {len} records runs past its view's next_seq {}", .from.0, .next_seq.0)]
     PageBeyondTail {
         from: Seq,
         len: usize,
@@ -116,7 +121,7 @@ pub enum ReaderError {
     #[error("a page of {bytes} bytes exceeds max_bytes {max_bytes}")]
     PageTooLarge { bytes: usize, max_bytes: u32 },
     /// A truncation answer whose view does not put the first retained position past the cursor.
-    #[error("a truncation with first_seq {first_seq} does not lie past the cursor {cursor}")]
+    #[error("a truncation with first_seq {} does not lie past the cursor {}", .first_seq.0, .cursor.0)]
     NotTruncated { cursor: Seq, first_seq: Seq },
 }
 
@@ -245,7 +250,7 @@ impl ReaderCursor {
             len,
             next_seq: view.next_seq,
         };
-        let end = from.checked_add(len as u64).ok_or(beyond.clone())?;
+        let end = seq_checked_add(from, len as u64).ok_or(beyond.clone())?;
         if len > 0 && end > view.next_seq {
             return Err(beyond);
         }
@@ -307,9 +312,138 @@ impl ReaderCursor {
 }
 
 fn check_view(view: JournalView) -> Result<(), ReaderError> {
-    if view.is_consistent() {
+    if view_is_consistent(&view) {
         Ok(())
     } else {
         Err(ReaderError::InconsistentView { view })
+    }
+}
+
+/// How fresh the async [`Reader`]'s reads must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadConsistency {
+    /// Every read sees every write acknowledged before it started (the server confirms with a
+    /// quorum): the default, and what a node serves.
+    #[default]
+    Linearizable,
+    /// Every read is served by a server that has applied at least the highest tail this reader
+    /// has seen: monotonic reads, cheap at replicas.
+    Monotonic,
+}
+
+/// The async reader: a [`ReaderCursor`] over a [`JournalService`](crate::JournalService).
+///
+/// [`next`](Self::next) reads one page and says what it meant; `Unserved` answers are retried
+/// against the next server after a jittered backoff (the client's bounds) until the cursor says
+/// `Unavailable`. [`follow`](Self::follow) reads forever: it long-polls at the tail and returns
+/// only records, gaps and `UnknownJournal`.
+pub struct Reader<S: crate::JournalService> {
+    client: crate::Client<S>,
+    journal: S::Journal,
+    cursor: ReaderCursor,
+    consistency: ReadConsistency,
+    follow_wait_ms: u32,
+    rng: paros_core::rng::Rng,
+    start: usize,
+}
+
+impl<S: crate::JournalService> std::fmt::Debug for Reader<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reader").field("cursor", &self.cursor).field("consistency", &self.consistency).finish_non_exhaustive()
+    }
+}
+
+impl<S: crate::JournalService> Reader<S> {
+    /// A reader of `journal` from `from`. `follow_wait_ms` is the long-poll wait
+    /// [`follow`](Self::follow) asks for at the tail (the server caps it, ≤ 1000 by contract).
+    ///
+    /// # Errors
+    /// [`ReaderConfigError`] as [`ReaderCursor::new`].
+    pub fn new(
+        client: crate::Client<S>,
+        journal: S::Journal,
+        from: Seq,
+        config: ReaderConfig,
+        consistency: ReadConsistency,
+        follow_wait_ms: u32,
+    ) -> Result<Self, ReaderConfigError> {
+        let cursor = ReaderCursor::new(from, config)?;
+        let mut rng = paros_core::rng::Rng::new(client.draw());
+        let servers = client.service().servers().len().max(1);
+        let start = (rng.next_u64() % servers as u64) as usize;
+        Ok(Reader { client, journal, cursor, consistency, follow_wait_ms, rng, start })
+    }
+
+    /// The next position wanted.
+    pub fn cursor(&self) -> Seq {
+        self.cursor.cursor()
+    }
+
+    /// The highest tail any answer named.
+    pub fn tail(&self) -> Option<Seq> {
+        self.cursor.tail()
+    }
+
+    /// Whether the cursor has reached the last known tail.
+    pub fn caught_up(&self) -> bool {
+        self.cursor.caught_up()
+    }
+
+    async fn read_once(&mut self, wait_ms: u32) -> Result<ReaderOutcome, ReaderError> {
+        loop {
+            let request = self.cursor.next_request();
+            let servers = self.client.service().servers();
+            let server = (!servers.is_empty()).then(|| servers[(self.start + request.attempt as usize) % servers.len()]);
+            let consistency = match self.consistency {
+                ReadConsistency::Linearizable => paros_core::Consistency::Linearizable,
+                ReadConsistency::Monotonic => paros_core::Consistency::AtLeast(self.cursor.tail().unwrap_or(request.from)),
+            };
+            let params = crate::ReadParams {
+                from: request.from,
+                limit: request.limit,
+                max_bytes: request.max_bytes,
+                wait_ms: if self.cursor.caught_up() { wait_ms.max(request.wait_ms) } else { request.wait_ms },
+                consistency,
+            };
+            let route = crate::Route { server, attempt: request.attempt };
+            let answer = self.client.service().read(&self.journal, params, route).await;
+            match self.cursor.absorb(answer)? {
+                ReaderOutcome::Retry { attempt } => {
+                    let delay = crate::client::backoff(self.client.config(), attempt, &mut self.rng);
+                    tokio::time::sleep(delay).await;
+                }
+                outcome => return Ok(outcome),
+            }
+        }
+    }
+
+    /// Reads one page and says what it meant: `Records` (possibly none, at the tail), `Gap`,
+    /// `Unavailable` or `UnknownJournal`; never `Retry` (retries happen here).
+    ///
+    /// # Errors
+    /// [`ReaderError`] when the answer contradicts the request; the cursor is unchanged.
+    pub async fn next(&mut self) -> Result<ReaderOutcome, ReaderError> {
+        self.read_once(0).await
+    }
+
+    /// Reads until there is something to report, forever: long-polls at the tail and retries
+    /// unavailability after a backoff. Returns non-empty `Records`, a `Gap`, or
+    /// `UnknownJournal`.
+    ///
+    /// # Errors
+    /// [`ReaderError`] when an answer contradicts the request; the cursor is unchanged.
+    pub async fn follow(&mut self) -> Result<ReaderOutcome, ReaderError> {
+        let mut unavailable = 0u32;
+        loop {
+            match self.read_once(self.follow_wait_ms).await? {
+                ReaderOutcome::Records { records, .. } if records.is_empty() => {}
+                ReaderOutcome::Unavailable { .. } => {
+                    unavailable = unavailable.saturating_add(1);
+                    let delay = crate::client::backoff(self.client.config(), unavailable, &mut self.rng);
+                    tokio::time::sleep(delay).await;
+                }
+                outcome => return Ok(outcome),
+            }
+        }
     }
 }

@@ -80,15 +80,33 @@ pub trait JournalService: Send + Sync {
     }
 }
 
+/// A shared service is a service: a test keeps a handle on its fake while the client owns
+/// another, and several clients can share one connection pool.
+impl<T: JournalService + ?Sized> JournalService for std::sync::Arc<T> {
+    type Journal = T::Journal;
+
+    fn servers(&self) -> Vec<NodeId> {
+        (**self).servers()
+    }
+
+    fn call(&self, journal: &Self::Journal, call: &Call, route: Route) -> impl Future<Output = CallReply> + Send {
+        (**self).call(journal, call, route)
+    }
+
+    fn read(&self, journal: &Self::Journal, read: ReadParams, route: Route) -> impl Future<Output = ReadAnswer> + Send {
+        (**self).read(journal, read, route)
+    }
+}
+
 impl ReadAnswer {
     /// The client's reading of a node's read answer (in-cell services).
     #[must_use]
     pub fn from_node(answer: paros_core::ReadAnswer) -> ReadAnswer {
-        let view = |v: paros_core::journal::JournalView| crate::JournalView { first_seq: crate::Seq(v.first_seq.0), next_seq: crate::Seq(v.next_seq.0) };
         match answer {
-            paros_core::ReadAnswer::Page { from, records, view: v } => ReadAnswer::Page { from: crate::Seq(from.0), records, view: view(v) },
-            paros_core::ReadAnswer::Truncated(v) => ReadAnswer::Truncated { view: view(v) },
+            paros_core::ReadAnswer::Page { from, records, view } => ReadAnswer::Page { from, records, view },
+            paros_core::ReadAnswer::Truncated(view) => ReadAnswer::Truncated { view },
             paros_core::ReadAnswer::Unserved => ReadAnswer::Unserved,
         }
     }
 }
+

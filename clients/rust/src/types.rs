@@ -1,49 +1,28 @@
-//! Positions and views, as this crate sees them.
+//! Positions and views: paros-core's own [`Seq`] and [`JournalView`], re-exported, plus the few
+//! checked helpers this crate needs over them.
 //!
-//! These mirror paros-core's `Seq` and the HTTP contract's view so the state machines can be
-//! written now; they are meant to be replaced by paros-api's types (a rename, not a redesign)
-//! once that crate exists.
+//! Core's `Seq::plus` panics on overflow — right for a fold that only ever adds counts it
+//! accepted, wrong for a client that adds counts taken from a server's answer. The free
+//! functions here are the non-panicking forms the client judges answers with (core cannot be
+//! extended from this crate, so they are functions, not methods).
 
-use std::fmt;
+pub use paros_core::Seq;
+pub use paros_core::journal::JournalView;
 
-/// A record's position in a journal: dense, assigned when the record is applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct Seq(pub u64);
-
-impl Seq {
-    /// The position `n` records further on, or `None` if that would overflow.
-    pub fn checked_add(self, n: u64) -> Option<Seq> {
-        self.0.checked_add(n).map(Seq)
-    }
-
-    /// The next position, or `None` at the end of the position space.
-    pub fn next(self) -> Option<Seq> {
-        self.checked_add(1)
-    }
+/// The position `n` records after `seq`, or `None` if that would overflow.
+#[must_use]
+pub fn seq_checked_add(seq: Seq, n: u64) -> Option<Seq> {
+    seq.0.checked_add(n).map(Seq)
 }
 
-impl fmt::Display for Seq {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
-    }
+/// The position after `seq`, or `None` at the end of the position space.
+#[must_use]
+pub fn seq_next(seq: Seq) -> Option<Seq> {
+    seq_checked_add(seq, 1)
 }
 
-/// What a server says about a journal alongside every answer: its retained range.
-///
-/// `first_seq` is the first position still retained, `next_seq` the next to be assigned. The
-/// leader uuid of the full view is left out until paros-api's view replaces this one: nothing in
-/// this crate judges by it yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct JournalView {
-    /// The first retained position: everything below it was truncated.
-    pub first_seq: Seq,
-    /// The next position to be assigned: the journal's tail.
-    pub next_seq: Seq,
-}
-
-impl JournalView {
-    /// Whether the view could describe a journal at all (`first_seq ≤ next_seq`).
-    pub fn is_consistent(&self) -> bool {
-        self.first_seq <= self.next_seq
-    }
+/// Whether a view could describe a journal at all (`first_seq ≤ next_seq`).
+#[must_use]
+pub fn view_is_consistent(view: &JournalView) -> bool {
+    view.first_seq <= view.next_seq
 }

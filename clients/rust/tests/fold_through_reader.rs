@@ -12,6 +12,7 @@ use proptest::prelude::*;
 /// A server holding `journal` from `first_seq` on, answering pages of at most `limit` records.
 fn answer(journal: &Journal, first_seq: Seq, from: Seq, limit: u32) -> ReadAnswer {
     let view = JournalView {
+        leader: None,
         first_seq,
         next_seq: journal.tail(),
     };

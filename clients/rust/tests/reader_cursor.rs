@@ -7,6 +7,7 @@ use paros_client::{
 
 fn view(first_seq: u64, next_seq: u64) -> JournalView {
     JournalView {
+        leader: None,
         first_seq: Seq(first_seq),
         next_seq: Seq(next_seq),
     }
