@@ -1,5 +1,6 @@
-//! `paros bench`: drive the embedded cell through the node RPC and report throughput,
-//! latency and group-commit figures; verify every acknowledged record afterwards.
+//! `paros bench`: drive the embedded cell the way a user does — journals created through the
+//! registry, records written with paros-client's `Writer` — and report throughput, latency
+//! and group-commit figures; verify every acknowledged record afterwards with its `Reader`.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -9,12 +10,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use paros_core::journal::Outcome;
-use paros_core::{Call, JournalKey, LeaderUuid, ReadAnswer, Seq};
+use paros_client::{Client, ReadConsistency, Reader, ReaderConfig, ReaderOutcome, Writer, WriterConfig};
+use paros_core::journal::WriterMode;
+use paros_core::{JournalId, JournalKey, Seq, TenantId};
+use paros_registry::{Accepted, Directory, JournalName, Op, Quotas, TenantName};
 use serde::Serialize;
 
-use crate::cell::{random_u64, EmbeddedCell};
-use crate::client::{CellClient, ClientConfig, Decided};
+use crate::cell::{random_u64, CellError, CellService, EmbeddedCell};
 
 /// The benchmark's shape.
 #[derive(Clone, Debug)]
@@ -47,9 +49,12 @@ pub struct Report {
     pub duration_s: f64,
     pub acked_records: u64,
     pub verified_records: u64,
-    /// Seconds to place the run's journals on the three running nodes (each node's
-    /// placements ride its rounds: no sync per journal).
+    /// Seconds from the first `CreateJournal` request to every node hosting every journal of
+    /// the run: the registry's commands decided, folded by each node's follower and placed
+    /// (each node's placements ride its rounds: no sync per journal).
     pub placement_s: f64,
+    /// Journals the run created through the registry (the rest existed already).
+    pub journals_created: usize,
 }
 
 /// Why a benchmark run failed.
@@ -59,6 +64,8 @@ pub enum BenchError {
     Cell(#[from] crate::cell::CellError),
     #[error("invalid arguments: {0}")]
     Args(String),
+    #[error("creating the bench's journals: {0}")]
+    Registry(String),
     #[error("writer for journal {journal} failed: {reason}")]
     Writer { journal: usize, reason: String },
     #[error("verification failed: {0}")]
@@ -81,9 +88,71 @@ pub fn record_bytes(journal: usize, seq: u64, size: usize) -> Bytes {
 struct JournalWriter {
     index: usize,
     key: JournalKey,
-    uuid: LeaderUuid,
-    next: u64,
-    hint: usize,
+    writer: Writer<CellService>,
+}
+
+/// The name of the bench's tenant, and of its journal number `i`.
+const BENCH_TENANT: &str = "bench";
+
+fn journal_name(i: usize) -> JournalName {
+    JournalName::new(format!("j{i}")).expect("a valid journal name")
+}
+
+/// Requests to the registry in flight at once while creating journals (below the
+/// coordinator's pending bound).
+const CREATES_IN_FLIGHT_MAX: usize = 512;
+
+/// How long the registry may take to place the run's journals on every node.
+const PLACEMENT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The bench's journals, created through the registry where missing: `(index, key)` in index
+/// order, how many were created, and how long until every node hosted them all.
+pub async fn bench_journals(cell: &EmbeddedCell, journals: usize, create: bool) -> Result<(Vec<(usize, JournalKey)>, usize, Duration), BenchError> {
+    let registry = |e: CellError| BenchError::Registry(e.to_string());
+    match cell.init().await {
+        Ok(_) | Err(CellError::AlreadyFormed(_)) => {}
+        Err(e) => return Err(registry(e)),
+    }
+    let name = TenantName::new(BENCH_TENANT).expect("a valid tenant name");
+    let dir = cell.wait_followers(PLACEMENT_TIMEOUT, |d| d.cell().is_some()).await.map_err(registry)?;
+    let tenant = match dir.tenant_by_name(&name) {
+        Some(t) => t.id,
+        None if create => {
+            let quotas = Quotas { journals_max: u32::try_from(journals).unwrap_or(u32::MAX).max(1), ..Quotas::default() };
+            match cell.request(Op::Command(paros_registry::Command::SignUp { tenant: TenantId(random_u64()), name, quotas })).await {
+                Ok(Accepted::SignedUp { tenant }) => tenant,
+                other => return Err(BenchError::Registry(format!("signing up the bench tenant: {other:?}"))),
+            }
+        }
+        None => return Err(BenchError::Registry("the cell has no bench tenant".into())),
+    };
+    let started = Instant::now();
+    let dir = cell.wait_followers(PLACEMENT_TIMEOUT, |d| d.tenant(tenant).is_some()).await.map_err(registry)?;
+    let missing: Vec<usize> = (0..journals).filter(|i| dir.journal_by_name(tenant, &journal_name(*i)).is_none()).collect();
+    if !create && !missing.is_empty() {
+        return Err(BenchError::Registry(format!("{} of the bench's journals are missing", missing.len())));
+    }
+    let created = missing.len();
+    let mut pending = tokio::task::JoinSet::new();
+    for i in missing {
+        if pending.len() >= CREATES_IN_FLIGHT_MAX {
+            pending.join_next().await.expect("a task is pending").map_err(|e| BenchError::Registry(e.to_string()))??;
+        }
+        let op = Op::CreateJournal { tenant, journal: JournalId(random_u64()), name: journal_name(i), mode: WriterMode::Single };
+        let request = cell.request_handle();
+        pending.spawn(async move { request.request(op).await.map_err(|e| BenchError::Registry(format!("creating j{i}: {e}"))) });
+    }
+    while let Some(done) = pending.join_next().await {
+        done.map_err(|e| BenchError::Registry(e.to_string()))??;
+    }
+    if std::env::var_os("PAROS_BENCH_DEBUG").is_some() {
+        eprintln!("registry answered {created} creates in {:?}", started.elapsed());
+    }
+    let all = |d: &Directory| (0..journals).all(|i| d.journal_by_name(tenant, &journal_name(i)).is_some());
+    let dir = cell.wait_followers(PLACEMENT_TIMEOUT, all).await.map_err(registry)?;
+    let placement = started.elapsed();
+    let keys = (0..journals).map(|i| (i, dir.journal_by_name(tenant, &journal_name(i)).expect("every journal is placed").key)).collect();
+    Ok((keys, created, placement))
 }
 
 struct Shared {
@@ -119,14 +188,15 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
             temp.path()
         }
     };
-    let cell = EmbeddedCell::open(dir, args.journals).await?;
-    let placement_s = cell.placement.as_secs_f64();
-    let client = CellClient::new(cell.bus.clone(), cell.manifest.nodes.clone(), ClientConfig::default());
+    let cell = EmbeddedCell::open(dir).await?;
+    let (keys, journals_created, placement) = bench_journals(&cell, args.journals, true).await?;
+    let placement_s = placement.as_secs_f64();
     let mut journals = Vec::new();
-    for (index, key) in cell.manifest.journals.iter().enumerate() {
-        let uuid = LeaderUuid::new(u128::from(random_u64()) << 64 | u128::from(random_u64())).expect("non-zero");
-        let next = claim(&client, *key, uuid, index).await?;
-        journals.push(Arc::new(tokio::sync::Mutex::new(JournalWriter { index, key: *key, uuid, next, hint: index % 3 })));
+    for (index, key) in keys {
+        let fail = |reason: String| BenchError::Writer { journal: index, reason };
+        let mut writer = Writer::new(cell.client.clone(), key, WriterConfig::default(), random_u64()).map_err(|e| fail(e.to_string()))?;
+        writer.claim().await.map_err(|e| fail(format!("claim: {e}")))?;
+        journals.push(Arc::new(tokio::sync::Mutex::new(JournalWriter { index, key, writer })));
     }
     let shared = Arc::new(Shared {
         stop: AtomicBool::new(false),
@@ -144,10 +214,9 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
     let mut tasks = Vec::new();
     for w in 0..args.writers {
         let journal = Arc::clone(&journals[w % journals.len()]);
-        let client = client.clone();
         let shared = Arc::clone(&shared);
         let (batch, size) = (args.batch, args.record_bytes);
-        tasks.push(tokio::spawn(async move { write_loop(&client, &journal, &shared, batch, size).await }));
+        tasks.push(tokio::spawn(async move { write_loop(&journal, &shared, batch, size).await }));
     }
     let progress = args.progress.then(|| progress_bar(args.duration));
     while started.elapsed() < args.duration {
@@ -167,7 +236,7 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
     if let Some(p) = progress {
         p.finish_and_clear();
     }
-    let verified = verify(&client, &journals, &shared, args.record_bytes).await?;
+    let verified = verify(&cell.client, &journals, &shared, args.record_bytes).await?;
     let _hosts = cell.stop();
     let records = shared.records.load(Ordering::Relaxed);
     let batches = shared.batches.load(Ordering::Relaxed);
@@ -192,6 +261,7 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
         acked_records: records,
         verified_records: verified,
         placement_s,
+        journals_created,
     })
 }
 
@@ -204,66 +274,23 @@ fn progress_bar(duration: Duration) -> indicatif::ProgressBar {
     p
 }
 
-/// Claims journal `index` for `uuid`, returning its tail.
-async fn claim(client: &CellClient, key: JournalKey, uuid: LeaderUuid, index: usize) -> Result<u64, BenchError> {
-    let fail = |reason: String| BenchError::Writer { journal: index, reason };
-    for _ in 0..50 {
-        let mut hint = index % 3;
-        let Some(view) = client.view(key, hint).await else {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            continue;
-        };
-        if view.leader == Some(uuid) {
-            return Ok(view.next_seq.0);
-        }
-        match client.call(key, &Call::SetLeader { new: uuid, old: view.leader }, &mut hint).await {
-            Decided::Verdict(Outcome::Won(v)) => return Ok(v.next_seq.0),
-            Decided::Verdict(other) => return Err(fail(format!("claim answered {other:?}"))),
-            _ => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    }
-    Err(fail("no node accepted the claim".into()))
-}
-
-async fn write_loop(
-    client: &CellClient,
-    journal: &tokio::sync::Mutex<JournalWriter>,
-    shared: &Shared,
-    batch: usize,
-    size: usize,
-) -> Result<(), BenchError> {
+async fn write_loop(journal: &tokio::sync::Mutex<JournalWriter>, shared: &Shared, batch: usize, size: usize) -> Result<(), BenchError> {
     let mut latencies = Vec::new();
     while !shared.stop.load(Ordering::Relaxed) {
         let mut j = journal.lock().await;
-        let seq = j.next;
+        let seq = j.writer.core().next_seq().0;
         let records: Vec<Bytes> = (0..batch as u64).map(|i| record_bytes(j.index, seq + i, size)).collect();
-        let call = Call::Write { leader: Some(j.uuid), seq: Seq(seq), records };
         let started = Instant::now();
-        let mut attempts = 0;
-        let outcome = loop {
-            attempts += 1;
-            let mut hint = j.hint;
-            let decided = client.call(j.key, &call, &mut hint).await;
-            j.hint = hint;
-            match decided {
-                Decided::Ambiguous | Decided::Unavailable if attempts < 20 => continue,
-                other => break other,
-            }
-        };
-        let fail = |reason: String| BenchError::Writer { journal: j.index, reason };
-        match outcome {
-            Decided::Verdict(Outcome::Accepted { seq: s, count } | Outcome::Duplicate { seq: s, count }) => {
-                assert_eq!(s.0, seq, "an acknowledgement names the write's own position");
-                j.next = seq + count;
-                latencies.push(started.elapsed().as_micros().min(u128::from(u32::MAX)) as u32);
-                shared.records.fetch_add(count, Ordering::Relaxed);
-                shared.batches.fetch_add(1, Ordering::Relaxed);
-                shared.acked.lock().expect("lock").entry(j.index).or_default().push((seq, count));
-                if let Some(log) = &shared.ack_log {
-                    writeln!(log.lock().expect("lock"), "{} {} {}", j.index, seq, count)?;
-                }
-            }
-            other => return Err(fail(format!("write at {seq} answered {other:?}"))),
+        let index = j.index;
+        let written = j.writer.write(records).await.map_err(|e| BenchError::Writer { journal: index, reason: format!("write at {seq}: {e}") })?;
+        assert_eq!(written.seq.0, seq, "an acknowledgement names the write's own position");
+        let count = written.count;
+        latencies.push(started.elapsed().as_micros().min(u128::from(u32::MAX)) as u32);
+        shared.records.fetch_add(count, Ordering::Relaxed);
+        shared.batches.fetch_add(1, Ordering::Relaxed);
+        shared.acked.lock().expect("lock").entry(j.index).or_default().push((seq, count));
+        if let Some(log) = &shared.ack_log {
+            writeln!(log.lock().expect("lock"), "{} {} {}", j.index, seq, count)?;
         }
     }
     shared.latencies_us.lock().expect("lock").extend(latencies);
@@ -273,7 +300,7 @@ async fn write_loop(
 /// Reads every journal back and checks each acknowledged record at its position, and that
 /// every record read names its own position (nothing duplicated or misplaced).
 async fn verify(
-    client: &CellClient,
+    client: &Client<CellService>,
     journals: &[Arc<tokio::sync::Mutex<JournalWriter>>],
     shared: &Shared,
     size: usize,
@@ -282,7 +309,7 @@ async fn verify(
     let mut verified = 0;
     for j in journals {
         let j = j.lock().await;
-        let read = read_all(client, j.key, j.hint).await.map_err(BenchError::Verify)?;
+        let read = read_all(client, j.key).await.map_err(BenchError::Verify)?;
         for (seq, record) in &read {
             if *record != record_bytes(j.index, *seq, size) {
                 return Err(BenchError::Verify(format!("journal {} holds a foreign record at {seq}", j.index)));
@@ -300,26 +327,27 @@ async fn verify(
     Ok(verified)
 }
 
-/// Every retained record of `key`, by position.
+/// Every retained record of `key`, by position, read with paros-client's `Reader` (a
+/// truncated range is a gap, skipped knowingly).
 ///
 /// # Errors
 /// A description of the first read that failed.
-pub async fn read_all(client: &CellClient, key: JournalKey, hint: usize) -> Result<BTreeMap<u64, Bytes>, String> {
+pub async fn read_all(client: &Client<CellService>, key: JournalKey) -> Result<BTreeMap<u64, Bytes>, String> {
     let mut out = BTreeMap::new();
-    let mut from = Seq(0);
+    let mut reader = Reader::new(client.clone(), key, Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, 0).map_err(|e| e.to_string())?;
     loop {
-        match client.read(key, from, hint).await {
-            Some(ReadAnswer::Page { records, view, .. }) => {
-                for r in records {
-                    out.insert(from.0, r);
-                    from = from.plus(1);
+        match reader.next().await.map_err(|e| e.to_string())? {
+            ReaderOutcome::Records { from, records, .. } => {
+                let empty = records.is_empty();
+                for (i, r) in records.into_iter().enumerate() {
+                    out.insert(from.0 + i as u64, r);
                 }
-                if from >= view.next_seq {
+                if empty || reader.caught_up() {
                     return Ok(out);
                 }
             }
-            Some(ReadAnswer::Truncated(view)) => from = view.first_seq,
-            other => return Err(format!("read at {from:?} answered {other:?}")),
+            ReaderOutcome::Gap { .. } => {}
+            other => return Err(format!("read at {:?} answered {other:?}", reader.cursor())),
         }
     }
 }

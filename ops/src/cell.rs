@@ -1,19 +1,40 @@
 //! The embedded cell: three nodes in one process on the in-process bus, fjall under a data
-//! directory. `paros bench` (and later `paros dev`) run on it.
+//! directory, and the registry that says which journals exist. `paros bench`, `paros verify`
+//! and `paros cell init` run on it (and later `paros dev`).
+//!
+//! The data directory holds one fjall store per node and `cell.json`: the node ids and the
+//! registry journal's id — everything needed to find the registry again. Every other journal
+//! exists because the registry says so: each node runs a follower that folds the registry and
+//! places and removes its journals; one coordinator (the registry journal's writer) serves
+//! requests. Formation (`InitCell`) is a registry command like any other.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use paros_bus::InProcessBus;
+use paros_client::{Client, ClientConfig};
 use paros_core::journal::WriterMode;
 use paros_core::{JournalConfig, JournalId, JournalKey, NodeId, TenantId, Tunables};
+use paros_node::in_cell::{InCell, InCellConfig};
 use paros_node::ports::MonotonicClock;
 use paros_node::shell::{self, NodeHandle, ShellConfig};
 use paros_node::{BootError, Host};
+use paros_registry::daemon::{
+    spawn_coordinator, spawn_follower, CoordinatorHandle, CoordinatorLoopConfig, CoordinatorStop, Followed, FollowerConfig,
+};
+use paros_registry::{Answer, BusAddress, CellId, Command, Directory, Limits, Member, Op, Refusal, Request, RequestId, Verdict, Zone};
 use paros_store::FjallStore;
 use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+/// The tenant id of the cell's own journals (the registry); no tenant is given it.
+pub const CELL_TENANT: TenantId = TenantId(0);
+
+/// How many nodes a new embedded cell has.
+pub const EMBEDDED_MEMBERS: usize = 3;
 
 /// A fresh random u64 from the OS-seeded hasher keys (ids are random, never constants).
 #[must_use]
@@ -23,14 +44,21 @@ pub fn random_u64() -> u64 {
     h.finish() | 1
 }
 
-/// What the data directory remembers about the cell: its machines and its journals.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Manifest {
-    pub nodes: Vec<NodeId>,
-    pub journals: Vec<JournalKey>,
+/// A fresh random u128 (request ids, uuids).
+#[must_use]
+pub fn random_u128() -> u128 {
+    (u128::from(random_u64()) << 64) | u128::from(random_u64())
 }
 
-/// Why the embedded cell would not start.
+/// What the data directory remembers about the cell: its machines and where its registry is.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Manifest {
+    pub cell: u64,
+    pub nodes: Vec<NodeId>,
+    pub registry: JournalId,
+}
+
+/// Why the embedded cell would not start, or a registry request failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CellError {
     #[error("cannot use the data directory {0}: {1}")]
@@ -45,6 +73,16 @@ pub enum CellError {
     Place(#[from] paros_node::PlaceError),
     #[error("a node stopped while the cell was opening")]
     Stopped,
+    #[error("the registry coordinator stopped")]
+    CoordinatorGone,
+    #[error("the registry refused the request: {0:?}")]
+    Refused(Refusal),
+    #[error("the registry did not decide the request: {0:?}")]
+    Undecided(Answer),
+    #[error("the cell is already formed (cell {:x}): a second init is refused", .0.0)]
+    AlreadyFormed(CellId),
+    #[error("the registry did not reach the expected state within {0:?}")]
+    Timeout(Duration),
 }
 
 impl CellError {
@@ -53,14 +91,15 @@ impl CellError {
     pub fn exit_code(&self) -> i32 {
         match self {
             CellError::Boot { source: BootError::Wiped(_) | BootError::WrongIdentity { .. }, .. } => shell::EXIT_REFUSED,
-            CellError::Manifest(..) | CellError::Place(_) => 2,
-            _ => shell::EXIT_STORAGE_FAULT,
+            CellError::Manifest(..) | CellError::Place(_) | CellError::AlreadyFormed(_) | CellError::Refused(_) => 2,
+            CellError::Store(_) | CellError::Dir(..) => shell::EXIT_STORAGE_FAULT,
+            _ => 1,
         }
     }
 }
 
-/// Journals placed per control request to a node.
-const PLACEMENTS_PER_REQUEST: usize = 1024;
+/// The in-cell journal service every embedded client uses.
+pub type CellService = InCell<InProcessBus>;
 
 /// A running embedded cell.
 #[derive(Debug)]
@@ -68,9 +107,34 @@ pub struct EmbeddedCell {
     pub bus: InProcessBus,
     pub manifest: Manifest,
     nodes: Vec<NodeHandle<FjallStore>>,
-    /// How long placing the journals that were not yet on disk took, on the running nodes
-    /// (zero on a reopen that found them all).
-    pub placement: Duration,
+    /// A client of the cell's journals over the node RPC (retries, redirects, backoff).
+    pub client: Client<CellService>,
+    coordinator: CoordinatorHandle,
+    coordinator_task: tokio::task::JoinHandle<CoordinatorStop>,
+    followers: Vec<watch::Receiver<Followed>>,
+    follower_tasks: Vec<tokio::task::JoinHandle<String>>,
+}
+
+/// Sends requests to the cell's registry coordinator.
+#[derive(Clone, Debug)]
+pub struct RegistryClient {
+    coordinator: CoordinatorHandle,
+}
+
+impl RegistryClient {
+    /// Sends one request under a fresh request id and waits for the fold's verdict.
+    ///
+    /// # Errors
+    /// [`CellError::Refused`] with the fold's reason; [`CellError::Undecided`] when the
+    /// coordinator could not decide (busy, superseded, unplaceable).
+    pub async fn request(&self, op: Op) -> Result<paros_registry::Accepted, CellError> {
+        let request = Request { id: RequestId(random_u128()), op };
+        match self.coordinator.request(request).await.map_err(|_| CellError::CoordinatorGone)? {
+            Answer::Verdict(Verdict::Accepted(a)) => Ok(a),
+            Answer::Verdict(Verdict::Refused(r)) => Err(CellError::Refused(r)),
+            other => Err(CellError::Undecided(other)),
+        }
+    }
 }
 
 /// Tunables of the embedded cell: a 20 ms tick (elections in 200–400 ms).
@@ -79,13 +143,30 @@ pub fn embedded_tunables() -> (Tunables, ShellConfig) {
     (Tunables::default(), ShellConfig { tick: Duration::from_millis(20), ..ShellConfig::default() })
 }
 
+fn member(id: NodeId, i: usize) -> Member {
+    Member {
+        id,
+        bus_address: BusAddress::new(format!("in-process:{i}")).expect("a valid bus address"),
+        zone: Zone::new(format!("local-{i}")).expect("a valid zone"),
+    }
+}
+
 impl EmbeddedCell {
-    /// Opens (or first creates, with `journals` fresh single-writer journals) the cell under
-    /// `dir`. On reopen the journal count is read from the manifest.
+    /// Opens (or first creates) the cell under `dir`: boots the three nodes, places the
+    /// registry journal on them when new, and starts the registry's followers and coordinator.
+    /// A new cell is not formed until [`init`](Self::init).
     ///
     /// # Errors
     /// [`CellError`]; a wiped store under an existing identity refuses to boot.
-    pub async fn open(dir: &Path, journals: usize) -> Result<EmbeddedCell, CellError> {
+    pub async fn open(dir: &Path) -> Result<EmbeddedCell, CellError> {
+        Self::open_with(dir, EMBEDDED_MEMBERS).await
+    }
+
+    /// As [`open`](Self::open); a new cell gets `members` nodes (an existing one keeps its own).
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub async fn open_with(dir: &Path, members: usize) -> Result<EmbeddedCell, CellError> {
         std::fs::create_dir_all(dir).map_err(|e| CellError::Dir(dir.into(), e))?;
         let manifest_path = dir.join("cell.json");
         let (manifest, fresh) = match std::fs::read(&manifest_path) {
@@ -94,59 +175,98 @@ impl EmbeddedCell {
                 (m, false)
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let m = Manifest {
-                    nodes: (0..3).map(|_| NodeId(random_u64())).collect(),
-                    journals: (0..journals).map(|_| JournalKey { tenant: TenantId(random_u64()), journal: JournalId(random_u64()) }).collect(),
-                };
+                let m = Manifest { cell: random_u64(), nodes: (0..members.max(1)).map(|_| NodeId(random_u64())).collect(), registry: JournalId(random_u64()) };
                 (m, true)
             }
             Err(e) => return Err(CellError::Dir(manifest_path, e)),
         };
         let (tunables, shell_config) = embedded_tunables();
-        let config = JournalConfig { mode: WriterMode::Single, voters: manifest.nodes.clone(), learners: Vec::new() };
+        let registry = JournalKey { tenant: CELL_TENANT, journal: manifest.registry };
+        let registry_config = JournalConfig { mode: WriterMode::Single, voters: manifest.nodes.clone(), learners: Vec::new() };
         let bus = InProcessBus::new();
         let mut nodes = Vec::new();
-        let mut missing = Vec::new();
+        let mut hosted = Vec::new();
         for (i, node) in manifest.nodes.iter().enumerate() {
             let store = FjallStore::open(&dir.join(format!("node-{i}")))?;
             let expected = if fresh { None } else { Some(*node) };
-            let host = Host::boot(store, expected, *node, tunables, random_u64()).map_err(|source| CellError::Boot { node: *node, source })?;
-            let held: std::collections::BTreeSet<JournalKey> = host.journal_keys().copied().collect();
-            missing.push(manifest.journals.iter().copied().filter(|k| !held.contains(k)).collect::<Vec<_>>());
+            let mut host = Host::boot(store, expected, *node, tunables, random_u64()).map_err(|source| CellError::Boot { node: *node, source })?;
+            host.place(registry, registry_config.clone())?;
+            hosted.push(host.journal_configs());
             let (endpoint, inbox) = bus.register(host.id(), 65_536);
             nodes.push(shell::spawn(host, endpoint, inbox, MonotonicClock::new(), shell_config));
         }
-        // Placement rides each node's rounds: one sync per round for all the journals placed
-        // in it, on the three nodes at once.
-        let started = std::time::Instant::now();
-        let placing: Vec<_> = nodes
-            .iter()
-            .zip(missing)
-            .map(|(node, keys)| {
-                let (control, config) = (node.control(), config.clone());
-                tokio::spawn(async move {
-                    for chunk in keys.chunks(PLACEMENTS_PER_REQUEST) {
-                        let journals = chunk.iter().map(|k| (*k, config.clone())).collect();
-                        for result in control.place_all(journals).await.map_err(|_| CellError::Stopped)? {
-                            result?;
-                        }
-                    }
-                    Ok::<(), CellError>(())
-                })
-            })
-            .collect();
-        for task in placing {
-            task.await.map_err(|_| CellError::Stopped)??;
-        }
-        for (j, key) in manifest.journals.iter().enumerate() {
-            nodes[j % nodes.len()].control().campaign(*key).await.map_err(|_| CellError::Stopped)?;
-        }
-        let placement = started.elapsed();
+        nodes[0].control().campaign(registry).await.map_err(|_| CellError::Stopped)?;
         if fresh {
             let bytes = serde_json::to_vec_pretty(&manifest).expect("a manifest serializes");
             std::fs::write(&manifest_path, bytes).map_err(|e| CellError::Dir(manifest_path.clone(), e))?;
         }
-        Ok(EmbeddedCell { bus, manifest, nodes, placement })
+        let tick_ms = u64::try_from(shell_config.tick.as_millis()).unwrap_or(u64::MAX);
+        let service = InCell::new(bus.clone(), manifest.nodes.clone(), InCellConfig { tick_ms, ..InCellConfig::default() });
+        let client = Client::new(service, ClientConfig::default(), random_u64()).expect("the default client configuration is valid");
+        let mut followers = Vec::new();
+        let mut follower_tasks = Vec::new();
+        for ((node, handle), hosted) in manifest.nodes.iter().zip(&nodes).zip(hosted) {
+            let (progress, task) = spawn_follower(client.clone(), registry, *node, handle.control(), hosted, FollowerConfig::default());
+            followers.push(progress);
+            follower_tasks.push(task);
+        }
+        let (coordinator, coordinator_task) = spawn_coordinator(client.clone(), registry, CoordinatorLoopConfig::default(), random_u64());
+        Ok(EmbeddedCell { bus, manifest, nodes, client, coordinator, coordinator_task, followers, follower_tasks })
+    }
+
+    /// The registry journal's key.
+    #[must_use]
+    pub fn registry(&self) -> JournalKey {
+        JournalKey { tenant: CELL_TENANT, journal: self.manifest.registry }
+    }
+
+    /// Forms the cell: `InitCell` with the founding members. A second init of a formed cell
+    /// is refused ([`CellError::AlreadyFormed`]); a retry of the same request (an init cut
+    /// short) has one effect.
+    ///
+    /// # Errors
+    /// [`CellError::AlreadyFormed`], or the registry's failure to decide.
+    pub async fn init(&self) -> Result<CellId, CellError> {
+        let members = self.manifest.nodes.iter().enumerate().map(|(i, n)| member(*n, i)).collect();
+        let command = Command::InitCell { cell: CellId(self.manifest.cell), members, registry: self.manifest.registry, limits: Limits::default() };
+        match self.request(Op::Command(command)).await {
+            Ok(_) => Ok(CellId(self.manifest.cell)),
+            Err(CellError::Refused(Refusal::CellFormed { cell })) => Err(CellError::AlreadyFormed(cell)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Sends one request to the registry coordinator; see [`RegistryClient::request`].
+    ///
+    /// # Errors
+    /// As [`RegistryClient::request`].
+    pub async fn request(&self, op: Op) -> Result<paros_registry::Accepted, CellError> {
+        self.request_handle().request(op).await
+    }
+
+    /// A clonable handle for registry requests (to send them from many tasks).
+    #[must_use]
+    pub fn request_handle(&self) -> RegistryClient {
+        RegistryClient { coordinator: self.coordinator.clone() }
+    }
+
+    /// Waits until every node's follower has folded a directory for which `ready` holds (and
+    /// so hosts what that directory places on it).
+    ///
+    /// # Errors
+    /// [`CellError::Timeout`] after `timeout`.
+    pub async fn wait_followers(&self, timeout: Duration, ready: impl Fn(&Directory) -> bool) -> Result<Arc<Directory>, CellError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut last = None;
+        for follower in &self.followers {
+            let mut follower = follower.clone();
+            let seen = tokio::time::timeout_at(deadline, follower.wait_for(|f| f.directory.as_deref().is_some_and(&ready)))
+                .await
+                .map_err(|_| CellError::Timeout(timeout))?
+                .map_err(|_| CellError::Stopped)?;
+            last = seen.directory.clone();
+        }
+        last.ok_or(CellError::Stopped)
     }
 
     /// Each node's counters as of its last round.
@@ -155,13 +275,16 @@ impl EmbeddedCell {
         self.nodes.iter().map(NodeHandle::stats).collect()
     }
 
-    /// Stops every node and returns their hosts (stores still open, for counters).
+    /// Stops the registry loops and every node; returns the hosts (stores still open).
     #[must_use]
     pub fn stop(self) -> Vec<Host<FjallStore>> {
+        self.coordinator_task.abort();
+        for t in &self.follower_tasks {
+            t.abort();
+        }
         for n in &self.manifest.nodes {
             self.bus.unregister(*n);
         }
         self.nodes.into_iter().map(NodeHandle::stop).collect()
     }
 }
-

@@ -3,7 +3,6 @@
 
 mod bench;
 mod cell;
-mod client;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -51,6 +50,11 @@ enum Command {
         #[arg(long)]
         raw_fjall: bool,
     },
+    /// Manage the cell.
+    Cell {
+        #[command(subcommand)]
+        command: CellCommand,
+    },
     /// Reopen a bench data directory and check every acknowledged write is present exactly
     /// once at its position.
     Verify {
@@ -60,6 +64,20 @@ enum Command {
         ack_log: PathBuf,
         #[arg(long, default_value_t = 100)]
         record_bytes: usize,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum CellCommand {
+    /// Form the embedded cell under `--data-dir` once: its founding nodes and registry
+    /// journal, and the registry's `InitCell`. A second init of a formed cell is refused
+    /// (exit 2).
+    Init {
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// Founding nodes of a new cell (odd, 1 to 7); a cell already created keeps its own.
+        #[arg(long, default_value_t = 3)]
+        members: usize,
     },
 }
 
@@ -81,6 +99,22 @@ fn main() -> ExitCode {
                 Err(e) => fail(&e),
             }
         }
+        Command::Cell { command: CellCommand::Init { data_dir, members } } => {
+            if members == 0 || members > 7 || members % 2 == 0 {
+                eprintln!("paros cell init: --members must be odd, 1 to 7");
+                return ExitCode::from(2);
+            }
+            match runtime.block_on(cell_init(&data_dir, members)) {
+                Ok(line) => {
+                    println!("{line}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("paros cell init: {e}");
+                    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1))
+                }
+            }
+        }
         Command::Verify { data_dir, ack_log, record_bytes } => match runtime.block_on(verify::run(&data_dir, &ack_log, record_bytes)) {
             Ok(n) => {
                 println!("verify: {n} acknowledged records present exactly once at their positions");
@@ -92,6 +126,16 @@ fn main() -> ExitCode {
             }
         },
     }
+}
+
+async fn cell_init(dir: &std::path::Path, members: usize) -> Result<String, cell::CellError> {
+    let cell = cell::EmbeddedCell::open_with(dir, members).await?;
+    let formed = cell.init().await;
+    let registry = cell.registry();
+    let nodes = cell.manifest.nodes.clone();
+    let _ = cell.stop();
+    let id = formed?;
+    Ok(format!("formed cell {:x}: {} founding nodes {nodes:?}, registry journal {registry:?}", id.0, nodes.len()))
 }
 
 fn fail(e: &bench::BenchError) -> ExitCode {
@@ -149,9 +193,8 @@ mod verify {
 
     use std::path::Path;
 
-    use crate::bench::{read_all, record_bytes};
+    use crate::bench::{bench_journals, read_all, record_bytes};
     use crate::cell::{CellError, EmbeddedCell};
-    use crate::client::{CellClient, ClientConfig};
 
     #[derive(Debug, thiserror::Error)]
     pub enum VerifyError {
@@ -174,11 +217,12 @@ mod verify {
 
     pub async fn run(dir: &Path, ack_log: &Path, size: usize) -> Result<u64, VerifyError> {
         let text = std::fs::read_to_string(ack_log).map_err(|e| VerifyError::AckLog(e.to_string()))?;
-        let cell = EmbeddedCell::open(dir, 0).await?;
-        let client = CellClient::new(cell.bus.clone(), cell.manifest.nodes.clone(), ClientConfig::default());
+        let cell = EmbeddedCell::open(dir).await?;
+        let count = text.lines().filter_map(|l| l.split_whitespace().next()?.parse::<usize>().ok()).max().map_or(0, |m| m + 1);
+        let (keys, _, _) = bench_journals(&cell, count, false).await.map_err(|e| VerifyError::Mismatch(e.to_string()))?;
         let mut read = Vec::new();
-        for (i, key) in cell.manifest.journals.iter().enumerate() {
-            let all = read_all(&client, *key, i % 3).await.map_err(VerifyError::Mismatch)?;
+        for (i, key) in keys {
+            let all = read_all(&cell.client, key).await.map_err(VerifyError::Mismatch)?;
             for (seq, r) in &all {
                 if *r != record_bytes(i, *seq, size) {
                     return Err(VerifyError::Mismatch(format!("journal {i} holds a foreign or duplicated record at {seq}")));

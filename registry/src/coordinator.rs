@@ -351,12 +351,19 @@ impl Coordinator {
             } => {
                 let candidates = placement::candidates(self.directory(), &self.pending_load);
                 match placement::place(&candidates, self.config.voters) {
-                    Ok(voters) => Command::CreateJournal {
+                    Ok(mut voters) => Command::CreateJournal {
                         tenant,
                         journal,
                         name,
                         mode,
-                        voters,
+                        voters: {
+                            // The first voter is the journal's first leader (it campaigns at
+                            // placement): rotate by the (random) journal id so leadership
+                            // spreads over the voters instead of piling on the lowest id.
+                            let n = voters.len().max(1);
+                            voters.rotate_left((journal.0 % n as u64) as usize);
+                            voters
+                        },
                     },
                     Err(e) => return Submitted::Answered(Answer::Unplaceable(e)),
                 }

@@ -15,6 +15,7 @@
 
 pub mod command;
 pub mod coordinator;
+pub mod daemon;
 pub mod directory;
 pub mod follow;
 pub mod names;

@@ -74,7 +74,7 @@ impl NodeControl {
     }
 
     /// Places many journals in one request (they ride the same round): one result each, in
-    /// order.
+    /// order. Where this node is a journal's first voter, it campaigns at once.
     ///
     /// # Errors
     /// [`NodeStopped`].
@@ -179,7 +179,22 @@ fn apply_control<S: LogStore>(pump: &mut Pump<S>, responders: &mut BTreeMap<Tick
     match control {
         Control::Place { journals, reply } => {
             let host = pump.host_mut();
-            let _ = reply.send(journals.into_iter().map(|(key, config)| host.place(key, config)).collect());
+            let me = host.id();
+            let results = journals
+                .into_iter()
+                .map(|(key, config)| {
+                    let first = config.voters.first() == Some(&me);
+                    let placed = host.place(key, config);
+                    // The first leader is chosen by placement: the first voter campaigns at
+                    // once, the others wait for its heartbeat (no election storm when
+                    // thousands of journals are placed together).
+                    if placed.is_ok() && first {
+                        host.campaign(&key);
+                    }
+                    placed
+                })
+                .collect();
+            let _ = reply.send(results);
         }
         Control::Remove { key, reply } => {
             for (ticket, answer) in pump.host_mut().remove(&key) {

@@ -525,28 +525,14 @@ where
         }
     }
 
-    /// Reads the journal's view (for the claim's compare-and-set).
-    async fn inspect(&self) -> Result<JournalView, WriterError> {
-        let servers = self.client.service().servers();
-        let attempts = self.client.config().attempts_max.min(self.core.config.inspect_attempts_max);
-        let mut rng = Rng::new(self.client.draw());
-        for attempt in 0..attempts {
-            let server = (!servers.is_empty()).then(|| servers[attempt as usize % servers.len()]);
-            match self.client.service().inspect(&self.journal, Route { server, attempt }).await {
-                ReadAnswer::Page { view, .. } | ReadAnswer::Truncated { view } => {
-                    if !view_is_consistent(&view) {
-                        return Err(AnswerError::InconsistentView { view }.into());
-                    }
-                    return Ok(view);
-                }
-                ReadAnswer::UnknownJournal => return Err(WriterError::Undecided { decided: Decided::UnknownJournal }),
-                ReadAnswer::Unserved => {
-                    tokio::time::sleep(crate::client::backoff(self.client.config(), attempt + 1, &mut rng)).await;
-                }
-            }
-        }
-        Err(WriterError::Undecided { decided: Decided::Unavailable })
+    /// Reads the journal's view (for the claim's compare-and-set). Holds no borrow of the
+    /// writer across an await, so a writer moved into a spawned task need not be `Sync`.
+    fn inspect(&self) -> impl Future<Output = Result<JournalView, WriterError>> + Send + 'static {
+        let (client, journal) = (self.client.clone(), self.journal.clone());
+        let attempts = client.config().attempts_max.min(self.core.config.inspect_attempts_max);
+        async move { inspect_view(client, journal, attempts).await }
     }
+
 
     /// Claims the journal for a new term: `SetLeader(fresh uuid, the leader in force)`.
     /// Returns the `Won` view; batches go at its `next_seq`.
@@ -656,4 +642,26 @@ where
         }
         result
     }
+}
+
+/// See [`Writer::inspect`].
+async fn inspect_view<S: JournalService + 'static>(client: Client<S>, journal: S::Journal, attempts: u32) -> Result<JournalView, WriterError> {
+    let servers = client.service().servers();
+    let mut rng = Rng::new(client.draw());
+    for attempt in 0..attempts {
+        let server = (!servers.is_empty()).then(|| servers[attempt as usize % servers.len()]);
+        match client.service().inspect(&journal, Route { server, attempt }).await {
+            ReadAnswer::Page { view, .. } | ReadAnswer::Truncated { view } => {
+                if !view_is_consistent(&view) {
+                    return Err(AnswerError::InconsistentView { view }.into());
+                }
+                return Ok(view);
+            }
+            ReadAnswer::UnknownJournal => return Err(WriterError::Undecided { decided: Decided::UnknownJournal }),
+            ReadAnswer::Unserved => {
+                tokio::time::sleep(crate::client::backoff(client.config(), attempt + 1, &mut rng)).await;
+            }
+        }
+    }
+    Err(WriterError::Undecided { decided: Decided::Unavailable })
 }

@@ -48,6 +48,12 @@ impl<S: LogStore> Host<S> {
         }
     }
 
+    /// Every journal hosted here, with its configuration.
+    #[must_use]
+    pub fn journal_configs(&self) -> std::collections::BTreeMap<JournalKey, JournalConfig> {
+        self.journals.iter().map(|(k, j)| (*k, j.config().clone())).collect()
+    }
+
     /// Every journal key hosted here.
     pub fn journal_keys(&self) -> impl Iterator<Item = &JournalKey> {
         self.journals.keys()
