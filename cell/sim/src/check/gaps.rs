@@ -48,6 +48,8 @@ pub fn check(ops: &[HistoryOp]) -> GapVerdict {
                     "{key:?}: {client} read from seq{from} at call {} but never reported seq{covered}..seq{from}: skipped silently",
                     op.call_index
                 ));
+                // One violation per skip: the reader is judged on from here.
+                covered = from;
             } else if gap_end.is_some_and(|g| from >= g) {
                 v.gaps_crossed += 1;
                 gap_end = None;
