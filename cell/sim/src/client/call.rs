@@ -73,7 +73,7 @@ impl Flight {
 
     /// The reply to `token` came (or the world's timeout did).
     pub fn on_reply(&mut self, token: u64, now: u64, reply: Reply, io: &mut ClientIo) -> Settled {
-        let Some((t, read)) = self.sent else { return None };
+        let (t, read) = self.sent?;
         if t != token {
             return None;
         }

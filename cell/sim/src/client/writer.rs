@@ -123,7 +123,7 @@ struct Term {
 #[derive(Debug)]
 enum Phase {
     Idle { until: u64 },
-    Claiming { uuid: LeaderUuid, core: WriterCore, flight: Flight },
+    Claiming { uuid: LeaderUuid, core: Box<WriterCore>, flight: Box<Flight> },
     Writing(Box<Term>),
 }
 
@@ -261,7 +261,7 @@ impl Writer {
         let call = core.claim_call(uuid, self.view).expect("a fresh core claims");
         let policy = self.policy(call);
         let (flight, done) = Flight::start(policy, now, self.tick_ns, io);
-        self.phase = Phase::Claiming { uuid, core, flight };
+        self.phase = Phase::Claiming { uuid, core: Box::new(core), flight: Box::new(flight) };
         if let Some(decided) = done {
             self.on_claimed(now, decided, io);
         }
@@ -291,7 +291,7 @@ impl Writer {
                     }
                 });
                 self.phase = Phase::Writing(Box::new(Term {
-                    core,
+                    core: *core,
                     uuid,
                     catch_up,
                     writes: BTreeMap::new(),
