@@ -5,7 +5,8 @@
 //! - [`host`]: the seam to the code under test. A machine is a [`host::Host`]; today
 //!   [`host::NodeHost`] runs the node host (`paros_node::Host`) over a simulated disk.
 //! - [`disk`]: a machine's simulated disk (volatile writes, sync, crash, failed sync).
-//! - [`client`]: the workload's writers and readers (a stand-in for `paros-client`).
+//! - [`client`]: the workload's writers, checkpointers and readers: thin drivers over
+//!   `paros-client`'s sans-IO machines; and the adversarial prober.
 //! - [`check`]: the claims, the client histories, the sequential journal model and the
 //!   linearizability checker.
 //! - [`world`]: the event loop, the fault schedule and the audit.

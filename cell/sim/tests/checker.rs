@@ -40,6 +40,7 @@ impl H {
             to: NodeId(1),
             server: ret.map(|_| NodeId(1)),
             probe: None,
+            report: None,
         });
         self
     }

@@ -34,7 +34,7 @@ fn an_exported_history_has_a_header_and_every_field_and_one_event_order() {
     let lines = export(SEED);
     let (header, ops) = lines.split_first().expect("a header line");
     let h = &header["header"];
-    assert_eq!(h["format"], "paros-sim-history/2");
+    assert_eq!(h["format"], "paros-sim-history/3");
     assert_eq!(h["seed"], SEED);
     for field in ["tick_ns", "call_timeout_ns", "page_records_max", "page_bytes_max", "write_records_max", "write_bytes_max", "wait_ticks_max", "read_ticks_max"] {
         assert!(h[field].as_u64().is_some_and(|n| n > 0), "the header names `{field}`: {h}");
@@ -52,10 +52,10 @@ fn an_exported_history_has_a_header_and_every_field_and_one_event_order() {
     assert!(ops.len() > 100, "seed {SEED}'s clients called the cell");
     let mut seen = BTreeSet::new();
     let mut last_call = 0;
-    let (mut ties, mut probes) = (0, 0);
+    let (mut ties, mut probes, mut reports) = (0, 0, 0);
     let returns: BTreeSet<u64> = ops.iter().filter_map(|o| o["return"].as_u64()).collect();
     for op in ops {
-        for field in ["journal", "client", "op", "input", "output", "call", "return", "call_index", "return_index", "to", "server", "probe"] {
+        for field in ["journal", "client", "op", "input", "output", "call", "return", "call_index", "return_index", "to", "server", "probe", "report"] {
             assert!(op.get(field).is_some(), "every call line has `{field}`: {op}");
         }
         assert!(journals.contains(op["journal"].as_str().expect("a journal")), "the journal is in the header: {op}");
@@ -78,9 +78,16 @@ fn an_exported_history_has_a_header_and_every_field_and_one_event_order() {
                 assert!(op["input"].get(field).is_some(), "a read's input has `{field}`: {op}");
             }
         }
+        if !op["report"].is_null() {
+            reports += 1;
+            assert_eq!(op["op"], "read", "only reads carry a reader's report: {op}");
+            let r = &op["report"];
+            assert!(r == "nothing" || r.get("records").is_some() || r.get("gap").is_some(), "a report is records, a gap or nothing: {op}");
+        }
         ties += usize::from(op["call"].as_u64().is_some_and(|t| returns.contains(&t)));
         probes += usize::from(!op["probe"].is_null());
     }
     assert!(ties > 0, "some call was sent at the nanosecond a call returned: the indices order them");
     assert!(probes > 0, "seed {SEED} sends probes");
+    assert!(reports > 0, "seed {SEED}'s readers report what they read");
 }

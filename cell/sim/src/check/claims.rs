@@ -19,10 +19,11 @@ pub enum Claim {
     ContestedCampaign,
     StaleAccept,
     CrashBeforeSync,
+    GapsReported,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 14] = [
+    pub const ALL: [Claim; 15] = [
         Claim::OneChosenPerSlot,
         Claim::SameOutcome,
         Claim::PromiseNeverDecreases,
@@ -37,6 +38,7 @@ impl Claim {
         Claim::ContestedCampaign,
         Claim::StaleAccept,
         Claim::CrashBeforeSync,
+        Claim::GapsReported,
     ];
 
     /// The claim's name, exactly as the runner prints it.
@@ -59,13 +61,14 @@ impl Claim {
             }
             Claim::StaleAccept => "contested: an Accept in flight from a deposed leader is never accepted above a higher durable promise",
             Claim::CrashBeforeSync => "contested: a crash between a round's write and its sync takes back no vote that left the machine",
+            Claim::GapsReported => "a reader reports every skipped position as a gap",
         }
     }
 
     /// True for claims a sweep of at least [`MUST_REACH_SEEDS_MIN`] seeds must reach.
     #[must_use]
     pub fn must_reach(self) -> bool {
-        matches!(self, Claim::VoterTrimJump | Claim::ReplicaTrimJump | Claim::ReadBelowTrimRefused) || self.reach_share_min().is_some()
+        matches!(self, Claim::VoterTrimJump | Claim::ReplicaTrimJump | Claim::ReadBelowTrimRefused | Claim::GapsReported) || self.reach_share_min().is_some()
     }
 
     /// The share of seeds a sweep must reach this claim in (the contested schedules), if any.

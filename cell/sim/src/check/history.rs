@@ -14,7 +14,7 @@ use paros_core::{CallAnswer, Consistency, JournalKey, LeaderUuid, NodeId, ReadAn
 use serde_json::{Value, json};
 
 /// The format name the header line carries; bumped when a line changes shape.
-pub const FORMAT: &str = "paros-sim-history/2";
+pub const FORMAT: &str = "paros-sim-history/3";
 
 /// What a client asked.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -81,6 +81,27 @@ impl Probe {
     }
 }
 
+/// What a cursor reader told its application a read's answer meant (docs/sim-history.md).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ReadReport {
+    /// The records at `[from, from + count)` were delivered; the cursor moved past them.
+    Records { from: u64, count: u64 },
+    /// Positions `[from, resumed_at)` were reported gone; the cursor resumed at `resumed_at`.
+    Gap { from: u64, resumed_at: u64 },
+    /// Nothing was reported and the cursor stayed (unserved, no answer, or an answer refused).
+    Nothing,
+}
+
+impl ReadReport {
+    fn to_json(self) -> Value {
+        match self {
+            ReadReport::Records { from, count } => json!({ "records": { "from": from, "count": count } }),
+            ReadReport::Gap { from, resumed_at } => json!({ "gap": { "from": from, "resumed_at": resumed_at } }),
+            ReadReport::Nothing => json!("nothing"),
+        }
+    }
+}
+
 /// One call in a journal's history.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct HistoryOp {
@@ -102,6 +123,8 @@ pub struct HistoryOp {
     pub server: Option<NodeId>,
     /// Set when the call is one of the workload's deliberate odd inputs.
     pub probe: Option<Probe>,
+    /// Set on every read a cursor reader sent: what it reported of the answer.
+    pub report: Option<ReadReport>,
 }
 
 impl HistoryOp {
@@ -136,6 +159,7 @@ impl HistoryOp {
             "to": self.to.to_string(),
             "server": self.server.map(|n| n.to_string()),
             "probe": self.probe.map(Probe::name),
+            "report": self.report.map_or(Value::Null, ReadReport::to_json),
         })
     }
 

@@ -2,11 +2,12 @@
 //! the linearizability checker.
 
 pub mod claims;
+pub mod gaps;
 pub mod history;
 pub mod linearizability;
 pub mod model;
 
 pub use claims::{Claim, Claims, Count, MUST_REACH_SEEDS_MIN};
-pub use history::{HistoryHeader, HistoryOp, JournalHeader, OpInput, OpOutput, Probe, ProbeCounts};
+pub use history::{HistoryHeader, HistoryOp, JournalHeader, OpInput, OpOutput, Probe, ProbeCounts, ReadReport};
 pub use linearizability::Verdict;
 pub use model::{JournalModel, PageBounds};

@@ -1,22 +1,30 @@
-//! The workload's clients: a stand-in for `paros-client`'s `Writer` and `Reader` until that crate
-//! exists (then this module is replaced by thin drivers over it; the world only sees the types
-//! below).
+//! The workload's clients: thin drivers over `paros-client`'s sans-IO machines (the library the
+//! cell's users run). A writer is a [`paros_client::WriterCore`] whose every call is carried by a
+//! [`paros_client::CallPolicy`] (retries, redirects, backoff and the settling of ambiguous calls
+//! are the library's); a checkpointing writer also folds its journal with a
+//! [`paros_client::Folder`] and checkpoints it with a [`paros_client::Checkpointer`]; a reader is a
+//! [`paros_client::ReaderCursor`] feeding a `Folder`. The prober (adversarial reads) is the
+//! workload's own.
 //!
-//! Clients are sans-IO like the core: the world wakes them and hands them replies; they answer
+//! Clients are sans-IO like the core: the world wakes them (the time) and hands them replies (a
+//! reply that never comes is [`Reply::TimedOut`] after the world's call timeout); they answer
 //! with requests to send (through [`ClientIo`]) and with what they learned, for the audit.
 
+mod call;
 mod prober;
 mod reader;
+mod state;
 mod writer;
 
 pub use prober::{Prober, ProberParams};
 pub use reader::{Reader, ReaderParams};
-pub use writer::{Writer, WriterParams};
+pub use state::Chain;
+pub use writer::{CheckpointParams, Writer, WriterParams};
 
 use bytes::Bytes;
 use paros_core::{Call, CallAnswer, NodeId, ReadAnswer, ReadRequest};
 
-use crate::check::Probe;
+use crate::check::{Probe, ReadReport};
 
 /// A request a client sends to one machine.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -49,10 +57,22 @@ pub struct Outgoing {
 pub enum ClientEvent {
     /// A write was acknowledged (`Accepted` or `Duplicate`): `records` hold `[seq, seq + len)`.
     Acked { seq: u64, records: Vec<Bytes> },
-    /// The client folded `record` at `seq` into its hash chain, which started at `origin`.
-    Folded { seq: u64, record: Bytes, origin: u64, chain: u64 },
+    /// A page handed the client `record` at `seq` (a reader, or a checkpointing writer catching
+    /// up).
+    Delivered { seq: u64, record: Bytes },
+    /// The application record at `seq` was applied: the folded state's chain after it (every
+    /// folded state covers the whole journal below `seq`, restored from a run or not).
+    Folded { seq: u64, chain: u64 },
+    /// A complete run opened at `begin` was compared with the client's own whole state.
+    RunChecked { begin: u64, agreed: bool },
+    /// The client's state was replaced by the run opened at `begin`.
+    Restored { begin: u64 },
     /// The journal was truncated past the cursor: positions `[from, resumed_at)` were skipped.
     Gap { from: u64, resumed_at: u64 },
+    /// The library refused an answer as contradicting its request or itself.
+    Refused { why: String },
+    /// What a cursor reader reported of the reply just handed to it (recorded on its line).
+    Reported(ReadReport),
 }
 
 /// What the world tells a client when it wakes it.
@@ -122,8 +142,8 @@ pub fn chain_step(chain: u64, seq: u64, record: &[u8]) -> u64 {
     h
 }
 
-/// The chain a client starts at `origin` with (after a gap, or at the start of the journal).
+/// The chain of an empty journal.
 #[must_use]
-pub fn chain_origin(origin: u64) -> u64 {
-    chain_step(0x0123_4567_89ab_cdef, origin, b"origin")
+pub fn chain_origin() -> u64 {
+    chain_step(0x0123_4567_89ab_cdef, 0, b"origin")
 }

@@ -7,6 +7,8 @@ use bytes::Bytes;
 use paros_core::journal::{JournalState, Outcome};
 use paros_core::{Applied, Ballot, Durable, JournalKey, Message, NodeId, ReadAnswer, Slot, WriteOp};
 
+use paros_client::run::{self, RunRecord};
+
 use crate::check::{Claim, Claims};
 use crate::client::{ClientEvent, record_position};
 use crate::host::{JournalProbe, MachineRole};
@@ -44,8 +46,8 @@ pub struct Audit {
     pub acked: BTreeMap<(JournalKey, u64), Bytes>,
     /// The record any client folded at a position.
     seen: BTreeMap<(JournalKey, u64), Bytes>,
-    /// Chain state after folding (journal, chain origin, position).
-    folds: BTreeMap<(JournalKey, u64, u64), u64>,
+    /// The chain any client's whole state had after applying (journal, position).
+    folds: BTreeMap<(JournalKey, u64), u64>,
     /// Each candidate's campaign: its ballot and, per slot, the values remote Promises reported
     /// while it was still campaigning (ballot `None`: reported chosen).
     campaigns: BTreeMap<(NodeId, JournalKey), (Ballot, Campaign)>,
@@ -363,12 +365,12 @@ impl Audit {
                     }
                 }
             }
-            ClientEvent::Folded { seq, record, origin, chain } => {
+            ClientEvent::Delivered { seq, record } => {
                 self.check_position(key, *seq, record, client);
                 if let Some(a) = self.acked.get(&(key, *seq)) {
                     let same = a == record;
                     self.claims.check(Claim::AckedNeverLost, same, || {
-                        format!("{key:?} seq{seq}: {client} folded {record:?} where {a:?} was acknowledged")
+                        format!("{key:?} seq{seq}: {client} was handed {record:?} where {a:?} was acknowledged")
                     });
                     if same {
                         self.claims.reach(Claim::AckedNeverLost);
@@ -378,27 +380,39 @@ impl Audit {
                     Some(s) => {
                         let same = s == record;
                         self.claims.check(Claim::SameFold, same, || {
-                            format!("{key:?} seq{seq}: {client} folded {record:?}, another client folded {s:?}")
+                            format!("{key:?} seq{seq}: {client} was handed {record:?}, another client {s:?}")
                         });
                     }
                     None => {
                         self.seen.insert((key, *seq), record.clone());
                     }
                 }
-                match self.folds.get(&(key, *origin, *seq)) {
-                    Some(c) => {
-                        let same = c == chain;
-                        self.claims.check(Claim::SameFold, same, || {
-                            format!("{key:?} seq{seq}: {client}'s chain from seq{origin} is {chain:x}, another's is {c:x}")
-                        });
-                        if same {
-                            self.claims.reach(Claim::SameFold);
-                        }
-                    }
-                    None => {
-                        self.folds.insert((key, *origin, *seq), *chain);
+            }
+            ClientEvent::Folded { seq, chain } => match self.folds.get(&(key, *seq)) {
+                Some(c) => {
+                    let same = c == chain;
+                    self.claims.check(Claim::SameFold, same, || {
+                        format!("{key:?} seq{seq}: {client}'s chain is {chain:x}, another's is {c:x}")
+                    });
+                    if same {
+                        self.claims.reach(Claim::SameFold);
                     }
                 }
+                None => {
+                    self.folds.insert((key, *seq), *chain);
+                }
+            },
+            ClientEvent::RunChecked { begin, agreed } => {
+                self.claims.check(Claim::SameFold, *agreed, || {
+                    format!("{key:?}: the run at seq{begin} differs from {client}'s own state folded to it")
+                });
+                if *agreed {
+                    self.claims.reach(Claim::SameFold);
+                }
+            }
+            ClientEvent::Restored { .. } | ClientEvent::Reported(_) => {}
+            ClientEvent::Refused { why } => {
+                self.claims.check(Claim::ReadBelowTrimRefused, false, || format!("{key:?}: {client} refused an answer: {why}"));
             }
             ClientEvent::Gap { from, resumed_at } => {
                 let ahead = resumed_at > from;
@@ -410,7 +424,15 @@ impl Audit {
     }
 
     fn check_position(&mut self, key: JournalKey, pos: u64, record: &Bytes, client: &str) {
-        let written_for = record_position(record);
+        // A run record names no position, except `Begin`, which sits at the one it covers up to.
+        let written_for = if run::is_run_record(record) {
+            match RunRecord::decode(record) {
+                Ok(RunRecord::Begin { covers_up_to }) => Some(covers_up_to.0),
+                _ => Some(pos),
+            }
+        } else {
+            record_position(record)
+        };
         self.claims.check(Claim::AckedNeverLost, written_for == Some(pos), || {
             format!("{key:?} seq{pos}: {client} saw {record:?}, which no writer wrote for that position")
         });

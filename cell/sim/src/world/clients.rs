@@ -16,6 +16,7 @@ impl<H: Host> World<H> {
             .filter(|c| c.journal == journal)
             .filter_map(|c| match &c.kind {
                 ClientKind::Reader(r) if r.folding() => Some(r.cursor()),
+                ClientKind::Writer(w) => w.folding_at(),
                 _ => None,
             })
             .min()
@@ -57,10 +58,16 @@ impl<H: Host> World<H> {
         let key = self.journals[self.clients[c].journal].0;
         for ev in &io.events {
             let name = &self.clients[c].name;
-            if let ClientEvent::Gap { from, resumed_at } = ev {
-                self.trace.event(self.now, "gap", &[*from, *resumed_at], || {
-                    format!("{name} skipped seq{from}..seq{resumed_at}: truncated past its cursor")
-                });
+            match ev {
+                ClientEvent::Gap { from, resumed_at } => {
+                    self.trace.event(self.now, "gap", &[*from, *resumed_at], || {
+                        format!("{name} skipped seq{from}..seq{resumed_at}: truncated past its cursor")
+                    });
+                }
+                ClientEvent::Restored { begin } => {
+                    self.trace.event(self.now, "restored", &[*begin], || format!("{name} restored from the run at seq{begin}"));
+                }
+                _ => {}
             }
             self.audit.on_client(key, name, ev);
         }
@@ -96,6 +103,7 @@ impl<H: Host> World<H> {
             to,
             server: None,
             probe,
+            report: None,
         });
         self.requests.insert(req, Outstanding { client: c, token, history: self.history.len() - 1 });
         let name = &self.clients[c].name;
@@ -163,6 +171,11 @@ impl<H: Host> World<H> {
             ClientKind::Writer(w) => w.on_reply(now, o.token, from, reply, &mut io),
             ClientKind::Reader(r) => r.on_reply(now, o.token, reply, &mut io),
             ClientKind::Prober(p) => p.on_reply(o.token, &reply),
+        }
+        for ev in &io.events {
+            if let ClientEvent::Reported(report) = ev {
+                self.history[o.history].report = Some(*report);
+            }
         }
         self.flush_client(c, io);
         if let Some(first) = trimmed {

@@ -7,6 +7,7 @@ use paros_core::journal::Outcome;
 use paros_core::{JournalKey, Slot};
 
 use super::{RunReport, World};
+use crate::check::gaps;
 use crate::check::linearizability::{self, Verdict};
 use crate::check::{Claim, HistoryOp, PageBounds, ProbeCounts};
 use crate::host::{Host, MachineRole};
@@ -137,6 +138,16 @@ impl<H: Host> World<H> {
         let mut by_journal: BTreeMap<JournalKey, Vec<HistoryOp>> = BTreeMap::new();
         for op in &self.history {
             by_journal.entry(op.journal).or_default().push(op.clone());
+        }
+        let gaps = gaps::check(&self.history);
+        for _ in 0..gaps.checked.saturating_sub(gaps.violations.len() as u64) {
+            self.audit.claims.check(Claim::GapsReported, true, String::new);
+        }
+        for v in gaps.violations {
+            self.audit.claims.check(Claim::GapsReported, false, || v);
+        }
+        for _ in 0..gaps.gaps_crossed {
+            self.audit.claims.reach(Claim::GapsReported);
         }
         let (mut checked, mut exhausted) = (0, 0);
         for (key, ops) in by_journal {

@@ -226,7 +226,7 @@ impl<H: Host> World<H> {
             let config = &journals[wl.journal].1;
             let start = rng.between(0, 500 * MS);
             clients.push(Client {
-                kind: ClientKind::Writer(Box::new(Writer::new(format!("w{w}"), config.voters.clone(), rng.fork(), wl.writer, start))),
+                kind: ClientKind::Writer(Box::new(Writer::new(format!("w{w}"), config.voters.clone(), rng.fork(), wl.writer, params.tick_ns, start))),
                 journal: wl.journal,
                 name: format!("w{w}"),
                 next_token: 0,
@@ -236,7 +236,7 @@ impl<H: Host> World<H> {
                 let name = format!("r{w}.{r}");
                 let start = rng.between(0, 500 * MS);
                 clients.push(Client {
-                    kind: ClientKind::Reader(Reader::new(name.clone(), servers, rng.fork(), *rp, start)),
+                    kind: ClientKind::Reader(Reader::new(name.clone(), servers, rng.fork(), *rp, params.tick_ns, start)),
                     journal: wl.journal,
                     name,
                     next_token: 0,

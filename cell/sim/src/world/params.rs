@@ -1,8 +1,11 @@
 //! Everything a seed decides about a world before it runs: its shape, its faults, its clients.
 
+use std::time::Duration;
+
+use paros_client::{CheckpointerConfig, ClientConfig};
 use paros_core::Tunables;
 
-use crate::client::{ProberParams, ReaderParams, WriterParams};
+use crate::client::{CheckpointParams, ProberParams, ReaderParams, WriterParams};
 use crate::rng::SimRng;
 
 const MS: u64 = 1_000_000;
@@ -180,7 +183,35 @@ impl Params {
     }
 }
 
+/// The bounds of a client's calls: a dozen attempts, a backoff of a few ms doubling to at most
+/// tens of ms (within the progress audit's retry window), a deadline of seconds.
+fn draw_call_config(side: &mut SimRng) -> ClientConfig {
+    ClientConfig {
+        attempts_max: 12,
+        redirects_max: 8,
+        backoff_base: Duration::from_millis(2),
+        backoff_max: Duration::from_millis(side.between(10, 25)),
+        deadline: Duration::from_secs(side.between(6, 12)),
+        ..ClientConfig::default()
+    }
+}
+
+/// Half the writers are checkpointers: they fold their journal, append a run when it is due
+/// and truncate to its `Begin`.
+fn draw_checkpoint(side: &mut SimRng) -> Option<CheckpointParams> {
+    side.chance(500_000).then(|| CheckpointParams {
+        config: CheckpointerConfig {
+            factor: side.between(2, 30),
+            interval_records: side.between(8, 80),
+            chunk_bytes: side.between(3, 20) as usize,
+        },
+        run_batch_max: side.between(1, 4),
+    })
+}
+
 fn draw_writer(rng: &mut SimRng) -> WriterParams {
+    // Knobs of the library's clients draw from a side stream: the world's older draws stay.
+    let mut side = rng.side(0x6c69_6272_6172_7977);
     WriterParams {
         pipeline: rng.between(1, 4) as usize,
         batch_records_max: rng.between(1, 5),
@@ -189,11 +220,13 @@ fn draw_writer(rng: &mut SimRng) -> WriterParams {
         term_batches: (20, rng.between(50, 400)),
         abandon_ppm: rng.between(0, 10_000),
         truncate_gap_ns: (rng.between(200, 500) * MS, rng.between(600, 2000) * MS),
-        attempts_max: 12,
+        claims_max: 12,
         idle_ns: (50 * MS, S),
         changed_bytes_ppm: draw_probe_ppm(rng),
         moved_batch_ppm: draw_probe_ppm(rng),
         past_tail_ppm: draw_probe_ppm(rng),
+        call: draw_call_config(&mut side),
+        checkpoint: draw_checkpoint(&mut side),
     }
 }
 
@@ -216,6 +249,7 @@ fn draw_prober(rng: &mut SimRng) -> Option<ProberParams> {
 }
 
 fn draw_reader(rng: &mut SimRng) -> ReaderParams {
+    let mut side = rng.side(0x6c69_6272_6172_7972);
     ReaderParams {
         linearizable_pct: rng.between(40, 100),
         limit_max: rng.between(1, 16) as u32,
@@ -223,5 +257,7 @@ fn draw_reader(rng: &mut SimRng) -> ReaderParams {
         poll_gap_ns: (5 * MS, 50 * MS),
         pause_ppm: rng.between(0, 20_000),
         pause_ns: (500 * MS, 5 * S),
+        bytes_max: side.between(16, 4096) as u32,
+        backoff: draw_call_config(&mut side),
     }
 }
