@@ -167,6 +167,15 @@ impl EmbeddedCell {
     /// # Errors
     /// As [`open`](Self::open).
     pub async fn open_with(dir: &Path, members: usize) -> Result<EmbeddedCell, CellError> {
+        Self::open_configured(dir, members, CoordinatorLoopConfig::default()).await
+    }
+
+    /// As [`open_with`](Self::open_with), with the registry coordinator's configuration (its
+    /// checkpoint policy, its bounds).
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub async fn open_configured(dir: &Path, members: usize, coordinator: CoordinatorLoopConfig) -> Result<EmbeddedCell, CellError> {
         std::fs::create_dir_all(dir).map_err(|e| CellError::Dir(dir.into(), e))?;
         let manifest_path = dir.join("cell.json");
         let (manifest, fresh) = match std::fs::read(&manifest_path) {
@@ -210,7 +219,7 @@ impl EmbeddedCell {
             followers.push(progress);
             follower_tasks.push(task);
         }
-        let (coordinator, coordinator_task) = spawn_coordinator(client.clone(), registry, CoordinatorLoopConfig::default(), random_u64());
+        let (coordinator, coordinator_task) = spawn_coordinator(client.clone(), registry, coordinator, random_u64());
         Ok(EmbeddedCell { bus, manifest, nodes, client, coordinator, coordinator_task, followers, follower_tasks })
     }
 
@@ -286,5 +295,142 @@ impl EmbeddedCell {
             self.bus.unregister(*n);
         }
         self.nodes.into_iter().map(NodeHandle::stop).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The embedded cell's registry end to end: formation, journals that follow the registry,
+    //! checkpoint-and-truncate across restarts, and a coordinator fenced by its successor.
+
+    use super::*;
+    use paros_client::{CheckpointerConfig, WriterConfig};
+    use paros_registry::{Command, JournalName, Quotas, TenantName};
+
+    async fn formed(dir: &Path, coordinator: CoordinatorLoopConfig) -> EmbeddedCell {
+        let cell = EmbeddedCell::open_configured(dir, EMBEDDED_MEMBERS, coordinator).await.expect("opens");
+        cell.init().await.expect("forms");
+        cell
+    }
+
+    async fn sign_up(cell: &EmbeddedCell, name: &str, journals_max: u32) -> TenantId {
+        let quotas = Quotas { journals_max, ..Quotas::default() };
+        let op = Op::Command(Command::SignUp { tenant: TenantId(random_u64()), name: TenantName::new(name).unwrap(), quotas });
+        match cell.request(op).await.expect("signs up") {
+            paros_registry::Accepted::SignedUp { tenant } => tenant,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn create(tenant: TenantId, name: &str) -> Op {
+        Op::CreateJournal { tenant, journal: JournalId(random_u64()), name: JournalName::new(name).unwrap(), mode: WriterMode::Single }
+    }
+
+    fn small_checkpoints() -> CoordinatorLoopConfig {
+        let mut c = CoordinatorLoopConfig::default();
+        c.coordinator.checkpoint = CheckpointerConfig { factor: 4, interval_records: 24, chunk_bytes: 256 };
+        c
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_second_init_is_refused_and_the_directory_names_the_founders() {
+        let dir = tempfile::tempdir().unwrap();
+        let cell = formed(dir.path(), CoordinatorLoopConfig::default()).await;
+        assert!(matches!(cell.init().await, Err(CellError::AlreadyFormed(c)) if c.0 == cell.manifest.cell));
+        let d = cell.wait_followers(Duration::from_secs(20), |d| d.cell().is_some()).await.unwrap();
+        assert_eq!(d.cell().unwrap().members, cell.manifest.nodes);
+        let _ = cell.stop();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn journals_exist_because_the_registry_says_so_and_a_deleted_one_leaves_every_node() {
+        let dir = tempfile::tempdir().unwrap();
+        let cell = formed(dir.path(), CoordinatorLoopConfig::default()).await;
+        let tenant = sign_up(&cell, "acme", 10).await;
+        let paros_registry::Accepted::JournalCreated { .. } = cell.request(create(tenant, "orders")).await.unwrap() else { panic!() };
+        let name = JournalName::new("orders").unwrap();
+        let d = cell.wait_followers(Duration::from_secs(20), |d| d.journal_by_name(tenant, &name).is_some()).await.unwrap();
+        let key = d.journal_by_name(tenant, &name).unwrap().key;
+        // Every voter hosts it now: a writer claims it and writes.
+        let mut w = paros_client::Writer::new(cell.client.clone(), key, WriterConfig::default(), 5).unwrap();
+        w.claim().await.expect("claims");
+        let written = w.write(vec![bytes::Bytes::from_static(b"first")]).await.expect("writes");
+        assert_eq!(written.seq, paros_core::Seq(0));
+        // A taken name is refused by the fold, in place.
+        assert!(matches!(cell.request(create(tenant, "orders")).await, Err(CellError::Refused(_))));
+
+        cell.request(Op::Command(Command::DeleteJournal { tenant, name: name.clone() })).await.expect("deletes");
+        cell.wait_followers(Duration::from_secs(20), |d| d.journal_by_name(tenant, &name).is_none()).await.unwrap();
+        let registry = cell.registry();
+        // The follower removes it right after folding the delete; give the rounds a moment.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let hosts = cell.stop();
+        for h in &hosts {
+            assert!(h.voter(&key).is_none(), "{:?} no longer hosts the deleted journal", h.id());
+            assert!(h.voter(&registry).is_some(), "the registry journal stays");
+        }
+        drop(hosts);
+        for i in 0..EMBEDDED_MEMBERS {
+            let store = FjallStore::open(&dir.path().join(format!("node-{i}"))).unwrap();
+            let stored: Vec<JournalKey> = paros_node::ports::LogStore::load(&store).unwrap().into_iter().map(|j| j.key).collect();
+            assert_eq!(stored, vec![registry], "node {i}'s store holds nothing of the deleted journal");
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_registry_truncated_many_times_serves_the_same_directory_after_every_node_restarts() {
+        let dir = tempfile::tempdir().unwrap();
+        let cell = formed(dir.path(), small_checkpoints()).await;
+        let tenant = sign_up(&cell, "churn", 1000).await;
+        for i in 0..120 {
+            cell.request(create(tenant, &format!("j{i}"))).await.expect("creates");
+            if i % 3 == 0 {
+                let name = JournalName::new(format!("j{i}")).unwrap();
+                cell.request(Op::Command(Command::DeleteJournal { tenant, name })).await.expect("deletes");
+            }
+        }
+        let live = |d: &Directory| d.journals_of(tenant).count() == 80;
+        let before = cell.wait_followers(Duration::from_secs(30), live).await.unwrap();
+        let view = match paros_client::JournalService::inspect(cell.client.service(), &cell.registry(), paros_client::Route::default()).await {
+            paros_client::ReadAnswer::Page { view, .. } | paros_client::ReadAnswer::Truncated { view } => view,
+            other => panic!("{other:?}"),
+        };
+        assert!(view.first_seq.0 > 100, "the registry was truncated many times: first_seq {:?}", view.first_seq);
+        let state = paros_client::Checkpointable::checkpoint(&*before).len() as u64;
+        let retained: u64 = crate::bench::read_all(&cell.client, cell.registry()).await.unwrap().values().map(|r| r.len() as u64).sum();
+        // One run (the state, in chunks, with Begin/End) plus what came after it: under 4 ×
+        // state by the factor rule, or 24 records by the interval rule, whichever came first.
+        let bound = 4 * state + (state + 1024) + 24 * 512;
+        assert!(retained <= bound, "retained {retained} bytes for a state of {state} bytes (bound {bound})");
+        let _ = cell.stop();
+
+        // Every node restarts: followers and the coordinator fold from the floor, restoring
+        // from the checkpoint there.
+        let cell = EmbeddedCell::open_configured(dir.path(), EMBEDDED_MEMBERS, small_checkpoints()).await.unwrap();
+        let after = cell.wait_followers(Duration::from_secs(30), live).await.unwrap();
+        assert_eq!(*after, *before, "the same directory, from the checkpoint");
+        // The coordinator serves requests on the restored directory.
+        cell.request(create(tenant, "after-restart")).await.expect("creates after the restart");
+        let _ = cell.stop();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_coordinator_is_fenced_by_its_successor() {
+        let dir = tempfile::tempdir().unwrap();
+        let cell = formed(dir.path(), CoordinatorLoopConfig::default()).await;
+        let first = cell.request_handle();
+        let (successor, _task) = spawn_coordinator(cell.client.clone(), cell.registry(), CoordinatorLoopConfig::default(), 99);
+        let successor = RegistryClient { coordinator: successor };
+        let tenant = match successor.request(Op::Command(Command::SignUp { tenant: TenantId(7), name: TenantName::new("late").unwrap(), quotas: Quotas::default() })).await {
+            Ok(paros_registry::Accepted::SignedUp { tenant }) => tenant,
+            other => panic!("the successor serves: {other:?}"),
+        };
+        assert_eq!(tenant, TenantId(7));
+        // The first coordinator's next write is refused by the successor's fence.
+        let answer = first.request(Op::Command(Command::SignUp { tenant: TenantId(8), name: TenantName::new("early").unwrap(), quotas: Quotas::default() })).await;
+        assert!(matches!(answer, Err(CellError::CoordinatorGone | CellError::Undecided(Answer::NotCoordinator))), "{answer:?}");
+        let d = cell.wait_followers(Duration::from_secs(20), |d| d.tenant(TenantId(7)).is_some()).await.unwrap();
+        assert!(d.tenant(TenantId(8)).is_none(), "nothing the fenced coordinator sent took effect");
+        let _ = cell.stop();
     }
 }
