@@ -145,9 +145,6 @@ pub async fn bench_journals(cell: &EmbeddedCell, journals: usize, create: bool) 
     while let Some(done) = pending.join_next().await {
         done.map_err(|e| BenchError::Registry(e.to_string()))??;
     }
-    if std::env::var_os("PAROS_BENCH_DEBUG").is_some() {
-        eprintln!("registry answered {created} creates in {:?}", started.elapsed());
-    }
     let all = |d: &Directory| (0..journals).all(|i| d.journal_by_name(tenant, &journal_name(i)).is_some());
     let dir = cell.wait_followers(PLACEMENT_TIMEOUT, all).await.map_err(registry)?;
     let placement = started.elapsed();
