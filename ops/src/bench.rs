@@ -95,7 +95,7 @@ struct JournalWriter {
 const BENCH_TENANT: &str = "bench";
 
 fn journal_name(i: usize) -> JournalName {
-    JournalName::new(format!("j{i}")).expect("a valid journal name")
+    JournalName::parse(&format!("j{i}")).expect("a valid journal name")
 }
 
 /// Requests to the registry in flight at once while creating journals (below the
@@ -113,7 +113,7 @@ pub async fn bench_journals(cell: &EmbeddedCell, journals: usize, create: bool) 
         Ok(_) | Err(CellError::AlreadyFormed(_)) => {}
         Err(e) => return Err(registry(e)),
     }
-    let name = TenantName::new(BENCH_TENANT).expect("a valid tenant name");
+    let name = TenantName::parse(BENCH_TENANT).expect("a valid tenant name");
     let dir = cell.wait_followers(PLACEMENT_TIMEOUT, |d| d.cell().is_some()).await.map_err(registry)?;
     let tenant = match dir.tenant_by_name(&name) {
         Some(t) => t.id,

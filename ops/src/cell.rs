@@ -315,7 +315,7 @@ mod tests {
 
     async fn sign_up(cell: &EmbeddedCell, name: &str, journals_max: u32) -> TenantId {
         let quotas = Quotas { journals_max, ..Quotas::default() };
-        let op = Op::Command(Command::SignUp { tenant: TenantId(random_u64()), name: TenantName::new(name).unwrap(), quotas });
+        let op = Op::Command(Command::SignUp { tenant: TenantId(random_u64()), name: TenantName::parse(name).unwrap(), quotas });
         match cell.request(op).await.expect("signs up") {
             paros_registry::Accepted::SignedUp { tenant } => tenant,
             other => panic!("{other:?}"),
@@ -323,7 +323,7 @@ mod tests {
     }
 
     fn create(tenant: TenantId, name: &str) -> Op {
-        Op::CreateJournal { tenant, journal: JournalId(random_u64()), name: JournalName::new(name).unwrap(), mode: WriterMode::Single }
+        Op::CreateJournal { tenant, journal: JournalId(random_u64()), name: JournalName::parse(name).unwrap(), mode: WriterMode::Single }
     }
 
     fn small_checkpoints() -> CoordinatorLoopConfig {
@@ -348,7 +348,7 @@ mod tests {
         let cell = formed(dir.path(), CoordinatorLoopConfig::default()).await;
         let tenant = sign_up(&cell, "acme", 10).await;
         let paros_registry::Accepted::JournalCreated { .. } = cell.request(create(tenant, "orders")).await.unwrap() else { panic!() };
-        let name = JournalName::new("orders").unwrap();
+        let name = JournalName::parse("orders").unwrap();
         let d = cell.wait_followers(Duration::from_secs(20), |d| d.journal_by_name(tenant, &name).is_some()).await.unwrap();
         let key = d.journal_by_name(tenant, &name).unwrap().key;
         // Every voter hosts it now: a writer claims it and writes.
@@ -385,7 +385,7 @@ mod tests {
         for i in 0..120 {
             cell.request(create(tenant, &format!("j{i}"))).await.expect("creates");
             if i % 3 == 0 {
-                let name = JournalName::new(format!("j{i}")).unwrap();
+                let name = JournalName::parse(&format!("j{i}")).unwrap();
                 cell.request(Op::Command(Command::DeleteJournal { tenant, name })).await.expect("deletes");
             }
         }
@@ -421,13 +421,13 @@ mod tests {
         let first = cell.request_handle();
         let (successor, _task) = spawn_coordinator(cell.client.clone(), cell.registry(), CoordinatorLoopConfig::default(), 99);
         let successor = RegistryClient { coordinator: successor };
-        let tenant = match successor.request(Op::Command(Command::SignUp { tenant: TenantId(7), name: TenantName::new("late").unwrap(), quotas: Quotas::default() })).await {
+        let tenant = match successor.request(Op::Command(Command::SignUp { tenant: TenantId(7), name: TenantName::parse("late").unwrap(), quotas: Quotas::default() })).await {
             Ok(paros_registry::Accepted::SignedUp { tenant }) => tenant,
             other => panic!("the successor serves: {other:?}"),
         };
         assert_eq!(tenant, TenantId(7));
         // The first coordinator's next write is refused by the successor's fence.
-        let answer = first.request(Op::Command(Command::SignUp { tenant: TenantId(8), name: TenantName::new("early").unwrap(), quotas: Quotas::default() })).await;
+        let answer = first.request(Op::Command(Command::SignUp { tenant: TenantId(8), name: TenantName::parse("early").unwrap(), quotas: Quotas::default() })).await;
         assert!(matches!(answer, Err(CellError::CoordinatorGone | CellError::Undecided(Answer::NotCoordinator))), "{answer:?}");
         let d = cell.wait_followers(Duration::from_secs(20), |d| d.tenant(TenantId(7)).is_some()).await.unwrap();
         assert!(d.tenant(TenantId(8)).is_none(), "nothing the fenced coordinator sent took effect");

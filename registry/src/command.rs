@@ -281,7 +281,7 @@ mod tests {
             id: RequestId(7),
             command: Command::SignUp {
                 tenant: TenantId(9),
-                name: TenantName::new("acme").expect("a valid name"),
+                name: TenantName::parse("acme").expect("a valid name"),
                 quotas: Quotas::default(),
             },
         }

@@ -137,17 +137,10 @@ macro_rules! name_type {
     };
 }
 
-name_type!(
-    /// A tenant's name, API.md's `^[a-z0-9][a-z0-9-]{0,62}$`; unique in the cell.
-    TenantName,
-    Grammar { kind: "tenant name", max: 63, first: lower_digit, rest: lower_digit_dash }
-);
-name_type!(
-    /// A journal's name, API.md's `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`; unique among the live
-    /// journals of its tenant.
-    JournalName,
-    Grammar { kind: "journal name", max: 128, first: alnum, rest: alnum_dot_dash_underscore }
-);
+// Tenant and journal names are the public contract's: paros-api's types, validated once for
+// every crate (re-exported from this crate's root).
+pub use paros_api::{JournalName, TenantName};
+
 name_type!(
     /// A signing key's id (the JWT `kid`), `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`; unique in the
     /// cell and never reused, even once retired, so a token can never be checked against a
@@ -176,48 +169,6 @@ name_type!(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tenant_names_follow_the_api_grammar() {
-        assert!(
-            TenantName::new("acme").is_ok(),
-            "plain lowercase is a tenant name"
-        );
-        assert!(
-            TenantName::new("a-1").is_ok(),
-            "dashes and digits after the first"
-        );
-        assert!(TenantName::new("-a").is_err(), "a dash may not lead");
-        assert!(TenantName::new("Acme").is_err(), "uppercase is refused");
-        assert!(
-            TenantName::new("a".repeat(63)).is_ok(),
-            "63 bytes is the longest"
-        );
-        assert!(
-            TenantName::new("a".repeat(64)).is_err(),
-            "64 bytes is too long"
-        );
-        assert!(TenantName::new("").is_err(), "empty is refused");
-    }
-
-    #[test]
-    fn journal_names_follow_the_api_grammar() {
-        assert!(
-            JournalName::new("Orders.v2_x-y").is_ok(),
-            "the full charset"
-        );
-        assert!(JournalName::new(".x").is_err(), "a dot may not lead");
-        assert!(JournalName::new("a/b").is_err(), "a slash is refused");
-        assert!(JournalName::new("é").is_err(), "non-ASCII is refused");
-        assert!(
-            JournalName::new("a".repeat(128)).is_ok(),
-            "128 bytes is the longest"
-        );
-        assert!(
-            JournalName::new("a".repeat(129)).is_err(),
-            "129 bytes is too long"
-        );
-    }
 
     #[test]
     fn decoding_checks_the_grammar() {

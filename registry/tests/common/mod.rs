@@ -14,11 +14,11 @@ use paros_registry::{
 };
 
 pub fn tenant_name(s: &str) -> TenantName {
-    TenantName::new(s).expect("a valid tenant name")
+    TenantName::parse(s).expect("a valid tenant name")
 }
 
 pub fn journal_name(s: &str) -> JournalName {
-    JournalName::new(s).expect("a valid journal name")
+    JournalName::parse(s).expect("a valid journal name")
 }
 
 pub fn zone(s: &str) -> Zone {
