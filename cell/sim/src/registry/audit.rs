@@ -103,8 +103,6 @@ impl RegistryAudit {
         f.retained_records_max = f.retained_records_max.max(next.saturating_sub(first));
         let bytes: u64 = self.records.range(first..next).map(|(_, r)| r.len() as u64).sum();
         f.retained_bytes_max = f.retained_bytes_max.max(bytes);
-        // Positions below the floor are never read again.
-        self.records = self.records.split_off(&first);
     }
 
     /// `reader`'s folder is at `next` (whole or not), holding `directory`.

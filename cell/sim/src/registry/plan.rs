@@ -163,8 +163,8 @@ impl Plan {
             voters: 3,
             batch_records_max: 8,
             batch_bytes_max: 4096,
-            checkpoint: CheckpointerConfig { factor: 2, interval_records: 12, chunk_bytes: 512 },
-            checkpoint_interval: Some(2_000),
+            checkpoint: CheckpointerConfig { factor: 1, interval_records: 6, chunk_bytes: 512 },
+            checkpoint_interval: Some(1_000),
         };
         Plan { key, config, founding, replicas: replicas.to_vec(), script, scratch, coordinator }
     }
