@@ -2,12 +2,16 @@
 //! a crash loses whatever was not synced, and a failed sync is unknown (the batch may or may not
 //! have reached the platter) and stops the process.
 //!
-//! The surface mirrors the node host's `LogStore` port (`write` one atomic batch of many
-//! journals, `sync` once, `load` at boot), so a host written against that port can run on it.
+//! The surface mirrors the node host's `LogStore` port (`place` and `write` one atomic batch of
+//! many journals, `sync` once, `load` at boot), so a host written against that port can run on
+//! it. Placements ride the same sync as writes: a machine reboots with exactly the journals it
+//! durably placed (and not the ones it durably removed), and a journal's writes only become
+//! durable while it is placed.
 
 use std::collections::BTreeMap;
 
-use paros_core::{Durable, JournalKey, WriteOp};
+use paros_core::{Durable, JournalConfig, JournalKey, WriteOp};
+use paros_node::ports::Placement;
 
 /// What the world decided the next sync does.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -26,18 +30,32 @@ pub struct SyncFailed;
 #[derive(Clone, Debug, Default)]
 pub struct SimDisk {
     synced: BTreeMap<JournalKey, Durable>,
-    unsynced: Vec<(JournalKey, WriteOp)>,
+    /// The journals durably placed here, with their configuration.
+    placed: BTreeMap<JournalKey, JournalConfig>,
+    unsynced: Vec<Unsynced>,
     armed: Option<SyncFault>,
     /// Writes that became durable since the auditor last looked, in order.
     observed: Vec<(JournalKey, WriteOp)>,
     syncs: u64,
 }
 
+/// One change waiting for a sync, in the order it was written.
+#[derive(Clone, Debug)]
+enum Unsynced {
+    Place(Placement),
+    Op(JournalKey, WriteOp),
+}
+
 impl SimDisk {
+    /// Places and removes journals (before the round's writes). Volatile until [`SimDisk::sync`].
+    pub fn place(&mut self, placements: &[Placement]) {
+        self.unsynced.extend(placements.iter().cloned().map(Unsynced::Place));
+    }
+
     /// Writes one batch of many journals' writes. Volatile until [`SimDisk::sync`].
     pub fn write(&mut self, batch: &[(JournalKey, Vec<WriteOp>)]) {
         for (key, ops) in batch {
-            self.unsynced.extend(ops.iter().map(|op| (*key, op.clone())));
+            self.unsynced.extend(ops.iter().map(|op| Unsynced::Op(*key, op.clone())));
         }
     }
 
@@ -65,10 +83,32 @@ impl SimDisk {
     }
 
     fn persist(&mut self) {
-        for (key, op) in std::mem::take(&mut self.unsynced) {
-            self.synced.entry(key).or_default().apply(&op);
-            self.observed.push((key, op));
+        for change in std::mem::take(&mut self.unsynced) {
+            match change {
+                Unsynced::Place(Placement::Put(key, config)) => {
+                    self.placed.insert(key, config);
+                    self.synced.entry(key).or_default();
+                }
+                Unsynced::Place(Placement::Remove(key)) => {
+                    self.placed.remove(&key);
+                    self.synced.remove(&key);
+                }
+                // The writes of a journal not placed (removed in an earlier round) are dropped,
+                // as the node's stores do.
+                Unsynced::Op(key, op) if self.placed.contains_key(&key) => {
+                    self.synced.entry(key).or_default().apply(&op);
+                    self.observed.push((key, op));
+                }
+                Unsynced::Op(..) => {}
+            }
         }
+    }
+
+    /// The journals durably placed here, with their configuration and durable state: what the
+    /// machine boots with.
+    #[must_use]
+    pub fn placed(&self) -> Vec<(JournalKey, JournalConfig, Durable)> {
+        self.placed.iter().map(|(k, c)| (*k, c.clone(), self.load(k))).collect()
     }
 
     /// The process died: everything written and not synced is gone.
@@ -80,6 +120,7 @@ impl SimDisk {
     /// The disk is replaced by an empty one (only ever done to a replica, which holds no promise).
     pub fn wipe(&mut self) {
         self.synced.clear();
+        self.placed.clear();
         self.unsynced.clear();
         self.armed = None;
     }
@@ -101,7 +142,7 @@ impl SimDisk {
         self.synced.get(key)
     }
 
-    /// Writes waiting for a sync.
+    /// Writes (and placements) waiting for a sync.
     #[must_use]
     pub fn unsynced_len(&self) -> usize {
         self.unsynced.len()
@@ -128,9 +169,17 @@ mod tests {
         JournalKey::default()
     }
 
+    fn placed() -> SimDisk {
+        let mut d = SimDisk::default();
+        let config = JournalConfig { mode: paros_core::journal::WriterMode::Single, voters: vec![NodeId(1)], learners: vec![] };
+        d.place(&[Placement::Put(key(), config)]);
+        d.sync().expect("no fault armed");
+        d
+    }
+
     #[test]
     fn a_crash_loses_what_was_not_synced() {
-        let mut d = SimDisk::default();
+        let mut d = placed();
         let b = Ballot { round: 1, node: NodeId(1) };
         d.write(&[(key(), vec![WriteOp::Promise(b)])]);
         d.sync().expect("no fault armed");
@@ -142,7 +191,7 @@ mod tests {
 
     #[test]
     fn a_failed_sync_may_still_have_persisted_the_batch() {
-        let mut d = SimDisk::default();
+        let mut d = placed();
         d.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(2) }])]);
         d.arm(SyncFault::FailPersisted);
         assert_eq!(d.sync(), Err(SyncFailed));
@@ -151,5 +200,26 @@ mod tests {
         d.arm(SyncFault::FailLost);
         assert_eq!(d.sync(), Err(SyncFailed));
         assert_eq!(d.load(&key()).chosen_up_to, Slot(2));
+    }
+
+    #[test]
+    fn placements_ride_the_sync_and_a_crash_loses_an_unsynced_one() {
+        let mut d = SimDisk::default();
+        let config = JournalConfig { mode: paros_core::journal::WriterMode::Single, voters: vec![NodeId(1)], learners: vec![] };
+        d.place(&[Placement::Put(key(), config.clone())]);
+        d.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(1) }])]);
+        d.crash();
+        assert!(d.placed().is_empty(), "an unsynced placement is lost in a crash");
+        d.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(1) }])]);
+        d.sync().expect("no fault armed");
+        assert!(d.durable(&key()).is_none(), "the writes of a journal never placed are dropped");
+        d.place(&[Placement::Put(key(), config.clone())]);
+        d.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(2) }])]);
+        d.sync().expect("no fault armed");
+        assert_eq!(d.placed(), vec![(key(), config, d.load(&key()))]);
+        assert_eq!(d.load(&key()).chosen_up_to, Slot(2));
+        d.place(&[Placement::Remove(key())]);
+        d.sync().expect("no fault armed");
+        assert!(d.placed().is_empty() && d.durable(&key()).is_none(), "a durable removal drops the journal's data");
     }
 }

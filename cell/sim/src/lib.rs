@@ -9,6 +9,8 @@
 //!   `paros-client`'s sans-IO machines; and the adversarial prober.
 //! - [`check`]: the claims, the client histories, the sequential journal model and the
 //!   linearizability checker.
+//! - [`registry`]: the registry journal in the world: its coordinator, every machine's
+//!   follower, and the registry's claims.
 //! - [`world`]: the event loop, the fault schedule and the audit.
 //! - [`sweep`]: many seeds, in parallel, summed.
 
@@ -16,6 +18,7 @@ pub mod check;
 pub mod client;
 pub mod disk;
 pub mod host;
+pub mod registry;
 pub mod rng;
 pub mod sweep;
 pub mod world;

@@ -107,6 +107,18 @@ fn run_sweep(plan: &Seeds, jobs: Option<usize>, lin_steps: u64) -> ExitCode {
         Some((seed, ns)) => println!("progress: longest stall {} ms (seed {seed})", ns / 1_000_000),
         None => println!("progress: longest stall 0 ms"),
     }
+    for (seed, f) in &s.registry {
+        println!("registry: seed={seed} {}", registry_line(f));
+    }
+    if let Some((seed, f)) = s.registry.iter().max_by_key(|(_, f)| f.retained_bytes_max) {
+        let over = s.registry.iter().filter(|(_, f)| !f.bounded()).count();
+        println!(
+            "registry: sweep max retained {} bytes / {} records (seed {seed}, bound {} bytes); seeds over the bound: {over}",
+            f.retained_bytes_max,
+            s.registry.iter().map(|(_, f)| f.retained_records_max).max().unwrap_or(0),
+            f.bound_bytes()
+        );
+    }
     let judged = s.seeds >= MUST_REACH_SEEDS_MIN;
     let unreached = if judged { s.unreached() } else { Vec::new() };
     for c in &unreached {
@@ -161,6 +173,24 @@ fn run_replay(seed: u64, timeline: bool, history: Option<std::path::PathBuf>, li
         report.histories_exhausted
     );
     println!("progress: longest stall {} ms", report.longest_stall_ns / 1_000_000);
+    println!("registry: {}", registry_line(&report.registry));
     println!("replay: seed={seed} hash={:016x}", report.hash);
     if report.claims.violations() > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+/// The registry's figures of one run, as the runner prints them.
+fn registry_line(f: &paros_sim::registry::RegistryFigures) -> String {
+    format!(
+        "retained_max={} records / {} bytes (bound 4 x state {} + run {} = {} bytes{}) runs={} truncations={} coordinators={} verdicts={}",
+        f.retained_records_max,
+        f.retained_bytes_max,
+        f.state_bytes_max,
+        f.run_bytes_max,
+        f.bound_bytes(),
+        if f.bounded() { "" } else { ", OVER" },
+        f.runs_planned,
+        f.truncations,
+        f.coordinators,
+        f.verdicts
+    )
 }

@@ -37,6 +37,8 @@ pub struct Summary {
     pub elapsed_s: f64,
     /// The longest stall of the progress claim, and the seed it happened in.
     pub longest_stall: Option<(u64, u64)>,
+    /// The registry's figures of every seed that ran, in seed order.
+    pub registry: Vec<(u64, crate::registry::RegistryFigures)>,
 }
 
 impl Summary {
@@ -101,6 +103,7 @@ impl Summary {
                 self.events += r.events;
                 self.sim_ns += r.sim_ns;
                 self.note_stall(seed, r.longest_stall_ns);
+                self.registry.push((seed, r.registry));
                 if r.claims.violations() > 0 {
                     let details = r.claims.details.iter().map(|(c, d)| format!("claim \"{}\": {d}", c.name())).collect();
                     self.failing.push((seed, details));
@@ -201,6 +204,7 @@ pub fn sweep(seeds: &Seeds, jobs: usize, options: RunOptions, progress: &(dyn Fn
     });
     let mut summary = total.into_inner().expect("threads are done");
     summary.failing.sort_by_key(|(seed, _)| *seed);
+    summary.registry.sort_by_key(|(seed, _)| *seed);
     summary.elapsed_s = began.elapsed().as_secs_f64();
     summary
 }
@@ -213,6 +217,7 @@ impl Summary {
             *a += b;
         }
         self.failing.extend(other.failing);
+        self.registry.extend(other.registry);
         self.histories_checked += other.histories_checked;
         self.histories_exhausted += other.histories_exhausted;
         self.probes.merge(&other.probes);

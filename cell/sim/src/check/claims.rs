@@ -20,10 +20,14 @@ pub enum Claim {
     StaleAccept,
     CrashBeforeSync,
     GapsReported,
+    RegistrySameDirectory,
+    RunWithoutEndNeverRestored,
+    RegistryRestoresAtFloor,
+    RegistryCoordinatorFenced,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 15] = [
+    pub const ALL: [Claim; 19] = [
         Claim::OneChosenPerSlot,
         Claim::SameOutcome,
         Claim::PromiseNeverDecreases,
@@ -39,6 +43,10 @@ impl Claim {
         Claim::StaleAccept,
         Claim::CrashBeforeSync,
         Claim::GapsReported,
+        Claim::RegistrySameDirectory,
+        Claim::RunWithoutEndNeverRestored,
+        Claim::RegistryRestoresAtFloor,
+        Claim::RegistryCoordinatorFenced,
     ];
 
     /// The claim's name, exactly as the runner prints it.
@@ -62,6 +70,10 @@ impl Claim {
             Claim::StaleAccept => "contested: an Accept in flight from a deposed leader is never accepted above a higher durable promise",
             Claim::CrashBeforeSync => "contested: a crash between a round's write and its sync takes back no vote that left the machine",
             Claim::GapsReported => "a reader reports every skipped position as a gap",
+            Claim::RegistrySameDirectory => "every registry reader folds the same directory",
+            Claim::RunWithoutEndNeverRestored => "a checkpoint run without End is never restored",
+            Claim::RegistryRestoresAtFloor => "a reader below the floor restores from the checkpoint at the floor",
+            Claim::RegistryCoordinatorFenced => "the registry coordinator is fenced by its successor",
         }
     }
 
@@ -74,13 +86,20 @@ impl Claim {
     /// The share of seeds a sweep must reach this claim in (the contested schedules), if any.
     #[must_use]
     pub fn reach_share_min(self) -> Option<f64> {
-        matches!(self, Claim::ContestedCampaign | Claim::StaleAccept | Claim::CrashBeforeSync).then_some(0.05)
+        match self {
+            Claim::ContestedCampaign | Claim::StaleAccept | Claim::CrashBeforeSync => Some(0.05),
+            Claim::RegistryRestoresAtFloor | Claim::RegistryCoordinatorFenced => Some(REGISTRY_REACH_SHARE_MIN),
+            _ => None,
+        }
     }
 
     fn index(self) -> usize {
         self as usize
     }
 }
+
+/// The share of seeds the registry's must-reach claims are reached in, at least.
+const REGISTRY_REACH_SHARE_MIN: f64 = 0.25;
 
 /// Sweeps at least this long must reach every must-reach claim.
 pub const MUST_REACH_SEEDS_MIN: u64 = 50;

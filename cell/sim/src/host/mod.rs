@@ -9,6 +9,8 @@
 
 mod node_host;
 
+use std::collections::BTreeMap;
+
 pub use node_host::{BootStore, NodeHost};
 
 use paros_core::journal::{Command, JournalState};
@@ -38,7 +40,12 @@ pub struct Placement {
 pub struct MachineSpec {
     pub id: NodeId,
     pub role: MachineRole,
+    /// The journals the world expects this machine to host once it follows the registry (what
+    /// the audits probe and the finale judges).
     pub placements: Vec<Placement>,
+    /// The journals placed at boot by the cell's formation (the registry journal): everything
+    /// else comes from the disk (what was durably placed) and from following the registry.
+    pub formation: Vec<Placement>,
     pub tunables: Tunables,
     /// Ticks between the liveness pings a machine sends every peer.
     pub alive_ticks: u32,
@@ -138,4 +145,14 @@ pub trait Host: Sized {
 
     /// The command retained at `slot` of `journal`, if any.
     fn command_at(&self, journal: &JournalKey, slot: Slot) -> Option<Command>;
+
+    /// Every journal hosted here, with its configuration.
+    fn hosted(&self) -> BTreeMap<JournalKey, JournalConfig>;
+
+    /// Places `journal` here (it rides the next round's sync); false when the host refused it.
+    fn place(&mut self, journal: JournalKey, config: JournalConfig) -> bool;
+
+    /// Removes `journal` from here (its removal rides the next round's sync); its waiting calls
+    /// and reads get no answer.
+    fn remove(&mut self, journal: &JournalKey);
 }

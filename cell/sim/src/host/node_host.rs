@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use paros_core::journal::Command;
-use paros_core::{Call, CallAnswer, CallId, JournalKey, NodeId, ReadId, ReadRequest, Slot};
+use paros_core::{Call, CallAnswer, CallId, JournalConfig, JournalKey, NodeId, ReadId, ReadRequest, Slot};
 use paros_node::ports::{Clock, Envelope as NodeEnvelope, LogStore, StoreError, StoredJournal};
 use paros_node::rpc::{NodeAnswer, NodeRequest};
 use paros_node::pump::Batch;
@@ -107,14 +107,10 @@ impl NodeHost {
 
 impl Host for NodeHost {
     fn boot(spec: &MachineSpec, disk: &SimDisk, seed: u64) -> NodeHost {
-        let journals = spec
-            .placements
-            .iter()
-            .map(|p| StoredJournal { key: p.key, config: p.config.clone(), durable: disk.load(&p.key) })
-            .collect();
+        let journals = disk.placed().into_iter().map(|(key, config, durable)| StoredJournal { key, config, durable }).collect();
         let store = BootStore { id: spec.id, journals };
         let mut host = paros_node::Host::boot(store, Some(spec.id), spec.id, spec.tunables, seed).expect("a simulated machine boots");
-        for p in &spec.placements {
+        for p in &spec.formation {
             host.place(p.key, p.config.clone()).expect("placement on a booted host");
         }
         host.set_tick_ms(SIM_TICK_MS);
@@ -168,8 +164,10 @@ impl Host for NodeHost {
         let mut stepped = Stepped { completed: effects.completed, ..Stepped::default() };
         stepped.output.answers = std::mem::take(&mut self.immediate);
         if let Some(persist) = &effects.persist {
+            disk.place(&persist.placements);
             disk.write(&persist.batch);
-            let writes = if persist.needs_sync { persist.batch.iter().map(|(_, w)| w.len()).sum() } else { 0 };
+            let ops: usize = persist.batch.iter().map(|(_, w)| w.len()).sum();
+            let writes = if persist.needs_sync { ops + persist.placements.len() } else { 0 };
             stepped.persisting = Some(writes);
         }
         if let Some(persist) = effects.persist.take() {
@@ -208,5 +206,28 @@ impl Host for NodeHost {
             None => self.pump.host().replica(journal)?.log(),
         };
         log.get(slot).map(|e| e.command.clone())
+    }
+
+    fn hosted(&self) -> BTreeMap<JournalKey, JournalConfig> {
+        let host = self.pump.host();
+        host.journal_keys()
+            .filter_map(|k| {
+                let config = match host.voter(k) {
+                    Some(v) => v.config().clone(),
+                    None => host.replica(k)?.config().clone(),
+                };
+                Some((*k, config))
+            })
+            .collect()
+    }
+
+    fn place(&mut self, journal: JournalKey, config: JournalConfig) -> bool {
+        self.pump.host_mut().place(journal, config).is_ok()
+    }
+
+    fn remove(&mut self, journal: &JournalKey) {
+        for (ticket, _) in self.pump.host_mut().remove(journal) {
+            self.owed.remove(&ticket);
+        }
     }
 }

@@ -61,6 +61,7 @@ impl<H: Host> World<H> {
             history: if self.options.keep_history { std::mem::take(&mut self.history) } else { Vec::new() },
             claims: self.audit.claims,
             longest_stall_ns,
+            registry: self.registry.figures(),
         }
     }
 

@@ -4,6 +4,7 @@ use super::{Event, RestartCause, World};
 use crate::client::Reply;
 use crate::disk::SyncFault;
 use crate::host::{Host, Packet, RoundOutput};
+use crate::registry::RegReply;
 use paros_core::{CallId, ReadId};
 
 impl<H: Host> World<H> {
@@ -17,6 +18,7 @@ impl<H: Host> World<H> {
         let offset = self.rng.below(mach.tick_ns);
         self.after(offset, Event::Tick(m, epoch));
         self.trace.event(self.now, "boot", &[id.0], || format!("{id:?}"));
+        self.registry_boot(m);
         self.kick(m);
     }
 
@@ -26,6 +28,8 @@ impl<H: Host> World<H> {
             return;
         }
         let lost = if mach.round_in_flight { mach.round_writes } else { 0 };
+        self.registry_crash(m);
+        let mach = &mut self.machines[m];
         mach.disk.crash();
         mach.epoch += 1;
         mach.round_in_flight = false;
@@ -48,6 +52,7 @@ impl<H: Host> World<H> {
         self.trace.quiet(self.now, "tick", &[m as u64]);
         self.after(period, Event::Tick(m, epoch));
         self.kick(m);
+        self.registry_tick(m);
     }
 
     /// Steps `m`'s event loop if it is up and has something to do.
@@ -151,10 +156,18 @@ impl<H: Host> World<H> {
             self.send_packet(from, t, packet);
         }
         for (CallId(req), answer) in out.answers {
-            self.send_reply(req, from, Reply::Call(answer));
+            if self.registry.owns(req) {
+                self.registry_answer(req, from, RegReply::Call(answer));
+            } else {
+                self.send_reply(req, from, Reply::Call(answer));
+            }
         }
         for (ReadId(req), answer) in out.reads {
-            self.send_reply(req, from, Reply::Read(answer));
+            if self.registry.owns(req) {
+                self.registry_answer(req, from, RegReply::Read(answer));
+            } else {
+                self.send_reply(req, from, Reply::Read(answer));
+            }
         }
     }
 }

@@ -15,6 +15,7 @@ mod network;
 mod finale;
 mod params;
 mod progress;
+mod registry;
 mod trace;
 
 pub use params::{NetParams, Outage, Params, WorkloadParams};
@@ -68,6 +69,8 @@ pub struct RunReport {
     /// The longest a journal with a pending call went without deciding, in the judged part of
     /// the fault-free tail.
     pub longest_stall_ns: u64,
+    /// The registry journal's figures (retained length, state and run sizes).
+    pub registry: crate::registry::RegistryFigures,
 }
 
 /// Runs `seed` on machines made of the node host ([`NodeHost`]): the daemon's own round logic.
@@ -132,6 +135,9 @@ enum Event {
     SettleStart,
     ClientsStop,
     ConvergeCheck,
+    RegistryRequest { to: usize, req: u64, request: crate::registry::RegRequest },
+    RegistryReply { req: u64, reply: Option<crate::registry::RegReply> },
+    RegistryTimeout(u64),
 }
 
 /// One seeded world.
@@ -160,6 +166,7 @@ pub struct World<H: Host> {
     audit: Audit,
     progress: progress::Progress,
     trace: Trace,
+    registry: registry::RegistryWorld,
 }
 
 impl<H: Host> std::fmt::Debug for World<H> {
@@ -184,26 +191,37 @@ impl<H: Host> World<H> {
             .iter()
             .map(|voters| {
                 let key = JournalKey { tenant, journal: JournalId(rng.u64()) };
-                let config = JournalConfig {
-                    mode: paros_core::journal::WriterMode::Single,
-                    voters: voters.iter().map(|v| voter_ids[*v]).collect(),
-                    learners: replica_ids.clone(),
-                };
+                // The registry places odd voter sets only: an even one loses its last voter.
+                let odd = if voters.len() % 2 == 0 { &voters[..voters.len() - 1] } else { &voters[..] };
+                let mut voters: Vec<NodeId> = odd.iter().map(|v| voter_ids[*v]).collect();
+                voters.sort_unstable();
+                let config = JournalConfig { mode: paros_core::journal::WriterMode::Single, voters, learners: replica_ids.clone() };
                 (key, config)
             })
             .collect();
-        let quorum = journals.iter().map(|(k, c)| (*k, c.quorum())).collect();
+        let mut side = rng.side(0x7265_6769_7374_7279);
+        let plan = crate::registry::Plan::draw(&mut side, &voter_ids, &replica_ids, tenant, &journals, params.chaos_ns);
+        let mut quorum: BTreeMap<JournalKey, usize> = journals.iter().map(|(k, c)| (*k, c.quorum())).collect();
+        quorum.insert(plan.key, plan.config.quorum());
+        for key in &plan.scratch {
+            quorum.insert(*key, plan.coordinator.voters / 2 + 1);
+        }
+        let registry_placement = Placement { key: plan.key, config: plan.config.clone() };
         let mut machines = Vec::new();
         for (id, role) in voter_ids.iter().map(|v| (*v, MachineRole::Voter)).chain(replica_ids.iter().map(|r| (*r, MachineRole::Replica))) {
+            let formation: Vec<Placement> =
+                (plan.config.voters.contains(&id) || plan.config.learners.contains(&id)).then(|| registry_placement.clone()).into_iter().collect();
             let placements = journals
                 .iter()
                 .filter(|(_, c)| c.voters.contains(&id) || c.learners.contains(&id))
                 .map(|(key, config)| Placement { key: *key, config: config.clone() })
+                .chain(formation.iter().cloned())
                 .collect();
             let spec = MachineSpec {
                 id,
                 role,
                 placements,
+                formation,
                 tunables: params.tunables,
                 alive_ticks: params.alive_ticks,
                 suspect_ticks: params.suspect_ticks,
@@ -255,6 +273,10 @@ impl<H: Host> World<H> {
             }
         }
         let settle_deadline = params.chaos_ns + params.settle_max_ns;
+        // The registry journal is judged like every other journal (last, after the workload's).
+        let mut journals = journals;
+        journals.push((plan.key, plan.config.clone()));
+        let registry = registry::RegistryWorld::new(plan, machines.len(), side.fork());
         let journals_len = journals.len();
         // Judged from three election timeouts into the tail (every machine restarts at its
         // start); a stall may last five.
@@ -285,6 +307,7 @@ impl<H: Host> World<H> {
             audit: Audit::new(quorum),
             progress: progress::Progress::new(journals_len, grace_ns, stall_bound_ns, retry_window_ns),
             trace: Trace::new(options.timeline),
+            registry,
         };
         world.schedule_start();
         world
@@ -376,6 +399,9 @@ impl<H: Host> World<H> {
                 self.after(500 * MS, Event::ConvergeCheck);
             }
             Event::ConvergeCheck => self.on_converge_check(),
+            Event::RegistryRequest { to, req, request } => self.on_registry_request(to, req, request),
+            Event::RegistryReply { req, reply } => self.on_registry_reply(req, reply),
+            Event::RegistryTimeout(req) => self.on_registry_reply(req, None),
         }
     }
 }

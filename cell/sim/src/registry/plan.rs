@@ -1,0 +1,171 @@
+//! What a seed decides about the registry before the world runs.
+
+use std::collections::BTreeMap;
+
+use paros_client::CheckpointerConfig;
+use paros_core::journal::WriterMode;
+use paros_core::{JournalConfig, JournalId, JournalKey, NodeId, TenantId};
+use paros_registry::{
+    Answer, BusAddress, CellId, Command, CoordinatorConfig, JournalName, Limits, Member, Op, Quotas, Request, RequestId,
+    Role, TenantName, Zone,
+};
+
+use crate::rng::SimRng;
+
+const MS: u64 = 1_000_000;
+
+/// One scripted request and when its caller first sends it.
+#[derive(Clone, Debug)]
+pub struct Scripted {
+    pub at_ns: u64,
+    pub request: Request,
+}
+
+/// The caller of the scripted requests: it sends each until it is answered (whichever
+/// coordinator answers), as the CLI would.
+#[derive(Debug, Default)]
+pub struct Script {
+    pub items: Vec<Scripted>,
+    index: BTreeMap<RequestId, usize>,
+    answered: BTreeMap<usize, Answer>,
+}
+
+impl Script {
+    #[must_use]
+    pub fn new(items: Vec<Scripted>) -> Script {
+        let index = items.iter().enumerate().map(|(i, s)| (s.request.id, i)).collect();
+        Script { items, index, answered: BTreeMap::new() }
+    }
+
+    /// The requests due at `now` and not answered yet, in order.
+    pub fn due(&self, now: u64) -> impl Iterator<Item = &Request> {
+        self.items
+            .iter()
+            .enumerate()
+            .take_while(move |(_, s)| s.at_ns <= now)
+            .filter(|(i, _)| !self.answered.contains_key(i))
+            .map(|(_, s)| &s.request)
+    }
+
+    /// A coordinator answered `id`: the caller stops sending it, unless the answer says
+    /// "ask again" (busy, or not the coordinator).
+    pub fn answer(&mut self, id: RequestId, answer: &Answer) -> bool {
+        if matches!(answer, Answer::Busy | Answer::NotCoordinator) {
+            return false;
+        }
+        let Some(i) = self.index.get(&id).copied() else { return false };
+        self.answered.insert(i, answer.clone()).is_none()
+    }
+
+    /// Requests answered so far, and of them the accepted ones.
+    #[must_use]
+    pub fn answered(&self) -> (usize, usize) {
+        let accepted = self.answered.values().filter(|a| matches!(a, Answer::Verdict(v) if v.is_accepted())).count();
+        (self.answered.len(), accepted)
+    }
+}
+
+/// The registry of one world.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub key: JournalKey,
+    pub config: JournalConfig,
+    /// The founding nodes: the registry journal's voters (an odd number of the world's voters).
+    pub founding: Vec<NodeId>,
+    pub replicas: Vec<NodeId>,
+    pub script: Vec<Scripted>,
+    /// The scratch journals the script creates (and mostly deletes again).
+    pub scratch: Vec<JournalKey>,
+    pub coordinator: CoordinatorConfig,
+}
+
+fn addr(i: usize) -> BusAddress {
+    BusAddress::new(format!("10.0.{i}.1:4222")).expect("a valid bus address")
+}
+
+fn zone(i: usize) -> Zone {
+    Zone::new(format!("z{}", i % 3)).expect("a valid zone")
+}
+
+impl Plan {
+    /// The registry of a world with `voters` and `replicas`, whose workload journals
+    /// (`journals`, of `tenant`) are created through it; scratch journals come and go until
+    /// `chaos_ns`.
+    #[must_use]
+    pub fn draw(
+        rng: &mut SimRng,
+        voters: &[NodeId],
+        replicas: &[NodeId],
+        tenant: TenantId,
+        journals: &[(JournalKey, JournalConfig)],
+        chaos_ns: u64,
+    ) -> Plan {
+        let founding_len = if voters.len() >= 5 { 5 } else { 3 };
+        let mut founding: Vec<NodeId> = voters[..founding_len].to_vec();
+        founding.sort_unstable();
+        let key = JournalKey { tenant: TenantId(0), journal: JournalId(rng.u64()) };
+        let config = JournalConfig { mode: WriterMode::Single, voters: founding.clone(), learners: replicas.to_vec() };
+        let mut script = Vec::new();
+        let id = |rng: &mut SimRng| RequestId(u128::from(rng.u64()) << 64 | u128::from(rng.u64()));
+        let now = |at_ns: u64, id: RequestId, op: Op| Scripted { at_ns, request: Request { id, op } };
+        let members = voters
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| founding.contains(v))
+            .map(|(i, v)| Member { id: *v, bus_address: addr(i), zone: zone(i) })
+            .collect();
+        let init = Command::InitCell { cell: CellId(0xce11), members, registry: key.journal, limits: Limits::default() };
+        script.push(now(0, id(rng), Op::Command(init)));
+        for (i, v) in voters.iter().enumerate().filter(|(_, v)| !founding.contains(v)) {
+            let c = Command::RegisterMachine { id: *v, role: Role::Node, bus_address: addr(i), zone: zone(i) };
+            script.push(now(0, id(rng), Op::Command(c)));
+        }
+        for (i, r) in replicas.iter().enumerate() {
+            let c = Command::RegisterMachine { id: *r, role: Role::Replica, bus_address: addr(100 + i), zone: zone(i) };
+            script.push(now(0, id(rng), Op::Command(c)));
+        }
+        let name = TenantName::parse("work").expect("a valid tenant name");
+        script.push(now(0, id(rng), Op::Command(Command::SignUp { tenant, name, quotas: Quotas::default() })));
+        for (j, (k, c)) in journals.iter().enumerate() {
+            let name = JournalName::parse(&format!("w{j}")).expect("a valid journal name");
+            let create = Command::CreateJournal { tenant, journal: k.journal, name, mode: c.mode, voters: c.voters.clone() };
+            script.push(now(0, id(rng), Op::Command(create)));
+        }
+        // Churn: scratch journals created (placed by the coordinator) and deleted, and more
+        // tenants signing up, until the chaos ends.
+        let mut scratch = Vec::new();
+        let mut live: Vec<String> = Vec::new();
+        let mut at = 200 * MS;
+        let mut n = 0;
+        while at < chaos_ns {
+            let roll = rng.below(10);
+            if roll < 2 {
+                let name = TenantName::parse(&format!("t{n}")).expect("a valid tenant name");
+                let t = TenantId(rng.u64());
+                script.push(now(at, id(rng), Op::Command(Command::SignUp { tenant: t, name, quotas: Quotas::default() })));
+            } else if roll < 6 || live.len() < 2 {
+                let journal = JournalId(rng.u64());
+                let s = format!("s{n}");
+                let name = JournalName::parse(&s).expect("a valid journal name");
+                script.push(now(at, id(rng), Op::CreateJournal { tenant, journal, name, mode: WriterMode::Single }));
+                scratch.push(JournalKey { tenant, journal });
+                live.push(s);
+            } else {
+                let s = live.remove(rng.below(live.len() as u64) as usize);
+                let name = JournalName::parse(&s).expect("a valid journal name");
+                script.push(now(at, id(rng), Op::Command(Command::DeleteJournal { tenant, name })));
+            }
+            n += 1;
+            at += rng.between(150, 600) * MS;
+        }
+        let coordinator = CoordinatorConfig {
+            pending_max: 64,
+            voters: 3,
+            batch_records_max: 8,
+            batch_bytes_max: 4096,
+            checkpoint: CheckpointerConfig { factor: 1, interval_records: 6, chunk_bytes: 512 },
+            checkpoint_interval: Some(1_000),
+        };
+        Plan { key, config, founding, replicas: replicas.to_vec(), script, scratch, coordinator }
+    }
+}
