@@ -10,13 +10,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use paros_client::{Client, ReadConsistency, Reader, ReaderConfig, ReaderOutcome, Writer, WriterConfig};
+use paros_client::{Client, Writer, WriterConfig};
 use paros_core::journal::WriterMode;
-use paros_core::{JournalId, JournalKey, Seq, TenantId};
+use paros_core::{JournalId, JournalKey, TenantId};
 use paros_registry::{Accepted, Directory, JournalName, Op, Quotas, TenantName};
 use serde::Serialize;
 
-use crate::cell::{random_u64, CellError, CellService, EmbeddedCell};
+pub use paros_embedded::read_all;
+use paros_embedded::{random_u64, CellError, CellService, EmbeddedCell};
 
 /// The benchmark's shape.
 #[derive(Clone, Debug)]
@@ -61,7 +62,7 @@ pub struct Report {
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
     #[error(transparent)]
-    Cell(#[from] crate::cell::CellError),
+    Cell(#[from] paros_embedded::CellError),
     #[error("invalid arguments: {0}")]
     Args(String),
     #[error("creating the bench's journals: {0}")]
@@ -322,29 +323,4 @@ async fn verify(
         }
     }
     Ok(verified)
-}
-
-/// Every retained record of `key`, by position, read with paros-client's `Reader` (a
-/// truncated range is a gap, skipped knowingly).
-///
-/// # Errors
-/// A description of the first read that failed.
-pub async fn read_all(client: &Client<CellService>, key: JournalKey) -> Result<BTreeMap<u64, Bytes>, String> {
-    let mut out = BTreeMap::new();
-    let mut reader = Reader::new(client.clone(), key, Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, 0).map_err(|e| e.to_string())?;
-    loop {
-        match reader.next().await.map_err(|e| e.to_string())? {
-            ReaderOutcome::Records { from, records, .. } => {
-                let empty = records.is_empty();
-                for (i, r) in records.into_iter().enumerate() {
-                    out.insert(from.0 + i as u64, r);
-                }
-                if empty || reader.caught_up() {
-                    return Ok(out);
-                }
-            }
-            ReaderOutcome::Gap { .. } => {}
-            other => return Err(format!("read at {:?} answered {other:?}", reader.cursor())),
-        }
-    }
 }

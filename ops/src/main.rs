@@ -2,7 +2,6 @@
 //! `paros verify` (reopen a bench's data directory and check every acknowledged record).
 
 mod bench;
-mod cell;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -128,8 +127,8 @@ fn main() -> ExitCode {
     }
 }
 
-async fn cell_init(dir: &std::path::Path, members: usize) -> Result<String, cell::CellError> {
-    let cell = cell::EmbeddedCell::open_with(dir, members).await?;
+async fn cell_init(dir: &std::path::Path, members: usize) -> Result<String, paros_embedded::CellError> {
+    let cell = paros_embedded::EmbeddedCell::open_with(dir, members).await?;
     let formed = cell.init().await;
     let registry = cell.registry();
     let nodes = cell.manifest.nodes.clone();
@@ -194,7 +193,7 @@ mod verify {
     use std::path::Path;
 
     use crate::bench::{bench_journals, read_all, record_bytes};
-    use crate::cell::{CellError, EmbeddedCell};
+    use paros_embedded::{CellError, EmbeddedCell};
 
     #[derive(Debug, thiserror::Error)]
     pub enum VerifyError {

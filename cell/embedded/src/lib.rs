@@ -1,6 +1,6 @@
-//! The embedded cell: three nodes in one process on the in-process bus, fjall under a data
-//! directory, and the registry that says which journals exist. `paros bench`, `paros verify`
-//! and `paros cell init` run on it (and later `paros dev`).
+//! paros-embedded: the embedded cell — three nodes in one process on the in-process bus, fjall
+//! under a data directory, and the registry that says which journals exist. `paros bench`,
+//! `paros verify` and `paros cell init` run on it (and `paros dev`, with the gateway).
 //!
 //! The data directory holds one fjall store per node and `cell.json`: the node ids and the
 //! registry journal's id — everything needed to find the registry again. Every other journal
@@ -298,6 +298,32 @@ impl EmbeddedCell {
     }
 }
 
+/// Every retained record of `key`, by position, read with paros-client's `Reader` (a
+/// truncated range is a gap, skipped knowingly).
+///
+/// # Errors
+/// A description of the first read that failed.
+pub async fn read_all(client: &Client<CellService>, key: JournalKey) -> Result<std::collections::BTreeMap<u64, bytes::Bytes>, String> {
+    use paros_client::{ReadConsistency, Reader, ReaderConfig, ReaderOutcome};
+    let mut out = std::collections::BTreeMap::new();
+    let mut reader = Reader::new(client.clone(), key, paros_core::Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, 0).map_err(|e| e.to_string())?;
+    loop {
+        match reader.next().await.map_err(|e| e.to_string())? {
+            ReaderOutcome::Records { from, records, .. } => {
+                let empty = records.is_empty();
+                for (i, r) in records.into_iter().enumerate() {
+                    out.insert(from.0 + i as u64, r);
+                }
+                if empty || reader.caught_up() {
+                    return Ok(out);
+                }
+            }
+            ReaderOutcome::Gap { .. } => {}
+            other => return Err(format!("read at {:?} answered {other:?}", reader.cursor())),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! The embedded cell's registry end to end: formation, journals that follow the registry,
@@ -397,7 +423,7 @@ mod tests {
         };
         assert!(view.first_seq.0 > 100, "the registry was truncated many times: first_seq {:?}", view.first_seq);
         let state = paros_client::Checkpointable::checkpoint(&*before).len() as u64;
-        let retained: u64 = crate::bench::read_all(&cell.client, cell.registry()).await.unwrap().values().map(|r| r.len() as u64).sum();
+        let retained: u64 = read_all(&cell.client, cell.registry()).await.unwrap().values().map(|r| r.len() as u64).sum();
         // One run (the state, in chunks, with Begin/End) plus what came after it: under 4 ×
         // state by the factor rule, or 24 records by the interval rule, whichever came first.
         let bound = 4 * state + (state + 1024) + 24 * 512;
