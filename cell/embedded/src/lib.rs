@@ -278,6 +278,19 @@ impl EmbeddedCell {
         last.ok_or(CellError::Stopped)
     }
 
+    /// The registry as node 0's follower has folded it (the directory a gateway resolves
+    /// names with).
+    #[must_use]
+    pub fn directory(&self) -> watch::Receiver<Followed> {
+        self.followers[0].clone()
+    }
+
+    /// The coordinator's request handle (a gateway's registry requests go through it).
+    #[must_use]
+    pub fn coordinator(&self) -> CoordinatorHandle {
+        self.coordinator.clone()
+    }
+
     /// Each node's counters as of its last round.
     #[must_use]
     pub fn node_stats(&self) -> Vec<paros_node::HostStats> {
