@@ -28,6 +28,9 @@ pub struct BenchArgs {
     pub batch: usize,
     pub duration: Duration,
     pub data_dir: Option<PathBuf>,
+    /// Journals placed besides the bench's, which stay idle during the run (their memory
+    /// cost is reported).
+    pub idle_journals: usize,
     /// Append one line per acknowledged write (`journal seq count`) to this file.
     pub ack_log: Option<PathBuf>,
     pub progress: bool,
@@ -56,6 +59,14 @@ pub struct Report {
     pub placement_s: f64,
     /// Journals the run created through the registry (the rest existed already).
     pub journals_created: usize,
+    /// Idle journals placed besides the bench's (`--idle-journals`).
+    pub idle_journals: usize,
+    /// The process's peak resident set (`VmHWM`), in bytes; 0 where `/proc` has none.
+    pub rss_peak_bytes: u64,
+    /// Resident memory the idle journals added, per journal, measured in the same run: the
+    /// resident set after they were placed and went quiet, less the one before (0 without
+    /// idle journals).
+    pub rss_per_idle_journal_bytes: u64,
 }
 
 /// Why a benchmark run failed.
@@ -92,16 +103,30 @@ struct JournalWriter {
     writer: Writer<CellService>,
 }
 
-/// The name of the bench's tenant, and of its journal number `i`.
-const BENCH_TENANT: &str = "bench";
+/// The bench's tenant and the prefix of its journals' names (`j0`, `j1`, …).
+const BENCH_TENANT: (&str, &str) = ("bench", "j");
 
-fn journal_name(i: usize) -> JournalName {
-    JournalName::parse(&format!("j{i}")).expect("a valid journal name")
+/// The tenant and name prefix of the journals `--idle-journals` adds.
+const IDLE_TENANT: (&str, &str) = ("bench-idle", "idle");
+
+fn journal_name(prefix: &str, i: usize) -> JournalName {
+    JournalName::parse(&format!("{prefix}{i}")).expect("a valid journal name")
 }
 
 /// Requests to the registry in flight at once while creating journals (below the
 /// coordinator's pending bound).
 const CREATES_IN_FLIGHT_MAX: usize = 512;
+
+/// How long placed journals get to elect and go quiet before memory is read.
+const IDLE_SETTLE: Duration = Duration::from_secs(2);
+
+/// A `/proc/self/status` figure (`VmRSS:`, `VmHWM:`) in bytes; 0 where there is none.
+fn rss_bytes(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()))
+        .map_or(0, |kib| kib * 1024)
+}
 
 /// How long the registry may take to place the run's journals on every node.
 const PLACEMENT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -109,12 +134,24 @@ const PLACEMENT_TIMEOUT: Duration = Duration::from_secs(120);
 /// The bench's journals, created through the registry where missing: `(index, key)` in index
 /// order, how many were created, and how long until every node hosted them all.
 pub async fn bench_journals(cell: &EmbeddedCell, journals: usize, create: bool) -> Result<(Vec<(usize, JournalKey)>, usize, Duration), BenchError> {
+    named_journals(cell, BENCH_TENANT, journals, create).await
+}
+
+/// `journals` journals named `{prefix}{i}` of the tenant `name`, created (tenant included)
+/// through the registry where missing and `create` allows.
+async fn named_journals(
+    cell: &EmbeddedCell,
+    (name, prefix): (&str, &str),
+    journals: usize,
+    create: bool,
+) -> Result<(Vec<(usize, JournalKey)>, usize, Duration), BenchError> {
+    let journal_name = |i: usize| journal_name(prefix, i);
     let registry = |e: CellError| BenchError::Registry(e.to_string());
     match cell.init().await {
         Ok(_) | Err(CellError::AlreadyFormed(_)) => {}
         Err(e) => return Err(registry(e)),
     }
-    let name = TenantName::parse(BENCH_TENANT).expect("a valid tenant name");
+    let name = TenantName::parse(name).expect("a valid tenant name");
     let dir = cell.wait_followers(PLACEMENT_TIMEOUT, |d| d.cell().is_some()).await.map_err(registry)?;
     let tenant = match dir.tenant_by_name(&name) {
         Some(t) => t.id,
@@ -141,7 +178,7 @@ pub async fn bench_journals(cell: &EmbeddedCell, journals: usize, create: bool) 
         }
         let op = Op::CreateJournal { tenant, journal: JournalId(random_u64()), name: journal_name(i), mode: WriterMode::Single };
         let request = cell.request_handle();
-        pending.spawn(async move { request.request(op).await.map_err(|e| BenchError::Registry(format!("creating j{i}: {e}"))) });
+        pending.spawn(async move { request.request(op).await.map_err(|e| BenchError::Registry(format!("creating journal {i}: {e}"))) });
     }
     while let Some(done) = pending.join_next().await {
         done.map_err(|e| BenchError::Registry(e.to_string()))??;
@@ -189,6 +226,16 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
     let cell = EmbeddedCell::open(dir).await?;
     let (keys, journals_created, placement) = bench_journals(&cell, args.journals, true).await?;
     let placement_s = placement.as_secs_f64();
+    let rss_per_idle_journal_bytes = if args.idle_journals > 0 {
+        // Let the bench's own journals settle first, so only the idle ones are counted.
+        tokio::time::sleep(IDLE_SETTLE).await;
+        let before = rss_bytes("VmRSS:");
+        named_journals(&cell, IDLE_TENANT, args.idle_journals, true).await?;
+        tokio::time::sleep(IDLE_SETTLE).await;
+        rss_bytes("VmRSS:").saturating_sub(before) / args.idle_journals as u64
+    } else {
+        0
+    };
     let mut journals = Vec::new();
     for (index, key) in keys {
         let fail = |reason: String| BenchError::Writer { journal: index, reason };
@@ -260,6 +307,9 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
         verified_records: verified,
         placement_s,
         journals_created,
+        idle_journals: args.idle_journals,
+        rss_peak_bytes: rss_bytes("VmHWM:"),
+        rss_per_idle_journal_bytes,
     })
 }
 

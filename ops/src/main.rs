@@ -38,6 +38,9 @@ enum Command {
         /// Keep the cell's data here (default: a temporary directory).
         #[arg(long)]
         data_dir: Option<PathBuf>,
+        /// Also place this many journals that stay idle; report their memory cost.
+        #[arg(long, default_value_t = 0)]
+        idle_journals: usize,
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
@@ -84,12 +87,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
     match cli.command {
-        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, json, ack_log, raw_fjall } => {
+        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall } => {
             let duration = Duration::from_secs(duration_s);
             if raw_fjall {
                 return raw_fjall_bench(data_dir, batch, record_bytes, duration, json);
             }
-            let args = bench::BenchArgs { writers, journals, record_bytes, batch, duration, data_dir, ack_log, progress: true };
+            let args = bench::BenchArgs { writers, journals, record_bytes, batch, duration, data_dir, idle_journals, ack_log, progress: true };
             match runtime.block_on(bench::run(args)) {
                 Ok(report) => {
                     print_report(&report, json);
@@ -162,6 +165,10 @@ fn print_report(r: &bench::Report, json: bool) {
     println!("  fsyncs/s (3 nodes){:>12.0}", r.fsyncs_per_s);
     println!("  records per fsync {:>12.1}", r.records_per_fsync);
     println!("  placing journals  {:>12.3} s", r.placement_s);
+    println!("  rss peak          {:>12} bytes", r.rss_peak_bytes);
+    if r.idle_journals > 0 {
+        println!("  rss per idle journal {:>9} bytes ({} idle journals)", r.rss_per_idle_journal_bytes, r.idle_journals);
+    }
     println!("  verified          {} of {} acknowledged records read back at their positions", r.verified_records, r.acked_records);
 }
 
