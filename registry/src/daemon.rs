@@ -54,6 +54,10 @@ pub struct CoordinatorLoopConfig {
     pub requests_queue_max: usize,
     /// How often the loop asks whether a checkpoint is due by time.
     pub checkpoint_poll: Duration,
+    /// The pause before a failed term is started again.
+    pub restart_backoff: Duration,
+    /// Failed terms in a row after which the loop gives up.
+    pub restarts_max: u32,
 }
 
 impl Default for CoordinatorLoopConfig {
@@ -63,6 +67,8 @@ impl Default for CoordinatorLoopConfig {
             writer: WriterConfig::default(),
             requests_queue_max: 1024,
             checkpoint_poll: Duration::from_secs(1),
+            restart_backoff: Duration::from_millis(200),
+            restarts_max: 100,
         }
     }
 }
@@ -88,6 +94,13 @@ pub enum CoordinatorStop {
 
 /// Starts the coordinator: claims the registry journal (fencing any earlier coordinator),
 /// folds it from its floor, then serves requests until superseded or every handle is dropped.
+///
+/// A term that fails (a write halted, the journal unreadable for a while) is started again
+/// after [`CoordinatorLoopConfig::restart_backoff`], at most
+/// [`CoordinatorLoopConfig::restarts_max`] times in a row: the next term claims anew, so it
+/// learns the tail and fences the failed one. Callers waiting on a failed term see
+/// [`CoordinatorGone`]; re-sending the same request id is answered from the fold. A term that
+/// was superseded, or whose handles are all dropped, is not restarted.
 #[must_use]
 pub fn spawn_coordinator<S>(
     client: Client<S>,
@@ -99,10 +112,20 @@ where
     S: JournalService + 'static,
     S::Journal: 'static,
 {
-    let (tx, rx) = mpsc::channel(config.requests_queue_max.max(1));
+    let (tx, mut rx) = mpsc::channel(config.requests_queue_max.max(1));
     let task = tokio::spawn(async move {
-        match coordinate(client, journal, config, seed, rx).await {
-            Ok(stop) | Err(stop) => stop,
+        let mut failures = 0u32;
+        let mut term_seed = seed;
+        loop {
+            match coordinate(client.clone(), journal.clone(), config, term_seed, &mut rx).await {
+                Ok(stop) => return stop,
+                Err(stop) if failures >= config.restarts_max => return stop,
+                Err(_) => {
+                    failures += 1;
+                    term_seed = term_seed.rotate_left(17) ^ u64::from(failures);
+                    tokio::time::sleep(config.restart_backoff).await;
+                }
+            }
         }
     });
     (CoordinatorHandle { tx }, task)
@@ -118,7 +141,7 @@ async fn coordinate<S>(
     journal: S::Journal,
     config: CoordinatorLoopConfig,
     seed: u64,
-    mut requests: mpsc::Receiver<Asked>,
+    requests: &mut mpsc::Receiver<Asked>,
 ) -> Result<CoordinatorStop, CoordinatorStop>
 where
     S: JournalService + 'static,
