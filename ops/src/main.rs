@@ -1,7 +1,10 @@
-//! `paros`: the one binary. For now: `paros bench` (the embedded cell under load) and
-//! `paros verify` (reopen a bench's data directory and check every acknowledged record).
+//! `paros`: the one binary. `paros bench` (the embedded cell under load), `paros verify`
+//! (reopen a bench's data directory and check every acknowledged record), `paros cell init`,
+//! and the tenant verbs over a gateway ([`cli`]: signup, token, journal, write, read, tail,
+//! truncate, set-leader).
 
 mod bench;
+mod cli;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -67,6 +70,8 @@ enum Command {
         #[arg(long, default_value_t = 100)]
         record_bytes: usize,
     },
+    #[command(flatten)]
+    Tenant(cli::Verb),
 }
 
 #[derive(Subcommand, Debug)]
@@ -87,6 +92,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
     match cli.command {
+        Command::Tenant(verb) => cli::run(verb, &runtime),
         Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall } => {
             let duration = Duration::from_secs(duration_s);
             if raw_fjall {

@@ -29,6 +29,8 @@
 //! - Settling an ambiguous Truncate(up_to): `TruncateRefused(view)` whose view already retains
 //!   nothing below `min(up_to, next_seq)` is reported `Trimmed(view)`: the truncation's effect
 //!   holds (first_seq never decreases), whoever applied it.
+//! - [`CallReply::Denied`] (a gateway's 401, 403, 429 or 400) ends the call at once as
+//!   [`Decided::Denied`]: the identical request would be refused again.
 //! - Every bound ([`ClientConfig`]) ends the call: sends, redirects, total deadline.
 //!
 //! Answers are parsed, not trusted: a verdict that cannot answer this call (a `Won` for a
@@ -46,7 +48,7 @@ use thiserror::Error;
 use tokio::time::{Instant, sleep};
 
 use crate::reader::ReadAnswer;
-use crate::service::{CallReply, JournalService, ReadParams, Route};
+use crate::service::{CallReply, Denial, JournalService, ReadParams, Route};
 use crate::types::{seq_checked_add, view_is_consistent};
 
 /// The bounds of one call's retries. Every one is finite: a call always ends.
@@ -141,6 +143,10 @@ pub enum Decided {
     Unavailable,
     /// The service knows no such journal.
     UnknownJournal,
+    /// The service refused the call (unauthorized, forbidden, over quota, malformed): it is
+    /// not retried. `ambiguous`: an earlier attempt got no answer, so the call may still have
+    /// taken effect; otherwise nothing was done.
+    Denied { denial: Denial, ambiguous: bool },
 }
 
 /// An answer that cannot be an answer to the call it came back for; the call ends.
@@ -327,6 +333,7 @@ impl CallPolicy {
                 self.retry(elapsed)
             }
             CallReply::UnknownJournal => self.finish(Ok(Decided::UnknownJournal)),
+            CallReply::Denied(denial) => self.finish(Ok(Decided::Denied { denial, ambiguous: self.ambiguous })),
         }
     }
 
@@ -383,6 +390,8 @@ impl CallPolicy {
                 self.retry_read(elapsed)
             }
             ReadAnswer::UnknownJournal => self.finish(Ok(Decided::UnknownJournal)),
+            // The read-back belongs to an ambiguous call: it may have taken effect.
+            ReadAnswer::Denied(denial) => self.finish(Ok(Decided::Denied { denial, ambiguous: true })),
         }
     }
 

@@ -28,6 +28,8 @@
 //!   good when superseded — over its sans-IO [`WriterCore`].
 //! - [`appender`]: record-at-a-time appends gathered into batches ([`BatchBuilder`]) with a
 //!   bytes-in-flight bound, over a [`Writer`].
+//! - [`http`] (feature `http`, on by default): [`HttpService`], the service over a gateway's
+//!   HTTP API v1, and [`GatewayClient`], the tenant's other calls and the SSE tail.
 //! - [`fake`]: an in-memory service folding with paros-core's own fold, with scripted faults,
 //!   for tests (here and in other crates).
 //!
@@ -40,6 +42,8 @@ pub mod client;
 pub mod checkpointer;
 pub mod fake;
 pub mod folder;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod reader;
 pub mod run;
 pub mod service;
@@ -52,6 +56,8 @@ pub use client::{AnswerError, CallPolicy, Client, ClientConfig, ClientConfigErro
 pub use checkpointer::{
     Checkpointer, CheckpointerConfig, CheckpointerError, ConfigError, PlannedRun, Truncate,
 };
+#[cfg(feature = "http")]
+pub use http::{GatewayClient, GatewayError, HttpConfig, HttpService, SseEvent, SseParser, Tail};
 pub use folder::{DropReason, FoldError, FoldEvent, Folder, FolderConfig};
 pub use reader::{
     ReadAnswer, ReadConsistency, ReadRequest, Reader, ReaderConfig, ReaderConfigError, ReaderCursor, ReaderError,
@@ -60,4 +66,4 @@ pub use reader::{
 pub use run::{MAGIC, RecordError, RunDecodeError, RunRecord, check_application_record};
 pub use types::{JournalView, Seq};
 pub use writer::{Completion, Writer, WriterConfig, WriterConfigError, WriterCore, WriterError, Written};
-pub use service::{CallReply, JournalService, ReadParams, Route};
+pub use service::{CallReply, Denial, JournalService, ReadParams, Route};

@@ -73,6 +73,8 @@ pub enum ReadAnswer {
     Unserved,
     /// No such journal.
     UnknownJournal,
+    /// The service refused the read (unauthorized, forbidden, over quota, malformed).
+    Denied(crate::service::Denial),
 }
 
 /// What the reader learned from an answer.
@@ -123,6 +125,10 @@ pub enum ReaderError {
     /// A truncation answer whose view does not put the first retained position past the cursor.
     #[error("a truncation with first_seq {} does not lie past the cursor {}", .first_seq.0, .cursor.0)]
     NotTruncated { cursor: Seq, first_seq: Seq },
+    /// The service refused the read (unauthorized, forbidden, over quota, malformed): reading
+    /// on would be refused too. The cursor is unchanged.
+    #[error("the read was denied: {0}")]
+    Denied(crate::service::Denial),
 }
 
 /// A reader configuration that is refused.
@@ -209,6 +215,7 @@ impl ReaderCursor {
                 self.unserved = 0;
                 ReaderOutcome::UnknownJournal
             }
+            ReadAnswer::Denied(denial) => return Err(ReaderError::Denied(denial)),
         };
         assert!(
             self.cursor >= before,

@@ -40,6 +40,32 @@ pub enum CallReply {
     /// The request provably never reached a server (no route, connection refused): nothing
     /// happened; another server may be asked.
     NotSent,
+    /// The service refused to judge the call (a gateway's 401, 403, 429, 400): asking again
+    /// identically would be refused again, so the call ends here. Nothing was done.
+    Denied(Denial),
+}
+
+/// A refusal by the service in front of the journal (authentication, authorization, quota, a
+/// malformed request, an answer outside the contract), not a journal verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Denial {
+    /// The HTTP status (401, 403, 429, 400, …).
+    pub status: u16,
+    /// The stable error code (`unauthorized`, `forbidden`, `over_quota`, `malformed`, …), or
+    /// `contract` for an answer that breaks the API contract.
+    pub code: &'static str,
+    /// The `Retry-After` a 429 named, in seconds.
+    pub retry_after_s: Option<u64>,
+}
+
+impl fmt::Display for Denial {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.code, self.status)?;
+        if let Some(s) = self.retry_after_s {
+            write!(f, ", retry after {s} s")?;
+        }
+        Ok(())
+    }
 }
 
 /// One page request, as the service sends it.

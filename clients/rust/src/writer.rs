@@ -658,6 +658,9 @@ async fn inspect_view<S: JournalService + 'static>(client: Client<S>, journal: S
                 return Ok(view);
             }
             ReadAnswer::UnknownJournal => return Err(WriterError::Undecided { decided: Decided::UnknownJournal }),
+            ReadAnswer::Denied(denial) => {
+                return Err(WriterError::Undecided { decided: Decided::Denied { denial, ambiguous: false } });
+            }
             ReadAnswer::Unserved => {
                 tokio::time::sleep(crate::client::backoff(client.config(), attempt + 1, &mut rng)).await;
             }

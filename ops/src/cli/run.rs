@@ -1,0 +1,433 @@
+//! Carrying the verbs out: one gateway connection per run, the client policy for the calls
+//! that change a journal, and the text or JSON the verb prints.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::io::BufRead;
+use std::time::Duration;
+
+use bytes::Bytes;
+use paros_api::{
+    Consistency, CreateJournalRequest, JournalInfo, JournalName, MintTokenRequest, ReadOutcome, ReadQuery, Record, TailEvent,
+    Token, TokenId, View, WaitMs, WriteOutcome, WriteRequest, WriterMode,
+};
+use paros_client::http::{api_uuid, core_uuid, core_view};
+use paros_client::{Client, ClientConfig, Decided, GatewayClient, GatewayError, HttpConfig, HttpService, Writer, WriterConfig};
+use paros_core::journal::{JournalView, Outcome};
+use paros_core::{Call, Seq};
+use serde_json::json;
+
+use super::{Failure, Gateway, JournalCommand, TokenCommand, Verb};
+
+/// Runs `verb`; `env` reads `PAROS_URL` and `PAROS_TOKEN` (the process environment, or a
+/// test's).
+///
+/// # Errors
+/// The verb's [`Failure`].
+pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result<(), Failure> {
+    match verb {
+        Verb::Signup { name, gateway } => {
+            let (g, json) = connect(&gateway, env)?;
+            let a = g.signup(&name).await.map_err(|e| Failure::from_gateway(&e, false))?;
+            if json {
+                println!("{}", to_json(&a));
+            } else {
+                println!("tenant {} ({})", a.name, a.tenant.as_str());
+                println!("token_id {}", a.token_id.as_str());
+                println!("expires_at {}", a.expires_at);
+                println!("export PAROS_TOKEN={}", a.token.as_str());
+            }
+            Ok(())
+        }
+        Verb::Token { command: TokenCommand::Mint { scope, journal, expires_in_s, gateway } } => {
+            let (g, json) = connect(&gateway, env)?;
+            let request = MintTokenRequest { scope: scope.into(), journal, expires_in_s };
+            let a = g.mint_token(&request).await.map_err(|e| Failure::from_gateway(&e, false))?;
+            if json {
+                println!("{}", to_json(&a));
+            } else {
+                println!("token_id {}", a.token_id.as_str());
+                println!("expires_at {}", a.expires_at);
+                println!("token {}", a.token.as_str());
+            }
+            Ok(())
+        }
+        Verb::Token { command: TokenCommand::Revoke { token_id, gateway } } => {
+            let (g, json) = connect(&gateway, env)?;
+            let id = TokenId::parse(&token_id).map_err(|e| Failure::BadArgs(format!("token id {token_id:?}: {e}")))?;
+            g.revoke_token(&id).await.map_err(|e| Failure::from_gateway(&e, false))?;
+            print_done(json, "revoked", id.as_str());
+            Ok(())
+        }
+        Verb::Journal { command } => journal(command, env).await,
+        Verb::Write { journal, records, leader, batch, base64, gateway } => {
+            let (g, json) = connect(&gateway, env)?;
+            let records = if records.is_empty() { stdin_lines()? } else { records };
+            let records = decode(records, base64)?;
+            if records.is_empty() {
+                return Err(Failure::BadArgs("no records to write".into()));
+            }
+            let batches: Vec<Vec<Bytes>> = records.chunks(batch as usize).map(<[Bytes]>::to_vec).collect();
+            let info = g.show_journal(&journal).await.map_err(|e| Failure::from_gateway(&e, true))?;
+            let written = match (info.mode, leader) {
+                (WriterMode::MultiWriter, Some(_)) => {
+                    return Err(Failure::BadArgs("a multi-writer journal takes no --leader".into()));
+                }
+                (WriterMode::MultiWriter, None) => append(&g, &journal, batches).await?,
+                (WriterMode::SingleWriter, None) => claim_and_write(g, journal, batches).await?,
+                (WriterMode::SingleWriter, Some(l)) => write_as(g, journal, core_uuid(l), info, batches).await?,
+            };
+            print_written(json, &written);
+            Ok(())
+        }
+        Verb::Read { journal, from, limit, max_bytes, wait_ms, min_seq, base64, gateway } => {
+            let (g, json) = connect(&gateway, env)?;
+            let wait_ms = WaitMs::new(wait_ms).ok_or_else(|| Failure::BadArgs("--wait-ms is at most 1000".into()))?;
+            let consistency = match min_seq {
+                Some(s) => Consistency::AtLeast { min_seq: paros_api::Seq(s) },
+                None => Consistency::Linearizable { min_seq: None },
+            };
+            let query = ReadQuery { from: paros_api::Seq(from), limit, max_bytes, wait_ms, consistency };
+            match g.read(&journal, &query).await.map_err(|e| Failure::from_gateway(&e, true))? {
+                ReadOutcome::Page(page) => {
+                    if json {
+                        println!("{}", to_json(&page));
+                    } else {
+                        print_records(page.from.0, &page.records, base64);
+                        eprintln!("next {} of [{}, {})", page.next_from().map_or(0, |s| s.0), page.view.first_seq, page.view.next_seq);
+                    }
+                    Ok(())
+                }
+                ReadOutcome::Truncated(view) => {
+                    Err(Failure::Refused(format!("truncated: {journal} starts at {} now", view.first_seq)))
+                }
+                ReadOutcome::Unserved => Err(Failure::Unavailable("unavailable: the read was not served in time".into())),
+            }
+        }
+        Verb::Tail { journal, from, base64, gateway } => {
+            let (g, json) = connect(&gateway, env)?;
+            let mut tail = g.tail(&journal, from.map(paros_api::Seq)).await.map_err(|e| Failure::from_gateway(&e, true))?;
+            loop {
+                let frame = tail.next().await.map_err(|e| Failure::from_gateway(&e, true))?;
+                if json {
+                    let data: serde_json::Value = serde_json::from_str(&frame.event.data()).unwrap_or_default();
+                    println!("{}", json!({"event": frame.event.name(), "id": frame.id.0, "data": data}));
+                }
+                match &frame.event {
+                    TailEvent::Records(page) if !json => print_records(page.from.0, &page.records, base64),
+                    TailEvent::Gap(gap) => {
+                        eprintln!("gap: positions [{}, {}) were truncated; resuming at {}", gap.from, gap.resumed_at, gap.resumed_at);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Verb::Truncate { journal, up_to, leader, gateway } => {
+            let (g, json) = connect(&gateway, env)?;
+            let call = Call::Truncate { leader: leader.map(core_uuid), up_to: Seq(up_to) };
+            let view = decide(g, &journal, call, |o| matches!(o, Outcome::Trimmed(_))).await?;
+            print_view(json, "trimmed", &view);
+            Ok(())
+        }
+        Verb::SetLeader { journal, new, old, gateway } => {
+            let (g, json) = connect(&gateway, env)?;
+            let call = Call::SetLeader { new: core_uuid(new), old: old.map(core_uuid) };
+            let view = decide(g, &journal, call, |o| matches!(o, Outcome::Won(_))).await?;
+            print_view(json, "won", &view);
+            Ok(())
+        }
+    }
+}
+
+async fn journal(command: JournalCommand, env: &dyn Fn(&str) -> Option<String>) -> Result<(), Failure> {
+    match command {
+        JournalCommand::Create { name, mode, gateway } => {
+            let (g, json) = connect(&gateway, env)?;
+            let info = g
+                .create_journal(&CreateJournalRequest { name, mode: Some(mode.into()) })
+                .await
+                .map_err(|e| Failure::from_gateway(&e, false))?;
+            print_info(json, &info);
+        }
+        JournalCommand::List { gateway } => {
+            let (g, json) = connect(&gateway, env)?;
+            let list = g.list_journals().await.map_err(|e| Failure::from_gateway(&e, true))?;
+            if json {
+                println!("{}", to_json(&list));
+            } else {
+                list.journals.iter().for_each(|i| println!("{}", info_line(i)));
+            }
+        }
+        JournalCommand::Show { name, gateway } => {
+            let (g, json) = connect(&gateway, env)?;
+            let info = g.show_journal(&name).await.map_err(|e| Failure::from_gateway(&e, true))?;
+            print_info(json, &info);
+        }
+        JournalCommand::Delete { name, gateway } => {
+            let (g, json) = connect(&gateway, env)?;
+            g.delete_journal(&name).await.map_err(|e| Failure::from_gateway(&e, false))?;
+            print_done(json, "deleted", name.as_str());
+        }
+    }
+    Ok(())
+}
+
+/// The gateway client for `gateway`'s URL and token (or the environment's), and `--json`.
+pub(super) fn connect(gateway: &Gateway, env: &dyn Fn(&str) -> Option<String>) -> Result<(GatewayClient, bool), Failure> {
+    let url = gateway
+        .url
+        .clone()
+        .or_else(|| env("PAROS_URL"))
+        .ok_or_else(|| Failure::BadArgs("no gateway URL: give --url or set PAROS_URL".into()))?;
+    let token = gateway
+        .token
+        .clone()
+        .or_else(|| env("PAROS_TOKEN"))
+        .map(|t| Token::parse(t.trim()).map_err(|e| Failure::BadArgs(format!("the token: {e}"))))
+        .transpose()?;
+    let g = GatewayClient::new(&url, token.as_ref(), HttpConfig::default()).map_err(|e| Failure::from_gateway(&e, true))?;
+    Ok((g, gateway.json))
+}
+
+fn client(g: GatewayClient) -> Client<HttpService> {
+    Client::new(HttpService::from_gateway(g), ClientConfig::default(), seed()).expect("the default client config is valid")
+}
+
+/// A seed nobody else draws: the process's randomly keyed hasher over the clock.
+fn seed() -> u64 {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+/// A call through the client policy; `ok` picks the verdicts that succeed.
+async fn decide(g: GatewayClient, journal: &JournalName, call: Call, ok: fn(&Outcome) -> bool) -> Result<JournalView, Failure> {
+    let decided = client(g).call(journal, call).await.map_err(|e| Failure::Other(e.to_string()))?;
+    match decided {
+        Decided::Verdict(o @ (Outcome::Trimmed(v) | Outcome::Won(v))) if ok(&o) => Ok(v),
+        other => Err(Failure::from_decided(&other)),
+    }
+}
+
+/// What a write verb wrote.
+struct Written {
+    leader: Option<paros_core::LeaderUuid>,
+    first: Option<u64>,
+    count: u64,
+    next_seq: u64,
+}
+
+async fn claim_and_write(g: GatewayClient, journal: JournalName, batches: Vec<Vec<Bytes>>) -> Result<Written, Failure> {
+    let mut writer = Writer::new(client(g), journal, WriterConfig::default(), seed()).map_err(|e| Failure::Other(e.to_string()))?;
+    let view = writer.claim().await.map_err(|e| Failure::from_writer(&e))?;
+    let leader = writer.core().uuid();
+    eprintln!("claimed as leader {}", leader.map(api_uuid).map_or_else(String::new, |u| u.to_string()));
+    let mut done = Written { leader, first: None, count: 0, next_seq: view.next_seq.0 };
+    let mut take = |report: Option<(Seq, Result<paros_client::Written, paros_client::WriterError>)>| -> Result<(), Failure> {
+        if let Some((_, result)) = report {
+            let w = result.map_err(|e| Failure::from_writer(&e))?;
+            done.first.get_or_insert(w.seq.0);
+            done.count += w.count;
+            done.next_seq = w.seq.0 + w.count;
+        }
+        Ok(())
+    };
+    for batch in batches {
+        let bytes = batch.iter().map(|r| r.len() as u64).sum();
+        while !writer.has_room(bytes) {
+            take(writer.next_report().await)?;
+        }
+        writer.submit(batch).map_err(|e| Failure::from_writer(&e))?;
+    }
+    while writer.in_flight() > 0 {
+        take(writer.next_report().await)?;
+    }
+    Ok(done)
+}
+
+async fn write_as(
+    g: GatewayClient,
+    journal: JournalName,
+    leader: paros_core::LeaderUuid,
+    info: JournalInfo,
+    batches: Vec<Vec<Bytes>>,
+) -> Result<Written, Failure> {
+    let view = core_view(info.view);
+    if view.leader != Some(leader) {
+        return Err(Failure::from_decided(&Decided::Verdict(Outcome::Refused(view))));
+    }
+    let client = client(g);
+    let mut done = Written { leader: Some(leader), first: None, count: 0, next_seq: view.next_seq.0 };
+    for records in batches {
+        let (seq, count) = (Seq(done.next_seq), records.len() as u64);
+        let decided = client
+            .call(&journal, Call::Write { leader: Some(leader), seq, records })
+            .await
+            .map_err(|e| Failure::Other(e.to_string()))?;
+        match decided {
+            Decided::Verdict(Outcome::Accepted { seq: at, count: n } | Outcome::Duplicate { seq: at, count: n }) if at == seq && n == count => {
+                done.first.get_or_insert(seq.0);
+                done.count += n;
+                done.next_seq = seq.0 + n;
+            }
+            other => return Err(Failure::from_decided(&other).with_prefix(&format!("the batch at {}", seq.0))),
+        }
+    }
+    Ok(done)
+}
+
+/// Multi-writer appends: one request per batch, retried only when the gateway says nothing
+/// was done (a retry after a lost answer would append the batch twice).
+async fn append(g: &GatewayClient, journal: &JournalName, batches: Vec<Vec<Bytes>>) -> Result<Written, Failure> {
+    let mut done = Written { leader: None, first: None, count: 0, next_seq: 0 };
+    for records in batches {
+        let request = WriteRequest::append(records.into_iter().map(|r| Record(r.to_vec())).collect());
+        let mut attempt = 0u32;
+        let outcome = loop {
+            match g.write(journal, &request).await {
+                Err(e @ (GatewayError::NotSent(_) | GatewayError::Api { status: 503, .. })) if attempt < 5 => {
+                    attempt += 1;
+                    eprintln!("retrying: {e}");
+                    tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+                }
+                Err(e) => return Err(Failure::from_gateway(&e, false).with_prefix(&format!("after {} records", done.count))),
+                Ok(o) => break o,
+            }
+        };
+        match outcome {
+            WriteOutcome::Accepted { seq, count, view } | WriteOutcome::Duplicate { seq, count, view } => {
+                done.first.get_or_insert(seq.0);
+                done.count += count;
+                done.next_seq = view.next_seq.0;
+            }
+            WriteOutcome::Ambiguous => {
+                return Err(Failure::Ambiguous(format!(
+                    "after {} records: the next batch may or may not have been appended",
+                    done.count
+                )));
+            }
+            WriteOutcome::TooLarge { limits, .. } => {
+                return Err(Failure::Refused(format!(
+                    "too_large: at most {} records, {} bytes, {} body bytes per write",
+                    limits.max_records, limits.max_bytes, limits.max_body_bytes
+                )));
+            }
+            WriteOutcome::Refused(v) | WriteOutcome::WrongMode(v) | WriteOutcome::Truncated(v) => {
+                return Err(Failure::Refused(format!("refused: the journal's tail is {}", v.next_seq)));
+            }
+        }
+    }
+    Ok(done)
+}
+
+fn stdin_lines() -> Result<Vec<String>, Failure> {
+    std::io::stdin()
+        .lock()
+        .lines()
+        .collect::<Result<_, _>>()
+        .map_err(|e| Failure::BadArgs(format!("reading stdin: {e}")))
+}
+
+fn decode(records: Vec<String>, base64: bool) -> Result<Vec<Bytes>, Failure> {
+    records
+        .into_iter()
+        .map(|r| {
+            if base64 {
+                Record::from_base64(&r).map(|r| Bytes::from(r.0)).map_err(|e| Failure::BadArgs(format!("{r:?}: {e}")))
+            } else {
+                Ok(Bytes::from(r))
+            }
+        })
+        .collect()
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("API bodies serialize infallibly")
+}
+
+fn api_view(v: &JournalView) -> View {
+    View { leader: v.leader.map(api_uuid), first_seq: paros_api::Seq(v.first_seq.0), next_seq: paros_api::Seq(v.next_seq.0) }
+}
+
+fn view_text(v: &View) -> String {
+    let leader = v.leader.map_or_else(|| "-".to_owned(), |l| l.to_string());
+    format!("leader {leader} first_seq {} next_seq {}", v.first_seq, v.next_seq)
+}
+
+fn info_line(i: &JournalInfo) -> String {
+    let mode = match i.mode {
+        WriterMode::SingleWriter => "single_writer",
+        WriterMode::MultiWriter => "multi_writer",
+    };
+    format!("{} {mode} {}", i.name, view_text(&i.view))
+}
+
+fn print_info(json: bool, info: &JournalInfo) {
+    if json {
+        println!("{}", to_json(info));
+    } else {
+        println!("{}", info_line(info));
+    }
+}
+
+fn print_done(json: bool, what: &str, name: &str) {
+    if json {
+        println!("{}", json!({ what: name }));
+    } else {
+        println!("{what} {name}");
+    }
+}
+
+fn print_view(json: bool, outcome: &str, view: &JournalView) {
+    let v = api_view(view);
+    if json {
+        println!("{}", json!({"outcome": outcome, "view": v}));
+    } else {
+        println!("{outcome}: {}", view_text(&v));
+    }
+}
+
+fn print_written(json: bool, w: &Written) {
+    let leader = w.leader.map(api_uuid);
+    if json {
+        println!("{}", json!({"leader": leader, "seq": w.first, "count": w.count, "next_seq": w.next_seq}));
+    } else {
+        let at = w.first.map_or_else(String::new, |f| format!(" at [{f}, {})", f + w.count));
+        let by = leader.map_or_else(String::new, |l| format!(" as leader {l}"));
+        println!("wrote {} records{at}{by}", w.count);
+    }
+}
+
+fn print_records(from: u64, records: &[Record], base64: bool) {
+    for (i, r) in records.iter().enumerate() {
+        let text = if base64 { r.to_base64() } else { String::from_utf8_lossy(r.as_bytes()).into_owned() };
+        println!("{}\t{text}", from + i as u64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::connect;
+    use crate::cli::{Failure, Gateway};
+
+    #[test]
+    fn the_url_and_token_come_from_flags_before_the_environment() {
+        let env = |k: &str| match k {
+            "PAROS_URL" => Some("http://from-env:1".to_owned()),
+            "PAROS_TOKEN" => Some("env.token\n".to_owned()),
+            _ => None,
+        };
+        assert!(connect(&Gateway::default(), &env).is_ok(), "the environment is enough");
+        let flags = Gateway { url: Some("http://flag:2".into()), token: Some("flag.token".into()), json: true };
+        let (g, json) = connect(&flags, &env).unwrap();
+        assert!(json);
+        assert!(format!("{g:?}").contains("http://flag:2/"));
+        let none = |_: &str| None;
+        assert!(matches!(connect(&Gateway::default(), &none), Err(Failure::BadArgs(_))));
+        let bad = Gateway { url: Some("not a url".into()), ..Gateway::default() };
+        assert_eq!(connect(&bad, &none).unwrap_err().exit_code(), 2);
+        let bad_token = Gateway { url: Some("http://x".into()), token: Some("has space".into()), json: false };
+        assert_eq!(connect(&bad_token, &none).unwrap_err().exit_code(), 2);
+    }
+}

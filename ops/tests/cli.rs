@@ -1,0 +1,131 @@
+//! The tenant verbs as a process: `paros` against a tiny fake gateway (std threads, one request
+//! per connection), checking stdout and the exit codes.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+
+type Handler = dyn Fn(&str, &str, &str) -> (u16, String) + Send + Sync;
+
+/// Serves `handler(method, target, body) -> (status, body)`; returns the URL and the log of
+/// `method target body` lines.
+fn gateway(handler: Box<Handler>) -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let log = Arc::new(Mutex::new(vec![]));
+    let seen = Arc::clone(&log);
+    std::thread::spawn(move || {
+        for socket in listener.incoming() {
+            let Ok(mut s) = socket else { return };
+            let mut buf = vec![];
+            let mut chunk = [0u8; 4096];
+            let head_end = loop {
+                let n = s.read(&mut chunk).unwrap_or(0);
+                if n == 0 {
+                    break None;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break Some(i);
+                }
+            };
+            let Some(head_end) = head_end else { continue };
+            let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+            let len: usize = head
+                .lines()
+                .filter_map(|l| l.split_once(':'))
+                .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+                .and_then(|(_, v)| v.trim().parse().ok())
+                .unwrap_or(0);
+            let mut body = buf[head_end + 4..].to_vec();
+            while body.len() < len {
+                let n = s.read(&mut chunk).unwrap_or(0);
+                if n == 0 {
+                    break;
+                }
+                body.extend_from_slice(&chunk[..n]);
+            }
+            let mut first = head.lines().next().unwrap_or("").split(' ');
+            let (method, target) = (first.next().unwrap_or(""), first.next().unwrap_or(""));
+            let body = String::from_utf8_lossy(&body).to_string();
+            seen.lock().unwrap().push(format!("{method} {target} {body}"));
+            let (status, answer) = handler(method, target, &body);
+            let out = format!(
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+            let _ = s.write_all(out.as_bytes());
+        }
+    });
+    (url, log)
+}
+
+fn paros(url: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_paros"))
+        .args(args)
+        .env("PAROS_URL", url)
+        .env("PAROS_TOKEN", "tok.en")
+        .output()
+        .expect("runs paros")
+}
+
+const U: &str = "0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b";
+
+#[test]
+fn journal_create_prints_the_journal_and_exits_0() {
+    let (url, log) = gateway(Box::new(|_, _, _| {
+        (201, r#"{"name":"orders","mode":"multi_writer","view":{"leader":null,"first_seq":0,"next_seq":0}}"#.into())
+    }));
+    let out = paros(&url, &["journal", "create", "orders", "--mode", "multi_writer"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "orders multi_writer leader - first_seq 0 next_seq 0\n");
+    assert_eq!(log.lock().unwrap()[0], r#"POST /v1/journals {"name":"orders","mode":"multi_writer"}"#);
+}
+
+#[test]
+fn write_with_a_leader_in_force_writes_at_the_tail() {
+    let (url, log) = gateway(Box::new(|method, target, _| match (method, target) {
+        ("GET", "/v1/journals/orders") => {
+            (200, format!(r#"{{"name":"orders","mode":"single_writer","view":{{"leader":"{U}","first_seq":0,"next_seq":4}}}}"#))
+        }
+        ("POST", "/v1/journals/orders/records") => (
+            200,
+            format!(r#"{{"outcome":"accepted","seq":4,"count":2,"view":{{"leader":"{U}","first_seq":0,"next_seq":6}}}}"#),
+        ),
+        _ => (404, r#"{"code":"unknown_journal","message":"m"}"#.into()),
+    }));
+    let out = paros(&url, &["write", "orders", "a", "b", "--leader", U, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed, serde_json::json!({"leader": U, "seq": 4, "count": 2, "next_seq": 6}));
+    assert_eq!(log.lock().unwrap()[1], format!(r#"POST /v1/journals/orders/records {{"leader":"{U}","seq":4,"records":["YQ==","Yg=="]}}"#));
+}
+
+#[test]
+fn a_lost_set_leader_exits_3_and_an_unauthorized_token_exits_6() {
+    let (url, _) = gateway(Box::new(|_, target, _| match target {
+        "/v1/journals/orders/leader" => (409, format!(r#"{{"code":"lost","message":"m","view":{{"leader":"{U}","first_seq":0,"next_seq":0}}}}"#)),
+        _ => (401, r#"{"code":"unauthorized","message":"expired"}"#.into()),
+    }));
+    let out = paros(&url, &["set-leader", "orders", "--new", "00000000-0000-0000-0000-000000000002"]);
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(U), "names the leader in force");
+    let out = paros(&url, &["journal", "list"]);
+    assert_eq!(out.status.code(), Some(6), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_read_prints_positions_and_records_and_a_truncated_read_exits_3() {
+    let (url, _) = gateway(Box::new(|_, target, _| {
+        if target.starts_with("/v1/journals/orders/records?from=0") {
+            (410, r#"{"code":"truncated","message":"m","view":{"leader":null,"first_seq":2,"next_seq":4}}"#.into())
+        } else {
+            (200, r#"{"from":2,"records":["aGk=","eW8="],"view":{"leader":null,"first_seq":2,"next_seq":4}}"#.into())
+        }
+    }));
+    let out = paros(&url, &["read", "orders", "--from", "2", "--limit", "5"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "2\thi\n3\tyo\n");
+    assert_eq!(paros(&url, &["read", "orders", "--from", "0"]).status.code(), Some(3));
+}
