@@ -584,6 +584,12 @@ pub(crate) async fn read(
                     params.wait_ms = u32::try_from(left.as_millis()).unwrap_or(wait_ms);
                     continue;
                 }
+                // A node caps its own long-poll; the gateway polls again until `wait_ms` passed.
+                let left = Duration::from_millis(u64::from(wait_ms)).saturating_sub(started.elapsed());
+                if records.is_empty() && !left.is_zero() {
+                    params.wait_ms = u32::try_from(left.as_millis()).unwrap_or(wait_ms);
+                    continue;
+                }
                 let page = Page { from: paros_api::Seq(from.0), records: records.into_iter().map(|r| Record(r.to_vec())).collect(), view: api_view(view) };
                 return Ok(json(StatusCode::OK, &page));
             }

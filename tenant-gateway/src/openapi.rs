@@ -153,7 +153,7 @@ pub struct TruncateAnswerDoc {
 }
 
 /// The document, assembled from the handlers.
-#[derive(OpenApi)]
+#[derive(Debug, OpenApi)]
 #[openapi(
     info(title = "paros HTTP API", version = "1"),
     paths(
