@@ -7,32 +7,47 @@ use axum::response::{IntoResponse, Response};
 use paros_api::{ErrorBody, ErrorCode, Limits, View};
 
 /// Every refusal the gateway answers: a code of API.md's table, a message, and what the code
-/// carries (the view, the limits, a retry delay).
+/// carries (the view, the limits, a retry delay). Boxed: errors travel up every handler.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ApiError {
-    pub code: ErrorCode,
-    pub message: String,
-    pub view: Option<View>,
-    pub limits: Option<Limits>,
+pub struct ApiError(Box<Repr>);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Repr {
+    code: ErrorCode,
+    message: String,
+    view: Option<View>,
+    limits: Option<Limits>,
     /// `Retry-After`, on `over_quota`.
-    pub retry_after: Option<Duration>,
+    retry_after: Option<Duration>,
 }
 
 impl ApiError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> ApiError {
-        ApiError { code, message: message.into(), view: None, limits: None, retry_after: None }
+        ApiError(Box::new(Repr { code, message: message.into(), view: None, limits: None, retry_after: None }))
     }
 
     #[must_use]
     pub fn with_view(mut self, view: View) -> ApiError {
-        self.view = Some(view);
+        self.0.view = Some(view);
         self
     }
 
     #[must_use]
     pub fn with_limits(mut self, limits: Limits) -> ApiError {
-        self.limits = Some(limits);
+        self.0.limits = Some(limits);
         self
+    }
+
+    #[must_use]
+    pub fn with_message(mut self, message: impl Into<String>) -> ApiError {
+        self.0.message = message.into();
+        self
+    }
+
+    /// The code answered.
+    #[must_use]
+    pub fn code(&self) -> ErrorCode {
+        self.0.code
     }
 
     pub fn malformed(message: impl Into<String>) -> ApiError {
@@ -51,14 +66,18 @@ impl ApiError {
         ApiError::new(ErrorCode::Unavailable, message)
     }
 
+    #[must_use]
     pub fn unknown_journal() -> ApiError {
         ApiError::new(ErrorCode::UnknownJournal, "no such journal in this tenant")
     }
 
     pub fn over_quota(message: impl Into<String>, retry_after: Duration) -> ApiError {
-        ApiError { retry_after: Some(retry_after), ..ApiError::new(ErrorCode::OverQuota, message) }
+        let mut e = ApiError::new(ErrorCode::OverQuota, message);
+        e.0.retry_after = Some(retry_after);
+        e
     }
 
+    #[must_use]
     pub fn ambiguous() -> ApiError {
         ApiError::new(ErrorCode::Ambiguous, "the call may or may not have taken effect: retry the identical request")
     }
@@ -66,9 +85,9 @@ impl ApiError {
     /// The body answered.
     #[must_use]
     pub fn body(&self) -> ErrorBody {
-        let mut body = ErrorBody::new(self.code, self.message.clone());
-        body.view = self.view;
-        if let Some(l) = self.limits {
+        let mut body = ErrorBody::new(self.0.code, self.0.message.clone());
+        body.view = self.0.view;
+        if let Some(l) = self.0.limits {
             body = body.with_limits(l);
         }
         body
@@ -77,10 +96,10 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let status = StatusCode::from_u16(self.0.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let json = serde_json::to_vec(&self.body()).unwrap_or_default();
         let mut response = (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], json).into_response();
-        if let Some(after) = self.retry_after {
+        if let Some(after) = self.0.retry_after {
             let secs = after.as_secs() + u64::from(after.subsec_nanos() > 0);
             if let Ok(v) = HeaderValue::from_str(&secs.max(1).to_string()) {
                 response.headers_mut().insert(header::RETRY_AFTER, v);

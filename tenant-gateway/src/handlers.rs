@@ -226,13 +226,6 @@ fn undecided(g: &Gateway, d: Result<Decided, AnswerError>) -> ApiError {
     }
 }
 
-impl ApiError {
-    fn with_message(mut self, message: String) -> ApiError {
-        self.message = message;
-        self
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Tenants and tokens.
 

@@ -45,3 +45,29 @@ pub fn generate_key_file(path: &std::path::Path, kid: &str) -> Result<KeyPair, K
     key.write_key_file(path)?;
     Ok(key)
 }
+
+/// Serves `gateway` on `listener` until the future is dropped or the listener fails.
+///
+/// # Errors
+/// The listener's IO error.
+pub async fn serve(listener: tokio::net::TcpListener, gateway: Gateway) -> std::io::Result<()> {
+    axum::serve(listener, gateway.router()).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_file_round_trips_and_is_never_overwritten() {
+        let dir = std::env::temp_dir().join(format!("paros-gw-key-{}", u64::from_le_bytes(auth::random_bytes::<8>())));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("key.json");
+        let key = generate_key_file(&path, "k-2024.1").unwrap();
+        let back = KeyPair::load(&path).unwrap();
+        assert_eq!((back.kid(), back.public_key()), (key.kid(), key.public_key()));
+        assert!(generate_key_file(&path, "k2").is_err(), "an existing key file is kept");
+        assert!(KeyPair::from_json(br#"{"kid":"k","private_key":"AAAA"}"#).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

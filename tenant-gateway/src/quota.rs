@@ -33,10 +33,13 @@ impl Bucket {
     }
 }
 
+/// One tenant's buckets: requests, then bytes (each made at its first use).
+type Buckets = (Option<Bucket>, Option<Bucket>);
+
 /// Every tenant's buckets.
 #[derive(Debug, Default)]
 pub struct QuotaBook {
-    buckets: Mutex<HashMap<TenantId, (Option<Bucket>, Option<Bucket>)>>,
+    buckets: Mutex<HashMap<TenantId, Buckets>>,
 }
 
 impl QuotaBook {

@@ -160,7 +160,6 @@ impl Gateway {
     }
 
     /// The router serving this gateway; see [`crate::router`].
-    #[must_use]
     pub fn router(&self) -> axum::Router {
         crate::router(self.clone())
     }

@@ -186,3 +186,18 @@ async fn the_openapi_document_describes_the_routes_the_router_serves() {
         assert!(headers.contains_key("x-paros-no-route"), "PATCH {path} is not served");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_serves_http_on_a_loopback_port() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let w = world().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(paros_gateway::serve(listener, w.gateway.clone()));
+    let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+    conn.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").await.unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(5), conn.read_to_string(&mut answer)).await.unwrap().unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    server.abort();
+}
