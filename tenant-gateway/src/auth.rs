@@ -1,0 +1,331 @@
+//! Tokens: EdDSA JWTs signed with the cell's keys, verified against the directory.
+//!
+//! - The algorithm is fixed here (`EdDSA`); a token's own `alg` is never trusted, so `none`,
+//!   HS256 and any other algorithm are refused before a key is looked at.
+//! - `kid` names the signing key; the public halves live in the registry (`AddSigningKey`,
+//!   scope `Cell`), the private halves are configuration ([`KeyPair`], a key file).
+//! - `jti` is the token id. It is minted as `t<nonce>.<sig>`: the nonce and an Ed25519
+//!   signature over (tenant, nonce) with the minting key, so a gateway can tell a token id
+//!   this tenant minted from one it never did without storing every minted id.
+//! - Revocation is `RevokeToken` in the registry; a token whose `jti` the directory lists as
+//!   revoked is refused.
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use ed25519_dalek::{Signer as _, Verifier as _};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use paros_api::{JournalName, Scope};
+use paros_core::TenantId;
+use paros_registry::{Directory, KeyId, KeyScope, TokenId};
+use serde::{Deserialize, Serialize};
+
+use crate::error::ApiError;
+
+/// Unix seconds now.
+#[must_use]
+pub fn now_s() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// Fills `buf` from the OS's generator.
+///
+/// # Panics
+/// When the OS has no generator (nothing secure can be minted then).
+pub fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut buf = [0u8; N];
+    getrandom::fill(&mut buf).expect("the OS random generator is available");
+    buf
+}
+
+/// A token's scope claim: a tenant scope, or the operator's `admin`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScopeClaim {
+    Owner,
+    Write,
+    Read,
+    Admin,
+}
+
+impl From<Scope> for ScopeClaim {
+    fn from(s: Scope) -> ScopeClaim {
+        match s {
+            Scope::Owner => ScopeClaim::Owner,
+            Scope::Write => ScopeClaim::Write,
+            Scope::Read => ScopeClaim::Read,
+        }
+    }
+}
+
+/// The claims of a paros token.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claims {
+    /// The tenant id (16 lowercase hex digits), or `admin`.
+    pub sub: String,
+    pub scope: ScopeClaim,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<String>,
+    pub exp: u64,
+    pub iat: u64,
+    pub jti: String,
+}
+
+/// Who a verified token speaks for.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Principal {
+    /// The cell operator.
+    Admin { exp: u64 },
+    /// A tenant token.
+    Tenant(TenantToken),
+}
+
+/// A verified tenant token.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct TenantToken {
+    pub tenant: TenantId,
+    pub scope: Scope,
+    pub journal: Option<JournalName>,
+    pub exp: u64,
+    pub jti: TokenId,
+}
+
+/// The text of a tenant id, as it travels (`tenant` in signup, `sub` in tokens).
+#[must_use]
+pub fn tenant_text(t: TenantId) -> String {
+    format!("{:016x}", t.0)
+}
+
+fn parse_tenant(raw: &str) -> Option<TenantId> {
+    if raw.len() != 16 || !raw.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        return None;
+    }
+    u64::from_str_radix(raw, 16).ok().map(TenantId)
+}
+
+/// An Ed25519 signing key and its key id: the private half of a cell signing key.
+#[derive(Clone)]
+pub struct KeyPair {
+    kid: KeyId,
+    key: ed25519_dalek::SigningKey,
+}
+
+impl std::fmt::Debug for KeyPair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyPair").field("kid", &self.kid).finish_non_exhaustive()
+    }
+}
+
+/// A key file: `{"kid": "...", "private_key": "<standard base64 of the 32-byte seed>"}`.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyFile {
+    kid: String,
+    private_key: String,
+}
+
+/// Why a key could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("reading the key file: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the key file is not a paros key file: {0}")]
+    Format(String),
+}
+
+/// The fixed PKCS#8 v1 prefix of an Ed25519 private key (RFC 8410), before the 32-byte seed.
+const PKCS8_ED25519_PREFIX: [u8; 16] = [0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20];
+
+impl KeyPair {
+    /// A fresh key named `kid`.
+    #[must_use]
+    pub fn generate(kid: KeyId) -> KeyPair {
+        KeyPair::from_seed(kid, random_bytes::<32>())
+    }
+
+    /// The key with the 32-byte Ed25519 seed `seed`.
+    #[must_use]
+    pub fn from_seed(kid: KeyId, seed: [u8; 32]) -> KeyPair {
+        KeyPair { kid, key: ed25519_dalek::SigningKey::from_bytes(&seed) }
+    }
+
+    /// Reads a key file written by [`write_key_file`](Self::write_key_file).
+    ///
+    /// # Errors
+    /// [`KeyError`] for an unreadable or malformed file.
+    pub fn load(path: &Path) -> Result<KeyPair, KeyError> {
+        KeyPair::from_json(&std::fs::read(path)?)
+    }
+
+    /// Reads a key file's bytes.
+    ///
+    /// # Errors
+    /// [`KeyError::Format`] for anything but a key file.
+    pub fn from_json(bytes: &[u8]) -> Result<KeyPair, KeyError> {
+        let f: KeyFile = serde_json::from_slice(bytes).map_err(|e| KeyError::Format(e.to_string()))?;
+        let kid = KeyId::new(f.kid).map_err(|e| KeyError::Format(e.to_string()))?;
+        let seed = STANDARD.decode(f.private_key).map_err(|e| KeyError::Format(e.to_string()))?;
+        let seed: [u8; 32] = seed.try_into().map_err(|_| KeyError::Format("the private key is 32 bytes".into()))?;
+        Ok(KeyPair::from_seed(kid, seed))
+    }
+
+    /// The key file's bytes.
+    #[must_use]
+    pub fn to_json(&self) -> Vec<u8> {
+        let f = KeyFile { kid: self.kid.as_str().to_owned(), private_key: STANDARD.encode(self.key.to_bytes()) };
+        serde_json::to_vec_pretty(&f).expect("a key file serializes")
+    }
+
+    /// Writes the key file to `path` (created new: an existing file is never overwritten).
+    ///
+    /// # Errors
+    /// [`KeyError::Io`].
+    pub fn write_key_file(&self, path: &Path) -> Result<(), KeyError> {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(path)?;
+        f.write_all(&self.to_json())?;
+        Ok(())
+    }
+
+    #[must_use]
+    pub fn kid(&self) -> &KeyId {
+        &self.kid
+    }
+
+    /// The raw 32-byte public key, what `AddSigningKey` records.
+    #[must_use]
+    pub fn public_key(&self) -> [u8; 32] {
+        self.key.verifying_key().to_bytes()
+    }
+
+    fn encoding_key(&self) -> EncodingKey {
+        let mut der = PKCS8_ED25519_PREFIX.to_vec();
+        der.extend_from_slice(&self.key.to_bytes());
+        EncodingKey::from_ed_der(&der)
+    }
+
+    /// Signs `claims` as an EdDSA JWT with this key's `kid`.
+    ///
+    /// # Panics
+    /// Never: the key is a valid Ed25519 key and the claims serialize.
+    #[must_use]
+    pub fn sign(&self, claims: &Claims) -> String {
+        let mut header = Header::new(Algorithm::EdDSA);
+        header.kid = Some(self.kid.as_str().to_owned());
+        jsonwebtoken::encode(&header, claims, &self.encoding_key()).expect("an Ed25519 key signs")
+    }
+
+    /// A fresh token id for `tenant`, provably minted with this key.
+    #[must_use]
+    pub fn mint_jti(&self, tenant: TenantId) -> TokenId {
+        let nonce = random_bytes::<16>();
+        let sig = self.key.sign(&jti_message(tenant, &nonce));
+        let text = format!("t{}.{}", URL_SAFE_NO_PAD.encode(nonce), URL_SAFE_NO_PAD.encode(sig.to_bytes()));
+        TokenId::new(text).expect("a minted token id follows the grammar")
+    }
+}
+
+fn jti_message(tenant: TenantId, nonce: &[u8]) -> Vec<u8> {
+    let mut m = b"paros-jti\0".to_vec();
+    m.extend_from_slice(&tenant.0.to_be_bytes());
+    m.extend_from_slice(nonce);
+    m
+}
+
+/// Whether `jti` is a token id minted for `tenant` with one of the cell's live keys.
+#[must_use]
+pub fn jti_minted_for(directory: &Directory, tenant: TenantId, jti: &TokenId) -> bool {
+    let Some((nonce, sig)) = jti.as_str().strip_prefix('t').and_then(|r| r.split_once('.')) else { return false };
+    let (Ok(nonce), Ok(sig)) = (URL_SAFE_NO_PAD.decode(nonce), URL_SAFE_NO_PAD.decode(sig)) else { return false };
+    let Ok(sig) = ed25519_dalek::Signature::from_slice(&sig) else { return false };
+    let message = jti_message(tenant, &nonce);
+    directory.signing_keys(KeyScope::Cell).filter(|k| !k.retired).any(|k| {
+        <[u8; 32]>::try_from(&k.public_key[..])
+            .ok()
+            .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
+            .is_some_and(|vk| vk.verify(&message, &sig).is_ok())
+    })
+}
+
+/// Mints a token for `tenant` with `key`, expiring at `exp`.
+#[must_use]
+pub fn mint_tenant_token(key: &KeyPair, tenant: TenantId, scope: Scope, journal: Option<&JournalName>, exp: u64) -> (String, TokenId) {
+    let jti = key.mint_jti(tenant);
+    let claims = Claims {
+        sub: tenant_text(tenant),
+        scope: scope.into(),
+        journal: journal.map(|j| j.as_str().to_owned()),
+        exp,
+        iat: now_s(),
+        jti: jti.as_str().to_owned(),
+    };
+    (key.sign(&claims), jti)
+}
+
+/// Mints an `admin` token (the cell operator's, for `paros dev` to print) valid for
+/// `valid_for_s` seconds.
+#[must_use]
+pub fn mint_admin_token(key: &KeyPair, valid_for_s: u64) -> String {
+    let nonce = URL_SAFE_NO_PAD.encode(random_bytes::<16>());
+    let claims = Claims {
+        sub: "admin".into(),
+        scope: ScopeClaim::Admin,
+        journal: None,
+        exp: now_s().saturating_add(valid_for_s),
+        iat: now_s(),
+        jti: format!("a{nonce}"),
+    };
+    key.sign(&claims)
+}
+
+fn validation() -> Validation {
+    let mut v = Validation::new(Algorithm::EdDSA);
+    // API.md: a request at or after `exp + 1 s` is refused; jsonwebtoken refuses `exp < now - leeway`.
+    v.leeway = 0;
+    v.validate_aud = false;
+    v.set_required_spec_claims(&["exp", "sub"]);
+    v
+}
+
+/// Verifies a bearer token against the directory's keys and revocations.
+///
+/// # Errors
+/// 401 `unauthorized` for anything but a valid, live, unrevoked token of a known tenant.
+pub fn verify(directory: &Directory, token: &str) -> Result<Principal, ApiError> {
+    let bad = |why: &str| ApiError::unauthorized(format!("invalid token: {why}"));
+    let header = jsonwebtoken::decode_header(token).map_err(|_| bad("not a JWT"))?;
+    if header.alg != Algorithm::EdDSA {
+        return Err(bad("wrong algorithm"));
+    }
+    let kid = header.kid.ok_or_else(|| bad("no kid"))?;
+    let kid = KeyId::new(kid).map_err(|_| bad("unknown key"))?;
+    let key = directory.signing_key(&kid).filter(|k| !k.retired && k.scope == KeyScope::Cell).ok_or_else(|| bad("unknown key"))?;
+    let decoding = DecodingKey::from_ed_der(&key.public_key);
+    let data = jsonwebtoken::decode::<Claims>(token, &decoding, &validation()).map_err(|e| match e.kind() {
+        jsonwebtoken::errors::ErrorKind::ExpiredSignature => bad("expired"),
+        _ => bad("signature or claims"),
+    })?;
+    let c = data.claims;
+    if c.scope == ScopeClaim::Admin {
+        return if c.sub == "admin" { Ok(Principal::Admin { exp: c.exp }) } else { Err(bad("claims")) };
+    }
+    let tenant = parse_tenant(&c.sub).ok_or_else(|| bad("claims"))?;
+    if directory.tenant(tenant).is_none() {
+        return Err(bad("unknown tenant"));
+    }
+    let jti = TokenId::new(c.jti).map_err(|_| bad("claims"))?;
+    if directory.is_revoked(tenant, &jti) {
+        return Err(bad("revoked"));
+    }
+    let scope = match c.scope {
+        ScopeClaim::Owner => Scope::Owner,
+        ScopeClaim::Write => Scope::Write,
+        ScopeClaim::Read => Scope::Read,
+        ScopeClaim::Admin => return Err(bad("claims")),
+    };
+    let journal = c.journal.map(|j| JournalName::parse(&j)).transpose().map_err(|_| bad("claims"))?;
+    Ok(Principal::Tenant(TenantToken { tenant, scope, journal, exp: c.exp, jti }))
+}

@@ -1,0 +1,30 @@
+//! The cell as the gateway sees it: a [`Client`] over some journal service, behind an object
+//! so the handlers (and the OpenAPI paths generated from them) are not generic.
+
+use futures_util::future::BoxFuture;
+use paros_client::{AnswerError, Client, Decided, JournalService, ReadAnswer, ReadParams, Route};
+use paros_core::{Call, JournalKey};
+
+/// What the gateway asks of the cell.
+pub trait CellPort: Send + Sync + 'static {
+    /// One call, with the client's retries, redirects and settling.
+    fn call(&self, journal: JournalKey, call: Call) -> BoxFuture<'_, Result<Decided, AnswerError>>;
+    /// One read request (`attempt` spreads retries over the servers).
+    fn read(&self, journal: JournalKey, params: ReadParams, attempt: u32) -> BoxFuture<'_, ReadAnswer>;
+}
+
+/// A [`Client`] is the gateway's way into the cell.
+pub(crate) struct ClientPort<S>(pub(crate) Client<S>);
+
+impl<S> CellPort for ClientPort<S>
+where
+    S: JournalService<Journal = JournalKey> + 'static,
+{
+    fn call(&self, journal: JournalKey, call: Call) -> BoxFuture<'_, Result<Decided, AnswerError>> {
+        Box::pin(async move { self.0.call(&journal, call).await })
+    }
+
+    fn read(&self, journal: JournalKey, params: ReadParams, attempt: u32) -> BoxFuture<'_, ReadAnswer> {
+        Box::pin(async move { self.0.service().read(&journal, params, Route { server: None, attempt }).await })
+    }
+}

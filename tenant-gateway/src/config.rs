@@ -1,0 +1,72 @@
+//! The gateway's configuration: every bound it enforces, none of them a constant in the code.
+
+use std::time::Duration;
+
+use paros_registry::Quotas;
+
+/// How the gateway behaves, independent of where it listens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GatewayConfig {
+    /// Whether `POST /v1/signup` is open to anyone (off: only an `admin` token may call it).
+    pub open_signup: bool,
+    /// The most bytes a request body may hold, as sent (413 beyond, before it is buffered).
+    pub body_limit_bytes: u64,
+    /// The most records one Write may carry (413 beyond).
+    pub write_records_max: u32,
+    /// The most decoded record bytes one Write may carry (413 beyond).
+    pub write_bytes_max: u64,
+    /// The most records one Read page holds (a larger `limit` is clamped).
+    pub read_records_max: u32,
+    /// The most decoded record bytes one Read page holds (a larger `max_bytes` is clamped).
+    pub read_bytes_max: u32,
+    /// How long a minted token lives when `expires_in_s` is omitted (capped by its parent).
+    pub token_expiry_default: Duration,
+    /// How long the token signup answers with lives.
+    pub signup_token_expiry: Duration,
+    /// The quotas a new tenant gets at signup.
+    pub quotas_default: Quotas,
+    /// How often a tail sends a heartbeat when nothing else was sent (API.md: at most 5 s).
+    pub heartbeat_interval: Duration,
+    /// The most tails one tenant may hold open at once (429 beyond).
+    pub tails_per_tenant_max: usize,
+    /// How long a registry change (signup, create, delete, revoke) may take to show in the
+    /// directory the gateway resolves with before the request is answered 503.
+    pub registry_wait: Duration,
+    /// How long a call on a journal the directory knows, but no node hosts yet, is retried.
+    pub placement_wait: Duration,
+    /// Read requests sent for one Read at most (a read that is not served is asked again).
+    pub read_attempts_max: u32,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            open_signup: true,
+            body_limit_bytes: 2 << 20,
+            write_records_max: 1024,
+            write_bytes_max: 1 << 20,
+            read_records_max: 1024,
+            read_bytes_max: 1 << 20,
+            token_expiry_default: Duration::from_secs(24 * 3600),
+            signup_token_expiry: Duration::from_secs(30 * 24 * 3600),
+            quotas_default: Quotas::default(),
+            heartbeat_interval: Duration::from_secs(5),
+            tails_per_tenant_max: 64,
+            registry_wait: Duration::from_secs(5),
+            placement_wait: Duration::from_secs(5),
+            read_attempts_max: 8,
+        }
+    }
+}
+
+impl GatewayConfig {
+    /// The three limits every `too_large` names.
+    #[must_use]
+    pub fn limits(&self) -> paros_api::Limits {
+        paros_api::Limits {
+            max_records: u64::from(self.write_records_max),
+            max_bytes: self.write_bytes_max,
+            max_body_bytes: self.body_limit_bytes,
+        }
+    }
+}

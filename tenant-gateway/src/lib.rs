@@ -1,0 +1,73 @@
+//! paros-gateway: the tenant gateway — API v1 (`shared/API.md`) over HTTP, on axum.
+//!
+//! The gateway is the only door for tenants (DESIGN §9). It authenticates every request
+//! (EdDSA JWTs, [`auth`]), applies the tenant's quotas ([`quota`]), resolves journal names
+//! inside the token's tenant through its fold of the registry (a `watch` of
+//! [`paros_registry::daemon::Followed`]), forwards the four calls with a
+//! [`paros_client::Client`] (which follows redirects and settles ambiguity), and answers with
+//! `paros-api`'s bodies and its one error table ([`error::ApiError`]).
+//!
+//! Running one:
+//! ```ignore
+//! let keys = SigningKeys::new(KeyPair::load(path)?);
+//! let gateway = Gateway::start(client, coordinator, directory, GatewayConfig::default(), keys).await?;
+//! axum::serve(listener, gateway.router()).await?;
+//! ```
+
+pub mod auth;
+mod cell;
+pub mod config;
+pub mod error;
+mod handlers;
+pub mod metrics;
+pub mod openapi;
+pub mod quota;
+mod state;
+
+pub use auth::{KeyError, KeyPair, Principal, mint_admin_token};
+pub use cell::CellPort;
+pub use config::GatewayConfig;
+pub use error::ApiError;
+pub use state::{Gateway, SigningKeys, StartError};
+
+/// The gateway's router: every route of API.md, `/healthz`, `/metrics` and `/v1/openapi.json`.
+pub fn router(gateway: Gateway) -> axum::Router {
+    handlers::router(gateway)
+}
+
+/// Writes a fresh signing key file to `path` (never overwriting one) and returns the key.
+///
+/// # Errors
+/// [`KeyError`] when the file exists or cannot be written.
+pub fn generate_key_file(path: &std::path::Path, kid: &str) -> Result<KeyPair, KeyError> {
+    let kid = paros_registry::KeyId::new(kid).map_err(|e| KeyError::Format(e.to_string()))?;
+    let key = KeyPair::generate(kid);
+    key.write_key_file(path)?;
+    Ok(key)
+}
+
+/// Serves `gateway` on `listener` until the future is dropped or the listener fails.
+///
+/// # Errors
+/// The listener's IO error.
+pub async fn serve(listener: tokio::net::TcpListener, gateway: Gateway) -> std::io::Result<()> {
+    axum::serve(listener, gateway.router()).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_file_round_trips_and_is_never_overwritten() {
+        let dir = std::env::temp_dir().join(format!("paros-gw-key-{}", u64::from_le_bytes(auth::random_bytes::<8>())));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("key.json");
+        let key = generate_key_file(&path, "k-2024.1").unwrap();
+        let back = KeyPair::load(&path).unwrap();
+        assert_eq!((back.kid(), back.public_key()), (key.kid(), key.public_key()));
+        assert!(generate_key_file(&path, "k2").is_err(), "an existing key file is kept");
+        assert!(KeyPair::from_json(br#"{"kid":"k","private_key":"AAAA"}"#).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

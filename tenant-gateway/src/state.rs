@@ -1,0 +1,245 @@
+//! The gateway's shared state: the cell, the registry, the directory, keys, quotas, metrics.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use paros_api::{LeaderUuid as ApiLeader, Seq as ApiSeq, View};
+use paros_client::{Client, JournalService, ReadAnswer, ReadParams};
+use paros_core::journal::JournalView;
+use paros_core::{Consistency, JournalKey, TenantId};
+use paros_registry::daemon::{CoordinatorHandle, Followed};
+use paros_registry::{Answer, Command, Directory, KeyScope, Op, Refusal, Request, RequestId, Verdict};
+use tokio::sync::watch;
+
+use crate::auth::{KeyPair, random_bytes};
+use crate::cell::{CellPort, ClientPort};
+use crate::config::GatewayConfig;
+use crate::error::ApiError;
+use crate::metrics::Metrics;
+use crate::quota::QuotaBook;
+
+/// The private halves of the cell's signing keys: `active` signs new tokens; `others` (keys
+/// being rotated in or out) are registered too, so tokens they signed keep verifying.
+#[derive(Clone, Debug)]
+pub struct SigningKeys {
+    pub active: KeyPair,
+    pub others: Vec<KeyPair>,
+}
+
+impl SigningKeys {
+    #[must_use]
+    pub fn new(active: KeyPair) -> SigningKeys {
+        SigningKeys { active, others: Vec::new() }
+    }
+}
+
+/// Why the gateway did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("the registry refused signing key {kid}: {refusal:?}")]
+    KeyRefused { kid: String, refusal: Refusal },
+    #[error("the registry could not record signing key {kid}: {answer}")]
+    KeyUndecided { kid: String, answer: String },
+    #[error("signing key {0} did not show in the directory in time")]
+    KeyNotFolded(String),
+    #[error("the registry coordinator is gone")]
+    CoordinatorGone,
+}
+
+pub(crate) struct Inner {
+    pub(crate) cell: Box<dyn CellPort>,
+    pub(crate) coordinator: CoordinatorHandle,
+    pub(crate) directory: watch::Receiver<Followed>,
+    pub(crate) config: GatewayConfig,
+    pub(crate) keys: SigningKeys,
+    pub(crate) quotas: QuotaBook,
+    pub(crate) metrics: Metrics,
+    pub(crate) tails: Mutex<HashMap<TenantId, Arc<AtomicUsize>>>,
+}
+
+/// A running gateway's state; cheap to clone. Build one with [`Gateway::start`], serve
+/// [`Gateway::router`].
+#[derive(Clone)]
+pub struct Gateway {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway").field("config", &self.inner.config).finish_non_exhaustive()
+    }
+}
+
+/// An open tail's claim on its tenant's tail budget; released when dropped.
+#[derive(Debug)]
+pub(crate) struct TailSlot(Arc<AtomicUsize>);
+
+impl Drop for TailSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+pub(crate) fn api_view(v: JournalView) -> View {
+    View {
+        leader: v.leader.and_then(|l| ApiLeader::new(l.get())),
+        first_seq: ApiSeq(v.first_seq.0),
+        next_seq: ApiSeq(v.next_seq.0),
+    }
+}
+
+pub(crate) fn core_leader(l: ApiLeader) -> paros_core::LeaderUuid {
+    paros_core::LeaderUuid::new(l.get()).expect("an API leader uuid is never nil")
+}
+
+/// A fresh random u64 that is not zero.
+pub(crate) fn random_id() -> u64 {
+    u64::from_le_bytes(random_bytes::<8>()) | 1
+}
+
+impl Gateway {
+    /// Starts a gateway over `client` (the cell), `coordinator` (registry requests) and
+    /// `directory` (the registry as folded): records every signing key's public half in the
+    /// registry (`AddSigningKey`, scope `Cell`) unless the directory already has it, and waits
+    /// until the directory shows them.
+    ///
+    /// # Errors
+    /// [`StartError`] when a key cannot be recorded.
+    pub async fn start<S>(
+        client: Client<S>,
+        coordinator: CoordinatorHandle,
+        directory: watch::Receiver<Followed>,
+        config: GatewayConfig,
+        keys: SigningKeys,
+    ) -> Result<Gateway, StartError>
+    where
+        S: JournalService<Journal = JournalKey> + 'static,
+    {
+        let gateway = Gateway {
+            inner: Arc::new(Inner {
+                cell: Box::new(ClientPort(client)),
+                coordinator,
+                directory,
+                config,
+                keys,
+                quotas: QuotaBook::default(),
+                metrics: Metrics::default(),
+                tails: Mutex::new(HashMap::new()),
+            }),
+        };
+        let all: Vec<KeyPair> = std::iter::once(gateway.inner.keys.active.clone()).chain(gateway.inner.keys.others.clone()).collect();
+        for key in all {
+            gateway.register_key(&key).await?;
+        }
+        Ok(gateway)
+    }
+
+    async fn register_key(&self, key: &KeyPair) -> Result<(), StartError> {
+        let kid = key.kid().clone();
+        let public = key.public_key();
+        let known = |d: &Directory| d.signing_key(&kid).is_some_and(|k| !k.retired && k.public_key[..] == public[..]);
+        if self.wait_directory(Duration::ZERO, known).await.is_ok() {
+            return Ok(());
+        }
+        let command = Command::AddSigningKey { scope: KeyScope::Cell, kid: kid.clone(), public_key: Bytes::copy_from_slice(&public) };
+        match self.inner.coordinator.request(Request { id: RequestId(u128::from_le_bytes(random_bytes::<16>())), op: Op::Command(command) }).await {
+            Ok(Answer::Verdict(Verdict::Accepted(_))) => {}
+            Ok(Answer::Verdict(Verdict::Refused(refusal))) => {
+                return Err(StartError::KeyRefused { kid: kid.to_string(), refusal });
+            }
+            Ok(other) => return Err(StartError::KeyUndecided { kid: kid.to_string(), answer: format!("{other:?}") }),
+            Err(_) => return Err(StartError::CoordinatorGone),
+        }
+        self.wait_directory(self.inner.config.registry_wait.max(Duration::from_secs(1)), known)
+            .await
+            .map(drop)
+            .map_err(|_| StartError::KeyNotFolded(kid.to_string()))
+    }
+
+    /// The router serving this gateway; see [`crate::router`].
+    pub fn router(&self) -> axum::Router {
+        crate::router(self.clone())
+    }
+
+    /// The gateway's configuration.
+    #[must_use]
+    pub fn config(&self) -> &GatewayConfig {
+        &self.inner.config
+    }
+
+    /// The key new tokens are signed with (to mint an admin token: [`crate::mint_admin_token`]).
+    #[must_use]
+    pub fn active_key(&self) -> &KeyPair {
+        &self.inner.keys.active
+    }
+
+    /// The directory as folded now.
+    pub(crate) fn directory(&self) -> Result<Arc<Directory>, ApiError> {
+        self.inner.directory.borrow().directory.clone().ok_or_else(|| ApiError::unavailable("the registry is not folded yet"))
+    }
+
+    /// Waits up to `timeout` for the directory to satisfy `ready`.
+    pub(crate) async fn wait_directory(&self, timeout: Duration, ready: impl Fn(&Directory) -> bool) -> Result<Arc<Directory>, ApiError> {
+        let mut rx = self.inner.directory.clone();
+        let ok = |f: &Followed| f.directory.as_deref().is_some_and(&ready);
+        let found = tokio::time::timeout(timeout, rx.wait_for(ok)).await;
+        match found {
+            Ok(Ok(f)) => Ok(f.directory.clone().expect("checked present")),
+            _ => Err(ApiError::unavailable("the registry change did not show in time; retry")),
+        }
+    }
+
+    /// Sends one registry command under a fresh request id.
+    pub(crate) async fn registry(&self, op: Op) -> Result<Verdict, ApiError> {
+        let request = Request { id: RequestId(u128::from_le_bytes(random_bytes::<16>())), op };
+        match self.inner.coordinator.request(request).await {
+            Ok(Answer::Verdict(v)) => Ok(v),
+            Ok(Answer::Forgotten) => Err(ApiError::ambiguous()),
+            Ok(other) => Err(ApiError::unavailable(format!("the registry could not take the request now: {other:?}"))),
+            Err(_) => Err(ApiError::unavailable("the registry coordinator is gone")),
+        }
+    }
+
+    /// Claims a tail slot for `tenant`.
+    pub(crate) fn open_tail(&self, tenant: TenantId) -> Result<TailSlot, ApiError> {
+        let counter = {
+            let mut tails = self.inner.tails.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            Arc::clone(tails.entry(tenant).or_default())
+        };
+        let max = self.inner.config.tails_per_tenant_max;
+        let claimed = counter.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1));
+        match claimed {
+            Ok(_) => Ok(TailSlot(counter)),
+            Err(_) => Err(ApiError::over_quota(format!("at most {max} open tails per tenant"), Duration::from_secs(1))),
+        }
+    }
+
+    /// One read, asked again (on the next server) while it is not served, up to the bounds.
+    pub(crate) async fn read(&self, key: JournalKey, params: ReadParams) -> ReadAnswer {
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(u64::from(params.wait_ms)) + Duration::from_secs(2);
+        let mut last = ReadAnswer::Unserved;
+        for attempt in 0..self.inner.config.read_attempts_max.max(1) {
+            last = self.inner.cell.read(key, params, attempt).await;
+            match last {
+                ReadAnswer::Unserved if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(20 * u64::from(attempt + 1))).await;
+                }
+                _ => return last,
+            }
+        }
+        last
+    }
+
+    /// The journal's view now (a linearizable read of at most one record).
+    pub(crate) async fn view(&self, key: JournalKey) -> Result<View, ApiError> {
+        let params = ReadParams { from: paros_core::Seq(0), limit: 1, max_bytes: 1, wait_ms: 0, consistency: Consistency::Linearizable };
+        match self.read(key, params).await {
+            ReadAnswer::Page { view, .. } | ReadAnswer::Truncated { view } => Ok(api_view(view)),
+            ReadAnswer::Unserved | ReadAnswer::Denied(_) => Err(ApiError::unavailable("no server could answer now; retry")),
+            ReadAnswer::UnknownJournal => Err(ApiError::unavailable("the journal is not placed yet; retry")),
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! Tokens: forged, expired, `alg: none`, HS256-confused, tampered and revoked tokens are 401;
+//! scopes and journal restrictions are 403; tenants never see each other's journals.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use paros_api::Scope;
+use paros_gateway::{KeyPair, auth};
+use paros_registry::KeyId;
+use serde_json::json;
+
+use common::{call, code, create, mint, signup, world};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_tokens_are_unauthorized_and_a_revoked_one_within_a_second() {
+    let w = world().await;
+    let r = &w.router;
+    let (tenant, owner, owner_jti) = signup(r, "acme").await;
+    create(r, &owner, "orders", None).await;
+    let tenant_id = paros_core::TenantId(u64::from_str_radix(&tenant, 16).unwrap());
+    let list = |t: String| async move { call(r, "GET", "/v1/journals", Some(&t), None).await };
+
+    assert_eq!(list(owner.clone()).await.0, StatusCode::OK);
+    let (s, v) = call(r, "GET", "/v1/journals", None, None).await;
+    assert_eq!((s, code(&v)), (StatusCode::UNAUTHORIZED, "unauthorized"), "no token");
+    assert_eq!(list("not-a-jwt".into()).await.0, StatusCode::UNAUTHORIZED);
+
+    // Expired: exp two seconds ago (past the 1 s leeway).
+    let exp = auth::now_s() - 2;
+    let (expired, _) = auth::mint_tenant_token(&w.key, tenant_id, Scope::Owner, None, exp);
+    assert_eq!(list(expired).await.0, StatusCode::UNAUTHORIZED, "expired");
+
+    // Forged: signed by another key under the same kid.
+    let other = KeyPair::generate(KeyId::new("k1").unwrap());
+    let (forged, _) = auth::mint_tenant_token(&other, tenant_id, Scope::Owner, None, auth::now_s() + 600);
+    assert_eq!(list(forged).await.0, StatusCode::UNAUTHORIZED, "forged");
+    // A kid the registry never recorded.
+    let stranger = KeyPair::generate(KeyId::new("k9").unwrap());
+    let (unknown_kid, _) = auth::mint_tenant_token(&stranger, tenant_id, Scope::Owner, None, auth::now_s() + 600);
+    assert_eq!(list(unknown_kid).await.0, StatusCode::UNAUTHORIZED, "unknown kid");
+
+    // alg: none, with the real claims.
+    let payload = owner.split('.').nth(1).unwrap();
+    let none_header = URL_SAFE_NO_PAD.encode(br#"{"alg":"none","typ":"JWT","kid":"k1"}"#);
+    assert_eq!(list(format!("{none_header}.{payload}.")).await.0, StatusCode::UNAUTHORIZED, "alg none");
+
+    // HS256 keyed with the public key (algorithm confusion).
+    let claims: serde_json::Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
+    header.kid = Some("k1".into());
+    let hs = jsonwebtoken::encode(&header, &claims, &jsonwebtoken::EncodingKey::from_secret(w.key.public_key().as_slice()).unwrap()).unwrap();
+    assert_eq!(list(hs).await.0, StatusCode::UNAUTHORIZED, "HS256");
+
+    // Tampered: a read token's payload rewritten to owner, the signature kept.
+    let (s, v) = mint(r, &owner, json!({"scope": "read"})).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let read = v["token"].as_str().unwrap().to_owned();
+    let parts: Vec<&str> = read.split('.').collect();
+    let mut c: serde_json::Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap();
+    c["scope"] = json!("owner");
+    let tampered = format!("{}.{}.{}", parts[0], URL_SAFE_NO_PAD.encode(serde_json::to_vec(&c).unwrap()), parts[2]);
+    assert_eq!(list(tampered).await.0, StatusCode::UNAUTHORIZED, "tampered");
+
+    // Scopes: a read token may list but not create, write or mint.
+    assert_eq!(list(read.clone()).await.0, StatusCode::OK);
+    let (s, v) = call(r, "POST", "/v1/journals", Some(&read), Some(json!({"name": "x"}))).await;
+    assert_eq!((s, code(&v)), (StatusCode::FORBIDDEN, "forbidden"));
+    let (s, _) = call(r, "POST", "/v1/journals/orders/leader", Some(&read), Some(json!({"new": "0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b", "old": null}))).await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    assert_eq!(mint(r, &read, json!({"scope": "read"})).await.0, StatusCode::FORBIDDEN);
+    // A minted token never exceeds its parent.
+    let (s, v) = mint(r, &owner, json!({"scope": "write", "expires_in_s": 100_000_000})).await;
+    assert_eq!((s, code(&v)), (StatusCode::FORBIDDEN, "forbidden"), "longer than the parent");
+    let (s, v) = mint(r, &owner, json!({"scope": "admin"})).await;
+    assert_eq!((s, code(&v)), (StatusCode::BAD_REQUEST, "malformed"));
+    let (s, v) = mint(r, &owner, json!({"scope": "write", "expires_in_s": 60})).await;
+    assert_eq!(s, StatusCode::OK);
+    let write = v["token"].as_str().unwrap().to_owned();
+    let (s, v) = mint(r, &write, json!({"scope": "read"})).await;
+    assert_eq!((s, code(&v)), (StatusCode::FORBIDDEN, "forbidden"), "only owner mints: {v}");
+
+    // Revocation: refused within a second; again is 204; an id never minted is 404.
+    let (s, v) = mint(r, &owner, json!({"scope": "read"})).await;
+    assert_eq!(s, StatusCode::OK);
+    let doomed = v["token"].as_str().unwrap().to_owned();
+    let doomed_id = v["token_id"].as_str().unwrap().to_owned();
+    assert_eq!(list(doomed.clone()).await.0, StatusCode::OK);
+    let (s, _) = call(r, "DELETE", &format!("/v1/tokens/{doomed_id}"), Some(&owner), None).await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+    let revoked_at = Instant::now();
+    loop {
+        if list(doomed.clone()).await.0 == StatusCode::UNAUTHORIZED {
+            break;
+        }
+        assert!(revoked_at.elapsed() < Duration::from_secs(1), "a revoked token is refused within 1 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (s, _) = call(r, "DELETE", &format!("/v1/tokens/{doomed_id}"), Some(&owner), None).await;
+    assert_eq!(s, StatusCode::NO_CONTENT, "revoking again");
+    let (s, v) = call(r, "DELETE", "/v1/tokens/tNEVERMINTED.abc", Some(&owner), None).await;
+    assert_eq!((s, code(&v)), (StatusCode::NOT_FOUND, "unknown_token"));
+    // Another tenant's token id is unknown here.
+    let (_, other_owner, other_jti) = signup(r, "globex").await;
+    let (s, v) = call(r, "DELETE", &format!("/v1/tokens/{other_jti}"), Some(&owner), None).await;
+    assert_eq!((s, code(&v)), (StatusCode::NOT_FOUND, "unknown_token"));
+    // The signup token may be revoked too.
+    let (s, _) = call(r, "DELETE", &format!("/v1/tokens/{owner_jti}"), Some(&owner), None).await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+    assert_eq!(list(owner).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(list(other_owner).await.0, StatusCode::OK);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tenants_are_isolated_and_a_restricted_token_stays_in_its_journal() {
+    let w = world().await;
+    let r = &w.router;
+    let (_, a, _) = signup(r, "tenant-a").await;
+    let (_, b, _) = signup(r, "tenant-b").await;
+    create(r, &a, "orders", None).await;
+    create(r, &a, "audit", None).await;
+    create(r, &b, "secret", None).await;
+
+    // A cannot name B's journal: it does not exist in A's tenant.
+    let (s, v) = call(r, "GET", "/v1/journals/secret", Some(&a), None).await;
+    assert_eq!((s, code(&v)), (StatusCode::NOT_FOUND, "unknown_journal"));
+    let (s, v) = call(r, "GET", "/v1/journals/secret/records?from=0", Some(&a), None).await;
+    assert_eq!((s, code(&v)), (StatusCode::NOT_FOUND, "unknown_journal"));
+    // The same name in both tenants is two journals.
+    create(r, &b, "orders", None).await;
+    let (s, v) = call(r, "GET", "/v1/journals", Some(&b), None).await;
+    assert_eq!(s, StatusCode::OK);
+    let names: Vec<&str> = v["journals"].as_array().unwrap().iter().map(|j| j["name"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), 2);
+    assert!(names.contains(&"secret") && names.contains(&"orders"));
+
+    // A journal-restricted token: its journal only; another is 403 whether it exists or not.
+    let (s, v) = mint(r, &a, json!({"scope": "write", "journal": "orders"})).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let only = v["token"].as_str().unwrap().to_owned();
+    let (s, _) = call(r, "GET", "/v1/journals/orders", Some(&only), None).await;
+    assert_eq!(s, StatusCode::OK);
+    for other in ["audit", "nonexistent", "secret"] {
+        let (s, v) = call(r, "GET", &format!("/v1/journals/{other}/records?from=0"), Some(&only), None).await;
+        assert_eq!((s, code(&v)), (StatusCode::FORBIDDEN, "forbidden"), "{other}");
+    }
+    let (s, v) = call(r, "GET", "/v1/journals", Some(&only), None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(v["journals"].as_array().unwrap().len(), 1, "{v}");
+    let (s, _) = call(r, "POST", "/v1/journals", Some(&only), Some(json!({"name": "more"}))).await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    let (s, _) = call(r, "DELETE", "/v1/journals/orders", Some(&only), None).await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+
+    // An admin token is no tenant's.
+    let admin = paros_gateway::mint_admin_token(w.gateway.active_key(), 60);
+    let (s, _) = call(r, "GET", "/v1/journals", Some(&admin), None).await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_open_signup_off_only_an_admin_signs_up() {
+    let w = common::world_with(paros_gateway::GatewayConfig { open_signup: false, ..common::test_config() }).await;
+    let r = &w.router;
+    let body = || Some(json!({"name": "acme"}));
+    let (s, _) = call(r, "POST", "/v1/signup", None, body()).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let admin = paros_gateway::mint_admin_token(w.gateway.active_key(), 60);
+    let (s, v) = call(r, "POST", "/v1/signup", Some(&admin), body()).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let owner = v["token"].as_str().unwrap().to_owned();
+    let (s, v) = call(r, "POST", "/v1/signup", Some(&owner), Some(json!({"name": "other"}))).await;
+    assert_eq!((s, code(&v)), (StatusCode::FORBIDDEN, "forbidden"));
+    let (s, v) = call(r, "POST", "/v1/signup", Some(&admin), body()).await;
+    assert_eq!((s, code(&v)), (StatusCode::CONFLICT, "name_taken"));
+}

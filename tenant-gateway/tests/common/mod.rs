@@ -1,0 +1,111 @@
+//! A real embedded cell in a tempdir, a gateway over it, and a small HTTP driver
+//! (`tower::ServiceExt::oneshot` on the router: the same stack a listener serves).
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use http_body_util::BodyExt as _;
+use paros_embedded::EmbeddedCell;
+use paros_gateway::{Gateway, GatewayConfig, KeyPair, SigningKeys};
+use paros_registry::KeyId;
+use serde_json::Value;
+use tower::ServiceExt as _;
+
+pub struct World {
+    pub cell: EmbeddedCell,
+    pub gateway: Gateway,
+    pub router: Router,
+    pub key: KeyPair,
+    _dir: tempfile::TempDir,
+}
+
+pub fn test_config() -> GatewayConfig {
+    GatewayConfig {
+        body_limit_bytes: 64 * 1024,
+        write_records_max: 16,
+        write_bytes_max: 4096,
+        heartbeat_interval: Duration::from_millis(300),
+        tails_per_tenant_max: 2,
+        ..GatewayConfig::default()
+    }
+}
+
+pub async fn world_with(config: GatewayConfig) -> World {
+    let dir = tempfile::tempdir().expect("a tempdir");
+    let cell = EmbeddedCell::open(dir.path()).await.expect("the cell opens");
+    cell.init().await.expect("the cell forms");
+    cell.wait_followers(Duration::from_secs(10), |d| d.cell().is_some()).await.expect("followers fold the formation");
+    let key = KeyPair::generate(KeyId::new("k1").expect("a key id"));
+    let gateway = Gateway::start(cell.client.clone(), cell.coordinator(), cell.directory(), config, SigningKeys::new(key.clone()))
+        .await
+        .expect("the gateway starts");
+    let router = gateway.router();
+    World { cell, gateway, router, key, _dir: dir }
+}
+
+pub async fn world() -> World {
+    world_with(test_config()).await
+}
+
+/// One request: `(status, headers, body bytes)`.
+pub async fn raw(
+    router: &Router,
+    method: &str,
+    uri: &str,
+    token: Option<&str>,
+    content_type: Option<&str>,
+    body: Vec<u8>,
+) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+    let mut b = Request::builder().method(method).uri(uri);
+    if let Some(t) = token {
+        b = b.header(header::AUTHORIZATION, format!("Bearer {t}"));
+    }
+    if let Some(ct) = content_type {
+        b = b.header(header::CONTENT_TYPE, ct);
+    }
+    let response = router.clone().oneshot(b.body(Body::from(body)).expect("a request")).await.expect("infallible");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response.into_body().collect().await.expect("a body").to_bytes().to_vec();
+    (status, headers, bytes)
+}
+
+/// One JSON request: `(status, body as JSON or Null)`.
+pub async fn call(router: &Router, method: &str, uri: &str, token: Option<&str>, body: Option<Value>) -> (StatusCode, Value) {
+    let (ct, bytes) = match body {
+        Some(v) => (Some("application/json"), serde_json::to_vec(&v).expect("json")),
+        None => (None, Vec::new()),
+    };
+    let (status, _, bytes) = raw(router, method, uri, token, ct, bytes).await;
+    let value = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap_or(Value::Null) };
+    (status, value)
+}
+
+/// Signs up `name`: `(tenant id, owner token, token id)`.
+pub async fn signup(router: &Router, name: &str) -> (String, String, String) {
+    let (s, v) = call(router, "POST", "/v1/signup", None, Some(serde_json::json!({"name": name}))).await;
+    assert_eq!(s, StatusCode::OK, "signup {name}: {v}");
+    (v["tenant"].as_str().unwrap().to_owned(), v["token"].as_str().unwrap().to_owned(), v["token_id"].as_str().unwrap().to_owned())
+}
+
+pub async fn create(router: &Router, token: &str, name: &str, mode: Option<&str>) -> Value {
+    let mut body = serde_json::json!({"name": name});
+    if let Some(m) = mode {
+        body["mode"] = Value::from(m);
+    }
+    let (s, v) = call(router, "POST", "/v1/journals", Some(token), Some(body)).await;
+    assert_eq!(s, StatusCode::CREATED, "create {name}: {v}");
+    v
+}
+
+pub async fn mint(router: &Router, token: &str, body: Value) -> (StatusCode, Value) {
+    call(router, "POST", "/v1/tokens", Some(token), Some(body)).await
+}
+
+pub fn code(v: &Value) -> &str {
+    v["code"].as_str().unwrap_or("")
+}
