@@ -4,6 +4,7 @@
 //! truncate, set-leader).
 
 mod bench;
+mod dev;
 mod cli;
 
 use std::path::PathBuf;
@@ -55,6 +56,16 @@ enum Command {
         #[arg(long)]
         raw_fjall: bool,
     },
+    /// Run the embedded cell — three nodes, the registry and the tenant gateway — in this
+    /// process, serving the HTTP API on `--listen`. Stop with Ctrl-C (or SIGTERM).
+    Dev {
+        /// Where the cell keeps its data (created on first start, reused after).
+        #[arg(long, default_value = "paros-data")]
+        data_dir: PathBuf,
+        /// The gateway's address (port 0: any free port, printed at start).
+        #[arg(long, default_value = "127.0.0.1:7400")]
+        listen: std::net::SocketAddr,
+    },
     /// Manage the cell.
     Cell {
         #[command(subcommand)]
@@ -93,6 +104,13 @@ fn main() -> ExitCode {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
     match cli.command {
         Command::Tenant(verb) => cli::run(verb, &runtime),
+        Command::Dev { data_dir, listen } => match runtime.block_on(dev::run(&data_dir, listen)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("paros dev: {e}");
+                ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1))
+            }
+        },
         Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall } => {
             let duration = Duration::from_secs(duration_s);
             if raw_fjall {

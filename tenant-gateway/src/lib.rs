@@ -54,6 +54,19 @@ pub async fn serve(listener: tokio::net::TcpListener, gateway: Gateway) -> std::
     axum::serve(listener, gateway.router()).await
 }
 
+/// Serves `gateway` on `listener` until `shutdown` completes, then stops taking connections
+/// and lets the requests in progress finish (open tails end with the process).
+///
+/// # Errors
+/// The listener's IO error.
+pub async fn serve_until(
+    listener: tokio::net::TcpListener,
+    gateway: Gateway,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, gateway.router()).with_graceful_shutdown(shutdown).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
