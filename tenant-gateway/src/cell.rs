@@ -25,6 +25,9 @@ where
     }
 
     fn read(&self, journal: JournalKey, params: ReadParams, attempt: u32) -> BoxFuture<'_, ReadAnswer> {
-        Box::pin(async move { self.0.service().read(&journal, params, Route { server: None, attempt }).await })
+        // The first try goes to the server of the last verdict: after a write, the leader that
+        // took it has applied it, where a follower learns the commit only at the next heartbeat.
+        let server = if attempt == 0 { self.0.preferred_server() } else { None };
+        Box::pin(async move { self.0.service().read(&journal, params, Route { server, attempt }).await })
     }
 }

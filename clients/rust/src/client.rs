@@ -587,6 +587,12 @@ impl<S: JournalService> Client<S> {
         &self.inner.config
     }
 
+    /// The server whose verdict came back last (the likely leader), if any: where a read that
+    /// must see that verdict is cheapest to serve.
+    pub fn preferred_server(&self) -> Option<NodeId> {
+        *lock(&self.inner.hint)
+    }
+
     /// A fresh draw from the client's generator (for seeding a caller's own generator).
     pub fn draw(&self) -> u64 {
         lock(&self.inner.rng).next_u64()
