@@ -221,6 +221,15 @@ struct Shared {
     acked: Mutex<BTreeMap<usize, Vec<(u64, u64)>>>,
     ack_log: Option<Mutex<std::fs::File>>,
     over_quota: AtomicU64,
+    /// When the run ends (set as it starts).
+    deadline: Mutex<Option<Instant>>,
+}
+
+impl Shared {
+    /// Time left in the run (all of a quota wait before it starts).
+    fn remaining(&self) -> Duration {
+        self.deadline.lock().expect("lock").map_or(Duration::MAX, |d| d.saturating_duration_since(Instant::now()))
+    }
 }
 
 /// Runs the benchmark: on a fresh embedded cell, or over HTTP against `args.target`.
@@ -258,6 +267,7 @@ fn shared(args: &BenchArgs) -> Result<Arc<Shared>, BenchError> {
             None => None,
         },
         over_quota: AtomicU64::new(0),
+        deadline: Mutex::new(None),
     }))
 }
 
@@ -443,6 +453,7 @@ where
     S::Journal: 'static,
 {
     let started = Instant::now();
+    *shared.deadline.lock().expect("lock") = Some(started + args.duration);
     let mut tasks = Vec::new();
     for w in 0..args.writers {
         let journal = Arc::clone(&journals[w % journals.len()]);
@@ -530,7 +541,10 @@ where
                 // then claim again to learn the tail.
                 Some(wait) => {
                     shared.over_quota.fetch_add(1, Ordering::Relaxed);
-                    tokio::time::sleep(wait).await;
+                    tokio::time::sleep(wait.min(shared.remaining())).await;
+                    if shared.stop.load(Ordering::Relaxed) {
+                        break;
+                    }
                     claim(&mut j.writer, index, shared).await?;
                     continue;
                 }

@@ -73,6 +73,9 @@ enum Command {
         /// The gateway's address (port 0: any free port, printed at start).
         #[arg(long, default_value = "127.0.0.1:7400")]
         listen: std::net::SocketAddr,
+        /// The requests/s quota of tenants signed up from now on (default: the gateway's).
+        #[arg(long)]
+        quota_requests_per_s: Option<u32>,
     },
     /// Manage the cell.
     Cell {
@@ -112,7 +115,7 @@ fn main() -> ExitCode {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
     match cli.command {
         Command::Tenant(verb) => cli::run(verb, &runtime),
-        Command::Dev { data_dir, listen } => match runtime.block_on(dev::run(&data_dir, listen)) {
+        Command::Dev { data_dir, listen, quota_requests_per_s } => match runtime.block_on(dev::run(&data_dir, listen, quota_requests_per_s)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("paros dev: {e}");
