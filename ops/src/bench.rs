@@ -1,6 +1,11 @@
 //! `paros bench`: drive the embedded cell the way a user does — journals created through the
 //! registry, records written with paros-client's `Writer` — and report throughput, latency
 //! and group-commit figures; verify every acknowledged record afterwards with its `Reader`.
+//!
+//! With `--target http://HOST:PORT` the same writers drive a running gateway over HTTP
+//! instead ([`HttpService`]): a fresh tenant signed up (or `--token`'s), journals created with
+//! `POST /v1/journals`, every acknowledged record read back over HTTP. The figures only the
+//! embedded cell can tell (fsyncs, the process's memory, placement on every node) are 0 there.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -10,14 +15,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use paros_client::{Client, Writer, WriterConfig};
+use paros_client::{
+    Client, ClientConfig, Decided, Denial, GatewayClient, HttpConfig, HttpService, JournalService, ReadConsistency, Reader,
+    ReaderConfig, ReaderError, ReaderOutcome, Writer, WriterConfig, WriterError,
+};
 use paros_core::journal::WriterMode;
 use paros_core::{JournalId, JournalKey, TenantId};
 use paros_registry::{Accepted, Directory, JournalName, Op, Quotas, TenantName};
 use serde::Serialize;
 
 pub use paros_embedded::read_all;
-use paros_embedded::{random_u64, CellError, CellService, EmbeddedCell};
+use paros_embedded::{random_u64, CellError, EmbeddedCell};
 
 /// The benchmark's shape.
 #[derive(Clone, Debug)]
@@ -34,17 +42,25 @@ pub struct BenchArgs {
     /// Append one line per acknowledged write (`journal seq count`) to this file.
     pub ack_log: Option<PathBuf>,
     pub progress: bool,
+    /// Drive the gateway at this URL over HTTP instead of an embedded cell.
+    pub target: Option<String>,
+    /// The tenant token to drive the gateway as (default: sign up a fresh tenant).
+    pub token: Option<String>,
 }
 
 /// What `paros bench --json` prints.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
+    /// `in_cell` (the embedded cell, through the node RPC) or `http` (a gateway, `--target`).
+    pub target: &'static str,
     pub records_per_s: f64,
     pub batches_per_s: f64,
     pub p50_us: u64,
     pub p99_us: u64,
     pub p999_us: u64,
+    /// Syncs of the three nodes per second (0 over HTTP: the gateway does not say).
     pub fsyncs_per_s: f64,
+    /// Records per sync of one node (0 over HTTP).
     pub records_per_fsync: f64,
     pub writers: usize,
     pub journals: usize,
@@ -67,6 +83,9 @@ pub struct Report {
     /// resident set after they were placed and went quiet, less the one before (0 without
     /// idle journals).
     pub rss_per_idle_journal_bytes: u64,
+    /// Requests the gateway answered 429 `over_quota` (each waited its `Retry-After`, then
+    /// the writer claimed again; 0 in the cell, which has no quotas).
+    pub over_quota_retries: u64,
 }
 
 /// Why a benchmark run failed.
@@ -84,6 +103,8 @@ pub enum BenchError {
     Verify(String),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    #[error("the gateway: {0}")]
+    Gateway(String),
 }
 
 /// The bytes of the record at `seq` of journal number `journal`: they name their position, so
@@ -97,11 +118,13 @@ pub fn record_bytes(journal: usize, seq: u64, size: usize) -> Bytes {
     Bytes::from(v)
 }
 
-struct JournalWriter {
+struct JournalWriter<S: JournalService + 'static> {
     index: usize,
-    key: JournalKey,
-    writer: Writer<CellService>,
+    journal: S::Journal,
+    writer: Writer<S>,
 }
+
+type Journals<S> = Vec<Arc<tokio::sync::Mutex<JournalWriter<S>>>>;
 
 /// The bench's tenant and the prefix of its journals' names (`j0`, `j1`, …).
 const BENCH_TENANT: (&str, &str) = ("bench", "j");
@@ -197,9 +220,19 @@ struct Shared {
     latencies_us: Mutex<Vec<u32>>,
     acked: Mutex<BTreeMap<usize, Vec<(u64, u64)>>>,
     ack_log: Option<Mutex<std::fs::File>>,
+    over_quota: AtomicU64,
+    /// When the run ends (set as it starts).
+    deadline: Mutex<Option<Instant>>,
 }
 
-/// Runs the benchmark on a fresh embedded cell.
+impl Shared {
+    /// Time left in the run (all of a quota wait before it starts).
+    fn remaining(&self) -> Duration {
+        self.deadline.lock().expect("lock").map_or(Duration::MAX, |d| d.saturating_duration_since(Instant::now()))
+    }
+}
+
+/// Runs the benchmark: on a fresh embedded cell, or over HTTP against `args.target`.
 ///
 /// # Errors
 /// [`BenchError`] when the cell will not start, a writer is superseded or fails, or a
@@ -215,6 +248,30 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
             limits.write_records_max, limits.write_bytes_max
         )));
     }
+    match args.target.clone() {
+        Some(url) => run_http(args, &url).await,
+        None if args.token.is_some() => Err(BenchError::Args("--token goes with --target".into())),
+        None => run_in_cell(args).await,
+    }
+}
+
+fn shared(args: &BenchArgs) -> Result<Arc<Shared>, BenchError> {
+    Ok(Arc::new(Shared {
+        stop: AtomicBool::new(false),
+        records: AtomicU64::new(0),
+        batches: AtomicU64::new(0),
+        latencies_us: Mutex::new(Vec::new()),
+        acked: Mutex::new(BTreeMap::new()),
+        ack_log: match &args.ack_log {
+            Some(p) => Some(Mutex::new(std::fs::OpenOptions::new().create(true).append(true).open(p)?)),
+            None => None,
+        },
+        over_quota: AtomicU64::new(0),
+        deadline: Mutex::new(None),
+    }))
+}
+
+async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
     let temp;
     let dir: &Path = match &args.data_dir {
         Some(d) => d,
@@ -236,30 +293,171 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
     } else {
         0
     };
-    let mut journals = Vec::new();
-    for (index, key) in keys {
-        let fail = |reason: String| BenchError::Writer { journal: index, reason };
-        let mut writer = Writer::new(cell.client.clone(), key, WriterConfig::default(), random_u64()).map_err(|e| fail(e.to_string()))?;
-        writer.claim().await.map_err(|e| fail(format!("claim: {e}")))?;
-        journals.push(Arc::new(tokio::sync::Mutex::new(JournalWriter { index, key, writer })));
-    }
-    let shared = Arc::new(Shared {
-        stop: AtomicBool::new(false),
-        records: AtomicU64::new(0),
-        batches: AtomicU64::new(0),
-        latencies_us: Mutex::new(Vec::new()),
-        acked: Mutex::new(BTreeMap::new()),
-        ack_log: match &args.ack_log {
-            Some(p) => Some(Mutex::new(std::fs::OpenOptions::new().create(true).append(true).open(p)?)),
-            None => None,
-        },
-    });
+    let shared = shared(&args)?;
+    let journals = claim_all(&cell.client, keys, &shared).await?;
     let syncs_before: u64 = cell.node_stats().iter().map(|s| s.syncs).sum();
+    let elapsed = drive(&journals, &args, &shared).await?;
+    let syncs_after: u64 = cell.node_stats().iter().map(|s| s.syncs).sum();
+    let verified = verify(&cell.client, &journals, &shared, args.record_bytes).await?;
+    let _hosts = cell.stop();
+    let mut report = report(&args, &shared, elapsed, verified);
+    let syncs = (syncs_after - syncs_before) as f64;
+    let nodes = 3.0;
+    report.fsyncs_per_s = syncs / elapsed;
+    report.records_per_fsync = if syncs > 0.0 { report.acked_records as f64 / (syncs / nodes) } else { 0.0 };
+    report.placement_s = placement_s;
+    report.journals_created = journals_created;
+    report.idle_journals = args.idle_journals;
+    report.rss_peak_bytes = rss_bytes("VmHWM:");
+    report.rss_per_idle_journal_bytes = rss_per_idle_journal_bytes;
+    Ok(report)
+}
+
+/// Journal creates over HTTP in flight at once.
+const HTTP_CREATES_IN_FLIGHT_MAX: usize = 16;
+
+/// A tenant name no earlier run took: `bench-` and 16 hex digits.
+fn fresh_tenant_name() -> paros_api::TenantName {
+    paros_api::TenantName::parse(&format!("bench-{:016x}", random_u64())).expect("a valid tenant name")
+}
+
+/// The bench's journals at the gateway, `j0`, `j1`, …: created with `POST /v1/journals`, or
+/// reused when the tenant holds them already (409 `name_taken`). How many were created.
+async fn http_journals(g: &GatewayClient, journals: usize, shared: &Arc<Shared>) -> Result<(Vec<(usize, paros_api::JournalName)>, usize), BenchError> {
+    let mut pending = tokio::task::JoinSet::new();
+    let mut created = 0;
+    let mut names = Vec::new();
+    let mut join = |done: Result<Result<bool, BenchError>, tokio::task::JoinError>| -> Result<(), BenchError> {
+        if done.map_err(|e| BenchError::Gateway(e.to_string()))?? {
+            created += 1;
+        }
+        Ok(())
+    };
+    for i in 0..journals {
+        let name = paros_api::JournalName::parse(&format!("{}{i}", BENCH_TENANT.1)).expect("a valid journal name");
+        names.push((i, name.clone()));
+        if pending.len() >= HTTP_CREATES_IN_FLIGHT_MAX {
+            join(pending.join_next().await.expect("a task is pending"))?;
+        }
+        let (g, shared) = (g.clone(), Arc::clone(shared));
+        pending.spawn(async move {
+            let request = paros_api::CreateJournalRequest { name, mode: None };
+            loop {
+                match g.create_journal(&request).await {
+                    Ok(_) => return Ok(true),
+                    Err(e) if e.code() == Some(paros_api::ErrorCode::NameTaken) => return Ok(false),
+                    Err(paros_client::GatewayError::Api { status: 429 | 503, retry_after_s, error }) => {
+                        // Over the requests/s quota, or the registry slow to show it: wait.
+                        if !matches!(error.code(), Some(paros_api::ErrorCode::OverQuota | paros_api::ErrorCode::Unavailable)) {
+                            return Err(BenchError::Registry(format!("creating journal {i}: {error}")));
+                        }
+                        if error.code() == Some(paros_api::ErrorCode::OverQuota) {
+                            shared.over_quota.fetch_add(1, Ordering::Relaxed);
+                        }
+                        tokio::time::sleep(Duration::from_secs(retry_after_s.unwrap_or(1))).await;
+                    }
+                    Err(e) => return Err(BenchError::Registry(format!("creating journal {i}: {e}"))),
+                }
+            }
+        });
+    }
+    while let Some(done) = pending.join_next().await {
+        join(done)?;
+    }
+    Ok((names, created))
+}
+
+async fn run_http(args: BenchArgs, url: &str) -> Result<Report, BenchError> {
+    if args.data_dir.is_some() || args.idle_journals > 0 {
+        return Err(BenchError::Args("--data-dir and --idle-journals are the embedded cell's: not with --target".into()));
+    }
+    let gateway = |e: paros_client::GatewayError| BenchError::Gateway(e.to_string());
+    let config = HttpConfig::default();
+    let token = match &args.token {
+        Some(t) => paros_api::Token::parse(t).map_err(|e| BenchError::Args(format!("--token: {e}")))?,
+        None => {
+            let anonymous = GatewayClient::new(url, None, config).map_err(gateway)?;
+            anonymous.signup(&fresh_tenant_name()).await.map_err(gateway)?.token
+        }
+    };
+    let g = GatewayClient::new(url, Some(&token), config).map_err(gateway)?;
+    let shared = shared(&args)?;
     let started = Instant::now();
+    let (names, journals_created) = http_journals(&g, args.journals, &shared).await?;
+    let client = Client::new(HttpService::from_gateway(g), ClientConfig::default(), random_u64())
+        .map_err(|e| BenchError::Args(e.to_string()))?;
+    let journals = claim_all(&client, names, &shared).await?;
+    let placement_s = started.elapsed().as_secs_f64();
+    let elapsed = drive(&journals, &args, &shared).await?;
+    let verified = verify(&client, &journals, &shared, args.record_bytes).await?;
+    let mut report = report(&args, &shared, elapsed, verified);
+    report.target = "http";
+    report.placement_s = placement_s;
+    report.journals_created = journals_created;
+    Ok(report)
+}
+
+/// How long to wait before asking again, when `e` is the gateway's 429 `over_quota`.
+fn over_quota(e: &WriterError) -> Option<Duration> {
+    match e {
+        WriterError::Failed { decided: Decided::Denied { denial, .. }, .. } | WriterError::Undecided { decided: Decided::Denied { denial, .. } } => {
+            quota_wait(denial)
+        }
+        _ => None,
+    }
+}
+
+fn quota_wait(denial: &Denial) -> Option<Duration> {
+    (denial.status == 429).then(|| Duration::from_secs(denial.retry_after_s.unwrap_or(1).max(1)))
+}
+
+/// Claims `writer`'s journal, waiting out the gateway's quota.
+async fn claim<S>(writer: &mut Writer<S>, index: usize, shared: &Shared) -> Result<(), BenchError>
+where
+    S: JournalService + 'static,
+    S::Journal: 'static,
+{
+    loop {
+        match writer.claim().await {
+            Ok(_) => return Ok(()),
+            Err(e) => match over_quota(&e) {
+                Some(wait) => {
+                    shared.over_quota.fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(wait).await;
+                }
+                None => return Err(BenchError::Writer { journal: index, reason: format!("claim: {e}") }),
+            },
+        }
+    }
+}
+
+async fn claim_all<S>(client: &Client<S>, journals: Vec<(usize, S::Journal)>, shared: &Shared) -> Result<Journals<S>, BenchError>
+where
+    S: JournalService + 'static,
+    S::Journal: 'static,
+{
+    let mut out = Vec::new();
+    for (index, journal) in journals {
+        let fail = |reason: String| BenchError::Writer { journal: index, reason };
+        let mut writer = Writer::new(client.clone(), journal.clone(), WriterConfig::default(), random_u64()).map_err(|e| fail(e.to_string()))?;
+        claim(&mut writer, index, shared).await?;
+        out.push(Arc::new(tokio::sync::Mutex::new(JournalWriter { index, journal, writer })));
+    }
+    Ok(out)
+}
+
+/// Runs the writers for the run's duration; the seconds they ran.
+async fn drive<S>(journals: &Journals<S>, args: &BenchArgs, shared: &Arc<Shared>) -> Result<f64, BenchError>
+where
+    S: JournalService + 'static,
+    S::Journal: 'static,
+{
+    let started = Instant::now();
+    *shared.deadline.lock().expect("lock") = Some(started + args.duration);
     let mut tasks = Vec::new();
     for w in 0..args.writers {
         let journal = Arc::clone(&journals[w % journals.len()]);
-        let shared = Arc::clone(&shared);
+        let shared = Arc::clone(shared);
         let (batch, size) = (args.batch, args.record_bytes);
         tasks.push(tokio::spawn(async move { write_loop(&journal, &shared, batch, size).await }));
     }
@@ -277,27 +475,28 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
         t.await.map_err(|e| BenchError::Writer { journal: 0, reason: e.to_string() })??;
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let syncs_after: u64 = cell.node_stats().iter().map(|s| s.syncs).sum();
     if let Some(p) = progress {
         p.finish_and_clear();
     }
-    let verified = verify(&cell.client, &journals, &shared, args.record_bytes).await?;
-    let _hosts = cell.stop();
+    Ok(elapsed)
+}
+
+/// The figures every target has; the cell's own are 0 here.
+fn report(args: &BenchArgs, shared: &Shared, elapsed: f64, verified: u64) -> Report {
     let records = shared.records.load(Ordering::Relaxed);
     let batches = shared.batches.load(Ordering::Relaxed);
     let mut lat = std::mem::take(&mut *shared.latencies_us.lock().expect("lock"));
     lat.sort_unstable();
     let pct = |p: f64| lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1))).copied().unwrap_or(0) as u64;
-    let syncs = (syncs_after - syncs_before) as f64;
-    let nodes = 3.0;
-    Ok(Report {
+    Report {
+        target: "in_cell",
         records_per_s: records as f64 / elapsed,
         batches_per_s: batches as f64 / elapsed,
         p50_us: pct(0.50),
         p99_us: pct(0.99),
         p999_us: pct(0.999),
-        fsyncs_per_s: syncs / elapsed,
-        records_per_fsync: if syncs > 0.0 { records as f64 / (syncs / nodes) } else { 0.0 },
+        fsyncs_per_s: 0.0,
+        records_per_fsync: 0.0,
         writers: args.writers,
         journals: args.journals,
         record_bytes: args.record_bytes,
@@ -305,12 +504,13 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
         duration_s: elapsed,
         acked_records: records,
         verified_records: verified,
-        placement_s,
-        journals_created,
-        idle_journals: args.idle_journals,
-        rss_peak_bytes: rss_bytes("VmHWM:"),
-        rss_per_idle_journal_bytes,
-    })
+        placement_s: 0.0,
+        journals_created: 0,
+        idle_journals: 0,
+        rss_peak_bytes: 0,
+        rss_per_idle_journal_bytes: 0,
+        over_quota_retries: shared.over_quota.load(Ordering::Relaxed),
+    }
 }
 
 fn progress_bar(duration: Duration) -> indicatif::ProgressBar {
@@ -322,7 +522,11 @@ fn progress_bar(duration: Duration) -> indicatif::ProgressBar {
     p
 }
 
-async fn write_loop(journal: &tokio::sync::Mutex<JournalWriter>, shared: &Shared, batch: usize, size: usize) -> Result<(), BenchError> {
+async fn write_loop<S>(journal: &tokio::sync::Mutex<JournalWriter<S>>, shared: &Shared, batch: usize, size: usize) -> Result<(), BenchError>
+where
+    S: JournalService + 'static,
+    S::Journal: 'static,
+{
     let mut latencies = Vec::new();
     while !shared.stop.load(Ordering::Relaxed) {
         let mut j = journal.lock().await;
@@ -330,7 +534,23 @@ async fn write_loop(journal: &tokio::sync::Mutex<JournalWriter>, shared: &Shared
         let records: Vec<Bytes> = (0..batch as u64).map(|i| record_bytes(j.index, seq + i, size)).collect();
         let started = Instant::now();
         let index = j.index;
-        let written = j.writer.write(records).await.map_err(|e| BenchError::Writer { journal: index, reason: format!("write at {seq}: {e}") })?;
+        let written = match j.writer.write(records).await {
+            Ok(w) => w,
+            Err(e) => match over_quota(&e) {
+                // Refused before it was sent on: nothing was written. The writer halted; wait,
+                // then claim again to learn the tail.
+                Some(wait) => {
+                    shared.over_quota.fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(wait.min(shared.remaining())).await;
+                    if shared.stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    claim(&mut j.writer, index, shared).await?;
+                    continue;
+                }
+                None => return Err(BenchError::Writer { journal: index, reason: format!("write at {seq}: {e}") }),
+            },
+        };
         assert_eq!(written.seq.0, seq, "an acknowledgement names the write's own position");
         let count = written.count;
         latencies.push(started.elapsed().as_micros().min(u128::from(u32::MAX)) as u32);
@@ -347,17 +567,16 @@ async fn write_loop(journal: &tokio::sync::Mutex<JournalWriter>, shared: &Shared
 
 /// Reads every journal back and checks each acknowledged record at its position, and that
 /// every record read names its own position (nothing duplicated or misplaced).
-async fn verify(
-    client: &Client<CellService>,
-    journals: &[Arc<tokio::sync::Mutex<JournalWriter>>],
-    shared: &Shared,
-    size: usize,
-) -> Result<u64, BenchError> {
+async fn verify<S>(client: &Client<S>, journals: &Journals<S>, shared: &Shared, size: usize) -> Result<u64, BenchError>
+where
+    S: JournalService + 'static,
+    S::Journal: 'static,
+{
     let acked = shared.acked.lock().expect("lock").clone();
     let mut verified = 0;
     for j in journals {
         let j = j.lock().await;
-        let read = read_all(client, j.key).await.map_err(BenchError::Verify)?;
+        let read = read_back(client, j.journal.clone(), shared).await.map_err(BenchError::Verify)?;
         for (seq, record) in &read {
             if *record != record_bytes(j.index, *seq, size) {
                 return Err(BenchError::Verify(format!("journal {} holds a foreign record at {seq}", j.index)));
@@ -373,4 +592,36 @@ async fn verify(
         }
     }
     Ok(verified)
+}
+
+/// Every record of `journal`, by position, read linearizably from the start (as
+/// [`read_all`], over any service, waiting out a gateway's quota).
+async fn read_back<S>(client: &Client<S>, journal: S::Journal, shared: &Shared) -> Result<BTreeMap<u64, Bytes>, String>
+where
+    S: JournalService + 'static,
+    S::Journal: 'static,
+{
+    let mut out = BTreeMap::new();
+    let mut reader = Reader::new(client.clone(), journal, paros_core::Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, 0)
+        .map_err(|e| e.to_string())?;
+    loop {
+        match reader.next().await {
+            Ok(ReaderOutcome::Records { from, records, .. }) => {
+                let empty = records.is_empty();
+                for (i, r) in records.into_iter().enumerate() {
+                    out.insert(from.0 + i as u64, r);
+                }
+                if empty || reader.caught_up() {
+                    return Ok(out);
+                }
+            }
+            Ok(ReaderOutcome::Gap { .. }) => {}
+            Err(ReaderError::Denied(denial)) if quota_wait(&denial).is_some() => {
+                shared.over_quota.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(quota_wait(&denial).unwrap_or_default()).await;
+            }
+            Ok(other) => return Err(format!("read at {:?} answered {other:?}", reader.cursor())),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
 }

@@ -55,14 +55,20 @@ fn signing_key(dir: &Path) -> Result<KeyPair, DevError> {
 ///
 /// # Errors
 /// [`DevError`] when the cell, the key or the listener will not come up.
-pub async fn run(dir: &Path, listen: SocketAddr) -> Result<(), DevError> {
+/// `quota_requests_per_s`: the requests/s quota new tenants get instead of the gateway's
+/// default (a benchmark's tenant, say).
+pub async fn run(dir: &Path, listen: SocketAddr, quota_requests_per_s: Option<u32>) -> Result<(), DevError> {
     let cell = EmbeddedCell::open(dir).await?;
     match cell.init().await {
         Ok(_) | Err(CellError::AlreadyFormed(_)) => {}
         Err(e) => return Err(e.into()),
     }
     let key = signing_key(dir)?;
-    let gateway = Gateway::start(cell.client.clone(), cell.coordinator(), cell.directory(), GatewayConfig::default(), SigningKeys::new(key))
+    let mut config = GatewayConfig::default();
+    if let Some(rate) = quota_requests_per_s {
+        config.quotas_default.requests_per_s = rate;
+    }
+    let gateway = Gateway::start(cell.client.clone(), cell.coordinator(), cell.directory(), config, SigningKeys::new(key))
         .await
         .map_err(|e| DevError::Gateway(e.to_string()))?;
     let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| DevError::Listen(listen, e))?;

@@ -27,7 +27,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Start an embedded 3-node cell and measure writes through the node RPC.
+    /// Start an embedded 3-node cell and measure writes through the node RPC; or, with
+    /// `--target`, measure a running gateway over HTTP.
     Bench {
         #[arg(long, default_value_t = 64)]
         writers: usize,
@@ -55,6 +56,13 @@ enum Command {
         /// SyncData per batch (the baseline the cell's cost is a ratio of).
         #[arg(long)]
         raw_fjall: bool,
+        /// Drive the gateway at this URL (`http://HOST:PORT`) over HTTP instead of an
+        /// embedded cell: same writers, journals and report (`"target": "http"`).
+        #[arg(long)]
+        target: Option<String>,
+        /// With `--target`: the tenant token to write as (default: sign up a fresh tenant).
+        #[arg(long, requires = "target")]
+        token: Option<String>,
     },
     /// Run the embedded cell — three nodes, the registry and the tenant gateway — in this
     /// process, serving the HTTP API on `--listen`. Stop with Ctrl-C (or SIGTERM).
@@ -65,6 +73,9 @@ enum Command {
         /// The gateway's address (port 0: any free port, printed at start).
         #[arg(long, default_value = "127.0.0.1:7400")]
         listen: std::net::SocketAddr,
+        /// The requests/s quota of tenants signed up from now on (default: the gateway's).
+        #[arg(long)]
+        quota_requests_per_s: Option<u32>,
     },
     /// Manage the cell.
     Cell {
@@ -104,19 +115,19 @@ fn main() -> ExitCode {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
     match cli.command {
         Command::Tenant(verb) => cli::run(verb, &runtime),
-        Command::Dev { data_dir, listen } => match runtime.block_on(dev::run(&data_dir, listen)) {
+        Command::Dev { data_dir, listen, quota_requests_per_s } => match runtime.block_on(dev::run(&data_dir, listen, quota_requests_per_s)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("paros dev: {e}");
                 ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1))
             }
         },
-        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall } => {
+        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token } => {
             let duration = Duration::from_secs(duration_s);
             if raw_fjall {
                 return raw_fjall_bench(data_dir, batch, record_bytes, duration, json);
             }
-            let args = bench::BenchArgs { writers, journals, record_bytes, batch, duration, data_dir, idle_journals, ack_log, progress: true };
+            let args = bench::BenchArgs { writers, journals, record_bytes, batch, duration, data_dir, idle_journals, ack_log, progress: true, target, token };
             match runtime.block_on(bench::run(args)) {
                 Ok(report) => {
                     print_report(&report, json);
@@ -180,16 +191,21 @@ fn print_report(r: &bench::Report, json: bool) {
         return;
     }
     println!(
-        "paros bench: {} writers, {} journals, {} B records, batch {}, {:.1} s",
-        r.writers, r.journals, r.record_bytes, r.batch, r.duration_s
+        "paros bench ({}): {} writers, {} journals, {} B records, batch {}, {:.1} s",
+        r.target, r.writers, r.journals, r.record_bytes, r.batch, r.duration_s
     );
     println!("  records/s         {:>12.0}", r.records_per_s);
     println!("  batches/s         {:>12.0}", r.batches_per_s);
     println!("  latency p50/p99/p999  {} / {} / {} µs", r.p50_us, r.p99_us, r.p999_us);
-    println!("  fsyncs/s (3 nodes){:>12.0}", r.fsyncs_per_s);
-    println!("  records per fsync {:>12.1}", r.records_per_fsync);
-    println!("  placing journals  {:>12.3} s", r.placement_s);
-    println!("  rss peak          {:>12} bytes", r.rss_peak_bytes);
+    if r.target == "in_cell" {
+        println!("  fsyncs/s (3 nodes){:>12.0}", r.fsyncs_per_s);
+        println!("  records per fsync {:>12.1}", r.records_per_fsync);
+        println!("  placing journals  {:>12.3} s", r.placement_s);
+        println!("  rss peak          {:>12} bytes", r.rss_peak_bytes);
+    } else {
+        println!("  creating+claiming {:>12.3} s ({} journals created)", r.placement_s, r.journals_created);
+        println!("  429 over_quota    {:>12}", r.over_quota_retries);
+    }
     if r.idle_journals > 0 {
         println!("  rss per idle journal {:>9} bytes ({} idle journals)", r.rss_per_idle_journal_bytes, r.idle_journals);
     }

@@ -1,0 +1,55 @@
+//! `paros bench --target`: the benchmark driving a running `paros dev` over HTTP — a fresh
+//! tenant, its journals created through the API, every acknowledged record read back.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+fn paros() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_paros"))
+}
+
+#[test]
+fn bench_over_http_against_paros_dev_verifies_every_acknowledged_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dev = paros()
+        .args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("paros dev starts");
+    let mut lines = BufReader::new(dev.stdout.take().expect("piped")).lines();
+    let first = lines.next().expect("a first line").expect("readable");
+    assert!(first.starts_with("paros dev: serving http://"), "{first}");
+    let url = first.split_whitespace().find(|w| w.starts_with("http://")).expect("the URL is printed").to_owned();
+    std::thread::spawn(move || for _ in lines {});
+
+    let out = paros()
+        .args(["bench", "--target", &url, "--writers", "4", "--journals", "2", "--duration-s", "2", "--json"])
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("paros bench runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+
+    let status = Command::new("kill").args(["-INT", &dev.id().to_string()]).status().expect("kill runs");
+    assert!(status.success());
+    assert_eq!(dev.wait().expect("paros dev exits").code(), Some(0), "SIGINT stops paros dev cleanly");
+
+    assert!(out.status.success(), "paros bench --target failed: {stdout}");
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    assert_eq!(report["target"], "http");
+    let acked = report["acked_records"].as_u64().expect("acked_records");
+    assert!(acked > 0, "{report}");
+    assert_eq!(report["verified_records"].as_u64(), Some(acked), "{report}");
+    assert_eq!(report["writers"], 4);
+    assert_eq!(report["journals"], 2);
+    assert_eq!(report["journals_created"], 2, "a fresh tenant's journals are created over HTTP");
+    assert!(report["records_per_s"].as_f64().unwrap() > 0.0, "{report}");
+    assert!(report["p50_us"].as_u64().unwrap() > 0, "{report}");
+}
+
+#[test]
+fn token_without_target_is_refused() {
+    let out = paros().args(["bench", "--token", "x", "--duration-s", "1"]).output().expect("runs");
+    assert!(!out.status.success());
+}
