@@ -8,7 +8,7 @@
 # "the response is what the document says" (status code, content type, body schema).
 # Exits non-zero on any failure; stops `paros dev` with SIGINT on the way out.
 #
-# Knobs: PAROS_SCHEMATHESIS_EXAMPLES (examples per operation, default 25),
+# Knobs: PAROS_SCHEMATHESIS_EXAMPLES (examples per operation, default 50),
 #        PAROS_SCHEMATHESIS_SEED (default 1: the run is reproducible; set "random" for a new one),
 #        PAROS_SCHEMATHESIS_TIMEOUT (wall-clock seconds for the schemathesis run, default 150),
 #        PAROS_CACHE_DIR (default ${XDG_CACHE_HOME:-~/.cache}/paros).
@@ -19,7 +19,7 @@ root=$(pwd)
 SCHEMATHESIS_VERSION=4.32.5
 cache="${PAROS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/paros}"
 venv="$cache/venv-schemathesis-$SCHEMATHESIS_VERSION"
-examples="${PAROS_SCHEMATHESIS_EXAMPLES:-25}"
+examples="${PAROS_SCHEMATHESIS_EXAMPLES:-50}"
 seed="${PAROS_SCHEMATHESIS_SEED:-1}"
 budget="${PAROS_SCHEMATHESIS_TIMEOUT:-150}"
 started=$SECONDS
