@@ -111,7 +111,8 @@ echo "== schemathesis: $examples examples per operation, seed $seed"
 seed_args=()
 [ "$seed" = "random" ] || seed_args=(--seed "$seed")
 set +e
-timeout --signal=INT --kill-after=10 "$budget" \
+# From the scratch dir: schemathesis keeps a `.schemathesis/` cache in its working directory.
+(cd "$work" && timeout --signal=INT --kill-after=10 "$budget" \
   "$venv/bin/schemathesis" --config-file "$root/ops/scripts/schemathesis.toml" run "$base/v1/openapi.json" \
   --header "Authorization: Bearer $token" \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
@@ -122,7 +123,7 @@ timeout --signal=INT --kill-after=10 "$budget" \
   --continue-on-failure \
   --generation-database none \
   --no-color \
-  --report junit --report-dir "$work/report"
+  --report junit --report-dir "$work/report")
 rc=$?
 set -e
 if [ "$rc" -eq 124 ] || [ "$rc" -eq 130 ]; then
