@@ -18,3 +18,6 @@ if [ -d cell/sim ]; then
   echo "== simulation smoke sweep"
   cargo run --release -p paros-sim -- sweep --seeds "${PAROS_SMOKE_SEEDS:-300}"
 fi
+
+echo "== schemathesis against paros dev"
+bash ops/scripts/schemathesis.sh

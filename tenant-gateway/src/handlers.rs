@@ -236,7 +236,8 @@ fn undecided(g: &Gateway, d: Result<Decided, AnswerError>) -> ApiError {
 #[utoipa::path(post, path = "/v1/signup", request_body = crate::openapi::SignupRequestDoc,
     responses((status = 200, body = crate::openapi::SignupAnswerDoc), (status = 400, body = crate::openapi::ErrorBodyDoc),
         (status = 401, body = crate::openapi::ErrorBodyDoc), (status = 403, body = crate::openapi::ErrorBodyDoc),
-        (status = 409, body = crate::openapi::ErrorBodyDoc), (status = 413, body = crate::openapi::ErrorBodyDoc)))]
+        (status = 409, body = crate::openapi::ErrorBodyDoc), (status = 413, body = crate::openapi::ErrorBodyDoc),
+        (status = 503, body = crate::openapi::ErrorBodyDoc), (status = 504, body = crate::openapi::ErrorBodyDoc)))]
 pub(crate) async fn signup(State(g): State<Gateway>, headers: HeaderMap, body: Body) -> ApiResult<Response> {
     if !g.inner.config.open_signup {
         match principal_of(&g, &headers)? {
@@ -304,7 +305,8 @@ pub(crate) async fn mint_token(State(g): State<Gateway>, Extension(p): Extension
 /// Revoke a token by id.
 #[utoipa::path(delete, path = "/v1/tokens/{token_id}", params(("token_id" = String, Path)),
     responses((status = 204), (status = 400, body = crate::openapi::ErrorBodyDoc), (status = 401, body = crate::openapi::ErrorBodyDoc),
-        (status = 403, body = crate::openapi::ErrorBodyDoc), (status = 404, body = crate::openapi::ErrorBodyDoc)))]
+        (status = 403, body = crate::openapi::ErrorBodyDoc), (status = 404, body = crate::openapi::ErrorBodyDoc),
+        (status = 504, body = crate::openapi::ErrorBodyDoc)))]
 pub(crate) async fn revoke_token(State(g): State<Gateway>, Extension(p): Extension<Principal>, path: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
     let t = tenant_of(&p)?;
     require(t, Scope::Owner, None)?;
@@ -333,7 +335,8 @@ pub(crate) async fn revoke_token(State(g): State<Gateway>, Extension(p): Extensi
 #[utoipa::path(post, path = "/v1/journals", request_body = crate::openapi::CreateJournalRequestDoc,
     responses((status = 201, body = crate::openapi::JournalInfoDoc), (status = 400, body = crate::openapi::ErrorBodyDoc),
         (status = 401, body = crate::openapi::ErrorBodyDoc), (status = 403, body = crate::openapi::ErrorBodyDoc),
-        (status = 409, body = crate::openapi::ErrorBodyDoc), (status = 429, body = crate::openapi::ErrorBodyDoc)))]
+        (status = 409, body = crate::openapi::ErrorBodyDoc), (status = 429, body = crate::openapi::ErrorBodyDoc),
+        (status = 504, body = crate::openapi::ErrorBodyDoc)))]
 pub(crate) async fn create_journal(State(g): State<Gateway>, Extension(p): Extension<Principal>, headers: HeaderMap, body: Body) -> ApiResult<Response> {
     let t = tenant_of(&p)?;
     require(t, Scope::Owner, None)?;
@@ -402,7 +405,8 @@ pub(crate) async fn show_journal(State(g): State<Gateway>, Extension(p): Extensi
 /// Delete a journal.
 #[utoipa::path(delete, path = "/v1/journals/{name}", params(("name" = String, Path)),
     responses((status = 204), (status = 400, body = crate::openapi::ErrorBodyDoc), (status = 401, body = crate::openapi::ErrorBodyDoc),
-        (status = 403, body = crate::openapi::ErrorBodyDoc), (status = 404, body = crate::openapi::ErrorBodyDoc)))]
+        (status = 403, body = crate::openapi::ErrorBodyDoc), (status = 404, body = crate::openapi::ErrorBodyDoc),
+        (status = 504, body = crate::openapi::ErrorBodyDoc)))]
 pub(crate) async fn delete_journal(State(g): State<Gateway>, Extension(p): Extension<Principal>, path: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
     let t = tenant_of(&p)?;
     let raw = path_name(path)?;
@@ -721,7 +725,7 @@ fn tail_stream(g: Gateway, key: JournalKey, cursor: Seq, slot: crate::state::Tai
 // Operations.
 
 /// 200 when the registry answers a linearizable read (a quorum of it is reachable).
-#[utoipa::path(get, path = "/healthz", responses((status = 200), (status = 503, body = crate::openapi::ErrorBodyDoc)))]
+#[utoipa::path(get, path = "/healthz", responses((status = 200, content_type = "text/plain", body = String), (status = 503, body = crate::openapi::ErrorBodyDoc)))]
 pub(crate) async fn healthz(State(g): State<Gateway>) -> ApiResult<Response> {
     let d = g.directory()?;
     let cell = d.cell().ok_or_else(|| ApiError::unavailable("the cell is not formed"))?;
@@ -734,7 +738,7 @@ pub(crate) async fn healthz(State(g): State<Gateway>) -> ApiResult<Response> {
 }
 
 /// Prometheus text.
-#[utoipa::path(get, path = "/metrics", responses((status = 200, content_type = "text/plain", body = String)))]
+#[utoipa::path(get, path = "/metrics", responses((status = 200, content_type = "application/openmetrics-text", body = String)))]
 pub(crate) async fn metrics(State(g): State<Gateway>) -> Response {
     let text = g.inner.metrics.render();
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text).into_response()

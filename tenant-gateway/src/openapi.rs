@@ -4,27 +4,56 @@
 //! so the schemas below are documentation mirrors of them, field for field; the paths, methods,
 //! parameters and statuses come from the handlers themselves.
 
+use serde_json::{Value, json};
 use utoipa::{OpenApi, ToSchema};
 
 #[allow(dead_code)]
 #[derive(Debug, ToSchema)]
 #[schema(as = View)]
 pub struct ViewDoc {
-    /// Canonical lowercase uuid, or null.
+    /// Canonical lowercase uuid, or null for a journal never led.
+    #[schema(required = true, pattern = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")]
     leader: Option<String>,
     first_seq: u64,
     next_seq: u64,
 }
 
+/// API.md's stable error codes.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
+#[schema(as = ErrorCode, rename_all = "snake_case")]
+pub enum ErrorCodeDoc {
+    Malformed,
+    Unauthorized,
+    Forbidden,
+    UnknownJournal,
+    UnknownToken,
+    Refused,
+    Lost,
+    TruncateRefused,
+    WrongMode,
+    NameTaken,
+    Truncated,
+    TooLarge,
+    OverQuota,
+    Unavailable,
+    Ambiguous,
+}
+
+/// Every non-2xx body. Absent fields are omitted, never null.
 #[allow(dead_code)]
 #[derive(Debug, ToSchema)]
 #[schema(as = ErrorBody)]
 pub struct ErrorBodyDoc {
-    code: String,
+    code: ErrorCodeDoc,
     message: String,
+    #[schema(nullable = false)]
     view: Option<ViewDoc>,
+    #[schema(nullable = false)]
     max_records: Option<u64>,
+    #[schema(nullable = false)]
     max_bytes: Option<u64>,
+    #[schema(nullable = false)]
     max_body_bytes: Option<u64>,
 }
 
@@ -32,6 +61,7 @@ pub struct ErrorBodyDoc {
 #[derive(Debug, ToSchema)]
 #[schema(as = SignupRequest)]
 pub struct SignupRequestDoc {
+    #[schema(pattern = "^[a-z0-9][a-z0-9-]{0,62}$")]
     name: String,
 }
 
@@ -46,13 +76,24 @@ pub struct SignupAnswerDoc {
     expires_at: u64,
 }
 
+/// A tenant token's scope (`admin` is no tenant's).
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
+#[schema(as = Scope, rename_all = "snake_case")]
+pub enum ScopeDoc {
+    Owner,
+    Write,
+    Read,
+}
+
 #[allow(dead_code)]
 #[derive(Debug, ToSchema)]
 #[schema(as = MintTokenRequest)]
 pub struct MintTokenRequestDoc {
-    /// `owner`, `write` or `read`.
-    scope: String,
+    scope: ScopeDoc,
+    #[schema(nullable = false, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")]
     journal: Option<String>,
+    #[schema(nullable = false, minimum = 1)]
     expires_in_s: Option<u64>,
 }
 
@@ -65,13 +106,24 @@ pub struct TokenAnswerDoc {
     expires_at: u64,
 }
 
+/// A journal's writer mode.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
+#[schema(as = WriterMode, rename_all = "snake_case")]
+pub enum WriterModeDoc {
+    SingleWriter,
+    MultiWriter,
+}
+
 #[allow(dead_code)]
 #[derive(Debug, ToSchema)]
 #[schema(as = CreateJournalRequest)]
 pub struct CreateJournalRequestDoc {
+    #[schema(pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")]
     name: String,
-    /// `single_writer` (default) or `multi_writer`.
-    mode: Option<String>,
+    /// Default `single_writer`.
+    #[schema(nullable = false)]
+    mode: Option<WriterModeDoc>,
 }
 
 #[allow(dead_code)]
@@ -79,7 +131,7 @@ pub struct CreateJournalRequestDoc {
 #[schema(as = JournalInfo)]
 pub struct JournalInfoDoc {
     name: String,
-    mode: String,
+    mode: WriterModeDoc,
     view: ViewDoc,
 }
 
@@ -94,16 +146,25 @@ pub struct JournalListDoc {
 #[derive(Debug, ToSchema)]
 #[schema(as = SetLeaderRequest)]
 pub struct SetLeaderRequestDoc {
+    #[schema(pattern = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")]
     new: String,
     /// Required; null for a journal never led.
+    #[schema(required = true, pattern = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")]
     old: Option<String>,
+}
+
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
+#[schema(as = SetLeaderOutcome, rename_all = "snake_case")]
+pub enum SetLeaderOutcomeDoc {
+    Won,
 }
 
 #[allow(dead_code)]
 #[derive(Debug, ToSchema)]
 #[schema(as = SetLeaderAnswer)]
 pub struct SetLeaderAnswerDoc {
-    outcome: String,
+    outcome: SetLeaderOutcomeDoc,
     view: ViewDoc,
 }
 
@@ -111,7 +172,11 @@ pub struct SetLeaderAnswerDoc {
 #[derive(Debug, ToSchema)]
 #[schema(as = WriteRequest)]
 pub struct WriteRequestDoc {
+    /// Single-writer journals only.
+    #[schema(nullable = false, pattern = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")]
     leader: Option<String>,
+    /// Single-writer journals only, with `leader`.
+    #[schema(nullable = false)]
     seq: Option<u64>,
     /// Standard base64 with padding, one string per record.
     records: Vec<String>,
@@ -119,9 +184,17 @@ pub struct WriteRequestDoc {
 
 #[allow(dead_code)]
 #[derive(Debug, ToSchema)]
+#[schema(as = WriteOutcome, rename_all = "snake_case")]
+pub enum WriteOutcomeDoc {
+    Accepted,
+    Duplicate,
+}
+
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
 #[schema(as = WriteAnswer)]
 pub struct WriteAnswerDoc {
-    outcome: String,
+    outcome: WriteOutcomeDoc,
     seq: u64,
     count: u64,
     view: ViewDoc,
@@ -132,23 +205,52 @@ pub struct WriteAnswerDoc {
 #[schema(as = Page)]
 pub struct PageDoc {
     from: u64,
+    /// Standard base64 with padding, one string per record.
     records: Vec<String>,
     view: ViewDoc,
+}
+
+/// The `gap` event of a tail: the journal was truncated past the cursor.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
+#[schema(as = Gap)]
+pub struct GapDoc {
+    from: u64,
+    resumed_at: u64,
+    view: ViewDoc,
+}
+
+/// The `heartbeat` event of a tail.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
+#[schema(as = Heartbeat)]
+pub struct HeartbeatDoc {
+    view: ViewDoc,
+    caught_up: bool,
 }
 
 #[allow(dead_code)]
 #[derive(Debug, ToSchema)]
 #[schema(as = TruncateRequest)]
 pub struct TruncateRequestDoc {
+    /// Single-writer journals only.
+    #[schema(nullable = false, pattern = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")]
     leader: Option<String>,
     up_to: u64,
 }
 
 #[allow(dead_code)]
 #[derive(Debug, ToSchema)]
+#[schema(as = TruncateOutcome, rename_all = "snake_case")]
+pub enum TruncateOutcomeDoc {
+    Trimmed,
+}
+
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
 #[schema(as = TruncateAnswer)]
 pub struct TruncateAnswerDoc {
-    outcome: String,
+    outcome: TruncateOutcomeDoc,
     view: ViewDoc,
 }
 
@@ -174,15 +276,123 @@ pub struct TruncateAnswerDoc {
         crate::handlers::openapi_json,
     ),
     components(schemas(
-        ViewDoc, ErrorBodyDoc, SignupRequestDoc, SignupAnswerDoc, MintTokenRequestDoc, TokenAnswerDoc,
-        CreateJournalRequestDoc, JournalInfoDoc, JournalListDoc, SetLeaderRequestDoc, SetLeaderAnswerDoc,
-        WriteRequestDoc, WriteAnswerDoc, PageDoc, TruncateRequestDoc, TruncateAnswerDoc
+        ViewDoc, ErrorCodeDoc, ErrorBodyDoc, SignupRequestDoc, SignupAnswerDoc, ScopeDoc, MintTokenRequestDoc, TokenAnswerDoc,
+        WriterModeDoc, CreateJournalRequestDoc, JournalInfoDoc, JournalListDoc, SetLeaderRequestDoc, SetLeaderOutcomeDoc,
+        SetLeaderAnswerDoc, WriteRequestDoc, WriteOutcomeDoc, WriteAnswerDoc, PageDoc, GapDoc, HeartbeatDoc, TruncateRequestDoc,
+        TruncateOutcomeDoc, TruncateAnswerDoc
     ))
 )]
 pub struct ApiDoc;
 
-/// The OpenAPI document the gateway serves.
+const JOURNAL_NAME: &str = "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$";
+/// Standard base64 with padding.
+const BASE64: &str = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$";
+
+/// The request bodies: an unknown field in any of them is 400.
+const REQUESTS: [&str; 6] = ["SignupRequest", "MintTokenRequest", "CreateJournalRequest", "SetLeaderRequest", "WriteRequest", "TruncateRequest"];
+
+/// The routes outside the authentication layer.
+const UNAUTHENTICATED: [&str; 4] = ["/v1/signup", "/v1/openapi.json", "/healthz", "/metrics"];
+
+/// The OpenAPI document the gateway serves: what utoipa derives from the handlers, refined with
+/// what the handlers' attributes cannot say (or would say seven times over):
+/// - the statuses the layers answer on every route behind them (401 and 429 from the
+///   authentication layer, 403 for an admin token on a tenant route, 503 while the registry is
+///   not folded), every body route's 400 and 413, every `{name}` route's 400 and 404;
+/// - the shapes the parsers enforce: no unknown body fields, journal names, uuids, base64
+///   records, the Read query's bounds;
+/// - the tail's event stream, one schema per event.
 #[must_use]
-pub fn document() -> utoipa::openapi::OpenApi {
-    ApiDoc::openapi()
+pub fn document() -> Value {
+    let mut doc = serde_json::to_value(ApiDoc::openapi()).expect("the document serializes");
+    refine(&mut doc);
+    doc
+}
+
+fn error_response(description: &str) -> Value {
+    json!({"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}})
+}
+
+fn refine(doc: &mut Value) {
+    let schemas = &mut doc["components"]["schemas"];
+    for name in REQUESTS {
+        schemas[name]["additionalProperties"] = Value::Bool(false);
+    }
+    for name in ["WriteRequest", "Page"] {
+        schemas[name]["properties"]["records"]["items"]["pattern"] = Value::from(BASE64);
+    }
+
+    let Some(paths) = doc["paths"].as_object_mut() else { return };
+    for (path, item) in paths.iter_mut() {
+        let Some(item) = item.as_object_mut() else { continue };
+        for (method, op) in item.iter_mut() {
+            let authenticated = !UNAUTHENTICATED.contains(&path.as_str());
+            let mut added: Vec<(&str, &str)> = Vec::new();
+            if authenticated {
+                added.extend([
+                    ("401", "missing, malformed, forged, expired or revoked token"),
+                    ("403", "the token's scope or journal restriction does not allow the call"),
+                    ("429", "the tenant is over its quota"),
+                    ("503", "no server could answer now; safe to retry"),
+                ]);
+            }
+            if op.get("requestBody").is_some() {
+                added.extend([("400", "malformed body"), ("413", "the body is over the body limit")]);
+            }
+            if path.contains("{name}") {
+                added.extend([("400", "bad journal name"), ("404", "no such journal in this tenant")]);
+            }
+            let responses = op["responses"].as_object_mut().expect("every operation has responses");
+            for (status, description) in added {
+                responses.entry(status).or_insert_with(|| error_response(description));
+            }
+            if let Some(r) = responses.get_mut("429") {
+                r["headers"] = json!({"Retry-After": {"description": "seconds to wait", "schema": {"type": "integer", "minimum": 1}}});
+            }
+            for param in op.get_mut("parameters").and_then(Value::as_array_mut).into_iter().flatten() {
+                let name = param["name"].as_str().unwrap_or_default().to_owned();
+                let place = param_in(param);
+                let schema = &mut param["schema"];
+                match (place, name.as_str()) {
+                    ("path", "name") => schema["pattern"] = Value::from(JOURNAL_NAME),
+                    ("query", "limit" | "max_bytes") => schema["minimum"] = Value::from(1),
+                    ("query", "wait_ms") => schema["maximum"] = Value::from(1000),
+                    ("query", "consistency") => schema["enum"] = json!(["linearizable", "at_least"]),
+                    _ => {}
+                }
+            }
+            if path == "/v1/journals/{name}/tail" && method == "get" {
+                op["responses"]["200"]["content"]["text/event-stream"]["schema"] = tail_events();
+            }
+        }
+    }
+}
+
+fn param_in(param: &Value) -> &'static str {
+    match param["in"].as_str() {
+        Some("path") => "path",
+        Some("query") => "query",
+        _ => "other",
+    }
+}
+
+/// One server-sent event of a tail, as an object of its fields; `id` is the next position to
+/// read, `data` the event's JSON.
+fn tail_events() -> Value {
+    let event = |name: &str, schema: &str| {
+        json!({
+            "type": "object",
+            "required": ["event", "id", "data"],
+            "properties": {
+                "event": {"const": name},
+                "id": {"type": "string", "pattern": "^[0-9]+$"},
+                "data": {
+                    "type": "string",
+                    "contentMediaType": "application/json",
+                    "contentSchema": {"$ref": format!("#/components/schemas/{schema}")}
+                }
+            }
+        })
+    };
+    json!({"oneOf": [event("records", "Page"), event("gap", "Gap"), event("heartbeat", "Heartbeat")]})
 }
