@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: lints, every crate's tests, and a simulation smoke sweep.
-# Needs only a Rust toolchain; installs nothing else yet (NATS arrives with the bus issue).
+# The whole test suite: lints, every crate's tests, a simulation smoke sweep, and schemathesis
+# against a running `paros dev`. Needs a Rust toolchain; schemathesis.sh installs what it needs
+# itself (python3-venv from Debian if missing, schemathesis from PyPI into ~/.cache/paros).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
