@@ -153,6 +153,22 @@ fn api_mode(m: CoreMode) -> WriterMode {
 }
 
 /// The live journal `name` of `tenant`: 404 when the directory does not know it.
+/// The journal a tenant route names, in API.md's order: a tenant token (403 for admin), a path
+/// (400), the scope and journal restriction (403), the name (400), the journal (404).
+fn named_journal<'p>(
+    g: &Gateway,
+    p: &'p Principal,
+    path: Result<Path<String>, PathRejection>,
+    need: Scope,
+) -> ApiResult<(&'p TenantToken, JournalName, JournalKey, CoreMode)> {
+    let t = tenant_of(p)?;
+    let raw = path_name(path)?;
+    require(t, need, Some(&raw))?;
+    let name = parse_name(&raw)?;
+    let (key, mode) = resolve(g, t.tenant, &name)?;
+    Ok((t, name, key, mode))
+}
+
 fn resolve(g: &Gateway, tenant: TenantId, name: &JournalName) -> ApiResult<(JournalKey, CoreMode)> {
     let d = g.directory()?;
     let j = d.journal_by_name(tenant, name).ok_or_else(ApiError::unknown_journal)?;
@@ -393,11 +409,7 @@ pub(crate) async fn list_journals(State(g): State<Gateway>, Extension(p): Extens
         (status = 401, body = crate::openapi::ErrorBodyDoc), (status = 403, body = crate::openapi::ErrorBodyDoc),
         (status = 404, body = crate::openapi::ErrorBodyDoc)))]
 pub(crate) async fn show_journal(State(g): State<Gateway>, Extension(p): Extension<Principal>, path: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
-    let t = tenant_of(&p)?;
-    let raw = path_name(path)?;
-    require(t, Scope::Read, Some(&raw))?;
-    let name = parse_name(&raw)?;
-    let (key, mode) = resolve(&g, t.tenant, &name)?;
+    let (_, name, key, mode) = named_journal(&g, &p, path, Scope::Read)?;
     let view = g.view(key).await?;
     Ok(json(StatusCode::OK, &JournalInfo { name, mode: api_mode(mode), view }))
 }
@@ -440,11 +452,7 @@ pub(crate) async fn set_leader(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    let t = tenant_of(&p)?;
-    let raw = path_name(path)?;
-    require(t, Scope::Write, Some(&raw))?;
-    let name = parse_name(&raw)?;
-    let (key, _) = resolve(&g, t.tenant, &name)?;
+    let (t, name, key, _) = named_journal(&g, &p, path, Scope::Write)?;
     let req: SetLeaderRequest = json_body(&g, &headers, body).await?;
     let call = Call::SetLeader { new: core_leader(req.new), old: req.old.map(core_leader) };
     match forward(&g, t.tenant, &name, key, call).await? {
@@ -474,11 +482,7 @@ pub(crate) async fn write(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    let t = tenant_of(&p)?;
-    let raw = path_name(path)?;
-    require(t, Scope::Write, Some(&raw))?;
-    let name = parse_name(&raw)?;
-    let (key, mode) = resolve(&g, t.tenant, &name)?;
+    let (t, name, key, mode) = named_journal(&g, &p, path, Scope::Write)?;
     let req: WriteRequest = json_body(&g, &headers, body).await?;
     let shape = req.shape(api_mode(mode));
     if shape == Err(ShapeError::LeaderWithoutSeq) {
@@ -552,11 +556,7 @@ pub(crate) async fn read(
     path: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
-    let t = tenant_of(&p)?;
-    let raw = path_name(path)?;
-    require(t, Scope::Read, Some(&raw))?;
-    let name = parse_name(&raw)?;
-    let (key, _) = resolve(&g, t.tenant, &name)?;
+    let (_, _, key, _) = named_journal(&g, &p, path, Scope::Read)?;
     let q = ReadQuery::parse(query.as_deref().unwrap_or("")).map_err(|e| ApiError::malformed(e.to_string()))?;
     let cfg = g.inner.config;
     let clamp = |v: Option<std::num::NonZeroU64>, max: u32| v.map_or(max, |v| u32::try_from(v.get()).unwrap_or(u32::MAX).min(max));
@@ -617,11 +617,7 @@ pub(crate) async fn truncate(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    let t = tenant_of(&p)?;
-    let raw = path_name(path)?;
-    require(t, Scope::Write, Some(&raw))?;
-    let name = parse_name(&raw)?;
-    let (key, mode) = resolve(&g, t.tenant, &name)?;
+    let (t, name, key, mode) = named_journal(&g, &p, path, Scope::Write)?;
     let req: TruncateRequest = json_body(&g, &headers, body).await?;
     let Ok(leader) = req.shape(api_mode(mode)) else { return Err(wrong_mode(g.view(key).await?)) };
     let call = Call::Truncate { leader: leader.map(core_leader), up_to: Seq(req.up_to.0) };
@@ -648,11 +644,7 @@ pub(crate) async fn tail(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let t = tenant_of(&p)?;
-    let raw = path_name(path)?;
-    require(t, Scope::Read, Some(&raw))?;
-    let name = parse_name(&raw)?;
-    let (key, _) = resolve(&g, t.tenant, &name)?;
+    let (t, _, key, _) = named_journal(&g, &p, path, Scope::Read)?;
     let last = match headers.get("last-event-id") {
         None => None,
         Some(v) => Some(v.to_str().map_err(|_| ApiError::malformed("Last-Event-ID is a position"))?),
