@@ -76,7 +76,7 @@ pub async fn run(dir: &Path, listen: SocketAddr, quota_requests_per_s: Option<u3
     let token = paros_gateway::mint_admin_token(gateway.active_key(), ADMIN_TOKEN_VALID_S);
     println!("paros dev: serving http://{addr} (data in {})", dir.display());
     println!("admin token (valid 24 h): {token}");
-    println!("try: export PAROS_URL=http://{addr}; export PAROS_TOKEN=$(paros signup acme --json | jq -r .token); paros journal create orders");
+    println!("try: export PAROS_URL=http://{addr}; eval \"$(paros signup acme | grep ^export)\"; paros journal create orders && paros write orders hello");
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
 
