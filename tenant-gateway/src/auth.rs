@@ -290,42 +290,321 @@ fn validation() -> Validation {
     v
 }
 
+/// Why a bearer token was refused: the label of the gateway's auth-refusal counter, and the
+/// message of the 401.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Refusal {
+    /// No `Authorization` header.
+    Missing,
+    /// An `Authorization` header that is not `Bearer <token>`.
+    NotBearer,
+    /// Not a JWT (no header, bad base64, bad JSON).
+    Malformed,
+    /// An `alg` other than EdDSA (`none`, HS256, …): never trusted.
+    WrongAlgorithm,
+    /// No `kid`, or one the directory does not list as a live cell key (retired included).
+    UnknownKey,
+    /// The signature does not verify, or the claims are not a paros token's.
+    BadSignature,
+    /// At or past `exp` + 1 s.
+    Expired,
+    /// The token's tenant is not in the directory.
+    UnknownTenant,
+    /// The token's `jti` is revoked.
+    Revoked,
+}
+
+impl Refusal {
+    /// Every reason, for metrics that list them all.
+    pub const ALL: [Refusal; 9] = [
+        Refusal::Missing,
+        Refusal::NotBearer,
+        Refusal::Malformed,
+        Refusal::WrongAlgorithm,
+        Refusal::UnknownKey,
+        Refusal::BadSignature,
+        Refusal::Expired,
+        Refusal::UnknownTenant,
+        Refusal::Revoked,
+    ];
+
+    /// The stable label.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::Missing => "missing",
+            Refusal::NotBearer => "not_bearer",
+            Refusal::Malformed => "malformed",
+            Refusal::WrongAlgorithm => "wrong_algorithm",
+            Refusal::UnknownKey => "unknown_key",
+            Refusal::BadSignature => "bad_signature",
+            Refusal::Expired => "expired",
+            Refusal::UnknownTenant => "unknown_tenant",
+            Refusal::Revoked => "revoked",
+        }
+    }
+
+    fn message(self) -> &'static str {
+        match self {
+            Refusal::Missing => "no bearer token",
+            Refusal::NotBearer => "the Authorization header is `Bearer <token>`",
+            Refusal::Malformed => "invalid token: not a JWT",
+            Refusal::WrongAlgorithm => "invalid token: wrong algorithm",
+            Refusal::UnknownKey => "invalid token: unknown key",
+            Refusal::BadSignature => "invalid token: signature or claims",
+            Refusal::Expired => "invalid token: expired",
+            Refusal::UnknownTenant => "invalid token: unknown tenant",
+            Refusal::Revoked => "invalid token: revoked",
+        }
+    }
+}
+
+impl From<Refusal> for ApiError {
+    fn from(r: Refusal) -> ApiError {
+        ApiError::unauthorized(r.message())
+    }
+}
+
+/// A token whose signature verified: what can be remembered about it. Whether it is still
+/// good (key live, not expired, tenant known, not revoked) is checked on every use.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Verified {
+    kid: KeyId,
+    principal: Principal,
+}
+
+impl Verified {
+    fn exp(&self) -> u64 {
+        match &self.principal {
+            Principal::Admin { exp } => *exp,
+            Principal::Tenant(t) => t.exp,
+        }
+    }
+}
+
+/// Checks a token's signature and claims against the directory's keys (the expensive part:
+/// an Ed25519 verification), without the checks [`admit`] makes on every use.
+///
+/// # Errors
+/// The [`Refusal`].
+pub fn verify_signature(directory: &Directory, token: &str) -> Result<Verified, Refusal> {
+    let header = jsonwebtoken::decode_header(token).map_err(|_| Refusal::Malformed)?;
+    if header.alg != Algorithm::EdDSA {
+        return Err(Refusal::WrongAlgorithm);
+    }
+    let kid = header.kid.ok_or(Refusal::UnknownKey)?;
+    let kid = KeyId::new(kid).map_err(|_| Refusal::UnknownKey)?;
+    let key = directory.signing_key(&kid).filter(|k| !k.retired && k.scope == KeyScope::Cell).ok_or(Refusal::UnknownKey)?;
+    let decoding = DecodingKey::from_ed_der(&key.public_key);
+    let data = jsonwebtoken::decode::<Claims>(token, &decoding, &validation()).map_err(|e| match e.kind() {
+        jsonwebtoken::errors::ErrorKind::ExpiredSignature => Refusal::Expired,
+        _ => Refusal::BadSignature,
+    })?;
+    let c = data.claims;
+    let principal = match c.scope {
+        ScopeClaim::Admin if c.sub == "admin" => Principal::Admin { exp: c.exp },
+        ScopeClaim::Admin => return Err(Refusal::BadSignature),
+        ScopeClaim::Owner | ScopeClaim::Write | ScopeClaim::Read => {
+            let tenant = parse_tenant(&c.sub).ok_or(Refusal::BadSignature)?;
+            let jti = TokenId::new(c.jti).map_err(|_| Refusal::BadSignature)?;
+            let scope = match c.scope {
+                ScopeClaim::Owner => Scope::Owner,
+                ScopeClaim::Write => Scope::Write,
+                _ => Scope::Read,
+            };
+            let journal = c.journal.map(|j| JournalName::parse(&j)).transpose().map_err(|_| Refusal::BadSignature)?;
+            Principal::Tenant(TenantToken { tenant, scope, journal, exp: c.exp, jti })
+        }
+    };
+    Ok(Verified { kid, principal })
+}
+
+/// The checks a verified token passes on every use: its key is still live (a retired key's
+/// tokens stop at once), it has not expired (`now ≤ exp`), its tenant is known and its `jti` is
+/// not revoked.
+///
+/// # Errors
+/// The [`Refusal`].
+pub fn admit(directory: &Directory, verified: &Verified, now: u64) -> Result<Principal, Refusal> {
+    if !directory.signing_key(&verified.kid).is_some_and(|k| !k.retired && k.scope == KeyScope::Cell) {
+        return Err(Refusal::UnknownKey);
+    }
+    if now > verified.exp() {
+        return Err(Refusal::Expired);
+    }
+    if let Principal::Tenant(t) = &verified.principal {
+        if directory.tenant(t.tenant).is_none() {
+            return Err(Refusal::UnknownTenant);
+        }
+        if directory.is_revoked(t.tenant, &t.jti) {
+            return Err(Refusal::Revoked);
+        }
+    }
+    Ok(verified.principal.clone())
+}
+
 /// Verifies a bearer token against the directory's keys and revocations.
 ///
 /// # Errors
-/// 401 `unauthorized` for anything but a valid, live, unrevoked token of a known tenant.
-pub fn verify(directory: &Directory, token: &str) -> Result<Principal, ApiError> {
-    let bad = |why: &str| ApiError::unauthorized(format!("invalid token: {why}"));
-    let header = jsonwebtoken::decode_header(token).map_err(|_| bad("not a JWT"))?;
-    if header.alg != Algorithm::EdDSA {
-        return Err(bad("wrong algorithm"));
+/// The [`Refusal`] for anything but a valid, live, unrevoked token of a known tenant.
+pub fn verify(directory: &Directory, token: &str) -> Result<Principal, Refusal> {
+    admit(directory, &verify_signature(directory, token)?, now_s())
+}
+
+/// Tokens whose signature verified, so that a token used again costs a map lookup, not an
+/// Ed25519 verification. Bounded (`max` tokens; the oldest-inserted go first); every use still
+/// runs [`admit`], so revocation, key retirement and expiry apply to cached tokens at once.
+#[derive(Debug)]
+pub struct TokenCache {
+    max: usize,
+    inner: std::sync::Mutex<CacheInner>,
+}
+
+#[derive(Debug, Default)]
+struct CacheInner {
+    by_token: std::collections::HashMap<Box<str>, Verified>,
+    order: std::collections::VecDeque<Box<str>>,
+}
+
+impl TokenCache {
+    /// A cache of at most `max` tokens (0: no caching).
+    #[must_use]
+    pub fn new(max: usize) -> TokenCache {
+        TokenCache { max, inner: std::sync::Mutex::new(CacheInner::default()) }
     }
-    let kid = header.kid.ok_or_else(|| bad("no kid"))?;
-    let kid = KeyId::new(kid).map_err(|_| bad("unknown key"))?;
-    let key = directory.signing_key(&kid).filter(|k| !k.retired && k.scope == KeyScope::Cell).ok_or_else(|| bad("unknown key"))?;
-    let decoding = DecodingKey::from_ed_der(&key.public_key);
-    let data = jsonwebtoken::decode::<Claims>(token, &decoding, &validation()).map_err(|e| match e.kind() {
-        jsonwebtoken::errors::ErrorKind::ExpiredSignature => bad("expired"),
-        _ => bad("signature or claims"),
-    })?;
-    let c = data.claims;
-    if c.scope == ScopeClaim::Admin {
-        return if c.sub == "admin" { Ok(Principal::Admin { exp: c.exp }) } else { Err(bad("claims")) };
+
+    /// How many tokens are remembered.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.lock().by_token.len()
     }
-    let tenant = parse_tenant(&c.sub).ok_or_else(|| bad("claims"))?;
-    if directory.tenant(tenant).is_none() {
-        return Err(bad("unknown tenant"));
+
+    /// Whether no token is remembered.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
-    let jti = TokenId::new(c.jti).map_err(|_| bad("claims"))?;
-    if directory.is_revoked(tenant, &jti) {
-        return Err(bad("revoked"));
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CacheInner> {
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
-    let scope = match c.scope {
-        ScopeClaim::Owner => Scope::Owner,
-        ScopeClaim::Write => Scope::Write,
-        ScopeClaim::Read => Scope::Read,
-        ScopeClaim::Admin => return Err(bad("claims")),
-    };
-    let journal = c.journal.map(|j| JournalName::parse(&j)).transpose().map_err(|_| bad("claims"))?;
-    Ok(Principal::Tenant(TenantToken { tenant, scope, journal, exp: c.exp, jti }))
+
+    /// [`verify`], remembering the signature check.
+    ///
+    /// # Errors
+    /// The [`Refusal`].
+    pub fn verify(&self, directory: &Directory, token: &str, now: u64) -> Result<Principal, Refusal> {
+        let known = self.lock().by_token.get(token).cloned();
+        if let Some(verified) = known {
+            let admitted = admit(directory, &verified, now);
+            if matches!(admitted, Err(Refusal::Expired | Refusal::UnknownKey)) {
+                self.lock().by_token.remove(token);
+            }
+            return admitted;
+        }
+        let verified = verify_signature(directory, token)?;
+        let admitted = admit(directory, &verified, now)?;
+        if self.max > 0 {
+            let mut inner = self.lock();
+            // `order` holds every remembered token (and tokens dropped on expiry): bounding it
+            // bounds both.
+            while inner.order.len() >= self.max {
+                let Some(oldest) = inner.order.pop_front() else { break };
+                inner.by_token.remove(&oldest);
+            }
+            let key: Box<str> = token.into();
+            if inner.by_token.insert(key.clone(), verified).is_none() {
+                inner.order.push_back(key);
+            }
+        }
+        Ok(admitted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use paros_client::{Checkpointable as _, Seq};
+    use paros_registry::{Command, Record, RequestId};
+
+    struct Fixture {
+        directory: Directory,
+        next: u64,
+    }
+
+    impl Fixture {
+        fn apply(&mut self, command: Command) {
+            let record = Record { id: RequestId(u128::from(self.next) + 1), command };
+            self.directory.apply(Seq(self.next), &record.encode());
+            self.next += 1;
+        }
+    }
+
+    fn fixture(keys: &[&KeyPair]) -> Fixture {
+        let mut f = Fixture { directory: Directory::new(), next: 0 };
+        f.apply(Command::InitCell {
+            cell: paros_registry::CellId(1),
+            members: vec![paros_registry::Member {
+                id: paros_core::NodeId(1),
+                bus_address: paros_registry::BusAddress::new("127.0.0.1:4222").unwrap(),
+                zone: paros_registry::Zone::new("z").unwrap(),
+            }],
+            registry: paros_core::JournalId(2),
+            limits: paros_registry::Limits::default(),
+        });
+        assert!(f.directory.cell().is_some(), "the cell formed");
+        for key in keys {
+            f.apply(Command::AddSigningKey { scope: KeyScope::Cell, kid: key.kid().clone(), public_key: Bytes::copy_from_slice(&key.public_key()) });
+        }
+        let name = paros_registry::TenantName::parse("acme").unwrap();
+        f.apply(Command::SignUp { tenant: TenantId(7), name, quotas: paros_registry::Quotas::default() });
+        f
+    }
+
+    fn key(kid: &str, seed: u8) -> KeyPair {
+        KeyPair::from_seed(KeyId::new(kid).unwrap(), [seed; 32])
+    }
+
+    #[test]
+    fn a_cached_token_is_still_refused_once_revoked_its_key_retired_or_it_expired() {
+        let (a, b) = (key("a", 1), key("b", 2));
+        let mut f = fixture(&[&a, &b]);
+        let cache = TokenCache::new(8);
+        let now = now_s();
+        let (ta, jti) = mint_tenant_token(&a, TenantId(7), Scope::Write, None, now + 60);
+        let (tb, _) = mint_tenant_token(&b, TenantId(7), Scope::Read, None, now + 60);
+        assert!(cache.verify(&f.directory, &ta, now).is_ok());
+        assert!(cache.verify(&f.directory, &tb, now).is_ok());
+        assert_eq!(cache.len(), 2, "both remembered");
+        assert!(cache.verify(&f.directory, &ta, now).is_ok(), "a hit admits");
+        assert_eq!(cache.verify(&f.directory, &ta, now + 61), Err(Refusal::Expired), "expiry applies to a hit");
+
+        assert!(cache.verify(&f.directory, &ta, now).is_ok());
+        f.apply(Command::RevokeToken { tenant: TenantId(7), jti });
+        assert_eq!(cache.verify(&f.directory, &ta, now), Err(Refusal::Revoked), "revocation applies to a hit");
+
+        assert!(cache.verify(&f.directory, &tb, now).is_ok());
+        f.apply(Command::RetireSigningKey { kid: b.kid().clone() });
+        assert_eq!(cache.verify(&f.directory, &tb, now), Err(Refusal::UnknownKey), "retirement applies to a hit");
+        assert_eq!(verify(&f.directory, &tb), Err(Refusal::UnknownKey), "and to a fresh check");
+    }
+
+    #[test]
+    fn the_cache_is_bounded_and_forged_tokens_are_never_remembered() {
+        let a = key("a", 1);
+        let f = fixture(&[&a]);
+        let cache = TokenCache::new(3);
+        let now = now_s();
+        for _ in 0..10 {
+            let (t, _) = mint_tenant_token(&a, TenantId(7), Scope::Read, None, now + 60);
+            assert!(cache.verify(&f.directory, &t, now).is_ok());
+            assert!(cache.len() <= 3);
+        }
+        let (t, _) = mint_tenant_token(&key("a", 9), TenantId(7), Scope::Owner, None, now + 60);
+        assert_eq!(cache.verify(&f.directory, &t, now), Err(Refusal::BadSignature), "another key's signature");
+        assert_eq!(cache.verify(&f.directory, &t, now), Err(Refusal::BadSignature), "and again: nothing was cached");
+        let (unknown, _) = mint_tenant_token(&a, TenantId(8), Scope::Owner, None, now + 60);
+        assert_eq!(cache.verify(&f.directory, &unknown, now), Err(Refusal::UnknownTenant));
+    }
 }

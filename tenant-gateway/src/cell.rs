@@ -14,7 +14,7 @@ pub trait CellPort: Send + Sync + 'static {
 }
 
 /// A [`Client`] is the gateway's way into the cell.
-pub(crate) struct ClientPort<S>(pub(crate) Client<S>);
+pub(crate) struct ClientPort<S: JournalService>(pub(crate) Client<S>);
 
 impl<S> CellPort for ClientPort<S>
 where
@@ -27,7 +27,7 @@ where
     fn read(&self, journal: JournalKey, params: ReadParams, attempt: u32) -> BoxFuture<'_, ReadAnswer> {
         // The first try goes to the server of the last verdict: after a write, the leader that
         // took it has applied it, where a follower learns the commit only at the next heartbeat.
-        let server = if attempt == 0 { self.0.preferred_server() } else { None };
+        let server = if attempt == 0 { self.0.preferred_server(&journal) } else { None };
         Box::pin(async move { self.0.service().read(&journal, params, Route { server, attempt }).await })
     }
 }

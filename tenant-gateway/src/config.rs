@@ -36,6 +36,10 @@ pub struct GatewayConfig {
     pub placement_wait: Duration,
     /// Read requests sent for one Read at most (a read that is not served is asked again).
     pub read_attempts_max: u32,
+    /// Bearer tokens whose signature check is remembered (0: verify every request). A
+    /// remembered token is still checked on every use for expiry, revocation, its key's
+    /// retirement and its tenant.
+    pub token_cache_max: usize,
 }
 
 impl Default for GatewayConfig {
@@ -55,6 +59,7 @@ impl Default for GatewayConfig {
             registry_wait: Duration::from_secs(5),
             placement_wait: Duration::from_secs(5),
             read_attempts_max: 8,
+            token_cache_max: 10_000,
         }
     }
 }

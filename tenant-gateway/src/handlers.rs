@@ -26,7 +26,7 @@ use paros_api::{
 use paros_client::{AnswerError, Decided, ReadAnswer, ReadParams};
 use paros_core::journal::{Outcome, WriterMode as CoreMode};
 use paros_core::{Call, Consistency, JournalId, JournalKey, Seq, TenantId};
-use paros_registry::{Accepted, Command, Op, Quotas, Refusal, TokenId, Verdict};
+use paros_registry::{Accepted, Command, Op, Quotas, Refusal, TenantStatus, TokenId, Verdict};
 use serde::Serialize;
 
 use crate::auth::{self, Principal, TenantToken, now_s, tenant_text};
@@ -71,15 +71,15 @@ async fn observe(State(g): State<Gateway>, request: Request, next: Next) -> Resp
     response
 }
 
-fn bearer(headers: &HeaderMap) -> Option<Result<&str, ApiError>> {
-    let value = headers.get(header::AUTHORIZATION)?;
-    let bad = || ApiError::unauthorized("the Authorization header is `Bearer <token>`");
-    Some(value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")).map(str::trim).filter(|t| !t.is_empty()).ok_or_else(bad))
+fn bearer(headers: &HeaderMap) -> Result<&str, auth::Refusal> {
+    let value = headers.get(header::AUTHORIZATION).ok_or(auth::Refusal::Missing)?;
+    value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")).map(str::trim).filter(|t| !t.is_empty()).ok_or(auth::Refusal::NotBearer)
 }
 
 fn principal_of(g: &Gateway, headers: &HeaderMap) -> ApiResult<Principal> {
-    let token = bearer(headers).unwrap_or_else(|| Err(ApiError::unauthorized("no bearer token")))?;
-    auth::verify(&*g.directory()?, token)
+    let directory = g.directory()?;
+    let verified = bearer(headers).and_then(|token| g.inner.tokens.verify(&directory, token, now_s()));
+    Ok(verified?)
 }
 
 fn tenant_quotas(g: &Gateway, tenant: TenantId) -> ApiResult<Quotas> {
@@ -99,6 +99,9 @@ async fn authenticate(State(g): State<Gateway>, mut request: Request, next: Next
         };
         if let Err(wait) = g.inner.quotas.admit_request(t.tenant, &quotas, Instant::now()) {
             return ApiError::over_quota("over the tenant's requests/s", wait).into_response();
+        }
+        if g.directory().is_ok_and(|d| d.tenant(t.tenant).is_some_and(|t| t.status == TenantStatus::Suspended)) {
+            return ApiError::forbidden("the tenant is suspended").into_response();
         }
     }
     request.extensions_mut().insert(principal);
@@ -502,19 +505,15 @@ pub(crate) async fn write(
         Ok(s) => s,
         Err(_) => return Err(wrong_mode(g.view(key).await?)),
     };
-    let len = req.records.len() as u64;
     let records: Vec<Bytes> = req.records.into_iter().map(|Record(r)| Bytes::from(r)).collect();
-    let (leader, seq, multi) = match shape {
-        paros_api::WriteShape::Fenced { leader, seq } => (Some(core_leader(leader)), Seq(seq.0), false),
-        paros_api::WriteShape::Append => (None, Seq(0), true),
+    let (leader, seq) = match shape {
+        paros_api::WriteShape::Fenced { leader, seq } => (Some(core_leader(leader)), Seq(seq.0)),
+        paros_api::WriteShape::Append => (None, Seq(0)),
     };
     let decided = forward(&g, t.tenant, &name, key, Call::Write { leader, seq, records }).await?;
     let (outcome, at, count) = match decided {
         Ok(Decided::Verdict(Outcome::Accepted { seq, count })) => (WriteVerdict::Accepted, seq, count),
         Ok(Decided::Verdict(Outcome::Duplicate { seq, count })) => (WriteVerdict::Duplicate, seq, count),
-        // A multi-writer append lands at the tail, wherever that is: the client's position
-        // check does not apply to it.
-        Err(AnswerError::WrongPosition { seq, count, len: l, .. }) if multi && count == l && l == len => (WriteVerdict::Accepted, seq, count),
         Ok(Decided::Verdict(Outcome::Refused(v))) => {
             return Err(ApiError::new(ErrorCode::Refused, "the write was refused in place").with_view(api_view(v)));
         }

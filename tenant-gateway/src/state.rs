@@ -14,7 +14,7 @@ use paros_registry::daemon::{CoordinatorHandle, Followed};
 use paros_registry::{Answer, Command, Directory, KeyScope, Op, Refusal, Request, RequestId, Verdict};
 use tokio::sync::watch;
 
-use crate::auth::{KeyPair, random_bytes};
+use crate::auth::{KeyPair, TokenCache, random_bytes};
 use crate::cell::{CellPort, ClientPort};
 use crate::config::GatewayConfig;
 use crate::error::ApiError;
@@ -56,6 +56,7 @@ pub(crate) struct Inner {
     pub(crate) config: GatewayConfig,
     pub(crate) keys: SigningKeys,
     pub(crate) quotas: QuotaBook,
+    pub(crate) tokens: TokenCache,
     pub(crate) metrics: Metrics,
     pub(crate) tails: Mutex<HashMap<TenantId, Arc<AtomicUsize>>>,
 }
@@ -126,6 +127,7 @@ impl Gateway {
                 config,
                 keys,
                 quotas: QuotaBook::default(),
+                tokens: TokenCache::new(config.token_cache_max),
                 metrics: Metrics::default(),
                 tails: Mutex::new(HashMap::new()),
             }),

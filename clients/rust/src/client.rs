@@ -23,6 +23,10 @@
 //!   reported as `Duplicate`; different: it was not, the refusal stands); `Refused` with the tail
 //!   at or before the seq proves it was not written; `Truncated` makes it unknowable:
 //!   `Ambiguous`.
+//! - An unfenced append (a multi-writer Write, `leader: None`) is acknowledged by `Accepted` at
+//!   any seq with its own count. It is not idempotent (the fold cannot tell a retry from a second
+//!   append), so once it may have taken effect it is never sent again: `NoVerdict` or
+//!   [`CallReply::NoAnswer`] end it as [`Decided::Ambiguous`].
 //! - Settling an ambiguous SetLeader(new, old): `Lost(view)` whose view names `new` as leader is
 //!   our own earlier attempt having won: `Won(view)`. Uuids are fresh per term, so nobody else
 //!   sets `new`.
@@ -37,7 +41,9 @@
 //! Write, an `Accepted` at another seq, a view with `first_seq > next_seq`) ends the call with
 //! an [`AnswerError`].
 
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
+use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -68,6 +74,9 @@ pub struct ClientConfig {
     pub read_back_records_max: u32,
     /// The most bytes one read-back page asks for (a page holds at least one record).
     pub read_back_bytes_max: u32,
+    /// The most journals the [`Client`] remembers a likely leader for (the server of each
+    /// journal's last verdict); past it, the oldest-inserted hints are forgotten.
+    pub leader_hints_max: usize,
 }
 
 impl Default for ClientConfig {
@@ -80,6 +89,7 @@ impl Default for ClientConfig {
             deadline: Duration::from_secs(30),
             read_back_records_max: 256,
             read_back_bytes_max: 1 << 20,
+            leader_hints_max: 65_536,
         }
     }
 }
@@ -269,6 +279,12 @@ impl CallPolicy {
         &self.call
     }
 
+    /// Whether the call is an unfenced append (a multi-writer Write): not idempotent, so it is
+    /// re-sent only when no server can have taken it.
+    pub fn is_append(&self) -> bool {
+        matches!(self.call, Call::Write { leader: None, .. })
+    }
+
     /// Whether the call may already have taken effect (a request got no answer).
     pub fn is_ambiguous(&self) -> bool {
         self.ambiguous
@@ -321,6 +337,12 @@ impl CallPolicy {
             CallReply::Answer(CallAnswer::Redirect { leader: None } | CallAnswer::Busy) | CallReply::NotSent => {
                 self.rotate();
                 self.retry(elapsed)
+            }
+            // An unfenced append that may have landed is never sent again: the fold cannot
+            // tell a retry from a second append.
+            CallReply::Answer(CallAnswer::NoVerdict) | CallReply::NoAnswer if self.is_append() => {
+                self.ambiguous = true;
+                self.finish(Ok(Decided::Ambiguous))
             }
             CallReply::Answer(CallAnswer::NoVerdict) => {
                 // The server answered, so it is alive: ask it again.
@@ -404,6 +426,12 @@ impl CallPolicy {
         let wrong = Err(AnswerError::WrongVerdict { outcome });
         let decided = match (&self.call, outcome) {
             (_, Outcome::WrongMode(_)) => Ok(outcome),
+            // An append lands at the tail, wherever that is: only its count must match.
+            (Call::Write { leader: None, seq, records }, Outcome::Accepted { seq: at, count }) => {
+                let len = records.len() as u64;
+                if count == len { Ok(outcome) } else { Err(AnswerError::WrongPosition { seq: at, count, expected: *seq, len }) }
+            }
+            (Call::Write { leader: None, .. }, Outcome::Duplicate { .. }) => wrong,
             (Call::Write { seq, records, .. }, Outcome::Accepted { seq: at, count } | Outcome::Duplicate { seq: at, count }) => {
                 let len = records.len() as u64;
                 if at != *seq || count != len {
@@ -412,8 +440,8 @@ impl CallPolicy {
                     Ok(outcome)
                 }
             }
-            (Call::Write { seq, .. }, Outcome::Refused(view)) => {
-                if self.ambiguous && view.next_seq > *seq {
+            (Call::Write { leader, seq, .. }, Outcome::Refused(view)) => {
+                if self.ambiguous && leader.is_some() && view.next_seq > *seq {
                     self.read_back = Some(ReadBack { refusal: view, at: *seq });
                     return self.read_step(Duration::ZERO);
                 }
@@ -536,26 +564,62 @@ pub fn outcome_view(outcome: &Outcome) -> Option<JournalView> {
 /// The async client: carries a [`CallPolicy`]'s steps out over a [`JournalService`], sleeping
 /// the delays it returns. Cheap to clone (the service is shared), so a [`Writer`](crate::Writer)
 /// can keep several calls in flight.
-pub struct Client<S> {
+pub struct Client<S: JournalService> {
     inner: Arc<Inner<S>>,
 }
 
-struct Inner<S> {
+struct Inner<S: JournalService> {
     service: S,
     config: ClientConfig,
     /// Seeds each call's own jitter generator: one draw per call, so calls stay independent.
     rng: Mutex<Rng>,
-    /// The server whose verdict came back last: the likely leader, asked first next time.
-    hint: Mutex<Option<NodeId>>,
+    /// Per journal, the server whose verdict came back last: the likely leader, asked first
+    /// next time. A journal without a hint is asked first at the last verdict's server.
+    hints: Mutex<LeaderHints<S::Journal>>,
 }
 
-impl<S> Clone for Client<S> {
+/// A bounded map journal → likely leader, forgetting in insertion order.
+struct LeaderHints<J> {
+    max: usize,
+    by_journal: HashMap<J, NodeId>,
+    order: VecDeque<J>,
+    last: Option<NodeId>,
+}
+
+impl<J: Clone + Eq + Hash> LeaderHints<J> {
+    fn new(max: usize) -> LeaderHints<J> {
+        LeaderHints { max, by_journal: HashMap::new(), order: VecDeque::new(), last: None }
+    }
+
+    fn get(&self, journal: &J) -> Option<NodeId> {
+        self.by_journal.get(journal).copied().or(self.last)
+    }
+
+    fn put(&mut self, journal: &J, server: NodeId) {
+        self.last = Some(server);
+        if self.max == 0 {
+            return;
+        }
+        if let Some(known) = self.by_journal.get_mut(journal) {
+            *known = server;
+            return;
+        }
+        while self.by_journal.len() >= self.max {
+            let Some(oldest) = self.order.pop_front() else { break };
+            self.by_journal.remove(&oldest);
+        }
+        self.by_journal.insert(journal.clone(), server);
+        self.order.push_back(journal.clone());
+    }
+}
+
+impl<S: JournalService> Clone for Client<S> {
     fn clone(&self) -> Self {
         Client { inner: Arc::clone(&self.inner) }
     }
 }
 
-impl<S> fmt::Debug for Client<S> {
+impl<S: JournalService> fmt::Debug for Client<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Client").field("config", &self.inner.config).finish_non_exhaustive()
     }
@@ -573,7 +637,7 @@ impl<S: JournalService> Client<S> {
     pub fn new(service: S, config: ClientConfig, seed: u64) -> Result<Client<S>, ClientConfigError> {
         config.validate()?;
         Ok(Client {
-            inner: Arc::new(Inner { service, config, rng: Mutex::new(Rng::new(seed)), hint: Mutex::new(None) }),
+            inner: Arc::new(Inner { service, config, rng: Mutex::new(Rng::new(seed)), hints: Mutex::new(LeaderHints::new(config.leader_hints_max)) }),
         })
     }
 
@@ -587,10 +651,11 @@ impl<S: JournalService> Client<S> {
         &self.inner.config
     }
 
-    /// The server whose verdict came back last (the likely leader), if any: where a read that
-    /// must see that verdict is cheapest to serve.
-    pub fn preferred_server(&self) -> Option<NodeId> {
-        *lock(&self.inner.hint)
+    /// The server whose verdict on `journal` came back last (its likely leader), else the
+    /// server of the last verdict on any journal: where a read that must see that verdict is
+    /// cheapest to serve.
+    pub fn preferred_server(&self, journal: &S::Journal) -> Option<NodeId> {
+        lock(&self.inner.hints).get(journal)
     }
 
     /// A fresh draw from the client's generator (for seeding a caller's own generator).
@@ -605,7 +670,7 @@ impl<S: JournalService> Client<S> {
     /// [`AnswerError`] when an answer cannot be an answer to `call`.
     pub async fn call(&self, journal: &S::Journal, call: Call) -> Result<Decided, AnswerError> {
         let started = Instant::now();
-        let hint = *lock(&self.inner.hint);
+        let hint = lock(&self.inner.hints).get(journal);
         let rng = Rng::new(self.draw());
         let mut policy = match CallPolicy::new(call, self.inner.service.servers(), hint, self.inner.config, rng) {
             Ok(policy) => policy,
@@ -631,7 +696,7 @@ impl<S: JournalService> Client<S> {
                 }
                 Step::Done(result) => {
                     if let Some(server) = policy.answered_by() {
-                        *lock(&self.inner.hint) = Some(server);
+                        lock(&self.inner.hints).put(journal, server);
                     }
                     return result;
                 }

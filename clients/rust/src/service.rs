@@ -85,7 +85,7 @@ pub struct ReadParams {
 /// Read as [`read`](Self::read)) and inspect, for journals named by [`Journal`](Self::Journal).
 pub trait JournalService: Send + Sync {
     /// How this service names a journal: a `JournalKey` in the cell, a name at a gateway.
-    type Journal: Clone + fmt::Debug + Send + Sync;
+    type Journal: Clone + Eq + std::hash::Hash + fmt::Debug + Send + Sync;
 
     /// The servers a caller may name in a [`Route`] (empty: the service routes by itself).
     fn servers(&self) -> Vec<NodeId>;

@@ -393,3 +393,48 @@ fn config_validation_names_the_bad_bound() {
     let refused = CallPolicy::new(write(0, 1), servers(), None, ClientConfig { attempts_max: 0, ..ok }, Rng::new(0));
     assert!(refused.is_err());
 }
+
+fn append(n: usize) -> Call {
+    Call::Write { leader: None, seq: Seq(0), records: records("m", n) }
+}
+
+#[test]
+fn an_append_is_acknowledged_wherever_it_landed_but_only_with_its_own_count() {
+    let mut p = policy(append(2));
+    p.start();
+    let landed = Outcome::Accepted { seq: Seq(41), count: 2 };
+    assert_eq!(done(p.on_reply(verdict(landed), T0)), Ok(Decided::Verdict(landed)));
+    let mut p = policy(append(2));
+    p.start();
+    let short = Outcome::Accepted { seq: Seq(41), count: 1 };
+    assert!(matches!(done(p.on_reply(verdict(short), T0)), Err(AnswerError::WrongPosition { .. })));
+    let mut p = policy(append(2));
+    p.start();
+    let dup = Outcome::Duplicate { seq: Seq(41), count: 2 };
+    assert!(matches!(done(p.on_reply(verdict(dup), T0)), Err(AnswerError::WrongVerdict { .. })), "an append is never a duplicate");
+}
+
+#[test]
+fn an_append_that_may_have_landed_is_never_sent_again() {
+    for lost in [CallReply::NoAnswer, CallReply::Answer(CallAnswer::NoVerdict)] {
+        let mut p = policy(append(1));
+        p.start();
+        assert_eq!(done(p.on_reply(lost, T0)), Ok(Decided::Ambiguous), "{lost:?}");
+        assert_eq!(p.sent(), 1, "one send: a second could append twice");
+    }
+    // Nothing was proposed on a redirect or a busy server: those are retried.
+    let mut p = policy(append(1));
+    p.start();
+    let step = p.on_reply(CallReply::Answer(CallAnswer::Redirect { leader: Some(NodeId(2)) }), T0);
+    assert_eq!(send(step).0.server, Some(NodeId(2)));
+    let step = p.on_reply(CallReply::Answer(CallAnswer::Busy), T0);
+    assert!(matches!(step, Step::Send { .. }));
+}
+
+#[test]
+fn a_refused_append_is_not_read_back() {
+    let mut p = policy(append(0));
+    p.start();
+    let refused = Outcome::Refused(view(None, 0, 5));
+    assert_eq!(done(p.on_reply(verdict(refused), T0)), Ok(Decided::Verdict(refused)));
+}

@@ -68,6 +68,7 @@ impl CallOp {
             deadline: Duration::from_secs(6),
             read_back_records_max: PAGE_RECORDS,
             read_back_bytes_max: PAGE_BYTES,
+            ..ClientConfig::default()
         };
         let policy = CallPolicy::new(call, servers.to_vec(), Some(hint), config, Rng::new(rng.u64())).expect("a valid client config");
         let mut op = CallOp { policy, began: now, due: None, waiting: None };

@@ -1,0 +1,81 @@
+//! The Client remembers each journal's likely leader: with journals led by different servers, a
+//! second call on each goes straight to its leader, and the memory is bounded.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use paros_client::service::{CallReply, JournalService, ReadParams, Route};
+use paros_client::{Client, ClientConfig, Decided, ReadAnswer};
+use paros_core::journal::Outcome;
+use paros_core::{Call, CallAnswer, NodeId, Seq};
+
+/// Journals named by strings; journal `j` is led by `leaders[j]`, every other server redirects
+/// to it. Counts the requests each call took.
+struct Led {
+    leaders: HashMap<&'static str, NodeId>,
+    sent: Mutex<Vec<(&'static str, Option<NodeId>)>>,
+}
+
+impl JournalService for Led {
+    type Journal = &'static str;
+
+    fn servers(&self) -> Vec<NodeId> {
+        vec![NodeId(1), NodeId(2), NodeId(3)]
+    }
+
+    async fn call(&self, journal: &&'static str, _call: &Call, route: Route) -> CallReply {
+        self.sent.lock().unwrap().push((journal, route.server));
+        let leader = self.leaders[journal];
+        if route.server == Some(leader) {
+            CallReply::Answer(CallAnswer::Verdict(Outcome::Accepted { seq: Seq(0), count: 1 }))
+        } else {
+            CallReply::Answer(CallAnswer::Redirect { leader: Some(leader) })
+        }
+    }
+
+    async fn read(&self, _journal: &&'static str, _read: ReadParams, _route: Route) -> ReadAnswer {
+        ReadAnswer::Unserved
+    }
+}
+
+fn write() -> Call {
+    Call::Write { leader: Some(paros_core::LeaderUuid::new(7).unwrap()), seq: Seq(0), records: vec![Bytes::from_static(b"x")] }
+}
+
+fn client(max: usize) -> Client<Led> {
+    let leaders = HashMap::from([("a", NodeId(1)), ("b", NodeId(2)), ("c", NodeId(3))]);
+    let config = ClientConfig { leader_hints_max: max, ..ClientConfig::default() };
+    Client::new(Led { leaders, sent: Mutex::new(Vec::new()) }, config, 5).unwrap()
+}
+
+async fn sends_for(c: &Client<Led>, journal: &'static str) -> usize {
+    let before = c.service().sent.lock().unwrap().len();
+    assert!(matches!(c.call(&journal, write()).await, Ok(Decided::Verdict(Outcome::Accepted { .. }))));
+    c.service().sent.lock().unwrap().len() - before
+}
+
+#[tokio::test]
+async fn each_journal_is_asked_first_at_its_own_last_leader() {
+    let c = client(16);
+    for j in ["a", "b", "c"] {
+        sends_for(&c, j).await;
+    }
+    for j in ["a", "b", "c", "a", "c", "b"] {
+        assert_eq!(sends_for(&c, j).await, 1, "journal {j} goes straight to its leader");
+    }
+    assert_eq!(c.preferred_server(&"b"), Some(NodeId(2)));
+    assert_eq!(c.preferred_server(&"c"), Some(NodeId(3)));
+}
+
+#[tokio::test]
+async fn the_hints_are_bounded_and_forget_the_oldest_first() {
+    let c = client(2);
+    for j in ["a", "b", "c"] {
+        sends_for(&c, j).await;
+    }
+    // "a" was forgotten: it falls back to the last verdict's server (3), which redirects.
+    assert_eq!(c.preferred_server(&"a"), Some(NodeId(3)));
+    assert_eq!(sends_for(&c, "a").await, 2);
+    assert_eq!(sends_for(&c, "c").await, 1, "c is still remembered");
+}
