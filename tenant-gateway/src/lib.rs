@@ -51,7 +51,17 @@ pub fn generate_key_file(path: &std::path::Path, kid: &str) -> Result<KeyPair, K
 /// # Errors
 /// The listener's IO error.
 pub async fn serve(listener: tokio::net::TcpListener, gateway: Gateway) -> std::io::Result<()> {
-    axum::serve(listener, gateway.router()).await
+    axum::serve(no_delay(listener), gateway.router()).await
+}
+
+/// Answers leave at once: a small response or an SSE event is never held back by Nagle's
+/// algorithm waiting for the peer's delayed ACK.
+fn no_delay(listener: tokio::net::TcpListener) -> impl axum::serve::Listener<Addr = std::net::SocketAddr> {
+    use axum::serve::ListenerExt as _;
+    listener.tap_io(|stream| {
+        // Best effort: a socket that refuses the option still serves, only later.
+        let _ = stream.set_nodelay(true);
+    })
 }
 
 /// Serves `gateway` on `listener` until `shutdown` completes, then stops taking connections
@@ -64,7 +74,7 @@ pub async fn serve_until(
     gateway: Gateway,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, gateway.router()).with_graceful_shutdown(shutdown).await
+    axum::serve(no_delay(listener), gateway.router()).with_graceful_shutdown(shutdown).await
 }
 
 #[cfg(test)]
