@@ -28,7 +28,7 @@ pub use auth::{KeyError, KeyPair, Principal, mint_admin_token};
 pub use cell::CellPort;
 pub use config::GatewayConfig;
 pub use error::ApiError;
-pub use state::{Gateway, SigningKeys, StartError};
+pub use state::{Gateway, RetireError, SigningKeys, StartError};
 
 /// The gateway's router: every route of API.md, `/healthz`, `/metrics` and `/v1/openapi.json`.
 pub fn router(gateway: Gateway) -> axum::Router {

@@ -47,6 +47,19 @@ pub enum StartError {
     KeyNotFolded(String),
     #[error("the registry coordinator is gone")]
     CoordinatorGone,
+    #[error("signing key {0} is retired: a retired key never signs again (rotate to a new key)")]
+    ActiveKeyRetired(String),
+}
+
+/// Why a signing key was not retired.
+#[derive(Debug, thiserror::Error)]
+pub enum RetireError {
+    #[error("signing key {0} is the key this gateway signs with: rotate to another key first")]
+    Active(String),
+    #[error("the registry holds no signing key {0}")]
+    Unknown(String),
+    #[error("the registry did not retire key {kid}: {error:?}")]
+    Registry { kid: String, error: ApiError },
 }
 
 pub(crate) struct Inner {
@@ -132,11 +145,42 @@ impl Gateway {
                 tails: Mutex::new(HashMap::new()),
             }),
         };
-        let all: Vec<KeyPair> = std::iter::once(gateway.inner.keys.active.clone()).chain(gateway.inner.keys.others.clone()).collect();
-        for key in all {
-            gateway.register_key(&key).await?;
+        let retired = |kid: &paros_registry::KeyId| {
+            gateway.inner.directory.borrow().directory.as_ref().is_some_and(|d| d.signing_key(kid).is_some_and(|k| k.retired))
+        };
+        let active = gateway.inner.keys.active.clone();
+        if retired(active.kid()) {
+            return Err(StartError::ActiveKeyRetired(active.kid().to_string()));
+        }
+        gateway.register_key(&active).await?;
+        // A retired key is never registered again (the registry keeps its id forever).
+        for key in gateway.inner.keys.others.clone() {
+            if !retired(key.kid()) {
+                gateway.register_key(&key).await?;
+            }
         }
         Ok(gateway)
+    }
+
+    /// Retires signing key `kid` in the registry: from the moment the directory shows it, every
+    /// gateway refuses the tokens it signed (401), and it never signs again. Returns once this
+    /// gateway's directory shows the retirement. Retiring a retired key again is `Ok`.
+    ///
+    /// # Errors
+    /// [`RetireError`]: the key this gateway signs with, a key the registry does not hold, or
+    /// a registry that did not decide.
+    pub async fn retire_key(&self, kid: &paros_registry::KeyId) -> Result<(), RetireError> {
+        if kid == self.inner.keys.active.kid() {
+            return Err(RetireError::Active(kid.to_string()));
+        }
+        let registry = |error: ApiError| RetireError::Registry { kid: kid.to_string(), error };
+        match self.registry(Op::Command(Command::RetireSigningKey { kid: kid.clone() })).await.map_err(registry)? {
+            Verdict::Accepted(_) => {}
+            Verdict::Refused(Refusal::UnknownKey { .. }) => return Err(RetireError::Unknown(kid.to_string())),
+            Verdict::Refused(r) => return Err(registry(ApiError::unavailable(format!("the registry refused: {r:?}")))),
+        }
+        let wait = self.inner.config.registry_wait;
+        self.wait_directory(wait, |d| d.signing_key(kid).is_some_and(|k| k.retired)).await.map(drop).map_err(registry)
     }
 
     async fn register_key(&self, key: &KeyPair) -> Result<(), StartError> {

@@ -177,3 +177,94 @@ async fn with_open_signup_off_only_an_admin_signs_up() {
     let (s, v) = call(r, "POST", "/v1/signup", Some(&admin), body()).await;
     assert_eq!((s, code(&v)), (StatusCode::CONFLICT, "name_taken"));
 }
+
+/// Rotation: a second gateway signs with a new key and still accepts the old key's tokens;
+/// once the old key is retired, every gateway refuses its tokens within a second, and the new
+/// key's tokens keep working on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_rotate_and_a_retired_keys_tokens_are_refused_everywhere_within_a_second() {
+    let w = world().await;
+    let old = &w.router;
+    let (_, old_token, _) = signup(old, "acme").await;
+    create(old, &old_token, "orders", None).await;
+
+    let new_key = KeyPair::generate(KeyId::new("k2").unwrap());
+    let keys = paros_gateway::SigningKeys { active: new_key.clone(), others: vec![w.key.clone()] };
+    let rotated = paros_gateway::Gateway::start(w.cell.client.clone(), w.cell.coordinator(), w.cell.directory(), common::test_config(), keys)
+        .await
+        .expect("a gateway with the new key starts");
+    let new = &rotated.router();
+    let list = |r: &'static str, t: &str| {
+        let router = if r == "old" { old.clone() } else { new.clone() };
+        let t = t.to_owned();
+        async move { call(&router, "GET", "/v1/journals", Some(&t), None).await.0 }
+    };
+    assert_eq!(list("new", &old_token).await, StatusCode::OK, "the old key's token is good at the rotated gateway");
+    let (s, minted) = mint(new, &old_token, json!({"scope": "read"})).await;
+    assert_eq!(s, StatusCode::OK);
+    let new_token = minted["token"].as_str().unwrap().to_owned();
+    assert_eq!(list("old", &new_token).await, StatusCode::OK, "the new key's token is good at the old gateway (the key is in the registry)");
+
+    assert!(matches!(rotated.retire_key(new_key.kid()).await, Err(paros_gateway::RetireError::Active(_))), "the signing key is not retired");
+    assert!(matches!(rotated.retire_key(&KeyId::new("nope").unwrap()).await, Err(paros_gateway::RetireError::Unknown(_))));
+    let retired_at = Instant::now();
+    rotated.retire_key(w.key.kid()).await.expect("the old key retires");
+    for router in ["new", "old"] {
+        loop {
+            if list(router, &old_token).await == StatusCode::UNAUTHORIZED {
+                break;
+            }
+            assert!(retired_at.elapsed() < Duration::from_secs(1), "the {router} gateway refuses a retired key's token within 1 s");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    assert_eq!(list("new", &new_token).await, StatusCode::OK);
+    assert_eq!(list("old", &new_token).await, StatusCode::OK);
+    rotated.retire_key(w.key.kid()).await.expect("retiring again is fine");
+
+    // The old key is retired: a gateway that would still sign with it does not start, and one
+    // that merely lists it starts without registering it again.
+    let stale = paros_gateway::SigningKeys { active: w.key.clone(), others: vec![] };
+    let refused = paros_gateway::Gateway::start(w.cell.client.clone(), w.cell.coordinator(), w.cell.directory(), common::test_config(), stale).await;
+    assert!(matches!(refused, Err(paros_gateway::StartError::ActiveKeyRetired(_))));
+    let keys = paros_gateway::SigningKeys { active: new_key, others: vec![w.key.clone()] };
+    paros_gateway::Gateway::start(w.cell.client.clone(), w.cell.coordinator(), w.cell.directory(), common::test_config(), keys)
+        .await
+        .expect("a retired key among the others is skipped");
+}
+
+/// A suspended tenant's calls are 403 (its tokens are genuine; the tenant may not act); others
+/// are untouched, and resuming it serves it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_tenants_calls_are_forbidden_until_it_is_resumed() {
+    let w = world().await;
+    let r = &w.router;
+    let (tenant, a, _) = signup(r, "acme").await;
+    let (_, b, _) = signup(r, "globex").await;
+    create(r, &a, "orders", None).await;
+    let tenant = paros_core::TenantId(u64::from_str_radix(&tenant, 16).unwrap());
+    for status in [paros_registry::TenantStatus::Suspended, paros_registry::TenantStatus::Active] {
+        let command = paros_registry::Command::SetTenantStatus { tenant, status };
+        let request = paros_registry::Request { id: paros_registry::RequestId(rand_id()), op: paros_registry::Op::Command(command) };
+        assert!(matches!(w.cell.coordinator().request(request).await, Ok(paros_registry::Answer::Verdict(paros_registry::Verdict::Accepted(_)))));
+        w.cell.wait_followers(Duration::from_secs(5), |d| d.tenant(tenant).is_some_and(|t| t.status == status)).await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let want = if status == paros_registry::TenantStatus::Suspended { StatusCode::FORBIDDEN } else { StatusCode::OK };
+        loop {
+            let (s, v) = call(r, "GET", "/v1/journals/orders", Some(&a), None).await;
+            if s == want {
+                if s == StatusCode::FORBIDDEN {
+                    assert_eq!(code(&v), "forbidden");
+                }
+                break;
+            }
+            assert!(Instant::now() < deadline, "{status:?}: still {s}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(call(r, "GET", "/v1/journals", Some(&b), None).await.0, StatusCode::OK, "another tenant is served");
+    }
+}
+
+fn rand_id() -> u128 {
+    u128::from_le_bytes(auth::random_bytes::<16>())
+}
