@@ -19,6 +19,18 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// The gateway's signing key, under the data directory.
 const KEY_FILE: &str = "gateway-key.json";
 
+/// Keys rotated out, still verifying the tokens they signed until retired: `<kid>.json` each.
+const OLD_KEYS_DIR: &str = "gateway-keys";
+
+/// How `paros dev` treats its signing keys at start.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyOptions {
+    /// Sign with a fresh key from now on; the current one keeps verifying its tokens.
+    pub rotate: bool,
+    /// Retire these key ids once started: their tokens are refused from then on.
+    pub retire: Vec<String>,
+}
+
 /// Why `paros dev` stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum DevError {
@@ -30,6 +42,8 @@ pub enum DevError {
     Gateway(String),
     #[error("cannot listen on {0}: {1}")]
     Listen(SocketAddr, std::io::Error),
+    #[error("signing key {0} was not retired: {1}")]
+    Retire(String, String),
 }
 
 impl DevError {
@@ -38,17 +52,61 @@ impl DevError {
     pub fn exit_code(&self) -> i32 {
         match self {
             DevError::Cell(c) => c.exit_code(),
-            DevError::Listen(..) | DevError::Key(..) => 2,
+            DevError::Listen(..) | DevError::Key(..) | DevError::Retire(..) => 2,
             DevError::Gateway(_) => 1,
         }
     }
 }
 
-/// The key under `dir`, generated on first start.
-fn signing_key(dir: &Path) -> Result<KeyPair, DevError> {
+fn key_error(path: &Path, e: impl std::fmt::Display) -> DevError {
+    DevError::Key(path.to_owned(), e.to_string())
+}
+
+/// The keys under `dir`: the active one (generated on first start, or fresh when `rotate`,
+/// the previous one then moving to `gateway-keys/`) and every rotated-out one.
+fn signing_keys(dir: &Path, rotate: bool) -> Result<SigningKeys, DevError> {
     let path = dir.join(KEY_FILE);
-    let key = if path.exists() { KeyPair::load(&path) } else { paros_gateway::generate_key_file(&path, "dev-1") };
-    key.map_err(|e| DevError::Key(path, e.to_string()))
+    let old_dir = dir.join(OLD_KEYS_DIR);
+    if rotate && path.exists() {
+        let current = KeyPair::load(&path).map_err(|e| key_error(&path, e))?;
+        std::fs::create_dir_all(&old_dir).map_err(|e| key_error(&old_dir, e))?;
+        let kept = old_dir.join(format!("{}.json", current.kid()));
+        std::fs::rename(&path, &kept).map_err(|e| key_error(&kept, e))?;
+    }
+    let active = if path.exists() {
+        KeyPair::load(&path)
+    } else {
+        // A fresh id each time: the registry never takes a retired id back.
+        let nonce = u16::from_le_bytes(paros_gateway::auth::random_bytes::<2>());
+        let kid = format!("dev-{}-{nonce:04x}", paros_gateway::auth::now_s());
+        paros_gateway::generate_key_file(&path, &kid)
+    }
+    .map_err(|e| key_error(&path, e))?;
+    let mut others = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(&old_dir) {
+        for entry in entries {
+            let file = entry.map_err(|e| key_error(&old_dir, e))?.path();
+            if file.extension().is_some_and(|x| x == "json") {
+                others.push(KeyPair::load(&file).map_err(|e| key_error(&file, e))?);
+            }
+        }
+    }
+    others.sort_by(|a, b| a.kid().as_str().cmp(b.kid().as_str()));
+    Ok(SigningKeys { active, others })
+}
+
+/// Retires each of `kids`, then drops its file from `gateway-keys/` (it verifies nothing more).
+async fn retire(gateway: &Gateway, dir: &Path, kids: &[String]) -> Result<(), DevError> {
+    for raw in kids {
+        let kid = paros_registry::KeyId::new(raw.as_str()).map_err(|e| DevError::Retire(raw.clone(), e.to_string()))?;
+        gateway.retire_key(&kid).await.map_err(|e| DevError::Retire(raw.clone(), e.to_string()))?;
+        let file = dir.join(OLD_KEYS_DIR).join(format!("{raw}.json"));
+        if file.exists() {
+            std::fs::remove_file(&file).map_err(|e| key_error(&file, e))?;
+        }
+        eprintln!("paros dev: signing key {raw} retired; its tokens are refused from now on");
+    }
+    Ok(())
 }
 
 /// Runs `paros dev` until SIGINT or SIGTERM.
@@ -57,20 +115,22 @@ fn signing_key(dir: &Path) -> Result<KeyPair, DevError> {
 /// [`DevError`] when the cell, the key or the listener will not come up.
 /// `quota_requests_per_s`: the requests/s quota new tenants get instead of the gateway's
 /// default (a benchmark's tenant, say).
-pub async fn run(dir: &Path, listen: SocketAddr, quota_requests_per_s: Option<u32>) -> Result<(), DevError> {
+/// `keys`: rotate the signing key, retire old ones.
+pub async fn run(dir: &Path, listen: SocketAddr, quota_requests_per_s: Option<u32>, keys: KeyOptions) -> Result<(), DevError> {
     let cell = EmbeddedCell::open(dir).await?;
     match cell.init().await {
         Ok(_) | Err(CellError::AlreadyFormed(_)) => {}
         Err(e) => return Err(e.into()),
     }
-    let key = signing_key(dir)?;
+    let signing = signing_keys(dir, keys.rotate)?;
     let mut config = GatewayConfig::default();
     if let Some(rate) = quota_requests_per_s {
         config.quotas_default.requests_per_s = rate;
     }
-    let gateway = Gateway::start(cell.client.clone(), cell.coordinator(), cell.directory(), config, SigningKeys::new(key))
+    let gateway = Gateway::start(cell.client.clone(), cell.coordinator(), cell.directory(), config, signing)
         .await
         .map_err(|e| DevError::Gateway(e.to_string()))?;
+    retire(&gateway, dir, &keys.retire).await?;
     let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| DevError::Listen(listen, e))?;
     let addr = listener.local_addr().map_err(|e| DevError::Listen(listen, e))?;
     let token = paros_gateway::mint_admin_token(gateway.active_key(), ADMIN_TOKEN_VALID_S);

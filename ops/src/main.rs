@@ -76,6 +76,14 @@ enum Command {
         /// The requests/s quota of tenants signed up from now on (default: the gateway's).
         #[arg(long)]
         quota_requests_per_s: Option<u32>,
+        /// Sign tokens with a fresh key from now on; tokens of the current key stay valid
+        /// until it is retired (`--retire-key`).
+        #[arg(long)]
+        rotate_key: bool,
+        /// Retire a signing key by id once started (repeatable): every token it signed is
+        /// refused from then on. The key signing now cannot be retired; rotate first.
+        #[arg(long = "retire-key", value_name = "KID")]
+        retire_keys: Vec<String>,
     },
     /// Manage the cell.
     Cell {
@@ -115,13 +123,16 @@ fn main() -> ExitCode {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
     match cli.command {
         Command::Tenant(verb) => cli::run(verb, &runtime),
-        Command::Dev { data_dir, listen, quota_requests_per_s } => match runtime.block_on(dev::run(&data_dir, listen, quota_requests_per_s)) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("paros dev: {e}");
-                ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1))
+        Command::Dev { data_dir, listen, quota_requests_per_s, rotate_key, retire_keys } => {
+            let keys = dev::KeyOptions { rotate: rotate_key, retire: retire_keys };
+            match runtime.block_on(dev::run(&data_dir, listen, quota_requests_per_s, keys)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("paros dev: {e}");
+                    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1))
+                }
             }
-        },
+        }
         Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token } => {
             let duration = Duration::from_secs(duration_s);
             if raw_fjall {

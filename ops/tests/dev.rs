@@ -77,3 +77,54 @@ fn paros_dev_serves_the_cli_stops_on_sigint_and_keeps_every_record_across_a_rest
     assert_eq!(out, "0\tfirst\n1\tsecond\n2\tthird\n3\tfourth\n", "nothing was lost");
     stop(child);
 }
+
+/// Starts `paros dev` with extra flags; returns the child and its URL (like [`start`]).
+fn start_with(data: &Path, flags: &[&str]) -> (Child, String) {
+    let mut child = paros()
+        .args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data)
+        .args(flags)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("paros dev starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+    let first = lines.next().expect("a first line").expect("readable");
+    let url = first.split_whitespace().find(|w| w.starts_with("http://")).expect("the URL is printed").to_owned();
+    std::thread::spawn(move || for _ in lines {});
+    (child, url)
+}
+
+fn kid_of(data: &Path) -> String {
+    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(data.join("gateway-key.json")).unwrap()).unwrap();
+    file["kid"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn paros_dev_rotates_its_signing_key_and_retires_the_old_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("paros-data");
+    let (child, url) = start(&data);
+    let (code, out) = cli(&url, None, &["signup", "acme", "--json"], None);
+    assert_eq!(code, 0, "signup: {out}");
+    let old_token = serde_json::from_str::<serde_json::Value>(&out).unwrap()["token"].as_str().unwrap().to_owned();
+    let old_kid = kid_of(&data);
+    stop(child);
+
+    let (child, url) = start_with(&data, &["--rotate-key"]);
+    let new_kid = kid_of(&data);
+    assert_ne!(old_kid, new_kid, "a fresh key signs");
+    assert_eq!(cli(&url, Some(&old_token), &["journal", "list"], None).0, 0, "the old key's token is still good");
+    let (code, out) = cli(&url, Some(&old_token), &["token", "mint", "--scope", "owner", "--json"], None);
+    assert_eq!(code, 0, "mint: {out}");
+    let new_token = serde_json::from_str::<serde_json::Value>(&out).unwrap()["token"].as_str().unwrap().to_owned();
+    stop(child);
+
+    let (child, url) = start_with(&data, &["--retire-key", &old_kid]);
+    assert_eq!(cli(&url, Some(&old_token), &["journal", "list"], None).0, 6, "the retired key's token is refused");
+    assert_eq!(cli(&url, Some(&new_token), &["journal", "list"], None).0, 0, "the new key's token is good");
+    stop(child);
+
+    let refused = paros().args(["dev", "--listen", "127.0.0.1:0", "--data-dir"]).arg(&data).args(["--retire-key", &new_kid]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2), "the key signing now is not retired");
+}
