@@ -86,7 +86,12 @@ fn tenant_quotas(g: &Gateway, tenant: TenantId) -> ApiResult<Quotas> {
     Ok(g.directory()?.tenant(tenant).map(|t| t.quotas).unwrap_or(g.inner.config.quotas_default))
 }
 
-/// 401 for a bad token, then 429 for a tenant over its requests/s.
+/// The live journals `tenant` holds, as the directory shows them now.
+fn journals_held(g: &Gateway, tenant: TenantId) -> u64 {
+    g.directory().map_or(0, |d| d.journals_of(tenant).filter(|j| j.is_live()).count() as u64)
+}
+
+/// 401 for a bad token, then 429 for a tenant over its quotas.
 async fn authenticate(State(g): State<Gateway>, mut request: Request, next: Next) -> Response {
     let principal = match principal_of(&g, request.headers()) {
         Ok(p) => p,
@@ -99,6 +104,20 @@ async fn authenticate(State(g): State<Gateway>, mut request: Request, next: Next
         };
         if let Err(wait) = g.inner.quotas.admit_request(t.tenant, &quotas, Instant::now()) {
             return ApiError::over_quota("over the tenant's requests/s", wait).into_response();
+        }
+        // The other quotas answer before anything of the request is judged (API.md: 429 wins
+        // over 403 and over every body check): a Write while the bytes/s bucket is in debt, a
+        // create while the tenant holds its journal quota (the registry stays the authority).
+        let route = request.extensions().get::<MatchedPath>().map(MatchedPath::as_str);
+        let post = request.method() == axum::http::Method::POST;
+        if post && route == Some("/v1/journals/{name}/records")
+            && let Err(wait) = g.inner.quotas.check_bytes(t.tenant, &quotas, Instant::now())
+        {
+            return ApiError::over_quota("over the tenant's bytes/s", wait).into_response();
+        }
+        if post && route == Some("/v1/journals") && journals_held(&g, t.tenant) >= u64::from(quotas.journals_max) {
+            let message = format!("the tenant holds its {} journals already", quotas.journals_max);
+            return ApiError::over_quota(message, Duration::from_secs(60)).into_response();
         }
         if g.directory().is_ok_and(|d| d.tenant(t.tenant).is_some_and(|t| t.status == TenantStatus::Suspended)) {
             return ApiError::forbidden("the tenant is suspended").into_response();
@@ -493,9 +512,7 @@ pub(crate) async fn write(
     }
     let bytes = req.bytes();
     let quotas = tenant_quotas(&g, t.tenant)?;
-    if let Err(wait) = g.inner.quotas.admit_bytes(t.tenant, &quotas, bytes, Instant::now()) {
-        return Err(ApiError::over_quota("over the tenant's bytes/s", wait));
-    }
+    g.inner.quotas.charge_bytes(t.tenant, &quotas, bytes, Instant::now());
     let cfg = g.inner.config;
     if req.records.len() as u64 > u64::from(cfg.write_records_max) || bytes > cfg.write_bytes_max {
         let view = g.view(key).await?;

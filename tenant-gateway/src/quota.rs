@@ -33,6 +33,31 @@ impl Bucket {
     }
 }
 
+impl Bucket {
+    fn refill(&mut self, now: Instant, rate: f64) {
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.level = (self.level + elapsed * rate).min(rate);
+        self.at = now;
+    }
+
+    /// Ok while the bucket holds anything; else the wait until it does.
+    fn owing(&mut self, now: Instant, rate: f64) -> Result<(), Duration> {
+        self.refill(now, rate);
+        if self.level > 0.0 {
+            return Ok(());
+        }
+        if rate <= 0.0 {
+            return Err(Duration::from_secs(1));
+        }
+        Err(Duration::from_secs_f64((-self.level / rate).clamp(0.001, 3600.0)))
+    }
+
+    fn charge(&mut self, now: Instant, rate: f64, n: f64) {
+        self.refill(now, rate);
+        self.level -= n;
+    }
+}
+
 /// One tenant's buckets: requests, then bytes (each made at its first use).
 type Buckets = (Option<Bucket>, Option<Bucket>);
 
@@ -54,16 +79,27 @@ impl QuotaBook {
         slot.get_or_insert(Bucket { level: rate, at: now }).take(now, rate, 1.0)
     }
 
-    /// Admits `bytes` record bytes of `tenant`.
+    /// Whether `tenant` may write now: refused while its bytes/s bucket is in debt (before the
+    /// body is read, so the 429 wins over every body check, as API.md orders them).
     ///
     /// # Errors
-    /// The wait, when the tenant is over its bytes/s.
-    pub fn admit_bytes(&self, tenant: TenantId, quotas: &Quotas, bytes: u64, now: Instant) -> Result<(), Duration> {
+    /// The wait until the debt is paid back.
+    pub fn check_bytes(&self, tenant: TenantId, quotas: &Quotas, now: Instant) -> Result<(), Duration> {
+        #[allow(clippy::cast_precision_loss)]
+        let rate = quotas.bytes_per_s as f64;
+        let mut book = self.buckets.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let slot = &mut book.entry(tenant).or_default().1;
+        slot.get_or_insert(Bucket { level: rate, at: now }).owing(now, rate)
+    }
+
+    /// Charges `bytes` written by `tenant` (after the body parsed). The bucket may go into
+    /// debt: one write over the remaining allowance passes, and the next waits it out.
+    pub fn charge_bytes(&self, tenant: TenantId, quotas: &Quotas, bytes: u64, now: Instant) {
         #[allow(clippy::cast_precision_loss)]
         let (rate, n) = (quotas.bytes_per_s as f64, bytes as f64);
         let mut book = self.buckets.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let slot = &mut book.entry(tenant).or_default().1;
-        slot.get_or_insert(Bucket { level: rate, at: now }).take(now, rate, n)
+        slot.get_or_insert(Bucket { level: rate, at: now }).charge(now, rate, n);
     }
 }
 
@@ -82,7 +118,10 @@ mod tests {
         assert!(wait <= Duration::from_millis(500) && wait > Duration::ZERO);
         assert!(book.admit_request(TenantId(2), &q, t0).is_ok(), "tenants have their own buckets");
         assert!(book.admit_request(TenantId(1), &q, t0 + Duration::from_millis(600)).is_ok(), "refilled");
-        assert!(book.admit_bytes(TenantId(1), &q, 10, t0).is_ok());
-        assert!(book.admit_bytes(TenantId(1), &q, 1, t0).is_err());
+        assert!(book.check_bytes(TenantId(1), &q, t0).is_ok());
+        book.charge_bytes(TenantId(1), &q, 25, t0);
+        let wait = book.check_bytes(TenantId(1), &q, t0).expect_err("15 bytes in debt at 10/s");
+        assert!((1400..=1600).contains(&wait.as_millis()), "{wait:?}");
+        assert!(book.check_bytes(TenantId(1), &q, t0 + Duration::from_millis(1600)).is_ok(), "paid back");
     }
 }

@@ -143,6 +143,42 @@ async fn a_tenant_over_its_quota_is_429_with_retry_after() {
     assert_eq!(again.status(), StatusCode::OK, "a closed tail frees its slot");
 }
 
+/// The bytes/s and journal quotas answer 429 before anything of the request is judged (API.md:
+/// 401 → 429 → 403 → … → 400 body): a malformed body, or a read-only token, over quota is 429.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bytes_and_journal_quotas_win_over_the_checks_after_them() {
+    let w = world().await;
+    let r = &w.router;
+    let (tenant, owner, _) = signup(r, "heavy").await;
+    let tenant = paros_core::TenantId(u64::from_str_radix(&tenant, 16).unwrap());
+    let quotas = Quotas { requests_per_s: 1000, bytes_per_s: 1000, journals_max: 1 };
+    w.cell.request(Op::Command(Command::SetQuotas { tenant, quotas })).await.expect("quotas set");
+    w.cell.wait_followers(Duration::from_secs(5), |d| d.tenant(tenant).is_some_and(|t| t.quotas == quotas)).await.unwrap();
+    create(r, &owner, "bulk", None).await;
+    let uuid = "0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b";
+    let (s, _) = call(r, "POST", "/v1/journals/bulk/leader", Some(&owner), Some(json!({"new": uuid, "old": null}))).await;
+    assert_eq!(s, StatusCode::OK);
+    // 3000 bytes in one write: it passes (the bucket goes into debt), the next waits ~2 s.
+    let big = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, vec![7u8; 3000]);
+    let (s, v) = call(r, "POST", "/v1/journals/bulk/records", Some(&owner), Some(json!({"leader": uuid, "seq": 0, "records": [big]}))).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let (s, headers, b) = raw(r, "POST", "/v1/journals/bulk/records", Some(&owner), Some("application/json"), b"{not json".to_vec()).await;
+    let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+    assert_eq!((s, code(&v)), (StatusCode::TOO_MANY_REQUESTS, "over_quota"), "429 wins over a malformed body");
+    let after: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=3).contains(&after), "{after}");
+    let (s, _) = call(r, "GET", "/v1/journals/bulk/records?from=0", Some(&owner), None).await;
+    assert_eq!(s, StatusCode::OK, "reads are not held back by the bytes/s debt");
+
+    let (s, minted) = call(r, "POST", "/v1/tokens", Some(&owner), Some(json!({"scope": "read"}))).await;
+    assert_eq!(s, StatusCode::OK);
+    let reader = minted["token"].as_str().unwrap();
+    let (s, v) = call(r, "POST", "/v1/journals", Some(reader), Some(json!({"name": "more"}))).await;
+    assert_eq!((s, code(&v)), (StatusCode::TOO_MANY_REQUESTS, "over_quota"), "429 wins over the read token's 403");
+    let (s, v) = call(r, "POST", "/v1/journals", Some(&owner), Some(json!({"name": 5}))).await;
+    assert_eq!((s, code(&v)), (StatusCode::TOO_MANY_REQUESTS, "over_quota"), "and over a malformed body");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openapi_document_describes_the_routes_the_router_serves() {
     let w = world().await;
