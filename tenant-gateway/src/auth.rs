@@ -290,42 +290,124 @@ fn validation() -> Validation {
     v
 }
 
+/// Why a request's token was refused (401), as `/metrics` counts it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Refusal {
+    /// No `Authorization` header.
+    Missing,
+    /// An `Authorization` header that is not `Bearer <token>`.
+    MalformedHeader,
+    /// A bearer token that is not a JWT.
+    NotJwt,
+    /// A JWT of another algorithm than EdDSA (`none`, HS256, ...).
+    WrongAlgorithm,
+    /// A JWT without `kid`.
+    NoKid,
+    /// A `kid` the directory does not list as a live cell key.
+    UnknownKey,
+    /// A signature that does not verify under the key `kid` names (forged or tampered).
+    BadSignature,
+    /// Past `exp`.
+    Expired,
+    /// Claims that are not a paros token's.
+    BadClaims,
+    /// A tenant the directory does not know.
+    UnknownTenant,
+    /// A token id the tenant revoked.
+    Revoked,
+}
+
+impl Refusal {
+    /// Every reason, in the order `/metrics` lists them.
+    pub const ALL: [Refusal; 11] = [
+        Refusal::Missing,
+        Refusal::MalformedHeader,
+        Refusal::NotJwt,
+        Refusal::WrongAlgorithm,
+        Refusal::NoKid,
+        Refusal::UnknownKey,
+        Refusal::BadSignature,
+        Refusal::Expired,
+        Refusal::BadClaims,
+        Refusal::UnknownTenant,
+        Refusal::Revoked,
+    ];
+
+    /// The `reason` label.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::Missing => "missing",
+            Refusal::MalformedHeader => "malformed_header",
+            Refusal::NotJwt => "not_jwt",
+            Refusal::WrongAlgorithm => "wrong_algorithm",
+            Refusal::NoKid => "no_kid",
+            Refusal::UnknownKey => "unknown_key",
+            Refusal::BadSignature => "bad_signature",
+            Refusal::Expired => "expired",
+            Refusal::BadClaims => "bad_claims",
+            Refusal::UnknownTenant => "unknown_tenant",
+            Refusal::Revoked => "revoked",
+        }
+    }
+}
+
+impl From<Refusal> for ApiError {
+    fn from(r: Refusal) -> ApiError {
+        let message = match r {
+            Refusal::Missing => "no bearer token".to_owned(),
+            Refusal::MalformedHeader => "the Authorization header is `Bearer <token>`".to_owned(),
+            other => format!("invalid token: {}", other.as_str().replace('_', " ")),
+        };
+        ApiError::unauthorized(message)
+    }
+}
+
+/// Why a header jsonwebtoken cannot read is refused: a JOSE header naming an algorithm it
+/// does not know (`none`, say) is the wrong algorithm; anything else is no JWT.
+fn unreadable_header(token: &str) -> Refusal {
+    let header = token.split('.').next().and_then(|h| URL_SAFE_NO_PAD.decode(h).ok());
+    let alg = header.and_then(|h| serde_json::from_slice::<serde_json::Value>(&h).ok()).is_some_and(|h| h["alg"].is_string());
+    if alg { Refusal::WrongAlgorithm } else { Refusal::NotJwt }
+}
+
 /// Verifies a bearer token against the directory's keys and revocations.
 ///
 /// # Errors
-/// 401 `unauthorized` for anything but a valid, live, unrevoked token of a known tenant.
-pub fn verify(directory: &Directory, token: &str) -> Result<Principal, ApiError> {
-    let bad = |why: &str| ApiError::unauthorized(format!("invalid token: {why}"));
-    let header = jsonwebtoken::decode_header(token).map_err(|_| bad("not a JWT"))?;
+/// Why anything but a valid, live, unrevoked token of a known tenant is refused (401
+/// `unauthorized`, through `ApiError::from`).
+pub fn verify(directory: &Directory, token: &str) -> Result<Principal, Refusal> {
+    let header = jsonwebtoken::decode_header(token).map_err(|_| unreadable_header(token))?;
     if header.alg != Algorithm::EdDSA {
-        return Err(bad("wrong algorithm"));
+        return Err(Refusal::WrongAlgorithm);
     }
-    let kid = header.kid.ok_or_else(|| bad("no kid"))?;
-    let kid = KeyId::new(kid).map_err(|_| bad("unknown key"))?;
-    let key = directory.signing_key(&kid).filter(|k| !k.retired && k.scope == KeyScope::Cell).ok_or_else(|| bad("unknown key"))?;
+    let kid = header.kid.ok_or(Refusal::NoKid)?;
+    let kid = KeyId::new(kid).map_err(|_| Refusal::UnknownKey)?;
+    let key = directory.signing_key(&kid).filter(|k| !k.retired && k.scope == KeyScope::Cell).ok_or(Refusal::UnknownKey)?;
     let decoding = DecodingKey::from_ed_der(&key.public_key);
     let data = jsonwebtoken::decode::<Claims>(token, &decoding, &validation()).map_err(|e| match e.kind() {
-        jsonwebtoken::errors::ErrorKind::ExpiredSignature => bad("expired"),
-        _ => bad("signature or claims"),
+        jsonwebtoken::errors::ErrorKind::ExpiredSignature => Refusal::Expired,
+        jsonwebtoken::errors::ErrorKind::InvalidSignature => Refusal::BadSignature,
+        _ => Refusal::BadClaims,
     })?;
     let c = data.claims;
     if c.scope == ScopeClaim::Admin {
-        return if c.sub == "admin" { Ok(Principal::Admin { exp: c.exp }) } else { Err(bad("claims")) };
+        return if c.sub == "admin" { Ok(Principal::Admin { exp: c.exp }) } else { Err(Refusal::BadClaims) };
     }
-    let tenant = parse_tenant(&c.sub).ok_or_else(|| bad("claims"))?;
+    let tenant = parse_tenant(&c.sub).ok_or(Refusal::BadClaims)?;
     if directory.tenant(tenant).is_none() {
-        return Err(bad("unknown tenant"));
+        return Err(Refusal::UnknownTenant);
     }
-    let jti = TokenId::new(c.jti).map_err(|_| bad("claims"))?;
+    let jti = TokenId::new(c.jti).map_err(|_| Refusal::BadClaims)?;
     if directory.is_revoked(tenant, &jti) {
-        return Err(bad("revoked"));
+        return Err(Refusal::Revoked);
     }
     let scope = match c.scope {
         ScopeClaim::Owner => Scope::Owner,
         ScopeClaim::Write => Scope::Write,
         ScopeClaim::Read => Scope::Read,
-        ScopeClaim::Admin => return Err(bad("claims")),
+        ScopeClaim::Admin => return Err(Refusal::BadClaims),
     };
-    let journal = c.journal.map(|j| JournalName::parse(&j)).transpose().map_err(|_| bad("claims"))?;
+    let journal = c.journal.map(|j| JournalName::parse(&j)).transpose().map_err(|_| Refusal::BadClaims)?;
     Ok(Principal::Tenant(TenantToken { tenant, scope, journal, exp: c.exp, jti }))
 }

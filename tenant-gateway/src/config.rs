@@ -36,6 +36,14 @@ pub struct GatewayConfig {
     pub placement_wait: Duration,
     /// Read requests sent for one Read at most (a read that is not served is asked again).
     pub read_attempts_max: u32,
+    /// The most journals one page of `GET /v1/admin/overview` lists (a larger `limit` is
+    /// clamped); each costs one view read per page.
+    pub overview_journals_max: u32,
+    /// The most tenants, and the most machines, one overview lists.
+    pub overview_list_max: u32,
+    /// The most journals whose last verdict's server the gateway remembers (the leader the
+    /// overview shows); the oldest half is forgotten when full.
+    pub leaders_known_max: usize,
 }
 
 impl Default for GatewayConfig {
@@ -55,6 +63,9 @@ impl Default for GatewayConfig {
             registry_wait: Duration::from_secs(5),
             placement_wait: Duration::from_secs(5),
             read_attempts_max: 8,
+            overview_journals_max: 50,
+            overview_list_max: 100,
+            leaders_known_max: 65_536,
         }
     }
 }
