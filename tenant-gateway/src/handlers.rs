@@ -600,7 +600,7 @@ pub(crate) async fn read(
                     params.wait_ms = u32::try_from(left.as_millis()).unwrap_or(wait_ms);
                     continue;
                 }
-                g.inner.metrics.read(t.tenant, records.len() as u64, records.iter().map(|r| r.len() as u64).sum());
+                g.inner.metrics.read(t.tenant, &records);
                 let page = Page { from: paros_api::Seq(from.0), records: records.into_iter().map(|r| Record(r.to_vec())).collect(), view: api_view(view) };
                 return Ok(json(StatusCode::OK, &page));
             }
@@ -695,7 +695,7 @@ fn tail_stream(g: Gateway, tenant: TenantId, key: JournalKey, cursor: Seq, slot:
             let (event, id) = match s.g.read(s.key, params).await {
                 ReadAnswer::Page { from, records, view } if !records.is_empty() => {
                     let next = Seq(from.0 + records.len() as u64);
-                    s.g.inner.metrics.read(s.tenant, records.len() as u64, records.iter().map(|r| r.len() as u64).sum());
+                    s.g.inner.metrics.read(s.tenant, &records);
                     let page = Page { from: paros_api::Seq(from.0), records: records.into_iter().map(|r| Record(r.to_vec())).collect(), view: api_view(view) };
                     s.cursor = next;
                     (TailEvent::Records(page), next)

@@ -51,9 +51,11 @@ fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.000_5, 2.0, 16))
 }
 
-/// One node's counters, cumulative since the node booted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// One node's counters, cumulative since the node booted (the overview's `counters`; the node
+/// id travels beside them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct NodeCounters {
+    #[serde(skip)]
     pub node: NodeId,
     /// Rounds run (one storage batch each at most).
     pub rounds: u64,
@@ -246,9 +248,9 @@ impl Metrics {
         self.count(tenant, WRITTEN, records, bytes);
     }
 
-    /// Counts records a Read or a tail answered a tenant.
-    pub fn read(&self, tenant: TenantId, records: u64, bytes: u64) {
-        self.count(tenant, READ, records, bytes);
+    /// Counts the records a Read page or a tail event answered a tenant.
+    pub fn read(&self, tenant: TenantId, records: &[bytes::Bytes]) {
+        self.count(tenant, READ, records.len() as u64, records.iter().map(|r| r.len() as u64).sum());
     }
 
     /// A tenant's traffic so far (zero for a tenant that had none: nothing is created).

@@ -282,7 +282,7 @@ pub struct TruncateAnswerDoc {
         WriterModeDoc, CreateJournalRequestDoc, JournalInfoDoc, JournalListDoc, SetLeaderRequestDoc, SetLeaderOutcomeDoc,
         SetLeaderAnswerDoc, WriteRequestDoc, WriteOutcomeDoc, WriteAnswerDoc, PageDoc, GapDoc, HeartbeatDoc, TruncateRequestDoc,
         TruncateOutcomeDoc, TruncateAnswerDoc, crate::overview::OverviewBody, crate::overview::MachineBody,
-        crate::overview::NodeCountersBody, crate::overview::TrafficBody, crate::overview::TenantBody, crate::overview::JournalBody,
+        crate::metrics::NodeCounters, crate::overview::TrafficBody, crate::overview::TenantBody, crate::overview::JournalBody,
         crate::overview::LeaderNodeBody
     ))
 )]

@@ -69,30 +69,6 @@ impl OverviewQuery {
     }
 }
 
-/// The counters a node reports (see `/metrics`' `node_*` families).
-#[derive(Clone, Copy, Debug, Serialize, ToSchema)]
-pub struct NodeCountersBody {
-    pub rounds: u64,
-    pub syncs: u64,
-    pub writes: u64,
-    pub records_accepted: u64,
-    pub campaigns: u64,
-    pub leaderships_won: u64,
-}
-
-impl From<&NodeCounters> for NodeCountersBody {
-    fn from(c: &NodeCounters) -> NodeCountersBody {
-        NodeCountersBody {
-            rounds: c.rounds,
-            syncs: c.syncs,
-            writes: c.writes,
-            records_accepted: c.records_accepted,
-            campaigns: c.campaigns,
-            leaderships_won: c.leaderships_won,
-        }
-    }
-}
-
 /// A machine of the cell, as the registry records it, with its counters when known.
 #[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct MachineBody {
@@ -105,7 +81,7 @@ pub struct MachineBody {
     /// `registered`, `draining` or `retired`; null as for `role`.
     pub standing: Option<&'static str>,
     /// Null when the gateway was given no node counters, or this node reported none.
-    pub counters: Option<NodeCountersBody>,
+    pub counters: Option<NodeCounters>,
 }
 
 /// Records and decoded bytes through this gateway, cumulative since it started.
@@ -209,14 +185,14 @@ fn machines(d: &Directory, counters: Option<Vec<NodeCounters>>, max: usize) -> (
                 role: Some(role_text(m.role)),
                 zone: Some(m.zone.as_str().to_owned()),
                 standing: Some(standing_text(m.standing)),
-                counters: counters.as_ref().map(NodeCountersBody::from),
+                counters,
             });
         }
     }
     for (node, c) in by_node {
         total += 1;
         if out.len() < max {
-            out.push(MachineBody { node: node.to_string(), role: None, zone: None, standing: None, counters: Some(NodeCountersBody::from(&c)) });
+            out.push(MachineBody { node: node.to_string(), role: None, zone: None, standing: None, counters: Some(c) });
         }
     }
     (out, total)
@@ -237,7 +213,9 @@ pub(crate) async fn admin_overview(State(g): State<Gateway>, Extension(p): Exten
     let limit = q.limit.map_or(u64::from(cfg.overview_journals_max), |l| l.min(u64::from(cfg.overview_journals_max))).max(1);
     let d = g.directory()?;
     let metrics = &g.inner.metrics;
-    let (machines, machines_total) = machines(&d, metrics.node_stats(), list_max);
+    let counters = metrics.node_stats();
+    let node_counters = counters.is_some();
+    let (machines, machines_total) = machines(&d, counters, list_max);
 
     let tenants: Vec<TenantBody> = d
         .tenants()
@@ -273,7 +251,7 @@ pub(crate) async fn admin_overview(State(g): State<Gateway>, Extension(p): Exten
 
     let body = OverviewBody {
         generated_at_ms: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
-        node_counters: metrics.node_stats().is_some(),
+        node_counters,
         machines,
         machines_total,
         traffic: metrics.total().into(),
