@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use paros_embedded::{CellError, EmbeddedCell};
-use paros_gateway::{Gateway, GatewayConfig, KeyPair, SigningKeys};
+use paros_gateway::{Gateway, GatewayConfig, KeyPair, NodeCounters, NodeStats, SigningKeys};
 
 /// How long the admin token `paros dev` prints stays valid.
 const ADMIN_TOKEN_VALID_S: u64 = 24 * 3600;
@@ -127,7 +127,10 @@ pub async fn run(dir: &Path, listen: SocketAddr, quota_requests_per_s: Option<u3
     if let Some(rate) = quota_requests_per_s {
         config.quotas_default.requests_per_s = rate;
     }
-    let gateway = Gateway::start(cell.client.clone(), cell.coordinator(), cell.directory(), config, signing)
+    // The dashboard and /metrics read the nodes' counters through this port.
+    let reader = cell.stats_reader();
+    let nodes: Arc<dyn NodeStats> = Arc::new(move || reader.read().iter().map(|(id, s)| NodeCounters::of_host(*id, s)).collect::<Vec<_>>());
+    let gateway = Gateway::start_with_nodes(cell.client.clone(), cell.coordinator(), cell.directory(), config, signing, Some(nodes))
         .await
         .map_err(|e| DevError::Gateway(e.to_string()))?;
     retire(&gateway, dir, &keys.retire).await?;
@@ -136,6 +139,7 @@ pub async fn run(dir: &Path, listen: SocketAddr, quota_requests_per_s: Option<u3
     let token = paros_gateway::mint_admin_token(gateway.active_key(), ADMIN_TOKEN_VALID_S);
     println!("paros dev: serving http://{addr} (data in {})", dir.display());
     println!("admin token (valid 24 h): {token}");
+    println!("dashboard: http://{addr}/ui#token={token}");
     println!("try: export PAROS_URL=http://{addr}; eval \"$(paros signup acme | grep ^export)\"; paros journal create orders && paros write orders hello");
     use std::io::Write as _;
     let _ = std::io::stdout().flush();

@@ -34,6 +34,18 @@ fn stop(mut child: Child) {
     assert_eq!(exit.code(), Some(0), "SIGINT stops paros dev cleanly");
 }
 
+/// `GET path` over a plain connection: the whole answer, head and body.
+fn http_get(url: &str, path: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let host = url.strip_prefix("http://").expect("an http URL");
+    let mut conn = std::net::TcpStream::connect(host).expect("the gateway listens");
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    write!(conn, "GET {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).expect("an answer");
+    answer
+}
+
 fn cli(url: &str, token: Option<&str>, args: &[&str], stdin: Option<&str>) -> (i32, String) {
     let mut cmd = paros();
     cmd.args(args).env("PAROS_URL", url).env_remove("PAROS_TOKEN");
@@ -69,6 +81,13 @@ fn paros_dev_serves_the_cli_stops_on_sigint_and_keeps_every_record_across_a_rest
     assert_eq!(out, "0\tfirst\n1\tsecond\n2\tthird\n3\tfourth\n");
     let (code, _) = cli(&url, Some("not-a-token"), &["read", "orders", "--from", "0"], None);
     assert_eq!(code, 6, "a bad token exits 6");
+    // paros dev gives the gateway its nodes' counters: /metrics carries one series per node,
+    // and the tenant's writes and the refused token are counted.
+    let metrics = http_get(&url, "/metrics");
+    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+    assert_eq!(metrics.lines().filter(|l| l.starts_with("paros_gateway_node_rounds_total{node=")).count(), 3, "{metrics}");
+    assert!(metrics.lines().any(|l| l.starts_with("paros_gateway_tenant_records_total{") && l.contains("direction=\"written\"") && l.ends_with(" 4")), "{metrics}");
+    assert!(metrics.lines().any(|l| l == "paros_gateway_auth_refusals_total{reason=\"not_jwt\"} 1"), "{metrics}");
     stop(child);
 
     let (child, url) = start(&data);

@@ -290,79 +290,85 @@ fn validation() -> Validation {
     v
 }
 
-/// Why a bearer token was refused: the label of the gateway's auth-refusal counter, and the
-/// message of the 401.
+/// Why a request's token was refused (401), as `/metrics` counts it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Refusal {
     /// No `Authorization` header.
     Missing,
     /// An `Authorization` header that is not `Bearer <token>`.
-    NotBearer,
-    /// Not a JWT (no header, bad base64, bad JSON).
-    Malformed,
-    /// An `alg` other than EdDSA (`none`, HS256, …): never trusted.
+    MalformedHeader,
+    /// A bearer token that is not a JWT.
+    NotJwt,
+    /// A JWT of another algorithm than EdDSA (`none`, HS256, ...).
     WrongAlgorithm,
-    /// No `kid`, or one the directory does not list as a live cell key (retired included).
+    /// A JWT without `kid`.
+    NoKid,
+    /// A `kid` the directory does not list as a live cell key.
     UnknownKey,
-    /// The signature does not verify, or the claims are not a paros token's.
+    /// A signature that does not verify under the key `kid` names (forged or tampered).
     BadSignature,
-    /// At or past `exp` + 1 s.
+    /// Past `exp`.
     Expired,
-    /// The token's tenant is not in the directory.
+    /// Claims that are not a paros token's.
+    BadClaims,
+    /// A tenant the directory does not know.
     UnknownTenant,
-    /// The token's `jti` is revoked.
+    /// A token id the tenant revoked.
     Revoked,
 }
 
 impl Refusal {
-    /// Every reason, for metrics that list them all.
-    pub const ALL: [Refusal; 9] = [
+    /// Every reason, in the order `/metrics` lists them.
+    pub const ALL: [Refusal; 11] = [
         Refusal::Missing,
-        Refusal::NotBearer,
-        Refusal::Malformed,
+        Refusal::MalformedHeader,
+        Refusal::NotJwt,
         Refusal::WrongAlgorithm,
+        Refusal::NoKid,
         Refusal::UnknownKey,
         Refusal::BadSignature,
         Refusal::Expired,
+        Refusal::BadClaims,
         Refusal::UnknownTenant,
         Refusal::Revoked,
     ];
 
-    /// The stable label.
+    /// The `reason` label.
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             Refusal::Missing => "missing",
-            Refusal::NotBearer => "not_bearer",
-            Refusal::Malformed => "malformed",
+            Refusal::MalformedHeader => "malformed_header",
+            Refusal::NotJwt => "not_jwt",
             Refusal::WrongAlgorithm => "wrong_algorithm",
+            Refusal::NoKid => "no_kid",
             Refusal::UnknownKey => "unknown_key",
             Refusal::BadSignature => "bad_signature",
             Refusal::Expired => "expired",
+            Refusal::BadClaims => "bad_claims",
             Refusal::UnknownTenant => "unknown_tenant",
             Refusal::Revoked => "revoked",
-        }
-    }
-
-    fn message(self) -> &'static str {
-        match self {
-            Refusal::Missing => "no bearer token",
-            Refusal::NotBearer => "the Authorization header is `Bearer <token>`",
-            Refusal::Malformed => "invalid token: not a JWT",
-            Refusal::WrongAlgorithm => "invalid token: wrong algorithm",
-            Refusal::UnknownKey => "invalid token: unknown key",
-            Refusal::BadSignature => "invalid token: signature or claims",
-            Refusal::Expired => "invalid token: expired",
-            Refusal::UnknownTenant => "invalid token: unknown tenant",
-            Refusal::Revoked => "invalid token: revoked",
         }
     }
 }
 
 impl From<Refusal> for ApiError {
     fn from(r: Refusal) -> ApiError {
-        ApiError::unauthorized(r.message())
+        let message = match r {
+            Refusal::Missing => "no bearer token".to_owned(),
+            Refusal::MalformedHeader => "the Authorization header is `Bearer <token>`".to_owned(),
+            other => format!("invalid token: {}", other.as_str().replace('_', " ")),
+        };
+        ApiError::unauthorized(message)
     }
+}
+
+/// Why a header jsonwebtoken cannot read is refused: a JOSE header naming an algorithm it
+/// does not know (`none`, say) is the wrong algorithm; anything else is no JWT.
+fn unreadable_header(token: &str) -> Refusal {
+    let header = token.split('.').next().and_then(|h| URL_SAFE_NO_PAD.decode(h).ok());
+    let alg = header.and_then(|h| serde_json::from_slice::<serde_json::Value>(&h).ok()).is_some_and(|h| h["alg"].is_string());
+    if alg { Refusal::WrongAlgorithm } else { Refusal::NotJwt }
 }
 
 /// A token whose signature verified: what can be remembered about it. Whether it is still
@@ -388,31 +394,32 @@ impl Verified {
 /// # Errors
 /// The [`Refusal`].
 pub fn verify_signature(directory: &Directory, token: &str) -> Result<Verified, Refusal> {
-    let header = jsonwebtoken::decode_header(token).map_err(|_| Refusal::Malformed)?;
+    let header = jsonwebtoken::decode_header(token).map_err(|_| unreadable_header(token))?;
     if header.alg != Algorithm::EdDSA {
         return Err(Refusal::WrongAlgorithm);
     }
-    let kid = header.kid.ok_or(Refusal::UnknownKey)?;
+    let kid = header.kid.ok_or(Refusal::NoKid)?;
     let kid = KeyId::new(kid).map_err(|_| Refusal::UnknownKey)?;
     let key = directory.signing_key(&kid).filter(|k| !k.retired && k.scope == KeyScope::Cell).ok_or(Refusal::UnknownKey)?;
     let decoding = DecodingKey::from_ed_der(&key.public_key);
     let data = jsonwebtoken::decode::<Claims>(token, &decoding, &validation()).map_err(|e| match e.kind() {
         jsonwebtoken::errors::ErrorKind::ExpiredSignature => Refusal::Expired,
-        _ => Refusal::BadSignature,
+        jsonwebtoken::errors::ErrorKind::InvalidSignature => Refusal::BadSignature,
+        _ => Refusal::BadClaims,
     })?;
     let c = data.claims;
     let principal = match c.scope {
         ScopeClaim::Admin if c.sub == "admin" => Principal::Admin { exp: c.exp },
-        ScopeClaim::Admin => return Err(Refusal::BadSignature),
+        ScopeClaim::Admin => return Err(Refusal::BadClaims),
         ScopeClaim::Owner | ScopeClaim::Write | ScopeClaim::Read => {
-            let tenant = parse_tenant(&c.sub).ok_or(Refusal::BadSignature)?;
-            let jti = TokenId::new(c.jti).map_err(|_| Refusal::BadSignature)?;
+            let tenant = parse_tenant(&c.sub).ok_or(Refusal::BadClaims)?;
+            let jti = TokenId::new(c.jti).map_err(|_| Refusal::BadClaims)?;
             let scope = match c.scope {
                 ScopeClaim::Owner => Scope::Owner,
                 ScopeClaim::Write => Scope::Write,
                 _ => Scope::Read,
             };
-            let journal = c.journal.map(|j| JournalName::parse(&j)).transpose().map_err(|_| Refusal::BadSignature)?;
+            let journal = c.journal.map(|j| JournalName::parse(&j)).transpose().map_err(|_| Refusal::BadClaims)?;
             Principal::Tenant(TenantToken { tenant, scope, journal, exp: c.exp, jti })
         }
     };

@@ -40,6 +40,14 @@ pub struct GatewayConfig {
     /// remembered token is still checked on every use for expiry, revocation, its key's
     /// retirement and its tenant.
     pub token_cache_max: usize,
+    /// The most journals one page of `GET /v1/admin/overview` lists (a larger `limit` is
+    /// clamped); each costs one view read per page.
+    pub overview_journals_max: u32,
+    /// The most tenants, and the most machines, one overview lists.
+    pub overview_list_max: u32,
+    /// The most journals whose last verdict's server the gateway remembers (the leader the
+    /// overview shows); the oldest half is forgotten when full.
+    pub leaders_known_max: usize,
 }
 
 impl Default for GatewayConfig {
@@ -60,6 +68,9 @@ impl Default for GatewayConfig {
             placement_wait: Duration::from_secs(5),
             read_attempts_max: 8,
             token_cache_max: 10_000,
+            overview_journals_max: 50,
+            overview_list_max: 100,
+            leaders_known_max: 65_536,
         }
     }
 }

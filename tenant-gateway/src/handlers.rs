@@ -46,12 +46,14 @@ pub(crate) fn router(g: Gateway) -> Router {
         .route("/v1/journals/{name}/records", post(write).get(read))
         .route("/v1/journals/{name}/truncate", post(truncate))
         .route("/v1/journals/{name}/tail", get(tail))
+        .route("/v1/admin/overview", get(crate::overview::admin_overview))
         .route_layer(middleware::from_fn_with_state(g.clone(), authenticate));
     Router::new()
         .route("/v1/signup", post(signup))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/v1/openapi.json", get(openapi_json))
+        .route("/ui", get(crate::overview::ui))
         .merge(authed)
         .fallback(|| async { (StatusCode::NOT_FOUND, [(NO_ROUTE, "1")]) })
         .method_not_allowed_fallback(|| async { (StatusCode::METHOD_NOT_ALLOWED, [(NO_ROUTE, "1")]) })
@@ -73,13 +75,18 @@ async fn observe(State(g): State<Gateway>, request: Request, next: Next) -> Resp
 
 fn bearer(headers: &HeaderMap) -> Result<&str, auth::Refusal> {
     let value = headers.get(header::AUTHORIZATION).ok_or(auth::Refusal::Missing)?;
-    value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")).map(str::trim).filter(|t| !t.is_empty()).ok_or(auth::Refusal::NotBearer)
+    let token = value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")).map(str::trim).filter(|t| !t.is_empty());
+    token.ok_or(auth::Refusal::MalformedHeader)
 }
 
+/// The verified token, or 401 (counted by reason).
 fn principal_of(g: &Gateway, headers: &HeaderMap) -> ApiResult<Principal> {
-    let directory = g.directory()?;
-    let verified = bearer(headers).and_then(|token| g.inner.tokens.verify(&directory, token, now_s()));
-    Ok(verified?)
+    let refused = |r: auth::Refusal| {
+        g.inner.metrics.refused(r);
+        ApiError::from(r)
+    };
+    let token = bearer(headers).map_err(refused)?;
+    g.inner.tokens.verify(&*g.directory()?, token, now_s()).map_err(refused)
 }
 
 fn tenant_quotas(g: &Gateway, tenant: TenantId) -> ApiResult<Quotas> {
@@ -544,6 +551,9 @@ pub(crate) async fn write(
         }
         other => return Err(undecided(&g, other)),
     };
+    if outcome == WriteVerdict::Accepted {
+        g.inner.metrics.written(t.tenant, count, bytes);
+    }
     let view = view_after(&g, key, at.0.saturating_add(count)).await?;
     let answer = WriteAnswer { outcome, seq: paros_api::Seq(at.0), count, view };
     Ok(json(StatusCode::OK, &answer))
@@ -572,7 +582,7 @@ pub(crate) async fn read(
     path: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
-    let (_, _, key, _) = named_journal(&g, &p, path, Scope::Read)?;
+    let (t, _, key, _) = named_journal(&g, &p, path, Scope::Read)?;
     let q = ReadQuery::parse(query.as_deref().unwrap_or("")).map_err(|e| ApiError::malformed(e.to_string()))?;
     let cfg = g.inner.config;
     let clamp = |v: Option<std::num::NonZeroU64>, max: u32| v.map_or(max, |v| u32::try_from(v.get()).unwrap_or(u32::MAX).min(max));
@@ -606,6 +616,7 @@ pub(crate) async fn read(
                     params.wait_ms = u32::try_from(left.as_millis()).unwrap_or(wait_ms);
                     continue;
                 }
+                g.inner.metrics.read(t.tenant, &records);
                 let page = Page { from: paros_api::Seq(from.0), records: records.into_iter().map(|r| Record(r.to_vec())).collect(), view: api_view(view) };
                 return Ok(json(StatusCode::OK, &page));
             }
@@ -671,12 +682,13 @@ pub(crate) async fn tail(
         Some(s) => Seq(s.0),
         None => Seq(g.view(key).await?.next_seq.0),
     };
-    let stream = tail_stream(g, key, cursor, slot);
+    let stream = tail_stream(g, t.tenant, key, cursor, slot);
     Ok(Sse::new(stream).into_response())
 }
 
 struct TailState {
     g: Gateway,
+    tenant: TenantId,
     key: JournalKey,
     cursor: Seq,
     last_sent: Option<tokio::time::Instant>,
@@ -687,8 +699,8 @@ fn frame(id: Seq, event: &TailEvent) -> Event {
     Event::default().event(event.name()).id(id.0.to_string()).data(event.data())
 }
 
-fn tail_stream(g: Gateway, key: JournalKey, cursor: Seq, slot: crate::state::TailSlot) -> impl Stream<Item = Result<Event, Infallible>> {
-    let state = TailState { g, key, cursor, last_sent: None, _slot: slot };
+fn tail_stream(g: Gateway, tenant: TenantId, key: JournalKey, cursor: Seq, slot: crate::state::TailSlot) -> impl Stream<Item = Result<Event, Infallible>> {
+    let state = TailState { g, tenant, key, cursor, last_sent: None, _slot: slot };
     futures_util::stream::unfold(state, |mut s| async move {
         let heartbeat = s.g.inner.config.heartbeat_interval;
         loop {
@@ -699,6 +711,7 @@ fn tail_stream(g: Gateway, key: JournalKey, cursor: Seq, slot: crate::state::Tai
             let (event, id) = match s.g.read(s.key, params).await {
                 ReadAnswer::Page { from, records, view } if !records.is_empty() => {
                     let next = Seq(from.0 + records.len() as u64);
+                    s.g.inner.metrics.read(s.tenant, &records);
                     let page = Page { from: paros_api::Seq(from.0), records: records.into_iter().map(|r| Record(r.to_vec())).collect(), view: api_view(view) };
                     s.cursor = next;
                     (TailEvent::Records(page), next)

@@ -21,6 +21,7 @@ pub mod error;
 mod handlers;
 pub mod metrics;
 pub mod openapi;
+mod overview;
 pub mod quota;
 mod state;
 
@@ -28,9 +29,12 @@ pub use auth::{KeyError, KeyPair, Principal, mint_admin_token};
 pub use cell::CellPort;
 pub use config::GatewayConfig;
 pub use error::ApiError;
+pub use metrics::{NodeCounters, NodeStats};
+pub use overview::OverviewQuery;
 pub use state::{Gateway, RetireError, SigningKeys, StartError};
 
-/// The gateway's router: every route of API.md, `/healthz`, `/metrics` and `/v1/openapi.json`.
+/// The gateway's router: every route of API.md, `/healthz`, `/metrics`, `/v1/openapi.json`,
+/// `/ui` and the admin overview it polls.
 pub fn router(gateway: Gateway) -> axum::Router {
     handlers::router(gateway)
 }

@@ -274,12 +274,16 @@ pub struct TruncateAnswerDoc {
         crate::handlers::healthz,
         crate::handlers::metrics,
         crate::handlers::openapi_json,
+        crate::overview::admin_overview,
+        crate::overview::ui,
     ),
     components(schemas(
         ViewDoc, ErrorCodeDoc, ErrorBodyDoc, SignupRequestDoc, SignupAnswerDoc, ScopeDoc, MintTokenRequestDoc, TokenAnswerDoc,
         WriterModeDoc, CreateJournalRequestDoc, JournalInfoDoc, JournalListDoc, SetLeaderRequestDoc, SetLeaderOutcomeDoc,
         SetLeaderAnswerDoc, WriteRequestDoc, WriteOutcomeDoc, WriteAnswerDoc, PageDoc, GapDoc, HeartbeatDoc, TruncateRequestDoc,
-        TruncateOutcomeDoc, TruncateAnswerDoc
+        TruncateOutcomeDoc, TruncateAnswerDoc, crate::overview::OverviewBody, crate::overview::MachineBody,
+        crate::metrics::NodeCounters, crate::overview::TrafficBody, crate::overview::TenantBody, crate::overview::JournalBody,
+        crate::overview::LeaderNodeBody
     ))
 )]
 pub struct ApiDoc;
@@ -292,7 +296,7 @@ const BASE64: &str = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{
 const REQUESTS: [&str; 6] = ["SignupRequest", "MintTokenRequest", "CreateJournalRequest", "SetLeaderRequest", "WriteRequest", "TruncateRequest"];
 
 /// The routes outside the authentication layer.
-const UNAUTHENTICATED: [&str; 4] = ["/v1/signup", "/v1/openapi.json", "/healthz", "/metrics"];
+const UNAUTHENTICATED: [&str; 5] = ["/v1/signup", "/v1/openapi.json", "/healthz", "/metrics", "/ui"];
 
 /// The OpenAPI document the gateway serves: what utoipa derives from the handlers, refined with
 /// what the handlers' attributes cannot say (or would say seven times over):

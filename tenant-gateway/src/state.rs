@@ -15,10 +15,10 @@ use paros_registry::{Answer, Command, Directory, KeyScope, Op, Refusal, Request,
 use tokio::sync::watch;
 
 use crate::auth::{KeyPair, TokenCache, random_bytes};
-use crate::cell::{CellPort, ClientPort};
+use crate::cell::{CellPort, ClientPort, LeaderBook, Observed};
 use crate::config::GatewayConfig;
 use crate::error::ApiError;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, NodeStats};
 use crate::quota::QuotaBook;
 
 /// The private halves of the cell's signing keys: `active` signs new tokens; `others` (keys
@@ -71,6 +71,7 @@ pub(crate) struct Inner {
     pub(crate) quotas: QuotaBook,
     pub(crate) tokens: TokenCache,
     pub(crate) metrics: Metrics,
+    pub(crate) leaders: Arc<LeaderBook>,
     pub(crate) tails: Mutex<HashMap<TenantId, Arc<AtomicUsize>>>,
 }
 
@@ -118,7 +119,8 @@ impl Gateway {
     /// Starts a gateway over `client` (the cell), `coordinator` (registry requests) and
     /// `directory` (the registry as folded): records every signing key's public half in the
     /// registry (`AddSigningKey`, scope `Cell`) unless the directory already has it, and waits
-    /// until the directory shows them.
+    /// until the directory shows them. It shows no node counters; see
+    /// [`start_with_nodes`](Self::start_with_nodes).
     ///
     /// # Errors
     /// [`StartError`] when a key cannot be recorded.
@@ -130,8 +132,31 @@ impl Gateway {
         keys: SigningKeys,
     ) -> Result<Gateway, StartError>
     where
-        S: JournalService<Journal = JournalKey> + 'static,
+        S: JournalService<Journal = JournalKey> + Clone + 'static,
     {
+        Gateway::start_with_nodes(client, coordinator, directory, config, keys, None).await
+    }
+
+    /// As [`start`](Self::start); `nodes` is the port through which `/metrics` and the
+    /// dashboard learn the cell's node counters.
+    ///
+    /// # Errors
+    /// [`StartError`] when a key cannot be recorded.
+    pub async fn start_with_nodes<S>(
+        client: Client<S>,
+        coordinator: CoordinatorHandle,
+        directory: watch::Receiver<Followed>,
+        config: GatewayConfig,
+        keys: SigningKeys,
+        nodes: Option<Arc<dyn NodeStats>>,
+    ) -> Result<Gateway, StartError>
+    where
+        S: JournalService<Journal = JournalKey> + Clone + 'static,
+    {
+        // The same service and bounds, observed: which server answers each verdict.
+        let leaders = Arc::new(LeaderBook::new(config.leaders_known_max));
+        let observed = Observed { inner: client.service().clone(), leaders: Arc::clone(&leaders) };
+        let client = Client::new(observed, *client.config(), client.draw()).expect("the client's own configuration is valid");
         let gateway = Gateway {
             inner: Arc::new(Inner {
                 cell: Box::new(ClientPort(client)),
@@ -141,7 +166,8 @@ impl Gateway {
                 keys,
                 quotas: QuotaBook::default(),
                 tokens: TokenCache::new(config.token_cache_max),
-                metrics: Metrics::default(),
+                metrics: Metrics::new(nodes),
+                leaders,
                 tails: Mutex::new(HashMap::new()),
             }),
         };

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use common::{create, raw, signup, world};
 
-const AUTHENTICATED: [&str; 11] = [
+const AUTHENTICATED: [&str; 12] = [
     "post /v1/tokens",
     "delete /v1/tokens/{token_id}",
     "post /v1/journals",
@@ -22,6 +22,7 @@ const AUTHENTICATED: [&str; 11] = [
     "get /v1/journals/{name}/records",
     "post /v1/journals/{name}/truncate",
     "get /v1/journals/{name}/tail",
+    "get /v1/admin/overview",
 ];
 
 async fn document(r: &axum::Router) -> Value {

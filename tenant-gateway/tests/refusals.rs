@@ -207,11 +207,13 @@ async fn the_openapi_document_describes_the_routes_the_router_serves() {
         ("GET", "/healthz"),
         ("GET", "/metrics"),
         ("GET", "/v1/openapi.json"),
+        ("GET", "/ui"),
+        ("GET", "/v1/admin/overview"),
     ]
     .into_iter()
     .map(|(m, p)| (m.to_owned(), p.to_owned()))
     .collect();
-    assert_eq!(documented, expected, "the document names API.md's routes");
+    assert_eq!(documented, expected, "the document names API.md's routes and the admin overview (docs/gateway.md)");
     // Every documented route is served (answered by a handler, not the router's fallback),
     // and each documented path refuses a method it does not document.
     for (method, path) in &documented {

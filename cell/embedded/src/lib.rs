@@ -11,7 +11,7 @@
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use paros_bus::InProcessBus;
@@ -106,7 +106,8 @@ pub type CellService = InCell<InProcessBus>;
 pub struct EmbeddedCell {
     pub bus: InProcessBus,
     pub manifest: Manifest,
-    nodes: Vec<NodeHandle<FjallStore>>,
+    /// Shared with the [`NodeStatsReader`]s handed out; emptied by [`stop`](EmbeddedCell::stop).
+    nodes: Arc<Mutex<Vec<NodeHandle<FjallStore>>>>,
     /// A client of the cell's journals over the node RPC (retries, redirects, backoff).
     pub client: Client<CellService>,
     coordinator: CoordinatorHandle,
@@ -220,6 +221,7 @@ impl EmbeddedCell {
             follower_tasks.push(task);
         }
         let (coordinator, coordinator_task) = spawn_coordinator(client.clone(), registry, coordinator, random_u64());
+        let nodes = Arc::new(Mutex::new(nodes));
         Ok(EmbeddedCell { bus, manifest, nodes, client, coordinator, coordinator_task, followers, follower_tasks })
     }
 
@@ -294,7 +296,14 @@ impl EmbeddedCell {
     /// Each node's counters as of its last round.
     #[must_use]
     pub fn node_stats(&self) -> Vec<paros_node::HostStats> {
-        self.nodes.iter().map(NodeHandle::stats).collect()
+        self.stats_reader().read().into_iter().map(|(_, s)| s).collect()
+    }
+
+    /// A clonable reader of every node's counters (a gateway's dashboard holds one); it reads
+    /// nothing once the cell stopped.
+    #[must_use]
+    pub fn stats_reader(&self) -> NodeStatsReader {
+        NodeStatsReader { ids: self.manifest.nodes.clone(), nodes: Arc::clone(&self.nodes) }
     }
 
     /// Stops the registry loops and every node; returns the hosts (stores still open).
@@ -307,7 +316,30 @@ impl EmbeddedCell {
         for n in &self.manifest.nodes {
             self.bus.unregister(*n);
         }
-        self.nodes.into_iter().map(NodeHandle::stop).collect()
+        let nodes = std::mem::take(&mut *self.nodes.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        nodes.into_iter().map(NodeHandle::stop).collect()
+    }
+}
+
+/// Reads the embedded cell's node counters from anywhere; see [`EmbeddedCell::stats_reader`].
+#[derive(Clone)]
+pub struct NodeStatsReader {
+    ids: Vec<NodeId>,
+    nodes: Arc<Mutex<Vec<NodeHandle<FjallStore>>>>,
+}
+
+impl std::fmt::Debug for NodeStatsReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeStatsReader").field("nodes", &self.ids).finish_non_exhaustive()
+    }
+}
+
+impl NodeStatsReader {
+    /// Each running node's id and counters as of its last round (none once the cell stopped).
+    #[must_use]
+    pub fn read(&self) -> Vec<(NodeId, paros_node::HostStats)> {
+        let nodes = self.nodes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.ids.iter().copied().zip(nodes.iter().map(NodeHandle::stats)).collect()
     }
 }
 

@@ -355,3 +355,34 @@ fn the_clock_delivers_one_tick_per_period_and_never_a_burst() {
     assert!(host.on_clock(2_060).ticked);
     assert_eq!(ticks(&host), 3);
 }
+
+#[test]
+fn every_campaign_and_every_leadership_won_is_counted_by_its_host() {
+    let keys: Vec<JournalKey> = (0..3).map(key).collect();
+    let mut cell = Cell::new(3);
+    cell.settle_leaders(&keys);
+    let counts = |cell: &Cell| -> BTreeMap<NodeId, (u64, u64)> {
+        cell.hosts.iter().map(|(id, h)| (*id, (h.stats().campaigns, h.stats().leaderships_won))).collect()
+    };
+    let first = counts(&cell);
+    let (campaigns, won): (u64, u64) = first.values().fold((0, 0), |(c, w), (c2, w2)| (c + c2, w + w2));
+    assert!(won >= 3 && campaigns >= won, "three journals elected leaders: {first:?}");
+    for k in &keys {
+        let l = cell.leader_of(k).unwrap();
+        assert!(first[&l].1 >= 1 && first[&l].0 >= 1, "{l:?} leads {k:?}: {first:?}");
+    }
+
+    // The leader of one journal stops: a survivor campaigns, wins, and counts both.
+    let old = cell.leader_of(&keys[0]).unwrap();
+    cell.hosts.remove(&old);
+    for _ in 0..300 {
+        if cell.leader_of(&keys[0]).is_some() {
+            break;
+        }
+        cell.tick();
+    }
+    let new = cell.leader_of(&keys[0]).expect("a survivor leads");
+    let now = counts(&cell);
+    assert!(now[&new].0 > first[&new].0, "the new leader campaigned: {first:?} → {now:?}");
+    assert!(now[&new].1 > first[&new].1, "the new leader won: {first:?} → {now:?}");
+}

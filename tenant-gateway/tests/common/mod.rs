@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -10,7 +11,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt as _;
 use paros_embedded::EmbeddedCell;
-use paros_gateway::{Gateway, GatewayConfig, KeyPair, SigningKeys};
+use paros_gateway::{Gateway, GatewayConfig, KeyPair, NodeCounters, NodeStats, SigningKeys};
 use paros_registry::KeyId;
 use serde_json::Value;
 use tower::ServiceExt as _;
@@ -35,12 +36,21 @@ pub fn test_config() -> GatewayConfig {
 }
 
 pub async fn world_with(config: GatewayConfig) -> World {
+    world_opts(config, true).await
+}
+
+/// A world whose gateway is given the cell's node counters (as `paros dev` gives them) or not.
+pub async fn world_opts(config: GatewayConfig, node_counters: bool) -> World {
     let dir = tempfile::tempdir().expect("a tempdir");
     let cell = EmbeddedCell::open(dir.path()).await.expect("the cell opens");
     cell.init().await.expect("the cell forms");
     cell.wait_followers(Duration::from_secs(10), |d| d.cell().is_some()).await.expect("followers fold the formation");
     let key = KeyPair::generate(KeyId::new("k1").expect("a key id"));
-    let gateway = Gateway::start(cell.client.clone(), cell.coordinator(), cell.directory(), config, SigningKeys::new(key.clone()))
+    let nodes: Option<Arc<dyn NodeStats>> = node_counters.then(|| {
+        let reader = cell.stats_reader();
+        Arc::new(move || reader.read().iter().map(|(id, s)| NodeCounters::of_host(*id, s)).collect::<Vec<_>>()) as Arc<dyn NodeStats>
+    });
+    let gateway = Gateway::start_with_nodes(cell.client.clone(), cell.coordinator(), cell.directory(), config, SigningKeys::new(key.clone()), nodes)
         .await
         .expect("the gateway starts");
     let router = gateway.router();

@@ -2,6 +2,8 @@
 
 use paros_core::{Message, NodeId, ReadId, ReadRequest, Ready, Replica, Voter};
 
+use super::HostStats;
+
 /// One journal as hosted here.
 #[derive(Debug)]
 pub(super) enum Hosted {
@@ -9,24 +11,62 @@ pub(super) enum Hosted {
     Replica(Box<Replica>),
 }
 
+/// A voter's part in elections: the ballot promised here and whether it leads.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct ElectionMark {
+    promised: paros_core::Ballot,
+    leading: bool,
+}
+
 impl Hosted {
+    fn election_mark(&self) -> Option<ElectionMark> {
+        match self {
+            Hosted::Voter(v) => Some(ElectionMark { promised: v.promised(), leading: v.is_leader() }),
+            Hosted::Replica(_) => None,
+        }
+    }
+
+    /// Runs `input` and counts the campaigns it started and the leaderships it won. Only this
+    /// machine's proposer mints ballots naming it, and its own acceptor promises each at once
+    /// (a campaign's ballot is above anything promised here): a new own ballot promised is a
+    /// campaign.
+    fn counting(&mut self, stats: &mut HostStats, input: impl FnOnce(&mut Hosted)) {
+        let before = self.election_mark();
+        input(self);
+        let (Some(before), Some(after), Hosted::Voter(v)) = (before, self.election_mark(), &*self) else { return };
+        if after.promised != before.promised && after.promised.node == v.id() {
+            stats.campaigns += 1;
+        }
+        if after.leading && !before.leading {
+            stats.leaderships_won += 1;
+        }
+    }
+
+    /// Starts a campaign now, on a voter.
+    pub(super) fn campaign(&mut self, stats: &mut HostStats) {
+        self.counting(stats, |h| {
+            if let Hosted::Voter(v) = h {
+                v.campaign();
+            }
+        });
+    }
     pub(super) fn config(&self) -> &paros_core::JournalConfig {
         match self {
             Hosted::Voter(v) => v.config(),
             Hosted::Replica(r) => r.config(),
         }
     }
-    pub(super) fn step(&mut self, from: NodeId, m: Message) {
-        match self {
+    pub(super) fn step(&mut self, from: NodeId, m: Message, stats: &mut HostStats) {
+        self.counting(stats, |h| match h {
             Hosted::Voter(v) => v.step(from, m),
             Hosted::Replica(r) => r.step(from, m),
-        }
+        });
     }
-    pub(super) fn tick(&mut self) {
-        match self {
+    pub(super) fn tick(&mut self, stats: &mut HostStats) {
+        self.counting(stats, |h| match h {
             Hosted::Voter(v) => v.tick(),
             Hosted::Replica(r) => r.tick(),
-        }
+        });
     }
     pub(super) fn read(&mut self, id: ReadId, req: ReadRequest) {
         match self {
@@ -46,11 +86,12 @@ impl Hosted {
             Hosted::Replica(r) => r.take_released(),
         }
     }
-    pub(super) fn advance(&mut self) {
-        match self {
+    /// The last `Ready` is durable: a voter's own promises count now, so a campaign may win here.
+    pub(super) fn advance(&mut self, stats: &mut HostStats) {
+        self.counting(stats, |h| match h {
             Hosted::Voter(v) => v.advance(),
             Hosted::Replica(r) => r.advance(),
-        }
+        });
     }
     pub(super) fn has_ready(&self) -> bool {
         match self {

@@ -130,8 +130,8 @@ impl<S: LogStore> Host<S> {
 
     /// Asks this machine's voter of `key` to campaign now (first leader, no timeout wait).
     pub fn campaign(&mut self, key: &JournalKey) {
-        if let Some(Hosted::Voter(v)) = self.journals.get_mut(key) {
-            v.campaign();
+        if let Some(j @ Hosted::Voter(_)) = self.journals.get_mut(key) {
+            j.campaign(&mut self.stats);
             self.dirty.insert(*key);
             self.touched.insert(*key);
             self.awake.insert(*key);
@@ -150,7 +150,7 @@ impl<S: LogStore> Host<S> {
                 self.stats.unknown_journal_drops += 1;
                 continue;
             };
-            j.step(from, e.message);
+            j.step(from, e.message, &mut self.stats);
             self.dirty.insert(e.journal);
             self.touched.insert(e.journal);
             if !j.is_quiet() {

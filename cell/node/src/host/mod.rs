@@ -57,6 +57,10 @@ pub struct HostStats {
     pub records_accepted: u64,
     /// Times a peer machine went silent past an election timeout.
     pub peers_lost: u64,
+    /// Campaigns this machine's voters started (a new ballot of their own, promised here).
+    pub campaigns: u64,
+    /// Campaigns that won: a voter here became its journal's leader.
+    pub leaderships_won: u64,
 }
 
 /// A round whose batch is being made durable.

@@ -106,7 +106,7 @@ impl<S: LogStore> Host<S> {
             out.applied.extend(ready.applied.into_iter().map(|a| (key, a)));
             // Removed while its round was in flight: nothing more of it runs.
             let Some(j) = self.journals.get_mut(&key) else { continue };
-            j.advance();
+            j.advance(&mut self.stats);
             self.touched.insert(key);
             if j.has_ready() {
                 self.dirty.insert(key);

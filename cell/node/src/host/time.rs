@@ -93,7 +93,7 @@ impl<S: LogStore> Host<S> {
         let mut asleep = Vec::new();
         for key in &self.awake {
             let j = self.journals.get_mut(key).expect("an awake journal is hosted");
-            j.tick();
+            j.tick(&mut self.stats);
             self.stats.journal_ticks += 1;
             self.dirty.insert(*key);
             self.touched.insert(*key);
