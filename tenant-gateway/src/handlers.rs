@@ -278,11 +278,11 @@ fn undecided(g: &Gateway, d: Result<Decided, AnswerError>) -> ApiError {
 // Tenants and tokens.
 
 /// Sign up a tenant.
-#[utoipa::path(post, path = "/v1/signup", request_body = crate::openapi::SignupRequestDoc,
-    responses((status = 200, body = crate::openapi::SignupAnswerDoc), (status = 400, body = crate::openapi::ErrorBodyDoc),
-        (status = 401, body = crate::openapi::ErrorBodyDoc), (status = 403, body = crate::openapi::ErrorBodyDoc),
-        (status = 409, body = crate::openapi::ErrorBodyDoc), (status = 413, body = crate::openapi::ErrorBodyDoc),
-        (status = 503, body = crate::openapi::ErrorBodyDoc), (status = 504, body = crate::openapi::ErrorBodyDoc)))]
+#[utoipa::path(post, path = "/v1/signup", request_body = paros_api::SignupRequest,
+    responses((status = 200, body = paros_api::SignupAnswer), (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
+        (status = 409, body = paros_api::ErrorBody), (status = 413, body = paros_api::ErrorBody),
+        (status = 503, body = paros_api::ErrorBody), (status = 504, body = paros_api::ErrorBody)))]
 pub(crate) async fn signup(State(g): State<Gateway>, headers: HeaderMap, body: Body) -> ApiResult<Response> {
     if !g.inner.config.open_signup {
         match principal_of(&g, &headers)? {
@@ -315,10 +315,10 @@ pub(crate) async fn signup(State(g): State<Gateway>, headers: HeaderMap, body: B
 }
 
 /// Mint a token no wider than the caller's.
-#[utoipa::path(post, path = "/v1/tokens", request_body = crate::openapi::MintTokenRequestDoc,
-    responses((status = 200, body = crate::openapi::TokenAnswerDoc), (status = 400, body = crate::openapi::ErrorBodyDoc),
-        (status = 401, body = crate::openapi::ErrorBodyDoc), (status = 403, body = crate::openapi::ErrorBodyDoc),
-        (status = 429, body = crate::openapi::ErrorBodyDoc)))]
+#[utoipa::path(post, path = "/v1/tokens", request_body = paros_api::MintTokenRequest,
+    responses((status = 200, body = paros_api::TokenAnswer), (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
+        (status = 429, body = paros_api::ErrorBody)))]
 pub(crate) async fn mint_token(State(g): State<Gateway>, Extension(p): Extension<Principal>, headers: HeaderMap, body: Body) -> ApiResult<Response> {
     let t = tenant_of(&p)?;
     require(t, Scope::Owner, None)?;
@@ -349,9 +349,9 @@ pub(crate) async fn mint_token(State(g): State<Gateway>, Extension(p): Extension
 
 /// Revoke a token by id.
 #[utoipa::path(delete, path = "/v1/tokens/{token_id}", params(("token_id" = String, Path)),
-    responses((status = 204), (status = 400, body = crate::openapi::ErrorBodyDoc), (status = 401, body = crate::openapi::ErrorBodyDoc),
-        (status = 403, body = crate::openapi::ErrorBodyDoc), (status = 404, body = crate::openapi::ErrorBodyDoc),
-        (status = 504, body = crate::openapi::ErrorBodyDoc)))]
+    responses((status = 204), (status = 400, body = paros_api::ErrorBody), (status = 401, body = paros_api::ErrorBody),
+        (status = 403, body = paros_api::ErrorBody), (status = 404, body = paros_api::ErrorBody),
+        (status = 504, body = paros_api::ErrorBody)))]
 pub(crate) async fn revoke_token(State(g): State<Gateway>, Extension(p): Extension<Principal>, path: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
     let t = tenant_of(&p)?;
     require(t, Scope::Owner, None)?;
@@ -377,11 +377,11 @@ pub(crate) async fn revoke_token(State(g): State<Gateway>, Extension(p): Extensi
 // Journals.
 
 /// Create a journal.
-#[utoipa::path(post, path = "/v1/journals", request_body = crate::openapi::CreateJournalRequestDoc,
-    responses((status = 201, body = crate::openapi::JournalInfoDoc), (status = 400, body = crate::openapi::ErrorBodyDoc),
-        (status = 401, body = crate::openapi::ErrorBodyDoc), (status = 403, body = crate::openapi::ErrorBodyDoc),
-        (status = 409, body = crate::openapi::ErrorBodyDoc), (status = 429, body = crate::openapi::ErrorBodyDoc),
-        (status = 504, body = crate::openapi::ErrorBodyDoc)))]
+#[utoipa::path(post, path = "/v1/journals", request_body = paros_api::CreateJournalRequest,
+    responses((status = 201, body = paros_api::JournalInfo), (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
+        (status = 409, body = paros_api::ErrorBody), (status = 429, body = paros_api::ErrorBody),
+        (status = 504, body = paros_api::ErrorBody)))]
 pub(crate) async fn create_journal(State(g): State<Gateway>, Extension(p): Extension<Principal>, headers: HeaderMap, body: Body) -> ApiResult<Response> {
     let t = tenant_of(&p)?;
     require(t, Scope::Owner, None)?;
@@ -413,8 +413,8 @@ pub(crate) async fn create_journal(State(g): State<Gateway>, Extension(p): Exten
 
 /// List this tenant's journals.
 #[utoipa::path(get, path = "/v1/journals",
-    responses((status = 200, body = crate::openapi::JournalListDoc), (status = 401, body = crate::openapi::ErrorBodyDoc),
-        (status = 403, body = crate::openapi::ErrorBodyDoc), (status = 429, body = crate::openapi::ErrorBodyDoc)))]
+    responses((status = 200, body = paros_api::JournalList), (status = 401, body = paros_api::ErrorBody),
+        (status = 403, body = paros_api::ErrorBody), (status = 429, body = paros_api::ErrorBody)))]
 pub(crate) async fn list_journals(State(g): State<Gateway>, Extension(p): Extension<Principal>) -> ApiResult<Response> {
     let t = tenant_of(&p)?;
     require(t, Scope::Read, None)?;
@@ -433,10 +433,10 @@ pub(crate) async fn list_journals(State(g): State<Gateway>, Extension(p): Extens
 }
 
 /// Show one journal.
-#[utoipa::path(get, path = "/v1/journals/{name}", params(("name" = String, Path)),
-    responses((status = 200, body = crate::openapi::JournalInfoDoc), (status = 400, body = crate::openapi::ErrorBodyDoc),
-        (status = 401, body = crate::openapi::ErrorBodyDoc), (status = 403, body = crate::openapi::ErrorBodyDoc),
-        (status = 404, body = crate::openapi::ErrorBodyDoc)))]
+#[utoipa::path(get, path = "/v1/journals/{name}", params(("name" = inline(paros_api::JournalName), Path)),
+    responses((status = 200, body = paros_api::JournalInfo), (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
+        (status = 404, body = paros_api::ErrorBody)))]
 pub(crate) async fn show_journal(State(g): State<Gateway>, Extension(p): Extension<Principal>, path: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
     let (_, name, key, mode) = named_journal(&g, &p, path, Scope::Read)?;
     let view = g.view(key).await?;
@@ -444,10 +444,10 @@ pub(crate) async fn show_journal(State(g): State<Gateway>, Extension(p): Extensi
 }
 
 /// Delete a journal.
-#[utoipa::path(delete, path = "/v1/journals/{name}", params(("name" = String, Path)),
-    responses((status = 204), (status = 400, body = crate::openapi::ErrorBodyDoc), (status = 401, body = crate::openapi::ErrorBodyDoc),
-        (status = 403, body = crate::openapi::ErrorBodyDoc), (status = 404, body = crate::openapi::ErrorBodyDoc),
-        (status = 504, body = crate::openapi::ErrorBodyDoc)))]
+#[utoipa::path(delete, path = "/v1/journals/{name}", params(("name" = inline(paros_api::JournalName), Path)),
+    responses((status = 204), (status = 400, body = paros_api::ErrorBody), (status = 401, body = paros_api::ErrorBody),
+        (status = 403, body = paros_api::ErrorBody), (status = 404, body = paros_api::ErrorBody),
+        (status = 504, body = paros_api::ErrorBody)))]
 pub(crate) async fn delete_journal(State(g): State<Gateway>, Extension(p): Extension<Principal>, path: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
     let t = tenant_of(&p)?;
     let raw = path_name(path)?;
@@ -469,11 +469,11 @@ pub(crate) async fn delete_journal(State(g): State<Gateway>, Extension(p): Exten
 // The four calls.
 
 /// Claim or hand over a single-writer journal.
-#[utoipa::path(post, path = "/v1/journals/{name}/leader", params(("name" = String, Path)), request_body = crate::openapi::SetLeaderRequestDoc,
-    responses((status = 200, body = crate::openapi::SetLeaderAnswerDoc), (status = 400, body = crate::openapi::ErrorBodyDoc),
-        (status = 401, body = crate::openapi::ErrorBodyDoc), (status = 403, body = crate::openapi::ErrorBodyDoc),
-        (status = 404, body = crate::openapi::ErrorBodyDoc), (status = 409, body = crate::openapi::ErrorBodyDoc),
-        (status = 503, body = crate::openapi::ErrorBodyDoc), (status = 504, body = crate::openapi::ErrorBodyDoc)))]
+#[utoipa::path(post, path = "/v1/journals/{name}/leader", params(("name" = inline(paros_api::JournalName), Path)), request_body = paros_api::SetLeaderRequest,
+    responses((status = 200, body = paros_api::SetLeaderAnswer), (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
+        (status = 404, body = paros_api::ErrorBody), (status = 409, body = paros_api::ErrorBody),
+        (status = 503, body = paros_api::ErrorBody), (status = 504, body = paros_api::ErrorBody)))]
 pub(crate) async fn set_leader(
     State(g): State<Gateway>,
     Extension(p): Extension<Principal>,
@@ -497,13 +497,13 @@ fn wrong_mode(view: View) -> ApiError {
 }
 
 /// Write a batch of records.
-#[utoipa::path(post, path = "/v1/journals/{name}/records", params(("name" = String, Path)), request_body = crate::openapi::WriteRequestDoc,
-    responses((status = 200, body = crate::openapi::WriteAnswerDoc), (status = 400, body = crate::openapi::ErrorBodyDoc),
-        (status = 401, body = crate::openapi::ErrorBodyDoc), (status = 403, body = crate::openapi::ErrorBodyDoc),
-        (status = 404, body = crate::openapi::ErrorBodyDoc), (status = 409, body = crate::openapi::ErrorBodyDoc),
-        (status = 410, body = crate::openapi::ErrorBodyDoc), (status = 413, body = crate::openapi::ErrorBodyDoc),
-        (status = 429, body = crate::openapi::ErrorBodyDoc), (status = 503, body = crate::openapi::ErrorBodyDoc),
-        (status = 504, body = crate::openapi::ErrorBodyDoc)))]
+#[utoipa::path(post, path = "/v1/journals/{name}/records", params(("name" = inline(paros_api::JournalName), Path)), request_body = paros_api::WriteRequest,
+    responses((status = 200, body = paros_api::WriteAnswer), (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
+        (status = 404, body = paros_api::ErrorBody), (status = 409, body = paros_api::ErrorBody),
+        (status = 410, body = paros_api::ErrorBody), (status = 413, body = paros_api::ErrorBody),
+        (status = 429, body = paros_api::ErrorBody), (status = 503, body = paros_api::ErrorBody),
+        (status = 504, body = paros_api::ErrorBody)))]
 pub(crate) async fn write(
     State(g): State<Gateway>,
     Extension(p): Extension<Principal>,
@@ -570,12 +570,12 @@ async fn view_after(g: &Gateway, key: JournalKey, next: u64) -> ApiResult<View> 
 
 /// Read records from a position.
 #[utoipa::path(get, path = "/v1/journals/{name}/records",
-    params(("name" = String, Path), ("from" = u64, Query), ("limit" = Option<u64>, Query), ("max_bytes" = Option<u64>, Query),
+    params(("name" = inline(paros_api::JournalName), Path), ("from" = u64, Query), ("limit" = Option<u64>, Query), ("max_bytes" = Option<u64>, Query),
         ("wait_ms" = Option<u64>, Query), ("consistency" = Option<String>, Query), ("min_seq" = Option<u64>, Query)),
-    responses((status = 200, body = crate::openapi::PageDoc), (status = 400, body = crate::openapi::ErrorBodyDoc),
-        (status = 401, body = crate::openapi::ErrorBodyDoc), (status = 403, body = crate::openapi::ErrorBodyDoc),
-        (status = 404, body = crate::openapi::ErrorBodyDoc), (status = 410, body = crate::openapi::ErrorBodyDoc),
-        (status = 503, body = crate::openapi::ErrorBodyDoc)))]
+    responses((status = 200, body = paros_api::Page), (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
+        (status = 404, body = paros_api::ErrorBody), (status = 410, body = paros_api::ErrorBody),
+        (status = 503, body = paros_api::ErrorBody)))]
 pub(crate) async fn read(
     State(g): State<Gateway>,
     Extension(p): Extension<Principal>,
@@ -632,11 +632,11 @@ pub(crate) async fn read(
 }
 
 /// Truncate a journal's prefix.
-#[utoipa::path(post, path = "/v1/journals/{name}/truncate", params(("name" = String, Path)), request_body = crate::openapi::TruncateRequestDoc,
-    responses((status = 200, body = crate::openapi::TruncateAnswerDoc), (status = 400, body = crate::openapi::ErrorBodyDoc),
-        (status = 401, body = crate::openapi::ErrorBodyDoc), (status = 403, body = crate::openapi::ErrorBodyDoc),
-        (status = 404, body = crate::openapi::ErrorBodyDoc), (status = 409, body = crate::openapi::ErrorBodyDoc),
-        (status = 503, body = crate::openapi::ErrorBodyDoc), (status = 504, body = crate::openapi::ErrorBodyDoc)))]
+#[utoipa::path(post, path = "/v1/journals/{name}/truncate", params(("name" = inline(paros_api::JournalName), Path)), request_body = paros_api::TruncateRequest,
+    responses((status = 200, body = paros_api::TruncateAnswer), (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
+        (status = 404, body = paros_api::ErrorBody), (status = 409, body = paros_api::ErrorBody),
+        (status = 503, body = paros_api::ErrorBody), (status = 504, body = paros_api::ErrorBody)))]
 pub(crate) async fn truncate(
     State(g): State<Gateway>,
     Extension(p): Extension<Principal>,
@@ -659,11 +659,11 @@ pub(crate) async fn truncate(
 }
 
 /// Follow a journal as server-sent events: `records`, `gap` and `heartbeat`.
-#[utoipa::path(get, path = "/v1/journals/{name}/tail", params(("name" = String, Path), ("from" = Option<u64>, Query),
+#[utoipa::path(get, path = "/v1/journals/{name}/tail", params(("name" = inline(paros_api::JournalName), Path), ("from" = Option<u64>, Query),
         ("Last-Event-ID" = Option<u64>, Header)),
-    responses((status = 200, content_type = "text/event-stream", body = String), (status = 400, body = crate::openapi::ErrorBodyDoc),
-        (status = 401, body = crate::openapi::ErrorBodyDoc), (status = 403, body = crate::openapi::ErrorBodyDoc),
-        (status = 404, body = crate::openapi::ErrorBodyDoc), (status = 429, body = crate::openapi::ErrorBodyDoc)))]
+    responses((status = 200, content_type = "text/event-stream", body = String), (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
+        (status = 404, body = paros_api::ErrorBody), (status = 429, body = paros_api::ErrorBody)))]
 pub(crate) async fn tail(
     State(g): State<Gateway>,
     Extension(p): Extension<Principal>,
@@ -746,7 +746,7 @@ fn tail_stream(g: Gateway, tenant: TenantId, key: JournalKey, cursor: Seq, slot:
 // Operations.
 
 /// 200 when the registry answers a linearizable read (a quorum of it is reachable).
-#[utoipa::path(get, path = "/healthz", responses((status = 200, content_type = "text/plain", body = String), (status = 503, body = crate::openapi::ErrorBodyDoc)))]
+#[utoipa::path(get, path = "/healthz", responses((status = 200, content_type = "text/plain", body = String), (status = 503, body = paros_api::ErrorBody)))]
 pub(crate) async fn healthz(State(g): State<Gateway>) -> ApiResult<Response> {
     let d = g.directory()?;
     let cell = d.cell().ok_or_else(|| ApiError::unavailable("the cell is not formed"))?;

@@ -126,7 +126,6 @@ pub struct JournalBody {
     /// `single_writer` or `multi_writer`.
     pub mode: &'static str,
     /// The journal's view now; null when no server could answer in time.
-    #[schema(value_type = Option<crate::openapi::ViewDoc>)]
     pub view: Option<paros_api::View>,
     /// Null when no verdict on the journal came back through this gateway: unknown.
     pub leader_node: Option<LeaderNodeBody>,
@@ -200,9 +199,9 @@ fn machines(d: &Directory, counters: Option<Vec<NodeCounters>>, max: usize) -> (
 
 /// The operator's view of the cell: machines, tenants, one page of journals.
 #[utoipa::path(get, path = "/v1/admin/overview", params(("offset" = Option<u64>, Query), ("limit" = Option<u64>, Query)),
-    responses((status = 200, body = OverviewBody), (status = 400, body = crate::openapi::ErrorBodyDoc),
-        (status = 401, body = crate::openapi::ErrorBodyDoc), (status = 403, body = crate::openapi::ErrorBodyDoc),
-        (status = 503, body = crate::openapi::ErrorBodyDoc)))]
+    responses((status = 200, body = OverviewBody), (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
+        (status = 503, body = paros_api::ErrorBody)))]
 pub(crate) async fn admin_overview(State(g): State<Gateway>, Extension(p): Extension<Principal>, RawQuery(query): RawQuery) -> ApiResult<Response> {
     if !matches!(p, Principal::Admin { .. }) {
         return Err(ApiError::forbidden("the overview is the operator's: it needs an admin token"));

@@ -158,3 +158,312 @@ async fn request_bodies_are_documented_as_strictly_as_they_are_parsed() {
         }
     }
 }
+
+/// A JSON-Schema checker for the subset the served document uses (`$ref`, `oneOf`, `type`,
+/// `enum`, `const`, `pattern`, `minimum`, `maximum`, `properties`, `required`,
+/// `additionalProperties`, `items`; annotations such as `description` and `format` are
+/// skipped, as JSON Schema 2020-12 treats `format` by default). A keyword outside that subset
+/// fails the check, so the checker cannot pass a schema it does not understand.
+///
+/// It is stricter than JSON Schema in one way: a property an object schema does not list is
+/// an error even without `additionalProperties: false`, since the test is that every field a
+/// paros-api type serializes is documented.
+mod schema_check {
+    use serde_json::Value;
+
+    const ANNOTATIONS: [&str; 8] = ["description", "title", "format", "examples", "example", "default", "deprecated", "contentMediaType"];
+
+    pub fn errors(doc: &Value, schema: &Value, value: &Value, at: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        check(doc, schema, value, at, &mut out);
+        out
+    }
+
+    fn check(doc: &Value, schema: &Value, value: &Value, at: &str, out: &mut Vec<String>) {
+        let Some(keywords) = schema.as_object() else {
+            out.push(format!("{at}: the schema {schema} is not an object"));
+            return;
+        };
+        for (keyword, rule) in keywords {
+            match keyword.as_str() {
+                "$ref" => {
+                    let target = rule.as_str().and_then(|r| r.strip_prefix("#/components/schemas/"));
+                    match target.map(|name| &doc["components"]["schemas"][name]) {
+                        Some(s) if s.is_object() => check(doc, s, value, at, out),
+                        _ => out.push(format!("{at}: {rule} names no component")),
+                    }
+                }
+                "oneOf" => {
+                    let matching = rule.as_array().into_iter().flatten().filter(|s| errors(doc, s, value, at).is_empty()).count();
+                    if matching != 1 {
+                        out.push(format!("{at}: {value} matches {matching} of oneOf {rule}, not exactly one"));
+                    }
+                }
+                "type" => {
+                    let allowed: Vec<&str> = match rule {
+                        Value::String(t) => vec![t.as_str()],
+                        Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+                        _ => Vec::new(),
+                    };
+                    if !allowed.iter().any(|t| has_type(value, t)) {
+                        out.push(format!("{at}: {value} is not of type {rule}"));
+                    }
+                }
+                "enum" => {
+                    if !rule.as_array().is_some_and(|vs| vs.contains(value)) {
+                        out.push(format!("{at}: {value} is not one of {rule}"));
+                    }
+                }
+                "const" => {
+                    if rule != value {
+                        out.push(format!("{at}: {value} is not {rule}"));
+                    }
+                }
+                "pattern" => {
+                    let re = regex_lite::Regex::new(rule.as_str().unwrap_or_default()).expect("the document's patterns compile");
+                    if let Some(text) = value.as_str().filter(|text| !re.is_match(text)) {
+                        out.push(format!("{at}: {text:?} does not match {rule}"));
+                    }
+                }
+                "minimum" | "maximum" => {
+                    if let (Some(n), Some(bound)) = (value.as_number(), rule.as_number()) {
+                        let below = compare(n, bound).is_lt();
+                        let above = compare(n, bound).is_gt();
+                        if (keyword == "minimum" && below) || (keyword == "maximum" && above) {
+                            out.push(format!("{at}: {n} is past its {keyword} {bound}"));
+                        }
+                    }
+                }
+                "required" => {
+                    for field in rule.as_array().into_iter().flatten().filter_map(Value::as_str) {
+                        if value.is_object() && value.get(field).is_none() {
+                            out.push(format!("{at}: the required field {field:?} is missing"));
+                        }
+                    }
+                }
+                "properties" => {
+                    let (Some(fields), Some(props)) = (value.as_object(), rule.as_object()) else { continue };
+                    for (field, v) in fields {
+                        match props.get(field) {
+                            Some(s) => check(doc, s, v, &format!("{at}.{field}"), out),
+                            None => out.push(format!("{at}: the field {field:?} is serialized but not documented")),
+                        }
+                    }
+                }
+                "additionalProperties" => {
+                    if rule != &Value::Bool(false) {
+                        out.push(format!("{at}: additionalProperties {rule} is outside the checked subset"));
+                    }
+                }
+                "items" => {
+                    for (i, item) in value.as_array().into_iter().flatten().enumerate() {
+                        check(doc, rule, item, &format!("{at}[{i}]"), out);
+                    }
+                }
+                other if ANNOTATIONS.contains(&other) => {}
+                other => out.push(format!("{at}: the keyword {other:?} is outside the checked subset")),
+            }
+        }
+        if value.is_object() && keywords.get("type").is_some_and(|t| t == "object") && !keywords.contains_key("properties") {
+            out.push(format!("{at}: an object schema with no properties documents none of {value}"));
+        }
+    }
+
+    fn has_type(value: &Value, t: &str) -> bool {
+        match t {
+            "null" => value.is_null(),
+            "boolean" => value.is_boolean(),
+            "string" => value.is_string(),
+            "array" => value.is_array(),
+            "object" => value.is_object(),
+            "integer" => value.is_u64() || value.is_i64(),
+            "number" => value.is_number(),
+            _ => false,
+        }
+    }
+
+    /// Compares two JSON numbers exactly when both are integers (a u64 above 2^53 included).
+    fn compare(a: &serde_json::Number, b: &serde_json::Number) -> std::cmp::Ordering {
+        let int = |n: &serde_json::Number| n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from));
+        match (int(a), int(b)) {
+            (Some(x), Some(y)) => x.cmp(&y),
+            _ => a.as_f64().unwrap_or(f64::NAN).total_cmp(&b.as_f64().unwrap_or(f64::NAN)),
+        }
+    }
+}
+
+/// Every body schema the document names (request bodies, JSON answers, the tail's events).
+fn body_components(doc: &Value) -> std::collections::BTreeSet<String> {
+    fn refs(v: &Value, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(name) = m.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/components/schemas/")) {
+                    out.insert(name.to_owned());
+                }
+                m.values().for_each(|v| refs(v, out));
+            }
+            Value::Array(vs) => vs.iter().for_each(|v| refs(v, out)),
+            _ => {}
+        }
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for item in doc["paths"].as_object().unwrap().values() {
+        for op in item.as_object().unwrap().values() {
+            refs(&op["requestBody"], &mut names);
+            refs(&op["responses"], &mut names);
+        }
+    }
+    names
+}
+
+/// Real values of each paros-api body type, serialized by the type's own serde code, edge
+/// values included: an empty record, `leader: null`, positions above 2^53, every error code.
+fn samples() -> Vec<(&'static str, Vec<Value>)> {
+    use std::num::NonZeroU64;
+
+    use paros_api::*;
+
+    fn v<T: serde::Serialize>(values: &[T]) -> Vec<Value> {
+        values.iter().map(|t| serde_json::to_value(t).expect("a body serializes")).collect()
+    }
+    let big = (1u64 << 53) + 1;
+    let uuid = LeaderUuid::parse("0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b").unwrap();
+    let top = LeaderUuid::new(u128::MAX).unwrap();
+    let views = [View::NEW, View { leader: Some(uuid), first_seq: Seq(big), next_seq: Seq(u64::MAX) }];
+    let records: Vec<Record> = [&b""[..], b"f", b"fo", b"foo", &(0..=255).collect::<Vec<u8>>()].into_iter().map(Record::from).collect();
+    let journal = JournalName::parse("Orders.v2_eu-1").unwrap();
+    let tenant = TenantName::parse(&"a".repeat(TenantName::LEN_MAX)).unwrap();
+    let (token, token_id) = (Token::parse("eyJhbGciOiJFZERTQSJ9.e30.sig").unwrap(), TokenId::parse("t-01~!").unwrap());
+    let info = |mode| JournalInfo { name: journal.clone(), mode, view: views[1] };
+    let limits = Limits { max_records: 16, max_bytes: big, max_body_bytes: u64::MAX };
+    let mut errors: Vec<ErrorBody> = ErrorCode::ALL.iter().map(|&c| ErrorBody::new(c, "")).collect();
+    errors.push(ErrorBody::new(ErrorCode::TooLarge, "over").with_view(views[0]).with_limits(limits));
+    errors.push(ErrorBody::new(ErrorCode::Refused, "not the writer").with_view(views[1]));
+    vec![
+        ("ErrorBody", v(&errors)),
+        ("SignupRequest", v(&[SignupRequest { name: tenant.clone() }, SignupRequest { name: TenantName::parse("0").unwrap() }])),
+        (
+            "SignupAnswer",
+            v(&[SignupAnswer {
+                tenant: TenantId::parse("tn_1").unwrap(),
+                name: tenant,
+                token: token.clone(),
+                token_id: token_id.clone(),
+                expires_at: big,
+            }]),
+        ),
+        (
+            "MintTokenRequest",
+            v(&[
+                MintTokenRequest { scope: Scope::Owner, journal: None, expires_in_s: None },
+                MintTokenRequest { scope: Scope::Write, journal: Some(journal.clone()), expires_in_s: NonZeroU64::new(1) },
+                MintTokenRequest { scope: Scope::Read, journal: None, expires_in_s: NonZeroU64::new(big) },
+            ]),
+        ),
+        ("TokenAnswer", v(&[TokenAnswer { token, token_id, expires_at: 0 }])),
+        (
+            "CreateJournalRequest",
+            v(&[WriterMode::SingleWriter, WriterMode::MultiWriter]
+                .map(|m| CreateJournalRequest { name: journal.clone(), mode: Some(m) })
+                .into_iter()
+                .chain([CreateJournalRequest { name: journal.clone(), mode: None }])
+                .collect::<Vec<_>>()),
+        ),
+        ("JournalInfo", v(&[info(WriterMode::SingleWriter), info(WriterMode::MultiWriter)])),
+        ("JournalList", v(&[JournalList { journals: Vec::new() }, JournalList { journals: vec![info(WriterMode::MultiWriter)] }])),
+        ("SetLeaderRequest", v(&[SetLeaderRequest { new: uuid, old: None }, SetLeaderRequest { new: top, old: Some(uuid) }])),
+        ("SetLeaderAnswer", v(&views.map(|view| SetLeaderAnswer { outcome: SetLeaderVerdict::Won, view }))),
+        (
+            "WriteRequest",
+            v(&[
+                WriteRequest::fenced(uuid, Seq(big), records.clone()),
+                WriteRequest::append(vec![Record::default()]),
+                WriteRequest::append(Vec::new()),
+            ]),
+        ),
+        (
+            "WriteAnswer",
+            v(&[
+                WriteAnswer { outcome: WriteVerdict::Accepted, seq: Seq(big), count: 5, view: views[1] },
+                WriteAnswer { outcome: WriteVerdict::Duplicate, seq: Seq(0), count: 0, view: views[0] },
+            ]),
+        ),
+        ("Page", v(&[Page { from: Seq(big), records, view: views[1] }, Page { from: Seq(0), records: Vec::new(), view: views[0] }])),
+        ("Gap", v(&[Gap { from: Seq(1), resumed_at: Seq(u64::MAX), view: views[1] }])),
+        ("Heartbeat", v(&views.map(|view| Heartbeat { view, caught_up: view.leader.is_none() }))),
+        ("TruncateRequest", v(&[TruncateRequest { leader: Some(uuid), up_to: Seq(big) }, TruncateRequest { leader: None, up_to: Seq(0) }])),
+        ("TruncateAnswer", v(&views.map(|view| TruncateAnswer { outcome: TruncateVerdict::Trimmed, view }))),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_body_type_serializes_to_what_its_schema_documents() {
+    let w = world().await;
+    let doc = document(&w.router).await;
+    let mut checked = std::collections::BTreeSet::new();
+    for (name, values) in samples() {
+        let schema = &doc["components"]["schemas"][name];
+        assert!(schema.is_object(), "{name} is a component");
+        for value in values {
+            let errors = schema_check::errors(&doc, schema, &value, name);
+            assert!(errors.is_empty(), "{value} against {name}:\n{}", errors.join("\n"));
+        }
+        checked.insert(name.to_owned());
+    }
+    // The overview's body: a live answer, with a tenant, a journal and a write in it.
+    let (_, owner, _) = common::signup(&w.router, "acme").await;
+    common::create(&w.router, &owner, "orders", None).await;
+    let admin = paros_gateway::mint_admin_token(&w.key, 60);
+    let (status, overview) = common::call(&w.router, "GET", "/v1/admin/overview", Some(&admin), None).await;
+    assert_eq!(status, axum::http::StatusCode::OK);
+    assert_eq!(overview["journals"].as_array().map(Vec::len), Some(1), "{overview}");
+    let errors = schema_check::errors(&doc, &doc["components"]["schemas"]["OverviewBody"], &overview, "OverviewBody");
+    assert!(errors.is_empty(), "{overview} against OverviewBody:\n{}", errors.join("\n"));
+    checked.insert("OverviewBody".to_owned());
+    let mut named = body_components(&doc);
+    named.extend(["Page", "Gap", "Heartbeat"].map(String::from));
+    let unchecked: Vec<_> = named.difference(&checked).collect();
+    assert!(unchecked.is_empty(), "body schemas with no sample values here: {unchecked:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wire_bodies_the_parsers_refuse_the_schemas_refuse_too() {
+    use paros_api::*;
+    use serde_json::json;
+
+    fn refused<T: serde::de::DeserializeOwned>(doc: &Value, name: &str, bodies: &[Value]) {
+        for body in bodies {
+            assert!(serde_json::from_value::<T>(body.clone()).is_err(), "paros-api refuses {body} as {name}");
+            let errors = schema_check::errors(doc, &doc["components"]["schemas"][name], body, name);
+            assert!(!errors.is_empty(), "the {name} schema refuses {body}");
+        }
+    }
+    let w = world().await;
+    let doc = document(&w.router).await;
+    let uuid = "0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b";
+    refused::<SignupRequest>(&doc, "SignupRequest", &[json!({"name": "Acme"}), json!({"name": "acme", "plan": 1}), json!({})]);
+    refused::<MintTokenRequest>(
+        &doc,
+        "MintTokenRequest",
+        &[json!({"scope": "admin"}), json!({"scope": "read", "journal": null}), json!({"scope": "read", "expires_in_s": 0})],
+    );
+    refused::<CreateJournalRequest>(&doc, "CreateJournalRequest", &[json!({"name": ".hidden"}), json!({"name": "a", "mode": null})]);
+    refused::<SetLeaderRequest>(
+        &doc,
+        "SetLeaderRequest",
+        &[json!({"new": uuid}), json!({"new": uuid.to_uppercase(), "old": null}), json!({"new": uuid, "old": 7})],
+    );
+    refused::<WriteRequest>(
+        &doc,
+        "WriteRequest",
+        &[
+            json!({"records": ["Zg"]}),
+            json!({"records": ["-_8="]}),
+            json!({"leader": null, "records": []}),
+            json!({"seq": -1, "leader": uuid, "records": []}),
+            json!({"seq": 1.5, "leader": uuid, "records": []}),
+            json!({"records": [], "fence": 1}),
+        ],
+    );
+    refused::<TruncateRequest>(&doc, "TruncateRequest", &[json!({"up_to": "5"}), json!({"leader": uuid}), json!({"up_to": 1, "x": 0})]);
+}

@@ -15,16 +15,20 @@ crate::object::objects_only!(SetLeaderRequest, SetLeaderAnswer, WriteRequest, Wr
 /// `old` is required and is the one nullable field of the API: `null` claims a journal never
 /// led, a uuid claims it from that writer.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
 #[serde(deny_unknown_fields)]
 pub struct SetLeaderRequest {
     pub new: LeaderUuid,
+    #[cfg_attr(feature = "openapi", schema(required = true, schema_with = LeaderUuid::nullable_schema))]
     #[serde(deserialize_with = "crate::optional::nullable")]
     pub old: Option<LeaderUuid>,
 }
 
 /// The `outcome` of a SetLeader that answered 200.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = SetLeaderOutcome))]
 #[serde(rename_all = "snake_case")]
 pub enum SetLeaderVerdict {
     Won,
@@ -32,6 +36,7 @@ pub enum SetLeaderVerdict {
 
 /// SetLeader → 200: `{"outcome": "won", "view"}`, the view after the change.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
 pub struct SetLeaderAnswer {
     pub outcome: SetLeaderVerdict,
@@ -44,14 +49,19 @@ pub struct SetLeaderAnswer {
 /// Which fields must be present depends on the journal's mode, which only the server knows:
 /// [`WriteRequest::shape`] judges that.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
 #[serde(deny_unknown_fields)]
 pub struct WriteRequest {
+    /// Single-writer journals only, with `seq`.
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     #[serde(default, deserialize_with = "crate::optional::present", skip_serializing_if = "Option::is_none")]
     pub leader: Option<LeaderUuid>,
-    /// The first position of the batch.
+    /// The first position of the batch (single-writer journals only, with `leader`).
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     #[serde(default, deserialize_with = "crate::optional::present", skip_serializing_if = "Option::is_none")]
     pub seq: Option<Seq>,
+    #[cfg_attr(feature = "openapi", schema(inline))]
     pub records: Vec<Record>,
 }
 
@@ -114,6 +124,8 @@ impl WriteRequest {
 
 /// The `outcome` of a Write that answered 200.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = WriteOutcome))]
 #[serde(rename_all = "snake_case")]
 pub enum WriteVerdict {
     /// The batch took `[seq, seq + count)`.
@@ -124,6 +136,7 @@ pub enum WriteVerdict {
 
 /// Write → 200: `{"outcome", "seq", "count", "view"}`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
 pub struct WriteAnswer {
     pub outcome: WriteVerdict,
@@ -135,9 +148,12 @@ pub struct WriteAnswer {
 /// `POST /v1/journals/{name}/truncate` request: `{"leader", "up_to"}`, or `{"up_to"}` on a
 /// multi-writer journal.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
 #[serde(deny_unknown_fields)]
 pub struct TruncateRequest {
+    /// Single-writer journals only.
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     #[serde(default, deserialize_with = "crate::optional::present", skip_serializing_if = "Option::is_none")]
     pub leader: Option<LeaderUuid>,
     /// The first position the caller still needs; past the tail it stops at `next_seq`.
@@ -161,6 +177,8 @@ impl TruncateRequest {
 
 /// The `outcome` of a Truncate that answered 200.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = TruncateOutcome))]
 #[serde(rename_all = "snake_case")]
 pub enum TruncateVerdict {
     Trimmed,
@@ -168,6 +186,7 @@ pub enum TruncateVerdict {
 
 /// Truncate → 200: `{"outcome": "trimmed", "view"}`, the view after the trim.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
 pub struct TruncateAnswer {
     pub outcome: TruncateVerdict,

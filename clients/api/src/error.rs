@@ -121,6 +121,22 @@ impl<'de> Deserialize<'de> for ErrorCode {
     }
 }
 
+/// The `code` strings of [`ErrorCode::TABLE`], which the serde impls above read and write;
+/// written by hand because the strings come from the table, not from the variant names.
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for ErrorCode {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .description(Some("API.md's stable error codes."))
+            .enum_values(Some(ErrorCode::TABLE.iter().map(|r| r.name)))
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for ErrorCode {}
+
 /// The three limits every `too_large` names.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Limits {
@@ -138,16 +154,21 @@ pub struct Limits {
 /// `"max_records"`, `"max_bytes"` and `"max_body_bytes"`. Absent fields are omitted, never
 /// `null`.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
 pub struct ErrorBody {
     pub code: ErrorCode,
     pub message: String,
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     #[serde(default, deserialize_with = "crate::optional::present", skip_serializing_if = "Option::is_none")]
     pub view: Option<View>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     #[serde(default, deserialize_with = "crate::optional::present", skip_serializing_if = "Option::is_none")]
     pub max_records: Option<u64>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     #[serde(default, deserialize_with = "crate::optional::present", skip_serializing_if = "Option::is_none")]
     pub max_bytes: Option<u64>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     #[serde(default, deserialize_with = "crate::optional::present", skip_serializing_if = "Option::is_none")]
     pub max_body_bytes: Option<u64>,
 }

@@ -9,6 +9,7 @@ crate::object::objects_only!(CreateJournalRequest, JournalInfo, JournalList);
 
 /// How a journal is written, fixed when it is created.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum WriterMode {
     /// One writer at a time, fenced by a leader uuid; writes land exactly at `next_seq`.
@@ -20,11 +21,13 @@ pub enum WriterMode {
 
 /// `POST /v1/journals` request: `{"name", "mode"?}`.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
 #[serde(deny_unknown_fields)]
 pub struct CreateJournalRequest {
     pub name: JournalName,
     /// Omitted: [`WriterMode::SingleWriter`]. Kept as sent so the body re-encodes identically.
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     #[serde(default, deserialize_with = "crate::optional::present", skip_serializing_if = "Option::is_none")]
     pub mode: Option<WriterMode>,
 }
@@ -39,6 +42,7 @@ impl CreateJournalRequest {
 
 /// One journal: the answer to create (201) and show (200), and each entry of a list.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
 pub struct JournalInfo {
     pub name: JournalName,
@@ -48,6 +52,7 @@ pub struct JournalInfo {
 
 /// `GET /v1/journals` → 200: `{"journals": [...]}`, this tenant's only.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
 pub struct JournalList {
     pub journals: Vec<JournalInfo>,

@@ -27,6 +27,8 @@ pub enum InvalidUuid {
 /// uppercase, braced, urn or nil spelling never gets in. Any uuid version or variant is
 /// accepted: the server compares the 128 bits and nothing else.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"))]
 pub struct LeaderUuid(u128);
 
 const HYPHENS: [usize; 4] = [8, 13, 18, 23];
@@ -128,6 +130,22 @@ impl<'de> Deserialize<'de> for LeaderUuid {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = <std::borrow::Cow<'de, str>>::deserialize(d)?;
         LeaderUuid::parse(&raw).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl LeaderUuid {
+    /// The schema of a required `Option<LeaderUuid>` that travels as `null` when `None` (the
+    /// View's `leader`, SetLeader's `old`): the derived string schema with `null` added to its
+    /// type, so the field reads `{"type": ["string", "null"], "pattern": …}`.
+    pub(crate) fn nullable_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::RefOr;
+        use utoipa::openapi::schema::{Schema, SchemaType, Type};
+        let mut schema = <LeaderUuid as utoipa::PartialSchema>::schema();
+        if let RefOr::T(Schema::Object(object)) = &mut schema {
+            object.schema_type = SchemaType::Array(vec![Type::String, Type::Null]);
+        }
+        schema
     }
 }
 

@@ -66,9 +66,11 @@ const JOURNAL: Pattern = Pattern {
 };
 
 macro_rules! name_type {
-    ($(#[$doc:meta])* $name:ident, $pattern:ident, $len_max:expr) => {
+    ($(#[$doc:meta])* $name:ident, $pattern:ident, $len_max:expr, $regex:tt) => {
         $(#[$doc])*
         #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+        #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = $regex))]
         pub struct $name(String);
 
         impl $name {
@@ -150,7 +152,8 @@ name_type!(
     /// A tenant's name, `^[a-z0-9][a-z0-9-]{0,62}$`: what signup claims.
     TenantName,
     TENANT,
-    63
+    63,
+    "^[a-z0-9][a-z0-9-]{0,62}$"
 );
 
 name_type!(
@@ -159,7 +162,8 @@ name_type!(
     /// Resolved inside the token's tenant: a journal name never reaches another tenant.
     JournalName,
     JOURNAL,
-    128
+    128,
+    "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 );
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 /// (serde_json never routes a u64 through f64), and a float, a negative number or a string is
 /// refused.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(transparent)]
 pub struct Seq(pub u64);
 

@@ -144,9 +144,11 @@ impl ReadQuery {
 ///
 /// `{"from", "records", "view"}`. Empty at the tail (or past it) once `wait_ms` passed.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
 pub struct Page {
     pub from: Seq,
+    #[cfg_attr(feature = "openapi", schema(inline))]
     pub records: Vec<Record>,
     pub view: View,
 }

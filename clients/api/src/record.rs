@@ -12,6 +12,11 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// no line breaks, no URL-safe alphabet and no non-zero trailing bits. Limits (`max_bytes`)
 /// count [`Record::len`], the decoded bytes.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(
+    feature = "openapi",
+    schema(value_type = String, pattern = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")
+)]
 pub struct Record(pub Vec<u8>);
 
 /// Why a string is not a record.

@@ -26,6 +26,7 @@ pub fn tail_start(raw_query: &str, last_event_id: Option<&str>) -> Result<Option
 
 /// `gap`: the journal was truncated past the cursor; reading resumes at `resumed_at`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
 pub struct Gap {
     pub from: Seq,
@@ -35,6 +36,7 @@ pub struct Gap {
 
 /// `heartbeat`: the tail as the server knows it, at least every 5 s.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
 pub struct Heartbeat {
     pub view: View,

@@ -25,6 +25,9 @@ macro_rules! opaque {
     ($(#[$doc:meta])* $name:ident, $debug:expr) => {
         $(#[$doc])*
         #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+        // `is_ascii_graphic`: `!` to `~`, at least one.
+        #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^[!-~]+$"))]
         #[serde(transparent)]
         pub struct $name(String);
 
@@ -93,6 +96,7 @@ opaque!(
 
 /// `POST /v1/signup` request: `{"name": "acme"}`.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
 #[serde(deny_unknown_fields)]
 pub struct SignupRequest {
@@ -101,6 +105,7 @@ pub struct SignupRequest {
 
 /// `POST /v1/signup` → 200: the new tenant and its first token, scope `owner`.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
 pub struct SignupAnswer {
     pub tenant: TenantId,
@@ -116,6 +121,7 @@ pub struct SignupAnswer {
 /// `admin` is the cell operator's scope and no tenant's: a mint request naming it is refused
 /// like any other unknown value.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// Everything in the tenant: journals and tokens.
@@ -136,20 +142,24 @@ impl Scope {
 
 /// `POST /v1/tokens` request: `{"scope", "journal"?, "expires_in_s"?}`.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
 #[serde(deny_unknown_fields)]
 pub struct MintTokenRequest {
     pub scope: Scope,
     /// Restricts the token to one journal (which need not exist yet).
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     #[serde(default, deserialize_with = "crate::optional::present", skip_serializing_if = "Option::is_none")]
     pub journal: Option<JournalName>,
     /// Lifetime in seconds, at least 1; omitted: the server's default, capped by the minting token.
+    #[cfg_attr(feature = "openapi", schema(nullable = false, value_type = u64, minimum = 1))]
     #[serde(default, deserialize_with = "crate::optional::present", skip_serializing_if = "Option::is_none")]
     pub expires_in_s: Option<NonZeroU64>,
 }
 
 /// `POST /v1/tokens` → 200: `{"token", "token_id", "expires_at"}`.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
 pub struct TokenAnswer {
     pub token: Token,

@@ -11,7 +11,9 @@ use crate::position::Seq;
 /// Records `[first_seq, next_seq)` are retained. A view with `first_seq > next_seq` is refused
 /// when deserialized: no server state looks like that.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct View {
+    #[cfg_attr(feature = "openapi", schema(required = true, schema_with = LeaderUuid::nullable_schema))]
     pub leader: Option<LeaderUuid>,
     pub first_seq: Seq,
     pub next_seq: Seq,
