@@ -45,9 +45,6 @@ pub struct GatewayConfig {
     pub overview_journals_max: u32,
     /// The most tenants, and the most machines, one overview lists.
     pub overview_list_max: u32,
-    /// The most journals whose last verdict's server the gateway remembers (the leader the
-    /// overview shows); the oldest half is forgotten when full.
-    pub leaders_known_max: usize,
 }
 
 impl Default for GatewayConfig {
@@ -70,7 +67,6 @@ impl Default for GatewayConfig {
             token_cache_max: 10_000,
             overview_journals_max: 50,
             overview_list_max: 100,
-            leaders_known_max: 65_536,
         }
     }
 }

@@ -266,7 +266,7 @@ pub(crate) async fn admin_overview(State(g): State<Gateway>, Extension(p): Exten
 }
 
 fn leader(g: &Gateway, key: JournalKey) -> Option<LeaderNodeBody> {
-    g.inner.leaders.leader(key).map(|(node, age)| LeaderNodeBody { node: node.to_string(), seen_ms_ago: u64::try_from(age.as_millis()).unwrap_or(u64::MAX) })
+    g.inner.cell.leader(key).map(|(node, age)| LeaderNodeBody { node: node.to_string(), seen_ms_ago: u64::try_from(age.as_millis()).unwrap_or(u64::MAX) })
 }
 
 /// The operator's dashboard page (no token: it asks for the admin token and polls

@@ -15,7 +15,7 @@ use paros_registry::{Answer, Command, Directory, KeyScope, Op, Refusal, Request,
 use tokio::sync::watch;
 
 use crate::auth::{KeyPair, TokenCache, random_bytes};
-use crate::cell::{CellPort, ClientPort, LeaderBook, Observed};
+use crate::cell::{CellPort, ClientPort};
 use crate::config::GatewayConfig;
 use crate::error::ApiError;
 use crate::metrics::{Metrics, NodeStats};
@@ -71,7 +71,6 @@ pub(crate) struct Inner {
     pub(crate) quotas: QuotaBook,
     pub(crate) tokens: TokenCache,
     pub(crate) metrics: Metrics,
-    pub(crate) leaders: Arc<LeaderBook>,
     pub(crate) tails: Mutex<HashMap<TenantId, Arc<AtomicUsize>>>,
 }
 
@@ -132,7 +131,7 @@ impl Gateway {
         keys: SigningKeys,
     ) -> Result<Gateway, StartError>
     where
-        S: JournalService<Journal = JournalKey> + Clone + 'static,
+        S: JournalService<Journal = JournalKey> + 'static,
     {
         Gateway::start_with_nodes(client, coordinator, directory, config, keys, None).await
     }
@@ -151,12 +150,8 @@ impl Gateway {
         nodes: Option<Arc<dyn NodeStats>>,
     ) -> Result<Gateway, StartError>
     where
-        S: JournalService<Journal = JournalKey> + Clone + 'static,
+        S: JournalService<Journal = JournalKey> + 'static,
     {
-        // The same service and bounds, observed: which server answers each verdict.
-        let leaders = Arc::new(LeaderBook::new(config.leaders_known_max));
-        let observed = Observed { inner: client.service().clone(), leaders: Arc::clone(&leaders) };
-        let client = Client::new(observed, *client.config(), client.draw()).expect("the client's own configuration is valid");
         let gateway = Gateway {
             inner: Arc::new(Inner {
                 cell: Box::new(ClientPort(client)),
@@ -167,7 +162,6 @@ impl Gateway {
                 quotas: QuotaBook::default(),
                 tokens: TokenCache::new(config.token_cache_max),
                 metrics: Metrics::new(nodes),
-                leaders,
                 tails: Mutex::new(HashMap::new()),
             }),
         };

@@ -581,7 +581,7 @@ struct Inner<S: JournalService> {
 /// A bounded map journal → likely leader, forgetting in insertion order.
 struct LeaderHints<J> {
     max: usize,
-    by_journal: HashMap<J, NodeId>,
+    by_journal: HashMap<J, (NodeId, Instant)>,
     order: VecDeque<J>,
     last: Option<NodeId>,
 }
@@ -592,7 +592,7 @@ impl<J: Clone + Eq + Hash> LeaderHints<J> {
     }
 
     fn get(&self, journal: &J) -> Option<NodeId> {
-        self.by_journal.get(journal).copied().or(self.last)
+        self.by_journal.get(journal).map(|(node, _)| *node).or(self.last)
     }
 
     fn put(&mut self, journal: &J, server: NodeId) {
@@ -601,14 +601,14 @@ impl<J: Clone + Eq + Hash> LeaderHints<J> {
             return;
         }
         if let Some(known) = self.by_journal.get_mut(journal) {
-            *known = server;
+            *known = (server, Instant::now());
             return;
         }
         while self.by_journal.len() >= self.max {
             let Some(oldest) = self.order.pop_front() else { break };
             self.by_journal.remove(&oldest);
         }
-        self.by_journal.insert(journal.clone(), server);
+        self.by_journal.insert(journal.clone(), (server, Instant::now()));
         self.order.push_back(journal.clone());
     }
 }
@@ -656,6 +656,13 @@ impl<S: JournalService> Client<S> {
     /// cheapest to serve.
     pub fn preferred_server(&self, journal: &S::Journal) -> Option<NodeId> {
         lock(&self.inner.hints).get(journal)
+    }
+
+    /// The server whose verdict on `journal` came back last and how long ago, if this client
+    /// remembers one: that server led the journal then (only a leader answers a verdict), and
+    /// may have been superseded since. No guess for a journal it does not remember.
+    pub fn leader_hint(&self, journal: &S::Journal) -> Option<(NodeId, Duration)> {
+        lock(&self.inner.hints).by_journal.get(journal).map(|(node, at)| (*node, at.elapsed()))
     }
 
     /// A fresh draw from the client's generator (for seeding a caller's own generator).
