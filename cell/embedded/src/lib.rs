@@ -107,6 +107,7 @@ pub struct EmbeddedCell {
     pub bus: InProcessBus,
     pub manifest: Manifest,
     nodes: Vec<NodeHandle<FjallStore>>,
+    probes: Vec<paros_store::StoreProbe>,
     /// A client of the cell's journals over the node RPC (retries, redirects, backoff).
     pub client: Client<CellService>,
     coordinator: CoordinatorHandle,
@@ -195,8 +196,10 @@ impl EmbeddedCell {
         let bus = InProcessBus::new();
         let mut nodes = Vec::new();
         let mut hosted = Vec::new();
+        let mut probes = Vec::new();
         for (i, node) in manifest.nodes.iter().enumerate() {
             let store = FjallStore::open(&dir.join(format!("node-{i}")))?;
+            probes.push(store.probe());
             let expected = if fresh { None } else { Some(*node) };
             let mut host = Host::boot(store, expected, *node, tunables, random_u64()).map_err(|source| CellError::Boot { node: *node, source })?;
             host.place(registry, registry_config.clone())?;
@@ -220,7 +223,7 @@ impl EmbeddedCell {
             follower_tasks.push(task);
         }
         let (coordinator, coordinator_task) = spawn_coordinator(client.clone(), registry, coordinator, random_u64());
-        Ok(EmbeddedCell { bus, manifest, nodes, client, coordinator, coordinator_task, followers, follower_tasks })
+        Ok(EmbeddedCell { bus, manifest, nodes, probes, client, coordinator, coordinator_task, followers, follower_tasks })
     }
 
     /// The registry journal's key.
@@ -295,6 +298,18 @@ impl EmbeddedCell {
     #[must_use]
     pub fn node_stats(&self) -> Vec<paros_node::HostStats> {
         self.nodes.iter().map(NodeHandle::stats).collect()
+    }
+
+    /// Every node's round time split so far, in node order.
+    #[must_use]
+    pub fn round_times(&self) -> Vec<paros_node::timing::RoundTimes> {
+        self.nodes.iter().map(NodeHandle::round_times).collect()
+    }
+
+    /// Handles on every node's store, for sampling fjall's background activity.
+    #[must_use]
+    pub fn store_probes(&self) -> Vec<paros_store::StoreProbe> {
+        self.probes.clone()
     }
 
     /// Stops the registry loops and every node; returns the hosts (stores still open).

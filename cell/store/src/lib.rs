@@ -74,6 +74,12 @@ pub struct StoreOptions {
     /// How long the reclaimer gathers newly durable floors before one pass drops the tables
     /// that lie wholly below them.
     pub reclaim_interval: Duration,
+    /// `log` values of at least this many bytes go to fjall's blob files (key-value
+    /// separation), so compaction rewrites only their keys and pointers; `None` keeps every
+    /// value in the tree.
+    pub blob_bytes_min: Option<u32>,
+    /// fjall's background threads (flushes and compactions) for this database.
+    pub worker_threads: usize,
 }
 
 impl Default for StoreOptions {
@@ -83,6 +89,9 @@ impl Default for StoreOptions {
             l0_tables: L0_TABLES_MAX,
             journal_bytes_max: JOURNAL_BYTES_MAX,
             reclaim_interval: RECLAIM_INTERVAL,
+            blob_bytes_min: None,
+            // fjall's own default.
+            worker_threads: std::thread::available_parallelism().map_or(1, usize::from).min(4),
         }
     }
 }
@@ -104,6 +113,55 @@ pub struct StoreStats {
     pub syncs: u64,
     /// [`WriteOp`]s passed to [`LogStore::write`].
     pub ops: u64,
+}
+
+/// fjall's background work, sampled by a [`StoreProbe`] while the store runs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct StoreActivity {
+    /// Compactions finished since the database opened (every keyspace).
+    pub compactions_completed: u64,
+    /// Time spent compacting since the database opened, in microseconds.
+    pub compacting_us: u64,
+    /// Compactions running now.
+    pub compactions_active: u64,
+    /// Sealed memtables waiting to be flushed now.
+    pub flushes_outstanding: u64,
+    /// Tables of `log` (every level) and at level 0.
+    pub log_tables: u64,
+    pub log_l0_tables: u64,
+    /// fjall journal (write-ahead log) files.
+    pub journal_files: u64,
+}
+
+/// A handle that reads a [`FjallStore`]'s background activity from any thread while the
+/// store itself is owned by the host.
+#[derive(Clone)]
+pub struct StoreProbe {
+    db: Database,
+    log: Keyspace,
+}
+
+impl fmt::Debug for StoreProbe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoreProbe").finish_non_exhaustive()
+    }
+}
+
+impl StoreProbe {
+    /// fjall's activity now.
+    #[must_use]
+    pub fn sample(&self) -> StoreActivity {
+        let n = |x: usize| u64::try_from(x).unwrap_or(u64::MAX);
+        StoreActivity {
+            compactions_completed: n(self.db.compactions_completed()),
+            compacting_us: u64::try_from(self.db.time_compacting().as_micros()).unwrap_or(u64::MAX),
+            compactions_active: n(self.db.active_compactions()),
+            flushes_outstanding: n(self.db.outstanding_flushes()),
+            log_tables: n(self.log.table_count()),
+            log_l0_tables: n(self.log.l0_table_count()),
+            journal_files: n(self.db.journal_count()),
+        }
+    }
 }
 
 /// One journal's row in `state`: what truncation and learning leave behind.
@@ -229,6 +287,7 @@ impl FjallStore {
         let db = Database::builder(path)
             .manual_journal_persist(true)
             .max_journaling_size(opts.journal_bytes_max)
+            .worker_threads_unchecked(opts.worker_threads.max(1))
             .with_compaction_filter_factories(Arc::new(move |name| (name == "log").then(|| Arc::clone(&filter))))
             .open()
             .map_err(read_err)?;
@@ -240,7 +299,13 @@ impl FjallStore {
         };
         let open = |name: &str| db.keyspace(name, options).map_err(read_err);
         let promise = open("promise")?;
-        let log = open("log")?;
+        let log = db
+            .keyspace("log", || {
+                options().with_kv_separation(
+                    opts.blob_bytes_min.map(|b| fjall::KvSeparationOptions::default().separation_threshold(b)),
+                )
+            })
+            .map_err(read_err)?;
         let state = open("state")?;
         let meta = open("meta")?;
         let reclaimer = reclaim::Reclaimer::start(log.clone(), meta.clone(), Arc::clone(&floors), opts.reclaim_interval)
@@ -311,6 +376,12 @@ impl FjallStore {
     #[must_use]
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// A handle on this store's background activity.
+    #[must_use]
+    pub fn probe(&self) -> StoreProbe {
+        StoreProbe { db: self.db.clone(), log: self.log.clone() }
     }
 
     /// What this handle has written and synced since it was opened.
