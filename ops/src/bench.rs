@@ -46,6 +46,8 @@ pub struct BenchArgs {
     pub target: Option<String>,
     /// The tenant token to drive the gateway as (default: sign up a fresh tenant).
     pub token: Option<String>,
+    /// How the embedded cell's stores are opened.
+    pub store: paros_store::StoreOptions,
 }
 
 /// What `paros bench --json` prints.
@@ -83,6 +85,9 @@ pub struct Report {
     /// resident set after they were placed and went quiet, less the one before (0 without
     /// idle journals).
     pub rss_per_idle_journal_bytes: u64,
+    /// Seconds from the first `CreateJournal` of the idle journals to every node hosting them
+    /// all (0 without idle journals).
+    pub idle_placement_s: f64,
     /// Requests the gateway answered 429 `over_quota` (each waited its `Retry-After`, then
     /// the writer claimed again; 0 in the cell, which has no quotas).
     pub over_quota_retries: u64,
@@ -341,18 +346,18 @@ async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
             temp.path()
         }
     };
-    let cell = EmbeddedCell::open(dir).await?;
+    let cell = EmbeddedCell::open_stores(dir, paros_embedded::EMBEDDED_MEMBERS, paros_registry::daemon::CoordinatorLoopConfig::default(), args.store).await?;
     let (keys, journals_created, placement) = bench_journals(&cell, args.journals, true).await?;
     let placement_s = placement.as_secs_f64();
-    let rss_per_idle_journal_bytes = if args.idle_journals > 0 {
+    let (rss_per_idle_journal_bytes, idle_placement_s) = if args.idle_journals > 0 {
         // Let the bench's own journals settle first, so only the idle ones are counted.
         tokio::time::sleep(IDLE_SETTLE).await;
         let before = rss_bytes("VmRSS:");
-        named_journals(&cell, IDLE_TENANT, args.idle_journals, true).await?;
+        let (_, _, placed) = named_journals(&cell, IDLE_TENANT, args.idle_journals, true).await?;
         tokio::time::sleep(IDLE_SETTLE).await;
-        rss_bytes("VmRSS:").saturating_sub(before) / args.idle_journals as u64
+        (rss_bytes("VmRSS:").saturating_sub(before) / args.idle_journals as u64, placed.as_secs_f64())
     } else {
-        0
+        (0, 0.0)
     };
     let shared = shared(&args)?;
     let journals = claim_all(&cell.client, keys, &shared).await?;
@@ -393,6 +398,7 @@ async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
     report.idle_journals = args.idle_journals;
     report.rss_peak_bytes = rss_bytes("VmHWM:");
     report.rss_per_idle_journal_bytes = rss_per_idle_journal_bytes;
+    report.idle_placement_s = idle_placement_s;
     report.round_split = RoundSplit {
         rounds: split.write.count(),
         queue: Split::of(&split.queue),
@@ -657,6 +663,7 @@ fn report(args: &BenchArgs, shared: &Shared, elapsed: f64, verified: u64) -> Rep
         idle_journals: 0,
         rss_peak_bytes: 0,
         rss_per_idle_journal_bytes: 0,
+        idle_placement_s: 0.0,
         over_quota_retries: shared.over_quota.load(Ordering::Relaxed),
         round_split: RoundSplit::default(),
         store_compactions: 0,

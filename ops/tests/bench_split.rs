@@ -29,3 +29,17 @@ fn the_in_cell_bench_reports_the_round_split_and_per_second_windows() {
     assert!(ratio > 0.0 && ratio <= 1.0, "{report}");
     assert!(report["store_compactions"].as_u64().is_some() && report["store_compacting_s"].as_f64().is_some(), "{report}");
 }
+
+#[test]
+fn idle_journals_report_their_placement_time_and_memory() {
+    let out = Command::new(env!("CARGO_BIN_EXE_paros"))
+        .args(["bench", "--writers", "1", "--journals", "1", "--duration-s", "1", "--idle-journals", "300", "--json"])
+        .output()
+        .expect("paros bench runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(report["idle_journals"], 300, "{report}");
+    let placed = report["idle_placement_s"].as_f64().expect("idle_placement_s");
+    assert!(placed > 0.0 && placed < 60.0, "{report}");
+    assert!(report["rss_peak_bytes"].as_u64().unwrap() > 0, "{report}");
+}

@@ -177,6 +177,20 @@ impl EmbeddedCell {
     /// # Errors
     /// As [`open`](Self::open).
     pub async fn open_configured(dir: &Path, members: usize, coordinator: CoordinatorLoopConfig) -> Result<EmbeddedCell, CellError> {
+        Self::open_stores(dir, members, coordinator, paros_store::StoreOptions::default()).await
+    }
+
+    /// As [`open_configured`](Self::open_configured), with every node's store opened with
+    /// `store`.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub async fn open_stores(
+        dir: &Path,
+        members: usize,
+        coordinator: CoordinatorLoopConfig,
+        store: paros_store::StoreOptions,
+    ) -> Result<EmbeddedCell, CellError> {
         std::fs::create_dir_all(dir).map_err(|e| CellError::Dir(dir.into(), e))?;
         let manifest_path = dir.join("cell.json");
         let (manifest, fresh) = match std::fs::read(&manifest_path) {
@@ -198,7 +212,7 @@ impl EmbeddedCell {
         let mut hosted = Vec::new();
         let mut probes = Vec::new();
         for (i, node) in manifest.nodes.iter().enumerate() {
-            let store = FjallStore::open(&dir.join(format!("node-{i}")))?;
+            let store = FjallStore::open_with(&dir.join(format!("node-{i}")), store)?;
             probes.push(store.probe());
             let expected = if fresh { None } else { Some(*node) };
             let mut host = Host::boot(store, expected, *node, tunables, random_u64()).map_err(|source| CellError::Boot { node: *node, source })?;

@@ -11,7 +11,7 @@ use common::{config, jk, state};
 use paros_core::journal::{Command, Entry};
 use paros_core::{Ballot, LeaderUuid, NodeId, Seq, Slot, WriteOp};
 use paros_node::ports::{LogStore, Placement};
-use paros_store::FjallStore;
+use paros_store::{FjallStore, StoreOptions};
 
 /// Bytes of every file under `dir`.
 fn dir_bytes(dir: &Path) -> u64 {
@@ -56,9 +56,18 @@ const PER_ROUND: u64 = 16;
 
 #[test]
 fn truncating_a_256_mib_journal_to_its_tail_gives_the_disk_back() {
+    truncate_to_the_tail(StoreOptions::default());
+}
+
+#[test]
+fn with_record_bytes_in_blob_files_truncation_gives_the_disk_back_too() {
+    truncate_to_the_tail(StoreOptions { blob_bytes_min: Some(64), ..StoreOptions::default() });
+}
+
+fn truncate_to_the_tail(options: StoreOptions) {
     let dir = tempfile::tempdir().unwrap();
     let j = jk(3, 7);
-    let mut store = FjallStore::open(dir.path()).unwrap();
+    let mut store = FjallStore::open_with(dir.path(), options).unwrap();
     store.place(&[Placement::Put(j, config())]).unwrap();
     let ballot = Ballot { round: 1, node: NodeId(1) };
     let t0 = Instant::now();
@@ -105,6 +114,6 @@ fn truncating_a_256_mib_journal_to_its_tail_gives_the_disk_back() {
     };
     check(&store);
     drop(store);
-    let store = FjallStore::open(dir.path()).unwrap();
+    let store = FjallStore::open_with(dir.path(), options).unwrap();
     check(&store);
 }
