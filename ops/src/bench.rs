@@ -46,6 +46,8 @@ pub struct BenchArgs {
     pub target: Option<String>,
     /// The tenant token to drive the gateway as (default: sign up a fresh tenant).
     pub token: Option<String>,
+    /// How the embedded cell's stores are opened.
+    pub store: paros_store::StoreOptions,
 }
 
 /// What `paros bench --json` prints.
@@ -83,9 +85,69 @@ pub struct Report {
     /// resident set after they were placed and went quiet, less the one before (0 without
     /// idle journals).
     pub rss_per_idle_journal_bytes: u64,
+    /// Seconds from the first `CreateJournal` of the idle journals to every node hosting them
+    /// all (0 without idle journals).
+    pub idle_placement_s: f64,
     /// Requests the gateway answered 429 `over_quota` (each waited its `Retry-After`, then
     /// the writer claimed again; 0 in the cell, which has no quotas).
     pub over_quota_retries: u64,
+    /// Where the nodes' rounds spent their time during the run, all nodes together (empty
+    /// over HTTP).
+    pub round_split: RoundSplit,
+    /// fjall's background work during the run, all nodes together (0 over HTTP).
+    pub store_compactions: u64,
+    pub store_compacting_s: f64,
+    /// One entry per whole second of the run: acknowledged records and their latency, with
+    /// fjall's activity sampled at the second's end.
+    pub windows: Vec<Window>,
+    /// The slowest second's records over the median second's (1.0 is flat; 0 with fewer
+    /// than two whole seconds).
+    pub min_window_ratio: f64,
+}
+
+/// Quantiles of one part of a round, in microseconds.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Split {
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub p999_us: u64,
+    pub max_us: u64,
+}
+
+impl Split {
+    fn of(h: &paros_node::timing::Histogram) -> Split {
+        Split { p50_us: h.quantile(0.50), p99_us: h.quantile(0.99), p999_us: h.quantile(0.999), max_us: h.quantile(1.0) }
+    }
+}
+
+/// A round's time split (see `paros_node::timing::RoundTimes`).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct RoundSplit {
+    /// Rounds that went to the store during the run.
+    pub rounds: u64,
+    /// First input absorbed → batch handed to the store (waiting behind the previous round).
+    pub queue: Split,
+    /// The store's place + write.
+    pub write: Split,
+    /// The store's sync.
+    pub sync: Split,
+    /// Sync's end → the node thread has sent what the round released.
+    pub hop: Split,
+}
+
+/// One second of the run.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Window {
+    pub second: u64,
+    pub records: u64,
+    pub p99_us: u64,
+    pub p999_us: u64,
+    /// Summed over the nodes, at the second's end.
+    pub compactions_active: u64,
+    pub flushes_outstanding: u64,
+    pub log_l0_tables: u64,
+    /// Compactions that finished during the second, all nodes.
+    pub compactions_done: u64,
 }
 
 /// Why a benchmark run failed.
@@ -217,12 +279,15 @@ struct Shared {
     stop: AtomicBool,
     records: AtomicU64,
     batches: AtomicU64,
-    latencies_us: Mutex<Vec<u32>>,
+    /// `(milliseconds into the run at the acknowledgement, latency in µs)`.
+    latencies_us: Mutex<Vec<(u32, u32)>>,
     acked: Mutex<BTreeMap<usize, Vec<(u64, u64)>>>,
     ack_log: Option<Mutex<std::fs::File>>,
     over_quota: AtomicU64,
     /// When the run ends (set as it starts).
     deadline: Mutex<Option<Instant>>,
+    /// When the run started.
+    started: Mutex<Option<Instant>>,
 }
 
 impl Shared {
@@ -268,6 +333,7 @@ fn shared(args: &BenchArgs) -> Result<Arc<Shared>, BenchError> {
         },
         over_quota: AtomicU64::new(0),
         deadline: Mutex::new(None),
+        started: Mutex::new(None),
     }))
 }
 
@@ -280,24 +346,46 @@ async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
             temp.path()
         }
     };
-    let cell = EmbeddedCell::open(dir).await?;
+    let cell = EmbeddedCell::open_stores(dir, paros_embedded::EMBEDDED_MEMBERS, paros_registry::daemon::CoordinatorLoopConfig::default(), args.store).await?;
     let (keys, journals_created, placement) = bench_journals(&cell, args.journals, true).await?;
     let placement_s = placement.as_secs_f64();
-    let rss_per_idle_journal_bytes = if args.idle_journals > 0 {
+    let (rss_per_idle_journal_bytes, idle_placement_s) = if args.idle_journals > 0 {
         // Let the bench's own journals settle first, so only the idle ones are counted.
         tokio::time::sleep(IDLE_SETTLE).await;
         let before = rss_bytes("VmRSS:");
-        named_journals(&cell, IDLE_TENANT, args.idle_journals, true).await?;
+        let (_, _, placed) = named_journals(&cell, IDLE_TENANT, args.idle_journals, true).await?;
         tokio::time::sleep(IDLE_SETTLE).await;
-        rss_bytes("VmRSS:").saturating_sub(before) / args.idle_journals as u64
+        (rss_bytes("VmRSS:").saturating_sub(before) / args.idle_journals as u64, placed.as_secs_f64())
     } else {
-        0
+        (0, 0.0)
     };
     let shared = shared(&args)?;
     let journals = claim_all(&cell.client, keys, &shared).await?;
     let syncs_before: u64 = cell.node_stats().iter().map(|s| s.syncs).sum();
+    let times_before = cell.round_times();
+    let probes = cell.store_probes();
+    let activity_before = sum_activity(&probes);
+    let sampler = {
+        let (probes, shared) = (probes.clone(), Arc::clone(&shared));
+        tokio::spawn(async move {
+            let mut samples = Vec::new();
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            tick.tick().await;
+            while !shared.stop.load(Ordering::Relaxed) {
+                tick.tick().await;
+                samples.push(sum_activity(&probes));
+            }
+            samples
+        })
+    };
     let elapsed = drive(&journals, &args, &shared).await?;
     let syncs_after: u64 = cell.node_stats().iter().map(|s| s.syncs).sum();
+    let mut split = paros_node::timing::RoundTimes::default();
+    for (after, before) in cell.round_times().iter().zip(&times_before) {
+        split.merge(&after.since(before));
+    }
+    let activity_after = sum_activity(&probes);
+    let samples = sampler.await.unwrap_or_default();
     let verified = verify(&cell.client, &journals, &shared, args.record_bytes).await?;
     let _hosts = cell.stop();
     let mut report = report(&args, &shared, elapsed, verified);
@@ -310,7 +398,69 @@ async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
     report.idle_journals = args.idle_journals;
     report.rss_peak_bytes = rss_bytes("VmHWM:");
     report.rss_per_idle_journal_bytes = rss_per_idle_journal_bytes;
+    report.idle_placement_s = idle_placement_s;
+    report.round_split = RoundSplit {
+        rounds: split.write.count(),
+        queue: Split::of(&split.queue),
+        write: Split::of(&split.write),
+        sync: Split::of(&split.sync),
+        hop: Split::of(&split.hop),
+    };
+    report.store_compactions = activity_after.compactions_completed - activity_before.compactions_completed;
+    report.store_compacting_s = (activity_after.compacting_us - activity_before.compacting_us) as f64 / 1e6;
+    let mut done_before = activity_before.compactions_completed;
+    for (w, a) in report.windows.iter_mut().zip(&samples) {
+        w.compactions_active = a.compactions_active;
+        w.flushes_outstanding = a.flushes_outstanding;
+        w.log_l0_tables = a.log_l0_tables;
+        w.compactions_done = a.compactions_completed.saturating_sub(done_before);
+        done_before = a.compactions_completed;
+    }
     Ok(report)
+}
+
+/// Every node's fjall activity added up.
+fn sum_activity(probes: &[paros_store::StoreProbe]) -> paros_store::StoreActivity {
+    let mut sum = paros_store::StoreActivity::default();
+    for a in probes.iter().map(paros_store::StoreProbe::sample) {
+        sum.compactions_completed += a.compactions_completed;
+        sum.compacting_us += a.compacting_us;
+        sum.compactions_active += a.compactions_active;
+        sum.flushes_outstanding += a.flushes_outstanding;
+        sum.log_tables += a.log_tables;
+        sum.log_l0_tables += a.log_l0_tables;
+        sum.journal_files += a.journal_files;
+    }
+    sum
+}
+
+/// Per-second windows of acknowledged records (whole seconds only) and the slowest one's
+/// ratio to the median.
+fn windows(lat: &[(u32, u32)], elapsed: f64) -> (Vec<Window>, f64) {
+    let seconds = elapsed.floor() as usize;
+    let mut per: Vec<Vec<u32>> = vec![Vec::new(); seconds];
+    for (ms, us) in lat {
+        if let Some(v) = per.get_mut((*ms / 1000) as usize) {
+            v.push(*us);
+        }
+    }
+    let windows: Vec<Window> = per
+        .iter_mut()
+        .enumerate()
+        .map(|(i, v)| {
+            v.sort_unstable();
+            let pct = |p: f64| v.get(((v.len() as f64 * p) as usize).min(v.len().saturating_sub(1))).copied().unwrap_or(0) as u64;
+            Window { second: i as u64, records: v.len() as u64, p99_us: pct(0.99), p999_us: pct(0.999), ..Window::default() }
+        })
+        .collect();
+    let mut counts: Vec<u64> = windows.iter().map(|w| w.records).collect();
+    counts.sort_unstable();
+    let ratio = if counts.len() >= 2 && counts[counts.len() / 2] > 0 {
+        counts[0] as f64 / counts[counts.len() / 2] as f64
+    } else {
+        0.0
+    };
+    (windows, ratio)
 }
 
 /// Journal creates over HTTP in flight at once.
@@ -454,6 +604,7 @@ where
 {
     let started = Instant::now();
     *shared.deadline.lock().expect("lock") = Some(started + args.duration);
+    *shared.started.lock().expect("lock") = Some(started);
     let mut tasks = Vec::new();
     for w in 0..args.writers {
         let journal = Arc::clone(&journals[w % journals.len()]);
@@ -485,7 +636,10 @@ where
 fn report(args: &BenchArgs, shared: &Shared, elapsed: f64, verified: u64) -> Report {
     let records = shared.records.load(Ordering::Relaxed);
     let batches = shared.batches.load(Ordering::Relaxed);
-    let mut lat = std::mem::take(&mut *shared.latencies_us.lock().expect("lock"));
+    let timed = std::mem::take(&mut *shared.latencies_us.lock().expect("lock"));
+    // Windows count acknowledged writes (batches), as the latency figures do.
+    let (windows, min_window_ratio) = windows(&timed, elapsed);
+    let mut lat: Vec<u32> = timed.into_iter().map(|(_, us)| us).collect();
     lat.sort_unstable();
     let pct = |p: f64| lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1))).copied().unwrap_or(0) as u64;
     Report {
@@ -509,7 +663,13 @@ fn report(args: &BenchArgs, shared: &Shared, elapsed: f64, verified: u64) -> Rep
         idle_journals: 0,
         rss_peak_bytes: 0,
         rss_per_idle_journal_bytes: 0,
+        idle_placement_s: 0.0,
         over_quota_retries: shared.over_quota.load(Ordering::Relaxed),
+        round_split: RoundSplit::default(),
+        store_compactions: 0,
+        store_compacting_s: 0.0,
+        windows,
+        min_window_ratio,
     }
 }
 
@@ -528,6 +688,7 @@ where
     S::Journal: 'static,
 {
     let mut latencies = Vec::new();
+    let run_started = shared.started.lock().expect("lock").unwrap_or_else(Instant::now);
     while !shared.stop.load(Ordering::Relaxed) {
         let mut j = journal.lock().await;
         let seq = j.writer.core().next_seq().0;
@@ -553,7 +714,8 @@ where
         };
         assert_eq!(written.seq.0, seq, "an acknowledgement names the write's own position");
         let count = written.count;
-        latencies.push(started.elapsed().as_micros().min(u128::from(u32::MAX)) as u32);
+        let at_ms = run_started.elapsed().as_millis().min(u128::from(u32::MAX)) as u32;
+        latencies.push((at_ms, started.elapsed().as_micros().min(u128::from(u32::MAX)) as u32));
         shared.records.fetch_add(count, Ordering::Relaxed);
         shared.batches.fetch_add(1, Ordering::Relaxed);
         shared.acked.lock().expect("lock").entry(j.index).or_default().push((seq, count));

@@ -63,6 +63,10 @@ enum Command {
         /// With `--target`: the tenant token to write as (default: sign up a fresh tenant).
         #[arg(long, requires = "target")]
         token: Option<String>,
+        /// The embedded cell's stores keep `log` values of at least this many bytes in
+        /// fjall's blob files (key-value separation); default: every value in the tree.
+        #[arg(long)]
+        blob_bytes_min: Option<u32>,
     },
     /// Run the embedded cell — three nodes, the registry and the tenant gateway — in this
     /// process, serving the HTTP API on `--listen`. Stop with Ctrl-C (or SIGTERM).
@@ -133,12 +137,13 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token } => {
+        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token, blob_bytes_min } => {
             let duration = Duration::from_secs(duration_s);
             if raw_fjall {
                 return raw_fjall_bench(data_dir, batch, record_bytes, duration, json);
             }
-            let args = bench::BenchArgs { writers, journals, record_bytes, batch, duration, data_dir, idle_journals, ack_log, progress: true, target, token };
+            let store = paros_store::StoreOptions { blob_bytes_min, ..paros_store::StoreOptions::default() };
+            let args = bench::BenchArgs { writers, journals, record_bytes, batch, duration, data_dir, idle_journals, ack_log, progress: true, target, token, store };
             match runtime.block_on(bench::run(args)) {
                 Ok(report) => {
                     print_report(&report, json);

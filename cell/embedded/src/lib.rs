@@ -108,6 +108,7 @@ pub struct EmbeddedCell {
     pub manifest: Manifest,
     /// Shared with the [`NodeStatsReader`]s handed out; emptied by [`stop`](EmbeddedCell::stop).
     nodes: Arc<Mutex<Vec<NodeHandle<FjallStore>>>>,
+    probes: Vec<paros_store::StoreProbe>,
     /// A client of the cell's journals over the node RPC (retries, redirects, backoff).
     pub client: Client<CellService>,
     coordinator: CoordinatorHandle,
@@ -177,6 +178,20 @@ impl EmbeddedCell {
     /// # Errors
     /// As [`open`](Self::open).
     pub async fn open_configured(dir: &Path, members: usize, coordinator: CoordinatorLoopConfig) -> Result<EmbeddedCell, CellError> {
+        Self::open_stores(dir, members, coordinator, paros_store::StoreOptions::default()).await
+    }
+
+    /// As [`open_configured`](Self::open_configured), with every node's store opened with
+    /// `store`.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub async fn open_stores(
+        dir: &Path,
+        members: usize,
+        coordinator: CoordinatorLoopConfig,
+        store: paros_store::StoreOptions,
+    ) -> Result<EmbeddedCell, CellError> {
         std::fs::create_dir_all(dir).map_err(|e| CellError::Dir(dir.into(), e))?;
         let manifest_path = dir.join("cell.json");
         let (manifest, fresh) = match std::fs::read(&manifest_path) {
@@ -196,8 +211,10 @@ impl EmbeddedCell {
         let bus = InProcessBus::new();
         let mut nodes = Vec::new();
         let mut hosted = Vec::new();
+        let mut probes = Vec::new();
         for (i, node) in manifest.nodes.iter().enumerate() {
-            let store = FjallStore::open(&dir.join(format!("node-{i}")))?;
+            let store = FjallStore::open_with(&dir.join(format!("node-{i}")), store)?;
+            probes.push(store.probe());
             let expected = if fresh { None } else { Some(*node) };
             let mut host = Host::boot(store, expected, *node, tunables, random_u64()).map_err(|source| CellError::Boot { node: *node, source })?;
             host.place(registry, registry_config.clone())?;
@@ -222,7 +239,7 @@ impl EmbeddedCell {
         }
         let (coordinator, coordinator_task) = spawn_coordinator(client.clone(), registry, coordinator, random_u64());
         let nodes = Arc::new(Mutex::new(nodes));
-        Ok(EmbeddedCell { bus, manifest, nodes, client, coordinator, coordinator_task, followers, follower_tasks })
+        Ok(EmbeddedCell { bus, manifest, nodes, probes, client, coordinator, coordinator_task, followers, follower_tasks })
     }
 
     /// The registry journal's key.
@@ -304,6 +321,18 @@ impl EmbeddedCell {
     #[must_use]
     pub fn stats_reader(&self) -> NodeStatsReader {
         NodeStatsReader { ids: self.manifest.nodes.clone(), nodes: Arc::clone(&self.nodes) }
+    }
+
+    /// Every node's round time split so far, in node order.
+    #[must_use]
+    pub fn round_times(&self) -> Vec<paros_node::timing::RoundTimes> {
+        self.nodes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().map(NodeHandle::round_times).collect()
+    }
+
+    /// Handles on every node's store, for sampling fjall's background activity.
+    #[must_use]
+    pub fn store_probes(&self) -> Vec<paros_store::StoreProbe> {
+        self.probes.clone()
     }
 
     /// Stops the registry loops and every node; returns the hosts (stores still open).

@@ -8,6 +8,7 @@ pub mod pump;
 pub mod in_cell;
 pub mod rpc;
 pub mod shell;
+pub mod timing;
 
 pub use host::{BootError, Clocked, Early, Host, HostStats, PendingRound, PlaceError, RoundOutput, Ticket};
 pub use mem_store::MemStore;

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use paros_core::{JournalConfig, JournalKey};
 
@@ -16,6 +16,7 @@ use crate::pump::{Batch, Persist, Pump};
 use crate::ports::StoreError;
 use crate::ports::{Clock, LogStore, Transport};
 use crate::rpc::{Incoming, Responder};
+use crate::timing::RoundTimes;
 
 /// Exit code for a storage fault: restart the process, it recovers from disk.
 pub const EXIT_STORAGE_FAULT: i32 = 75;
@@ -110,6 +111,7 @@ pub struct NodeHandle<S: LogStore> {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<Host<S>>>,
     stats: Arc<Mutex<HostStats>>,
+    times: Arc<Mutex<RoundTimes>>,
 }
 
 impl<S: LogStore> NodeHandle<S> {
@@ -126,6 +128,15 @@ impl<S: LogStore> NodeHandle<S> {
     #[must_use]
     pub fn stats(&self) -> HostStats {
         *self.stats.lock().expect("stats lock")
+    }
+
+    /// Where this node's rounds spent their time so far (queueing, store write, sync, hop).
+    ///
+    /// # Panics
+    /// If the node thread panicked while holding them.
+    #[must_use]
+    pub fn round_times(&self) -> RoundTimes {
+        self.times.lock().expect("times lock").clone()
     }
 
     /// Stops the node after its current round and returns its host (storage still open).
@@ -156,16 +167,18 @@ pub fn spawn<S: LogStore, T: Transport, C: Clock>(
     let (control, controls) = tokio::sync::mpsc::channel(config.control_queue_max.max(1));
     let stats = Arc::new(Mutex::new(host.stats()));
     let shared = Arc::clone(&stats);
+    let times = Arc::new(Mutex::new(RoundTimes::default()));
+    let shared_times = Arc::clone(&times);
     let thread = std::thread::Builder::new()
         .name(format!("paros-node-{}", host.id()))
         .spawn(move || {
             // A private single-threaded runtime: this thread does nothing but this node's rounds,
             // so blocking it on the disk sync stalls no one else.
             let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("a node runtime");
-            runtime.block_on(run(host, transport, Inputs { inbox, controls, stopped }, &clock, config, &shared))
+            runtime.block_on(run(host, transport, Inputs { inbox, controls, stopped }, &clock, config, (&shared, &shared_times)))
         })
         .expect("spawn the node thread");
-    NodeHandle { control: NodeControl { tx: control }, stop: Some(stop), thread: Some(thread), stats }
+    NodeHandle { control: NodeControl { tx: control }, stop: Some(stop), thread: Some(thread), stats, times }
 }
 
 /// What a node's thread listens to.
@@ -214,7 +227,7 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
     inputs: Inputs,
     clock: &C,
     config: ShellConfig,
-    stats: &Mutex<HostStats>,
+    (stats, times): (&Mutex<HostStats>, &Mutex<RoundTimes>),
 ) -> Host<S> {
     let Inputs { mut inbox, mut controls, mut stopped } = inputs;
     let me = host.id();
@@ -223,6 +236,9 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
     // The round whose batch a blocking thread is persisting, if any: inputs keep flowing and
     // answers keep leaving while the disk syncs.
     let mut persisting: Option<Persisting<S>> = None;
+    // When the oldest input not yet in a round's batch arrived, and when the last sync ended.
+    let mut first_input: Option<Instant> = None;
+    let mut synced_at: Option<Instant> = None;
     loop {
         let mut input = None;
         let mut synced = None;
@@ -237,9 +253,18 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
                 done = async { persisting.as_mut().expect("guarded").await }, if persisting.is_some() => {
                     persisting = None;
                     let (store, batch, result) = done.expect("the storage thread does not panic");
-                    if let Err(e) = result {
-                        storage_fault(me, &e);
+                    let spent = match result {
+                        Ok(spent) => spent,
+                        Err(e) => storage_fault(me, &e),
+                    };
+                    {
+                        let mut t = times.lock().expect("times lock");
+                        t.write.record(micros(spent.write));
+                        if let Some(sync) = spent.sync {
+                            t.sync.record(micros(sync));
+                        }
                     }
+                    synced_at = Some(spent.ended);
                     pump.host_mut().return_store(store);
                     synced = Some(batch);
                 }
@@ -255,6 +280,9 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
             apply_control(&mut pump, &mut responders, c);
         }
         let mut absorbed = 0;
+        if input.is_some() && first_input.is_none() {
+            first_input = Some(Instant::now());
+        }
         while let Some(i) = input {
             match i {
                 Incoming::Protocol { from, envelopes } => pump.deliver(from, envelopes),
@@ -275,12 +303,22 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
         }
         let effects = pump.step(clock.now_ms(), synced);
         if let Some(Persist { placements, batch, needs_sync }) = effects.persist {
+            if let Some(at) = first_input.take() {
+                times.lock().expect("times lock").queue.record(micros(at.elapsed()));
+            }
             let mut store = pump.host_mut().lend_store();
             persisting = Some(tokio::task::spawn_blocking(move || {
-                let result = store
-                    .place(&placements)
-                    .and_then(|()| store.write(&batch))
-                    .and_then(|()| if needs_sync { store.sync() } else { Ok(()) });
+                let started = Instant::now();
+                let result = store.place(&placements).and_then(|()| store.write(&batch)).and_then(|()| {
+                    let written = Instant::now();
+                    let sync = if needs_sync {
+                        store.sync()?;
+                        Some(written.elapsed())
+                    } else {
+                        None
+                    };
+                    Ok(Spent { write: written.duration_since(started), sync, ended: Instant::now() })
+                });
                 (store, batch, result)
             }));
         }
@@ -295,12 +333,26 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
                 let _ = r.send(answer);
             }
         }
+        if let Some(at) = synced_at.take() {
+            times.lock().expect("times lock").hop.record(micros(at.elapsed()));
+        }
         *stats.lock().expect("stats lock") = pump.host().stats();
     }
 }
 
+/// What one round's persistence took on the storage thread.
+struct Spent {
+    write: Duration,
+    sync: Option<Duration>,
+    ended: Instant,
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
 /// A round's batch being written and synced on a blocking thread; the store comes back with it.
-type Persisting<S> = tokio::task::JoinHandle<(S, Batch, Result<(), StoreError>)>;
+type Persisting<S> = tokio::task::JoinHandle<(S, Batch, Result<Spent, StoreError>)>;
 
 fn storage_fault(me: paros_core::NodeId, e: &StoreError) -> ! {
     eprintln!("paros: storage fault on node {me}: {e}; stopping (exit {EXIT_STORAGE_FAULT})");

@@ -12,6 +12,8 @@ pub(crate) const LOG_LEN: usize = 24;
 pub(crate) const META_FORMAT: &[u8] = b"format";
 /// The `meta` key of the machine identity.
 pub(crate) const META_IDENTITY: &[u8] = b"identity";
+/// The `meta` key the reclaimer writes after dropping tables (see `reclaim`).
+pub(crate) const META_RECLAIMED: &[u8] = b"reclaimed";
 /// The `meta` key prefix of journal configs: `config/ ‖ tenant ‖ journal`.
 pub(crate) const META_CONFIG: &[u8] = b"config/";
 
@@ -23,9 +25,14 @@ pub(crate) fn journal(key: JournalKey) -> [u8; JOURNAL_LEN] {
 }
 
 pub(crate) fn log(key: JournalKey, slot: Slot) -> [u8; LOG_LEN] {
+    log_at(&journal(key), slot.0)
+}
+
+/// The `log` key of `slot` in the journal whose key prefix is `journal`.
+pub(crate) fn log_at(journal: &[u8; JOURNAL_LEN], slot: u64) -> [u8; LOG_LEN] {
     let mut out = [0u8; LOG_LEN];
-    out[..JOURNAL_LEN].copy_from_slice(&journal(key));
-    out[JOURNAL_LEN..].copy_from_slice(&slot.0.to_be_bytes());
+    out[..JOURNAL_LEN].copy_from_slice(journal);
+    out[JOURNAL_LEN..].copy_from_slice(&slot.to_be_bytes());
     out
 }
 

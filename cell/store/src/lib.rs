@@ -14,6 +14,7 @@
 //! | `meta` | `format` | format marker, `u32` big-endian (raw, not postcard) = [`FORMAT`] |
 //! | `meta` | `identity` | `NodeId` |
 //! | `meta` | `config/ ‖ tenant ‖ journal` | `JournalConfig` |
+//! | `meta` | `reclaimed` | passes of the reclaimer that dropped tables since open, `u64` big-endian (raw) |
 //!
 //! Never one keyspace per journal: idle journals cost nothing here.
 //!
@@ -22,16 +23,24 @@
 //! [`FjallStore`] is meant to have a single committer (the host). [`LogStore::write`] turns a
 //! whole round of every journal's [`WriteOp`]s into **one** fjall write batch (atomic across
 //! keyspaces) committed without sync; [`LogStore::sync`] then issues one fdatasync for all of
-//! it. Each journal's state row is cached in memory, so `write` reads the disk only to find
-//! the log keys a truncation drops (fjall has no range delete: each dropped slot gets a
-//! tombstone in the same batch).
+//! it. Each journal's state row is cached in memory, so `write` never reads the disk.
+//!
+//! # Truncation
+//!
+//! A truncation moves the floor in the journal's `state` row and writes nothing else: reads
+//! ignore `log` keys below the floor, and the [`reclaim`] machinery removes their bytes from
+//! the disk in the background once the floor is durable (whole tables dropped, the rest
+//! destroyed by a compaction filter). See `docs/storage.md`.
 
 pub mod baseline;
 mod keys;
+mod reclaim;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode, Readable};
 use paros_core::journal::{Command, JournalState};
@@ -51,6 +60,49 @@ pub const MEMTABLE_BYTES_MAX: u64 = 8 << 20;
 /// rewrites it: gathering more tables first rewrites it less often.
 pub const L0_TABLES_MAX: u8 = 8;
 
+/// How a [`FjallStore`] is tuned. [`StoreOptions::default`] is what [`FjallStore::open`] uses.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct StoreOptions {
+    /// The memtable bound of each keyspace, in bytes.
+    pub memtable_bytes: u64,
+    /// Level-0 tables gathered before they are compacted into level 1.
+    pub l0_tables: u8,
+    /// The bound on fjall's write-ahead journal, in bytes (at least 64 MiB): past it, fjall
+    /// flushes the keyspaces that keep the oldest journal file alive so it can be deleted.
+    /// Record bytes stay on disk in the journal until then, truncated or not.
+    pub journal_bytes_max: u64,
+    /// How long the reclaimer gathers newly durable floors before one pass drops the tables
+    /// that lie wholly below them.
+    pub reclaim_interval: Duration,
+    /// `log` values of at least this many bytes go to fjall's blob files (key-value
+    /// separation), so compaction rewrites only their keys and pointers; `None` keeps every
+    /// value in the tree.
+    pub blob_bytes_min: Option<u32>,
+    /// fjall's background threads (flushes and compactions) for this database.
+    pub worker_threads: usize,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            memtable_bytes: MEMTABLE_BYTES_MAX,
+            l0_tables: L0_TABLES_MAX,
+            journal_bytes_max: JOURNAL_BYTES_MAX,
+            reclaim_interval: RECLAIM_INTERVAL,
+            blob_bytes_min: None,
+            // fjall's own default.
+            worker_threads: std::thread::available_parallelism().map_or(1, usize::from).min(4),
+        }
+    }
+}
+
+/// The default [`StoreOptions::journal_bytes_max`]: fjall's smallest, 64 MiB (its default,
+/// 512 MiB, keeps half a gigabyte of records on disk after they were truncated).
+pub const JOURNAL_BYTES_MAX: u64 = 64 << 20;
+
+/// The default [`StoreOptions::reclaim_interval`].
+pub const RECLAIM_INTERVAL: Duration = Duration::from_millis(200);
+
 /// Counters of what this handle has done since it was opened.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct StoreStats {
@@ -61,6 +113,55 @@ pub struct StoreStats {
     pub syncs: u64,
     /// [`WriteOp`]s passed to [`LogStore::write`].
     pub ops: u64,
+}
+
+/// fjall's background work, sampled by a [`StoreProbe`] while the store runs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct StoreActivity {
+    /// Compactions finished since the database opened (every keyspace).
+    pub compactions_completed: u64,
+    /// Time spent compacting since the database opened, in microseconds.
+    pub compacting_us: u64,
+    /// Compactions running now.
+    pub compactions_active: u64,
+    /// Sealed memtables waiting to be flushed now.
+    pub flushes_outstanding: u64,
+    /// Tables of `log` (every level) and at level 0.
+    pub log_tables: u64,
+    pub log_l0_tables: u64,
+    /// fjall journal (write-ahead log) files.
+    pub journal_files: u64,
+}
+
+/// A handle that reads a [`FjallStore`]'s background activity from any thread while the
+/// store itself is owned by the host.
+#[derive(Clone)]
+pub struct StoreProbe {
+    db: Database,
+    log: Keyspace,
+}
+
+impl fmt::Debug for StoreProbe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoreProbe").finish_non_exhaustive()
+    }
+}
+
+impl StoreProbe {
+    /// fjall's activity now.
+    #[must_use]
+    pub fn sample(&self) -> StoreActivity {
+        let n = |x: usize| u64::try_from(x).unwrap_or(u64::MAX);
+        StoreActivity {
+            compactions_completed: n(self.db.compactions_completed()),
+            compacting_us: u64::try_from(self.db.time_compacting().as_micros()).unwrap_or(u64::MAX),
+            compactions_active: n(self.db.active_compactions()),
+            flushes_outstanding: n(self.db.outstanding_flushes()),
+            log_tables: n(self.log.table_count()),
+            log_l0_tables: n(self.log.l0_table_count()),
+            journal_files: n(self.db.journal_count()),
+        }
+    }
 }
 
 /// One journal's row in `state`: what truncation and learning leave behind.
@@ -88,6 +189,12 @@ enum Space {
 
 /// A [`LogStore`] on one fjall database. See the crate docs for the layout.
 pub struct FjallStore {
+    /// First, so its thread (which holds a handle on `log`) stops before the database closes.
+    reclaimer: reclaim::Reclaimer,
+    /// Durable floors, read by the compaction filter and the reclaimer.
+    floors: Arc<reclaim::Floors>,
+    /// Floors this round's `write` raised, published once `sync` made them durable.
+    unsynced_floors: Vec<([u8; keys::JOURNAL_LEN], u64)>,
     path: PathBuf,
     db: Database,
     promise: Keyspace,
@@ -159,21 +266,55 @@ impl FjallStore {
     /// no marker: `found: 0`); [`StoreError::Read`] when fjall cannot open or read it;
     /// [`StoreError::Write`]/[`StoreError::Sync`] when the marker cannot be made durable.
     pub fn open(path: &Path) -> Result<FjallStore, StoreError> {
+        FjallStore::open_with(path, StoreOptions::default())
+    }
+
+    /// [`FjallStore::open`] with these options.
+    ///
+    /// # Errors
+    /// As [`FjallStore::open`]; [`StoreError::Read`] too when `journal_bytes_max` is below
+    /// 64 MiB or the reclaimer thread cannot start.
+    pub fn open_with(path: &Path, opts: StoreOptions) -> Result<FjallStore, StoreError> {
+        if opts.journal_bytes_max < JOURNAL_BYTES_MAX {
+            return Err(StoreError::Read(format!(
+                "journal_bytes_max {} is below fjall's minimum {JOURNAL_BYTES_MAX}",
+                opts.journal_bytes_max
+            )));
+        }
+        let floors = Arc::new(reclaim::Floors::default());
+        let filter: Arc<dyn fjall::compaction::filter::Factory> = Arc::new(reclaim::BelowFloorFactory(Arc::clone(&floors)));
         // The host syncs once per round itself: batches stay in fjall's journal buffer until then.
-        let db = Database::builder(path).manual_journal_persist(true).open().map_err(read_err)?;
+        let db = Database::builder(path)
+            .manual_journal_persist(true)
+            .max_journaling_size(opts.journal_bytes_max)
+            .worker_threads_unchecked(opts.worker_threads.max(1))
+            .with_compaction_filter_factories(Arc::new(move |name| (name == "log").then(|| Arc::clone(&filter))))
+            .open()
+            .map_err(read_err)?;
         let options = || {
             KeyspaceCreateOptions::default()
                 .manual_journal_persist(true)
-                .max_memtable_size(MEMTABLE_BYTES_MAX)
-                .compaction_strategy(std::sync::Arc::new(fjall::compaction::Leveled::default().with_l0_threshold(L0_TABLES_MAX)))
+                .max_memtable_size(opts.memtable_bytes)
+                .compaction_strategy(Arc::new(fjall::compaction::Leveled::default().with_l0_threshold(opts.l0_tables)))
         };
         let open = |name: &str| db.keyspace(name, options).map_err(read_err);
         let promise = open("promise")?;
-        let log = open("log")?;
+        let log = db
+            .keyspace("log", || {
+                options().with_kv_separation(
+                    opts.blob_bytes_min.map(|b| fjall::KvSeparationOptions::default().separation_threshold(b)),
+                )
+            })
+            .map_err(read_err)?;
         let state = open("state")?;
         let meta = open("meta")?;
+        let reclaimer = reclaim::Reclaimer::start(log.clone(), meta.clone(), Arc::clone(&floors), opts.reclaim_interval)
+            .map_err(|e| StoreError::Read(format!("starting the reclaimer: {e}")))?;
 
         let mut store = FjallStore {
+            reclaimer,
+            floors,
+            unsynced_floors: Vec::new(),
             path: path.to_path_buf(),
             db,
             promise,
@@ -213,6 +354,11 @@ impl FjallStore {
             let key = keys::decode_journal(&k).ok_or_else(|| malformed("state", &k))?;
             store.rows.insert(key, decode(&v, "state row")?);
         }
+        // Floors on disk are durable: reclaim below them (a crash may have come before).
+        let floors: Vec<_> =
+            store.rows.iter().filter(|(_, r)| r.floor > Slot(0)).map(|(k, r)| (keys::journal(*k), r.floor.0)).collect();
+        store.floors.publish(floors.iter().copied());
+        store.reclaimer.wake(floors.into_iter().map(|(k, _)| k).collect());
         Ok(store)
     }
 
@@ -232,6 +378,12 @@ impl FjallStore {
         &self.path
     }
 
+    /// A handle on this store's background activity.
+    #[must_use]
+    pub fn probe(&self) -> StoreProbe {
+        StoreProbe { db: self.db.clone(), log: self.log.clone() }
+    }
+
     /// What this handle has written and synced since it was opened.
     #[must_use]
     pub fn stats(&self) -> StoreStats {
@@ -241,31 +393,6 @@ impl FjallStore {
     fn persist(&mut self) -> Result<(), StoreError> {
         self.db.persist(PersistMode::SyncData).map_err(sync_err)?;
         self.stats.syncs += 1;
-        Ok(())
-    }
-
-    /// Stages tombstones for every log key of `journal` in `[from, to)`: those on disk and
-    /// those staged earlier in this batch.
-    fn stage_drop(
-        &self,
-        staged: &mut BTreeMap<(Space, Vec<u8>), Option<Vec<u8>>>,
-        journal: JournalKey,
-        from: Slot,
-        to: Slot,
-    ) -> Result<(), StoreError> {
-        let lo = keys::log(journal, from);
-        let hi = keys::log(journal, to);
-        for item in self.log.range(lo..hi) {
-            let k = item.key().map_err(read_err)?;
-            staged.insert((Space::Log, k.to_vec()), None);
-        }
-        let pending: Vec<Vec<u8>> = staged
-            .range((Space::Log, lo.to_vec())..(Space::Log, hi.to_vec()))
-            .map(|((_, k), _)| k.clone())
-            .collect();
-        for k in pending {
-            staged.insert((Space::Log, k), None);
-        }
         Ok(())
     }
 }
@@ -311,10 +438,14 @@ impl LogStore for FjallStore {
                     wb.remove(&self.meta, keys::config(*key));
                     wb.remove(&self.promise, prefix);
                     wb.remove(&self.state, prefix);
+                    // Everything under the prefix, below the floor too: a later incarnation
+                    // of this key starts at floor 0 and must not see the old records.
                     for item in self.log.prefix(prefix) {
                         wb.remove(&self.log, item.key().map_err(read_err)?.to_vec());
                     }
                     self.rows.remove(key);
+                    self.floors.forget(&prefix);
+                    self.unsynced_floors.retain(|(j, _)| *j != prefix);
                 }
             }
         }
@@ -326,7 +457,7 @@ impl LogStore for FjallStore {
     fn write(&mut self, batch: &[(JournalKey, Vec<WriteOp>)]) -> Result<(), StoreError> {
         // Every change of this call, last one per key wins: fjall gives a whole batch one
         // sequence number, so the batch itself must name each key at most once.
-        let mut staged: BTreeMap<(Space, Vec<u8>), Option<Vec<u8>>> = BTreeMap::new();
+        let mut staged: BTreeMap<(Space, Vec<u8>), Vec<u8>> = BTreeMap::new();
         let mut rows: HashMap<JournalKey, StateRow> = HashMap::with_capacity(batch.len());
         let mut ops = 0u64;
 
@@ -339,27 +470,35 @@ impl LogStore for FjallStore {
                     WriteOp::Promise(ballot) => {
                         staged.insert(
                             (Space::Promise, keys::journal(*journal).to_vec()),
-                            Some(encode(ballot)?),
+                            encode(ballot)?,
                         );
                     }
                     WriteOp::Accept { slot, ballot, command } => {
                         if *slot >= row.floor {
                             let value = encode_log_entry(Some(*ballot), command)?;
-                            staged.insert((Space::Log, keys::log(*journal, *slot).to_vec()), Some(value));
+                            staged.insert((Space::Log, keys::log(*journal, *slot).to_vec()), value);
                         }
                     }
                     WriteOp::Learn { slot, command } => {
                         if *slot >= row.floor {
                             let value = encode_log_entry(None, command)?;
-                            staged.insert((Space::Log, keys::log(*journal, *slot).to_vec()), Some(value));
+                            staged.insert((Space::Log, keys::log(*journal, *slot).to_vec()), value);
                         }
                     }
                     WriteOp::Chosen { up_to } => row.chosen_up_to = row.chosen_up_to.max(*up_to),
                     WriteOp::Truncate { floor, sealed }
                     | WriteOp::TrimmedTo { point: floor, state: sealed } => {
                         if *floor > row.floor {
-                            // Nothing is held below the current floor, on disk or staged.
-                            self.stage_drop(&mut staged, *journal, row.floor, *floor)?;
+                            // No tombstones: reads ignore what lies below the floor, and the
+                            // reclaimer removes it once this floor is durable.
+                            self.unsynced_floors.push((keys::journal(*journal), floor.0));
+                            // What this batch staged below the new floor need not be written.
+                            let lo = (Space::Log, keys::log(*journal, row.floor).to_vec());
+                            let hi = (Space::Log, keys::log(*journal, *floor).to_vec());
+                            let dead: Vec<_> = staged.range(lo..hi).map(|(k, _)| k.clone()).collect();
+                            for k in dead {
+                                staged.remove(&k);
+                            }
                             row.floor = *floor;
                             row.sealed = *sealed;
                         }
@@ -370,7 +509,7 @@ impl LogStore for FjallStore {
                 }
             }
             if row != before {
-                staged.insert((Space::State, keys::journal(*journal).to_vec()), Some(encode(&row)?));
+                staged.insert((Space::State, keys::journal(*journal).to_vec()), encode(&row)?);
             }
             rows.insert(*journal, row);
         }
@@ -386,10 +525,7 @@ impl LogStore for FjallStore {
                 Space::Log => &self.log,
                 Space::State => &self.state,
             };
-            match value {
-                Some(v) => wb.insert(ks, key, v),
-                None => wb.remove(ks, key),
-            }
+            wb.insert(ks, key, value);
         }
         wb.commit().map_err(write_err)?;
 
@@ -400,7 +536,14 @@ impl LogStore for FjallStore {
     }
 
     fn sync(&mut self) -> Result<(), StoreError> {
-        self.persist()
+        self.persist()?;
+        if !self.unsynced_floors.is_empty() {
+            let raised = std::mem::take(&mut self.unsynced_floors);
+            let journals = raised.iter().map(|(j, _)| *j).collect();
+            self.floors.publish(raised);
+            self.reclaimer.wake(journals);
+        }
+        Ok(())
     }
 
     /// Reads every journal that has a config, from one consistent snapshot, ordered by key.
@@ -422,7 +565,9 @@ impl LogStore for FjallStore {
                 None => StateRow::default(),
             };
             let mut entries = Vec::new();
-            for item in snap.prefix(&self.log, prefix) {
+            // Slots below the floor may still be on disk (reclaimed later): never read them.
+            let retained = keys::log(key, row.floor)..=keys::log(key, Slot(u64::MAX));
+            for item in snap.range(&self.log, retained) {
                 let (k, v) = item.into_inner().map_err(read_err)?;
                 let slot = keys::decode_slot(&k).ok_or_else(|| malformed("log", &k))?;
                 let entry: LogEntry = decode(&v, "log entry")?;
@@ -441,5 +586,48 @@ impl LogStore for FjallStore {
             });
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use paros_core::journal::Control;
+    use paros_core::{JournalId, TenantId};
+
+    fn jk(journal: u64) -> JournalKey {
+        JournalKey { tenant: TenantId(1), journal: JournalId(journal) }
+    }
+
+    fn raw_log_keys(store: &FjallStore, key: JournalKey) -> usize {
+        store.log.prefix(keys::journal(key)).count()
+    }
+
+    /// Journals whose keys share every table: no table lies below one journal's floor, so
+    /// only the compaction filter can take its records off the disk.
+    #[test]
+    fn compaction_destroys_records_below_a_durable_floor_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = FjallStore::open(dir.path()).unwrap();
+        let (a, b) = (jk(1), jk(2));
+        let ballot = Ballot { round: 1, node: NodeId(1) };
+        let noop = || Command::Control(Control::Noop);
+        for slot in 0..100 {
+            let op = || WriteOp::Accept { slot: Slot(slot), ballot, command: noop() };
+            store.write(&[(a, vec![op()]), (b, vec![op()])]).unwrap();
+            store.sync().unwrap();
+        }
+        store.log.rotate_memtable_and_wait().unwrap();
+        let sealed = JournalState::default();
+        store.write(&[(a, vec![WriteOp::Truncate { floor: Slot(60), sealed }])]).unwrap();
+
+        // Not yet durable: a compaction now must keep every record.
+        store.log.major_compact().unwrap();
+        assert_eq!(raw_log_keys(&store, a), 100, "a floor not yet synced destroys nothing");
+
+        store.sync().unwrap();
+        store.log.major_compact().unwrap();
+        assert_eq!(raw_log_keys(&store, a), 40, "records below a's durable floor are gone");
+        assert_eq!(raw_log_keys(&store, b), 100, "b keeps every record");
     }
 }

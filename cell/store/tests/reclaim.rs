@@ -1,0 +1,119 @@
+//! Truncation gives the disk back: a journal of 256 MiB truncated to its tail shrinks the data
+//! directory by most of those bytes within a bounded wait, and what is kept reads back.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::{config, jk, state};
+use paros_core::journal::{Command, Entry};
+use paros_core::{Ballot, LeaderUuid, NodeId, Seq, Slot, WriteOp};
+use paros_node::ports::{LogStore, Placement};
+use paros_store::{FjallStore, StoreOptions};
+
+/// Bytes of every file under `dir`.
+fn dir_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            let Ok(meta) = e.metadata() else { continue };
+            if meta.is_dir() {
+                stack.push(e.path());
+            } else {
+                total += meta.len();
+            }
+        }
+    }
+    total
+}
+
+/// A record of `len` bytes that no compressor can shrink (xorshift), distinct per slot.
+fn record(slot: u64, len: usize) -> Bytes {
+    let mut x = slot.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut out = Vec::with_capacity(len);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(len);
+    Bytes::from(out)
+}
+
+fn command(slot: u64, len: usize) -> Command {
+    Command::Write(Entry { leader: LeaderUuid::new(0xfeed), seq: Seq(slot), records: vec![record(slot, len)] })
+}
+
+const RECORD: usize = 64 << 10;
+const SLOTS: u64 = 4096; // 4096 × 64 KiB = 256 MiB
+const KEPT: u64 = 16; // the tail that stays: 1 MiB
+const PER_ROUND: u64 = 16;
+
+#[test]
+fn truncating_a_256_mib_journal_to_its_tail_gives_the_disk_back() {
+    truncate_to_the_tail(StoreOptions::default());
+}
+
+#[test]
+fn with_record_bytes_in_blob_files_truncation_gives_the_disk_back_too() {
+    truncate_to_the_tail(StoreOptions { blob_bytes_min: Some(64), ..StoreOptions::default() });
+}
+
+fn truncate_to_the_tail(options: StoreOptions) {
+    let dir = tempfile::tempdir().unwrap();
+    let j = jk(3, 7);
+    let mut store = FjallStore::open_with(dir.path(), options).unwrap();
+    store.place(&[Placement::Put(j, config())]).unwrap();
+    let ballot = Ballot { round: 1, node: NodeId(1) };
+    let t0 = Instant::now();
+    for first in (0..SLOTS).step_by(PER_ROUND as usize) {
+        let ops: Vec<WriteOp> = (first..first + PER_ROUND)
+            .map(|s| WriteOp::Accept { slot: Slot(s), ballot, command: command(s, RECORD) })
+            .collect();
+        store.write(&[(j, ops)]).unwrap();
+        store.sync().unwrap();
+    }
+    let written = dir_bytes(dir.path());
+    let payload = SLOTS * RECORD as u64;
+    eprintln!("wrote {payload} payload bytes in {:?}: directory holds {written}", t0.elapsed());
+    assert!(written >= payload, "the records are on disk ({written} < {payload})");
+
+    let floor = SLOTS - KEPT;
+    store
+        .write(&[(j, vec![WriteOp::Chosen { up_to: Slot(SLOTS) }, WriteOp::Truncate { floor: Slot(floor), sealed: state(floor, floor) }])])
+        .unwrap();
+    store.sync().unwrap();
+
+    // The dropped records are 255 MiB; "most of it" is 3/4 of the payload.
+    let want_at_most = written - payload * 3 / 4;
+    let t1 = Instant::now();
+    let deadline = Duration::from_secs(20);
+    let mut now = dir_bytes(dir.path());
+    while now > want_at_most && t1.elapsed() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        now = dir_bytes(dir.path());
+    }
+    eprintln!("after truncation: {now} bytes after {:?} (wanted at most {want_at_most})", t1.elapsed());
+    assert!(now <= want_at_most, "the directory shrank from {written} only to {now} bytes within {deadline:?}");
+
+    // What was kept is intact, before and after a reopen; nothing below the floor is served.
+    let check = |store: &FjallStore| {
+        let loaded = store.load().unwrap();
+        let d = &loaded.iter().find(|s| s.key == j).expect("the journal is placed").durable;
+        assert_eq!(d.floor, Slot(floor));
+        let slots: Vec<u64> = d.entries.iter().map(|(s, _)| s.0).collect();
+        assert_eq!(slots, (floor..SLOTS).collect::<Vec<_>>());
+        for (s, e) in &d.entries {
+            assert_eq!(e.command, command(s.0, RECORD), "slot {s:?} reads back");
+        }
+    };
+    check(&store);
+    drop(store);
+    let store = FjallStore::open_with(dir.path(), options).unwrap();
+    check(&store);
+}
