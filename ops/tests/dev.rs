@@ -11,20 +11,7 @@ fn paros() -> Command {
 
 /// Starts `paros dev` on a free port; returns the child and its URL.
 fn start(data: &Path) -> (Child, String) {
-    let mut child = paros()
-        .args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(data)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("paros dev starts");
-    let stdout = child.stdout.take().expect("piped");
-    let mut lines = BufReader::new(stdout).lines();
-    let first = lines.next().expect("a first line").expect("readable");
-    let url = first.split_whitespace().find(|w| w.starts_with("http://")).expect("the URL is printed").to_owned();
-    // Keep draining stdout so the child never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    (child, url)
+    start_with(data, &[])
 }
 
 fn stop(mut child: Child) {
@@ -97,7 +84,7 @@ fn paros_dev_serves_the_cli_stops_on_sigint_and_keeps_every_record_across_a_rest
     stop(child);
 }
 
-/// Starts `paros dev` with extra flags; returns the child and its URL (like [`start`]).
+/// Starts `paros dev` on a free port with extra flags; returns the child and its URL.
 fn start_with(data: &Path, flags: &[&str]) -> (Child, String) {
     let mut child = paros()
         .args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
