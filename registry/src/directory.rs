@@ -304,6 +304,11 @@ impl Directory {
             .filter(|j| j.is_live())
     }
 
+    /// How many live journals a tenant holds: the count its journal quota is judged against.
+    pub fn live_journals(&self, tenant: TenantId) -> u32 {
+        self.index.live_journals.get(&tenant).copied().unwrap_or(0)
+    }
+
     /// Every journal, live or deleted, by key.
     pub fn journals(&self) -> impl Iterator<Item = &Journal> {
         self.state.journals.values()

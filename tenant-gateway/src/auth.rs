@@ -501,13 +501,15 @@ impl TokenCache {
     /// # Errors
     /// The [`Refusal`].
     pub fn verify(&self, directory: &Directory, token: &str, now: u64) -> Result<Principal, Refusal> {
-        let known = self.lock().by_token.get(token).cloned();
-        if let Some(verified) = known {
-            let admitted = admit(directory, &verified, now);
-            if matches!(admitted, Err(Refusal::Expired | Refusal::UnknownKey)) {
-                self.lock().by_token.remove(token);
+        {
+            let mut inner = self.lock();
+            if let Some(verified) = inner.by_token.get(token) {
+                let admitted = admit(directory, verified, now);
+                if matches!(admitted, Err(Refusal::Expired | Refusal::UnknownKey)) {
+                    inner.by_token.remove(token);
+                }
+                return admitted;
             }
-            return admitted;
         }
         let verified = verify_signature(directory, token)?;
         let admitted = admit(directory, &verified, now)?;

@@ -3,6 +3,7 @@
 //! → 403 (minting past the parent) → 413 (write limits) → 409 / 410.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
@@ -26,7 +27,7 @@ use paros_api::{
 use paros_client::{AnswerError, Decided, ReadAnswer, ReadParams};
 use paros_core::journal::{Outcome, WriterMode as CoreMode};
 use paros_core::{Call, Consistency, JournalId, JournalKey, Seq, TenantId};
-use paros_registry::{Accepted, Command, Op, Quotas, Refusal, TenantStatus, TokenId, Verdict};
+use paros_registry::{Accepted, Command, Directory, Op, Quotas, Refusal, TenantStatus, TokenId, Verdict};
 use serde::Serialize;
 
 use crate::auth::{self, Principal, TenantToken, now_s, tenant_text};
@@ -79,36 +80,34 @@ fn bearer(headers: &HeaderMap) -> Result<&str, auth::Refusal> {
     token.ok_or(auth::Refusal::MalformedHeader)
 }
 
-/// The verified token, or 401 (counted by reason).
-fn principal_of(g: &Gateway, headers: &HeaderMap) -> ApiResult<Principal> {
+/// The verified token, or 401 (counted by reason), and the directory it was checked against.
+fn principal_of(g: &Gateway, headers: &HeaderMap) -> ApiResult<(Principal, Arc<Directory>)> {
     let refused = |r: auth::Refusal| {
         g.inner.metrics.refused(r);
         ApiError::from(r)
     };
     let token = bearer(headers).map_err(refused)?;
-    g.inner.tokens.verify(&*g.directory()?, token, now_s()).map_err(refused)
+    let directory = g.directory()?;
+    let principal = g.inner.tokens.verify(&directory, token, now_s()).map_err(refused)?;
+    Ok((principal, directory))
+}
+
+fn quotas_in(g: &Gateway, d: &Directory, tenant: TenantId) -> Quotas {
+    d.tenant(tenant).map_or(g.inner.config.quotas_default, |t| t.quotas)
 }
 
 fn tenant_quotas(g: &Gateway, tenant: TenantId) -> ApiResult<Quotas> {
-    Ok(g.directory()?.tenant(tenant).map(|t| t.quotas).unwrap_or(g.inner.config.quotas_default))
+    Ok(quotas_in(g, &*g.directory()?, tenant))
 }
 
-/// The live journals `tenant` holds, as the directory shows them now.
-fn journals_held(g: &Gateway, tenant: TenantId) -> u64 {
-    g.directory().map_or(0, |d| d.journals_of(tenant).filter(|j| j.is_live()).count() as u64)
-}
-
-/// 401 for a bad token, then 429 for a tenant over its quotas.
+/// 401 for a bad token, then 429 for a tenant over its quotas, then 403 for a suspended one.
 async fn authenticate(State(g): State<Gateway>, mut request: Request, next: Next) -> Response {
-    let principal = match principal_of(&g, request.headers()) {
+    let (principal, d) = match principal_of(&g, request.headers()) {
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
     if let Principal::Tenant(t) = &principal {
-        let quotas = match tenant_quotas(&g, t.tenant) {
-            Ok(q) => q,
-            Err(e) => return e.into_response(),
-        };
+        let quotas = quotas_in(&g, &d, t.tenant);
         if let Err(wait) = g.inner.quotas.admit_request(t.tenant, &quotas, Instant::now()) {
             return ApiError::over_quota("over the tenant's requests/s", wait).into_response();
         }
@@ -122,11 +121,11 @@ async fn authenticate(State(g): State<Gateway>, mut request: Request, next: Next
         {
             return ApiError::over_quota("over the tenant's bytes/s", wait).into_response();
         }
-        if post && route == Some("/v1/journals") && journals_held(&g, t.tenant) >= u64::from(quotas.journals_max) {
+        if post && route == Some("/v1/journals") && d.live_journals(t.tenant) >= quotas.journals_max {
             let message = format!("the tenant holds its {} journals already", quotas.journals_max);
             return ApiError::over_quota(message, Duration::from_secs(60)).into_response();
         }
-        if g.directory().is_ok_and(|d| d.tenant(t.tenant).is_some_and(|t| t.status == TenantStatus::Suspended)) {
+        if d.tenant(t.tenant).is_some_and(|t| t.status == TenantStatus::Suspended) {
             return ApiError::forbidden("the tenant is suspended").into_response();
         }
     }
@@ -285,7 +284,7 @@ fn undecided(g: &Gateway, d: Result<Decided, AnswerError>) -> ApiError {
         (status = 503, body = paros_api::ErrorBody), (status = 504, body = paros_api::ErrorBody)))]
 pub(crate) async fn signup(State(g): State<Gateway>, headers: HeaderMap, body: Body) -> ApiResult<Response> {
     if !g.inner.config.open_signup {
-        match principal_of(&g, &headers)? {
+        match principal_of(&g, &headers)?.0 {
             Principal::Admin { .. } => {}
             Principal::Tenant(_) => return Err(ApiError::forbidden("with open signup off, only an admin token signs up tenants")),
         }

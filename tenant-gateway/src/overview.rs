@@ -222,7 +222,7 @@ pub(crate) async fn admin_overview(State(g): State<Gateway>, Extension(p): Exten
         .map(|t| TenantBody {
             tenant: tenant_text(t.id),
             name: t.name.as_str().to_owned(),
-            journals: d.journals_of(t.id).count() as u64,
+            journals: u64::from(d.live_journals(t.id)),
             traffic: metrics.traffic(t.id).into(),
         })
         .collect();
