@@ -11,6 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use paros_api::{JournalName, Token};
 use paros_client::http::{HttpConfig, HttpService};
+use paros_client::service::{ReadParams, Route};
 use paros_client::{
     Appender, AppenderConfig, Checkpointable, Checkpointer, CheckpointerConfig, Client, ClientConfig, FoldEvent, Folder, FolderConfig,
     JournalService, ReadConsistency, Reader, ReaderConfig, ReaderOutcome, Writer, WriterConfig, WriterError,
@@ -224,6 +225,17 @@ impl Services {
         let name = JournalName::parse(name).unwrap();
         let d = self.directory.borrow().directory.clone().expect("folded");
         let key = d.journal_by_name(self.tenant, &name).expect("created").key;
+        // A create answers once one node hosts the journal; the in-cell client talks to every
+        // node itself, so wait until each one serves a linearizable read of it.
+        let service = self.in_cell.service();
+        let read = ReadParams { from: Seq(0), limit: 1, max_bytes: 1, wait_ms: 0, consistency: paros_core::Consistency::Linearizable };
+        for server in service.servers() {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while !matches!(service.read(&key, read, Route { server: Some(server), attempt: 0 }).await, paros_client::ReadAnswer::Page { .. }) {
+                assert!(std::time::Instant::now() < deadline, "node {server:?} never served the new journal");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
         (name, key)
     }
 }
