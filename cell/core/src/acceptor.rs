@@ -82,8 +82,9 @@ impl Acceptor {
         let mut slots = Vec::with_capacity(entries.len());
         for (slot, command) in entries {
             let digest = command.digest();
-            if *slot < log.floor() {
-                // Chosen and compacted; any proposal that passed the ballot check is that value.
+            if *slot < log.start() {
+                // Chosen and compacted, or chosen and evicted from memory: any proposal that
+                // passed the ballot check is that value.
                 slots.push((*slot, digest));
                 continue;
             }

@@ -84,6 +84,17 @@ pub struct Tunables {
     pub page_bytes_max: u32,
     /// The longest long-poll at the tail, in ticks.
     pub wait_ticks_max: u32,
+    /// The chosen entries a journal keeps in memory below its chosen index, in slots and in
+    /// record bytes (whichever bound is hit first): reads, catch-up and duplicate checks
+    /// inside this window never touch the store. Older entries are evicted once durable and
+    /// are read back from the store on demand ([`crate::ready::Fetch`]).
+    pub window_slots: u32,
+    pub window_bytes: u32,
+    /// A fold checkpoint (an anchor: a slot and the state before it) is taken every this many
+    /// slots or record bytes since the last one, whichever comes first. Anchors are the sparse
+    /// position index of evicted entries and where boot resumes the fold.
+    pub anchor_slots: u32,
+    pub anchor_bytes: u32,
     pub limits: Limits,
 }
 
@@ -103,6 +114,10 @@ impl Default for Tunables {
             page_records_max: 256,
             page_bytes_max: 64 * 1024,
             wait_ticks_max: 10,
+            window_slots: 1024,
+            window_bytes: 1 << 20,
+            anchor_slots: 1024,
+            anchor_bytes: 1 << 20,
             limits: Limits::default(),
         }
     }
@@ -124,6 +139,8 @@ impl Tunables {
             (self.reads_max, "reads_max"),
             (self.page_records_max, "page_records_max"),
             (self.page_bytes_max, "page_bytes_max"),
+            (self.anchor_slots, "anchor_slots"),
+            (self.anchor_bytes, "anchor_bytes"),
         ] {
             assert!(v > 0, "{name} is at least 1");
         }

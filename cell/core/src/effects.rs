@@ -29,6 +29,7 @@ impl Effects {
             messages: go,
             answers: std::mem::take(&mut self.ready.answers),
             reads: std::mem::take(&mut self.ready.reads),
+            fetches: std::mem::take(&mut self.ready.fetches),
         }
     }
 

@@ -1,9 +1,11 @@
 //! The learner: which slots are chosen, and the contiguous walk that folds them.
 
-use crate::ids::{Ballot, Slot};
-use crate::journal::{Command, Fold, JournalState, Judged, Outcome, WriterMode};
+use crate::config::Tunables;
+use crate::ids::{Ballot, NodeId, Slot};
+use crate::journal::{Anchoring, Command, Fold, JournalState, Judged, Outcome, WriterMode};
 use crate::log::{Log, LogEntry, WriteOp};
 use crate::message::Message;
+use crate::ready::Fetch;
 
 /// How far the chosen prefix moves before its index is written down again.
 pub const CHOSEN_PERSIST_SLOTS: u64 = 64;
@@ -22,6 +24,7 @@ pub struct Walked {
 #[derive(Clone, Debug)]
 pub struct Learner {
     fold: Fold,
+    anchoring: Anchoring,
     /// The fold base at the log's floor (what a laggard below the floor is told).
     sealed: JournalState,
     /// The best commit heard: slots below `.1` are chosen, and a value accepted here at a
@@ -42,13 +45,29 @@ pub struct Learner {
 }
 
 impl Learner {
-    /// A learner over `log`, starting from the sealed state at the log's floor.
+    /// A learner over `log` (whose window starts at its floor), from the sealed state there,
+    /// taking no anchors.
     #[must_use]
     pub fn new(mode: WriterMode, log: &Log, sealed: JournalState, chosen_up_to: Slot) -> Learner {
+        Learner::resume(mode, log, sealed, &[], Anchoring::NEVER, chosen_up_to)
+    }
+
+    /// A learner over `log`, whose floor's sealed state is `sealed`, resuming the fold at the
+    /// window's start from the last of `anchors` (the durable checkpoints above the floor; the
+    /// last one at or below the window's start is the state there).
+    ///
+    /// # Panics
+    /// When no anchor (nor the floor) lies at the window's start.
+    #[must_use]
+    pub fn resume(mode: WriterMode, log: &Log, sealed: JournalState, anchors: &[(Slot, JournalState)], anchoring: Anchoring, chosen_up_to: Slot) -> Learner {
         let floor = log.floor();
         assert!(chosen_up_to >= floor, "the chosen index is never below the floor");
+        let mut base = vec![(floor, sealed)];
+        base.extend(anchors.iter().copied().filter(|(s, _)| *s > floor && *s <= log.start()));
+        assert_eq!(base.last().map(|(s, _)| *s), Some(log.start()), "the fold resumes from an anchor at the window's start");
         Learner {
-            fold: Fold::new(mode, sealed, floor),
+            fold: Fold::resume(mode, base, anchoring),
+            anchoring,
             sealed,
             commit: None,
             known_chosen: chosen_up_to.max(log.learned_end().unwrap_or(chosen_up_to)),
@@ -94,6 +113,13 @@ impl Learner {
         if let Some(up_to) = self.syncing_chosen.take() {
             self.synced_chosen = self.synced_chosen.max(up_to);
         }
+    }
+
+    /// Evicts chosen, durable entries from the front of the window while it holds more than
+    /// the tunables allow; the fold forgets their exact positions (its anchors stay).
+    pub fn evict(&mut self, log: &mut Log, tunables: &Tunables) {
+        let start = log.evict_over(self.synced_chosen, self.chosen_up_to(), tunables.window_slots, tunables.window_bytes);
+        self.fold.forget_positions_below(start);
     }
 
     /// True while someone told us of chosen slots we have not applied.
@@ -183,6 +209,9 @@ impl Learner {
         let entry = log.get(slot).expect("a chosen slot above the floor is held");
         let (command, ballot) = (&entry.command, entry.ballot);
         let judged = self.fold.apply(slot, command, |s| log.entry_at(s));
+        if let Some((slot, state)) = self.fold.take_new_anchor() {
+            writes.push(WriteOp::Anchor { slot, state });
+        }
         walked.push(Walked { slot, digest: command.digest(), judged, ballot });
         if matches!(judged.outcome, Outcome::Trimmed(_)) {
             self.compact(log, slot, writes);
@@ -204,7 +233,7 @@ impl Learner {
         };
         assert!(floor <= self.chosen_up_to(), "compaction never passes the chosen prefix");
         if log.drop_below(floor) {
-            self.fold.forget_below(floor);
+            self.fold.forget_below(floor, sealed);
             self.sealed = sealed;
             writes.push(WriteOp::Truncate { floor, sealed });
             // A node rebooting from this floor must find its chosen index at or above it.
@@ -231,7 +260,7 @@ impl Learner {
         }
         state.assert_invariants();
         log.drop_below(point);
-        self.fold = Fold::new(self.fold.mode(), state, point);
+        self.fold = Fold::resume(self.fold.mode(), vec![(point, state)], self.anchoring);
         self.sealed = state;
         self.persisted_chosen = point;
         self.known_chosen = self.known_chosen.max(point);
@@ -239,17 +268,21 @@ impl Learner {
         true
     }
 
-    /// Answers a laggard asking for chosen commands from `from`: a page of them, or our trim
-    /// point when `from` lies below our floor. `None` when we hold nothing it lacks.
+    /// Answers a laggard asking for chosen commands from `from`: a page of them, our trim
+    /// point when `from` lies below our floor, or a fetch of the page from the store when
+    /// `from` lies below the window. `None` when we hold nothing it lacks.
     #[must_use]
-    pub fn serve_catch_up(&self, log: &Log, from: Slot, slots_max: u32) -> Option<Message> {
+    pub fn serve_catch_up(&self, log: &Log, from: Slot, slots_max: u32) -> Option<Served> {
         if from < log.floor() {
-            return Some(Message::TrimmedTo { from, point: log.floor(), state: self.sealed });
+            return Some(Served::Message(Message::TrimmedTo { from, point: log.floor(), state: self.sealed }));
         }
         let end = self.chosen_up_to();
         if from >= end {
             // Nothing newer here: say so, so a replica probing after a restart stops asking.
-            return Some(Message::CatchUpResponse { entries: Vec::new(), chosen_up_to: end });
+            return Some(Served::Message(Message::CatchUpResponse { entries: Vec::new(), chosen_up_to: end }));
+        }
+        if from < log.start() {
+            return Some(Served::Fetch { from, end: log.start().min(end), chosen_up_to: end, slots_max });
         }
         let entries: Vec<(Slot, Command)> = log
             .range_from(from)
@@ -258,6 +291,35 @@ impl Learner {
             .map(|(s, e)| (*s, e.command.clone()))
             .collect();
         assert!(entries.first().is_some_and(|(s, _)| *s == from), "the chosen prefix is held without holes");
-        Some(Message::CatchUpResponse { entries, chosen_up_to: end })
+        Some(Served::Message(Message::CatchUpResponse { entries, chosen_up_to: end }))
+    }
+}
+
+/// How a catch-up request is answered.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Served {
+    Message(Message),
+    /// The entries lie below the window: the host reads `[from, end)` from the store
+    /// ([`Fetch::CatchUp`]).
+    Fetch { from: Slot, end: Slot, chosen_up_to: Slot, slots_max: u32 },
+}
+
+impl Served {
+    /// The message, when the answer is one.
+    #[must_use]
+    pub fn message(self) -> Option<Message> {
+        match self {
+            Served::Message(m) => Some(m),
+            Served::Fetch { .. } => None,
+        }
+    }
+
+    /// The answer for laggard `to`: a message to send it, or a fetch that answers it.
+    #[must_use]
+    pub fn for_peer(self, to: NodeId) -> Result<Message, Fetch> {
+        match self {
+            Served::Message(m) => Ok(m),
+            Served::Fetch { from, end, chosen_up_to, slots_max } => Err(Fetch::CatchUp { to, from, end, chosen_up_to, slots_max }),
+        }
     }
 }

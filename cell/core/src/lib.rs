@@ -24,7 +24,7 @@ pub mod rng;
 pub mod wire;
 
 pub use acceptor::Acceptor;
-pub use learner::{Learner, Walked, CHOSEN_PERSIST_SLOTS};
+pub use learner::{Learner, Served, Walked, CHOSEN_PERSIST_SLOTS};
 pub use proposer::{merge_promises, Elected, Merged, Proposer};
 pub use replica::Replica;
 pub use voter::Voter;
@@ -33,4 +33,4 @@ pub use config::{JournalConfig, Tunables};
 pub use ids::{Ballot, CallId, JournalId, JournalKey, LeaderUuid, NodeId, ReadId, Seq, Slot, TenantId};
 pub use log::{Durable, LogEntry, WriteOp};
 pub use message::{Message, Outbound};
-pub use ready::{Applied, Ready, Released};
+pub use ready::{Applied, Fetch, Ready, Released};

@@ -34,6 +34,10 @@ pub enum WriteOp {
     /// Trim-point jump: drop every slot below `point`, everything below is chosen, `state` is
     /// the fold base. Never touches the promise.
     TrimmedTo { point: Slot, state: JournalState },
+    /// A fold checkpoint: `state` is the journal state before `slot` was applied. Where boot
+    /// resumes the fold, and the sparse index reads of evicted entries start from. Dropped
+    /// with the slots below a floor.
+    Anchor { slot: Slot, state: JournalState },
 }
 
 impl WriteOp {
@@ -42,7 +46,7 @@ impl WriteOp {
     /// round whose only writes are `Chosen` needs no sync of its own: it rides the next one.
     #[must_use]
     pub fn needs_sync(&self) -> bool {
-        !matches!(self, WriteOp::Chosen { .. })
+        !matches!(self, WriteOp::Chosen { .. } | WriteOp::Anchor { .. })
     }
 }
 
@@ -53,6 +57,10 @@ pub struct Durable {
     pub floor: Slot,
     pub sealed: JournalState,
     pub chosen_up_to: Slot,
+    /// Fold checkpoints above the floor, in slot order.
+    pub anchors: Vec<(Slot, JournalState)>,
+    /// The retained entries from [`Durable::boot_start`] on (a store may hold more: boot
+    /// never reads them).
     pub entries: Vec<(Slot, LogEntry)>,
 }
 
@@ -68,17 +76,57 @@ impl Durable {
                 self.put(*slot, LogEntry { ballot: None, command: command.clone() });
             }
             WriteOp::Chosen { up_to } => self.chosen_up_to = self.chosen_up_to.max(*up_to),
+            WriteOp::Anchor { slot, state } => {
+                if *slot > self.floor {
+                    match self.anchors.binary_search_by_key(slot, |(s, _)| *s) {
+                        Ok(i) => self.anchors[i].1 = *state,
+                        Err(i) => self.anchors.insert(i, (*slot, *state)),
+                    }
+                }
+            }
             WriteOp::Truncate { floor, sealed } | WriteOp::TrimmedTo { point: floor, state: sealed } => {
                 if *floor > self.floor {
                     self.floor = *floor;
                     self.sealed = *sealed;
                     self.entries.retain(|(s, _)| s >= floor);
+                    self.anchors.retain(|(s, _)| s > floor);
                 }
                 if matches!(op, WriteOp::TrimmedTo { .. }) {
                     self.chosen_up_to = self.chosen_up_to.max(*floor);
                 }
             }
         }
+    }
+
+    /// Where boot resumes the fold: the last checkpoint at or below the chosen index (the
+    /// floor when there is none). Boot needs the entries from here on, not the retained log.
+    #[must_use]
+    pub fn boot_start(&self) -> Slot {
+        self.anchors.iter().rev().map(|(s, _)| *s).find(|s| *s <= self.chosen_up_to).unwrap_or(self.floor).max(self.floor)
+    }
+
+    /// What a store hands back at boot: this state with the entries below
+    /// [`boot_start`](Self::boot_start) left out.
+    #[must_use]
+    pub fn for_boot(&self) -> Durable {
+        let start = self.boot_start();
+        Durable {
+            promise: self.promise,
+            floor: self.floor,
+            sealed: self.sealed,
+            chosen_up_to: self.chosen_up_to,
+            anchors: self.anchors.clone(),
+            entries: self.entries.iter().filter(|(s, _)| *s >= start).cloned().collect(),
+        }
+    }
+
+    /// Up to `slots_max` retained entries from `from` on, in slot order (what
+    /// `LogRead::read_range` answers from this model).
+    #[must_use]
+    pub fn read_range(&self, from: Slot, slots_max: u32) -> Vec<(Slot, LogEntry)> {
+        let from = from.max(self.floor);
+        let i = self.entries.partition_point(|(s, _)| *s < from);
+        self.entries[i..].iter().take(slots_max as usize).cloned().collect()
     }
 
     fn put(&mut self, slot: Slot, entry: LogEntry) {
@@ -92,25 +140,53 @@ impl Durable {
     }
 }
 
-/// The retained log in memory: slots at or above the floor.
+/// The retained log's window in memory: slots from `start` on. Every slot in `[floor, start)`
+/// is chosen, durable and evicted: read it from the store.
 #[derive(Clone, Debug, Default)]
 pub struct Log {
     floor: Slot,
+    start: Slot,
     entries: BTreeMap<Slot, LogEntry>,
+    /// Record bytes of the entries held.
+    bytes: u64,
+}
+
+fn entry_bytes(e: &LogEntry) -> u64 {
+    e.command.entry().map_or(0, crate::journal::Entry::bytes)
 }
 
 impl Log {
-    /// A log rebuilt from storage.
+    /// A log rebuilt from storage, holding every retained entry (its window starts at the floor).
     #[must_use]
     pub fn from_durable(floor: Slot, entries: Vec<(Slot, LogEntry)>) -> Log {
-        assert!(entries.iter().all(|(s, _)| *s >= floor), "storage holds nothing below the floor");
-        Log { floor, entries: entries.into_iter().collect() }
+        Log::with_window(floor, floor, entries)
+    }
+
+    /// A log rebuilt from storage: the entries at or after `start` (at or above `floor`).
+    #[must_use]
+    pub fn with_window(floor: Slot, start: Slot, entries: Vec<(Slot, LogEntry)>) -> Log {
+        assert!(start >= floor, "the window starts at or above the floor");
+        let entries: BTreeMap<Slot, LogEntry> = entries.into_iter().filter(|(s, _)| *s >= start).collect();
+        let bytes = entries.values().map(entry_bytes).sum();
+        Log { floor, start, entries, bytes }
     }
 
     /// The first retained slot: every slot below it was chosen and dropped.
     #[must_use]
     pub fn floor(&self) -> Slot {
         self.floor
+    }
+
+    /// The first slot held in memory: every slot in `[floor, start)` is chosen and evicted.
+    #[must_use]
+    pub fn start(&self) -> Slot {
+        self.start
+    }
+
+    /// Record bytes held in memory.
+    #[must_use]
+    pub fn bytes(&self) -> u64 {
+        self.bytes
     }
 
     #[must_use]
@@ -124,10 +200,13 @@ impl Log {
         self.entries.get(&slot).and_then(|e| e.command.entry())
     }
 
-    /// Holds `entry` at `slot`. Slots below the floor are chosen and gone: ignored.
+    /// Holds `entry` at `slot`. Slots below the window are chosen and held elsewhere: ignored.
     pub fn put(&mut self, slot: Slot, entry: LogEntry) {
-        if slot >= self.floor {
-            self.entries.insert(slot, entry);
+        if slot >= self.start {
+            self.bytes += entry_bytes(&entry);
+            if let Some(old) = self.entries.insert(slot, entry) {
+                self.bytes -= entry_bytes(&old);
+            }
         }
     }
 
@@ -153,8 +232,31 @@ impl Log {
         if floor <= self.floor {
             return false;
         }
-        self.entries = self.entries.split_off(&floor);
+        self.evict_below(floor);
         self.floor = floor;
         true
+    }
+
+    /// Moves the window's start up to `start`, forgetting the entries below it (the caller
+    /// knows them chosen and durable). Returns the new start.
+    pub fn evict_below(&mut self, start: Slot) -> Slot {
+        if start > self.start {
+            let kept = self.entries.split_off(&start);
+            self.bytes -= self.entries.values().map(entry_bytes).sum::<u64>();
+            self.entries = kept;
+            self.start = start;
+        }
+        self.start
+    }
+
+    /// Evicts from the front, never past `limit`, until the window holds at most `slots_max`
+    /// slots below `keep` and at most `bytes_max` record bytes. Returns the new start.
+    pub fn evict_over(&mut self, limit: Slot, keep: Slot, slots_max: u32, bytes_max: u32) -> Slot {
+        self.evict_below(Slot(keep.0.saturating_sub(u64::from(slots_max))).min(limit));
+        while self.bytes > u64::from(bytes_max) && self.start < limit {
+            let next = self.entries.first_key_value().map_or(limit, |(s, _)| s.next()).min(limit);
+            self.evict_below(next);
+        }
+        self.start
     }
 }

@@ -3,12 +3,15 @@
 
 use std::collections::BTreeMap;
 
+use bytes::Bytes;
+
 use crate::wire::{Consistency, ReadAnswer, ReadRequest};
 use crate::config::{JournalConfig, Tunables};
 use crate::ids::{NodeId, ReadId, Seq, Slot};
-use crate::journal::{Fold, Located};
-use crate::log::Log;
+use crate::journal::{Fold, JournalState, JournalView, Located, Outcome, WriterMode};
+use crate::log::{Log, LogEntry};
 use crate::message::{Message, Outbound};
+use crate::ready::Fetch;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {
@@ -109,7 +112,7 @@ impl Reads {
     }
 
     /// Answers every read the fold can now serve.
-    pub fn poll(&mut self, fold: &Fold, log: &Log, tunables: &Tunables, answers: &mut Vec<(ReadId, ReadAnswer)>) {
+    pub fn poll(&mut self, fold: &Fold, log: &Log, tunables: &Tunables, answers: &mut Vec<(ReadId, ReadAnswer)>, fetches: &mut Vec<Fetch>) {
         let tick = self.tick;
         let mut done = Vec::new();
         for (id, p) in &mut self.pending {
@@ -136,7 +139,10 @@ impl Reads {
                 }
             }
             done.push(*id);
-            answers.push((*id, page(fold, log, &p.request, tunables)));
+            match page(fold, log, &p.request, tunables) {
+                Paged::Answer(a) => answers.push((*id, a)),
+                Paged::Fetch(page) => fetches.push(Fetch::Page { read: *id, page }),
+            }
         }
         for id in done {
             self.pending.remove(&id);
@@ -173,10 +179,16 @@ impl Reads {
     }
 }
 
-/// A page from `request.from`, as this fold and log hold it.
-#[must_use]
-pub fn page(fold: &Fold, log: &Log, request: &ReadRequest, tunables: &Tunables) -> ReadAnswer {
-    let view = fold.state().view();
+/// A page, or what to read from the store to build it.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Paged {
+    Answer(ReadAnswer),
+    /// The page starts below the window.
+    Fetch(PageFetch),
+}
+
+/// The page size a request asks for, within the tunables: records and record bytes.
+fn page_bounds(request: &ReadRequest, tunables: &Tunables) -> (usize, usize) {
     let limit = match request.limit {
         0 => tunables.page_records_max,
         n => n.min(tunables.page_records_max),
@@ -185,26 +197,123 @@ pub fn page(fold: &Fold, log: &Log, request: &ReadRequest, tunables: &Tunables) 
         0 => tunables.page_bytes_max,
         n => n.min(tunables.page_bytes_max),
     } as usize;
-    let mut records = Vec::new();
-    let mut bytes = 0usize;
+    (limit, bytes_max)
+}
+
+/// Collects records into a page within its bounds. `push` returns false once the page is full.
+struct Collect {
+    limit: usize,
+    bytes_max: usize,
+    records: Vec<Bytes>,
+    bytes: usize,
+}
+
+impl Collect {
+    fn push(&mut self, r: &Bytes) -> bool {
+        if self.records.len() == self.limit || (!self.records.is_empty() && self.bytes + r.len() > self.bytes_max) {
+            return false;
+        }
+        self.bytes += r.len();
+        self.records.push(r.clone());
+        true
+    }
+}
+
+/// A page from `request.from`, as this fold and log hold it.
+#[must_use]
+pub fn page(fold: &Fold, log: &Log, request: &ReadRequest, tunables: &Tunables) -> Paged {
+    let view = fold.state().view();
+    let (limit, bytes_max) = page_bounds(request, tunables);
+    let mut page = Collect { limit, bytes_max, records: Vec::new(), bytes: 0 };
     let mut seq = request.from;
     loop {
         match fold.locate(seq) {
-            Located::Truncated if records.is_empty() => return ReadAnswer::Truncated(view),
-            Located::NotHeld if records.is_empty() => return ReadAnswer::Unserved,
+            Located::Truncated if page.records.is_empty() => return Paged::Answer(ReadAnswer::Truncated(view)),
+            Located::NotHeld if page.records.is_empty() => return Paged::Answer(ReadAnswer::Unserved),
+            Located::Anchored { slot, state } if page.records.is_empty() => {
+                return Paged::Fetch(PageFetch { mode: fold.mode(), anchor: slot, state, end: log.start(), request: *request, view });
+            }
             Located::At { slot, start } => {
                 let entry = log.entry_at(slot).expect("an indexed write is held");
                 let skip = (seq.0 - start.0) as usize;
                 for r in &entry.records[skip..] {
-                    if records.len() == limit || (!records.is_empty() && bytes + r.len() > bytes_max) {
-                        return ReadAnswer::Page { from: request.from, records, view };
+                    if !page.push(r) {
+                        return Paged::Answer(ReadAnswer::Page { from: request.from, records: page.records, view });
                     }
-                    bytes += r.len();
-                    records.push(r.clone());
                     seq = seq.plus(1);
                 }
             }
-            _ => return ReadAnswer::Page { from: request.from, records, view },
+            _ => return Paged::Answer(ReadAnswer::Page { from: request.from, records: page.records, view }),
         }
+    }
+}
+
+/// A page that starts below the window: re-fold the chosen entries `[anchor, end)` from the
+/// store, starting from `state` (the journal state before `anchor`), and collect the records
+/// from `request.from` on. Chosen entries never change, so the page is the one the fold would
+/// have served from memory (it may end early, at `end`: the client reads on from there).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct PageFetch {
+    pub mode: WriterMode,
+    pub anchor: Slot,
+    pub state: JournalState,
+    pub end: Slot,
+    pub request: ReadRequest,
+    /// The view the page reports (the fold's when the read was served).
+    pub view: JournalView,
+}
+
+/// Slots one store read of a [`PageFetch`] asks for.
+pub const FETCH_CHUNK_SLOTS: u32 = 64;
+
+impl PageFetch {
+    /// Builds the page with `read(from, slots_max)`, which returns up to `slots_max` retained
+    /// entries from `from` on in slot order (a store's range read). Reads at most
+    /// `2 × anchor_slots + page_records_max` slots. `Unserved` when the entries it needs are
+    /// gone (truncated meanwhile) or no record was found within that bound.
+    ///
+    /// # Errors
+    /// The first error `read` returns.
+    pub fn build<E>(&self, tunables: &Tunables, mut read: impl FnMut(Slot, u32) -> Result<Vec<(Slot, LogEntry)>, E>) -> Result<ReadAnswer, E> {
+        let (limit, bytes_max) = page_bounds(&self.request, tunables);
+        let mut page = Collect { limit, bytes_max, records: Vec::new(), bytes: 0 };
+        let scan_max = u64::from(tunables.anchor_slots).saturating_mul(2).saturating_add(u64::from(tunables.page_records_max));
+        let end = Slot(self.end.0.min(self.anchor.0.saturating_add(scan_max)));
+        let mut fold = Fold::new(self.mode, self.state, self.anchor);
+        // The entries re-folded so far: a retry is judged against them, as the fold did.
+        let mut held: Vec<(Slot, LogEntry)> = Vec::new();
+        let mut next = self.anchor;
+        'read: while next < end {
+            let want = u32::try_from(end.0 - next.0).unwrap_or(u32::MAX).min(FETCH_CHUNK_SLOTS);
+            let chunk = read(next, want)?;
+            if chunk.is_empty() {
+                break;
+            }
+            for (slot, entry) in chunk {
+                if slot != next || slot >= end {
+                    break 'read;
+                }
+                let judged = {
+                    let lookup = |s: Slot| {
+                        let i = held.binary_search_by_key(&s, |(h, _)| *h).ok()?;
+                        held[i].1.command.entry()
+                    };
+                    fold.apply(slot, &entry.command, lookup)
+                };
+                if let (Outcome::Accepted { seq, .. }, Some(e)) = (judged.outcome, entry.command.entry()) {
+                    for (i, r) in e.records.iter().enumerate() {
+                        if seq.0 + i as u64 >= self.request.from.0 && !page.push(r) {
+                            break 'read;
+                        }
+                    }
+                }
+                held.push((slot, entry));
+                next = slot.next();
+            }
+        }
+        if page.records.is_empty() {
+            return Ok(ReadAnswer::Unserved);
+        }
+        Ok(ReadAnswer::Page { from: self.request.from, records: page.records, view: self.view })
     }
 }

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::wire::{CallAnswer, ReadAnswer};
-use crate::ids::{CallId, ReadId, Slot};
+use crate::ids::{CallId, NodeId, ReadId, Slot};
 use crate::journal::Judged;
 use crate::log::WriteOp;
 use crate::message::Outbound;
@@ -30,6 +30,23 @@ pub struct Ready {
     pub reads: Vec<(ReadId, ReadAnswer)>,
     /// The slots this node applied in the round, with their verdicts (for audits and metrics).
     pub applied: Vec<Applied>,
+    /// Work against the store: answers built from entries evicted from memory.
+    pub fetches: Vec<Fetch>,
+}
+
+/// An answer the host builds from chosen entries read from its store (they left the journal's
+/// in-memory window). Chosen entries never change, so serving it later than the step that
+/// asked is the same answer; one whose entries were truncated meanwhile is dropped (a
+/// catch-up: the laggard asks again and is told the trim point) or answered `Unserved` (a
+/// page). The host may serve either as soon as it sees it: neither depends on this round's
+/// writes.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Fetch {
+    /// Send `to` a `CatchUpResponse` with the chosen entries `[from, end)` (at most
+    /// `slots_max`, starting exactly at `from`) and `chosen_up_to`.
+    CatchUp { to: NodeId, from: Slot, end: Slot, chosen_up_to: Slot, slots_max: u32 },
+    /// Answer read `read` with the page [`PageFetch::build`](crate::reads::PageFetch::build) makes.
+    Page { read: ReadId, page: crate::reads::PageFetch },
 }
 
 impl Ready {
@@ -41,6 +58,7 @@ impl Ready {
             && self.answers.is_empty()
             && self.reads.is_empty()
             && self.applied.is_empty()
+            && self.fetches.is_empty()
     }
 }
 
@@ -72,11 +90,12 @@ pub struct Released {
     pub messages: Vec<Outbound>,
     pub answers: Vec<(CallId, CallAnswer)>,
     pub reads: Vec<(ReadId, ReadAnswer)>,
+    pub fetches: Vec<Fetch>,
 }
 
 impl Released {
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.messages.is_empty() && self.answers.is_empty() && self.reads.is_empty()
+        self.messages.is_empty() && self.answers.is_empty() && self.reads.is_empty() && self.fetches.is_empty()
     }
 }

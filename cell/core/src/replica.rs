@@ -6,9 +6,9 @@ use crate::wire::ReadRequest;
 use crate::config::{JournalConfig, Tunables};
 use crate::effects::{catch_up_request, CatchUp, Effects};
 use crate::ids::{NodeId, ReadId, Slot};
-use crate::journal::JournalState;
+use crate::journal::{Anchoring, JournalState};
 use crate::learner::Learner;
-use crate::log::{Durable, Log};
+use crate::log::{Durable, Log, WriteOp};
 use crate::message::Message;
 use crate::reads::Reads;
 use crate::ready::Ready;
@@ -38,8 +38,10 @@ impl Replica {
         cfg.assert_valid();
         tunables.assert_valid();
         assert!(cfg.learners.contains(&me), "a replica is one of the journal's learners");
-        let mut log = Log::from_durable(durable.floor, durable.entries);
-        let mut learner = Learner::new(cfg.mode, &log, durable.sealed, durable.floor);
+        let start = durable.boot_start();
+        let mut log = Log::with_window(durable.floor, start, durable.entries);
+        let anchoring = Anchoring { slots: tunables.anchor_slots, bytes: tunables.anchor_bytes };
+        let mut learner = Learner::resume(cfg.mode, &log, durable.sealed, &durable.anchors, anchoring, durable.floor);
         let mut effects = Effects::default();
         let mut walked = Vec::new();
         learner.recover(&mut log, durable.chosen_up_to, &mut effects.ready.writes, &mut walked);
@@ -147,7 +149,9 @@ impl Replica {
     /// When the previous `Ready` was not advanced.
     pub fn ready(&mut self) -> Ready {
         self.flush();
-        self.effects.take()
+        let ready = self.effects.take();
+        self.learner.round_taken(ready.writes.iter().any(WriteOp::needs_sync));
+        ready
     }
 
     /// Takes what may leave now, even while a `Ready` is in flight (see [`Voter::take_released`](crate::Voter::take_released)).
@@ -168,6 +172,8 @@ impl Replica {
     /// Without a `ready()` before it.
     pub fn advance(&mut self) {
         self.effects.advance();
+        self.learner.round_synced();
+        self.learner.evict(&mut self.log, &self.tunables);
     }
 
     fn walk(&mut self) {
@@ -178,6 +184,6 @@ impl Replica {
 
     fn settle(&mut self) {
         self.walk();
-        self.reads.poll(self.learner.fold(), &self.log, &self.tunables, &mut self.effects.ready.reads);
+        self.reads.poll(self.learner.fold(), &self.log, &self.tunables, &mut self.effects.ready.reads, &mut self.effects.ready.fetches);
     }
 }

@@ -7,7 +7,7 @@ use crate::wire::{Call, CallAnswer, ReadRequest};
 use crate::config::{JournalConfig, Tunables};
 use crate::effects::{catch_up_request, CatchUp, Effects};
 use crate::ids::{Ballot, CallId, NodeId, ReadId, Slot};
-use crate::journal::{Command, JournalState, Outcome};
+use crate::journal::{Anchoring, Command, JournalState, Outcome};
 use crate::learner::{Learner, Walked};
 use crate::log::{Durable, Log, WriteOp};
 use crate::message::Message;
@@ -65,32 +65,33 @@ impl Voter {
         cfg.assert_valid();
         tunables.assert_valid();
         assert!(cfg.voters.contains(&me), "a voter is one of the journal's voters");
-        let log = Log::from_durable(durable.floor, durable.entries);
-        let mut learner = Learner::new(cfg.mode, &log, durable.sealed, durable.floor);
-        let mut v = Voter {
+        let start = durable.boot_start();
+        let mut log = Log::with_window(durable.floor, start, durable.entries);
+        let anchoring = Anchoring { slots: tunables.anchor_slots, bytes: tunables.anchor_bytes };
+        let mut learner = Learner::resume(cfg.mode, &log, durable.sealed, &durable.anchors, anchoring, durable.floor);
+        let mut effects = Effects::default();
+        let mut walked = Vec::new();
+        learner.recover(&mut log, durable.chosen_up_to, &mut effects.ready.writes, &mut walked);
+        effects.applied(&walked);
+        Voter {
             me,
             acceptor: Acceptor::new(durable.promise),
             proposer: Proposer::new(me, seed, &tunables),
-            learner: Learner::new(cfg.mode, &log, JournalState::default(), log.floor()),
+            learner,
             cfg,
             tunables,
             log,
             reads: Reads::default(),
             held: BTreeMap::new(),
             queued: VecDeque::new(),
-            effects: Effects::default(),
+            effects,
             loopback: VecDeque::new(),
             deferred: Vec::new(),
             deferred_in_flight: Vec::new(),
             feed: Vec::new(),
             catch_up: CatchUp::default(),
             tick: 0,
-        };
-        let mut walked = Vec::new();
-        learner.recover(&mut v.log, durable.chosen_up_to, &mut v.effects.ready.writes, &mut walked);
-        v.learner = learner;
-        v.effects.applied(&walked);
-        v
+        }
     }
 
     #[must_use]
@@ -293,6 +294,7 @@ impl Voter {
     pub fn advance(&mut self) {
         self.effects.advance();
         self.learner.round_synced();
+        self.learner.evict(&mut self.log, &self.tunables);
         for m in std::mem::take(&mut self.deferred_in_flight) {
             self.handle(self.me, m);
         }
@@ -323,7 +325,7 @@ impl Voter {
                 break;
             }
         }
-        self.reads.poll(self.learner.fold(), &self.log, &self.tunables, &mut self.effects.ready.reads);
+        self.reads.poll(self.learner.fold(), &self.log, &self.tunables, &mut self.effects.ready.reads, &mut self.effects.ready.fetches);
         self.check_invariants();
     }
 
@@ -488,8 +490,10 @@ impl Voter {
             Message::Chosen { entries } => self.on_chosen_entries(from, &entries, None),
             Message::CatchUpResponse { entries, chosen_up_to } => self.on_chosen_entries(from, &entries, Some(chosen_up_to)),
             Message::CatchUpRequest { from: start } => {
-                if let Some(reply) = self.learner.serve_catch_up(&self.log, start, self.tunables.catch_up_slots_max) {
-                    self.send(from, reply);
+                match self.learner.serve_catch_up(&self.log, start, self.tunables.catch_up_slots_max).map(|s| s.for_peer(from)) {
+                    Some(Ok(reply)) => self.send(from, reply),
+                    Some(Err(fetch)) => self.effects.ready.fetches.push(fetch),
+                    None => {}
                 }
             }
             Message::TrimmedTo { from: _, point, state } => {

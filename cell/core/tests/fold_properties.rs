@@ -247,7 +247,7 @@ impl Book {
         let (floor, sealed) = self.fold.compaction_point().unwrap_or((self.fold.next_slot(), *self.fold.state()));
         assert!(floor >= self.floor, "a compaction never lowers the floor");
         self.log.retain(|s, _| *s >= floor);
-        self.fold.forget_below(floor);
+        self.fold.forget_below(floor, sealed);
         self.floor = floor;
         self.sealed = sealed;
     }
@@ -343,6 +343,7 @@ fn run(mode: WriterMode, ops: &[Op]) -> Vec<(Command, Outcome, JournalState)> {
                 assert!(start.0 <= seq && seq < start.0 + entry.records.len() as u64);
                 assert_eq!(model.writes[&start.0].1, entry.records, "the write the model holds at {start:?}");
             }
+            Located::Anchored { .. } => panic!("a fold that evicts nothing locates every position exactly"),
         }
     }
     trace

@@ -2,6 +2,7 @@
 //! each test here fails under the mutant named in its doc comment and passes on the real code.
 
 use bytes::Bytes;
+use paros_core::Served;
 use paros_core::journal::{Command, Control, Entry, JournalState, WriterMode};
 use paros_core::log::Log;
 use paros_core::{Acceptor, Ballot, Learner, LeaderUuid, LogEntry, Message, NodeId, Seq, Slot, WriteOp};
@@ -62,9 +63,9 @@ fn catch_up_serves_only_the_chosen_prefix() {
     learner.recover(&mut log, Slot(2), &mut writes, &mut walked);
     assert_eq!(learner.chosen_up_to(), Slot(2));
 
-    let served = learner.serve_catch_up(&log, Slot(0), 64);
+    let served = learner.serve_catch_up(&log, Slot(0), 64).and_then(Served::message);
     assert_eq!(served, Some(Message::CatchUpResponse { entries: vec![(Slot(0), NOOP), (Slot(1), NOOP)], chosen_up_to: Slot(2) }));
-    let served = learner.serve_catch_up(&log, Slot(2), 64);
+    let served = learner.serve_catch_up(&log, Slot(2), 64).and_then(Served::message);
     assert_eq!(served, Some(Message::CatchUpResponse { entries: Vec::new(), chosen_up_to: Slot(2) }), "nothing chosen from the prefix end on");
 }
 

@@ -17,18 +17,40 @@ struct Position {
 
 /// The journal state machine over a retained suffix of the log.
 ///
-/// Holds the [`JournalState`] and the positions index, which answers "which accepted write
-/// starts at this seq" for `Duplicate` and "which slot holds this position" for reads.
+/// Holds the [`JournalState`], the exact positions of the writes in the in-memory window
+/// ("which accepted write starts at this seq" for `Duplicate`, "which slot holds this position"
+/// for reads), and sparse **anchors** below it: checkpoints `(slot, state before slot)` from
+/// which a read of evicted entries re-folds to find its records. Memory is the window plus one
+/// anchor per [`Anchoring`] stride of retained slots.
 #[derive(Clone, Debug)]
 pub struct Fold {
     mode: WriterMode,
     state: JournalState,
     positions: Positions,
+    /// Checkpoints in slot order; the first is the fold's base (its floor, or a trim point).
+    anchors: VecDeque<(Slot, JournalState)>,
+    anchoring: Anchoring,
+    /// Slots and record bytes applied since the last anchor.
+    since: (u64, u64),
+    /// The anchor the last `apply` took, until [`Fold::take_new_anchor`].
+    new_anchor: Option<(Slot, JournalState)>,
     /// The first position this fold indexes. Below it (and at or above `first_seq`) the fold is
     /// blind: it started from a peer's trim point and never saw those writes.
     held_from: Seq,
     /// The slot the fold applies next.
     next_slot: Slot,
+}
+
+/// How often a fold takes an anchor: after this many slots or record bytes since the last.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Anchoring {
+    pub slots: u32,
+    pub bytes: u32,
+}
+
+impl Anchoring {
+    /// Never anchors past the base (a fold that keeps every write's position).
+    pub const NEVER: Anchoring = Anchoring { slots: u32::MAX, bytes: u32::MAX };
 }
 
 /// What the fold said of one slot.
@@ -51,14 +73,50 @@ pub enum Located {
     Tail,
     /// Inside the write at `slot`, which starts at `start`.
     At { slot: Slot, start: Seq },
+    /// Below the window: re-fold from the anchor at `slot` (whose state before it is `state`)
+    /// over entries read from the store.
+    Anchored { slot: Slot, state: JournalState },
 }
 
 impl Fold {
     /// A fold that starts at `slot` from `base`, the sealed state of everything below it.
     #[must_use]
     pub fn new(mode: WriterMode, base: JournalState, slot: Slot) -> Fold {
-        base.assert_invariants();
-        Fold { mode, state: base, positions: Positions::default(), held_from: base.next_seq, next_slot: slot }
+        Fold::resume(mode, vec![(slot, base)], Anchoring::NEVER)
+    }
+
+    /// A fold over `anchors` (in slot order, at least one): the first is the base the fold
+    /// indexes from, the last the state it resumes applying from.
+    ///
+    /// # Panics
+    /// Without an anchor, or with anchors out of order.
+    #[must_use]
+    pub fn resume(mode: WriterMode, anchors: Vec<(Slot, JournalState)>, anchoring: Anchoring) -> Fold {
+        assert!(anchors.windows(2).all(|w| w[0].0 < w[1].0), "anchors are in slot order");
+        let (first, last) = (anchors.first().expect("a fold has a base"), anchors.last().expect("a fold has a base"));
+        first.1.assert_invariants();
+        last.1.assert_invariants();
+        Fold {
+            mode,
+            state: last.1,
+            held_from: first.1.next_seq,
+            next_slot: last.0,
+            positions: Positions::default(),
+            anchors: anchors.into_iter().collect(),
+            anchoring,
+            since: (0, 0),
+            new_anchor: None,
+        }
+    }
+
+    /// The anchor the last [`apply`](Self::apply) took (the store keeps it), once.
+    pub fn take_new_anchor(&mut self) -> Option<(Slot, JournalState)> {
+        self.new_anchor.take()
+    }
+
+    /// The anchors held, in slot order (the first is the base).
+    pub fn anchors(&self) -> impl Iterator<Item = &(Slot, JournalState)> {
+        self.anchors.iter()
     }
 
     #[must_use]
@@ -88,6 +146,13 @@ impl Fold {
     ) -> Judged {
         assert_eq!(slot, self.next_slot, "the fold applies slots in order, without holes");
         let before = self.state;
+        if self.since.0 >= u64::from(self.anchoring.slots) || self.since.1 >= u64::from(self.anchoring.bytes) {
+            self.anchors.push_back((slot, before));
+            self.new_anchor = Some((slot, before));
+            self.since = (0, 0);
+        }
+        self.since.0 += 1;
+        self.since.1 += command.entry().map_or(0, Entry::bytes);
         let judged = self.judge(command, &entry_at);
         match judged.outcome {
             Outcome::Accepted { seq, count } => {
@@ -164,7 +229,9 @@ impl Fold {
             return sighted(Outcome::Truncated(view));
         }
         if e.seq < self.state.next_seq {
-            if e.seq < self.held_from {
+            if e.seq < self.held_from || e.seq < self.positions.first_seq().unwrap_or(self.state.next_seq) {
+                // Below what this fold indexes (a trim-point base), or below the window whose
+                // writes it can compare: `Refused` may stand where `Duplicate` is true.
                 return Judged { outcome: Outcome::Refused(view), blind: true };
             }
             let identical = self.positions.starting_at(e.seq).is_some_and(|p| {
@@ -218,23 +285,50 @@ impl Fold {
     }
 
     /// Where a compaction after a trim lands: the slot of the write holding `first_seq` and the
-    /// state before it, or `None` when every record is trimmed (the floor is then the slot after
-    /// the Truncate, sealed at the current state).
+    /// state before it (or, when that write lies below the window, the last anchor at or
+    /// below it), or `None` when every record is trimmed (the floor is then the slot after the
+    /// Truncate, sealed at the current state).
     #[must_use]
     pub fn compaction_point(&self) -> Option<(Slot, JournalState)> {
         let first = self.state.first_seq;
-        let (start, p) = self.positions.at_or_below(first)?;
-        (start.plus(p.count) > first).then_some((p.slot, p.before))
+        if first >= self.state.next_seq {
+            return None;
+        }
+        if let Some((start, p)) = self.positions.at_or_below(first)
+            && start.plus(p.count) > first
+        {
+            return Some((p.slot, p.before));
+        }
+        self.anchor_at_or_below(first)
     }
 
-    /// Forgets the positions of writes in slots below `floor` (they were compacted away).
-    pub fn forget_below(&mut self, floor: Slot) {
+    /// The last anchor whose state's `next_seq` is at or below `seq`: every write in a slot
+    /// below it holds only positions below `seq`.
+    fn anchor_at_or_below(&self, seq: Seq) -> Option<(Slot, JournalState)> {
+        let i = self.anchors.partition_point(|(_, st)| st.next_seq <= seq);
+        i.checked_sub(1).map(|i| self.anchors[i])
+    }
+
+    /// Forgets everything below `floor`, whose sealed state is `sealed` (compacted away):
+    /// positions and anchors below it; `(floor, sealed)` becomes the base anchor.
+    pub fn forget_below(&mut self, floor: Slot, sealed: JournalState) {
         self.positions.forget_below(floor);
+        while self.anchors.front().is_some_and(|(s, _)| *s <= floor) {
+            self.anchors.pop_front();
+        }
+        self.anchors.push_front((floor, sealed));
         if let Some(start) = self.positions.first_seq() {
             self.held_from = self.held_from.max(start);
         } else {
             self.held_from = self.held_from.max(self.state.next_seq);
         }
+        self.held_from = self.held_from.max(sealed.next_seq);
+    }
+
+    /// Forgets the exact positions of writes below `start` (evicted from memory; their
+    /// entries are read back from the store through the anchors).
+    pub fn forget_positions_below(&mut self, start: Slot) {
+        self.positions.forget_below(start);
     }
 
     /// True when `seq` is retained by the journal but lies below what this fold indexes.
@@ -255,9 +349,13 @@ impl Fold {
         if seq < self.held_from {
             return Located::NotHeld;
         }
-        let (start, p) = self.positions.at_or_below(seq).expect("a held position is indexed");
-        assert!(start.plus(p.count) > seq, "positions are dense between held_from and next_seq");
-        Located::At { slot: p.slot, start }
+        if self.positions.first_seq().is_some_and(|first| first <= seq) {
+            let (start, p) = self.positions.at_or_below(seq).expect("a held position is indexed");
+            assert!(start.plus(p.count) > seq, "positions are dense from the window to next_seq");
+            return Located::At { slot: p.slot, start };
+        }
+        let (slot, state) = self.anchor_at_or_below(seq).expect("the base anchor lies at or below held_from");
+        Located::Anchored { slot, state }
     }
 }
 
@@ -353,8 +451,9 @@ mod tests {
         /// Compacts as the learner does after a trim: drops the slots below the compaction point.
         fn compact(&mut self) -> Slot {
             let floor = self.fold.compaction_point().map_or(self.fold.next_slot(), |(slot, _)| slot);
+            let sealed = self.fold.compaction_point().map_or(*self.fold.state(), |(_, st)| st);
             self.log.retain(|s, _| *s >= floor);
-            self.fold.forget_below(floor);
+            self.fold.forget_below(floor, sealed);
             floor
         }
     }

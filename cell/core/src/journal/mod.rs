@@ -8,7 +8,7 @@
 mod fold;
 mod types;
 
-pub use fold::{Fold, Judged, Located};
+pub use fold::{Anchoring, Fold, Judged, Located};
 pub use types::{
     Command, Control, Entry, JournalState, JournalView, Limits, Outcome, TooLarge, WriterMode,
 };
