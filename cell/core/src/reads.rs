@@ -225,25 +225,42 @@ pub fn page(fold: &Fold, log: &Log, request: &ReadRequest, tunables: &Tunables) 
     let view = fold.state().view();
     let (limit, bytes_max) = page_bounds(request, tunables);
     let mut page = Collect { limit, bytes_max, records: Vec::new(), bytes: 0 };
-    let mut seq = request.from;
-    loop {
-        match fold.locate(seq) {
-            Located::Truncated if page.records.is_empty() => return Paged::Answer(ReadAnswer::Truncated(view)),
-            Located::NotHeld if page.records.is_empty() => return Paged::Answer(ReadAnswer::Unserved),
-            Located::Anchored { slot, state } if page.records.is_empty() => {
-                return Paged::Fetch(PageFetch { mode: fold.mode(), anchor: slot, state, end: log.start(), request: *request, view });
+    match fold.locate(request.from) {
+        Located::Truncated => Paged::Answer(ReadAnswer::Truncated(view)),
+        Located::NotHeld => Paged::Answer(ReadAnswer::Unserved),
+        Located::Anchored { slot, state } => {
+            // The store part ends where the window begins; the page goes on in memory.
+            let tail_from = fold.window_seq();
+            let mut tail = Collect { limit, bytes_max, records: Vec::new(), bytes: 0 };
+            collect_window(fold, log, tail_from, &mut tail);
+            Paged::Fetch(PageFetch {
+                mode: fold.mode(),
+                anchor: slot,
+                state,
+                end: log.start(),
+                request: *request,
+                view,
+                tail_from,
+                tail: tail.records,
+            })
+        }
+        Located::Tail | Located::At { .. } => {
+            collect_window(fold, log, request.from, &mut page);
+            Paged::Answer(ReadAnswer::Page { from: request.from, records: page.records, view })
+        }
+    }
+}
+
+/// Collects the window's records from `seq` on into `page`, until it is full or the tail.
+fn collect_window(fold: &Fold, log: &Log, mut seq: Seq, page: &mut Collect) {
+    while let Located::At { slot, start } = fold.locate(seq) {
+        let entry = log.entry_at(slot).expect("an indexed write is held");
+        let skip = (seq.0 - start.0) as usize;
+        for r in &entry.records[skip..] {
+            if !page.push(r) {
+                return;
             }
-            Located::At { slot, start } => {
-                let entry = log.entry_at(slot).expect("an indexed write is held");
-                let skip = (seq.0 - start.0) as usize;
-                for r in &entry.records[skip..] {
-                    if !page.push(r) {
-                        return Paged::Answer(ReadAnswer::Page { from: request.from, records: page.records, view });
-                    }
-                    seq = seq.plus(1);
-                }
-            }
-            _ => return Paged::Answer(ReadAnswer::Page { from: request.from, records: page.records, view }),
+            seq = seq.plus(1);
         }
     }
 }
@@ -261,6 +278,10 @@ pub struct PageFetch {
     pub request: ReadRequest,
     /// The view the page reports (the fold's when the read was served).
     pub view: JournalView,
+    /// The records held in memory from `tail_from` (the window's first position) on, as many
+    /// as one page holds: where the page goes on once the re-fold reaches `end`.
+    pub tail_from: Seq,
+    pub tail: Vec<Bytes>,
 }
 
 /// Slots one store read of a [`PageFetch`] asks for.
@@ -268,17 +289,17 @@ pub const FETCH_CHUNK_SLOTS: u32 = 64;
 
 impl PageFetch {
     /// Builds the page with `read(from, slots_max)`, which returns up to `slots_max` retained
-    /// entries from `from` on in slot order (a store's range read). Reads at most
-    /// `2 × anchor_slots + page_records_max` slots. `Unserved` when the entries it needs are
-    /// gone (truncated meanwhile) or no record was found within that bound.
+    /// entries from `from` on in slot order (a store's range read), then goes on with the
+    /// window's records. Reads at most [`PageFetch::scan_slots_max`] slots. `Unserved` when the
+    /// entries it needs are gone (truncated meanwhile) or no record was found within that
+    /// bound.
     ///
     /// # Errors
     /// The first error `read` returns.
     pub fn build<E>(&self, tunables: &Tunables, mut read: impl FnMut(Slot, u32) -> Result<Vec<(Slot, LogEntry)>, E>) -> Result<ReadAnswer, E> {
         let (limit, bytes_max) = page_bounds(&self.request, tunables);
         let mut page = Collect { limit, bytes_max, records: Vec::new(), bytes: 0 };
-        let scan_max = u64::from(tunables.anchor_slots).saturating_mul(2).saturating_add(u64::from(tunables.page_records_max));
-        let end = Slot(self.end.0.min(self.anchor.0.saturating_add(scan_max)));
+        let end = Slot(self.end.0.min(self.anchor.0.saturating_add(Self::scan_slots_max(tunables))));
         let mut fold = Fold::new(self.mode, self.state, self.anchor);
         // The entries re-folded so far: a retry is judged against them, as the fold did.
         let mut held: Vec<(Slot, LogEntry)> = Vec::new();
@@ -311,9 +332,25 @@ impl PageFetch {
                 next = slot.next();
             }
         }
+        // Reached the window with room left: the page goes on with the records held there.
+        let full = page.records.len() == limit || page.bytes >= bytes_max;
+        if next == self.end && !full && fold.state().next_seq == self.tail_from && !page.records.is_empty() {
+            for r in &self.tail {
+                if !page.push(r) {
+                    break;
+                }
+            }
+        }
         if page.records.is_empty() {
             return Ok(ReadAnswer::Unserved);
         }
         Ok(ReadAnswer::Page { from: self.request.from, records: page.records, view: self.view })
+    }
+
+    /// The most slots one page's re-fold reads: the anchor stride to reach the first record,
+    /// then room for a page of one-record writes and slots that append nothing.
+    #[must_use]
+    pub fn scan_slots_max(tunables: &Tunables) -> u64 {
+        u64::from(tunables.anchor_slots).saturating_mul(2).saturating_add(u64::from(tunables.page_records_max).saturating_mul(4)).saturating_add(1024)
     }
 }

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use paros_core::{Durable, JournalConfig, JournalKey, NodeId, WriteOp};
+use paros_core::{Durable, JournalConfig, JournalKey, LogEntry, NodeId, Slot, WriteOp};
 
-use crate::ports::{LogStore, Placement, StoreError, StoredJournal};
+use crate::ports::{LogRead, LogStore, Placement, StoreError, StoredJournal};
 
 /// A change written and not yet synced, in write order.
 #[derive(Debug)]
@@ -24,6 +24,7 @@ struct Disk {
     fail_next_sync: bool,
     batches: u64,
     syncs: u64,
+    reads: u64,
 }
 
 /// A machine's disk in memory. Clones share the disk, so a test can "crash" the process
@@ -54,6 +55,12 @@ impl MemStore {
         self.disk.lock().expect("disk lock").fail_next_sync = true;
     }
 
+    /// Range reads served so far ([`LogRead::read_range`]).
+    #[must_use]
+    pub fn reads(&self) -> u64 {
+        self.disk.lock().expect("disk lock").reads
+    }
+
     /// `(batches written, syncs)` so far.
     #[must_use]
     pub fn counts(&self) -> (u64, u64) {
@@ -62,7 +69,21 @@ impl MemStore {
     }
 }
 
+impl LogRead for MemStore {
+    fn read_range(&self, journal: &JournalKey, from: Slot, slots_max: u32) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
+        let mut d = self.disk.lock().expect("disk lock");
+        d.reads += 1;
+        Ok(d.synced.get(journal).map(|j| j.read_range(from, slots_max)).unwrap_or_default())
+    }
+}
+
 impl LogStore for MemStore {
+    type Reader = MemStore;
+
+    fn reader(&self) -> MemStore {
+        self.clone()
+    }
+
     fn identity(&self) -> Result<Option<NodeId>, StoreError> {
         Ok(self.disk.lock().expect("disk lock").identity)
     }
@@ -124,7 +145,7 @@ impl LogStore for MemStore {
             .map(|(key, config)| StoredJournal {
                 key: *key,
                 config: config.clone(),
-                durable: d.synced.get(key).cloned().unwrap_or_default(),
+                durable: d.synced.get(key).map(Durable::for_boot).unwrap_or_default(),
             })
             .collect())
     }

@@ -1,7 +1,7 @@
 //! The host's ports: storage, transport, clock. Implemented by paros-store (fjall), paros-bus
 //! (in-process, NATS) and by the simulation; the round logic never knows which.
 
-use paros_core::{Durable, JournalConfig, JournalKey, Message, NodeId, WriteOp};
+use paros_core::{Durable, JournalConfig, JournalKey, LogEntry, Message, NodeId, Slot, WriteOp};
 use serde::{Deserialize, Serialize};
 
 /// A storage fault. Unknown, not "not done": the process must stop and recover from disk.
@@ -35,11 +35,29 @@ pub enum Placement {
     Remove(JournalKey),
 }
 
+/// Reads a machine's retained log entries: what a journal evicted from memory (catch-up answers
+/// and read pages below its window, see [`paros_core::Fetch`]).
+pub trait LogRead {
+    /// Up to `slots_max` retained entries of `journal` from `from` on, in slot order: never
+    /// below its floor (the first may lie past `from` when `from` was truncated), never an
+    /// entry of a journal not placed here.
+    ///
+    /// # Errors
+    /// [`StoreError::Read`].
+    fn read_range(&self, journal: &JournalKey, from: Slot, slots_max: u32) -> Result<Vec<(Slot, LogEntry)>, StoreError>;
+}
+
 /// A machine's durable storage for every journal placed on it.
 ///
 /// The host is the single committer: each round it calls `write` once with every journal's
 /// writes (one atomic batch), then `sync` once, and only then lets messages leave.
-pub trait LogStore: Send + 'static {
+pub trait LogStore: LogRead + Send + 'static {
+    /// A read handle usable from another thread while the store itself is lent out for a
+    /// round's write and sync. It sees at least every write synced before it reads.
+    type Reader: LogRead + Send + 'static;
+
+    fn reader(&self) -> Self::Reader;
+
     /// The machine identity recorded at first start, if any.
     ///
     /// # Errors
@@ -74,7 +92,8 @@ pub trait LogStore: Send + 'static {
     fn sync(&mut self) -> Result<(), StoreError>;
 
     /// Reads back every journal placed here: config, promise, floor, sealed state, chosen
-    /// index and retained log.
+    /// index, anchors, and the entries from where boot resumes the fold
+    /// ([`Durable::boot_start`]) on — not the retained log below it.
     ///
     /// # Errors
     /// Any storage fault.

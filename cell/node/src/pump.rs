@@ -12,7 +12,7 @@
 use paros_core::{Applied, JournalKey, NodeId, WriteOp};
 
 use crate::host::{Early, Host, PendingRound, RoundOutput, Ticket};
-use crate::ports::{Envelope, LogStore};
+use crate::ports::{Envelope, LogRead, LogStore};
 use crate::rpc::{NodeAnswer, NodeRequest};
 
 /// One round's writes, every journal's, to persist as one atomic batch.
@@ -136,11 +136,12 @@ impl<S: LogStore> Pump<S> {
     }
 
     /// One turn of the loop at clock reading `now_ms`. `synced` is the batch of the last
-    /// [`Persist`], now durable.
+    /// [`Persist`], now durable. Entries journals evicted from memory are read from `reader`
+    /// (the store's read handle: [`LogStore::reader`]).
     ///
     /// # Panics
     /// When `synced` is handed back with no round in flight.
-    pub fn step(&mut self, now_ms: u64, synced: Option<Batch>) -> Effects {
+    pub fn step(&mut self, now_ms: u64, synced: Option<Batch>, reader: &dyn LogRead) -> Effects {
         let me = self.host.id();
         let mut effects = Effects::default();
         let mut looped: Vec<Vec<Envelope>> = Vec::new();
@@ -171,6 +172,7 @@ impl<S: LogStore> Pump<S> {
                 self.syncing = Some(pending);
             }
         }
+        self.host.serve_fetches(reader, |e| effects.released(me, &mut looped, e));
         for envelopes in looped {
             self.host.deliver(me, envelopes);
         }

@@ -232,6 +232,7 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
     let Inputs { mut inbox, mut controls, mut stopped } = inputs;
     let me = host.id();
     let mut responders: BTreeMap<Ticket, Responder> = BTreeMap::new();
+    let reader = host.store().reader();
     let mut pump = Pump::new(host, clock.now_ms());
     // The round whose batch a blocking thread is persisting, if any: inputs keep flowing and
     // answers keep leaving while the disk syncs.
@@ -301,7 +302,7 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
             }
             input = inbox.try_recv().ok();
         }
-        let effects = pump.step(clock.now_ms(), synced);
+        let effects = pump.step(clock.now_ms(), synced, &reader);
         if let Some(Persist { placements, batch, needs_sync }) = effects.persist {
             if let Some(at) = first_input.take() {
                 times.lock().expect("times lock").queue.record(micros(at.elapsed()));

@@ -10,8 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use paros_core::{Durable, JournalConfig, JournalKey, WriteOp};
-use paros_node::ports::Placement;
+use paros_core::{Durable, JournalConfig, JournalKey, LogEntry, Slot, WriteOp};
+use paros_node::ports::{LogRead, Placement, StoreError};
 
 /// What the world decided the next sync does.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -108,7 +108,7 @@ impl SimDisk {
     /// machine boots with.
     #[must_use]
     pub fn placed(&self) -> Vec<(JournalKey, JournalConfig, Durable)> {
-        self.placed.iter().map(|(k, c)| (*k, c.clone(), self.load(k))).collect()
+        self.placed.iter().map(|(k, c)| (*k, c.clone(), self.load(k).for_boot())).collect()
     }
 
     /// The process died: everything written and not synced is gone.
@@ -157,6 +157,13 @@ impl SimDisk {
     /// The writes that became durable since the last call, in the order they were written.
     pub fn take_observed(&mut self) -> Vec<(JournalKey, WriteOp)> {
         std::mem::take(&mut self.observed)
+    }
+}
+
+/// Reads what is durable: a journal reads back only entries it evicted after they were synced.
+impl LogRead for SimDisk {
+    fn read_range(&self, journal: &JournalKey, from: Slot, slots_max: u32) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
+        Ok(self.synced.get(journal).map(|d| d.read_range(from, slots_max)).unwrap_or_default())
     }
 }
 

@@ -11,6 +11,7 @@
 //! | `promise` | `tenant ‖ journal` | `Ballot` |
 //! | `log` | `tenant ‖ journal ‖ slot` | `LogEntry` (ballot + command) |
 //! | `state` | `tenant ‖ journal` | floor, sealed `JournalState`, chosen index |
+//! | `anchor` | `tenant ‖ journal ‖ slot` | `JournalState` before `slot` (a fold checkpoint) |
 //! | `meta` | `format` | format marker, `u32` big-endian (raw, not postcard) = [`FORMAT`] |
 //! | `meta` | `identity` | `NodeId` |
 //! | `meta` | `config/ ‖ tenant ‖ journal` | `JournalConfig` |
@@ -45,7 +46,7 @@ use std::time::Duration;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode, Readable};
 use paros_core::journal::{Command, JournalState};
 use paros_core::{Ballot, Durable, JournalConfig, JournalKey, LogEntry, NodeId, Slot, WriteOp};
-use paros_node::ports::{LogStore, Placement, StoreError, StoredJournal};
+use paros_node::ports::{LogRead, LogStore, Placement, StoreError, StoredJournal};
 use serde::{Deserialize, Serialize};
 
 /// The storage format this build reads and writes, recorded in `meta` at first open.
@@ -80,7 +81,13 @@ pub struct StoreOptions {
     pub blob_bytes_min: Option<u32>,
     /// fjall's background threads (flushes and compactions) for this database.
     pub worker_threads: usize,
+    /// fjall's block cache, in bytes: the bounded cache reads of entries evicted from the
+    /// journals' in-memory windows go through (catch-up answers, old read pages).
+    pub cache_bytes: u64,
 }
+
+/// The default [`StoreOptions::cache_bytes`].
+pub const CACHE_BYTES: u64 = 32 << 20;
 
 impl Default for StoreOptions {
     fn default() -> Self {
@@ -92,6 +99,7 @@ impl Default for StoreOptions {
             blob_bytes_min: None,
             // fjall's own default.
             worker_threads: std::thread::available_parallelism().map_or(1, usize::from).min(4),
+            cache_bytes: CACHE_BYTES,
         }
     }
 }
@@ -185,6 +193,7 @@ enum Space {
     Promise,
     Log,
     State,
+    Anchor,
 }
 
 /// A [`LogStore`] on one fjall database. See the crate docs for the layout.
@@ -201,6 +210,7 @@ pub struct FjallStore {
     log: Keyspace,
     state: Keyspace,
     meta: Keyspace,
+    anchor: Keyspace,
     /// Every journal's `state` row as committed: `write` never reads it from disk.
     rows: HashMap<JournalKey, StateRow>,
     fresh: bool,
@@ -288,7 +298,8 @@ impl FjallStore {
             .manual_journal_persist(true)
             .max_journaling_size(opts.journal_bytes_max)
             .worker_threads_unchecked(opts.worker_threads.max(1))
-            .with_compaction_filter_factories(Arc::new(move |name| (name == "log").then(|| Arc::clone(&filter))))
+            .cache_size(opts.cache_bytes)
+            .with_compaction_filter_factories(Arc::new(move |name| (name == "log" || name == "anchor").then(|| Arc::clone(&filter))))
             .open()
             .map_err(read_err)?;
         let options = || {
@@ -308,6 +319,7 @@ impl FjallStore {
             .map_err(read_err)?;
         let state = open("state")?;
         let meta = open("meta")?;
+        let anchor = open("anchor")?;
         let reclaimer = reclaim::Reclaimer::start(log.clone(), meta.clone(), Arc::clone(&floors), opts.reclaim_interval)
             .map_err(|e| StoreError::Read(format!("starting the reclaimer: {e}")))?;
 
@@ -321,6 +333,7 @@ impl FjallStore {
             log,
             state,
             meta,
+            anchor,
             rows: HashMap::new(),
             fresh: false,
             stats: StoreStats::default(),
@@ -397,7 +410,53 @@ impl FjallStore {
     }
 }
 
+/// A read handle on a [`FjallStore`]'s `log`, for the node thread while the store is lent to
+/// the storage thread.
+#[derive(Clone)]
+pub struct FjallReader {
+    log: Keyspace,
+    floors: Arc<reclaim::Floors>,
+}
+
+impl fmt::Debug for FjallReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FjallReader").finish_non_exhaustive()
+    }
+}
+
+fn read_log_range(log: &Keyspace, floors: &reclaim::Floors, journal: &JournalKey, from: Slot, slots_max: u32) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
+    let prefix = keys::journal(*journal);
+    // Below a durable floor, dropped data may resurface (drops leave no tombstone): start at it.
+    let from = from.max(Slot(floors.get(&prefix).unwrap_or(0)));
+    let mut out = Vec::new();
+    for item in log.range(keys::log(*journal, from)..=keys::log(*journal, Slot(u64::MAX))).take(slots_max as usize) {
+        let (k, v) = item.into_inner().map_err(read_err)?;
+        let slot = keys::decode_slot(&k).ok_or_else(|| malformed("log", &k))?;
+        out.push((slot, decode(&v, "log entry")?));
+    }
+    Ok(out)
+}
+
+impl LogRead for FjallReader {
+    fn read_range(&self, journal: &JournalKey, from: Slot, slots_max: u32) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
+        read_log_range(&self.log, &self.floors, journal, from, slots_max)
+    }
+}
+
+impl LogRead for FjallStore {
+    fn read_range(&self, journal: &JournalKey, from: Slot, slots_max: u32) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
+        let floor = self.rows.get(journal).map_or(Slot(0), |r| r.floor);
+        read_log_range(&self.log, &self.floors, journal, from.max(floor), slots_max)
+    }
+}
+
 impl LogStore for FjallStore {
+    type Reader = FjallReader;
+
+    fn reader(&self) -> FjallReader {
+        FjallReader { log: self.log.clone(), floors: Arc::clone(&self.floors) }
+    }
+
     fn identity(&self) -> Result<Option<NodeId>, StoreError> {
         match self.meta.get(keys::META_IDENTITY).map_err(read_err)? {
             Some(raw) => Ok(Some(decode(&raw, "identity")?)),
@@ -440,8 +499,10 @@ impl LogStore for FjallStore {
                     wb.remove(&self.state, prefix);
                     // Everything under the prefix, below the floor too: a later incarnation
                     // of this key starts at floor 0 and must not see the old records.
-                    for item in self.log.prefix(prefix) {
-                        wb.remove(&self.log, item.key().map_err(read_err)?.to_vec());
+                    for ks in [&self.log, &self.anchor] {
+                        for item in ks.prefix(prefix) {
+                            wb.remove(ks, item.key().map_err(read_err)?.to_vec());
+                        }
                     }
                     self.rows.remove(key);
                     self.floors.forget(&prefix);
@@ -486,6 +547,11 @@ impl LogStore for FjallStore {
                         }
                     }
                     WriteOp::Chosen { up_to } => row.chosen_up_to = row.chosen_up_to.max(*up_to),
+                    WriteOp::Anchor { slot, state } => {
+                        if *slot > row.floor {
+                            staged.insert((Space::Anchor, keys::log(*journal, *slot).to_vec()), encode(state)?);
+                        }
+                    }
                     WriteOp::Truncate { floor, sealed }
                     | WriteOp::TrimmedTo { point: floor, state: sealed } => {
                         if *floor > row.floor {
@@ -524,6 +590,7 @@ impl LogStore for FjallStore {
                 Space::Promise => &self.promise,
                 Space::Log => &self.log,
                 Space::State => &self.state,
+                Space::Anchor => &self.anchor,
             };
             wb.insert(ks, key, value);
         }
@@ -564,26 +631,26 @@ impl LogStore for FjallStore {
                 Some(raw) => decode(&raw, "state row")?,
                 None => StateRow::default(),
             };
-            let mut entries = Vec::new();
             // Slots below the floor may still be on disk (reclaimed later): never read them.
-            let retained = keys::log(key, row.floor)..=keys::log(key, Slot(u64::MAX));
+            let mut anchors = Vec::new();
+            for item in snap.range(&self.anchor, keys::log(key, row.floor.next())..=keys::log(key, Slot(u64::MAX))) {
+                let (k, v) = item.into_inner().map_err(read_err)?;
+                let slot = keys::decode_slot(&k).ok_or_else(|| malformed("anchor", &k))?;
+                anchors.push((slot, decode(&v, "anchor")?));
+            }
+            let mut durable = Durable { promise, floor: row.floor, sealed: row.sealed, chosen_up_to: row.chosen_up_to, anchors, entries: Vec::new() };
+            // Boot resumes the fold at the last anchor at or below the chosen index: the
+            // retained log below it is never read.
+            let retained = keys::log(key, durable.boot_start())..=keys::log(key, Slot(u64::MAX));
+            let mut entries = Vec::new();
             for item in snap.range(&self.log, retained) {
                 let (k, v) = item.into_inner().map_err(read_err)?;
                 let slot = keys::decode_slot(&k).ok_or_else(|| malformed("log", &k))?;
                 let entry: LogEntry = decode(&v, "log entry")?;
                 entries.push((slot, entry));
             }
-            out.push(StoredJournal {
-                key,
-                config,
-                durable: Durable {
-                    promise,
-                    floor: row.floor,
-                    sealed: row.sealed,
-                    chosen_up_to: row.chosen_up_to,
-                    entries,
-                },
-            });
+            durable.entries = entries;
+            out.push(StoredJournal { key, config, durable });
         }
         Ok(out)
     }

@@ -325,6 +325,12 @@ impl Fold {
         self.held_from = self.held_from.max(sealed.next_seq);
     }
 
+    /// The first position the window indexes exactly (`next_seq` when it holds no write).
+    #[must_use]
+    pub fn window_seq(&self) -> Seq {
+        self.positions.first_seq().unwrap_or(self.state.next_seq)
+    }
+
     /// Forgets the exact positions of writes below `start` (evicted from memory; their
     /// entries are read back from the store through the anchors).
     pub fn forget_positions_below(&mut self, start: Slot) {

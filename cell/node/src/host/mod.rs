@@ -61,6 +61,11 @@ pub struct HostStats {
     pub campaigns: u64,
     /// Campaigns that won: a voter here became its journal's leader.
     pub leaderships_won: u64,
+    /// Fetches served from the store (catch-up answers and read pages below a journal's
+    /// in-memory window), the entries they read, and those that failed to read.
+    pub fetches: u64,
+    pub fetched_entries: u64,
+    pub fetch_errors: u64,
 }
 
 /// A round whose batch is being made durable.
@@ -137,6 +142,8 @@ pub struct Host<S: LogStore> {
     timer: Timer,
     /// Placements and removals not yet handed to a round.
     placements: Vec<Placement>,
+    /// Fetches taken from the journals and not yet served.
+    fetches: Vec<(JournalKey, paros_core::Fetch)>,
 }
 
 impl<S: LogStore> Host<S> {
@@ -174,6 +181,7 @@ impl<S: LogStore> Host<S> {
             peers: BTreeMap::new(),
             timer: Timer { tick_ms: TICK_MS_DEFAULT, next_due_ms: None },
             placements: Vec::new(),
+            fetches: Vec::new(),
         };
         for stored in host.store_mut().load()? {
             host.install(stored.key, stored.config, stored.durable);

@@ -2,10 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use paros_core::{JournalKey, NodeId, Ready, WriteOp};
+use paros_core::{Fetch, JournalKey, Message, NodeId, ReadAnswer, Ready, WriteOp};
 
 use super::{Early, Host, PendingRound, RoundOutput};
-use crate::ports::{Envelope, LogStore, StoreError};
+use crate::ports::{Envelope, LogRead, LogStore, StoreError};
+use crate::rpc::NodeAnswer;
 
 impl<S: LogStore> Host<S> {
     /// One round, persisted on this thread: [`Host::begin_round`], one storage batch and one
@@ -13,8 +14,10 @@ impl<S: LogStore> Host<S> {
     ///
     /// # Errors
     /// A storage fault. Nothing in the `RoundOutput` may then leave: stop the process.
-    pub fn round(&mut self, early: impl FnMut(Early)) -> Result<RoundOutput, StoreError> {
-        let pending = self.begin_round(early);
+    pub fn round(&mut self, mut early: impl FnMut(Early)) -> Result<RoundOutput, StoreError> {
+        let pending = self.begin_round(&mut early);
+        let reader = self.store().reader();
+        self.serve_fetches(&reader, &mut early);
         if !pending.batch.is_empty() || !pending.placements.is_empty() {
             let store = self.store_mut();
             store.place(&pending.placements)?;
@@ -34,6 +37,7 @@ impl<S: LogStore> Host<S> {
         for key in std::mem::take(&mut self.touched) {
             let j = self.journals.get_mut(&key).expect("a touched journal is hosted");
             let released = j.take_released();
+            self.fetches.extend(released.fetches.into_iter().map(|f| (key, f)));
             for o in released.messages {
                 out.entry(o.to).or_default().push(Envelope { journal: key, from: self.me, message: o.message });
             }
@@ -84,6 +88,7 @@ impl<S: LogStore> Host<S> {
             for o in go {
                 early_out.entry(o.to).or_default().push(Envelope { journal: *key, from: self.me, message: o.message });
             }
+            self.fetches.extend(std::mem::take(&mut ready.fetches).into_iter().map(|f| (*key, f)));
             let (answers, reads) = (std::mem::take(&mut ready.answers), std::mem::take(&mut ready.reads));
             self.answer(*key, answers, reads, &mut early);
         }
@@ -119,6 +124,57 @@ impl<S: LogStore> Host<S> {
             out.writes = pending.batch;
         }
         out
+    }
+
+    /// Serves the fetches the journals asked for since the last call (see [`Fetch`]) by reading
+    /// `reader`: catch-up answers leave through `early` as messages, pages as answers. A
+    /// catch-up whose entries are gone (truncated meanwhile) or unreadable is dropped (the
+    /// laggard asks again); such a page is answered `Unserved`.
+    pub fn serve_fetches(&mut self, reader: &dyn LogRead, mut early: impl FnMut(Early)) {
+        let mut out: BTreeMap<NodeId, Vec<Envelope>> = BTreeMap::new();
+        for (key, fetch) in std::mem::take(&mut self.fetches) {
+            self.stats.fetches += 1;
+            match fetch {
+                Fetch::CatchUp { to, from, end, chosen_up_to, slots_max } => {
+                    let want = slots_max.min(u32::try_from(end.0.saturating_sub(from.0)).unwrap_or(u32::MAX));
+                    let Ok(read) = reader.read_range(&key, from, want) else {
+                        self.stats.fetch_errors += 1;
+                        continue;
+                    };
+                    self.stats.fetched_entries += read.len() as u64;
+                    let entries: Vec<_> = read
+                        .into_iter()
+                        .zip(from.0..end.0)
+                        .take_while(|((slot, _), want)| slot.0 == *want)
+                        .map(|((slot, e), _)| (slot, e.command))
+                        .collect();
+                    if entries.is_empty() {
+                        continue;
+                    }
+                    let message = Message::CatchUpResponse { entries, chosen_up_to };
+                    out.entry(to).or_default().push(Envelope { journal: key, from: self.me, message });
+                }
+                Fetch::Page { read, page } => {
+                    let mut entries = 0u64;
+                    let built = page.build(&self.tunables, |from, n| {
+                        let got = reader.read_range(&key, from, n)?;
+                        entries += got.len() as u64;
+                        Ok::<_, StoreError>(got)
+                    });
+                    self.stats.fetched_entries += entries;
+                    let answer = built.unwrap_or_else(|_| {
+                        self.stats.fetch_errors += 1;
+                        ReadAnswer::Unserved
+                    });
+                    if let Some(t) = self.reads.remove(&(key, read)) {
+                        early(Early::Answer(t, NodeAnswer::Read(answer)));
+                    }
+                }
+            }
+        }
+        for (to, envelopes) in out {
+            early(Early::Messages(to, envelopes));
+        }
     }
 
     /// True when some journal has effects waiting for a round.

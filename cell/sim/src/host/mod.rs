@@ -144,7 +144,7 @@ pub trait Host: Sized {
     fn probe(&self, journal: &JournalKey) -> Option<JournalProbe>;
 
     /// The command retained at `slot` of `journal`, if any.
-    fn command_at(&self, journal: &JournalKey, slot: Slot) -> Option<Command>;
+    fn command_at(&self, disk: &crate::disk::SimDisk, journal: &JournalKey, slot: Slot) -> Option<Command>;
 
     /// Every journal hosted here, with its configuration.
     fn hosted(&self) -> BTreeMap<JournalKey, JournalConfig>;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use paros_core::journal::Command;
 use paros_core::{Call, CallAnswer, CallId, JournalConfig, JournalKey, NodeId, ReadId, ReadRequest, Slot};
-use paros_node::ports::{Clock, Envelope as NodeEnvelope, LogStore, StoreError, StoredJournal};
+use paros_node::ports::{Clock, Envelope as NodeEnvelope, LogRead, LogStore, StoreError, StoredJournal};
 use paros_node::rpc::{NodeAnswer, NodeRequest};
 use paros_node::pump::Batch;
 use paros_node::{Effects, Pump, Ticket};
@@ -24,7 +24,20 @@ pub struct BootStore {
     journals: Vec<StoredJournal>,
 }
 
+impl LogRead for BootStore {
+    /// Never used: the adapter hands the pump the simulated disk to read from.
+    fn read_range(&self, _: &JournalKey, _: Slot, _: u32) -> Result<Vec<(Slot, paros_core::LogEntry)>, StoreError> {
+        Ok(Vec::new())
+    }
+}
+
 impl LogStore for BootStore {
+    type Reader = NoReader;
+
+    fn reader(&self) -> NoReader {
+        NoReader
+    }
+
     fn identity(&self) -> Result<Option<NodeId>, StoreError> {
         Ok(Some(self.id))
     }
@@ -42,6 +55,16 @@ impl LogStore for BootStore {
     }
     fn load(&self) -> Result<Vec<StoredJournal>, StoreError> {
         Ok(self.journals.clone())
+    }
+}
+
+/// The boot store's reader: the adapter reads the simulated disk instead.
+#[derive(Debug)]
+pub struct NoReader;
+
+impl LogRead for NoReader {
+    fn read_range(&self, _: &JournalKey, _: Slot, _: u32) -> Result<Vec<(Slot, paros_core::LogEntry)>, StoreError> {
+        Ok(Vec::new())
     }
 }
 
@@ -159,7 +182,7 @@ impl Host for NodeHost {
     fn step(&mut self, disk: &mut SimDisk, synced: bool) -> Stepped {
         let synced = synced.then(|| self.persisting.take().expect("a synced round was persisting"));
         let ticked = std::mem::take(&mut self.clock_due);
-        let mut effects = self.pump.step(self.clock.now_ms(), synced);
+        let mut effects = self.pump.step(self.clock.now_ms(), synced, &*disk);
         assert!(!ticked || effects.ticked, "a tick period of the machine's clock delivers one tick");
         let mut stepped = Stepped { completed: effects.completed, ..Stepped::default() };
         stepped.output.answers = std::mem::take(&mut self.immediate);
@@ -200,11 +223,16 @@ impl Host for NodeHost {
         })
     }
 
-    fn command_at(&self, journal: &JournalKey, slot: Slot) -> Option<Command> {
+    fn command_at(&self, disk: &SimDisk, journal: &JournalKey, slot: Slot) -> Option<Command> {
         let log = match self.pump.host().voter(journal) {
             Some(v) => v.log(),
             None => self.pump.host().replica(journal)?.log(),
         };
+        if slot < log.start() {
+            // Evicted from memory: the machine reads it back from its disk.
+            let read = disk.read_range(journal, slot, 1).ok()?;
+            return read.into_iter().find(|(s, _)| *s == slot).map(|(_, e)| e.command);
+        }
         log.get(slot).map(|e| e.command.clone())
     }
 

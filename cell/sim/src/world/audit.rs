@@ -135,6 +135,8 @@ impl Audit {
                 self.on_prefix(key, *point, *state, claim, node);
                 self.jumps.insert((node, key), role);
             }
+            // An anchor is the fold's state before its slot, as a floor's seal is.
+            WriteOp::Anchor { slot, state } => self.on_prefix(key, *slot, *state, Claim::SameOutcome, node),
             WriteOp::Chosen { .. } => {}
         }
     }

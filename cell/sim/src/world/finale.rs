@@ -95,7 +95,7 @@ impl<H: Host> World<H> {
             view = Some(probe.state);
             let mut slot = probe.floor;
             while slot < probe.chosen_up_to {
-                if let (Some(cmd), Some(j)) = (host.command_at(&key, slot), self.audit.judged.get(&(key, slot)))
+                if let (Some(cmd), Some(j)) = (host.command_at(&mach.disk, &key, slot), self.audit.judged.get(&(key, slot)))
                     && let (Outcome::Accepted { seq, .. }, Some(entry)) = (j.outcome, cmd.entry())
                 {
                     for (i, r) in entry.records.iter().enumerate() {
