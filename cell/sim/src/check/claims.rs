@@ -24,10 +24,11 @@ pub enum Claim {
     RunWithoutEndNeverRestored,
     RegistryRestoresAtFloor,
     RegistryCoordinatorFenced,
+    FetchedFromDisk,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 19] = [
+    pub const ALL: [Claim; 20] = [
         Claim::OneChosenPerSlot,
         Claim::SameOutcome,
         Claim::PromiseNeverDecreases,
@@ -47,6 +48,7 @@ impl Claim {
         Claim::RunWithoutEndNeverRestored,
         Claim::RegistryRestoresAtFloor,
         Claim::RegistryCoordinatorFenced,
+        Claim::FetchedFromDisk,
     ];
 
     /// The claim's name, exactly as the runner prints it.
@@ -74,6 +76,7 @@ impl Claim {
             Claim::RunWithoutEndNeverRestored => "a checkpoint run without End is never restored",
             Claim::RegistryRestoresAtFloor => "a reader below the floor restores from the checkpoint at the floor",
             Claim::RegistryCoordinatorFenced => "the registry coordinator is fenced by its successor",
+            Claim::FetchedFromDisk => "storage: catch-up and reads below a node's in-memory window are served from its disk",
         }
     }
 
@@ -88,7 +91,7 @@ impl Claim {
     pub fn reach_share_min(self) -> Option<f64> {
         match self {
             Claim::ContestedCampaign | Claim::StaleAccept | Claim::CrashBeforeSync => Some(0.05),
-            Claim::RegistryRestoresAtFloor | Claim::RegistryCoordinatorFenced => Some(REGISTRY_REACH_SHARE_MIN),
+            Claim::RegistryRestoresAtFloor | Claim::RegistryCoordinatorFenced | Claim::FetchedFromDisk => Some(REGISTRY_REACH_SHARE_MIN),
             _ => None,
         }
     }

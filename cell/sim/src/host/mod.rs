@@ -78,6 +78,8 @@ pub struct Stepped {
     pub completed: bool,
     /// What may leave now (see `paros_core::Ready` and `paros_node::Pump`).
     pub output: RoundOutput,
+    /// Fetches of entries evicted from memory the step served from the disk.
+    pub fetches: u64,
 }
 
 /// What a step releases: messages, answers, and the slots its completed rounds applied.

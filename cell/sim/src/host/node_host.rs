@@ -182,9 +182,11 @@ impl Host for NodeHost {
     fn step(&mut self, disk: &mut SimDisk, synced: bool) -> Stepped {
         let synced = synced.then(|| self.persisting.take().expect("a synced round was persisting"));
         let ticked = std::mem::take(&mut self.clock_due);
+        let fetches = self.pump.host().stats().fetches;
         let mut effects = self.pump.step(self.clock.now_ms(), synced, &*disk);
         assert!(!ticked || effects.ticked, "a tick period of the machine's clock delivers one tick");
-        let mut stepped = Stepped { completed: effects.completed, ..Stepped::default() };
+        let fetches = self.pump.host().stats().fetches - fetches;
+        let mut stepped = Stepped { completed: effects.completed, fetches, ..Stepped::default() };
         stepped.output.answers = std::mem::take(&mut self.immediate);
         if let Some(persist) = &effects.persist {
             disk.place(&persist.placements);

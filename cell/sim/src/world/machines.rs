@@ -2,6 +2,7 @@
 
 use super::{Event, RestartCause, World};
 use crate::client::Reply;
+use crate::check::claims::Claim;
 use crate::disk::SyncFault;
 use crate::host::{Host, Packet, RoundOutput};
 use crate::registry::RegReply;
@@ -68,6 +69,9 @@ impl<H: Host> World<H> {
         let mach = &mut self.machines[m];
         let Some(host) = mach.host.as_mut() else { return };
         let stepped = host.step(&mut mach.disk, synced);
+        for _ in 0..stepped.fetches {
+            self.audit.claims.reach(Claim::FetchedFromDisk);
+        }
         if let Some(writes) = stepped.persisting {
             mach.round_in_flight = true;
             mach.round_writes = writes;
