@@ -728,7 +728,9 @@ where
 }
 
 /// Reads every journal back and checks each acknowledged record at its position, and that
-/// every record read names its own position (nothing duplicated or misplaced).
+/// every record read names its own position (nothing duplicated or misplaced). Streams: no more
+/// than one page is held at a time, so reading a journal larger than memory measures the
+/// cell's memory, not the bench's.
 async fn verify<S>(client: &Client<S>, journals: &Journals<S>, shared: &Shared, size: usize) -> Result<u64, BenchError>
 where
     S: JournalService + 'static,
@@ -738,43 +740,61 @@ where
     let mut verified = 0;
     for j in journals {
         let j = j.lock().await;
-        let read = read_back(client, j.journal.clone(), shared).await.map_err(BenchError::Verify)?;
-        for (seq, record) in &read {
-            if *record != record_bytes(j.index, *seq, size) {
-                return Err(BenchError::Verify(format!("journal {} holds a foreign record at {seq}", j.index)));
+        let mut ranges: Vec<(u64, u64)> = acked.get(&j.index).cloned().unwrap_or_default();
+        ranges.sort_unstable();
+        let mut pending = ranges.into_iter().peekable();
+        let mut foreign = None;
+        let mut count = 0u64;
+        read_back(client, j.journal.clone(), shared, |seq, record| {
+            if foreign.is_none() && *record != record_bytes(j.index, seq, size) {
+                foreign = Some(seq);
             }
-        }
-        for (seq, count) in acked.get(&j.index).into_iter().flatten() {
-            for s in *seq..seq + count {
-                if !read.contains_key(&s) {
-                    return Err(BenchError::Verify(format!("journal {} lost acknowledged record {s}", j.index)));
+            // Positions arrive once each, in order: count those inside an acknowledged range
+            // (consumed in order as the read passes them). Fewer than acknowledged: some lost.
+            while let Some((start, n)) = pending.peek().copied() {
+                if seq >= start + n {
+                    pending.next();
+                    continue;
                 }
-                verified += 1;
+                if seq >= start {
+                    count += 1;
+                }
+                break;
             }
+        })
+        .await
+        .map_err(BenchError::Verify)?;
+        if let Some(seq) = foreign {
+            return Err(BenchError::Verify(format!("journal {} holds a foreign record at {seq}", j.index)));
         }
+        let want: u64 = acked.get(&j.index).into_iter().flatten().map(|(_, n)| n).sum();
+        if count != want {
+            return Err(BenchError::Verify(format!("journal {} lost acknowledged records: read back {count} of {want}", j.index)));
+        }
+        verified += count;
     }
     Ok(verified)
 }
 
-/// Every record of `journal`, by position, read linearizably from the start (as
-/// [`read_all`], over any service, waiting out a gateway's quota).
-async fn read_back<S>(client: &Client<S>, journal: S::Journal, shared: &Shared) -> Result<BTreeMap<u64, Bytes>, String>
+/// Reads every record of `journal` linearizably from the start, handing each to `each` with
+/// its position (as [`read_all`], over any service, waiting out a gateway's quota). Positions
+/// arrive in increasing order.
+async fn read_back<S>(client: &Client<S>, journal: S::Journal, shared: &Shared, mut each: impl FnMut(u64, &Bytes)) -> Result<(), String>
 where
     S: JournalService + 'static,
     S::Journal: 'static,
 {
-    let mut out = BTreeMap::new();
     let mut reader = Reader::new(client.clone(), journal, paros_core::Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, 0)
         .map_err(|e| e.to_string())?;
     loop {
         match reader.next().await {
             Ok(ReaderOutcome::Records { from, records, .. }) => {
                 let empty = records.is_empty();
-                for (i, r) in records.into_iter().enumerate() {
-                    out.insert(from.0 + i as u64, r);
+                for (i, r) in records.iter().enumerate() {
+                    each(from.0 + i as u64, r);
                 }
                 if empty || reader.caught_up() {
-                    return Ok(out);
+                    return Ok(());
                 }
             }
             Ok(ReaderOutcome::Gap { .. }) => {}

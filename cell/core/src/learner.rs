@@ -20,11 +20,30 @@ pub struct Walked {
     pub ballot: Option<Ballot>,
 }
 
+/// How much of the chosen log a learner keeps in memory below its chosen index: at most
+/// `slots` slots and `bytes` record bytes (the oldest go once durable).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Window {
+    pub slots: u32,
+    pub bytes: u32,
+}
+
+impl Window {
+    /// Keeps everything.
+    pub const ALL: Window = Window { slots: u32::MAX, bytes: u32::MAX };
+
+    #[must_use]
+    pub fn of(tunables: &Tunables) -> Window {
+        Window { slots: tunables.window_slots, bytes: tunables.window_bytes }
+    }
+}
+
 /// The learner role: the chosen prefix of one journal and its fold.
 #[derive(Clone, Debug)]
 pub struct Learner {
     fold: Fold,
     anchoring: Anchoring,
+    window: Window,
     /// The fold base at the log's floor (what a laggard below the floor is told).
     sealed: JournalState,
     /// The best commit heard: slots below `.1` are chosen, and a value accepted here at a
@@ -49,7 +68,7 @@ impl Learner {
     /// taking no anchors.
     #[must_use]
     pub fn new(mode: WriterMode, log: &Log, sealed: JournalState, chosen_up_to: Slot) -> Learner {
-        Learner::resume(mode, log, sealed, &[], Anchoring::NEVER, chosen_up_to)
+        Learner::resume(mode, log, sealed, &[], Anchoring::NEVER, Window::ALL, chosen_up_to)
     }
 
     /// A learner over `log`, whose floor's sealed state is `sealed`, resuming the fold at the
@@ -59,7 +78,15 @@ impl Learner {
     /// # Panics
     /// When no anchor (nor the floor) lies at the window's start.
     #[must_use]
-    pub fn resume(mode: WriterMode, log: &Log, sealed: JournalState, anchors: &[(Slot, JournalState)], anchoring: Anchoring, chosen_up_to: Slot) -> Learner {
+    pub fn resume(
+        mode: WriterMode,
+        log: &Log,
+        sealed: JournalState,
+        anchors: &[(Slot, JournalState)],
+        anchoring: Anchoring,
+        window: Window,
+        chosen_up_to: Slot,
+    ) -> Learner {
         let floor = log.floor();
         assert!(chosen_up_to >= floor, "the chosen index is never below the floor");
         let mut base = vec![(floor, sealed)];
@@ -68,6 +95,7 @@ impl Learner {
         Learner {
             fold: Fold::resume(mode, base, anchoring),
             anchoring,
+            window,
             sealed,
             commit: None,
             known_chosen: chosen_up_to.max(log.learned_end().unwrap_or(chosen_up_to)),
@@ -117,8 +145,12 @@ impl Learner {
 
     /// Evicts chosen, durable entries from the front of the window while it holds more than
     /// the tunables allow; the fold forgets their exact positions (its anchors stay).
-    pub fn evict(&mut self, log: &mut Log, tunables: &Tunables) {
-        let start = log.evict_over(self.synced_chosen, self.chosen_up_to(), tunables.window_slots, tunables.window_bytes);
+    ///
+    /// Only slots below the chosen index known synced go: that index is what a campaign is
+    /// told is chosen here (and so needs no report of the values below it), and it survives a
+    /// reboot.
+    pub fn evict(&mut self, log: &mut Log) {
+        let start = log.evict_over(self.synced_chosen, self.chosen_up_to(), self.window.slots, self.window.bytes);
         self.fold.forget_positions_below(start);
     }
 
@@ -195,8 +227,12 @@ impl Learner {
             self.apply_next(log, writes, walked);
         }
         // The chosen index is a hint (a node that reboots behind it re-learns the slots): write
-        // it every `CHOSEN_PERSIST_SLOTS` slots, not every round, to spare a row per round.
-        if self.chosen_up_to().0 >= self.persisted_chosen.0 + CHOSEN_PERSIST_SLOTS {
+        // it every `CHOSEN_PERSIST_SLOTS` slots, not every round, to spare a row per round —
+        // sooner while the window is over its bounds, since only slots below the synced index
+        // may leave memory.
+        let moved = self.chosen_up_to().0 - self.persisted_chosen.0;
+        let every = CHOSEN_PERSIST_SLOTS.min(u64::from(self.window.slots).max(1));
+        if moved >= every || (moved > 0 && log.bytes() > u64::from(self.window.bytes)) {
             self.persisted_chosen = self.chosen_up_to();
             writes.push(WriteOp::Chosen { up_to: self.persisted_chosen });
         }

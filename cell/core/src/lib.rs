@@ -24,7 +24,7 @@ pub mod rng;
 pub mod wire;
 
 pub use acceptor::Acceptor;
-pub use learner::{Learner, Served, Walked, CHOSEN_PERSIST_SLOTS};
+pub use learner::{Learner, Served, Walked, Window, CHOSEN_PERSIST_SLOTS};
 pub use proposer::{merge_promises, Elected, Merged, Proposer};
 pub use replica::Replica;
 pub use voter::Voter;

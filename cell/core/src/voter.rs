@@ -8,7 +8,7 @@ use crate::config::{JournalConfig, Tunables};
 use crate::effects::{catch_up_request, CatchUp, Effects};
 use crate::ids::{Ballot, CallId, NodeId, ReadId, Slot};
 use crate::journal::{Anchoring, Command, JournalState, Outcome};
-use crate::learner::{Learner, Walked};
+use crate::learner::{Learner, Walked, Window};
 use crate::log::{Durable, Log, WriteOp};
 use crate::message::Message;
 use crate::proposer::{Elected, Proposer};
@@ -68,7 +68,7 @@ impl Voter {
         let start = durable.boot_start();
         let mut log = Log::with_window(durable.floor, start, durable.entries);
         let anchoring = Anchoring { slots: tunables.anchor_slots, bytes: tunables.anchor_bytes };
-        let mut learner = Learner::resume(cfg.mode, &log, durable.sealed, &durable.anchors, anchoring, durable.floor);
+        let mut learner = Learner::resume(cfg.mode, &log, durable.sealed, &durable.anchors, anchoring, Window::of(&tunables), durable.floor);
         let mut effects = Effects::default();
         let mut walked = Vec::new();
         learner.recover(&mut log, durable.chosen_up_to, &mut effects.ready.writes, &mut walked);
@@ -294,7 +294,7 @@ impl Voter {
     pub fn advance(&mut self) {
         self.effects.advance();
         self.learner.round_synced();
-        self.learner.evict(&mut self.log, &self.tunables);
+        self.learner.evict(&mut self.log);
         for m in std::mem::take(&mut self.deferred_in_flight) {
             self.handle(self.me, m);
         }

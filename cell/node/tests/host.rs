@@ -17,6 +17,7 @@ struct Cell {
     disks: BTreeMap<NodeId, MemStore>,
     answers: BTreeMap<(NodeId, Ticket), NodeAnswer>,
     ids: Vec<NodeId>,
+    tunables: Tunables,
 }
 
 fn key(i: u64) -> JournalKey {
@@ -29,11 +30,15 @@ fn tunables() -> Tunables {
 
 impl Cell {
     fn new(journals: u64) -> Cell {
+        Cell::with(journals, tunables())
+    }
+
+    fn with(journals: u64, tunables: Tunables) -> Cell {
         let ids: Vec<NodeId> = (1..=3).map(|i| NodeId(0x7700 + i)).collect();
-        let mut cell = Cell { hosts: BTreeMap::new(), disks: BTreeMap::new(), answers: BTreeMap::new(), ids: ids.clone() };
+        let mut cell = Cell { hosts: BTreeMap::new(), disks: BTreeMap::new(), answers: BTreeMap::new(), ids: ids.clone(), tunables };
         for id in &ids {
             let disk = MemStore::new();
-            let host = Host::boot(disk.clone(), None, *id, tunables(), id.0).expect("boots");
+            let host = Host::boot(disk.clone(), None, *id, tunables, id.0).expect("boots");
             cell.disks.insert(*id, disk);
             cell.hosts.insert(*id, host);
         }
@@ -87,6 +92,39 @@ impl Cell {
         }
         self.round();
         self.round();
+    }
+
+    /// Crashes every machine (unsynced writes are lost) and boots new hosts over the same disks.
+    fn crash_and_reboot(&mut self, journals: usize) {
+        for id in self.ids.clone() {
+            self.disks[&id].crash();
+            self.hosts.remove(&id);
+            let host = Host::boot(self.disks[&id].clone(), Some(id), NodeId(0xdead), self.tunables, 99).expect("reboots");
+            assert_eq!(host.journal_count(), journals, "every journal placed here is back");
+            self.hosts.insert(id, host);
+        }
+    }
+
+    /// Every page a linearizable read from each position of `k` gets at `at`.
+    fn pages(&mut self, at: NodeId, k: JournalKey, up_to: u64) -> Vec<ReadAnswer> {
+        (0..up_to)
+            .map(|from| {
+                let read = ReadRequest { from: Seq(from), limit: 0, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Linearizable };
+                let t = self.request(at, NodeRequest::Read { journal: k, read });
+                match self.wait(at, t) {
+                    NodeAnswer::Read(a) => a,
+                    other => panic!("{other:?}"),
+                }
+            })
+            .collect()
+    }
+
+    fn write(&mut self, at: NodeId, k: JournalKey, leader: LeaderUuid, seq: u64, records: Vec<Bytes>) -> CallAnswer {
+        let t = self.request(at, NodeRequest::Call { journal: k, call: Call::Write { leader: Some(leader), seq: Seq(seq), records } });
+        match self.wait(at, t) {
+            NodeAnswer::Call(a) => a,
+            other => panic!("{other:?}"),
+        }
     }
 
     fn leader_of(&self, k: &JournalKey) -> Option<NodeId> {
@@ -162,13 +200,7 @@ fn a_restarted_cell_holds_every_acknowledged_write_and_the_same_folds() {
         .collect();
     // Crash every machine: unsynced writes are lost; then boot new hosts over the same disks.
     let ids = cell.ids.clone();
-    for id in &ids {
-        cell.disks[id].crash();
-        cell.hosts.remove(id);
-        let host = Host::boot(cell.disks[id].clone(), Some(*id), NodeId(0xdead), tunables(), 99).expect("reboots");
-        assert_eq!(host.journal_count(), keys.len(), "every journal placed here is back");
-        cell.hosts.insert(*id, host);
-    }
+    cell.crash_and_reboot(keys.len());
     for ((id, k), state) in &before {
         let v = cell.hosts[id].voter(k).unwrap();
         assert!(v.state().next_seq <= state.next_seq, "a reboot never invents records");
@@ -191,6 +223,76 @@ fn a_restarted_cell_holds_every_acknowledged_write_and_the_same_folds() {
             other => panic!("{other:?}"),
         }
     }
+}
+
+/// The batches the window tests write: 60 writes of one to three records, each record distinct.
+fn window_batches() -> Vec<Vec<Bytes>> {
+    (0..60u64).map(|n| (0..=(n % 3)).map(|i| Bytes::from(format!("record {n}.{i} {}", "x".repeat((n % 7) as usize)))).collect()).collect()
+}
+
+/// A journal that outgrew its in-memory window answers exactly as one that holds everything:
+/// pages from every position (read from the store through its anchors), catch-up of a node
+/// that missed every write (served from the peers' stores), and the same after a reboot that
+/// reads only the entries from the last anchor. A retry of a write below the window gets no
+/// verdict (the node can no longer compare it), where a full window says Duplicate.
+#[test]
+fn a_journal_larger_than_its_window_answers_from_the_store_as_from_memory() {
+    let small = Tunables { window_slots: 4, window_bytes: 64, anchor_slots: 5, anchor_bytes: 1 << 20, ..tunables() };
+    let k = key(0);
+    let mut cells = [Cell::with(1, small), Cell::with(1, tunables())];
+    let mut pages = Vec::new();
+    for cell in &mut cells {
+        cell.settle_leaders(&[k]);
+        let leader = claim(cell, k, uuid(7));
+        // The third machine misses every write: it catches up afterwards.
+        let late = *cell.ids.iter().find(|id| **id != leader).expect("three machines");
+        let away = cell.hosts.remove(&late).expect("hosted");
+        let mut seq = 0;
+        for records in window_batches() {
+            let n = records.len() as u64;
+            assert_eq!(cell.write(leader, k, uuid(7), seq, records), CallAnswer::Verdict(Outcome::Accepted { seq: Seq(seq), count: n }));
+            seq += n;
+        }
+        cell.hosts.insert(late, away);
+        for _ in 0..30 {
+            cell.tick();
+        }
+        let states: Vec<_> = cell.hosts.values().map(|h| *h.voter(&k).expect("a voter").state()).collect();
+        assert!(states.iter().all(|s| s.next_seq == Seq(seq)), "every machine caught up: {states:?}");
+        let retry = window_batches().swap_remove(0);
+        pages.push((cell.pages(late, k, seq + 1), cell.pages(leader, k, seq + 1), cell.write(leader, k, uuid(7), 0, retry)));
+    }
+    let (small_cell, full_cell) = (&cells[0], &cells[1]);
+    assert_eq!(pages[0].0, pages[1].0, "pages from the store are the pages from memory (the late machine)");
+    assert_eq!(pages[0].1, pages[1].1, "pages from the store are the pages from memory (the leader)");
+    assert_eq!(pages[1].2, CallAnswer::Verdict(Outcome::Duplicate { seq: Seq(0), count: 1 }));
+    assert_eq!(pages[0].2, CallAnswer::NoVerdict, "below the window a retry cannot be compared: no verdict, never a wrong one");
+    let fetched: u64 = small_cell.hosts.values().map(|h| h.stats().fetches).sum();
+    let reads: u64 = small_cell.disks.values().map(MemStore::reads).sum();
+    assert!(fetched > 0 && reads > 0, "the small window read from the store ({fetched} fetches, {reads} reads)");
+    assert_eq!(full_cell.disks.values().map(MemStore::reads).sum::<u64>(), 0, "a window that holds everything never reads");
+    for h in small_cell.hosts.values() {
+        let v = h.voter(&k).expect("a voter");
+        assert!(v.log().bytes() <= 64 + 64, "the window holds about window_bytes: {}", v.log().bytes());
+        assert!(v.log().start() > v.log().floor(), "entries below the window were evicted");
+    }
+    // A reboot reads the entries from the last anchor on, not the log, and answers the same.
+    let mut small_cell = cells.into_iter().next().expect("two cells");
+    let before: Vec<_> = small_cell.hosts.values().map(|h| *h.voter(&k).expect("a voter").state()).collect();
+    small_cell.crash_and_reboot(1);
+    for h in small_cell.hosts.values() {
+        let v = h.voter(&k).expect("a voter");
+        assert!(v.log().start() > v.log().floor(), "boot resumed at an anchor above the floor: {:?}", v.log().start());
+    }
+    small_cell.settle_leaders(&[k]);
+    for _ in 0..10 {
+        small_cell.tick();
+    }
+    let after: Vec<_> = small_cell.hosts.values().map(|h| *h.voter(&k).expect("a voter").state()).collect();
+    assert_eq!(before, after, "a reboot from the anchors folds to the same state");
+    let at = small_cell.ids[0];
+    let seq = before[0].next_seq.0;
+    assert_eq!(small_cell.pages(at, k, seq + 1), pages[1].0, "after the reboot every page is the same");
 }
 
 #[test]

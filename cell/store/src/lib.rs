@@ -633,7 +633,7 @@ impl LogStore for FjallStore {
             };
             // Slots below the floor may still be on disk (reclaimed later): never read them.
             let mut anchors = Vec::new();
-            for item in snap.range(&self.anchor, keys::log(key, row.floor.next())..=keys::log(key, Slot(u64::MAX))) {
+            for item in snap.range(&self.anchor, keys::log(key, Slot(row.floor.0.saturating_add(1)))..=keys::log(key, Slot(u64::MAX))) {
                 let (k, v) = item.into_inner().map_err(read_err)?;
                 let slot = keys::decode_slot(&k).ok_or_else(|| malformed("anchor", &k))?;
                 anchors.push((slot, decode(&v, "anchor")?));

@@ -1,11 +1,13 @@
 //! Property: random op sequences over a few journals, written in random batches with syncs,
-//! read back after reopen, equal the in-memory model (`Durable::apply`).
+//! read back after reopen, equal the in-memory model (`Durable::apply`): what boot loads (the
+//! entries from the last anchor at or below the chosen index on) and what `read_range` reads
+//! from any slot.
 
 mod common;
 
-use common::{config, jk, loaded, model, noop, state, write};
+use common::{config, jk, loaded, model, model_for_boot, noop, state, write};
 use paros_core::{Ballot, JournalKey, NodeId, Slot, WriteOp};
-use paros_node::ports::{LogStore, Placement};
+use paros_node::ports::{LogRead, LogStore, Placement};
 use paros_store::FjallStore;
 use proptest::prelude::*;
 
@@ -30,7 +32,8 @@ fn op() -> impl Strategy<Value = WriteOp> {
         }),
         1 => slot.clone().prop_map(|s| WriteOp::Chosen { up_to: Slot(s) }),
         1 => (slot.clone(), 0u64..9).prop_map(|(s, n)| WriteOp::Truncate { floor: Slot(s), sealed: state(n, n + 1) }),
-        1 => (slot, 0u64..9).prop_map(|(s, n)| WriteOp::TrimmedTo { point: Slot(s), state: state(n, n + 2) }),
+        1 => (slot.clone(), 0u64..9).prop_map(|(s, n)| WriteOp::TrimmedTo { point: Slot(s), state: state(n, n + 2) }),
+        2 => (slot, 0u64..9).prop_map(|(s, n)| WriteOp::Anchor { slot: Slot(s), state: state(n, n + 3) }),
     ]
 }
 
@@ -54,6 +57,7 @@ proptest! {
         for key in JOURNALS {
             want.insert(key, Default::default());
         }
+        let mut full = want.clone();
         for (i, batch) in batches.iter().enumerate() {
             if i == reopen_after {
                 drop(store);
@@ -62,11 +66,25 @@ proptest! {
             store.write(batch).unwrap();
             store.sync().unwrap();
         }
-        want.extend(model(&batches));
+        want.extend(model_for_boot(&batches));
+        full.extend(model(&batches));
         prop_assert_eq!(&loaded(&store), &want);
+        let check_reads = |store: &FjallStore| -> Result<(), TestCaseError> {
+            let reader = store.reader();
+            for (key, durable) in &full {
+                for from in 0..26u64 {
+                    for n in [1u32, 3, 64] {
+                        prop_assert_eq!(reader.read_range(key, Slot(from), n).unwrap(), durable.read_range(Slot(from), n), "{:?} from {} x{}", key, from, n);
+                    }
+                }
+            }
+            Ok(())
+        };
+        check_reads(&store)?;
         drop(store);
         let store = FjallStore::open(dir.path()).unwrap();
         prop_assert_eq!(&loaded(&store), &want);
+        check_reads(&store)?;
     }
 }
 

@@ -317,11 +317,8 @@ impl Fold {
             self.anchors.pop_front();
         }
         self.anchors.push_front((floor, sealed));
-        if let Some(start) = self.positions.first_seq() {
-            self.held_from = self.held_from.max(start);
-        } else {
-            self.held_from = self.held_from.max(self.state.next_seq);
-        }
+        // The fold indexes from the floor's anchor on (exactly in the window, through anchors
+        // below it).
         self.held_from = self.held_from.max(sealed.next_seq);
     }
 

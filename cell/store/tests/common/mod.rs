@@ -52,6 +52,11 @@ pub fn model(batches: &[Vec<(JournalKey, Vec<WriteOp>)>]) -> BTreeMap<JournalKey
     out
 }
 
+/// What a store hands back at boot for the model: entries from the boot anchor on.
+pub fn model_for_boot(batches: &[Vec<(JournalKey, Vec<WriteOp>)>]) -> BTreeMap<JournalKey, Durable> {
+    model(batches).into_iter().map(|(k, d)| (k, d.for_boot())).collect()
+}
+
 /// What the store holds, keyed by journal, for comparison with the model.
 pub fn loaded(store: &FjallStore) -> BTreeMap<JournalKey, Durable> {
     let journals: Vec<StoredJournal> = store.load().expect("load");
