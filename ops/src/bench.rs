@@ -48,6 +48,8 @@ pub struct BenchArgs {
     pub token: Option<String>,
     /// How the embedded cell's stores are opened.
     pub store: paros_store::StoreOptions,
+    /// Stop writing once this many record bytes are acknowledged (before `duration` if sooner).
+    pub stop_after_bytes: Option<u64>,
 }
 
 /// What `paros bench --json` prints.
@@ -81,6 +83,17 @@ pub struct Report {
     pub idle_journals: usize,
     /// The process's peak resident set (`VmHWM`), in bytes; 0 where `/proc` has none.
     pub rss_peak_bytes: u64,
+    /// The peak resident set while writing, and while reading every journal back from its
+    /// first position (the peak is reset between the two where Linux allows it; else both are
+    /// the peak so far). In the cell only.
+    pub rss_peak_write_bytes: u64,
+    pub rss_peak_read_bytes: u64,
+    /// Seconds the read-back of every journal took.
+    pub read_back_s: f64,
+    /// Seconds to open the cell (boot every node from its store: a restart with `--data-dir`),
+    /// and from the start of the open to the run's first acknowledged write. In the cell only.
+    pub open_s: f64,
+    pub first_write_s: f64,
     /// Resident memory the idle journals added, per journal, measured in the same run: the
     /// resident set after they were placed and went quiet, less the one before (0 without
     /// idle journals).
@@ -288,6 +301,8 @@ struct Shared {
     deadline: Mutex<Option<Instant>>,
     /// When the run started.
     started: Mutex<Option<Instant>>,
+    /// When the first write of the run was acknowledged.
+    first_ack: Mutex<Option<Instant>>,
 }
 
 impl Shared {
@@ -334,6 +349,7 @@ fn shared(args: &BenchArgs) -> Result<Arc<Shared>, BenchError> {
         over_quota: AtomicU64::new(0),
         deadline: Mutex::new(None),
         started: Mutex::new(None),
+        first_ack: Mutex::new(None),
     }))
 }
 
@@ -346,7 +362,9 @@ async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
             temp.path()
         }
     };
+    let opening = Instant::now();
     let cell = EmbeddedCell::open_stores(dir, paros_embedded::EMBEDDED_MEMBERS, paros_registry::daemon::CoordinatorLoopConfig::default(), args.store).await?;
+    let open_s = opening.elapsed().as_secs_f64();
     let (keys, journals_created, placement) = bench_journals(&cell, args.journals, true).await?;
     let placement_s = placement.as_secs_f64();
     let (rss_per_idle_journal_bytes, idle_placement_s) = if args.idle_journals > 0 {
@@ -386,9 +404,20 @@ async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
     }
     let activity_after = sum_activity(&probes);
     let samples = sampler.await.unwrap_or_default();
+    let rss_peak_write_bytes = rss_bytes("VmHWM:");
+    // Linux resets the peak resident set on this write: the read-back's peak is its own.
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let read_started = Instant::now();
     let verified = verify(&cell.client, &journals, &shared, args.record_bytes).await?;
+    let read_back_s = read_started.elapsed().as_secs_f64();
+    let rss_peak_read_bytes = rss_bytes("VmHWM:");
     let _hosts = cell.stop();
     let mut report = report(&args, &shared, elapsed, verified);
+    report.open_s = open_s;
+    report.first_write_s = shared.first_ack.lock().expect("lock").map_or(0.0, |t| t.duration_since(opening).as_secs_f64());
+    report.rss_peak_write_bytes = rss_peak_write_bytes;
+    report.rss_peak_read_bytes = rss_peak_read_bytes;
+    report.read_back_s = read_back_s;
     let syncs = (syncs_after - syncs_before) as f64;
     let nodes = 3.0;
     report.fsyncs_per_s = syncs / elapsed;
@@ -396,7 +425,7 @@ async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
     report.placement_s = placement_s;
     report.journals_created = journals_created;
     report.idle_journals = args.idle_journals;
-    report.rss_peak_bytes = rss_bytes("VmHWM:");
+    report.rss_peak_bytes = rss_peak_write_bytes.max(rss_peak_read_bytes);
     report.rss_per_idle_journal_bytes = rss_per_idle_journal_bytes;
     report.idle_placement_s = idle_placement_s;
     report.round_split = RoundSplit {
@@ -613,7 +642,8 @@ where
         tasks.push(tokio::spawn(async move { write_loop(&journal, &shared, batch, size).await }));
     }
     let progress = args.progress.then(|| progress_bar(args.duration));
-    while started.elapsed() < args.duration {
+    let bytes_done = || args.stop_after_bytes.is_some_and(|max| shared.records.load(Ordering::Relaxed).saturating_mul(args.record_bytes as u64) >= max);
+    while started.elapsed() < args.duration && !bytes_done() {
         tokio::time::sleep(Duration::from_millis(200)).await;
         if let Some(p) = &progress {
             let secs = started.elapsed().as_secs_f64();
@@ -662,6 +692,11 @@ fn report(args: &BenchArgs, shared: &Shared, elapsed: f64, verified: u64) -> Rep
         journals_created: 0,
         idle_journals: 0,
         rss_peak_bytes: 0,
+        rss_peak_write_bytes: 0,
+        rss_peak_read_bytes: 0,
+        read_back_s: 0.0,
+        open_s: 0.0,
+        first_write_s: 0.0,
         rss_per_idle_journal_bytes: 0,
         idle_placement_s: 0.0,
         over_quota_retries: shared.over_quota.load(Ordering::Relaxed),
@@ -717,7 +752,9 @@ where
         let at_ms = run_started.elapsed().as_millis().min(u128::from(u32::MAX)) as u32;
         latencies.push((at_ms, started.elapsed().as_micros().min(u128::from(u32::MAX)) as u32));
         shared.records.fetch_add(count, Ordering::Relaxed);
-        shared.batches.fetch_add(1, Ordering::Relaxed);
+        if shared.batches.fetch_add(1, Ordering::Relaxed) == 0 {
+            shared.first_ack.lock().expect("lock").get_or_insert_with(Instant::now);
+        }
         shared.acked.lock().expect("lock").entry(j.index).or_default().push((seq, count));
         if let Some(log) = &shared.ack_log {
             writeln!(log.lock().expect("lock"), "{} {} {}", j.index, seq, count)?;

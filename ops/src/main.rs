@@ -67,6 +67,10 @@ enum Command {
         /// fjall's blob files (key-value separation); default: every value in the tree.
         #[arg(long)]
         blob_bytes_min: Option<u32>,
+        /// Stop writing once this many MiB of records are acknowledged (or at
+        /// `--duration-s`, whichever comes first).
+        #[arg(long)]
+        stop_after_mib: Option<u64>,
     },
     /// Run the embedded cell — three nodes, the registry and the tenant gateway — in this
     /// process, serving the HTTP API on `--listen`. Stop with Ctrl-C (or SIGTERM).
@@ -137,13 +141,14 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token, blob_bytes_min } => {
+        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token, blob_bytes_min, stop_after_mib } => {
             let duration = Duration::from_secs(duration_s);
             if raw_fjall {
                 return raw_fjall_bench(data_dir, batch, record_bytes, duration, json);
             }
             let store = paros_store::StoreOptions { blob_bytes_min, ..paros_store::StoreOptions::default() };
-            let args = bench::BenchArgs { writers, journals, record_bytes, batch, duration, data_dir, idle_journals, ack_log, progress: true, target, token, store };
+            let stop_after_bytes = stop_after_mib.map(|m| m.saturating_mul(1 << 20));
+            let args = bench::BenchArgs { writers, journals, record_bytes, batch, duration, data_dir, idle_journals, ack_log, progress: true, target, token, store, stop_after_bytes };
             match runtime.block_on(bench::run(args)) {
                 Ok(report) => {
                     print_report(&report, json);
@@ -218,6 +223,12 @@ fn print_report(r: &bench::Report, json: bool) {
         println!("  records per fsync {:>12.1}", r.records_per_fsync);
         println!("  placing journals  {:>12.3} s", r.placement_s);
         println!("  rss peak          {:>12} bytes", r.rss_peak_bytes);
+        if r.open_s > 0.0 {
+            println!("  open              {:>12.3} s, first write acknowledged {:.3} s after the open began", r.open_s, r.first_write_s);
+        }
+        if r.rss_peak_write_bytes > 0 {
+            println!("  rss peak writing  {:>12} bytes, reading back {} bytes ({:.1} s)", r.rss_peak_write_bytes, r.rss_peak_read_bytes, r.read_back_s);
+        }
     } else {
         println!("  creating+claiming {:>12.3} s ({} journals created)", r.placement_s, r.journals_created);
         println!("  429 over_quota    {:>12}", r.over_quota_retries);

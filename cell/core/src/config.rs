@@ -117,7 +117,7 @@ impl Default for Tunables {
             window_slots: 1024,
             window_bytes: 1 << 20,
             anchor_slots: 1024,
-            anchor_bytes: 1 << 20,
+            anchor_bytes: 256 << 10,
             limits: Limits::default(),
         }
     }
