@@ -188,6 +188,9 @@ pub struct Stats {
     pub truncations: u64,
 }
 
+/// Below this encoded size the directory's size is measured exactly after every command.
+const STATE_LEN_EXACT_MAX: usize = 64 << 10;
+
 /// The registry's writer logic. See the module doc for the steps.
 #[derive(Debug)]
 pub struct Coordinator {
@@ -208,6 +211,8 @@ pub struct Coordinator {
     truncate: Option<Truncate>,
     last_checkpoint_at: Option<u64>,
     state_len: Option<usize>,
+    /// Record bytes applied since `state_len` was measured.
+    applied_since_len: u64,
     superseded: bool,
     stats: Stats,
 }
@@ -262,6 +267,7 @@ impl Coordinator {
             truncate: None,
             last_checkpoint_at: None,
             state_len: None,
+            applied_since_len: 0,
             superseded: false,
             stats: Stats::default(),
         })
@@ -316,13 +322,21 @@ impl Coordinator {
         self.stats
     }
 
-    /// The directory's encoded size (cached between folds).
+    /// The directory's encoded size.
+    ///
+    /// Measuring encodes the whole directory, so past 64 KiB it is not redone after every
+    /// command: the figure is re-measured once the records applied since reach an eighth of
+    /// it, which keeps its cost a constant share of the appends (it was quadratic in the
+    /// journals created in a burst) and the figure within about an eighth of the truth.
     pub fn state_len(&mut self) -> usize {
-        if let Some(len) = self.state_len {
+        if let Some(len) = self.state_len
+            && (self.applied_since_len == 0 || (len >= STATE_LEN_EXACT_MAX && self.applied_since_len < len as u64 / 8))
+        {
             return len;
         }
         let len = self.folder.state().state_len();
         self.state_len = Some(len);
+        self.applied_since_len = 0;
         len
     }
 
@@ -536,7 +550,7 @@ impl Coordinator {
         for event in events {
             match event {
                 FoldEvent::Applied { .. } => {
-                    self.state_len = None;
+                    self.applied_since_len += record.len() as u64;
                     // Refused only while our own run is being appended, when no command of
                     // ours is written: such a record is a foreign writer's, and we are about
                     // to learn we were superseded.

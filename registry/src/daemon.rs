@@ -262,11 +262,17 @@ pub struct FollowerConfig {
     pub wait_ms: u32,
     /// Journals placed per control request.
     pub placements_per_request: usize,
+    /// The shortest pause between two applications of the directory (placements computed and
+    /// the directory published). Each one walks the whole directory, so the follower waits at
+    /// least this, and at least `apply_cost_factor` times what the last one took, before the
+    /// next: a burst of ten thousand creates is applied in a few steps, not one per page.
+    pub apply_interval_min: Duration,
+    pub apply_cost_factor: u32,
 }
 
 impl Default for FollowerConfig {
     fn default() -> Self {
-        FollowerConfig { wait_ms: 500, placements_per_request: 1024 }
+        FollowerConfig { wait_ms: 500, placements_per_request: 1024, apply_interval_min: Duration::from_millis(10), apply_cost_factor: 3 }
     }
 }
 
@@ -309,22 +315,30 @@ where
     let mut followed = Followed::default();
     // Placements this node refused: not asked again until the directory changes them.
     let mut refused: BTreeMap<JournalKey, JournalConfig> = BTreeMap::new();
+    // Folded and not yet applied (placements, published directory): the next read then does
+    // not wait at the tail, so an empty page applies it at once.
+    let mut unapplied = false;
+    let mut next_apply = tokio::time::Instant::now();
     loop {
-        let outcome = match reader.follow().await {
+        let outcome = if unapplied && folder.is_whole() { reader.next().await } else { reader.follow().await };
+        let outcome = match outcome {
             Ok(o) => o,
             Err(e) => return format!("reading the registry: {e}"),
         };
-        let folded = match outcome {
-            ReaderOutcome::Records { from, records, .. } => folder.fold_page(from, &records).map(drop),
-            ReaderOutcome::Gap { from, resumed_at, .. } => folder.gap(from, resumed_at).map(drop),
+        let (folded, moved) = match outcome {
+            ReaderOutcome::Records { from, records, .. } => (folder.fold_page(from, &records).map(drop), !records.is_empty()),
+            ReaderOutcome::Gap { from, resumed_at, .. } => (folder.gap(from, resumed_at).map(drop), true),
             ReaderOutcome::UnknownJournal => return "the registry journal is not hosted".into(),
-            ReaderOutcome::Unavailable { .. } | ReaderOutcome::Retry { .. } => Ok(()),
+            ReaderOutcome::Unavailable { .. } | ReaderOutcome::Retry { .. } => (Ok(()), false),
         };
         if let Err(e) = folded {
             return format!("folding the registry: {e}");
         }
         followed.folded = folder.next();
-        if folder.is_whole() {
+        unapplied |= moved;
+        let due = !moved || tokio::time::Instant::now() >= next_apply;
+        if folder.is_whole() && unapplied && due {
+            let started = tokio::time::Instant::now();
             let mut changes = follow::changes(folder.state(), me, &hosted, &registry);
             changes.place.retain(|(k, c)| refused.get(k) != Some(c));
             for chunk in changes.place.chunks(config.placements_per_request.max(1)) {
@@ -350,6 +364,9 @@ where
                 followed.removed += 1;
             }
             followed.directory = Some(Arc::new(folder.state().clone()));
+            unapplied = false;
+            let spent = started.elapsed();
+            next_apply = tokio::time::Instant::now() + config.apply_interval_min.max(spent * config.apply_cost_factor);
         }
         progress.send_replace(followed.clone());
     }
