@@ -154,6 +154,21 @@ impl Learner {
         self.fold.forget_positions_below(start);
     }
 
+    /// The chosen index written to storage (synced or not).
+    #[must_use]
+    pub fn persisted_chosen(&self) -> Slot {
+        self.persisted_chosen
+    }
+
+    /// Writes the chosen index down now if it moved since it last was (before a journal leaves
+    /// memory: it comes back from what was written).
+    pub fn persist_chosen(&mut self, writes: &mut Vec<WriteOp>) {
+        if self.chosen_up_to() > self.persisted_chosen {
+            self.persisted_chosen = self.chosen_up_to();
+            writes.push(WriteOp::Chosen { up_to: self.persisted_chosen });
+        }
+    }
+
     /// True while someone told us of chosen slots we have not applied.
     #[must_use]
     pub fn is_behind(&self) -> bool {

@@ -74,6 +74,18 @@ impl Replica {
         &self.log
     }
 
+    /// True when the chosen index in storage is the one applied here: the journal can leave
+    /// memory and come back from its store as it is.
+    #[must_use]
+    pub fn chosen_is_written(&self) -> bool {
+        self.learner.persisted_chosen() >= self.learner.chosen_up_to()
+    }
+
+    /// Writes the chosen index down with the next round (see [`Self::chosen_is_written`]).
+    pub fn write_chosen(&mut self) {
+        self.learner.persist_chosen(&mut self.effects.ready.writes);
+    }
+
     /// True when nothing here needs a tick.
     #[must_use]
     pub fn is_quiet(&self) -> bool {

@@ -143,6 +143,18 @@ impl Voter {
         &self.log
     }
 
+    /// True when the chosen index in storage is the one applied here: the journal can leave
+    /// memory and come back from its store as it is.
+    #[must_use]
+    pub fn chosen_is_written(&self) -> bool {
+        self.learner.persisted_chosen() >= self.learner.chosen_up_to()
+    }
+
+    /// Writes the chosen index down with the next round (see [`Self::chosen_is_written`]).
+    pub fn write_chosen(&mut self) {
+        self.learner.persist_chosen(&mut self.effects.ready.writes);
+    }
+
     /// True when nothing here needs a tick: idle, caught up, no call or read waiting.
     #[must_use]
     pub fn is_quiet(&self) -> bool {
@@ -196,7 +208,9 @@ impl Voter {
                 return Some(CallAnswer::TooLarge(too_large));
             }
         }
-        if !self.proposer.is_leader() {
+        // A candidate holds the call for its campaign (a journal woken by it campaigns at once);
+        // a campaign that does not win redirects what it held.
+        if !self.proposer.is_leader() && !self.proposer.is_candidate() {
             return Some(CallAnswer::Redirect { leader: self.proposer.leader_hint() });
         }
         if self.held.len() + self.queued.len() >= self.tunables.calls_max as usize {
@@ -227,7 +241,7 @@ impl Voter {
         for o in out {
             self.send(o.to, o.message);
         }
-        if was_leader && !self.proposer.is_leader() {
+        if (was_leader && !self.proposer.is_leader()) || self.lost_campaign_with_calls() {
             self.redirect_queued();
         }
         self.reads.tick(&mut self.effects.ready.reads);
@@ -508,8 +522,13 @@ impl Voter {
             }
             Message::Watermark { read, up_to } => self.reads.on_watermark(&self.cfg, from, read, up_to),
         }
-        if was_leader && !self.proposer.is_leader() {
+        if (was_leader && !self.proposer.is_leader()) || self.lost_campaign_with_calls() {
             self.redirect_queued();
         }
+    }
+
+    /// Calls held for a campaign that ended without winning.
+    fn lost_campaign_with_calls(&self) -> bool {
+        !self.queued.is_empty() && !self.proposer.is_leader() && !self.proposer.is_candidate()
     }
 }

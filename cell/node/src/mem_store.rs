@@ -75,6 +75,23 @@ impl LogRead for MemStore {
         d.reads += 1;
         Ok(d.synced.get(journal).map(|j| j.read_range(from, slots_max)).unwrap_or_default())
     }
+
+    /// What was written, synced or not (as fjall reads its memtables).
+    fn load_journal(&self, journal: &JournalKey) -> Result<Option<Durable>, StoreError> {
+        let d = self.disk.lock().expect("disk lock");
+        let mut durable = d.synced.get(journal).cloned();
+        for change in &d.unsynced {
+            if let Unsynced::Ops(key, ops) = change
+                && key == journal
+            {
+                let j = durable.get_or_insert_with(Durable::default);
+                for op in ops {
+                    j.apply(op);
+                }
+            }
+        }
+        Ok(durable.map(|j| j.for_boot()))
+    }
 }
 
 impl LogStore for MemStore {

@@ -45,6 +45,24 @@ pub trait LogRead {
     /// # Errors
     /// [`StoreError::Read`].
     fn read_range(&self, journal: &JournalKey, from: Slot, slots_max: u32) -> Result<Vec<(Slot, LogEntry)>, StoreError>;
+
+    /// What boot would read for `journal` (promise, state row, anchors, the entries from
+    /// [`Durable::boot_start`]): how a dormant journal comes back. `None` for a journal with
+    /// nothing stored. Called only for a journal whose writes are all synced.
+    ///
+    /// # Errors
+    /// [`StoreError::Read`].
+    fn load_journal(&self, journal: &JournalKey) -> Result<Option<Durable>, StoreError>;
+}
+
+impl Placement {
+    /// The journal placed or removed.
+    #[must_use]
+    pub fn key(&self) -> &JournalKey {
+        match self {
+            Placement::Put(k, _) | Placement::Remove(k) => k,
+        }
+    }
 }
 
 /// A machine's durable storage for every journal placed on it.

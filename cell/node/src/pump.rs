@@ -157,6 +157,7 @@ impl<S: LogStore> Pump<S> {
             let out = self.host.complete_round(pending);
             effects.completed_round(me, &mut looped, out);
         }
+        self.host.wake_dormant(reader, |e| effects.released(me, &mut looped, e));
         if self.host.has_release() {
             self.host.release(|e| effects.released(me, &mut looped, e));
         }

@@ -295,6 +295,43 @@ fn a_journal_larger_than_its_window_answers_from_the_store_as_from_memory() {
     assert_eq!(small_cell.pages(at, k, seq + 1), pages[1].0, "after the reboot every page is the same");
 }
 
+/// A journal quiet for the dormancy period leaves memory on every machine (only its
+/// configuration stays) and comes back from its store on the next call: a write to the old
+/// leader wakes it, the woken machine campaigns and the write lands at the next position; every
+/// record written before reads back.
+#[test]
+fn a_quiet_journal_goes_dormant_and_a_write_wakes_it_from_its_store() {
+    let k = key(0);
+    let mut cell = Cell::new(1);
+    for h in cell.hosts.values_mut() {
+        h.set_dormancy(Some(20));
+    }
+    cell.settle_leaders(&[k]);
+    let leader = claim(&mut cell, k, uuid(3));
+    let mut written = Vec::new();
+    for n in 0..5u64 {
+        let records = vec![Bytes::from(format!("before {n}"))];
+        assert_eq!(cell.write(leader, k, uuid(3), n, records.clone()), CallAnswer::Verdict(Outcome::Accepted { seq: Seq(n), count: 1 }));
+        written.extend(records);
+    }
+    for _ in 0..80 {
+        cell.tick();
+    }
+    for (id, h) in &cell.hosts {
+        assert!(h.is_dormant(&k) && h.voter(&k).is_none(), "{id:?}: the quiet journal left memory");
+        assert_eq!((h.dormant_count(), h.journal_count()), (1, 1), "it is still hosted");
+    }
+    let records = vec![Bytes::from_static(b"after")];
+    assert_eq!(cell.write(leader, k, uuid(3), 5, records.clone()), CallAnswer::Verdict(Outcome::Accepted { seq: Seq(5), count: 1 }));
+    written.extend(records);
+    assert!(cell.hosts.values().all(|h| !h.is_dormant(&k)), "a write wakes it everywhere (the campaign reaches every voter)");
+    assert!(cell.hosts.values().map(|h| h.stats().wakes).sum::<u64>() >= 3 && cell.hosts[&leader].stats().dormancies >= 1);
+    match cell.pages(leader, k, 1).pop() {
+        Some(ReadAnswer::Page { records, .. }) => assert_eq!(records, written, "everything written before the sleep reads back"),
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn a_wiped_store_under_an_existing_identity_refuses_to_boot() {
     let disk = MemStore::new();

@@ -165,6 +165,20 @@ impl LogRead for SimDisk {
     fn read_range(&self, journal: &JournalKey, from: Slot, slots_max: u32) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
         Ok(self.synced.get(journal).map(|d| d.read_range(from, slots_max)).unwrap_or_default())
     }
+
+    /// What was written, synced or not (as fjall reads its memtables; a crash still loses
+    /// what was not synced).
+    fn load_journal(&self, journal: &JournalKey) -> Result<Option<Durable>, StoreError> {
+        let mut durable = self.synced.get(journal).cloned();
+        for change in &self.unsynced {
+            if let Unsynced::Op(key, op) = change
+                && key == journal
+            {
+                durable.get_or_insert_with(Durable::default).apply(op);
+            }
+        }
+        Ok(durable.map(|d| d.for_boot()))
+    }
 }
 
 #[cfg(test)]

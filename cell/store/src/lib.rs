@@ -403,6 +403,10 @@ impl FjallStore {
         self.stats
     }
 
+    fn spaces(&self) -> Spaces<'_> {
+        Spaces { promise: &self.promise, state: &self.state, anchor: &self.anchor, log: &self.log }
+    }
+
     fn persist(&mut self) -> Result<(), StoreError> {
         self.db.persist(PersistMode::SyncData).map_err(sync_err)?;
         self.stats.syncs += 1;
@@ -410,10 +414,51 @@ impl FjallStore {
     }
 }
 
-/// A read handle on a [`FjallStore`]'s `log`, for the node thread while the store is lent to
-/// the storage thread.
+/// The keyspaces a journal's durable state is read from.
+struct Spaces<'a> {
+    promise: &'a Keyspace,
+    state: &'a Keyspace,
+    anchor: &'a Keyspace,
+    log: &'a Keyspace,
+}
+
+/// What boot reads for `key`: promise, state row, anchors above the floor, and the entries
+/// from [`Durable::boot_start`] on (the retained log below it is never read).
+fn read_durable(snap: &impl Readable, spaces: &Spaces<'_>, key: JournalKey) -> Result<Durable, StoreError> {
+    let prefix = keys::journal(key);
+    let promise = match snap.get(spaces.promise, prefix).map_err(read_err)? {
+        Some(raw) => decode(&raw, "promise")?,
+        None => Ballot::ZERO,
+    };
+    let row: StateRow = match snap.get(spaces.state, prefix).map_err(read_err)? {
+        Some(raw) => decode(&raw, "state row")?,
+        None => StateRow::default(),
+    };
+    // Slots below the floor may still be on disk (reclaimed later): never read them.
+    let mut anchors = Vec::new();
+    for item in snap.range(spaces.anchor, keys::log(key, Slot(row.floor.0.saturating_add(1)))..=keys::log(key, Slot(u64::MAX))) {
+        let (k, v) = item.into_inner().map_err(read_err)?;
+        let slot = keys::decode_slot(&k).ok_or_else(|| malformed("anchor", &k))?;
+        anchors.push((slot, decode(&v, "anchor")?));
+    }
+    let mut durable = Durable { promise, floor: row.floor, sealed: row.sealed, chosen_up_to: row.chosen_up_to, anchors, entries: Vec::new() };
+    let retained = keys::log(key, durable.boot_start())..=keys::log(key, Slot(u64::MAX));
+    for item in snap.range(spaces.log, retained) {
+        let (k, v) = item.into_inner().map_err(read_err)?;
+        let slot = keys::decode_slot(&k).ok_or_else(|| malformed("log", &k))?;
+        durable.entries.push((slot, decode(&v, "log entry")?));
+    }
+    Ok(durable)
+}
+
+/// A read handle on a [`FjallStore`]'s keyspaces, for the node thread while the store is lent
+/// to the storage thread.
 #[derive(Clone)]
 pub struct FjallReader {
+    db: Database,
+    promise: Keyspace,
+    state: Keyspace,
+    anchor: Keyspace,
     log: Keyspace,
     floors: Arc<reclaim::Floors>,
 }
@@ -441,6 +486,11 @@ impl LogRead for FjallReader {
     fn read_range(&self, journal: &JournalKey, from: Slot, slots_max: u32) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
         read_log_range(&self.log, &self.floors, journal, from, slots_max)
     }
+
+    fn load_journal(&self, journal: &JournalKey) -> Result<Option<Durable>, StoreError> {
+        let spaces = Spaces { promise: &self.promise, state: &self.state, anchor: &self.anchor, log: &self.log };
+        read_durable(&self.db.snapshot(), &spaces, *journal).map(Some)
+    }
 }
 
 impl LogRead for FjallStore {
@@ -448,13 +498,24 @@ impl LogRead for FjallStore {
         let floor = self.rows.get(journal).map_or(Slot(0), |r| r.floor);
         read_log_range(&self.log, &self.floors, journal, from.max(floor), slots_max)
     }
+
+    fn load_journal(&self, journal: &JournalKey) -> Result<Option<Durable>, StoreError> {
+        read_durable(&self.db.snapshot(), &self.spaces(), *journal).map(Some)
+    }
 }
 
 impl LogStore for FjallStore {
     type Reader = FjallReader;
 
     fn reader(&self) -> FjallReader {
-        FjallReader { log: self.log.clone(), floors: Arc::clone(&self.floors) }
+        FjallReader {
+            db: self.db.clone(),
+            promise: self.promise.clone(),
+            state: self.state.clone(),
+            anchor: self.anchor.clone(),
+            log: self.log.clone(),
+            floors: Arc::clone(&self.floors),
+        }
     }
 
     fn identity(&self) -> Result<Option<NodeId>, StoreError> {
@@ -621,35 +682,7 @@ impl LogStore for FjallStore {
             let (k, v) = item.into_inner().map_err(read_err)?;
             let key = keys::decode_config(&k).ok_or_else(|| malformed("meta config", &k))?;
             let config: JournalConfig = decode(&v, "journal config")?;
-            let prefix = keys::journal(key);
-
-            let promise = match snap.get(&self.promise, prefix).map_err(read_err)? {
-                Some(raw) => decode(&raw, "promise")?,
-                None => Ballot::ZERO,
-            };
-            let row: StateRow = match snap.get(&self.state, prefix).map_err(read_err)? {
-                Some(raw) => decode(&raw, "state row")?,
-                None => StateRow::default(),
-            };
-            // Slots below the floor may still be on disk (reclaimed later): never read them.
-            let mut anchors = Vec::new();
-            for item in snap.range(&self.anchor, keys::log(key, Slot(row.floor.0.saturating_add(1)))..=keys::log(key, Slot(u64::MAX))) {
-                let (k, v) = item.into_inner().map_err(read_err)?;
-                let slot = keys::decode_slot(&k).ok_or_else(|| malformed("anchor", &k))?;
-                anchors.push((slot, decode(&v, "anchor")?));
-            }
-            let mut durable = Durable { promise, floor: row.floor, sealed: row.sealed, chosen_up_to: row.chosen_up_to, anchors, entries: Vec::new() };
-            // Boot resumes the fold at the last anchor at or below the chosen index: the
-            // retained log below it is never read.
-            let retained = keys::log(key, durable.boot_start())..=keys::log(key, Slot(u64::MAX));
-            let mut entries = Vec::new();
-            for item in snap.range(&self.log, retained) {
-                let (k, v) = item.into_inner().map_err(read_err)?;
-                let slot = keys::decode_slot(&k).ok_or_else(|| malformed("log", &k))?;
-                let entry: LogEntry = decode(&v, "log entry")?;
-                entries.push((slot, entry));
-            }
-            durable.entries = entries;
+            let durable = read_durable(&snap, &self.spaces(), key)?;
             out.push(StoredJournal { key, config, durable });
         }
         Ok(out)

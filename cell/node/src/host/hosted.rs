@@ -9,6 +9,9 @@ use super::HostStats;
 pub(super) enum Hosted {
     Voter(Box<Voter>),
     Replica(Box<Replica>),
+    /// Quiet long enough to leave memory: only its configuration stays; the store holds the
+    /// rest, and the first input for it rebuilds it (`Host::wake_dormant`).
+    Dormant(Box<paros_core::JournalConfig>),
 }
 
 /// A voter's part in elections: the ballot promised here and whether it leads.
@@ -22,7 +25,7 @@ impl Hosted {
     fn election_mark(&self) -> Option<ElectionMark> {
         match self {
             Hosted::Voter(v) => Some(ElectionMark { promised: v.promised(), leading: v.is_leader() }),
-            Hosted::Replica(_) => None,
+            Hosted::Replica(_) | Hosted::Dormant(_) => None,
         }
     }
 
@@ -54,36 +57,42 @@ impl Hosted {
         match self {
             Hosted::Voter(v) => v.config(),
             Hosted::Replica(r) => r.config(),
+            Hosted::Dormant(c) => c,
         }
     }
     pub(super) fn step(&mut self, from: NodeId, m: Message, stats: &mut HostStats) {
         self.counting(stats, |h| match h {
             Hosted::Voter(v) => v.step(from, m),
             Hosted::Replica(r) => r.step(from, m),
+            Hosted::Dormant(_) => unreachable!("inputs for a dormant journal wait until it is woken"),
         });
     }
     pub(super) fn tick(&mut self, stats: &mut HostStats) {
         self.counting(stats, |h| match h {
             Hosted::Voter(v) => v.tick(),
             Hosted::Replica(r) => r.tick(),
+            Hosted::Dormant(_) => {}
         });
     }
     pub(super) fn read(&mut self, id: ReadId, req: ReadRequest) {
         match self {
             Hosted::Voter(v) => v.read(id, req),
             Hosted::Replica(r) => r.read(id, req),
+            Hosted::Dormant(_) => unreachable!("inputs for a dormant journal wait until it is woken"),
         }
     }
     pub(super) fn ready(&mut self) -> Ready {
         match self {
             Hosted::Voter(v) => v.ready(),
             Hosted::Replica(r) => r.ready(),
+            Hosted::Dormant(_) => Ready::default(),
         }
     }
     pub(super) fn take_released(&mut self) -> paros_core::Released {
         match self {
             Hosted::Voter(v) => v.take_released(),
             Hosted::Replica(r) => r.take_released(),
+            Hosted::Dormant(_) => paros_core::Released::default(),
         }
     }
     /// The last `Ready` is durable: a voter's own promises count now, so a campaign may win here.
@@ -91,18 +100,38 @@ impl Hosted {
         self.counting(stats, |h| match h {
             Hosted::Voter(v) => v.advance(),
             Hosted::Replica(r) => r.advance(),
+            Hosted::Dormant(_) => {}
         });
     }
     pub(super) fn has_ready(&self) -> bool {
         match self {
             Hosted::Voter(v) => v.has_ready(),
             Hosted::Replica(r) => r.has_ready(),
+            Hosted::Dormant(_) => false,
         }
     }
+    /// True when the chosen index in storage is the one applied (dormant: nothing to write).
+    pub(super) fn chosen_is_written(&self) -> bool {
+        match self {
+            Hosted::Voter(v) => v.chosen_is_written(),
+            Hosted::Replica(r) => r.chosen_is_written(),
+            Hosted::Dormant(_) => true,
+        }
+    }
+
+    pub(super) fn write_chosen(&mut self) {
+        match self {
+            Hosted::Voter(v) => v.write_chosen(),
+            Hosted::Replica(r) => r.write_chosen(),
+            Hosted::Dormant(_) => {}
+        }
+    }
+
     pub(super) fn is_quiet(&self) -> bool {
         match self {
             Hosted::Voter(v) => v.is_quiet(),
             Hosted::Replica(r) => r.is_quiet(),
+            Hosted::Dormant(_) => true,
         }
     }
 }

@@ -54,6 +54,12 @@ impl<S: LogStore> Host<S> {
         self.journals.iter().map(|(k, j)| (*k, j.config().clone())).collect()
     }
 
+    /// The configuration of a journal hosted here (dormant or not).
+    #[must_use]
+    pub fn journal_config(&self, key: &JournalKey) -> Option<&JournalConfig> {
+        self.journals.get(key).map(Hosted::config)
+    }
+
     /// Every journal key hosted here.
     pub fn journal_keys(&self) -> impl Iterator<Item = &JournalKey> {
         self.journals.keys()
@@ -103,9 +109,12 @@ impl<S: LogStore> Host<S> {
     /// answered `UnknownJournal`, returned here for the caller to deliver), and the removal of
     /// its data rides the next round. Removing a journal not hosted here does nothing.
     pub fn remove(&mut self, key: &JournalKey) -> Vec<(Ticket, NodeAnswer)> {
-        if self.journals.remove(key).is_none() {
-            return Vec::new();
+        match self.journals.remove(key) {
+            None => return Vec::new(),
+            Some(Hosted::Dormant(_)) => self.dormant -= 1,
+            Some(_) => {}
         }
+        self.quiet_at.remove(key);
         self.dirty.remove(key);
         self.awake.remove(key);
         self.touched.remove(key);
@@ -130,6 +139,10 @@ impl<S: LogStore> Host<S> {
 
     /// Asks this machine's voter of `key` to campaign now (first leader, no timeout wait).
     pub fn campaign(&mut self, key: &JournalKey) {
+        if let Some(Hosted::Dormant(_)) = self.journals.get(key) {
+            self.stash.push(super::dormancy::Stashed::Campaign(*key));
+            return;
+        }
         if let Some(j @ Hosted::Voter(_)) = self.journals.get_mut(key) {
             j.campaign(&mut self.stats);
             self.dirty.insert(*key);
@@ -150,6 +163,10 @@ impl<S: LogStore> Host<S> {
                 self.stats.unknown_journal_drops += 1;
                 continue;
             };
+            if let Hosted::Dormant(_) = j {
+                self.stash.push(super::dormancy::Stashed::Deliver(from, e));
+                continue;
+            }
             j.step(from, e.message, &mut self.stats);
             self.dirty.insert(e.journal);
             self.touched.insert(e.journal);

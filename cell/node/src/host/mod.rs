@@ -10,7 +10,7 @@
 //! `round` (the round pipeline), `time` (ticks from the clock and peer liveness), `tickets`
 //! (requests and the answers owed on them), `hosted` (a voter or a replica behind one face).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use paros_core::{
     Applied, CallId, JournalKey, NodeId, ReadAnswer, ReadId, Ready, Tunables, WriteOp,
@@ -19,6 +19,7 @@ use paros_core::{
 use crate::ports::{Envelope, LogStore, Placement, StoreError};
 use crate::rpc::NodeAnswer;
 
+mod dormancy;
 mod hosted;
 mod journals;
 mod round;
@@ -30,6 +31,10 @@ pub use journals::PlaceError;
 pub use time::{Clocked, TICK_MS_DEFAULT};
 use time::{Peer, Timer};
 
+
+/// Ticks a journal stays quiet before it goes dormant, by default (60 s at the production
+/// tick of 100 ms; see `dormancy`).
+pub const DORMANT_AFTER_TICKS: u64 = 600;
 
 /// A request ticket: the host's handle for an answer it owes.
 pub type Ticket = u64;
@@ -66,6 +71,9 @@ pub struct HostStats {
     pub fetches: u64,
     pub fetched_entries: u64,
     pub fetch_errors: u64,
+    /// Journals that went dormant, and dormant journals woken by an input.
+    pub dormancies: u64,
+    pub wakes: u64,
 }
 
 /// A round whose batch is being made durable.
@@ -144,6 +152,16 @@ pub struct Host<S: LogStore> {
     placements: Vec<Placement>,
     /// Fetches taken from the journals and not yet served.
     fetches: Vec<(JournalKey, paros_core::Fetch)>,
+    /// Ticks of quiet before a journal goes dormant (`None`: never).
+    dormant_after: Option<u64>,
+    /// When each quiet journal last went quiet, and the same in tick order.
+    quiet_at: HashMap<JournalKey, u64>,
+    quiet_queue: VecDeque<(u64, JournalKey)>,
+    /// Inputs for dormant journals, replayed when they are woken at the next step.
+    stash: Vec<dormancy::Stashed>,
+    /// Journals with writes or a placement in the round being persisted.
+    round_keys: BTreeSet<JournalKey>,
+    dormant: usize,
 }
 
 impl<S: LogStore> Host<S> {
@@ -182,6 +200,12 @@ impl<S: LogStore> Host<S> {
             timer: Timer { tick_ms: TICK_MS_DEFAULT, next_due_ms: None },
             placements: Vec::new(),
             fetches: Vec::new(),
+            dormant_after: Some(DORMANT_AFTER_TICKS),
+            quiet_at: HashMap::new(),
+            quiet_queue: VecDeque::new(),
+            stash: Vec::new(),
+            round_keys: BTreeSet::new(),
+            dormant: 0,
         };
         for stored in host.store_mut().load()? {
             host.install(stored.key, stored.config, stored.durable);

@@ -15,8 +15,9 @@ impl<S: LogStore> Host<S> {
     /// # Errors
     /// A storage fault. Nothing in the `RoundOutput` may then leave: stop the process.
     pub fn round(&mut self, mut early: impl FnMut(Early)) -> Result<RoundOutput, StoreError> {
-        let pending = self.begin_round(&mut early);
         let reader = self.store().reader();
+        self.wake_dormant(&reader, &mut early);
+        let pending = self.begin_round(&mut early);
         self.serve_fetches(&reader, &mut early);
         if !pending.batch.is_empty() || !pending.placements.is_empty() {
             let store = self.store_mut();
@@ -73,6 +74,7 @@ impl<S: LogStore> Host<S> {
             .map(|(k, r)| (*k, std::mem::take(&mut r.writes)))
             .collect();
         let placements = std::mem::take(&mut self.placements);
+        self.round_keys = readies.iter().map(|(k, _)| *k).chain(placements.iter().map(|p| *p.key())).collect();
         let needs_sync = !placements.is_empty() || batch.iter().any(|(_, w)| w.iter().any(WriteOp::needs_sync));
         if !batch.is_empty() || !placements.is_empty() {
             self.stats.writes += batch.iter().map(|(_, w)| w.len() as u64).sum::<u64>();
@@ -103,6 +105,7 @@ impl<S: LogStore> Host<S> {
     pub fn complete_round(&mut self, pending: PendingRound) -> RoundOutput {
         assert!(self.in_flight, "complete_round follows begin_round");
         self.in_flight = false;
+        self.round_keys.clear();
         let mut out = RoundOutput::default();
         for (key, ready) in pending.readies {
             for o in ready.messages {
@@ -186,6 +189,6 @@ impl<S: LogStore> Host<S> {
     /// True when some journal was stepped since the last [`Host::release`].
     #[must_use]
     pub fn has_release(&self) -> bool {
-        !self.touched.is_empty()
+        !self.touched.is_empty() || !self.stash.is_empty()
     }
 }

@@ -2,6 +2,7 @@
 
 use paros_core::{Call, CallId, JournalKey, ReadAnswer, ReadId};
 
+use super::dormancy::Stashed;
 use super::{Early, Host, Hosted, Ticket};
 use crate::ports::LogStore;
 use crate::rpc::{NodeAnswer, NodeRequest};
@@ -14,8 +15,18 @@ impl<S: LogStore> Host<S> {
         self.next_id += 1;
         match request {
             NodeRequest::Call { journal, call } => self.call(ticket, journal, call),
-            NodeRequest::Read { journal, read } => {
-                let Some(j) = self.journals.get_mut(&journal) else { return Err(NodeAnswer::UnknownJournal) };
+            NodeRequest::Read { journal, read } => self.read(ticket, journal, read),
+        }
+    }
+
+    pub(super) fn read(&mut self, ticket: Ticket, journal: JournalKey, read: paros_core::ReadRequest) -> Result<Ticket, NodeAnswer> {
+        match self.journals.get_mut(&journal) {
+            None => Err(NodeAnswer::UnknownJournal),
+            Some(Hosted::Dormant(_)) => {
+                self.stash.push(Stashed::Read(ticket, journal, read));
+                Ok(ticket)
+            }
+            Some(j) => {
                 j.read(ReadId(ticket), read);
                 self.reads.insert((journal, ReadId(ticket)), ticket);
                 self.dirty.insert(journal);
@@ -26,9 +37,13 @@ impl<S: LogStore> Host<S> {
         }
     }
 
-    fn call(&mut self, ticket: Ticket, journal: JournalKey, call: Call) -> Result<Ticket, NodeAnswer> {
+    pub(super) fn call(&mut self, ticket: Ticket, journal: JournalKey, call: Call) -> Result<Ticket, NodeAnswer> {
         match self.journals.get_mut(&journal) {
             None => Err(NodeAnswer::UnknownJournal),
+            Some(Hosted::Dormant(_)) => {
+                self.stash.push(Stashed::Call(ticket, journal, call));
+                Ok(ticket)
+            }
             Some(Hosted::Replica(_)) => Err(NodeAnswer::Call(paros_core::CallAnswer::Redirect { leader: None })),
             Some(Hosted::Voter(v)) => {
                 v.propose(CallId(ticket), call);

@@ -103,7 +103,9 @@ impl<S: LogStore> Host<S> {
         }
         for key in asleep {
             self.awake.remove(&key);
+            self.note_quiet(key);
         }
+        self.sleep_quiet();
     }
 
     /// Wakes every hosted journal (e.g. when a peer machine stops answering).

@@ -25,10 +25,11 @@ pub enum Claim {
     RegistryRestoresAtFloor,
     RegistryCoordinatorFenced,
     FetchedFromDisk,
+    DormantWakes,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 20] = [
+    pub const ALL: [Claim; 21] = [
         Claim::OneChosenPerSlot,
         Claim::SameOutcome,
         Claim::PromiseNeverDecreases,
@@ -49,6 +50,7 @@ impl Claim {
         Claim::RegistryRestoresAtFloor,
         Claim::RegistryCoordinatorFenced,
         Claim::FetchedFromDisk,
+        Claim::DormantWakes,
     ];
 
     /// The claim's name, exactly as the runner prints it.
@@ -77,6 +79,7 @@ impl Claim {
             Claim::RegistryRestoresAtFloor => "a reader below the floor restores from the checkpoint at the floor",
             Claim::RegistryCoordinatorFenced => "the registry coordinator is fenced by its successor",
             Claim::FetchedFromDisk => "storage: catch-up and reads below a node's in-memory window are served from its disk",
+            Claim::DormantWakes => "storage: a journal that went dormant wakes from its disk on the next input",
         }
     }
 
@@ -91,7 +94,7 @@ impl Claim {
     pub fn reach_share_min(self) -> Option<f64> {
         match self {
             Claim::ContestedCampaign | Claim::StaleAccept | Claim::CrashBeforeSync => Some(0.05),
-            Claim::RegistryRestoresAtFloor | Claim::RegistryCoordinatorFenced | Claim::FetchedFromDisk => Some(REGISTRY_REACH_SHARE_MIN),
+            Claim::RegistryRestoresAtFloor | Claim::RegistryCoordinatorFenced | Claim::FetchedFromDisk | Claim::DormantWakes => Some(REGISTRY_REACH_SHARE_MIN),
             _ => None,
         }
     }

@@ -51,6 +51,8 @@ pub struct MachineSpec {
     pub alive_ticks: u32,
     /// A peer silent for this many ticks is suspected down: the journals it votes in are woken.
     pub suspect_ticks: u32,
+    /// Ticks of quiet before a journal goes dormant (`None`: never).
+    pub dormant_after_ticks: Option<u64>,
 }
 
 /// A protocol message about one journal.
@@ -78,8 +80,10 @@ pub struct Stepped {
     pub completed: bool,
     /// What may leave now (see `paros_core::Ready` and `paros_node::Pump`).
     pub output: RoundOutput,
-    /// Fetches of entries evicted from memory the step served from the disk.
+    /// Fetches of entries evicted from memory the step served from the disk, and dormant
+    /// journals it woke.
     pub fetches: u64,
+    pub wakes: u64,
 }
 
 /// What a step releases: messages, answers, and the slots its completed rounds applied.
@@ -143,7 +147,7 @@ pub trait Host: Sized {
     fn step(&mut self, disk: &mut SimDisk, synced: bool) -> Stepped;
 
     /// The journal's state here, if it is placed here.
-    fn probe(&self, journal: &JournalKey) -> Option<JournalProbe>;
+    fn probe(&self, disk: &crate::disk::SimDisk, journal: &JournalKey) -> Option<JournalProbe>;
 
     /// The command retained at `slot` of `journal`, if any.
     fn command_at(&self, disk: &crate::disk::SimDisk, journal: &JournalKey, slot: Slot) -> Option<Command>;

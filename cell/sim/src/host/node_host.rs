@@ -29,6 +29,10 @@ impl LogRead for BootStore {
     fn read_range(&self, _: &JournalKey, _: Slot, _: u32) -> Result<Vec<(Slot, paros_core::LogEntry)>, StoreError> {
         Ok(Vec::new())
     }
+
+    fn load_journal(&self, _: &JournalKey) -> Result<Option<paros_core::Durable>, StoreError> {
+        Ok(None)
+    }
 }
 
 impl LogStore for BootStore {
@@ -66,6 +70,10 @@ impl LogRead for NoReader {
     fn read_range(&self, _: &JournalKey, _: Slot, _: u32) -> Result<Vec<(Slot, paros_core::LogEntry)>, StoreError> {
         Ok(Vec::new())
     }
+
+    fn load_journal(&self, _: &JournalKey) -> Result<Option<paros_core::Durable>, StoreError> {
+        Ok(None)
+    }
 }
 
 /// A simulated machine's clock: it advances one tick period per tick event the world
@@ -99,6 +107,7 @@ pub struct NodeHost {
     /// A tick period passed since the last step.
     clock_due: bool,
     clock: SimClock,
+    tunables: paros_core::Tunables,
 }
 
 impl std::fmt::Debug for NodeHost {
@@ -137,9 +146,10 @@ impl Host for NodeHost {
             host.place(p.key, p.config.clone()).expect("placement on a booted host");
         }
         host.set_tick_ms(SIM_TICK_MS);
+        host.set_dormancy(spec.dormant_after_ticks);
         let clock = SimClock::default();
         let pump = Pump::new(host, clock.now_ms());
-        NodeHost { pump, owed: BTreeMap::new(), persisting: None, immediate: Vec::new(), clock_due: false, clock }
+        NodeHost { pump, owed: BTreeMap::new(), persisting: None, immediate: Vec::new(), clock_due: false, clock, tunables: spec.tunables }
     }
 
     fn deliver(&mut self, from: NodeId, packet: Packet) {
@@ -182,11 +192,12 @@ impl Host for NodeHost {
     fn step(&mut self, disk: &mut SimDisk, synced: bool) -> Stepped {
         let synced = synced.then(|| self.persisting.take().expect("a synced round was persisting"));
         let ticked = std::mem::take(&mut self.clock_due);
-        let fetches = self.pump.host().stats().fetches;
+        let (fetches, wakes) = (self.pump.host().stats().fetches, self.pump.host().stats().wakes);
         let mut effects = self.pump.step(self.clock.now_ms(), synced, &*disk);
         assert!(!ticked || effects.ticked, "a tick period of the machine's clock delivers one tick");
         let fetches = self.pump.host().stats().fetches - fetches;
-        let mut stepped = Stepped { completed: effects.completed, fetches, ..Stepped::default() };
+        let wakes = self.pump.host().stats().wakes - wakes;
+        let mut stepped = Stepped { completed: effects.completed, fetches, wakes, ..Stepped::default() };
         stepped.output.answers = std::mem::take(&mut self.immediate);
         if let Some(persist) = &effects.persist {
             disk.place(&persist.placements);
@@ -203,7 +214,21 @@ impl Host for NodeHost {
         stepped
     }
 
-    fn probe(&self, journal: &JournalKey) -> Option<JournalProbe> {
+    fn probe(&self, disk: &SimDisk, journal: &JournalKey) -> Option<JournalProbe> {
+        let host = self.pump.host();
+        if host.is_dormant(journal) {
+            // Dormant: what it would wake with, read from its disk (nothing here changes).
+            let config = host.journal_config(journal)?.clone();
+            let durable = disk.load_journal(journal).ok().flatten().unwrap_or_default();
+            let me = host.id();
+            return Some(if config.voters.contains(&me) {
+                let v = paros_core::Voter::recover(me, config, self.tunables, 0, durable);
+                JournalProbe { state: *v.state(), chosen_up_to: v.chosen_up_to(), floor: v.floor(), promised: Some(v.promised()), leader: false, leader_hint: None }
+            } else {
+                let r = paros_core::Replica::recover(me, config, self.tunables, durable);
+                JournalProbe { state: *r.state(), chosen_up_to: r.chosen_up_to(), floor: r.floor(), promised: None, leader: false, leader_hint: None }
+            });
+        }
         if let Some(v) = self.pump.host().voter(journal) {
             return Some(JournalProbe {
                 state: *v.state(),
@@ -226,6 +251,10 @@ impl Host for NodeHost {
     }
 
     fn command_at(&self, disk: &SimDisk, journal: &JournalKey, slot: Slot) -> Option<Command> {
+        if self.pump.host().is_dormant(journal) {
+            let read = disk.read_range(journal, slot, 1).ok()?;
+            return read.into_iter().find(|(s, _)| *s == slot).map(|(_, e)| e.command);
+        }
         let log = match self.pump.host().voter(journal) {
             Some(v) => v.log(),
             None => self.pump.host().replica(journal)?.log(),
@@ -240,15 +269,7 @@ impl Host for NodeHost {
 
     fn hosted(&self) -> BTreeMap<JournalKey, JournalConfig> {
         let host = self.pump.host();
-        host.journal_keys()
-            .filter_map(|k| {
-                let config = match host.voter(k) {
-                    Some(v) => v.config().clone(),
-                    None => host.replica(k)?.config().clone(),
-                };
-                Some((*k, config))
-            })
-            .collect()
+        host.journal_keys().filter_map(|k| Some((*k, host.journal_config(k)?.clone()))).collect()
     }
 
     fn place(&mut self, journal: JournalKey, config: JournalConfig) -> bool {

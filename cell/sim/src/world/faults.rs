@@ -29,7 +29,7 @@ impl<H: Host> World<H> {
         let leaders: Vec<usize> = (0..self.machines.len())
             .filter(|m| {
                 let mach = &self.machines[*m];
-                mach.host.as_ref().is_some_and(|h| mach.spec.placements.iter().any(|p| h.probe(&p.key).is_some_and(|pr| pr.leader)))
+                mach.host.as_ref().is_some_and(|h| mach.spec.placements.iter().any(|p| h.probe(&mach.disk, &p.key).is_some_and(|pr| pr.leader)))
             })
             .collect();
         (!leaders.is_empty()).then(|| *self.rng.pick(&leaders))
@@ -133,7 +133,7 @@ impl<H: Host> World<H> {
         let (key, _) = &self.journals[j];
         let mut first = None;
         for mach in self.machines.iter().filter(|m| m.spec.placements.iter().any(|p| p.key == *key)) {
-            let Some(probe) = mach.host.as_ref().and_then(|h| h.probe(key)) else { return false };
+            let Some(probe) = mach.host.as_ref().and_then(|h| h.probe(&mach.disk, key)) else { return false };
             let here = (probe.chosen_up_to, probe.state);
             match first {
                 None => first = Some(here),

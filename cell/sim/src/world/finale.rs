@@ -69,7 +69,7 @@ impl<H: Host> World<H> {
         let (key, _) = &self.journals[j];
         let mut s = format!("journal {j} ({key:?}) did not converge by {} ms:", self.now / 1_000_000);
         for mach in self.machines.iter().filter(|m| m.spec.placements.iter().any(|p| p.key == *key)) {
-            match mach.host.as_ref().and_then(|h| h.probe(key)) {
+            match mach.host.as_ref().and_then(|h| h.probe(&mach.disk, key)) {
                 Some(p) => s.push_str(&format!(
                     " [{:?} chosen_up_to={:?} floor={:?} state={:?} leader={}]",
                     mach.spec.id, p.chosen_up_to, p.floor, p.state, p.leader
@@ -91,7 +91,7 @@ impl<H: Host> World<H> {
         let mut view = None;
         for mach in self.machines.iter().filter(|m| m.spec.placements.iter().any(|p| p.key == key)) {
             let Some(host) = mach.host.as_ref() else { continue };
-            let Some(probe) = host.probe(&key) else { continue };
+            let Some(probe) = host.probe(&mach.disk, &key) else { continue };
             view = Some(probe.state);
             let mut slot = probe.floor;
             while slot < probe.chosen_up_to {

@@ -72,6 +72,9 @@ impl<H: Host> World<H> {
         for _ in 0..stepped.fetches {
             self.audit.claims.reach(Claim::FetchedFromDisk);
         }
+        for _ in 0..stepped.wakes {
+            self.audit.claims.reach(Claim::DormantWakes);
+        }
         if let Some(writes) = stepped.persisting {
             mach.round_in_flight = true;
             mach.round_writes = writes;
@@ -140,7 +143,7 @@ impl<H: Host> World<H> {
             }
         }
         for p in &mach.spec.placements {
-            if let Some(probe) = host.probe(&p.key) {
+            if let Some(probe) = host.probe(&mach.disk, &p.key) {
                 let durable = mach.disk.durable(&p.key).map(|d| d.promise);
                 self.audit.on_probe(id, p.key, &probe, durable);
             }

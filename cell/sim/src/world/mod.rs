@@ -225,6 +225,7 @@ impl<H: Host> World<H> {
                 tunables: params.tunables,
                 alive_ticks: params.alive_ticks,
                 suspect_ticks: params.suspect_ticks,
+                dormant_after_ticks: params.dormant_after_ticks,
             };
             let skew = rng.between(980, 1020);
             machines.push(Machine {

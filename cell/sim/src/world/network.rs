@@ -54,7 +54,7 @@ impl<H: Host> World<H> {
             Packet::Protocol(e) => {
                 if matches!(e.message, Message::Promise { .. }) {
                     // Only a Promise needs the recipient's role and disk: probe for nothing else.
-                    let candidate = host.probe(&e.journal).is_some_and(|p| !p.leader);
+                    let candidate = host.probe(&mach.disk, &e.journal).is_some_and(|p| !p.leader);
                     self.audit.on_promise_delivered(id, e.journal, &e.message, candidate, mach.disk.durable(&e.journal));
                 }
                 self.audit.on_accept_delivered(e.journal, &e.message);

@@ -60,6 +60,8 @@ pub struct Params {
     pub tunables: Tunables,
     pub alive_ticks: u32,
     pub suspect_ticks: u32,
+    /// Ticks of quiet before a journal goes dormant on a machine (`None`: never).
+    pub dormant_after_ticks: Option<u64>,
     pub net: NetParams,
     pub fsync_ns: (u64, u64),
     pub sync_fail_ppm: u64,
@@ -120,6 +122,9 @@ impl Params {
             let d = Tunables::default();
             (d.window_slots, d.window_bytes, d.anchor_slots, d.anchor_bytes)
         };
+        // Dormancy, from the same side stream: most seeds put quiet journals to sleep within a
+        // few ticks, so waking from the disk happens all the time.
+        let dormant_after_ticks = if memory.chance(700_000) { Some(memory.between(2, 40)) } else { None };
         let tunables = Tunables {
             window_slots,
             window_bytes,
@@ -161,6 +166,7 @@ impl Params {
             workloads,
             tick_ns: 10 * MS,
             tunables,
+            dormant_after_ticks,
             alive_ticks: 3,
             suspect_ticks: 25,
             net: NetParams {

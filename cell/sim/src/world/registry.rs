@@ -108,7 +108,7 @@ impl<H: Host> World<H> {
             self.registry_send(m, Actor::Follower, send);
         }
         let key = self.registry.plan.key;
-        let leader = self.machines[m].host.as_ref().and_then(|h| h.probe(&key)).is_some_and(|p| p.leader);
+        let leader = self.machines[m].host.as_ref().and_then(|h| h.probe(&self.machines[m].disk, &key)).is_some_and(|p| p.leader);
         let node = &mut self.registry.nodes[m];
         match &node.coordinator {
             Some(a) if a.is_over() || (a.is_starting() && !leader) => {

@@ -1,0 +1,175 @@
+//! Dormant journals: a journal quiet for `dormant_after` ticks leaves memory (only its
+//! configuration stays) and comes back from the store, exactly as at boot, when the next input
+//! for it arrives. Idle journals then cost a map entry, not a voter.
+//!
+//! A journal goes dormant only when nothing of it is in flight: quiet (nothing proposed, held,
+//! read or behind), no `Ready` waiting, not in the round being persisted, no call or read owed,
+//! and its chosen index written down (a journal that applied past it first writes it with a
+//! round). What the store reads back is then what this journal holds.
+//! Waking is a reboot of that one journal: its promise, floor, anchors and the entries from its
+//! boot anchor come back; what only lived in memory (who leads, the exact positions below the
+//! boot anchor) is relearned, as after a restart. A woken leaderless journal that was woken by
+//! a call campaigns at once, so the first write after a quiet spell costs an election round,
+//! not an election timeout.
+
+use paros_core::{Call, JournalKey, NodeId, ReadRequest};
+
+use super::{Early, Host, Hosted, Ticket};
+use crate::ports::{Envelope, LogRead, LogStore};
+use crate::rpc::NodeAnswer;
+
+/// An input for a dormant journal, replayed once it is woken.
+#[derive(Debug)]
+pub(super) enum Stashed {
+    Deliver(NodeId, Envelope),
+    Call(Ticket, JournalKey, Call),
+    Read(Ticket, JournalKey, ReadRequest),
+    Campaign(JournalKey),
+}
+
+impl Stashed {
+    fn key(&self) -> JournalKey {
+        match self {
+            Stashed::Deliver(_, e) => e.journal,
+            Stashed::Call(_, k, _) | Stashed::Read(_, k, _) | Stashed::Campaign(k) => *k,
+        }
+    }
+}
+
+impl<S: LogStore> Host<S> {
+    /// Journals quiet for `ticks` ticks go dormant (`None`: never). The default is
+    /// [`DORMANT_AFTER_TICKS`](super::DORMANT_AFTER_TICKS).
+    pub fn set_dormancy(&mut self, ticks: Option<u64>) {
+        self.dormant_after = ticks;
+    }
+
+    /// The number of journals dormant here.
+    #[must_use]
+    pub fn dormant_count(&self) -> usize {
+        self.dormant
+    }
+
+    /// True when `key` is hosted here and dormant.
+    #[must_use]
+    pub fn is_dormant(&self, key: &JournalKey) -> bool {
+        matches!(self.journals.get(key), Some(Hosted::Dormant(_)))
+    }
+
+    /// A journal went quiet at this tick: it may go dormant later.
+    pub(super) fn note_quiet(&mut self, key: JournalKey) {
+        if self.dormant_after.is_some() {
+            let now = self.stats.ticks;
+            self.quiet_at.insert(key, now);
+            self.quiet_queue.push_back((now, key));
+        }
+    }
+
+    /// Puts to sleep the journals quiet for long enough (called each tick).
+    pub(super) fn sleep_quiet(&mut self) {
+        let Some(after) = self.dormant_after else { return };
+        let now = self.stats.ticks;
+        while let Some(&(at, key)) = self.quiet_queue.front() {
+            if at.saturating_add(after) > now {
+                break;
+            }
+            self.quiet_queue.pop_front();
+            if self.quiet_at.get(&key) != Some(&at) {
+                continue;
+            }
+            self.quiet_at.remove(&key);
+            match self.sleep_check(&key) {
+                Sleep::Now => {
+                    let j = self.journals.get_mut(&key).expect("checked hosted");
+                    let config = Box::new(j.config().clone());
+                    *j = Hosted::Dormant(config);
+                    self.dormant += 1;
+                    self.stats.dormancies += 1;
+                }
+                // Quiet but busy this tick (in the round in flight, an answer owed): look again.
+                Sleep::Later => self.note_quiet(key),
+                // The chosen index it applied is not written yet: write it with the next round.
+                Sleep::WriteChosen => {
+                    self.journals.get_mut(&key).expect("checked hosted").write_chosen();
+                    self.dirty.insert(key);
+                    self.note_quiet(key);
+                }
+                Sleep::Never => {}
+            }
+        }
+    }
+
+    fn sleep_check(&self, key: &JournalKey) -> Sleep {
+        let Some(j) = self.journals.get(key) else { return Sleep::Never };
+        if matches!(j, Hosted::Dormant(_)) || self.awake.contains(key) || !j.is_quiet() {
+            return Sleep::Never;
+        }
+        let owed = self.calls.range((*key, paros_core::CallId(0))..=(*key, paros_core::CallId(u64::MAX))).next().is_some()
+            || self.reads.range((*key, paros_core::ReadId(0))..=(*key, paros_core::ReadId(u64::MAX))).next().is_some();
+        let busy = j.has_ready()
+            || self.dirty.contains(key)
+            || self.touched.contains(key)
+            || self.round_keys.contains(key)
+            || self.placements.iter().any(|p| p.key() == key)
+            || owed;
+        if busy {
+            Sleep::Later
+        } else if !j.chosen_is_written() {
+            Sleep::WriteChosen
+        } else {
+            Sleep::Now
+        }
+    }
+
+    /// Wakes the dormant journals the stashed inputs are for, from `reader`, and replays the
+    /// inputs in the order they arrived. Answers owed at once (an unknown journal, a call to a
+    /// replica, a journal the store could not read) go to `early`.
+    pub fn wake_dormant(&mut self, reader: &dyn LogRead, mut early: impl FnMut(Early)) {
+        for input in std::mem::take(&mut self.stash) {
+            let key = input.key();
+            if self.is_dormant(&key) {
+                let durable = match reader.load_journal(&key) {
+                    Ok(d) => d.unwrap_or_default(),
+                    Err(_) => {
+                        // Not readable now: it stays dormant; what was asked of it is refused.
+                        self.stats.fetch_errors += 1;
+                        match input {
+                            Stashed::Call(t, ..) => early(Early::Answer(t, NodeAnswer::Call(paros_core::CallAnswer::Busy))),
+                            Stashed::Read(t, ..) => early(Early::Answer(t, NodeAnswer::Read(paros_core::ReadAnswer::Unserved))),
+                            Stashed::Deliver(..) | Stashed::Campaign(_) => {}
+                        }
+                        continue;
+                    }
+                };
+                let Some(Hosted::Dormant(config)) = self.journals.remove(&key) else { unreachable!("checked dormant") };
+                self.dormant -= 1;
+                self.stats.wakes += 1;
+                self.install(key, *config, durable);
+                if matches!(input, Stashed::Call(..)) {
+                    // No one leads a journal that slept here: elect now, not after a timeout.
+                    self.campaign(&key);
+                }
+            }
+            match input {
+                Stashed::Deliver(from, e) => self.deliver(from, vec![e]),
+                Stashed::Call(t, k, call) => {
+                    if let Err(answer) = self.call(t, k, call) {
+                        early(Early::Answer(t, answer));
+                    }
+                }
+                Stashed::Read(t, k, read) => {
+                    if let Err(answer) = self.read(t, k, read) {
+                        early(Early::Answer(t, answer));
+                    }
+                }
+                Stashed::Campaign(k) => self.campaign(&k),
+            }
+        }
+    }
+}
+
+enum Sleep {
+    Now,
+    Later,
+    WriteChosen,
+    Never,
+}
