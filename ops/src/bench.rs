@@ -50,6 +50,9 @@ pub struct BenchArgs {
     pub store: paros_store::StoreOptions,
     /// Stop writing once this many record bytes are acknowledged (before `duration` if sooner).
     pub stop_after_bytes: Option<u64>,
+    /// The cell's nodes put journals quiet this long to sleep (the idle journals' memory is
+    /// read once they had the time to).
+    pub dormant_after: Option<Duration>,
 }
 
 /// What `paros bench --json` prints.
@@ -101,6 +104,9 @@ pub struct Report {
     /// Seconds from the first `CreateJournal` of the idle journals to every node hosting them
     /// all (0 without idle journals).
     pub idle_placement_s: f64,
+    /// Journals dormant on the nodes (all nodes together) when the idle journals' memory was
+    /// read.
+    pub dormant_journals: u64,
     /// Requests the gateway answered 429 `over_quota` (each waited its `Retry-After`, then
     /// the writer claimed again; 0 in the cell, which has no quotas).
     pub over_quota_retries: u64,
@@ -366,16 +372,20 @@ async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
         }
     };
     let opening = Instant::now();
-    let cell = EmbeddedCell::open_stores(dir, paros_embedded::EMBEDDED_MEMBERS, paros_registry::daemon::CoordinatorLoopConfig::default(), args.store).await?;
+    let shell = paros_node::shell::ShellConfig { dormant_after: args.dormant_after, ..paros_embedded::embedded_tunables().1 };
+    let cell = EmbeddedCell::open_tuned(dir, paros_embedded::EMBEDDED_MEMBERS, paros_registry::daemon::CoordinatorLoopConfig::default(), args.store, shell).await?;
     let open_s = opening.elapsed().as_secs_f64();
     let (keys, journals_created, placement) = bench_journals(&cell, args.journals, true).await?;
     let placement_s = placement.as_secs_f64();
+    let mut dormant_journals = 0;
     let (rss_per_idle_journal_bytes, idle_placement_s) = if args.idle_journals > 0 {
         // Let the bench's own journals settle first, so only the idle ones are counted.
         tokio::time::sleep(IDLE_SETTLE).await;
         let before = rss_bytes("VmRSS:");
         let (_, _, placed) = named_journals(&cell, IDLE_TENANT, args.idle_journals, true).await?;
-        tokio::time::sleep(IDLE_SETTLE).await;
+        // Long enough for them to elect, go quiet and (with dormancy) leave memory.
+        tokio::time::sleep(IDLE_SETTLE + args.dormant_after.unwrap_or_default()).await;
+        dormant_journals = cell.node_stats().iter().map(|s| s.dormancies.saturating_sub(s.wakes)).sum();
         (rss_bytes("VmRSS:").saturating_sub(before) / args.idle_journals as u64, placed.as_secs_f64())
     } else {
         (0, 0.0)
@@ -431,6 +441,7 @@ async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
     report.rss_peak_bytes = rss_peak_write_bytes.max(rss_peak_read_bytes);
     report.rss_per_idle_journal_bytes = rss_per_idle_journal_bytes;
     report.idle_placement_s = idle_placement_s;
+    report.dormant_journals = dormant_journals;
     report.round_split = RoundSplit {
         rounds: split.write.count(),
         queue: Split::of(&split.queue),
@@ -702,6 +713,7 @@ fn report(args: &BenchArgs, shared: &Shared, elapsed: f64, verified: u64) -> Rep
         first_write_s: 0.0,
         rss_per_idle_journal_bytes: 0,
         idle_placement_s: 0.0,
+        dormant_journals: 0,
         over_quota_retries: shared.over_quota.load(Ordering::Relaxed),
         round_split: RoundSplit::default(),
         store_compactions: 0,

@@ -71,6 +71,10 @@ enum Command {
         /// `--duration-s`, whichever comes first).
         #[arg(long)]
         stop_after_mib: Option<u64>,
+        /// The cell's nodes put journals quiet this many seconds to sleep (0: never); the
+        /// idle journals' memory is read after that long.
+        #[arg(long, default_value_t = 60)]
+        dormant_after_s: u64,
     },
     /// Run the embedded cell — three nodes, the registry and the tenant gateway — in this
     /// process, serving the HTTP API on `--listen`. Stop with Ctrl-C (or SIGTERM).
@@ -141,14 +145,15 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token, blob_bytes_min, stop_after_mib } => {
+        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token, blob_bytes_min, stop_after_mib, dormant_after_s } => {
             let duration = Duration::from_secs(duration_s);
             if raw_fjall {
                 return raw_fjall_bench(data_dir, batch, record_bytes, duration, json);
             }
             let store = paros_store::StoreOptions { blob_bytes_min, ..paros_store::StoreOptions::default() };
             let stop_after_bytes = stop_after_mib.map(|m| m.saturating_mul(1 << 20));
-            let args = bench::BenchArgs { writers, journals, record_bytes, batch, duration, data_dir, idle_journals, ack_log, progress: true, target, token, store, stop_after_bytes };
+            let dormant_after = (dormant_after_s > 0).then(|| Duration::from_secs(dormant_after_s));
+            let args = bench::BenchArgs { writers, journals, record_bytes, batch, duration, data_dir, idle_journals, ack_log, progress: true, target, token, store, stop_after_bytes, dormant_after };
             match runtime.block_on(bench::run(args)) {
                 Ok(report) => {
                     print_report(&report, json);

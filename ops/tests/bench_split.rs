@@ -33,7 +33,7 @@ fn the_in_cell_bench_reports_the_round_split_and_per_second_windows() {
 #[test]
 fn idle_journals_report_their_placement_time_and_memory() {
     let out = Command::new(env!("CARGO_BIN_EXE_paros"))
-        .args(["bench", "--writers", "1", "--journals", "1", "--duration-s", "1", "--idle-journals", "300", "--json"])
+        .args(["bench", "--writers", "1", "--journals", "1", "--duration-s", "1", "--idle-journals", "300", "--dormant-after-s", "1", "--json"])
         .output()
         .expect("paros bench runs");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -167,6 +167,12 @@ impl Voter {
         !self.effects.ready.is_empty() || !self.feed.is_empty() || self.reads.wants_round() || self.proposer.has_unsent()
     }
 
+    /// Quiesces as a follower (the host wakes a dormant journal this way: asleep, as it left,
+    /// until an input that needs it wakes it).
+    pub fn sleep(&mut self) {
+        self.proposer.quiesce_as_follower();
+    }
+
     /// Leaves quiescence (the host calls this when it suspects a peer machine is down).
     pub fn wake(&mut self) {
         self.proposer.wake();

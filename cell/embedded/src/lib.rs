@@ -192,6 +192,20 @@ impl EmbeddedCell {
         coordinator: CoordinatorLoopConfig,
         store: paros_store::StoreOptions,
     ) -> Result<EmbeddedCell, CellError> {
+        Self::open_tuned(dir, members, coordinator, store, embedded_tunables().1).await
+    }
+
+    /// [`open_stores`](Self::open_stores) with the nodes' shell configuration (tick, dormancy…).
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub async fn open_tuned(
+        dir: &Path,
+        members: usize,
+        coordinator: CoordinatorLoopConfig,
+        store: paros_store::StoreOptions,
+        shell_config: ShellConfig,
+    ) -> Result<EmbeddedCell, CellError> {
         std::fs::create_dir_all(dir).map_err(|e| CellError::Dir(dir.into(), e))?;
         let manifest_path = dir.join("cell.json");
         let (manifest, fresh) = match std::fs::read(&manifest_path) {
@@ -205,7 +219,7 @@ impl EmbeddedCell {
             }
             Err(e) => return Err(CellError::Dir(manifest_path, e)),
         };
-        let (tunables, shell_config) = embedded_tunables();
+        let (tunables, _) = embedded_tunables();
         let registry = JournalKey { tenant: CELL_TENANT, journal: manifest.registry };
         let registry_config = JournalConfig { mode: WriterMode::Single, voters: manifest.nodes.clone(), learners: Vec::new() };
         let bus = InProcessBus::new();

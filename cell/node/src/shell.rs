@@ -32,11 +32,17 @@ pub struct ShellConfig {
     pub inputs_per_round_max: usize,
     /// Control requests (placements) queued for the node before senders wait.
     pub control_queue_max: usize,
+    /// A journal quiet this long leaves memory until its next input (`None`: never; see
+    /// `host::dormancy`). Rounded to ticks.
+    pub dormant_after: Option<Duration>,
 }
+
+/// The default [`ShellConfig::dormant_after`].
+pub const DORMANT_AFTER: Duration = Duration::from_secs(60);
 
 impl Default for ShellConfig {
     fn default() -> Self {
-        ShellConfig { tick: Duration::from_millis(100), inputs_per_round_max: 4096, control_queue_max: 1024 }
+        ShellConfig { tick: Duration::from_millis(100), inputs_per_round_max: 4096, control_queue_max: 1024, dormant_after: Some(DORMANT_AFTER) }
     }
 }
 
@@ -162,7 +168,9 @@ pub fn spawn<S: LogStore, T: Transport, C: Clock>(
     clock: C,
     config: ShellConfig,
 ) -> NodeHandle<S> {
-    host.set_tick_ms(u64::try_from(config.tick.as_millis()).unwrap_or(u64::MAX).max(1));
+    let tick_ms = u64::try_from(config.tick.as_millis()).unwrap_or(u64::MAX).max(1);
+    host.set_tick_ms(tick_ms);
+    host.set_dormancy(config.dormant_after.map(|d| (u64::try_from(d.as_millis()).unwrap_or(u64::MAX) / tick_ms).max(1)));
     let (stop, stopped) = tokio::sync::oneshot::channel();
     let (control, controls) = tokio::sync::mpsc::channel(config.control_queue_max.max(1));
     let stats = Arc::new(Mutex::new(host.stats()));

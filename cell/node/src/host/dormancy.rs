@@ -8,9 +8,9 @@
 //! round). What the store reads back is then what this journal holds.
 //! Waking is a reboot of that one journal: its promise, floor, anchors and the entries from its
 //! boot anchor come back; what only lived in memory (who leads, the exact positions below the
-//! boot anchor) is relearned, as after a restart. A woken leaderless journal that was woken by
-//! a call campaigns at once, so the first write after a quiet spell costs an election round,
-//! not an election timeout.
+//! boot anchor) is relearned, as after a restart. A journal woken by a call campaigns at once,
+//! so the first write after a quiet spell costs an election round, not an election timeout; one
+//! woken by a message comes back quiesced, as it left (a Prepare or an Accept wakes it fully).
 
 use paros_core::{Call, JournalKey, NodeId, ReadRequest};
 
@@ -147,6 +147,10 @@ impl<S: LogStore> Host<S> {
                 if matches!(input, Stashed::Call(..)) {
                     // No one leads a journal that slept here: elect now, not after a timeout.
                     self.campaign(&key);
+                } else if let Some(Hosted::Voter(v)) = self.journals.get_mut(&key) {
+                    // Woken by a message: asleep as it left, until something needs it (a stray
+                    // acknowledgement must not start an election of a quiet journal).
+                    v.sleep();
                 }
             }
             match input {
