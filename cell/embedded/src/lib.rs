@@ -230,7 +230,8 @@ impl EmbeddedCell {
             let store = FjallStore::open_with(&dir.join(format!("node-{i}")), store)?;
             probes.push(store.probe());
             let expected = if fresh { None } else { Some(*node) };
-            let mut host = Host::boot(store, expected, *node, tunables, random_u64()).map_err(|source| CellError::Boot { node: *node, source })?;
+            let boot = if shell_config.dormant_after.is_some() { Host::boot_asleep } else { Host::boot };
+            let mut host = boot(store, expected, *node, tunables, random_u64()).map_err(|source| CellError::Boot { node: *node, source })?;
             host.place(registry, registry_config.clone())?;
             hosted.push(host.journal_configs());
             let (endpoint, inbox) = bus.register(host.id(), 65_536);

@@ -116,6 +116,15 @@ pub trait LogStore: LogRead + Send + 'static {
     /// # Errors
     /// Any storage fault.
     fn load(&self) -> Result<Vec<StoredJournal>, StoreError>;
+
+    /// The configuration of every journal placed here, without its state (a host that boots
+    /// its journals dormant reads nothing else).
+    ///
+    /// # Errors
+    /// Any storage fault.
+    fn load_configs(&self) -> Result<Vec<(JournalKey, JournalConfig)>, StoreError> {
+        Ok(self.load()?.into_iter().map(|j| (j.key, j.config)).collect())
+    }
 }
 
 /// One protocol message about one journal, as it travels between machines.

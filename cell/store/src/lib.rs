@@ -674,6 +674,16 @@ impl LogStore for FjallStore {
         Ok(())
     }
 
+    fn load_configs(&self) -> Result<Vec<(JournalKey, JournalConfig)>, StoreError> {
+        let mut out = Vec::new();
+        for item in self.meta.prefix(keys::META_CONFIG) {
+            let (k, v) = item.into_inner().map_err(read_err)?;
+            let key = keys::decode_config(&k).ok_or_else(|| malformed("meta config", &k))?;
+            out.push((key, decode(&v, "journal config")?));
+        }
+        Ok(out)
+    }
+
     /// Reads every journal that has a config, from one consistent snapshot, ordered by key.
     fn load(&self) -> Result<Vec<StoredJournal>, StoreError> {
         let snap = self.db.snapshot();

@@ -147,9 +147,10 @@ impl<S: LogStore> Host<S> {
                 if matches!(input, Stashed::Call(..)) {
                     // No one leads a journal that slept here: elect now, not after a timeout.
                     self.campaign(&key);
-                } else if let Some(Hosted::Voter(v)) = self.journals.get_mut(&key) {
+                } else if let (Stashed::Deliver(..), Some(Hosted::Voter(v))) = (&input, self.journals.get_mut(&key)) {
                     // Woken by a message: asleep as it left, until something needs it (a stray
-                    // acknowledgement must not start an election of a quiet journal).
+                    // acknowledgement must not start an election of a quiet journal). A read
+                    // wakes it fully: with no leader, its election timer elects one.
                     v.sleep();
                 }
             }

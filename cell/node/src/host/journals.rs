@@ -69,11 +69,22 @@ impl<S: LogStore> Host<S> {
         self.seed ^ key.tenant.0.rotate_left(17) ^ key.journal.0.rotate_left(41) ^ self.me.0
     }
 
-    pub(super) fn install(&mut self, key: JournalKey, config: JournalConfig, durable: paros_core::Durable) {
-        let seed = self.journal_seed(&key);
+    fn note_peers(&mut self, config: &JournalConfig) {
         for n in config.voters.iter().chain(&config.learners).filter(|n| **n != self.me) {
             self.peers.entry(*n).or_insert(Peer { heard_tick: self.stats.ticks, down: false });
         }
+    }
+
+    /// Hosts a journal dormant: its state stays in the store until its first input.
+    pub(super) fn install_dormant(&mut self, key: JournalKey, config: JournalConfig) {
+        self.note_peers(&config);
+        self.journals.insert(key, Hosted::Dormant(Box::new(config)));
+        self.dormant += 1;
+    }
+
+    pub(super) fn install(&mut self, key: JournalKey, config: JournalConfig, durable: paros_core::Durable) {
+        let seed = self.journal_seed(&key);
+        self.note_peers(&config);
         let hosted = if config.voters.contains(&self.me) {
             Hosted::Voter(Box::new(Voter::recover(self.me, config, self.tunables, seed, durable)))
         } else {

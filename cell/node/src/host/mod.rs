@@ -171,7 +171,11 @@ impl<S: LogStore> Host<S> {
     /// # Errors
     /// [`BootError::Wiped`] when the store is empty under an existing identity,
     /// [`BootError::WrongIdentity`] for another machine's store, or a storage fault.
-    pub fn boot(mut store: S, expected: Option<NodeId>, fresh: NodeId, tunables: Tunables, seed: u64) -> Result<Host<S>, BootError> {
+    pub fn boot(store: S, expected: Option<NodeId>, fresh: NodeId, tunables: Tunables, seed: u64) -> Result<Host<S>, BootError> {
+        Host::boot_as(store, expected, fresh, tunables, seed, false)
+    }
+
+    fn boot_as(mut store: S, expected: Option<NodeId>, fresh: NodeId, tunables: Tunables, seed: u64, asleep: bool) -> Result<Host<S>, BootError> {
         let me = match (store.identity()?, expected) {
             (Some(found), Some(expected)) if found != expected => return Err(BootError::WrongIdentity { expected, found }),
             (Some(found), _) => found,
@@ -207,10 +211,26 @@ impl<S: LogStore> Host<S> {
             round_keys: BTreeSet::new(),
             dormant: 0,
         };
-        for stored in host.store_mut().load()? {
-            host.install(stored.key, stored.config, stored.durable);
+        if asleep {
+            for (key, config) in host.store_mut().load_configs()? {
+                host.install_dormant(key, config);
+            }
+        } else {
+            for stored in host.store_mut().load()? {
+                host.install(stored.key, stored.config, stored.durable);
+            }
         }
         Ok(host)
+    }
+
+    /// [`Host::boot`] with every journal dormant: only the configurations are read, and each
+    /// journal comes back from the store on its first input (see `dormancy`). Boot time and
+    /// memory then do not depend on how many journals are placed or what they hold.
+    ///
+    /// # Errors
+    /// As [`Host::boot`].
+    pub fn boot_asleep(store: S, expected: Option<NodeId>, fresh: NodeId, tunables: Tunables, seed: u64) -> Result<Host<S>, BootError> {
+        Host::boot_as(store, expected, fresh, tunables, seed, true)
     }
 
     /// This machine's identity.

@@ -141,7 +141,9 @@ impl Host for NodeHost {
     fn boot(spec: &MachineSpec, disk: &SimDisk, seed: u64) -> NodeHost {
         let journals = disk.placed().into_iter().map(|(key, config, durable)| StoredJournal { key, config, durable }).collect();
         let store = BootStore { id: spec.id, journals };
-        let mut host = paros_node::Host::boot(store, Some(spec.id), spec.id, spec.tunables, seed).expect("a simulated machine boots");
+        // With dormancy, a machine boots its journals dormant, as the embedded cell does.
+        let boot = if spec.dormant_after_ticks.is_some() { paros_node::Host::boot_asleep } else { paros_node::Host::boot };
+        let mut host = boot(store, Some(spec.id), spec.id, spec.tunables, seed).expect("a simulated machine boots");
         for p in &spec.formation {
             host.place(p.key, p.config.clone()).expect("placement on a booted host");
         }
