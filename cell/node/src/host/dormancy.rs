@@ -25,13 +25,15 @@ pub(super) enum Stashed {
     Call(Ticket, JournalKey, Call),
     Read(Ticket, JournalKey, ReadRequest),
     Campaign(JournalKey),
+    /// Wake it and let it run (a journal booted dormant checks in with its peers once).
+    Wake(JournalKey),
 }
 
 impl Stashed {
     fn key(&self) -> JournalKey {
         match self {
             Stashed::Deliver(_, e) => e.journal,
-            Stashed::Call(_, k, _) | Stashed::Read(_, k, _) | Stashed::Campaign(k) => *k,
+            Stashed::Call(_, k, _) | Stashed::Read(_, k, _) | Stashed::Campaign(k) | Stashed::Wake(k) => *k,
         }
     }
 }
@@ -53,6 +55,22 @@ impl<S: LogStore> Host<S> {
     #[must_use]
     pub fn is_dormant(&self, key: &JournalKey) -> bool {
         matches!(self.journals.get(key), Some(Hosted::Dormant(_)))
+    }
+
+    /// Journals booted dormant are woken this many per tick, once each, so every one checks in
+    /// with its peers (a machine that was down catches up) without a boot storm.
+    pub fn set_boot_wakes_per_tick(&mut self, n: usize) {
+        self.boot_wakes_per_tick = n;
+    }
+
+    /// Wakes the next journals booted dormant (called each tick).
+    pub(super) fn wake_booted(&mut self) {
+        for _ in 0..self.boot_wakes_per_tick {
+            let Some(key) = self.boot_wakes.pop_front() else { break };
+            if self.is_dormant(&key) {
+                self.stash.push(Stashed::Wake(key));
+            }
+        }
     }
 
     /// A journal went quiet at this tick: it may go dormant later.
@@ -135,7 +153,7 @@ impl<S: LogStore> Host<S> {
                         match input {
                             Stashed::Call(t, ..) => early(Early::Answer(t, NodeAnswer::Call(paros_core::CallAnswer::Busy))),
                             Stashed::Read(t, ..) => early(Early::Answer(t, NodeAnswer::Read(paros_core::ReadAnswer::Unserved))),
-                            Stashed::Deliver(..) | Stashed::Campaign(_) => {}
+                            Stashed::Deliver(..) | Stashed::Campaign(_) | Stashed::Wake(_) => {}
                         }
                         continue;
                     }
@@ -147,6 +165,8 @@ impl<S: LogStore> Host<S> {
                 if matches!(input, Stashed::Call(..)) {
                     // No one leads a journal that slept here: elect now, not after a timeout.
                     self.campaign(&key);
+                } else if let (Stashed::Wake(_), Some(Hosted::Voter(v))) = (&input, self.journals.get_mut(&key)) {
+                    v.check_in();
                 } else if let (Stashed::Deliver(..), Some(Hosted::Voter(v))) = (&input, self.journals.get_mut(&key)) {
                     // Woken by a message: asleep as it left, until something needs it (a stray
                     // acknowledgement must not start an election of a quiet journal). A read
@@ -167,6 +187,7 @@ impl<S: LogStore> Host<S> {
                     }
                 }
                 Stashed::Campaign(k) => self.campaign(&k),
+                Stashed::Wake(_) => {}
             }
         }
     }

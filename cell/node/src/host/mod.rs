@@ -162,7 +162,13 @@ pub struct Host<S: LogStore> {
     /// Journals with writes or a placement in the round being persisted.
     round_keys: BTreeSet<JournalKey>,
     dormant: usize,
+    /// Journals booted dormant, not yet woken once, and how many to wake per tick.
+    boot_wakes: VecDeque<JournalKey>,
+    boot_wakes_per_tick: usize,
 }
+
+/// Journals booted dormant woken per tick, by default (`Host::set_boot_wakes_per_tick`).
+pub const BOOT_WAKES_PER_TICK: usize = 64;
 
 impl<S: LogStore> Host<S> {
     /// Boots over `store`. `expected` is the identity this machine was given before (from its
@@ -210,10 +216,13 @@ impl<S: LogStore> Host<S> {
             stash: Vec::new(),
             round_keys: BTreeSet::new(),
             dormant: 0,
+            boot_wakes: VecDeque::new(),
+            boot_wakes_per_tick: BOOT_WAKES_PER_TICK,
         };
         if asleep {
             for (key, config) in host.store_mut().load_configs()? {
                 host.install_dormant(key, config);
+                host.boot_wakes.push_back(key);
             }
         } else {
             for stored in host.store_mut().load()? {
@@ -224,8 +233,10 @@ impl<S: LogStore> Host<S> {
     }
 
     /// [`Host::boot`] with every journal dormant: only the configurations are read, and each
-    /// journal comes back from the store on its first input (see `dormancy`). Boot time and
-    /// memory then do not depend on how many journals are placed or what they hold.
+    /// journal comes back from the store on its first input (see `dormancy`), or when its turn
+    /// comes to check in with its peers once (`BOOT_WAKES_PER_TICK` a tick), so a machine that
+    /// was down catches up. Boot time then does not depend on how many journals are placed or
+    /// what they hold.
     ///
     /// # Errors
     /// As [`Host::boot`].

@@ -106,6 +106,7 @@ impl<S: LogStore> Host<S> {
             self.note_quiet(key);
         }
         self.sleep_quiet();
+        self.wake_booted();
     }
 
     /// Wakes every hosted journal (e.g. when a peer machine stops answering).
