@@ -366,7 +366,6 @@ impl Served {
     }
 
     /// The answer for laggard `to`: a message to send it, or a fetch that answers it.
-    #[must_use]
     pub fn for_peer(self, to: NodeId) -> Result<Message, Fetch> {
         match self {
             Served::Message(m) => Ok(m),

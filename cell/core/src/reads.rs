@@ -141,7 +141,7 @@ impl Reads {
             done.push(*id);
             match page(fold, log, &p.request, tunables) {
                 Paged::Answer(a) => answers.push((*id, a)),
-                Paged::Fetch(page) => fetches.push(Fetch::Page { read: *id, page }),
+                Paged::Fetch(page) => fetches.push(Fetch::Page { read: *id, page: Box::new(page) }),
             }
         }
         for id in done {

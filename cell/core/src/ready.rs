@@ -46,7 +46,7 @@ pub enum Fetch {
     /// `slots_max`, starting exactly at `from`) and `chosen_up_to`.
     CatchUp { to: NodeId, from: Slot, end: Slot, chosen_up_to: Slot, slots_max: u32 },
     /// Answer read `read` with the page [`PageFetch::build`](crate::reads::PageFetch::build) makes.
-    Page { read: ReadId, page: crate::reads::PageFetch },
+    Page { read: ReadId, page: Box<crate::reads::PageFetch> },
 }
 
 impl Ready {

@@ -173,22 +173,6 @@ impl Voter {
         self.proposer.quiesce_as_follower();
     }
 
-    /// A journal booted dormant checks in once. With an unchosen suffix it stays awake: its
-    /// election timer finishes what was in flight when the machine stopped. Otherwise it asks
-    /// one peer for what it may have missed while down, and sleeps (an answer that shows it
-    /// behind keeps it catching up).
-    pub fn check_in(&mut self) {
-        if self.log.last_slot().is_some_and(|s| s >= self.learner.chosen_up_to()) {
-            return;
-        }
-        let peer = self.cfg.voters.iter().copied().find(|v| *v != self.me);
-        if let Some(to) = peer {
-            self.send(to, catch_up_request(self.learner.chosen_up_to()));
-        }
-        self.proposer.quiesce_as_follower();
-        self.settle();
-    }
-
     /// Leaves quiescence (the host calls this when it suspects a peer machine is down).
     pub fn wake(&mut self) {
         self.proposer.wake();

@@ -165,8 +165,6 @@ impl<S: LogStore> Host<S> {
                 if matches!(input, Stashed::Call(..)) {
                     // No one leads a journal that slept here: elect now, not after a timeout.
                     self.campaign(&key);
-                } else if let (Stashed::Wake(_), Some(Hosted::Voter(v))) = (&input, self.journals.get_mut(&key)) {
-                    v.check_in();
                 } else if let (Stashed::Deliver(..), Some(Hosted::Voter(v))) = (&input, self.journals.get_mut(&key)) {
                     // Woken by a message: asleep as it left, until something needs it (a stray
                     // acknowledgement must not start an election of a quiet journal). A read
