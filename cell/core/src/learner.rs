@@ -346,6 +346,20 @@ impl Learner {
     }
 }
 
+/// A journal's log and learner rebuilt from storage, with the effects of walking the chosen
+/// slots since its boot anchor (both wirings boot through this).
+pub(crate) fn recover(mode: WriterMode, tunables: &Tunables, durable: crate::log::Durable) -> (Log, Learner, crate::effects::Effects) {
+    let start = durable.boot_start();
+    let mut log = Log::with_window(durable.floor, start, durable.entries);
+    let anchoring = Anchoring { slots: tunables.anchor_slots, bytes: tunables.anchor_bytes };
+    let mut learner = Learner::resume(mode, &log, durable.sealed, &durable.anchors, anchoring, Window::of(tunables), durable.floor);
+    let mut effects = crate::effects::Effects::default();
+    let mut walked = Vec::new();
+    learner.recover(&mut log, durable.chosen_up_to, &mut effects.ready.writes, &mut walked);
+    effects.applied(&walked);
+    (log, learner, effects)
+}
+
 /// How a catch-up request is answered.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Served {

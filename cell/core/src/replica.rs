@@ -6,8 +6,8 @@ use crate::wire::ReadRequest;
 use crate::config::{JournalConfig, Tunables};
 use crate::effects::{catch_up_request, CatchUp, Effects};
 use crate::ids::{NodeId, ReadId, Slot};
-use crate::journal::{Anchoring, JournalState};
-use crate::learner::{Learner, Window};
+use crate::journal::JournalState;
+use crate::learner::Learner;
 use crate::log::{Durable, Log, WriteOp};
 use crate::message::Message;
 use crate::reads::Reads;
@@ -38,14 +38,7 @@ impl Replica {
         cfg.assert_valid();
         tunables.assert_valid();
         assert!(cfg.learners.contains(&me), "a replica is one of the journal's learners");
-        let start = durable.boot_start();
-        let mut log = Log::with_window(durable.floor, start, durable.entries);
-        let anchoring = Anchoring { slots: tunables.anchor_slots, bytes: tunables.anchor_bytes };
-        let mut learner = Learner::resume(cfg.mode, &log, durable.sealed, &durable.anchors, anchoring, Window::of(&tunables), durable.floor);
-        let mut effects = Effects::default();
-        let mut walked = Vec::new();
-        learner.recover(&mut log, durable.chosen_up_to, &mut effects.ready.writes, &mut walked);
-        effects.applied(&walked);
+        let (log, learner, effects) = crate::learner::recover(cfg.mode, &tunables, durable);
         Replica { me, cfg, tunables, log, learner, reads: Reads::default(), effects, catch_up: CatchUp::default(), leader: None, tick: 0, probe: true }
     }
 

@@ -7,8 +7,8 @@ use crate::wire::{Call, CallAnswer, ReadRequest};
 use crate::config::{JournalConfig, Tunables};
 use crate::effects::{catch_up_request, CatchUp, Effects};
 use crate::ids::{Ballot, CallId, NodeId, ReadId, Slot};
-use crate::journal::{Anchoring, Command, JournalState, Outcome};
-use crate::learner::{Learner, Walked, Window};
+use crate::journal::{Command, JournalState, Outcome};
+use crate::learner::{Learner, Walked};
 use crate::log::{Durable, Log, WriteOp};
 use crate::message::Message;
 use crate::proposer::{Elected, Proposer};
@@ -65,17 +65,11 @@ impl Voter {
         cfg.assert_valid();
         tunables.assert_valid();
         assert!(cfg.voters.contains(&me), "a voter is one of the journal's voters");
-        let start = durable.boot_start();
-        let mut log = Log::with_window(durable.floor, start, durable.entries);
-        let anchoring = Anchoring { slots: tunables.anchor_slots, bytes: tunables.anchor_bytes };
-        let mut learner = Learner::resume(cfg.mode, &log, durable.sealed, &durable.anchors, anchoring, Window::of(&tunables), durable.floor);
-        let mut effects = Effects::default();
-        let mut walked = Vec::new();
-        learner.recover(&mut log, durable.chosen_up_to, &mut effects.ready.writes, &mut walked);
-        effects.applied(&walked);
+        let promise = durable.promise;
+        let (log, learner, effects) = crate::learner::recover(cfg.mode, &tunables, durable);
         Voter {
             me,
-            acceptor: Acceptor::new(durable.promise),
+            acceptor: Acceptor::new(promise),
             proposer: Proposer::new(me, seed, &tunables),
             learner,
             cfg,
