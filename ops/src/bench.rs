@@ -385,7 +385,7 @@ async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
         let (_, _, placed) = named_journals(&cell, IDLE_TENANT, args.idle_journals, true).await?;
         // Long enough for them to elect, go quiet and (with dormancy) leave memory.
         tokio::time::sleep(IDLE_SETTLE + args.dormant_after.unwrap_or_default()).await;
-        dormant_journals = cell.node_stats().iter().map(|s| s.dormancies.saturating_sub(s.wakes)).sum();
+        dormant_journals = cell.node_stats().iter().map(|s| s.dormant).sum();
         (rss_bytes("VmRSS:").saturating_sub(before) / args.idle_journals as u64, placed.as_secs_f64())
     } else {
         (0, 0.0)

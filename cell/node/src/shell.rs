@@ -204,6 +204,10 @@ fn apply_control<S: LogStore>(pump: &mut Pump<S>, responders: &mut BTreeMap<Tick
             let results = journals
                 .into_iter()
                 .map(|(key, config)| {
+                    // With dormancy a new journal is placed asleep: its first call elects.
+                    if host.dormancy().is_some() {
+                        return host.place_asleep(key, config);
+                    }
                     let first = config.voters.first() == Some(&me);
                     let placed = host.place(key, config);
                     // The first leader is chosen by placement: the first voter campaigns at

@@ -45,6 +45,12 @@ impl<S: LogStore> Host<S> {
         self.dormant_after = ticks;
     }
 
+    /// Ticks of quiet before a journal goes dormant (`None`: never).
+    #[must_use]
+    pub fn dormancy(&self) -> Option<u64> {
+        self.dormant_after
+    }
+
     /// The number of journals dormant here.
     #[must_use]
     pub fn dormant_count(&self) -> usize {

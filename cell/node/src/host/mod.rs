@@ -74,6 +74,8 @@ pub struct HostStats {
     /// Journals that went dormant, and dormant journals woken by an input.
     pub dormancies: u64,
     pub wakes: u64,
+    /// Journals dormant now (placed asleep, booted asleep or gone to sleep).
+    pub dormant: u64,
 }
 
 /// A round whose batch is being made durable.
@@ -252,7 +254,7 @@ impl<S: LogStore> Host<S> {
 
     #[must_use]
     pub fn stats(&self) -> HostStats {
-        self.stats
+        HostStats { dormant: self.dormant as u64, ..self.stats }
     }
 
     /// # Panics

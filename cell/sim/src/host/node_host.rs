@@ -275,7 +275,12 @@ impl Host for NodeHost {
     }
 
     fn place(&mut self, journal: JournalKey, config: JournalConfig) -> bool {
-        self.pump.host_mut().place(journal, config).is_ok()
+        // As the node shell does: with dormancy a journal is placed asleep.
+        let host = self.pump.host_mut();
+        if host.dormancy().is_some() {
+            return host.place_asleep(journal, config).is_ok();
+        }
+        host.place(journal, config).is_ok()
     }
 
     fn remove(&mut self, journal: &JournalKey) {
