@@ -209,6 +209,10 @@ struct Collect {
 }
 
 impl Collect {
+    fn new((limit, bytes_max): (usize, usize)) -> Collect {
+        Collect { limit, bytes_max, records: Vec::new(), bytes: 0 }
+    }
+
     fn push(&mut self, r: &Bytes) -> bool {
         if self.records.len() == self.limit || (!self.records.is_empty() && self.bytes + r.len() > self.bytes_max) {
             return false;
@@ -223,15 +227,15 @@ impl Collect {
 #[must_use]
 pub fn page(fold: &Fold, log: &Log, request: &ReadRequest, tunables: &Tunables) -> Paged {
     let view = fold.state().view();
-    let (limit, bytes_max) = page_bounds(request, tunables);
-    let mut page = Collect { limit, bytes_max, records: Vec::new(), bytes: 0 };
+    let bounds = page_bounds(request, tunables);
+    let mut page = Collect::new(bounds);
     match fold.locate(request.from) {
         Located::Truncated => Paged::Answer(ReadAnswer::Truncated(view)),
         Located::NotHeld => Paged::Answer(ReadAnswer::Unserved),
         Located::Anchored { slot, state } => {
             // The store part ends where the window begins; the page goes on in memory.
             let tail_from = fold.window_seq();
-            let mut tail = Collect { limit, bytes_max, records: Vec::new(), bytes: 0 };
+            let mut tail = Collect::new(bounds);
             collect_window(fold, log, tail_from, &mut tail);
             Paged::Fetch(PageFetch {
                 mode: fold.mode(),
@@ -297,8 +301,7 @@ impl PageFetch {
     /// # Errors
     /// The first error `read` returns.
     pub fn build<E>(&self, tunables: &Tunables, mut read: impl FnMut(Slot, u32) -> Result<Vec<(Slot, LogEntry)>, E>) -> Result<ReadAnswer, E> {
-        let (limit, bytes_max) = page_bounds(&self.request, tunables);
-        let mut page = Collect { limit, bytes_max, records: Vec::new(), bytes: 0 };
+        let mut page = Collect::new(page_bounds(&self.request, tunables));
         let end = Slot(self.end.0.min(self.anchor.0.saturating_add(Self::scan_slots_max(tunables))));
         let mut fold = Fold::new(self.mode, self.state, self.anchor);
         // The entries re-folded so far: a retry is judged against them, as the fold did.
@@ -332,9 +335,8 @@ impl PageFetch {
                 next = slot.next();
             }
         }
-        // Reached the window with room left: the page goes on with the records held there.
-        let full = page.records.len() == limit || page.bytes >= bytes_max;
-        if next == self.end && !full && fold.state().next_seq == self.tail_from && !page.records.is_empty() {
+        // Reached the window: the page goes on with the records held there, while it has room.
+        if next == self.end && fold.state().next_seq == self.tail_from && !page.records.is_empty() {
             for r in &self.tail {
                 if !page.push(r) {
                     break;

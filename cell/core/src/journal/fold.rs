@@ -114,11 +114,6 @@ impl Fold {
         self.new_anchor.take()
     }
 
-    /// The anchors held, in slot order (the first is the base).
-    pub fn anchors(&self) -> impl Iterator<Item = &(Slot, JournalState)> {
-        self.anchors.iter()
-    }
-
     #[must_use]
     pub fn mode(&self) -> WriterMode {
         self.mode
@@ -453,8 +448,7 @@ mod tests {
 
         /// Compacts as the learner does after a trim: drops the slots below the compaction point.
         fn compact(&mut self) -> Slot {
-            let floor = self.fold.compaction_point().map_or(self.fold.next_slot(), |(slot, _)| slot);
-            let sealed = self.fold.compaction_point().map_or(*self.fold.state(), |(_, st)| st);
+            let (floor, sealed) = self.fold.compaction_point().unwrap_or((self.fold.next_slot(), *self.fold.state()));
             self.log.retain(|s, _| *s >= floor);
             self.fold.forget_below(floor, sealed);
             floor

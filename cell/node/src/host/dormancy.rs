@@ -133,7 +133,6 @@ impl<S: LogStore> Host<S> {
             || self.dirty.contains(key)
             || self.touched.contains(key)
             || self.round_keys.contains(key)
-            || self.placements.iter().any(|p| p.key() == key)
             || owed;
         if busy {
             Sleep::Later

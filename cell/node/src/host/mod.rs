@@ -237,8 +237,8 @@ impl<S: LogStore> Host<S> {
     /// [`Host::boot`] with every journal dormant: only the configurations are read, and each
     /// journal comes back from the store on its first input (see `dormancy`), or when its turn
     /// comes to run once (`BOOT_WAKES_PER_TICK` a tick: it elects or hears its leader, so a
-    /// machine that was down catches up, then it goes dormant again). Boot time then does not depend on how many journals are placed or
-    /// what they hold.
+    /// machine that was down catches up, then it goes dormant again). Boot time then does not
+    /// depend on how many journals are placed or what they hold.
     ///
     /// # Errors
     /// As [`Host::boot`].
