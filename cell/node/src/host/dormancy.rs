@@ -8,8 +8,9 @@
 //! round). What the store reads back is then what this journal holds.
 //! Waking is a reboot of that one journal: its promise, floor, anchors and the entries from its
 //! boot anchor come back; what only lived in memory (who leads, the exact positions below the
-//! boot anchor) is relearned, as after a restart. A journal woken by a call campaigns at once,
-//! so the first write after a quiet spell costs an election round, not an election timeout; one
+//! boot anchor) is relearned, as after a restart. A journal woken by a call or a read campaigns
+//! at once, so the first write after a quiet spell costs an election round, not an election
+//! timeout; one
 //! woken by a message comes back quiesced, as it left (a Prepare or an Accept wakes it fully).
 
 use paros_core::{Call, JournalKey, NodeId, ReadRequest};
@@ -167,13 +168,13 @@ impl<S: LogStore> Host<S> {
                 self.dormant -= 1;
                 self.stats.wakes += 1;
                 self.install(key, *config, durable);
-                if matches!(input, Stashed::Call(..)) {
-                    // No one leads a journal that slept here: elect now, not after a timeout.
+                if matches!(input, Stashed::Call(..) | Stashed::Read(..)) {
+                    // No one leads a journal that slept here, and calls and reads are served
+                    // by a leader: elect now, not after an election timeout.
                     self.campaign(&key);
                 } else if let (Stashed::Deliver(..), Some(Hosted::Voter(v))) = (&input, self.journals.get_mut(&key)) {
                     // Woken by a message: asleep as it left, until something needs it (a stray
-                    // acknowledgement must not start an election of a quiet journal). A read
-                    // wakes it fully: with no leader, its election timer elects one.
+                    // acknowledgement must not start an election of a quiet journal).
                     v.sleep();
                 }
             }
