@@ -76,6 +76,11 @@ pub struct Report {
     pub duration_s: f64,
     pub acked_records: u64,
     pub verified_records: u64,
+    /// The process's CPU time (user + system, every thread: writers, nodes, stores, fjall's
+    /// workers) while the writers ran, per acknowledged record, in microseconds; 0 where
+    /// `/proc` has none. On a shared machine it moves less than records/s: it is the figure
+    /// to compare builds by when throughput is bound by the CPU.
+    pub cpu_us_per_record: f64,
     /// Seconds from the first `CreateJournal` request to every node hosting every journal of
     /// the run: the registry's commands decided, folded by each node's follower and placed
     /// (each node's placements ride its rounds: no sync per journal).
@@ -225,6 +230,22 @@ const CREATES_IN_FLIGHT_MAX: usize = 512;
 const IDLE_SETTLE: Duration = Duration::from_secs(2);
 
 /// A `/proc/self/status` figure (`VmRSS:`, `VmHWM:`) in bytes; 0 where there is none.
+/// The process's CPU time so far (user + system), in seconds; 0 where `/proc` has none.
+fn cpu_s() -> f64 {
+    // Fields 14 and 15 of /proc/self/stat, in clock ticks (100 a second on Linux); the
+    // command name (field 2) may hold spaces, so count from its closing parenthesis.
+    const TICKS_PER_S: f64 = 100.0;
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 1..];
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let (user, system) = (fields.get(11)?.parse::<u64>().ok()?, fields.get(12)?.parse::<u64>().ok()?);
+            Some((user + system) as f64 / TICKS_PER_S)
+        })
+        .unwrap_or(0.0)
+}
+
 fn rss_bytes(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -409,7 +430,9 @@ async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
             samples
         })
     };
+    let cpu_before = cpu_s();
     let elapsed = drive(&journals, &args, &shared).await?;
+    let cpu_spent = cpu_s() - cpu_before;
     let syncs_after: u64 = cell.node_stats().iter().map(|s| s.syncs).sum();
     let mut split = paros_node::timing::RoundTimes::default();
     for (after, before) in cell.round_times().iter().zip(&times_before) {
@@ -426,6 +449,7 @@ async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
     let rss_peak_read_bytes = rss_bytes("VmHWM:");
     let _hosts = cell.stop();
     let mut report = report(&args, &shared, elapsed, verified);
+    report.cpu_us_per_record = if report.acked_records > 0 { cpu_spent * 1e6 / report.acked_records as f64 } else { 0.0 };
     report.open_s = open_s;
     report.first_write_s = shared.first_ack.lock().expect("lock").map_or(0.0, |t| t.duration_since(opening).as_secs_f64());
     report.rss_peak_write_bytes = rss_peak_write_bytes;
@@ -702,6 +726,7 @@ fn report(args: &BenchArgs, shared: &Shared, elapsed: f64, verified: u64) -> Rep
         duration_s: elapsed,
         acked_records: records,
         verified_records: verified,
+        cpu_us_per_record: 0.0,
         placement_s: 0.0,
         journals_created: 0,
         idle_journals: 0,

@@ -67,6 +67,10 @@ enum Command {
         /// fjall's blob files (key-value separation); default: every value in the tree.
         #[arg(long)]
         blob_bytes_min: Option<u32>,
+        /// fjall's background threads (flushes, compactions) per node's store; default: the
+        /// store's own default.
+        #[arg(long)]
+        store_workers: Option<usize>,
         /// Stop writing once this many MiB of records are acknowledged (or at
         /// `--duration-s`, whichever comes first).
         #[arg(long)]
@@ -145,12 +149,13 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token, blob_bytes_min, stop_after_mib, dormant_after_s } => {
+        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token, blob_bytes_min, store_workers, stop_after_mib, dormant_after_s } => {
             let duration = Duration::from_secs(duration_s);
             if raw_fjall {
                 return raw_fjall_bench(data_dir, batch, record_bytes, duration, json);
             }
-            let store = paros_store::StoreOptions { blob_bytes_min, ..paros_store::StoreOptions::default() };
+            let defaults = paros_store::StoreOptions::default();
+            let store = paros_store::StoreOptions { blob_bytes_min, worker_threads: store_workers.unwrap_or(defaults.worker_threads), ..defaults };
             let stop_after_bytes = stop_after_mib.map(|m| m.saturating_mul(1 << 20));
             let dormant_after = (dormant_after_s > 0).then(|| Duration::from_secs(dormant_after_s));
             let args = bench::BenchArgs { writers, journals, record_bytes, batch, duration, data_dir, idle_journals, ack_log, progress: true, target, token, store, stop_after_bytes, dormant_after };
