@@ -11,12 +11,12 @@ use paros_client::{
     Client, FolderConfig, Folder, JournalService, ReadConsistency, Reader, ReaderConfig, ReaderOutcome, Seq, Writer,
     WriterConfig, WriterError,
 };
-use paros_core::{JournalConfig, JournalKey, NodeId};
+use paros_core::{ConfigPool, JournalConfig, JournalKey, NodeId};
 use paros_node::shell::NodeControl;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::coordinator::{Answer, Coordinator, CoordinatorConfig, CoordinatorError, Reply, Request, Submitted};
-use crate::directory::Directory;
+use crate::directory::{Directory, SharedDirectory};
 use crate::follow;
 
 /// A request and where its answer goes.
@@ -291,30 +291,99 @@ pub fn spawn_follower<S>(
 where
     S: JournalService<Journal = JournalKey> + 'static,
 {
+    spawn_follower_of(client, registry, vec![FollowedNode { id: me, control, hosted }], config)
+}
+
+/// A node a follower places journals on, and what it hosts at the start.
+#[derive(Debug)]
+pub struct FollowedNode {
+    pub id: NodeId,
+    pub control: NodeControl,
+    pub hosted: BTreeMap<JournalKey, JournalConfig>,
+}
+
+/// Starts one follower for several nodes of one process (the embedded cell's): the registry
+/// is read and folded once, and each node is made to host what the directory places on it
+/// before the directory is published. One directory in memory instead of one per node.
+#[must_use]
+pub fn spawn_follower_of<S>(
+    client: Client<S>,
+    registry: JournalKey,
+    nodes: Vec<FollowedNode>,
+    config: FollowerConfig,
+) -> (watch::Receiver<Followed>, tokio::task::JoinHandle<String>)
+where
+    S: JournalService<Journal = JournalKey> + 'static,
+{
     let (tx, rx) = watch::channel(Followed::default());
-    let task = tokio::spawn(async move { follow_loop(client, registry, me, control, hosted, config, tx).await });
+    let task = tokio::spawn(async move { follow_loop(client, registry, nodes, config, tx).await });
     (rx, task)
+}
+
+/// One followed node's placements as the follower knows them.
+struct Placed {
+    id: NodeId,
+    control: NodeControl,
+    /// What the node hosts, each configuration shared with the equal ones (a machine with
+    /// 100,000 journals holds a handful of distinct memberships).
+    hosted: BTreeMap<JournalKey, Arc<JournalConfig>>,
+    /// Placements the node refused: not asked again until the directory changes them.
+    refused: BTreeMap<JournalKey, JournalConfig>,
+}
+
+/// Makes `node` host what `directory` places on it; `Err` when the node stopped.
+async fn apply_to(node: &mut Placed, directory: &Directory, registry: &JournalKey, configs: &mut ConfigPool, per_request: usize, followed: &mut Followed) -> Result<(), ()> {
+    let mut changes = follow::changes(directory, node.id, &node.hosted, registry);
+    changes.place.retain(|(k, c)| node.refused.get(k) != Some(c));
+    for chunk in changes.place.chunks(per_request.max(1)) {
+        let results = node.control.place_all(chunk.to_vec()).await.map_err(drop)?;
+        for ((key, config), result) in chunk.iter().zip(results) {
+            match result {
+                Ok(()) => {
+                    node.hosted.insert(*key, configs.share(config.clone()));
+                    followed.placed += 1;
+                }
+                Err(_) => {
+                    node.refused.insert(*key, config.clone());
+                    followed.refused += 1;
+                }
+            }
+        }
+    }
+    for key in changes.remove {
+        node.control.remove(key).await.map_err(drop)?;
+        node.hosted.remove(&key);
+        followed.removed += 1;
+    }
+    Ok(())
 }
 
 async fn follow_loop<S>(
     client: Client<S>,
     registry: JournalKey,
-    me: NodeId,
-    control: NodeControl,
-    mut hosted: BTreeMap<JournalKey, JournalConfig>,
+    nodes: Vec<FollowedNode>,
     config: FollowerConfig,
     progress: watch::Sender<Followed>,
 ) -> String
 where
     S: JournalService<Journal = JournalKey> + 'static,
 {
-    let mut folder = Folder::new(Directory::new(), Seq(0), FolderConfig::default());
+    let mut configs = ConfigPool::default();
+    let mut nodes: Vec<Placed> = nodes
+        .into_iter()
+        .map(|n| Placed {
+            id: n.id,
+            control: n.control,
+            hosted: n.hosted.into_iter().map(|(k, c)| (k, configs.share(c))).collect(),
+            refused: BTreeMap::new(),
+        })
+        .collect();
+    // Shared with what it publishes: at rest the follower holds one directory, not two.
+    let mut folder = Folder::new(SharedDirectory::default(), Seq(0), FolderConfig::default());
     let Ok(mut reader) = Reader::new(client, registry, Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, config.wait_ms) else {
         return "invalid reader configuration".into();
     };
     let mut followed = Followed::default();
-    // Placements this node refused: not asked again until the directory changes them.
-    let mut refused: BTreeMap<JournalKey, JournalConfig> = BTreeMap::new();
     // Folded and not yet applied (placements, published directory): the next read then does
     // not wait at the tail, so an empty page applies it at once.
     let mut unapplied = false;
@@ -339,31 +408,12 @@ where
         let due = !moved || tokio::time::Instant::now() >= next_apply;
         if folder.is_whole() && unapplied && due {
             let started = tokio::time::Instant::now();
-            let mut changes = follow::changes(folder.state(), me, &hosted, &registry);
-            changes.place.retain(|(k, c)| refused.get(k) != Some(c));
-            for chunk in changes.place.chunks(config.placements_per_request.max(1)) {
-                let Ok(results) = control.place_all(chunk.to_vec()).await else { return "the node stopped".into() };
-                for ((key, config), result) in chunk.iter().zip(results) {
-                    match result {
-                        Ok(()) => {
-                            hosted.insert(*key, config.clone());
-                            followed.placed += 1;
-                        }
-                        Err(_) => {
-                            refused.insert(*key, config.clone());
-                            followed.refused += 1;
-                        }
-                    }
-                }
-            }
-            for key in changes.remove {
-                if control.remove(key).await.is_err() {
+            for node in &mut nodes {
+                if apply_to(node, folder.state(), &registry, &mut configs, config.placements_per_request, &mut followed).await.is_err() {
                     return "the node stopped".into();
                 }
-                hosted.remove(&key);
-                followed.removed += 1;
             }
-            followed.directory = Some(Arc::new(folder.state().clone()));
+            followed.directory = Some(folder.state().share());
             unapplied = false;
             let spent = started.elapsed();
             next_apply = tokio::time::Instant::now() + config.apply_interval_min.max(spent * config.apply_cost_factor);

@@ -115,7 +115,7 @@ pub struct Journal {
     pub key: JournalKey,
     pub name: JournalName,
     pub mode: WriterMode,
-    pub voters: Vec<NodeId>,
+    pub voters: Box<[NodeId]>,
     /// The registry position of the `CreateJournal` that created it.
     #[serde(with = "crate::seq_serde")]
     pub created_at: Seq,
@@ -682,7 +682,7 @@ impl Directory {
                 key,
                 name,
                 mode,
-                voters: voters.clone(),
+                voters: voters.as_slice().into(),
                 created_at: at,
                 deleted_at: None,
             },
@@ -869,5 +869,43 @@ impl Checkpointable for Directory {
             return Err(RestoreError::NotCanonical);
         }
         Ok(directory)
+    }
+}
+
+/// A directory shared with its readers: folding it copies it only while a reader still holds
+/// the version published before (copy on write), so a follower that publishes what it folded
+/// keeps one directory at rest, not two.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct SharedDirectory(std::sync::Arc<Directory>);
+
+impl SharedDirectory {
+    /// The directory as folded so far, to publish: a reference, not a copy.
+    #[must_use]
+    pub fn share(&self) -> std::sync::Arc<Directory> {
+        std::sync::Arc::clone(&self.0)
+    }
+}
+
+impl std::ops::Deref for SharedDirectory {
+    type Target = Directory;
+
+    fn deref(&self) -> &Directory {
+        &self.0
+    }
+}
+
+impl Checkpointable for SharedDirectory {
+    type RestoreError = RestoreError;
+
+    fn apply(&mut self, position: Seq, record: &[u8]) {
+        std::sync::Arc::make_mut(&mut self.0).apply(position, record);
+    }
+
+    fn checkpoint(&self) -> Vec<u8> {
+        self.0.checkpoint()
+    }
+
+    fn restore(bytes: &[u8]) -> Result<Self, RestoreError> {
+        Directory::restore(bytes).map(|d| SharedDirectory(std::sync::Arc::new(d)))
     }
 }

@@ -6,6 +6,7 @@
 //! placed by the cell's formation, not by the directory, and is never removed here. Pure: the
 //! async follower applies the result through the node's control handle.
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
 use paros_core::{JournalConfig, JournalKey, NodeId};
@@ -33,16 +34,25 @@ impl Changes {
 pub fn placed_on(directory: &Directory, node: NodeId) -> BTreeMap<JournalKey, JournalConfig> {
     directory
         .journals_on(node)
-        .map(|j| (j.key, JournalConfig { mode: j.mode, voters: j.voters.clone(), learners: Vec::new() }))
+        .map(|j| (j.key, JournalConfig { mode: j.mode, voters: j.voters.to_vec(), learners: Vec::new() }))
         .collect()
 }
 
 /// What `node`, hosting `hosted`, must change to host what `directory` places on it. `keep` is
 /// never removed (the registry journal, placed by the cell's formation).
 #[must_use]
-pub fn changes(directory: &Directory, node: NodeId, hosted: &BTreeMap<JournalKey, JournalConfig>, keep: &JournalKey) -> Changes {
-    let wanted = placed_on(directory, node);
-    let place = wanted.iter().filter(|(k, c)| hosted.get(*k) != Some(*c)).map(|(k, c)| (*k, c.clone())).collect();
-    let remove = hosted.keys().filter(|k| *k != keep && !wanted.contains_key(*k)).copied().collect();
+///
+/// Walks the directory without copying what it places: only the journals to change are
+/// allocated (a directory of 100,000 journals is compared many times while it is built, and a
+/// copy of every configuration each time is memory the allocator keeps).
+pub fn changes<C: Borrow<JournalConfig>>(directory: &Directory, node: NodeId, hosted: &BTreeMap<JournalKey, C>, keep: &JournalKey) -> Changes {
+    let runs_as = |j: &crate::Journal, c: &JournalConfig| c.mode == j.mode && c.voters[..] == j.voters[..] && c.learners.is_empty();
+    let place = directory
+        .journals_on(node)
+        .filter(|j| !hosted.get(&j.key).is_some_and(|c| runs_as(j, c.borrow())))
+        .map(|j| (j.key, JournalConfig { mode: j.mode, voters: j.voters.to_vec(), learners: Vec::new() }))
+        .collect();
+    let placed_here = |k: &JournalKey| directory.journal(*k).is_some_and(|j| j.is_live() && j.voters.contains(&node));
+    let remove = hosted.keys().filter(|k| *k != keep && !placed_here(k)).copied().collect();
     Changes { place, remove }
 }

@@ -23,7 +23,7 @@ use paros_node::ports::MonotonicClock;
 use paros_node::shell::{self, NodeHandle, ShellConfig};
 use paros_node::{BootError, Host};
 use paros_registry::daemon::{
-    spawn_coordinator, spawn_follower, CoordinatorHandle, CoordinatorLoopConfig, CoordinatorStop, Followed, FollowerConfig,
+    spawn_coordinator, spawn_follower_of, CoordinatorHandle, CoordinatorLoopConfig, CoordinatorStop, Followed, FollowedNode, FollowerConfig,
 };
 use paros_registry::{Answer, BusAddress, CellId, Command, Directory, Limits, Member, Op, Refusal, Request, RequestId, Verdict, Zone};
 use paros_store::FjallStore;
@@ -245,13 +245,11 @@ impl EmbeddedCell {
         let tick_ms = u64::try_from(shell_config.tick.as_millis()).unwrap_or(u64::MAX);
         let service = InCell::new(bus.clone(), manifest.nodes.clone(), InCellConfig { tick_ms, ..InCellConfig::default() });
         let client = Client::new(service, ClientConfig::default(), random_u64()).expect("the default client configuration is valid");
-        let mut followers = Vec::new();
-        let mut follower_tasks = Vec::new();
-        for ((node, handle), hosted) in manifest.nodes.iter().zip(&nodes).zip(hosted) {
-            let (progress, task) = spawn_follower(client.clone(), registry, *node, handle.control(), hosted, FollowerConfig::default());
-            followers.push(progress);
-            follower_tasks.push(task);
-        }
+        // One follower for the three nodes: the registry is folded once in this process, and
+        // the directory it publishes is the one every node hosts what it places.
+        let followed = manifest.nodes.iter().zip(&nodes).zip(hosted).map(|((node, handle), hosted)| FollowedNode { id: *node, control: handle.control(), hosted }).collect();
+        let (progress, task) = spawn_follower_of(client.clone(), registry, followed, FollowerConfig::default());
+        let (followers, follower_tasks) = (vec![progress], vec![task]);
         let (coordinator, coordinator_task) = spawn_coordinator(client.clone(), registry, coordinator, random_u64());
         let nodes = Arc::new(Mutex::new(nodes));
         Ok(EmbeddedCell { bus, manifest, nodes, probes, client, coordinator, coordinator_task, followers, follower_tasks })
@@ -293,8 +291,8 @@ impl EmbeddedCell {
         RegistryClient { coordinator: self.coordinator.clone() }
     }
 
-    /// Waits until every node's follower has folded a directory for which `ready` holds (and
-    /// so hosts what that directory places on it).
+    /// Waits until the cell's follower has folded a directory for which `ready` holds (and so
+    /// every node hosts what that directory places on it).
     ///
     /// # Errors
     /// [`CellError::Timeout`] after `timeout`.
@@ -312,7 +310,7 @@ impl EmbeddedCell {
         last.ok_or(CellError::Stopped)
     }
 
-    /// The registry as node 0's follower has folded it (the directory a gateway resolves
+    /// The registry as the cell's follower has folded it (the directory a gateway resolves
     /// names with).
     #[must_use]
     pub fn directory(&self) -> watch::Receiver<Followed> {
