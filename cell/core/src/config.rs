@@ -1,12 +1,15 @@
 //! A journal's membership and the tunables every role reads. Every bound is named here.
 
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::ids::NodeId;
 use crate::journal::{Limits, WriterMode};
 
 /// Who takes part in one journal.
-#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
 pub struct JournalConfig {
     pub mode: WriterMode,
     /// Acceptor + proposer + learner machines. A quorum is a strict majority of them.
@@ -144,5 +147,77 @@ impl Tunables {
         ] {
             assert!(v > 0, "{name} is at least 1");
         }
+    }
+}
+
+/// Journal configurations shared between the journals that have equal ones. A machine
+/// hosting 100,000 journals holds a handful of distinct memberships, so each journal keeps a
+/// pointer, not its own copy. Configurations no journal holds any more are forgotten once the
+/// pool has doubled since it last looked (its size stays within twice the ones in use).
+#[derive(Debug, Default)]
+pub struct ConfigPool {
+    pool: BTreeSet<Arc<JournalConfig>>,
+    /// The pool's size after it last forgot the unused ones.
+    kept: usize,
+}
+
+/// Below this many configurations the pool never looks for unused ones.
+const POOL_PRUNE_MIN: usize = 64;
+
+impl ConfigPool {
+    /// The shared copy of `config`.
+    pub fn share(&mut self, config: JournalConfig) -> Arc<JournalConfig> {
+        if let Some(shared) = self.pool.get(&config) {
+            return Arc::clone(shared);
+        }
+        if self.pool.len() >= 2 * self.kept.max(POOL_PRUNE_MIN) {
+            self.pool.retain(|c| Arc::strong_count(c) > 1);
+            self.kept = self.pool.len();
+        }
+        let shared = Arc::new(config);
+        self.pool.insert(Arc::clone(&shared));
+        shared
+    }
+
+    /// Distinct configurations held.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.pool.len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.pool.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{ConfigPool, JournalConfig, POOL_PRUNE_MIN};
+    use crate::ids::NodeId;
+    use crate::journal::WriterMode;
+
+    fn config(voters: &[u64]) -> JournalConfig {
+        JournalConfig { mode: WriterMode::default(), voters: voters.iter().map(|v| NodeId(*v)).collect(), learners: Vec::new() }
+    }
+
+    #[test]
+    fn equal_configurations_share_one_copy_and_unused_ones_are_forgotten() {
+        let mut pool = ConfigPool::default();
+        let a = pool.share(config(&[1, 2, 3]));
+        let b = pool.share(config(&[1, 2, 3]));
+        assert!(Arc::ptr_eq(&a, &b), "equal configurations are one allocation");
+        let c = pool.share(config(&[2, 3, 1]));
+        assert!(!Arc::ptr_eq(&a, &c), "another voter order is another membership");
+        assert_eq!(*c, config(&[2, 3, 1]));
+        // Many memberships held by no journal: the pool forgets them instead of growing.
+        for v in 10..10 + 4 * POOL_PRUNE_MIN as u64 {
+            drop(pool.share(config(&[v])));
+        }
+        assert!(pool.len() <= 2 * POOL_PRUNE_MIN, "unused configurations are forgotten: {}", pool.len());
+        let again = pool.share(config(&[1, 2, 3]));
+        assert!(Arc::ptr_eq(&a, &again), "one still held survives a pruning");
     }
 }

@@ -29,7 +29,7 @@ pub use proposer::{merge_promises, Elected, Merged, Proposer};
 pub use replica::Replica;
 pub use voter::Voter;
 pub use wire::{Call, CallAnswer, Consistency, NodeAnswer, NodeRequest, ReadAnswer, ReadRequest, RpcError};
-pub use config::{JournalConfig, Tunables};
+pub use config::{ConfigPool, JournalConfig, Tunables};
 pub use ids::{Ballot, CallId, JournalId, JournalKey, LeaderUuid, NodeId, ReadId, Seq, Slot, TenantId};
 pub use log::{Durable, LogEntry, WriteOp};
 pub use message::{Message, Outbound};

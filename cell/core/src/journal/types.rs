@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::ids::{LeaderUuid, Seq};
 
 /// How a journal is written, fixed when it is created.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default, Serialize, Deserialize)]
 pub enum WriterMode {
     /// One writer at a time, fenced by a [`LeaderUuid`]; writes land exactly at `next_seq`.
     #[default]

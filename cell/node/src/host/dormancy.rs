@@ -104,9 +104,8 @@ impl<S: LogStore> Host<S> {
             self.quiet_at.remove(&key);
             match self.sleep_check(&key) {
                 Sleep::Now => {
-                    let j = self.journals.get_mut(&key).expect("checked hosted");
-                    let config = Box::new(j.config().clone());
-                    *j = Hosted::Dormant(config);
+                    let config = self.configs.share(self.journals[&key].config().clone());
+                    self.journals.insert(key, Hosted::Dormant(config));
                     self.dormant += 1;
                     self.stats.dormancies += 1;
                 }
@@ -167,7 +166,7 @@ impl<S: LogStore> Host<S> {
                 let Some(Hosted::Dormant(config)) = self.journals.remove(&key) else { unreachable!("checked dormant") };
                 self.dormant -= 1;
                 self.stats.wakes += 1;
-                self.install(key, *config, durable);
+                self.install(key, std::sync::Arc::unwrap_or_clone(config), durable);
                 if matches!(input, Stashed::Call(..) | Stashed::Read(..)) {
                     // No one leads a journal that slept here, and calls and reads are served
                     // by a leader: elect now, not after an election timeout.

@@ -11,7 +11,7 @@ pub(super) enum Hosted {
     Replica(Box<Replica>),
     /// Quiet long enough to leave memory: only its configuration stays; the store holds the
     /// rest, and the first input for it rebuilds it (`Host::wake_dormant`).
-    Dormant(Box<paros_core::JournalConfig>),
+    Dormant(std::sync::Arc<paros_core::JournalConfig>),
 }
 
 /// A voter's part in elections: the ballot promised here and whether it leads.

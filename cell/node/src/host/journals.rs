@@ -78,7 +78,8 @@ impl<S: LogStore> Host<S> {
     /// Hosts a journal dormant: its state stays in the store until its first input.
     pub(super) fn install_dormant(&mut self, key: JournalKey, config: JournalConfig) {
         self.note_peers(&config);
-        self.journals.insert(key, Hosted::Dormant(Box::new(config)));
+        let config = self.configs.share(config);
+        self.journals.insert(key, Hosted::Dormant(config));
         self.dormant += 1;
     }
 

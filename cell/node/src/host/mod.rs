@@ -167,6 +167,8 @@ pub struct Host<S: LogStore> {
     /// Journals booted dormant, not yet woken once, and how many to wake per tick.
     boot_wakes: VecDeque<JournalKey>,
     boot_wakes_per_tick: usize,
+    /// The configurations dormant journals keep, shared between equal ones.
+    configs: paros_core::ConfigPool,
 }
 
 /// Journals booted dormant woken per tick, by default (`Host::set_boot_wakes_per_tick`).
@@ -220,6 +222,7 @@ impl<S: LogStore> Host<S> {
             dormant: 0,
             boot_wakes: VecDeque::new(),
             boot_wakes_per_tick: BOOT_WAKES_PER_TICK,
+            configs: paros_core::ConfigPool::default(),
         };
         if asleep {
             for (key, config) in host.store_mut().load_configs()? {
