@@ -56,6 +56,11 @@ pub const FORMAT: u32 = 1;
 /// inserts into the `log` memtable, and a shallower skiplist keeps those inserts in cache.
 pub const MEMTABLE_BYTES_MAX: u64 = 8 << 20;
 
+/// The memtable bound of `meta` (journal configurations, the format): written when journals
+/// are placed, read at boot, so a small memtable costs nothing on the write path and keeps
+/// placing 100,000 journals from holding their configurations in memory until a flush.
+pub const META_MEMTABLE_BYTES_MAX: u64 = 1 << 20;
+
 /// Level-0 tables gathered before they are compacted into level 1 (fjall's default is 4).
 /// Journal keys interleave, so every level-0 table overlaps all of level 1 and each compaction
 /// rewrites it: gathering more tables first rewrites it less often.
@@ -318,7 +323,9 @@ impl FjallStore {
             })
             .map_err(read_err)?;
         let state = open("state")?;
-        let meta = open("meta")?;
+        let meta = db
+            .keyspace("meta", || options().max_memtable_size(opts.memtable_bytes.min(META_MEMTABLE_BYTES_MAX)))
+            .map_err(read_err)?;
         let anchor = open("anchor")?;
         let reclaimer = reclaim::Reclaimer::start(log.clone(), meta.clone(), Arc::clone(&floors), opts.reclaim_interval)
             .map_err(|e| StoreError::Read(format!("starting the reclaimer: {e}")))?;
