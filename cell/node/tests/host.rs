@@ -525,3 +525,38 @@ fn every_campaign_and_every_leadership_won_is_counted_by_its_host() {
     assert!(now[&new].0 > first[&new].0, "the new leader campaigned: {first:?} → {now:?}");
     assert!(now[&new].1 > first[&new].1, "the new leader won: {first:?} → {now:?}");
 }
+
+#[test]
+fn journals_woken_to_check_in_after_a_boot_sleep_again_without_waiting_out_the_dormancy() {
+    let journals = 8u64;
+    let mut cell = Cell::new(journals);
+    let keys: Vec<JournalKey> = (0..journals).map(key).collect();
+    cell.settle_leaders(&keys);
+    // Every machine restarts asleep, with a dormancy far longer than the test runs.
+    let dormant_after = 10_000;
+    for id in cell.ids.clone() {
+        cell.hosts.remove(&id);
+        let mut host = Host::boot_asleep(cell.disks[&id].clone(), Some(id), NodeId(0xdead), cell.tunables, 7).expect("reboots");
+        host.set_dormancy(Some(dormant_after));
+        assert_eq!(host.dormant_count(), journals as usize, "booted asleep");
+        cell.hosts.insert(id, host);
+    }
+    let ticks = 4 * paros_node::host::CHECK_IN_QUIET_TICKS + 40;
+    let mut woke_all = false;
+    for _ in 0..ticks {
+        cell.tick();
+        woke_all |= cell.hosts.values().all(|h| h.stats().wakes >= journals);
+    }
+    assert!(woke_all, "every journal checked in once on every machine");
+    for (id, h) in &cell.hosts {
+        assert_eq!(h.dormant_count(), journals as usize, "{id:?}: checked in and asleep again after {ticks} ticks, not {dormant_after}");
+    }
+    // Asleep is not gone: a call wakes the journal where it lands, which elects itself.
+    let (k, at) = (keys[0], cell.ids[0]);
+    let t = cell.request(at, NodeRequest::Call { journal: k, call: Call::SetLeader { new: uuid(41), old: None } });
+    assert!(matches!(cell.wait(at, t), NodeAnswer::Call(CallAnswer::Verdict(Outcome::Won(_)))));
+    assert_eq!(
+        cell.write(at, k, uuid(41), 0, vec![Bytes::from_static(b"after the check-in")]),
+        CallAnswer::Verdict(Outcome::Accepted { seq: Seq(0), count: 1 })
+    );
+}

@@ -80,24 +80,34 @@ impl<S: LogStore> Host<S> {
         }
     }
 
-    /// A journal went quiet at this tick: it may go dormant later.
+    /// A journal went quiet at this tick: it may go dormant later (sooner if it was woken only
+    /// to check in after a boot).
     pub(super) fn note_quiet(&mut self, key: JournalKey) {
         if self.dormant_after.is_some() {
             let now = self.stats.ticks;
             self.quiet_at.insert(key, now);
-            self.quiet_queue.push_back((now, key));
+            if self.checking_in.contains(&key) {
+                self.check_in_queue.push_back((now, key));
+            } else {
+                self.quiet_queue.push_back((now, key));
+            }
         }
     }
 
     /// Puts to sleep the journals quiet for long enough (called each tick).
     pub(super) fn sleep_quiet(&mut self) {
         let Some(after) = self.dormant_after else { return };
-        let now = self.stats.ticks;
-        while let Some(&(at, key)) = self.quiet_queue.front() {
-            if at.saturating_add(after) > now {
-                break;
+        let mut due = Vec::new();
+        for (queue, after) in [(&mut self.quiet_queue, after), (&mut self.check_in_queue, after.min(super::CHECK_IN_QUIET_TICKS))] {
+            while let Some(&(at, key)) = queue.front() {
+                if at.saturating_add(after) > self.stats.ticks {
+                    break;
+                }
+                queue.pop_front();
+                due.push((at, key));
             }
-            self.quiet_queue.pop_front();
+        }
+        for (at, key) in due {
             if self.quiet_at.get(&key) != Some(&at) {
                 continue;
             }
@@ -106,6 +116,7 @@ impl<S: LogStore> Host<S> {
                 Sleep::Now => {
                     let config = self.configs.share(self.journals[&key].config().clone());
                     self.journals.insert(key, Hosted::Dormant(config));
+                    self.checking_in.remove(&key);
                     self.dormant += 1;
                     self.stats.dormancies += 1;
                 }
@@ -167,6 +178,9 @@ impl<S: LogStore> Host<S> {
                 self.dormant -= 1;
                 self.stats.wakes += 1;
                 self.install(key, std::sync::Arc::unwrap_or_clone(config), durable);
+                if matches!(input, Stashed::Wake(_)) {
+                    self.checking_in.insert(key);
+                }
                 if matches!(input, Stashed::Call(..) | Stashed::Read(..)) {
                     // No one leads a journal that slept here, and calls and reads are served
                     // by a leader: elect now, not after an election timeout.

@@ -145,6 +145,7 @@ impl<S: LogStore> Host<S> {
             Some(_) => {}
         }
         self.quiet_at.remove(key);
+        self.checking_in.remove(key);
         self.dirty.remove(key);
         self.awake.remove(key);
         self.touched.remove(key);
@@ -175,6 +176,7 @@ impl<S: LogStore> Host<S> {
         }
         if let Some(j @ Hosted::Voter(_)) = self.journals.get_mut(key) {
             j.campaign(&mut self.stats);
+            self.checking_in.remove(key);
             self.dirty.insert(*key);
             self.touched.insert(*key);
             self.awake.insert(*key);

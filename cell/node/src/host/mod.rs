@@ -10,7 +10,7 @@
 //! `round` (the round pipeline), `time` (ticks from the clock and peer liveness), `tickets`
 //! (requests and the answers owed on them), `hosted` (a voter or a replica behind one face).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use paros_core::{
     Applied, CallId, JournalKey, NodeId, ReadAnswer, ReadId, Ready, Tunables, WriteOp,
@@ -167,9 +167,18 @@ pub struct Host<S: LogStore> {
     /// Journals booted dormant, not yet woken once, and how many to wake per tick.
     boot_wakes: VecDeque<JournalKey>,
     boot_wakes_per_tick: usize,
+    /// Journals woken only to check in after a boot, asked nothing since: they sleep again
+    /// after [`CHECK_IN_QUIET_TICKS`] of quiet, not `dormant_after` (a restart with 100,000
+    /// journals would otherwise hold every one it checked in for a whole `dormant_after`).
+    checking_in: HashSet<JournalKey>,
+    check_in_queue: VecDeque<(u64, JournalKey)>,
     /// The configurations dormant journals keep, shared between equal ones.
     configs: paros_core::ConfigPool,
 }
+
+/// Ticks of quiet after which a journal woken only to check in after a boot sleeps again (at
+/// most `dormant_after`).
+pub const CHECK_IN_QUIET_TICKS: u64 = 10;
 
 /// Journals booted dormant woken per tick, by default (`Host::set_boot_wakes_per_tick`).
 pub const BOOT_WAKES_PER_TICK: usize = 64;
@@ -222,6 +231,8 @@ impl<S: LogStore> Host<S> {
             dormant: 0,
             boot_wakes: VecDeque::new(),
             boot_wakes_per_tick: BOOT_WAKES_PER_TICK,
+            checking_in: HashSet::new(),
+            check_in_queue: VecDeque::new(),
             configs: paros_core::ConfigPool::default(),
         };
         if asleep {

@@ -28,6 +28,7 @@ impl<S: LogStore> Host<S> {
             }
             Some(j) => {
                 j.read(ReadId(ticket), read);
+                self.checking_in.remove(&journal);
                 self.reads.insert((journal, ReadId(ticket)), ticket);
                 self.dirty.insert(journal);
                 self.touched.insert(journal);
@@ -47,6 +48,7 @@ impl<S: LogStore> Host<S> {
             Some(Hosted::Replica(_)) => Err(NodeAnswer::Call(paros_core::CallAnswer::Redirect { leader: None })),
             Some(Hosted::Voter(v)) => {
                 v.propose(CallId(ticket), call);
+                self.checking_in.remove(&journal);
                 self.calls.insert((journal, CallId(ticket)), ticket);
                 self.dirty.insert(journal);
                 self.touched.insert(journal);
