@@ -229,7 +229,6 @@ const CREATES_IN_FLIGHT_MAX: usize = 512;
 /// How long placed journals get to elect and go quiet before memory is read.
 const IDLE_SETTLE: Duration = Duration::from_secs(2);
 
-/// A `/proc/self/status` figure (`VmRSS:`, `VmHWM:`) in bytes; 0 where there is none.
 /// The process's CPU time so far (user + system), in seconds; 0 where `/proc` has none.
 fn cpu_s() -> f64 {
     // Fields 14 and 15 of /proc/self/stat, in clock ticks (100 a second on Linux); the
@@ -246,6 +245,7 @@ fn cpu_s() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// A `/proc/self/status` figure (`VmRSS:`, `VmHWM:`) in bytes; 0 where there is none.
 fn rss_bytes(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()

@@ -49,6 +49,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use bytes::Bytes;
 use paros_client::{Checkpointable, Seq};
 use paros_core::ids::{JournalId, JournalKey, NodeId, TenantId};
+use paros_core::JournalConfig;
 use paros_core::journal::WriterMode;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -128,6 +129,21 @@ impl Journal {
     /// Whether the journal is live (not deleted).
     pub fn is_live(&self) -> bool {
         self.deleted_at.is_none()
+    }
+
+    /// Whether the journal is live and `node` is one of its voters (the node hosts it).
+    pub fn is_placed_on(&self, node: NodeId) -> bool {
+        self.is_live() && self.voters.contains(&node)
+    }
+
+    /// The configuration its voters run it with.
+    pub fn config(&self) -> JournalConfig {
+        JournalConfig { mode: self.mode, voters: self.voters.to_vec(), learners: Vec::new() }
+    }
+
+    /// Whether `config` is the one its voters run it with (compared in place, no copy).
+    pub fn runs_as(&self, config: &JournalConfig) -> bool {
+        config.mode == self.mode && config.voters[..] == self.voters[..] && config.learners.is_empty()
     }
 }
 
@@ -320,7 +336,7 @@ impl Directory {
         self.state
             .journals
             .values()
-            .filter(move |j| j.is_live() && j.voters.contains(&node))
+            .filter(move |j| j.is_placed_on(node))
     }
 
     /// How many live journals have `node` as a voter.

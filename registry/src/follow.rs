@@ -32,27 +32,23 @@ impl Changes {
 /// The configuration every live journal of `directory` placed on `node` runs with.
 #[must_use]
 pub fn placed_on(directory: &Directory, node: NodeId) -> BTreeMap<JournalKey, JournalConfig> {
-    directory
-        .journals_on(node)
-        .map(|j| (j.key, JournalConfig { mode: j.mode, voters: j.voters.to_vec(), learners: Vec::new() }))
-        .collect()
+    directory.journals_on(node).map(|j| (j.key, j.config())).collect()
 }
 
 /// What `node`, hosting `hosted`, must change to host what `directory` places on it. `keep` is
 /// never removed (the registry journal, placed by the cell's formation).
-#[must_use]
 ///
 /// Walks the directory without copying what it places: only the journals to change are
 /// allocated (a directory of 100,000 journals is compared many times while it is built, and a
 /// copy of every configuration each time is memory the allocator keeps).
+#[must_use]
 pub fn changes<C: Borrow<JournalConfig>>(directory: &Directory, node: NodeId, hosted: &BTreeMap<JournalKey, C>, keep: &JournalKey) -> Changes {
-    let runs_as = |j: &crate::Journal, c: &JournalConfig| c.mode == j.mode && c.voters[..] == j.voters[..] && c.learners.is_empty();
     let place = directory
         .journals_on(node)
-        .filter(|j| !hosted.get(&j.key).is_some_and(|c| runs_as(j, c.borrow())))
-        .map(|j| (j.key, JournalConfig { mode: j.mode, voters: j.voters.to_vec(), learners: Vec::new() }))
+        .filter(|j| !hosted.get(&j.key).is_some_and(|c| j.runs_as(c.borrow())))
+        .map(|j| (j.key, j.config()))
         .collect();
-    let placed_here = |k: &JournalKey| directory.journal(*k).is_some_and(|j| j.is_live() && j.voters.contains(&node));
+    let placed_here = |k: &JournalKey| directory.journal(*k).is_some_and(|j| j.is_placed_on(node));
     let remove = hosted.keys().filter(|k| *k != keep && !placed_here(k)).copied().collect();
     Changes { place, remove }
 }

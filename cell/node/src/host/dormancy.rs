@@ -10,8 +10,9 @@
 //! boot anchor come back; what only lived in memory (who leads, the exact positions below the
 //! boot anchor) is relearned, as after a restart. A journal woken by a call or a read campaigns
 //! at once, so the first write after a quiet spell costs an election round, not an election
-//! timeout; one
-//! woken by a message comes back quiesced, as it left (a Prepare or an Accept wakes it fully).
+//! timeout; one woken by a message comes back quiesced, as it left (a Prepare or an Accept
+//! wakes it fully); one woken only to check in after a boot sleeps again after
+//! [`CHECK_IN_QUIET_TICKS`](super::CHECK_IN_QUIET_TICKS) of quiet.
 
 use paros_core::{Call, JournalKey, NodeId, ReadRequest};
 
