@@ -53,6 +53,8 @@ pub struct BenchArgs {
     /// The cell's nodes put journals quiet this long to sleep (the idle journals' memory is
     /// read once they had the time to).
     pub dormant_after: Option<Duration>,
+    /// The nodes' [`paros_node::shell::ShellConfig::idle_spin`] (`None`: the default).
+    pub idle_spin: Option<Duration>,
 }
 
 /// What `paros bench --json` prints.
@@ -393,7 +395,8 @@ async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
         }
     };
     let opening = Instant::now();
-    let shell = paros_node::shell::ShellConfig { dormant_after: args.dormant_after, ..paros_embedded::embedded_tunables().1 };
+    let defaults = paros_embedded::embedded_tunables().1;
+    let shell = paros_node::shell::ShellConfig { dormant_after: args.dormant_after, idle_spin: args.idle_spin.unwrap_or(defaults.idle_spin), ..defaults };
     let cell = EmbeddedCell::open_tuned(dir, paros_embedded::EMBEDDED_MEMBERS, paros_registry::daemon::CoordinatorLoopConfig::default(), args.store, shell).await?;
     let open_s = opening.elapsed().as_secs_f64();
     let (keys, journals_created, placement) = bench_journals(&cell, args.journals, true).await?;

@@ -14,7 +14,7 @@ use paros_core::{JournalConfig, JournalKey};
 use crate::host::{Host, HostStats, PlaceError, Ticket};
 use crate::pump::{Batch, Persist, Pump};
 use crate::ports::StoreError;
-use crate::ports::{Clock, LogStore, Transport};
+use crate::ports::{Clock, LogStore, Placement, Transport};
 use crate::rpc::{Incoming, Responder};
 use crate::timing::RoundTimes;
 
@@ -35,14 +35,27 @@ pub struct ShellConfig {
     /// A journal quiet this long leaves memory until its next input (`None`: never; see
     /// `host::dormancy`). Rounded to ticks.
     pub dormant_after: Option<Duration>,
+    /// How long the node thread and its storage thread poll for their next input before they
+    /// sleep (`Duration::ZERO`: sleep at once). A thread woken from sleep on a virtual machine
+    /// costs tens of microseconds per hand-off, and a write crosses six; polling yields the
+    /// core to any other runnable thread between looks.
+    pub idle_spin: Duration,
 }
 
 /// The default [`ShellConfig::dormant_after`].
 pub const DORMANT_AFTER: Duration = Duration::from_secs(60);
+/// The default [`ShellConfig::idle_spin`].
+pub const IDLE_SPIN: Duration = Duration::from_micros(500);
 
 impl Default for ShellConfig {
     fn default() -> Self {
-        ShellConfig { tick: Duration::from_millis(100), inputs_per_round_max: 4096, control_queue_max: 1024, dormant_after: Some(DORMANT_AFTER) }
+        ShellConfig {
+            tick: Duration::from_millis(100),
+            inputs_per_round_max: 4096,
+            control_queue_max: 1024,
+            dormant_after: Some(DORMANT_AFTER),
+            idle_spin: IDLE_SPIN,
+        }
     }
 }
 
@@ -246,7 +259,8 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
     let mut responders: BTreeMap<Ticket, Responder> = BTreeMap::new();
     let reader = host.store().reader();
     let mut pump = Pump::new(host, clock.now_ms());
-    // The round whose batch a blocking thread is persisting, if any: inputs keep flowing and
+    let storage = StoreWorker::<S>::spawn(me, config.idle_spin);
+    // The round whose batch the storage thread is persisting, if any: inputs keep flowing and
     // answers keep leaving while the disk syncs.
     let mut persisting: Option<Persisting<S>> = None;
     // When the oldest input not yet in a round's batch arrived, and when the last sync ended.
@@ -254,40 +268,47 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
     let mut synced_at: Option<Instant> = None;
     loop {
         let mut input = None;
-        let mut synced = None;
+        let mut done = None;
         if !pump.wants_step() || persisting.is_some() {
-            let due = pump.next_due_ms().saturating_sub(clock.now_ms());
-            tokio::select! {
-                m = inbox.recv() => match m {
-                    Some(m) => input = Some(m),
-                    None if persisting.is_none() => return pump.into_host(),
-                    None => {}
-                },
-                done = async { persisting.as_mut().expect("guarded").await }, if persisting.is_some() => {
-                    persisting = None;
-                    let (store, batch, result) = done.expect("the storage thread does not panic");
-                    let spent = match result {
-                        Ok(spent) => spent,
-                        Err(e) => storage_fault(me, &e),
-                    };
-                    {
-                        let mut t = times.lock().expect("times lock");
-                        t.write.record(micros(spent.write));
-                        if let Some(sync) = spent.sync {
-                            t.sync.record(micros(sync));
-                        }
+            // Look without sleeping first (bounded by `idle_spin`): the next input or the
+            // round's end usually comes within it.
+            match spin_for(config.idle_spin, || poll_once(&mut inbox, &mut persisting)) {
+                Some(Woke::Input(m)) => input = Some(m),
+                Some(Woke::Persisted(d)) => done = Some(d),
+                None => tokio::select! {
+                    m = inbox.recv() => match m {
+                        Some(m) => input = Some(m),
+                        None if persisting.is_none() => break,
+                        None => {}
+                    },
+                    d = async { persisting.as_mut().expect("guarded").await }, if persisting.is_some() => {
+                        persisting = None;
+                        done = Some(d.expect("the storage thread does not panic"));
                     }
-                    synced_at = Some(spent.ended);
-                    pump.host_mut().return_store(store);
-                    synced = Some(batch);
-                }
-                Some(c) = controls.recv() => apply_control(&mut pump, &mut responders, c),
-                () = tokio::time::sleep(Duration::from_millis(due)) => {}
-                _ = &mut stopped, if persisting.is_none() => return pump.into_host(),
+                    Some(c) = controls.recv() => apply_control(&mut pump, &mut responders, c),
+                    () = tokio::time::sleep(Duration::from_millis(pump.next_due_ms().saturating_sub(clock.now_ms()))) => {}
+                    _ = &mut stopped, if persisting.is_none() => break,
+                },
             }
         } else {
             input = inbox.try_recv().ok();
         }
+        let synced = done.map(|(store, batch, result)| {
+            let spent = match result {
+                Ok(spent) => spent,
+                Err(e) => storage_fault(me, &e),
+            };
+            {
+                let mut t = times.lock().expect("times lock");
+                t.write.record(micros(spent.write));
+                if let Some(sync) = spent.sync {
+                    t.sync.record(micros(sync));
+                }
+            }
+            synced_at = Some(spent.ended);
+            pump.host_mut().return_store(store);
+            batch
+        });
         for _ in 0..config.control_queue_max {
             let Ok(c) = controls.try_recv() else { break };
             apply_control(&mut pump, &mut responders, c);
@@ -319,21 +340,7 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
             if let Some(at) = first_input.take() {
                 times.lock().expect("times lock").queue.record(micros(at.elapsed()));
             }
-            let mut store = pump.host_mut().lend_store();
-            persisting = Some(tokio::task::spawn_blocking(move || {
-                let started = Instant::now();
-                let result = store.place(&placements).and_then(|()| store.write(&batch)).and_then(|()| {
-                    let written = Instant::now();
-                    let sync = if needs_sync {
-                        store.sync()?;
-                        Some(written.elapsed())
-                    } else {
-                        None
-                    };
-                    Ok(Spent { write: written.duration_since(started), sync, ended: Instant::now() })
-                });
-                (store, batch, result)
-            }));
+            persisting = Some(storage.persist(pump.host_mut().lend_store(), placements, batch, needs_sync));
         }
         for peer in effects.pings {
             transport.send(peer, Vec::new());
@@ -351,6 +358,47 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
         }
         *stats.lock().expect("stats lock") = pump.host().stats();
     }
+    storage.stop();
+    pump.into_host()
+}
+
+/// What woke a waiting node thread without a sleep.
+enum Woke<S> {
+    Input(Incoming),
+    Persisted(Done<S>),
+}
+
+/// One look at what a waiting node thread waits for.
+fn poll_once<S>(inbox: &mut tokio::sync::mpsc::Receiver<Incoming>, persisting: &mut Option<Persisting<S>>) -> Option<Woke<S>> {
+    if let Some(p) = persisting.as_mut() {
+        match p.try_recv() {
+            Ok(done) => {
+                *persisting = None;
+                return Some(Woke::Persisted(done));
+            }
+            Err(tokio::sync::oneshot::error::TryRecvError::Empty) => {}
+            Err(tokio::sync::oneshot::error::TryRecvError::Closed) => panic!("the storage thread does not panic"),
+        }
+    }
+    inbox.try_recv().ok().map(Woke::Input)
+}
+
+/// Calls `poll` until it yields something or `limit` has passed, giving the core to any other
+/// runnable thread between calls.
+fn spin_for<T>(limit: Duration, mut poll: impl FnMut() -> Option<T>) -> Option<T> {
+    if limit.is_zero() {
+        return None;
+    }
+    let started = Instant::now();
+    loop {
+        if let Some(t) = poll() {
+            return Some(t);
+        }
+        if started.elapsed() >= limit {
+            return None;
+        }
+        std::thread::yield_now();
+    }
 }
 
 /// What one round's persistence took on the storage thread.
@@ -364,10 +412,124 @@ fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
-/// A round's batch being written and synced on a blocking thread; the store comes back with it.
-type Persisting<S> = tokio::task::JoinHandle<(S, Batch, Result<Spent, StoreError>)>;
+/// A round's batch once written and synced, with the store it was written to.
+type Done<S> = (S, Batch, Result<Spent, StoreError>);
+/// A round's batch being written and synced on the storage thread; the store comes back with it.
+type Persisting<S> = tokio::sync::oneshot::Receiver<Done<S>>;
+
+/// One round's persistence, handed to the storage thread.
+struct Job<S> {
+    store: S,
+    placements: Vec<Placement>,
+    batch: Batch,
+    needs_sync: bool,
+    done: tokio::sync::oneshot::Sender<Done<S>>,
+}
+
+/// A node's storage thread: writes and syncs one round's batch at a time, so the node thread
+/// never blocks on the disk. A thread of its own (not a pool's): it polls for the next round
+/// for [`ShellConfig::idle_spin`] before it sleeps.
+struct StoreWorker<S> {
+    jobs: std::sync::mpsc::SyncSender<Job<S>>,
+    thread: JoinHandle<()>,
+}
+
+impl<S: LogStore> StoreWorker<S> {
+    fn spawn(node: paros_core::NodeId, idle_spin: Duration) -> Self {
+        // One round persists at a time: a queue of one never fills.
+        let (jobs, queue) = std::sync::mpsc::sync_channel::<Job<S>>(1);
+        let thread = std::thread::Builder::new()
+            .name(format!("paros-store-{node}"))
+            .spawn(move || {
+                loop {
+                    let next = spin_for(idle_spin, || match queue.try_recv() {
+                        Ok(job) => Some(Some(job)),
+                        Err(std::sync::mpsc::TryRecvError::Empty) => None,
+                        Err(std::sync::mpsc::TryRecvError::Disconnected) => Some(None),
+                    });
+                    let Some(job) = next.unwrap_or_else(|| queue.recv().ok()) else { return };
+                    let Job { mut store, placements, batch, needs_sync, done } = job;
+                    let result = persist(&mut store, &placements, &batch, needs_sync);
+                    let _ = done.send((store, batch, result));
+                }
+            })
+            .expect("spawn the storage thread");
+        StoreWorker { jobs, thread }
+    }
+
+    fn persist(&self, store: S, placements: Vec<Placement>, batch: Batch, needs_sync: bool) -> Persisting<S> {
+        let (done, persisted) = tokio::sync::oneshot::channel();
+        self.jobs.send(Job { store, placements, batch, needs_sync, done }).expect("the storage thread does not panic");
+        persisted
+    }
+
+    fn stop(self) {
+        drop(self.jobs);
+        self.thread.join().expect("the storage thread does not panic");
+    }
+}
+
+/// Writes a round's placements and batch, then syncs if the round needs it.
+fn persist<S: LogStore>(store: &mut S, placements: &[Placement], batch: &Batch, needs_sync: bool) -> Result<Spent, StoreError> {
+    let started = Instant::now();
+    store.place(placements)?;
+    store.write(batch)?;
+    let written = Instant::now();
+    let sync = if needs_sync {
+        store.sync()?;
+        Some(written.elapsed())
+    } else {
+        None
+    };
+    Ok(Spent { write: written.duration_since(started), sync, ended: Instant::now() })
+}
 
 fn storage_fault(me: paros_core::NodeId, e: &StoreError) -> ! {
     eprintln!("paros: storage fault on node {me}: {e}; stopping (exit {EXIT_STORAGE_FAULT})");
     std::process::exit(EXIT_STORAGE_FAULT);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem_store::MemStore;
+
+    #[test]
+    fn a_spin_returns_what_the_poll_yields_and_gives_up_at_its_limit() {
+        let mut calls = 0;
+        assert_eq!(spin_for(Duration::from_secs(5), || { calls += 1; (calls == 3).then_some(calls) }), Some(3));
+        let mut calls = 0;
+        assert_eq!(spin_for(Duration::ZERO, || { calls += 1; Some(()) }), None, "no spin: sleep at once");
+        assert_eq!(calls, 0, "a zero spin never polls");
+        let started = Instant::now();
+        assert_eq!(spin_for(Duration::from_millis(20), || None::<()>), None);
+        let spent = started.elapsed();
+        assert!(spent >= Duration::from_millis(20) && spent < Duration::from_secs(2), "gave up after {spent:?}");
+    }
+
+    #[test]
+    fn the_storage_thread_writes_and_syncs_each_round_and_hands_the_store_back() {
+        for spin in [Duration::ZERO, IDLE_SPIN] {
+            let disk = MemStore::new();
+            let worker = StoreWorker::spawn(paros_core::NodeId(1), spin);
+            let mut store = disk.clone();
+            for round in 1..=3u64 {
+                let mut persisted = worker.persist(store, Vec::new(), Vec::new(), round != 2);
+                // Waited on as the node thread waits once its spin is over.
+                let (back, batch, result) = loop {
+                    match persisted.try_recv() {
+                        Ok(done) => break done,
+                        Err(tokio::sync::oneshot::error::TryRecvError::Empty) => std::thread::sleep(Duration::from_millis(1)),
+                        Err(e) => panic!("the storage thread answered: {e}"),
+                    }
+                };
+                let spent = result.expect("a memory disk does not fail");
+                assert_eq!(spent.sync.is_some(), round != 2, "round {round} syncs only when asked");
+                assert!(batch.is_empty());
+                store = back;
+            }
+            assert_eq!(disk.counts(), (3, 2), "three rounds written, two of them synced");
+            worker.stop();
+        }
+    }
 }
