@@ -71,6 +71,10 @@ enum Command {
         /// store's own default.
         #[arg(long)]
         store_workers: Option<usize>,
+        /// The nice value of fjall's background threads (flushes, compactions); default: the
+        /// store's (10). 0: the process's own priority.
+        #[arg(long)]
+        store_nice: Option<i32>,
         /// Stop writing once this many MiB of records are acknowledged (or at
         /// `--duration-s`, whichever comes first).
         #[arg(long)]
@@ -153,13 +157,13 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token, blob_bytes_min, store_workers, stop_after_mib, dormant_after_s, idle_spin_us } => {
+        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token, blob_bytes_min, store_workers, store_nice, stop_after_mib, dormant_after_s, idle_spin_us } => {
             let duration = Duration::from_secs(duration_s);
             if raw_fjall {
                 return raw_fjall_bench(data_dir, batch, record_bytes, duration, json);
             }
             let defaults = paros_store::StoreOptions::default();
-            let store = paros_store::StoreOptions { blob_bytes_min, worker_threads: store_workers.unwrap_or(defaults.worker_threads), ..defaults };
+            let store = paros_store::StoreOptions { blob_bytes_min, worker_threads: store_workers.unwrap_or(defaults.worker_threads), background_nice: store_nice.map_or(defaults.background_nice, |n| (n != 0).then_some(n)), ..defaults };
             let stop_after_bytes = stop_after_mib.map(|m| m.saturating_mul(1 << 20));
             let dormant_after = (dormant_after_s > 0).then(|| Duration::from_secs(dormant_after_s));
             let args = bench::BenchArgs { writers, journals, record_bytes, batch, duration, data_dir, idle_journals, ack_log, progress: true, target, token, store, stop_after_bytes, dormant_after, idle_spin: idle_spin_us.map(Duration::from_micros) };

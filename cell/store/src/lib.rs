@@ -35,6 +35,7 @@
 
 pub mod baseline;
 mod keys;
+pub mod priority;
 mod reclaim;
 
 use std::collections::{BTreeMap, HashMap};
@@ -89,7 +90,13 @@ pub struct StoreOptions {
     /// fjall's block cache, in bytes: the bounded cache reads of entries evicted from the
     /// journals' in-memory windows go through (catch-up answers, old read pages).
     pub cache_bytes: u64,
+    /// The nice value fjall's background threads run at (`None`: the process's own), so
+    /// flushes and compactions take the cores the rounds leave idle (see [`priority`]).
+    pub background_nice: Option<i32>,
 }
+
+/// The default [`StoreOptions::background_nice`].
+pub const BACKGROUND_NICE: i32 = 10;
 
 /// The default [`StoreOptions::cache_bytes`].
 pub const CACHE_BYTES: u64 = 32 << 20;
@@ -105,6 +112,7 @@ impl Default for StoreOptions {
             // fjall's own default.
             worker_threads: std::thread::available_parallelism().map_or(1, usize::from).min(4),
             cache_bytes: CACHE_BYTES,
+            background_nice: Some(BACKGROUND_NICE),
         }
     }
 }
@@ -298,6 +306,7 @@ impl FjallStore {
         }
         let floors = Arc::new(reclaim::Floors::default());
         let filter: Arc<dyn fjall::compaction::filter::Factory> = Arc::new(reclaim::BelowFloorFactory(Arc::clone(&floors)));
+        let workers_before = priority::worker_threads().map_or(0, |t| t.len());
         // The host syncs once per round itself: batches stay in fjall's journal buffer until then.
         let db = Database::builder(path)
             .manual_journal_persist(true)
@@ -307,6 +316,10 @@ impl FjallStore {
             .with_compaction_filter_factories(Arc::new(move |name| (name == "log" || name == "anchor").then(|| Arc::clone(&filter))))
             .open()
             .map_err(read_err)?;
+        if let Some(nice) = opts.background_nice {
+            // Best effort: a machine without /proc runs its compactions at full priority.
+            let _ = priority::lower_background_threads(nice, workers_before + opts.worker_threads.max(1));
+        }
         let options = || {
             KeyspaceCreateOptions::default()
                 .manual_journal_persist(true)

@@ -1,0 +1,51 @@
+//! fjall's background threads run at the store's configured nice value (Linux).
+#![cfg(target_os = "linux")]
+
+use paros_store::priority::WORKER_THREAD_NAME;
+use paros_store::{FjallStore, StoreOptions};
+
+/// The nice value in a thread's `/proc` stat line.
+fn nice_of(stat_path: &std::path::Path) -> i32 {
+    let stat = std::fs::read_to_string(stat_path).unwrap();
+    // After the parenthesised name: state is field 3, nice field 19 (proc(5)).
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 1..].split_whitespace().collect();
+    fields[16].parse().unwrap()
+}
+
+/// The nice value of each of this process's fjall worker threads, from `/proc`.
+fn worker_nice_values() -> Vec<i32> {
+    let mut nice = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap() {
+        let path = task.unwrap().path();
+        let Ok(name) = std::fs::read_to_string(path.join("comm")) else { continue };
+        if name.trim_end() != WORKER_THREAD_NAME {
+            continue;
+        }
+        nice.push(nice_of(&path.join("stat")));
+    }
+    nice
+}
+
+#[test]
+fn compactions_run_at_the_configured_lower_priority() {
+    let dir = tempfile::tempdir().unwrap();
+    let own = nice_of(std::path::Path::new("/proc/thread-self/stat"));
+    assert!(own < 13, "the test runs below nice 13 (it is {own})");
+    let opts = StoreOptions { worker_threads: 2, background_nice: Some(13), ..StoreOptions::default() };
+    let _store = FjallStore::open_with(dir.path(), opts).unwrap();
+    let nice = worker_nice_values();
+    assert!(nice.len() >= 2, "fjall's workers are found by name: {nice:?}");
+    assert!(nice.iter().all(|&n| n == 13), "every worker runs at nice 13: {nice:?}");
+}
+
+#[test]
+fn without_a_nice_value_the_workers_keep_the_process_priority() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(worker_nice_values().is_empty(), "no store is open yet");
+    // The workers inherit the priority of the thread that opens the store.
+    let own = nice_of(std::path::Path::new("/proc/thread-self/stat"));
+    let _store = FjallStore::open_with(dir.path(), StoreOptions { background_nice: None, ..StoreOptions::default() }).unwrap();
+    let nice = worker_nice_values();
+    assert!(!nice.is_empty());
+    assert!(nice.iter().all(|&n| n == own), "{nice:?} against the opener's {own}");
+}
