@@ -38,7 +38,8 @@ pub struct ShellConfig {
     /// How long the node thread and its storage thread poll for their next input before they
     /// sleep (`Duration::ZERO`: sleep at once). A thread woken from sleep on a virtual machine
     /// costs tens of microseconds per hand-off, and a write crosses six; polling yields the
-    /// core to any other runnable thread between looks.
+    /// core to any other runnable thread between looks. A thread polls only while its last
+    /// wait was no longer than this, so a quiet node sleeps at once.
     pub idle_spin: Duration,
 }
 
@@ -266,13 +267,17 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
     // When the oldest input not yet in a round's batch arrived, and when the last sync ended.
     let mut first_input: Option<Instant> = None;
     let mut synced_at: Option<Instant> = None;
+    // Whether the last wait ended with work (an input, a persisted round) within `idle_spin`:
+    // only then is the next input likely soon enough to poll for. A quiet node sleeps at once.
+    let mut waits_are_short = false;
     loop {
         let mut input = None;
         let mut done = None;
         if !pump.wants_step() || persisting.is_some() {
             // Look without sleeping first (bounded by `idle_spin`): the next input or the
             // round's end usually comes within it.
-            match spin_for(config.idle_spin, || poll_once(&mut inbox, &mut persisting)) {
+            let waited = Instant::now();
+            match spin_for(spin_limit(waits_are_short, config.idle_spin), || poll_once(&mut inbox, &mut persisting)) {
                 Some(Woke::Input(m)) => input = Some(m),
                 Some(Woke::Persisted(d)) => done = Some(d),
                 None => tokio::select! {
@@ -290,6 +295,8 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
                     _ = &mut stopped, if persisting.is_none() => break,
                 },
             }
+            // A timer's wake is not an input coming soon.
+            waits_are_short = (input.is_some() || done.is_some()) && waited.elapsed() <= config.idle_spin;
         } else {
             input = inbox.try_recv().ok();
         }
@@ -383,6 +390,11 @@ fn poll_once<S>(inbox: &mut tokio::sync::mpsc::Receiver<Incoming>, persisting: &
     inbox.try_recv().ok().map(Woke::Input)
 }
 
+/// How long to poll before sleeping: `idle_spin` while inputs come that often, else none.
+fn spin_limit(waits_are_short: bool, idle_spin: Duration) -> Duration {
+    if waits_are_short { idle_spin } else { Duration::ZERO }
+}
+
 /// Calls `poll` until it yields something or `limit` has passed, giving the core to any other
 /// runnable thread between calls.
 fn spin_for<T>(limit: Duration, mut poll: impl FnMut() -> Option<T>) -> Option<T> {
@@ -441,13 +453,16 @@ impl<S: LogStore> StoreWorker<S> {
         let thread = std::thread::Builder::new()
             .name(format!("paros-store-{node}"))
             .spawn(move || {
+                let mut waits_are_short = false;
                 loop {
-                    let next = spin_for(idle_spin, || match queue.try_recv() {
+                    let waited = Instant::now();
+                    let next = spin_for(spin_limit(waits_are_short, idle_spin), || match queue.try_recv() {
                         Ok(job) => Some(Some(job)),
                         Err(std::sync::mpsc::TryRecvError::Empty) => None,
                         Err(std::sync::mpsc::TryRecvError::Disconnected) => Some(None),
                     });
                     let Some(job) = next.unwrap_or_else(|| queue.recv().ok()) else { return };
+                    waits_are_short = waited.elapsed() <= idle_spin;
                     let Job { mut store, placements, batch, needs_sync, done } = job;
                     let result = persist(&mut store, &placements, &batch, needs_sync);
                     let _ = done.send((store, batch, result));
