@@ -61,6 +61,13 @@ impl Message {
     pub fn needs_durable_sender(&self) -> bool {
         matches!(self, Message::Promise { .. } | Message::Accepted { .. } | Message::Watermark { .. })
     }
+
+    /// A leader's heartbeat or its answer: it says who leads and how far is chosen, and carries
+    /// no entry, proposal or read. An idle journal's leader sends one every few ticks.
+    #[must_use]
+    pub fn is_liveness(&self) -> bool {
+        matches!(self, Message::Heartbeat { .. } | Message::HeartbeatAck { .. })
+    }
 }
 
 /// A message and where it goes.

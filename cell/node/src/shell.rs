@@ -267,8 +267,10 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
     // When the oldest input not yet in a round's batch arrived, and when the last sync ended.
     let mut first_input: Option<Instant> = None;
     let mut synced_at: Option<Instant> = None;
-    // Whether the last wait ended with work (an input, a persisted round) within `idle_spin`:
-    // only then is the next input likely soon enough to poll for. A quiet node sleeps at once.
+    // Whether the last wait ended with work (an input that `is_work`, a persisted round) within
+    // `idle_spin`: only then is the next input likely soon enough to poll for. A quiet node
+    // sleeps at once, and so does one whose only traffic is liveness (pings, heartbeats),
+    // which comes in bursts a tick apart.
     let mut waits_are_short = false;
     loop {
         let mut input = None;
@@ -295,8 +297,9 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
                     _ = &mut stopped, if persisting.is_none() => break,
                 },
             }
-            // A timer's wake is not an input coming soon.
-            waits_are_short = (input.is_some() || done.is_some()) && waited.elapsed() <= config.idle_spin;
+            // A timer's wake is not an input coming soon, nor is a ping or a heartbeat; a
+            // persisted round is (its answers release more work).
+            waits_are_short = (input.as_ref().is_some_and(is_work) || done.is_some()) && waited.elapsed() <= config.idle_spin;
         } else {
             input = inbox.try_recv().ok();
         }
@@ -388,6 +391,15 @@ fn poll_once<S>(inbox: &mut tokio::sync::mpsc::Receiver<Incoming>, persisting: &
         }
     }
     inbox.try_recv().ok().map(Woke::Input)
+}
+
+/// Whether an input is work that more input usually follows soon (a request, or a protocol
+/// message other than liveness), rather than a ping or a heartbeat.
+fn is_work(input: &Incoming) -> bool {
+    match input {
+        Incoming::Request { .. } => true,
+        Incoming::Protocol { envelopes, .. } => envelopes.iter().any(|e| !e.message.is_liveness()),
+    }
 }
 
 /// How long to poll before sleeping: `idle_spin` while inputs come that often, else none.
@@ -520,6 +532,28 @@ mod tests {
         assert_eq!(spin_for(Duration::from_millis(20), || None::<()>), None);
         let spent = started.elapsed();
         assert!(spent >= Duration::from_millis(20) && spent < Duration::from_secs(2), "gave up after {spent:?}");
+    }
+
+    #[test]
+    fn only_inputs_that_carry_work_keep_a_node_polling() {
+        use crate::ports::Envelope;
+        use paros_core::{Ballot, JournalKey, Message, NodeId, Slot};
+        let from = NodeId(2);
+        let envelope = |message| Envelope { journal: JournalKey::default(), from, message };
+        let protocol = |envelopes| Incoming::Protocol { from, envelopes };
+        let ballot = Ballot { round: 1, node: from };
+        let heartbeat = envelope(Message::Heartbeat { ballot, commit: Slot(3), quiesce: false });
+        let ack = envelope(Message::HeartbeatAck { ballot, chosen_up_to: Slot(3) });
+        let accept = envelope(Message::Accept { ballot, entries: Vec::new(), commit: Slot(3) });
+        assert!(!is_work(&protocol(Vec::new())), "a ping");
+        assert!(!is_work(&protocol(vec![heartbeat.clone(), ack])), "liveness only");
+        assert!(is_work(&protocol(vec![heartbeat, accept])), "an accept among heartbeats");
+        let (reply, _answer) = tokio::sync::oneshot::channel();
+        let read = crate::rpc::NodeRequest::Read {
+            journal: JournalKey::default(),
+            read: paros_core::wire::ReadRequest { from: paros_core::Seq(0), limit: 1, max_bytes: 0, wait_ticks: 0, consistency: paros_core::wire::Consistency::Linearizable },
+        };
+        assert!(is_work(&Incoming::Request { request: read, reply }), "a request");
     }
 
     #[test]
