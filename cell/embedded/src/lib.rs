@@ -227,7 +227,7 @@ impl EmbeddedCell {
         let mut hosted = Vec::new();
         let mut probes = Vec::new();
         for (i, node) in manifest.nodes.iter().enumerate() {
-            let store = FjallStore::open_with(&dir.join(format!("node-{i}")), store)?;
+            let store = FjallStore::open_with(&dir.join(format!("node-{i}")), store.for_member(i))?;
             probes.push(store.probe());
             let expected = if fresh { None } else { Some(*node) };
             let boot = if shell_config.dormant_after.is_some() { Host::boot_asleep } else { Host::boot };

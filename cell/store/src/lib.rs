@@ -93,7 +93,15 @@ pub struct StoreOptions {
     /// The nice value fjall's background threads run at (`None`: the process's own), so
     /// flushes and compactions take the cores the rounds leave idle (see [`priority`]).
     pub background_nice: Option<i32>,
+    /// For stores of one process that share a disk (the embedded cell's nodes, which hold the
+    /// same data): the `i`-th store's memtables are `memtable_bytes × (100 + i × this) / 100`
+    /// (see [`StoreOptions::for_member`]), so the stores flush and compact at different moments
+    /// instead of all at once. 0: every store alike.
+    pub member_spread_pct: u16,
 }
+
+/// The default [`StoreOptions::member_spread_pct`].
+pub const MEMBER_SPREAD_PCT: u16 = 25;
 
 /// The default [`StoreOptions::background_nice`].
 pub const BACKGROUND_NICE: i32 = 10;
@@ -113,7 +121,20 @@ impl Default for StoreOptions {
             worker_threads: std::thread::available_parallelism().map_or(1, usize::from).min(4),
             cache_bytes: CACHE_BYTES,
             background_nice: Some(BACKGROUND_NICE),
+            member_spread_pct: MEMBER_SPREAD_PCT,
         }
+    }
+}
+
+impl StoreOptions {
+    /// The options of the `member`-th of several stores sharing a disk: its memtables grow
+    /// [`StoreOptions::member_spread_pct`] percent larger per member, so one store's flushes
+    /// and level-0 compactions fall between the others' (three stores that take the same
+    /// writes would otherwise flush and compact in the same second and stall every round).
+    #[must_use]
+    pub fn for_member(self, member: usize) -> StoreOptions {
+        let pct = 100 + u64::from(self.member_spread_pct).saturating_mul(u64::try_from(member).unwrap_or(u64::MAX));
+        StoreOptions { memtable_bytes: self.memtable_bytes.saturating_mul(pct) / 100, ..self }
     }
 }
 
@@ -731,6 +752,16 @@ mod tests {
 
     fn raw_log_keys(store: &FjallStore, key: JournalKey) -> usize {
         store.log.prefix(keys::journal(key)).count()
+    }
+
+    #[test]
+    fn stores_sharing_a_disk_get_memtables_of_different_sizes() {
+        let base = StoreOptions { memtable_bytes: 8 << 20, member_spread_pct: 25, ..StoreOptions::default() };
+        let sizes: Vec<u64> = (0..3).map(|i| base.for_member(i).memtable_bytes).collect();
+        assert_eq!(sizes, [8 << 20, 10 << 20, 12 << 20]);
+        assert_eq!(base.for_member(2), StoreOptions { memtable_bytes: 12 << 20, ..base }, "nothing else differs");
+        let alike = StoreOptions { member_spread_pct: 0, ..base };
+        assert!((0..3).all(|i| alike.for_member(i) == alike), "a spread of 0 keeps every store alike");
     }
 
     /// Journals whose keys share every table: no table lies below one journal's floor, so
