@@ -68,7 +68,7 @@ enum Command {
         #[arg(long)]
         blob_bytes_min: Option<u32>,
         /// fjall's background threads (flushes, compactions) per node's store; default: the
-        /// store's own default.
+        /// store's (1).
         #[arg(long)]
         store_workers: Option<usize>,
         /// The nice value of fjall's background threads (flushes, compactions); default: the

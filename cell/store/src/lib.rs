@@ -100,6 +100,13 @@ pub struct StoreOptions {
     pub member_spread_pct: u16,
 }
 
+/// The default [`StoreOptions::worker_threads`]: one, not fjall's one per core. With two or
+/// more, fjall 3.1's first worker keeps handing compaction messages back to the queue while
+/// another worker compacts (a busy loop for the length of every compaction); with one, a flush
+/// waits behind a running compaction, which at [`BACKGROUND_NICE`] and [`L0_TABLES_MAX`] has
+/// not made fjall halt writes in the measured runs (docs/storage.md §3).
+pub const WORKER_THREADS: usize = 1;
+
 /// The default [`StoreOptions::member_spread_pct`].
 pub const MEMBER_SPREAD_PCT: u16 = 25;
 
@@ -117,8 +124,7 @@ impl Default for StoreOptions {
             journal_bytes_max: JOURNAL_BYTES_MAX,
             reclaim_interval: RECLAIM_INTERVAL,
             blob_bytes_min: None,
-            // fjall's own default.
-            worker_threads: std::thread::available_parallelism().map_or(1, usize::from).min(4),
+            worker_threads: WORKER_THREADS,
             cache_bytes: CACHE_BYTES,
             background_nice: Some(BACKGROUND_NICE),
             member_spread_pct: MEMBER_SPREAD_PCT,

@@ -46,6 +46,6 @@ fn without_a_nice_value_the_workers_keep_the_process_priority() {
     let own = nice_of(std::path::Path::new("/proc/thread-self/stat"));
     let _store = FjallStore::open_with(dir.path(), StoreOptions { background_nice: None, ..StoreOptions::default() }).unwrap();
     let nice = worker_nice_values();
-    assert!(!nice.is_empty());
+    assert_eq!(nice.len(), paros_store::WORKER_THREADS, "the default store runs one fjall worker: {nice:?}");
     assert!(nice.iter().all(|&n| n == own), "{nice:?} against the opener's {own}");
 }
