@@ -51,6 +51,13 @@ pub enum StartError {
     ActiveKeyRetired(String),
 }
 
+/// How the registry holds a signing key the gateway started with.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Held {
+    Live,
+    Retired,
+}
+
 /// Why a signing key was not retired.
 #[derive(Debug, thiserror::Error)]
 pub enum RetireError {
@@ -172,7 +179,9 @@ impl Gateway {
         if retired(active.kid()) {
             return Err(StartError::ActiveKeyRetired(active.kid().to_string()));
         }
-        gateway.register_key(&active).await?;
+        if gateway.register_key(&active).await? == Held::Retired {
+            return Err(StartError::ActiveKeyRetired(active.kid().to_string()));
+        }
         // A retired key is never registered again (the registry keeps its id forever).
         for key in gateway.inner.keys.others.clone() {
             if !retired(key.kid()) {
@@ -203,26 +212,39 @@ impl Gateway {
         self.wait_directory(wait, |d| d.signing_key(kid).is_some_and(|k| k.retired)).await.map(drop).map_err(registry)
     }
 
-    async fn register_key(&self, key: &KeyPair) -> Result<(), StartError> {
+    /// Registers `key` unless the directory already holds it; says whether the registry holds
+    /// it live or retired.
+    async fn register_key(&self, key: &KeyPair) -> Result<Held, StartError> {
         let kid = key.kid().clone();
         let public = key.public_key();
         let known = |d: &Directory| d.signing_key(&kid).is_some_and(|k| !k.retired && k.public_key[..] == public[..]);
         if self.wait_directory(Duration::ZERO, known).await.is_ok() {
-            return Ok(());
+            return Ok(Held::Live);
         }
+        let folded_in_time = self.inner.config.registry_wait.max(Duration::from_secs(1));
         let command = Command::AddSigningKey { scope: KeyScope::Cell, kid: kid.clone(), public_key: Bytes::copy_from_slice(&public) };
         match self.inner.coordinator.request(Request { id: RequestId(u128::from_le_bytes(random_bytes::<16>())), op: Op::Command(command) }).await {
             Ok(Answer::Verdict(Verdict::Accepted(_))) => {}
+            Ok(Answer::Verdict(Verdict::Refused(Refusal::KeyIdTaken { .. }))) => {
+                // Registered by an earlier start, in a directory this one has not folded yet
+                // (a restart over a large registry): what the registry holds decides.
+                let held = self
+                    .wait_directory(folded_in_time, |d| d.signing_key(&kid).is_some())
+                    .await
+                    .map_err(|_| StartError::KeyNotFolded(kid.to_string()))?;
+                let held = held.signing_key(&kid).expect("waited for it");
+                if held.public_key[..] != public[..] {
+                    return Err(StartError::KeyRefused { kid: kid.to_string(), refusal: Refusal::KeyIdTaken { kid } });
+                }
+                return Ok(if held.retired { Held::Retired } else { Held::Live });
+            }
             Ok(Answer::Verdict(Verdict::Refused(refusal))) => {
                 return Err(StartError::KeyRefused { kid: kid.to_string(), refusal });
             }
             Ok(other) => return Err(StartError::KeyUndecided { kid: kid.to_string(), answer: format!("{other:?}") }),
             Err(_) => return Err(StartError::CoordinatorGone),
         }
-        self.wait_directory(self.inner.config.registry_wait.max(Duration::from_secs(1)), known)
-            .await
-            .map(drop)
-            .map_err(|_| StartError::KeyNotFolded(kid.to_string()))
+        self.wait_directory(folded_in_time, known).await.map(|_| Held::Live).map_err(|_| StartError::KeyNotFolded(kid.to_string()))
     }
 
     /// The router serving this gateway; see [`crate::router`].

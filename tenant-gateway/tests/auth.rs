@@ -233,6 +233,26 @@ async fn keys_rotate_and_a_retired_keys_tokens_are_refused_everywhere_within_a_s
         .expect("a retired key among the others is skipped");
 }
 
+/// A gateway restarting with a key an earlier start registered, while its directory has not
+/// folded the registry yet (a large registry after a restart), starts once the directory shows
+/// the key, instead of failing on the registry's "key id taken".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_whose_directory_lags_starts_with_the_key_it_registered_before() {
+    let w = world().await;
+    let folded = w.cell.directory();
+    let (lagging, behind) = tokio::sync::watch::channel(paros_registry::daemon::Followed::default());
+    let catch_up = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let now = folded.borrow().clone();
+        lagging.send(now).unwrap();
+        lagging
+    });
+    let keys = paros_gateway::SigningKeys { active: w.key.clone(), others: vec![] };
+    let restarted = paros_gateway::Gateway::start(w.cell.client.clone(), w.cell.coordinator(), behind, common::test_config(), keys).await;
+    assert!(restarted.is_ok(), "the restart waits for its directory: {:?}", restarted.err());
+    drop(catch_up.await.unwrap());
+}
+
 /// A suspended tenant's calls are 403 (its tokens are genuine; the tenant may not act); others
 /// are untouched, and resuming it serves it again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
