@@ -172,21 +172,13 @@ impl Gateway {
                 tails: Mutex::new(HashMap::new()),
             }),
         };
-        let retired = |kid: &paros_registry::KeyId| {
-            gateway.inner.directory.borrow().directory.as_ref().is_some_and(|d| d.signing_key(kid).is_some_and(|k| k.retired))
-        };
         let active = gateway.inner.keys.active.clone();
-        if retired(active.kid()) {
-            return Err(StartError::ActiveKeyRetired(active.kid().to_string()));
-        }
         if gateway.register_key(&active).await? == Held::Retired {
             return Err(StartError::ActiveKeyRetired(active.kid().to_string()));
         }
-        // A retired key is never registered again (the registry keeps its id forever).
+        // A retired key among the others is skipped: it still verifies nothing.
         for key in gateway.inner.keys.others.clone() {
-            if !retired(key.kid()) {
-                gateway.register_key(&key).await?;
-            }
+            gateway.register_key(&key).await?;
         }
         Ok(gateway)
     }
@@ -213,14 +205,22 @@ impl Gateway {
     }
 
     /// Registers `key` unless the directory already holds it; says whether the registry holds
-    /// it live or retired.
+    /// it live or retired. A retired key is never registered again (the registry keeps its id
+    /// forever).
     async fn register_key(&self, key: &KeyPair) -> Result<Held, StartError> {
         let kid = key.kid().clone();
         let public = key.public_key();
-        let known = |d: &Directory| d.signing_key(&kid).is_some_and(|k| !k.retired && k.public_key[..] == public[..]);
-        if self.wait_directory(Duration::ZERO, known).await.is_ok() {
-            return Ok(Held::Live);
+        // What the directory holds under `kid`: retired (whatever its public key), this key
+        // live, or nothing usable.
+        let held = |d: &Directory| match d.signing_key(&kid) {
+            Some(k) if k.retired => Some(Held::Retired),
+            Some(k) if k.public_key[..] == public[..] => Some(Held::Live),
+            _ => None,
+        };
+        if let Some(found) = self.inner.directory.borrow().directory.as_deref().and_then(held) {
+            return Ok(found);
         }
+        let known = |d: &Directory| held(d) == Some(Held::Live);
         let folded_in_time = self.inner.config.registry_wait.max(Duration::from_secs(1));
         let command = Command::AddSigningKey { scope: KeyScope::Cell, kid: kid.clone(), public_key: Bytes::copy_from_slice(&public) };
         match self.inner.coordinator.request(Request { id: RequestId(u128::from_le_bytes(random_bytes::<16>())), op: Op::Command(command) }).await {
@@ -228,15 +228,11 @@ impl Gateway {
             Ok(Answer::Verdict(Verdict::Refused(Refusal::KeyIdTaken { .. }))) => {
                 // Registered by an earlier start, in a directory this one has not folded yet
                 // (a restart over a large registry): what the registry holds decides.
-                let held = self
+                let folded = self
                     .wait_directory(folded_in_time, |d| d.signing_key(&kid).is_some())
                     .await
                     .map_err(|_| StartError::KeyNotFolded(kid.to_string()))?;
-                let held = held.signing_key(&kid).expect("waited for it");
-                if held.public_key[..] != public[..] {
-                    return Err(StartError::KeyRefused { kid: kid.to_string(), refusal: Refusal::KeyIdTaken { kid } });
-                }
-                return Ok(if held.retired { Held::Retired } else { Held::Live });
+                return held(&folded).ok_or_else(|| StartError::KeyRefused { kid: kid.to_string(), refusal: Refusal::KeyIdTaken { kid: kid.clone() } });
             }
             Ok(Answer::Verdict(Verdict::Refused(refusal))) => {
                 return Err(StartError::KeyRefused { kid: kid.to_string(), refusal });
