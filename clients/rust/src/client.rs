@@ -574,7 +574,8 @@ struct Inner<S: JournalService> {
     /// Seeds each call's own jitter generator: one draw per call, so calls stay independent.
     rng: Mutex<Rng>,
     /// Per journal, the server whose verdict came back last: the likely leader, asked first
-    /// next time. A journal without a hint is asked first at the last verdict's server.
+    /// next time by a call. A call on a journal without a hint asks a drawn server; a read
+    /// prefers the last verdict's server (`preferred_server`).
     hints: Mutex<LeaderHints<S::Journal>>,
 }
 
@@ -592,7 +593,11 @@ impl<J: Clone + Eq + Hash> LeaderHints<J> {
     }
 
     fn get(&self, journal: &J) -> Option<NodeId> {
-        self.by_journal.get(journal).map(|(node, _)| *node).or(self.last)
+        self.own(journal).or(self.last)
+    }
+
+    fn own(&self, journal: &J) -> Option<NodeId> {
+        self.by_journal.get(journal).map(|(node, _)| *node)
     }
 
     fn put(&mut self, journal: &J, server: NodeId) {
@@ -677,7 +682,11 @@ impl<S: JournalService> Client<S> {
     /// [`AnswerError`] when an answer cannot be an answer to `call`.
     pub async fn call(&self, journal: &S::Journal, call: Call) -> Result<Decided, AnswerError> {
         let started = Instant::now();
-        let hint = lock(&self.inner.hints).get(journal);
+        // Only this journal's own hint: a journal this client never heard from goes to a drawn
+        // server, not to the last verdict's. Where the first call elects (a journal woken from
+        // dormancy campaigns on the server asked), that spreads leadership over the cell
+        // instead of piling every journal's leader on one machine.
+        let hint = lock(&self.inner.hints).own(journal);
         let rng = Rng::new(self.draw());
         let mut policy = match CallPolicy::new(call, self.inner.service.servers(), hint, self.inner.config, rng) {
             Ok(policy) => policy,

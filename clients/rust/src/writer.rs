@@ -648,8 +648,15 @@ where
 async fn inspect_view<S: JournalService + 'static>(client: Client<S>, journal: S::Journal, attempts: u32) -> Result<JournalView, WriterError> {
     let servers = client.service().servers();
     let mut rng = Rng::new(client.draw());
+    // First at this journal's likely leader, else at a drawn server: a read that wakes a
+    // dormant journal elects on the server it reaches, so always starting at the first server
+    // would make that one machine the leader of every journal claimed after a quiet spell.
+    let start = client
+        .leader_hint(&journal)
+        .and_then(|(leader, _)| servers.iter().position(|s| *s == leader))
+        .unwrap_or_else(|| if servers.is_empty() { 0 } else { (rng.next_u64() % servers.len() as u64) as usize });
     for attempt in 0..attempts {
-        let server = (!servers.is_empty()).then(|| servers[attempt as usize % servers.len()]);
+        let server = (!servers.is_empty()).then(|| servers[(start + attempt as usize) % servers.len()]);
         match client.service().inspect(&journal, Route { server, attempt }).await {
             ReadAnswer::Page { view, .. } | ReadAnswer::Truncated { view } => {
                 if !view_is_consistent(&view) {

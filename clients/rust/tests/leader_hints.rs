@@ -6,8 +6,8 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 use paros_client::service::{CallReply, JournalService, ReadParams, Route};
-use paros_client::{Client, ClientConfig, Decided, ReadAnswer};
-use paros_core::journal::Outcome;
+use paros_client::{Client, ClientConfig, Decided, ReadAnswer, Writer, WriterConfig};
+use paros_core::journal::{JournalView, Outcome};
 use paros_core::{Call, CallAnswer, NodeId, Seq};
 
 /// Journals named by strings; journal `j` is led by `leaders[j]`, every other server redirects
@@ -78,4 +78,81 @@ async fn the_hints_are_bounded_and_forget_the_oldest_first() {
     assert_eq!(c.preferred_server(&"a"), Some(NodeId(3)));
     assert_eq!(sends_for(&c, "a").await, 2);
     assert_eq!(sends_for(&c, "c").await, 1, "c is still remembered");
+}
+
+/// Journals nobody leads yet: the first server a call or a read reaches becomes the leader (as
+/// a journal woken from dormancy campaigns on the server asked), every other server redirects
+/// to it or cannot serve.
+struct Electing {
+    leaders: Mutex<HashMap<u32, NodeId>>,
+}
+
+impl Electing {
+    fn elect(&self, journal: u32, route: Route) -> bool {
+        let asked = route.server.expect("the client names a server when it knows the servers");
+        *self.leaders.lock().unwrap().entry(journal).or_insert(asked) == asked
+    }
+
+    fn led_by(&self, server: NodeId) -> usize {
+        self.leaders.lock().unwrap().values().filter(|l| **l == server).count()
+    }
+}
+
+impl JournalService for Electing {
+    type Journal = u32;
+
+    fn servers(&self) -> Vec<NodeId> {
+        vec![NodeId(1), NodeId(2), NodeId(3)]
+    }
+
+    async fn call(&self, journal: &u32, call: &Call, route: Route) -> CallReply {
+        if !self.elect(*journal, route) {
+            let leader = self.leaders.lock().unwrap()[journal];
+            return CallReply::Answer(CallAnswer::Redirect { leader: Some(leader) });
+        }
+        let outcome = match call {
+            Call::SetLeader { new, .. } => Outcome::Won(JournalView { leader: Some(*new), first_seq: Seq(0), next_seq: Seq(0) }),
+            _ => Outcome::Accepted { seq: Seq(0), count: 1 },
+        };
+        CallReply::Answer(CallAnswer::Verdict(outcome))
+    }
+
+    async fn read(&self, journal: &u32, _read: ReadParams, route: Route) -> ReadAnswer {
+        if self.elect(*journal, route) {
+            ReadAnswer::Page { from: Seq(0), records: Vec::new(), view: JournalView { leader: None, first_seq: Seq(0), next_seq: Seq(0) } }
+        } else {
+            ReadAnswer::Unserved
+        }
+    }
+}
+
+/// Drawn uniformly, each of three servers leads about a third of `n` journals; sent to one
+/// server (the first, or the last verdict's), one would lead nearly all.
+fn assert_spread(service: &Electing, n: usize) {
+    for server in service.servers() {
+        let led = service.led_by(server);
+        assert!(led >= n / 6 && led <= n * 3 / 5, "server {server:?} leads {led} of {n} journals");
+    }
+}
+
+#[tokio::test]
+async fn journals_the_client_never_called_are_spread_over_the_servers() {
+    let c = Client::new(Electing { leaders: Mutex::new(HashMap::new()) }, ClientConfig::default(), 11).unwrap();
+    for j in 0..60 {
+        assert!(matches!(c.call(&j, write()).await, Ok(Decided::Verdict(Outcome::Accepted { .. }))));
+    }
+    assert_spread(c.service(), 60);
+    // A read still prefers the last verdict's server for a journal it never read.
+    assert_eq!(c.preferred_server(&1000), c.leader_hint(&59).map(|(s, _)| s));
+}
+
+#[tokio::test]
+async fn writers_claiming_fresh_journals_elect_on_drawn_servers() {
+    let c = Client::new(Electing { leaders: Mutex::new(HashMap::new()) }, ClientConfig::default(), 12).unwrap();
+    for j in 0..60 {
+        let mut writer = Writer::new(c.clone(), j, WriterConfig::default(), u64::from(j) + 1).unwrap();
+        let view = writer.claim().await.expect("the claim wins");
+        assert!(view.leader.is_some());
+    }
+    assert_spread(c.service(), 60);
 }
