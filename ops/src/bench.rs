@@ -55,6 +55,9 @@ pub struct BenchArgs {
     pub dormant_after: Option<Duration>,
     /// The nodes' [`paros_node::shell::ShellConfig::idle_spin`] (`None`: the default).
     pub idle_spin: Option<Duration>,
+    /// The nodes' [`paros_node::shell::ShellConfig::spin_round_journals_max`] (`None`: the
+    /// default).
+    pub spin_round_journals_max: Option<usize>,
 }
 
 /// What `paros bench --json` prints.
@@ -396,7 +399,7 @@ async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
     };
     let opening = Instant::now();
     let defaults = paros_embedded::embedded_tunables().1;
-    let shell = paros_node::shell::ShellConfig { dormant_after: args.dormant_after, idle_spin: args.idle_spin.unwrap_or(defaults.idle_spin), ..defaults };
+    let shell = paros_node::shell::ShellConfig { dormant_after: args.dormant_after, idle_spin: args.idle_spin.unwrap_or(defaults.idle_spin), spin_round_journals_max: args.spin_round_journals_max.unwrap_or(defaults.spin_round_journals_max), ..defaults };
     let cell = EmbeddedCell::open_tuned(dir, paros_embedded::EMBEDDED_MEMBERS, paros_registry::daemon::CoordinatorLoopConfig::default(), args.store, shell).await?;
     let open_s = opening.elapsed().as_secs_f64();
     let (keys, journals_created, placement) = bench_journals(&cell, args.journals, true).await?;

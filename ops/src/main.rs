@@ -92,6 +92,10 @@ enum Command {
         /// sleeps, in microseconds (0: sleep at once); default: the shell's.
         #[arg(long)]
         idle_spin_us: Option<u64>,
+        /// Those threads poll only while their node's last round wrote at most this many
+        /// journals; default: the shell's.
+        #[arg(long)]
+        spin_round_journals_max: Option<usize>,
     },
     /// Run the embedded cell — three nodes, the registry and the tenant gateway — in this
     /// process, serving the HTTP API on `--listen`. Stop with Ctrl-C (or SIGTERM).
@@ -162,7 +166,7 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token, blob_bytes_min, store_workers, store_nice, store_spread_pct, stop_after_mib, dormant_after_s, idle_spin_us } => {
+        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token, blob_bytes_min, store_workers, store_nice, store_spread_pct, stop_after_mib, dormant_after_s, idle_spin_us, spin_round_journals_max } => {
             let duration = Duration::from_secs(duration_s);
             if raw_fjall {
                 return raw_fjall_bench(data_dir, batch, record_bytes, duration, json);
@@ -171,7 +175,7 @@ fn main() -> ExitCode {
             let store = paros_store::StoreOptions { blob_bytes_min, worker_threads: store_workers.unwrap_or(defaults.worker_threads), background_nice: store_nice.map_or(defaults.background_nice, |n| (n != 0).then_some(n)), member_spread_pct: store_spread_pct.unwrap_or(defaults.member_spread_pct), ..defaults };
             let stop_after_bytes = stop_after_mib.map(|m| m.saturating_mul(1 << 20));
             let dormant_after = (dormant_after_s > 0).then(|| Duration::from_secs(dormant_after_s));
-            let args = bench::BenchArgs { writers, journals, record_bytes, batch, duration, data_dir, idle_journals, ack_log, progress: true, target, token, store, stop_after_bytes, dormant_after, idle_spin: idle_spin_us.map(Duration::from_micros) };
+            let args = bench::BenchArgs { writers, journals, record_bytes, batch, duration, data_dir, idle_journals, ack_log, progress: true, target, token, store, stop_after_bytes, dormant_after, idle_spin: idle_spin_us.map(Duration::from_micros), spin_round_journals_max };
             match runtime.block_on(bench::run(args)) {
                 Ok(report) => {
                     print_report(&report, json);

@@ -41,12 +41,20 @@ pub struct ShellConfig {
     /// core to any other runnable thread between looks. A thread polls only while its last
     /// wait was no longer than this, so a quiet node sleeps at once.
     pub idle_spin: Duration,
+    /// A thread polls only while the node's last round wrote at most this many journals. A
+    /// round of many journals means many writers keep the cores busy: then the next input
+    /// comes soon anyway, and a poll's yields hand the core to another polling thread at the
+    /// cost of a context switch each, more than the sleep they save (measured in
+    /// `docs/storage.md` §3).
+    pub spin_round_journals_max: usize,
 }
 
 /// The default [`ShellConfig::dormant_after`].
 pub const DORMANT_AFTER: Duration = Duration::from_secs(60);
 /// The default [`ShellConfig::idle_spin`].
 pub const IDLE_SPIN: Duration = Duration::from_micros(500);
+/// The default [`ShellConfig::spin_round_journals_max`].
+pub const SPIN_ROUND_JOURNALS_MAX: usize = 16;
 
 impl Default for ShellConfig {
     fn default() -> Self {
@@ -56,6 +64,7 @@ impl Default for ShellConfig {
             control_queue_max: 1024,
             dormant_after: Some(DORMANT_AFTER),
             idle_spin: IDLE_SPIN,
+            spin_round_journals_max: SPIN_ROUND_JOURNALS_MAX,
         }
     }
 }
@@ -260,7 +269,7 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
     let mut responders: BTreeMap<Ticket, Responder> = BTreeMap::new();
     let reader = host.store().reader();
     let mut pump = Pump::new(host, clock.now_ms());
-    let storage = StoreWorker::<S>::spawn(me, config.idle_spin);
+    let storage = StoreWorker::<S>::spawn(me, Spin::of(&config));
     // The round whose batch the storage thread is persisting, if any: inputs keep flowing and
     // answers keep leaving while the disk syncs.
     let mut persisting: Option<Persisting<S>> = None;
@@ -272,6 +281,9 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
     // sleeps at once, and so does one whose only traffic is liveness (pings, heartbeats),
     // which comes in bursts a tick apart.
     let mut waits_are_short = false;
+    // How many journals the last persisted round wrote (see `spin_round_journals_max`).
+    let mut round_journals = 0;
+    let spin = Spin::of(&config);
     loop {
         let mut input = None;
         let mut done = None;
@@ -279,7 +291,7 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
             // Look without sleeping first (bounded by `idle_spin`): the next input or the
             // round's end usually comes within it.
             let waited = Instant::now();
-            match spin_for(spin_limit(waits_are_short, config.idle_spin), || poll_once(&mut inbox, &mut persisting)) {
+            match spin_for(spin.limit(waits_are_short, round_journals), || poll_once(&mut inbox, &mut persisting)) {
                 Some(Woke::Input(m)) => input = Some(m),
                 Some(Woke::Persisted(d)) => done = Some(d),
                 None => tokio::select! {
@@ -350,6 +362,7 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
             if let Some(at) = first_input.take() {
                 times.lock().expect("times lock").queue.record(micros(at.elapsed()));
             }
+            round_journals = batch.len();
             persisting = Some(storage.persist(pump.host_mut().lend_store(), placements, batch, needs_sync));
         }
         for peer in effects.pings {
@@ -402,9 +415,24 @@ fn is_work(input: &Incoming) -> bool {
     }
 }
 
-/// How long to poll before sleeping: `idle_spin` while inputs come that often, else none.
-fn spin_limit(waits_are_short: bool, idle_spin: Duration) -> Duration {
-    if waits_are_short { idle_spin } else { Duration::ZERO }
+/// When a node's threads poll before they sleep ([`ShellConfig::idle_spin`],
+/// [`ShellConfig::spin_round_journals_max`]).
+#[derive(Clone, Copy, Debug)]
+struct Spin {
+    idle: Duration,
+    round_journals_max: usize,
+}
+
+impl Spin {
+    fn of(config: &ShellConfig) -> Spin {
+        Spin { idle: config.idle_spin, round_journals_max: config.spin_round_journals_max }
+    }
+
+    /// How long to poll before sleeping: `idle` while work comes that often and the last
+    /// round was small, else none.
+    fn limit(self, waits_are_short: bool, round_journals: usize) -> Duration {
+        if waits_are_short && round_journals <= self.round_journals_max { self.idle } else { Duration::ZERO }
+    }
 }
 
 /// Calls `poll` until it yields something or `limit` has passed, giving the core to any other
@@ -459,23 +487,25 @@ struct StoreWorker<S> {
 }
 
 impl<S: LogStore> StoreWorker<S> {
-    fn spawn(node: paros_core::NodeId, idle_spin: Duration) -> Self {
+    fn spawn(node: paros_core::NodeId, spin: Spin) -> Self {
         // One round persists at a time: a queue of one never fills.
         let (jobs, queue) = std::sync::mpsc::sync_channel::<Job<S>>(1);
         let thread = std::thread::Builder::new()
             .name(format!("paros-store-{node}"))
             .spawn(move || {
                 let mut waits_are_short = false;
+                let mut round_journals = 0;
                 loop {
                     let waited = Instant::now();
-                    let next = spin_for(spin_limit(waits_are_short, idle_spin), || match queue.try_recv() {
+                    let next = spin_for(spin.limit(waits_are_short, round_journals), || match queue.try_recv() {
                         Ok(job) => Some(Some(job)),
                         Err(std::sync::mpsc::TryRecvError::Empty) => None,
                         Err(std::sync::mpsc::TryRecvError::Disconnected) => Some(None),
                     });
                     let Some(job) = next.unwrap_or_else(|| queue.recv().ok()) else { return };
-                    waits_are_short = waited.elapsed() <= idle_spin;
+                    waits_are_short = waited.elapsed() <= spin.idle;
                     let Job { mut store, placements, batch, needs_sync, done } = job;
+                    round_journals = batch.len();
                     let result = persist(&mut store, &placements, &batch, needs_sync);
                     let _ = done.send((store, batch, result));
                 }
@@ -535,6 +565,18 @@ mod tests {
     }
 
     #[test]
+    fn a_thread_polls_only_after_short_waits_and_small_rounds() {
+        let spin = Spin { idle: IDLE_SPIN, round_journals_max: 4 };
+        assert_eq!(spin.limit(true, 1), IDLE_SPIN, "one writer: poll");
+        assert_eq!(spin.limit(true, 4), IDLE_SPIN, "at the bound: poll");
+        assert_eq!(spin.limit(true, 5), Duration::ZERO, "a round of many journals: sleep");
+        assert_eq!(spin.limit(false, 1), Duration::ZERO, "the last wait was long: sleep");
+        let config = ShellConfig { spin_round_journals_max: 9, ..ShellConfig::default() };
+        assert_eq!(Spin::of(&config).limit(true, 9), IDLE_SPIN, "the bound is configuration");
+        assert_eq!(Spin::of(&config).limit(true, 10), Duration::ZERO);
+    }
+
+    #[test]
     fn only_inputs_that_carry_work_keep_a_node_polling() {
         use crate::ports::Envelope;
         use paros_core::{Ballot, JournalKey, Message, NodeId, Slot};
@@ -560,7 +602,7 @@ mod tests {
     fn the_storage_thread_writes_and_syncs_each_round_and_hands_the_store_back() {
         for spin in [Duration::ZERO, IDLE_SPIN] {
             let disk = MemStore::new();
-            let worker = StoreWorker::spawn(paros_core::NodeId(1), spin);
+            let worker = StoreWorker::spawn(paros_core::NodeId(1), Spin { idle: spin, round_journals_max: SPIN_ROUND_JOURNALS_MAX });
             let mut store = disk.clone();
             for round in 1..=3u64 {
                 let mut persisted = worker.persist(store, Vec::new(), Vec::new(), round != 2);
