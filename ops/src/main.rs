@@ -80,6 +80,9 @@ enum Command {
         /// alike.
         #[arg(long)]
         store_spread_pct: Option<u16>,
+        /// fjall's L0 table count that starts a compaction into L1 (default: the store's).
+        #[arg(long)]
+        store_l0_tables: Option<u8>,
         /// Stop writing once this many MiB of records are acknowledged (or at
         /// `--duration-s`, whichever comes first).
         #[arg(long)]
@@ -166,13 +169,13 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token, blob_bytes_min, store_workers, store_nice, store_spread_pct, stop_after_mib, dormant_after_s, idle_spin_us, spin_round_journals_max } => {
+        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token, blob_bytes_min, store_workers, store_nice, store_spread_pct, store_l0_tables, stop_after_mib, dormant_after_s, idle_spin_us, spin_round_journals_max } => {
             let duration = Duration::from_secs(duration_s);
             if raw_fjall {
                 return raw_fjall_bench(data_dir, batch, record_bytes, duration, json);
             }
             let defaults = paros_store::StoreOptions::default();
-            let store = paros_store::StoreOptions { blob_bytes_min, worker_threads: store_workers.unwrap_or(defaults.worker_threads), background_nice: store_nice.map_or(defaults.background_nice, |n| (n != 0).then_some(n)), member_spread_pct: store_spread_pct.unwrap_or(defaults.member_spread_pct), ..defaults };
+            let store = paros_store::StoreOptions { blob_bytes_min, worker_threads: store_workers.unwrap_or(defaults.worker_threads), background_nice: store_nice.map_or(defaults.background_nice, |n| (n != 0).then_some(n)), member_spread_pct: store_spread_pct.unwrap_or(defaults.member_spread_pct), l0_tables: store_l0_tables.unwrap_or(defaults.l0_tables), ..defaults };
             let stop_after_bytes = stop_after_mib.map(|m| m.saturating_mul(1 << 20));
             let dormant_after = (dormant_after_s > 0).then(|| Duration::from_secs(dormant_after_s));
             let args = bench::BenchArgs { writers, journals, record_bytes, batch, duration, data_dir, idle_journals, ack_log, progress: true, target, token, store, stop_after_bytes, dormant_after, idle_spin: idle_spin_us.map(Duration::from_micros), spin_round_journals_max };
