@@ -64,8 +64,10 @@ pub const META_MEMTABLE_BYTES_MAX: u64 = 1 << 20;
 
 /// Level-0 tables gathered before they are compacted into level 1 (fjall's default is 4).
 /// Journal keys interleave, so every level-0 table overlaps all of level 1 and each compaction
-/// rewrites it: gathering more tables first rewrites it less often.
-pub const L0_TABLES_MAX: u8 = 8;
+/// rewrites it: gathering more tables first rewrites it less often. 16 halved the compaction
+/// time of a 60 s 64-writer run against 8 (docs/storage.md §3) and stays below the 20 level-0
+/// runs at which fjall starts to slow writers down (30 halt them).
+pub const L0_TABLES_MAX: u8 = 16;
 
 /// How a [`FjallStore`] is tuned. [`StoreOptions::default`] is what [`FjallStore::open`] uses.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -103,8 +105,9 @@ pub struct StoreOptions {
 /// The default [`StoreOptions::worker_threads`]: one, not fjall's one per core. With two or
 /// more, fjall 3.1's first worker keeps handing compaction messages back to the queue while
 /// another worker compacts (a busy loop for the length of every compaction); with one, a flush
-/// waits behind a running compaction, which at [`BACKGROUND_NICE`] and [`L0_TABLES_MAX`] has
-/// not made fjall halt writes in the measured runs (docs/storage.md §3).
+/// waits behind a running compaction. At [`BACKGROUND_NICE`] and [`L0_TABLES_MAX`] that did not
+/// make fjall halt writes in the measured batch-1 runs; 64 writers at batch 4 (~105k records/s)
+/// saw single round writes of 216–348 ms (docs/storage.md §3).
 pub const WORKER_THREADS: usize = 1;
 
 /// The default [`StoreOptions::member_spread_pct`].
