@@ -269,7 +269,8 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
     let mut responders: BTreeMap<Ticket, Responder> = BTreeMap::new();
     let reader = host.store().reader();
     let mut pump = Pump::new(host, clock.now_ms());
-    let storage = StoreWorker::<S>::spawn(me, Spin::of(&config));
+    let spin = Spin::of(&config);
+    let storage = StoreWorker::<S>::spawn(me, spin);
     // The round whose batch the storage thread is persisting, if any: inputs keep flowing and
     // answers keep leaving while the disk syncs.
     let mut persisting: Option<Persisting<S>> = None;
@@ -283,7 +284,6 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
     let mut waits_are_short = false;
     // How many journals the last persisted round wrote (see `spin_round_journals_max`).
     let mut round_journals = 0;
-    let spin = Spin::of(&config);
     loop {
         let mut input = None;
         let mut done = None;

@@ -236,6 +236,17 @@ pub struct CallPolicy {
     done: bool,
 }
 
+/// Where a first request goes among `servers`: the position of `hint` when it is one of them,
+/// else a position drawn from `rng` (0 when `servers` is empty). Drawing, not the first server,
+/// spreads the first requests of many journals over the cell.
+pub(crate) fn first_server(servers: &[NodeId], hint: Option<NodeId>, rng: &mut Rng) -> usize {
+    match hint.and_then(|h| servers.iter().position(|s| *s == h)) {
+        Some(i) => i,
+        None if servers.is_empty() => 0,
+        None => (rng.next_u64() % servers.len() as u64) as usize,
+    }
+}
+
 impl CallPolicy {
     /// The policy for `call`, over `servers` (empty: the service routes by itself), asking
     /// `hint` first when it is given (the server that answered last time), else a server drawn
@@ -251,11 +262,7 @@ impl CallPolicy {
         mut rng: Rng,
     ) -> Result<CallPolicy, ClientConfigError> {
         config.validate()?;
-        let at = match hint.and_then(|h| servers.iter().position(|s| *s == h)) {
-            Some(i) => i,
-            None if servers.is_empty() => 0,
-            None => (rng.next_u64() % servers.len() as u64) as usize,
-        };
+        let at = first_server(&servers, hint, &mut rng);
         let server = hint.or_else(|| servers.get(at).copied());
         Ok(CallPolicy {
             call,

@@ -651,10 +651,7 @@ async fn inspect_view<S: JournalService + 'static>(client: Client<S>, journal: S
     // First at this journal's likely leader, else at a drawn server: a read that wakes a
     // dormant journal elects on the server it reaches, so always starting at the first server
     // would make that one machine the leader of every journal claimed after a quiet spell.
-    let start = client
-        .leader_hint(&journal)
-        .and_then(|(leader, _)| servers.iter().position(|s| *s == leader))
-        .unwrap_or_else(|| if servers.is_empty() { 0 } else { (rng.next_u64() % servers.len() as u64) as usize });
+    let start = crate::client::first_server(&servers, client.leader_hint(&journal).map(|(leader, _)| leader), &mut rng);
     for attempt in 0..attempts {
         let server = (!servers.is_empty()).then(|| servers[(start + attempt as usize) % servers.len()]);
         match client.service().inspect(&journal, Route { server, attempt }).await {
