@@ -70,6 +70,9 @@ pub struct Report {
     pub p50_us: u64,
     pub p99_us: u64,
     pub p999_us: u64,
+    /// The 99.99th percentile and the slowest acknowledged write.
+    pub p9999_us: u64,
+    pub max_us: u64,
     /// Syncs of the three nodes per second (0 over HTTP: the gateway does not say).
     pub fsyncs_per_s: f64,
     /// Records per sync of one node (0 over HTTP).
@@ -723,6 +726,8 @@ fn report(args: &BenchArgs, shared: &Shared, elapsed: f64, verified: u64) -> Rep
         p50_us: pct(0.50),
         p99_us: pct(0.99),
         p999_us: pct(0.999),
+        p9999_us: pct(0.9999),
+        max_us: lat.last().copied().map_or(0, u64::from),
         fsyncs_per_s: 0.0,
         records_per_fsync: 0.0,
         writers: args.writers,

@@ -255,6 +255,7 @@ fn print_report(r: &bench::Report, json: bool) {
     println!("  records/s         {:>12.0}", r.records_per_s);
     println!("  batches/s         {:>12.0}", r.batches_per_s);
     println!("  latency p50/p99/p999  {} / {} / {} µs", r.p50_us, r.p99_us, r.p999_us);
+    println!("  latency p9999/max     {} / {} µs", r.p9999_us, r.max_us);
     if r.target == "in_cell" {
         println!("  fsyncs/s (3 nodes){:>12.0}", r.fsyncs_per_s);
         println!("  records per fsync {:>12.1}", r.records_per_fsync);
