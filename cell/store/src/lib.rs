@@ -33,10 +33,12 @@
 //! the disk in the background once the floor is durable (whole tables dropped, the rest
 //! destroyed by a compaction filter). See `docs/storage.md`.
 
+mod apply;
 pub mod baseline;
 mod keys;
 pub mod priority;
 mod reclaim;
+mod wal;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -44,7 +46,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode, Readable};
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use paros_core::journal::{Command, JournalState};
 use paros_core::{Ballot, Durable, JournalConfig, JournalKey, LogEntry, NodeId, Slot, WriteOp};
 use paros_node::ports::{LogRead, LogStore, Placement, StoreError, StoredJournal};
@@ -103,7 +105,31 @@ pub struct StoreOptions {
     /// (see [`StoreOptions::for_member`]), so the stores flush and compact at different moments
     /// instead of all at once. 0: every store alike.
     pub member_spread_pct: u16,
+    /// The write-ahead log's segment size, in bytes: past it, a sync starts the next segment,
+    /// and the closed one is deleted once fjall holds its rounds durably. Boot replays at most
+    /// about two segments.
+    pub wal_segment_bytes: u64,
+    /// Bytes of synced rounds that may wait for the applier (the rounds' changes as read
+    /// from memory until fjall holds them); past it, a write waits.
+    pub pending_bytes_max: u64,
+    /// How long synced rounds may gather before the applier commits them to fjall as one batch.
+    pub apply_interval: Duration,
+    /// Synced bytes that start the applier at once, however short the wait so far.
+    pub apply_bytes: u64,
 }
+
+/// The default [`StoreOptions::wal_segment_bytes`].
+pub const WAL_SEGMENT_BYTES: u64 = 32 << 20;
+
+/// The default [`StoreOptions::pending_bytes_max`].
+pub const PENDING_BYTES_MAX: u64 = 32 << 20;
+
+/// The default [`StoreOptions::apply_interval`]: a few rounds' worth, so the applier wakes a
+/// few hundred times a second, not once per round.
+pub const APPLY_INTERVAL: Duration = Duration::from_millis(2);
+
+/// The default [`StoreOptions::apply_bytes`].
+pub const APPLY_BYTES: u64 = 1 << 20;
 
 /// The default [`StoreOptions::worker_threads`]: one, not fjall's one per core. With two or
 /// more, fjall 3.1's first worker keeps handing compaction messages back to the queue while
@@ -134,6 +160,10 @@ impl Default for StoreOptions {
             cache_bytes: CACHE_BYTES,
             background_nice: Some(BACKGROUND_NICE),
             member_spread_pct: MEMBER_SPREAD_PCT,
+            wal_segment_bytes: WAL_SEGMENT_BYTES,
+            pending_bytes_max: PENDING_BYTES_MAX,
+            apply_interval: APPLY_INTERVAL,
+            apply_bytes: APPLY_BYTES,
         }
     }
 }
@@ -240,23 +270,30 @@ enum Space {
     Log,
     State,
     Anchor,
+    Meta,
 }
 
-/// A [`LogStore`] on one fjall database. See the crate docs for the layout.
+/// A [`LogStore`] on one fjall database behind a write-ahead log of its own (see
+/// [`wal`] and [`apply`]). See the crate docs for the layout.
 pub struct FjallStore {
     /// First, so its thread (which holds a handle on `log`) stops before the database closes.
     reclaimer: reclaim::Reclaimer,
+    /// Applies synced rounds to fjall; finished (every synced round applied) in `drop`.
+    applier: apply::Applier,
+    /// Rounds written but not yet in fjall, shared with the applier and the readers.
+    shared: Arc<apply::Shared>,
+    wal: wal::Wal,
+    /// The newest round written (rounds are numbered from 1 within one open).
+    round: u64,
+    pace: apply::Pace,
+    pending_bytes_max: u64,
     /// Durable floors, read by the compaction filter and the reclaimer.
     floors: Arc<reclaim::Floors>,
     /// Floors this round's `write` raised, published once `sync` made them durable.
     unsynced_floors: Vec<([u8; keys::JOURNAL_LEN], u64)>,
     path: PathBuf,
     db: Database,
-    promise: Keyspace,
-    log: Keyspace,
-    state: Keyspace,
-    meta: Keyspace,
-    anchor: Keyspace,
+    spaces: apply::Spaces,
     /// Every journal's `state` row as committed: `write` never reads it from disk.
     rows: HashMap<JournalKey, StateRow>,
     fresh: bool,
@@ -373,26 +410,11 @@ impl FjallStore {
             .keyspace("meta", || options().max_memtable_size(opts.memtable_bytes.min(META_MEMTABLE_BYTES_MAX)))
             .map_err(read_err)?;
         let anchor = open("anchor")?;
-        let reclaimer = reclaim::Reclaimer::start(log.clone(), meta.clone(), Arc::clone(&floors), opts.reclaim_interval)
-            .map_err(|e| StoreError::Read(format!("starting the reclaimer: {e}")))?;
+        let spaces = apply::Spaces { promise, log, state, anchor, meta };
 
-        let mut store = FjallStore {
-            reclaimer,
-            floors,
-            unsynced_floors: Vec::new(),
-            path: path.to_path_buf(),
-            db,
-            promise,
-            log,
-            state,
-            meta,
-            anchor,
-            rows: HashMap::new(),
-            fresh: false,
-            stats: StoreStats::default(),
-        };
-
-        match store.meta.get(keys::META_FORMAT).map_err(read_err)? {
+        let mut fresh = false;
+        let wal_dir = path.join(wal::DIR);
+        match spaces.meta.get(keys::META_FORMAT).map_err(read_err)? {
             Some(raw) => {
                 let raw: [u8; 4] = raw
                     .as_ref()
@@ -404,18 +426,61 @@ impl FjallStore {
                 }
             }
             None => {
-                for ks in [&store.meta, &store.promise, &store.log, &store.state] {
+                for ks in [&spaces.meta, &spaces.promise, &spaces.log, &spaces.state] {
                     if !ks.is_empty().map_err(read_err)? {
                         return Err(StoreError::Format { found: 0, supported: FORMAT });
                     }
                 }
-                store.fresh = true;
-                store.meta.insert(keys::META_FORMAT, FORMAT.to_be_bytes()).map_err(write_err)?;
-                store.persist()?;
+                if wal_dir.exists() && std::fs::read_dir(&wal_dir).map_err(read_err)?.next().is_some() {
+                    return Err(StoreError::Format { found: 0, supported: FORMAT });
+                }
+                fresh = true;
+                spaces.meta.insert(keys::META_FORMAT, FORMAT.to_be_bytes()).map_err(write_err)?;
+                db.persist(PersistMode::SyncData).map_err(sync_err)?;
             }
         }
 
-        for item in store.state.iter() {
+        // Rounds the log holds durably that fjall may not: apply them, make fjall durable over
+        // them, and start the log afresh.
+        let replayed = wal::replay(&wal_dir, |changes| apply::commit(&db, &spaces, [changes.as_slice()]))?;
+        let next_segment = replayed.last().and_then(|p| wal::segment_number(p)).map_or(1, |n| n + 1);
+        if !replayed.is_empty() {
+            db.persist(PersistMode::SyncData).map_err(sync_err)?;
+            for p in &replayed {
+                std::fs::remove_file(p).map_err(|e| StoreError::Write(format!("removing {}: {e}", p.display())))?;
+            }
+        }
+        let wal = wal::Wal::create(&wal_dir, next_segment, opts.wal_segment_bytes)?;
+
+        let reclaimer = reclaim::Reclaimer::start(spaces.log.clone(), spaces.meta.clone(), Arc::clone(&floors), opts.reclaim_interval)
+            .map_err(|e| StoreError::Read(format!("starting the reclaimer: {e}")))?;
+        let pace = apply::Pace { interval: opts.apply_interval, bytes: opts.apply_bytes };
+        let shared = apply::Shared::new();
+        let applier = apply::Applier::start(Arc::clone(&shared), db.clone(), spaces.clone(), pace, reclaimer.waker())
+            .map_err(|e| StoreError::Read(format!("starting the applier: {e}")))?;
+
+        let mut store = FjallStore {
+            reclaimer,
+            applier,
+            shared,
+            wal,
+            round: 0,
+            pace,
+            pending_bytes_max: opts.pending_bytes_max,
+            floors,
+            unsynced_floors: Vec::new(),
+            path: path.to_path_buf(),
+            db,
+            spaces,
+            rows: HashMap::new(),
+            fresh,
+            stats: StoreStats::default(),
+        };
+        if fresh {
+            store.stats.syncs += 1;
+        }
+
+        for item in store.spaces.state.iter() {
             let (k, v) = item.into_inner().map_err(read_err)?;
             let key = keys::decode_journal(&k).ok_or_else(|| malformed("state", &k))?;
             store.rows.insert(key, decode(&v, "state row")?);
@@ -447,7 +512,7 @@ impl FjallStore {
     /// A handle on this store's background activity.
     #[must_use]
     pub fn probe(&self) -> StoreProbe {
-        StoreProbe { db: self.db.clone(), log: self.log.clone() }
+        StoreProbe { db: self.db.clone(), log: self.spaces.log.clone() }
     }
 
     /// What this handle has written and synced since it was opened.
@@ -456,8 +521,8 @@ impl FjallStore {
         self.stats
     }
 
-    fn spaces(&self) -> Spaces<'_> {
-        Spaces { promise: &self.promise, state: &self.state, anchor: &self.anchor, log: &self.log }
+    fn view(&self) -> apply::View<'_> {
+        apply::View::new(&self.shared, &self.db, &self.spaces)
     }
 
     fn persist(&mut self) -> Result<(), StoreError> {
@@ -465,39 +530,79 @@ impl FjallStore {
         self.stats.syncs += 1;
         Ok(())
     }
+
+    /// Bytes of written rounds that fjall does not hold yet (read from memory until it does).
+    #[must_use]
+    pub fn pending_bytes(&self) -> u64 {
+        self.shared.pending_bytes()
+    }
+
+    /// Waits until fjall holds every synced round (none is read from memory any more).
+    ///
+    /// # Errors
+    /// The applier's failure.
+    pub fn settle(&self) -> Result<(), StoreError> {
+        self.shared.wait_for_room(0)
+    }
+
+    /// Appends `changes` (sorted by `(space, key)`, each key once) to the log as one round and
+    /// hands it to the applier; waits first while too much is pending.
+    fn append_round(&mut self, changes: Vec<wal::Change>) -> Result<(), StoreError> {
+        if self.shared.pending_bytes() > self.pending_bytes_max {
+            // What is pending may all be unsynced, and the applier takes only synced rounds.
+            if self.wal.has_unsynced() {
+                self.sync_log()?;
+            }
+            self.shared.wait_for_room(self.pending_bytes_max)?;
+        }
+        self.wal.append(&changes)?;
+        self.round += 1;
+        self.shared.push(apply::Round::new(self.round, changes))
+    }
+
+    /// Makes every round written so far durable in the log.
+    fn sync_log(&mut self) -> Result<(), StoreError> {
+        let closed = self.wal.sync()?;
+        self.shared.synced(self.round, closed, self.pace);
+        self.stats.syncs += 1;
+        Ok(())
+    }
 }
 
-/// The keyspaces a journal's durable state is read from.
-struct Spaces<'a> {
-    promise: &'a Keyspace,
-    state: &'a Keyspace,
-    anchor: &'a Keyspace,
-    log: &'a Keyspace,
+impl Drop for FjallStore {
+    /// Syncs the log, lets the applier apply every round, makes fjall durable over them and
+    /// removes the log's last segment, so the next open has nothing to replay. Any failure
+    /// leaves the log in place for that open to replay.
+    fn drop(&mut self) {
+        let synced = self.sync_log().is_ok();
+        self.applier.finish();
+        if synced && self.shared.pending_bytes() == 0 && self.db.persist(PersistMode::SyncData).is_ok() {
+            let _ = self.wal.remove_current();
+        }
+    }
 }
 
 /// What boot reads for `key`: promise, state row, anchors above the floor, and the entries
 /// from [`Durable::boot_start`] on (the retained log below it is never read).
-fn read_durable(snap: &impl Readable, spaces: &Spaces<'_>, key: JournalKey) -> Result<Durable, StoreError> {
+fn read_durable(view: &apply::View<'_>, key: JournalKey) -> Result<Durable, StoreError> {
     let prefix = keys::journal(key);
-    let promise = match snap.get(spaces.promise, prefix).map_err(read_err)? {
+    let promise = match view.get(Space::Promise, &prefix)? {
         Some(raw) => decode(&raw, "promise")?,
         None => Ballot::ZERO,
     };
-    let row: StateRow = match snap.get(spaces.state, prefix).map_err(read_err)? {
+    let row: StateRow = match view.get(Space::State, &prefix)? {
         Some(raw) => decode(&raw, "state row")?,
         None => StateRow::default(),
     };
+    let last = keys::log(key, Slot(u64::MAX));
     // Slots below the floor may still be on disk (reclaimed later): never read them.
     let mut anchors = Vec::new();
-    for item in snap.range(spaces.anchor, keys::log(key, Slot(row.floor.0.saturating_add(1)))..=keys::log(key, Slot(u64::MAX))) {
-        let (k, v) = item.into_inner().map_err(read_err)?;
+    for (k, v) in view.range(Space::Anchor, &keys::log(key, Slot(row.floor.0.saturating_add(1))), &last, usize::MAX)? {
         let slot = keys::decode_slot(&k).ok_or_else(|| malformed("anchor", &k))?;
         anchors.push((slot, decode(&v, "anchor")?));
     }
     let mut durable = Durable { promise, floor: row.floor, sealed: row.sealed, chosen_up_to: row.chosen_up_to, anchors, entries: Vec::new() };
-    let retained = keys::log(key, durable.boot_start())..=keys::log(key, Slot(u64::MAX));
-    for item in snap.range(spaces.log, retained) {
-        let (k, v) = item.into_inner().map_err(read_err)?;
+    for (k, v) in view.range(Space::Log, &keys::log(key, durable.boot_start()), &last, usize::MAX)? {
         let slot = keys::decode_slot(&k).ok_or_else(|| malformed("log", &k))?;
         durable.entries.push((slot, decode(&v, "log entry")?));
     }
@@ -509,10 +614,8 @@ fn read_durable(snap: &impl Readable, spaces: &Spaces<'_>, key: JournalKey) -> R
 #[derive(Clone)]
 pub struct FjallReader {
     db: Database,
-    promise: Keyspace,
-    state: Keyspace,
-    anchor: Keyspace,
-    log: Keyspace,
+    spaces: apply::Spaces,
+    shared: Arc<apply::Shared>,
     floors: Arc<reclaim::Floors>,
 }
 
@@ -522,38 +625,42 @@ impl fmt::Debug for FjallReader {
     }
 }
 
-fn read_log_range(log: &Keyspace, floors: &reclaim::Floors, journal: &JournalKey, from: Slot, slots_max: u32) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
+fn read_log_range(view: &apply::View<'_>, floors: &reclaim::Floors, journal: &JournalKey, from: Slot, slots_max: u32) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
     let prefix = keys::journal(*journal);
     // Below a durable floor, dropped data may resurface (drops leave no tombstone): start at it.
     let from = from.max(Slot(floors.get(&prefix).unwrap_or(0)));
     let mut out = Vec::new();
-    for item in log.range(keys::log(*journal, from)..=keys::log(*journal, Slot(u64::MAX))).take(slots_max as usize) {
-        let (k, v) = item.into_inner().map_err(read_err)?;
+    for (k, v) in view.range(Space::Log, &keys::log(*journal, from), &keys::log(*journal, Slot(u64::MAX)), slots_max as usize)? {
         let slot = keys::decode_slot(&k).ok_or_else(|| malformed("log", &k))?;
         out.push((slot, decode(&v, "log entry")?));
     }
     Ok(out)
 }
 
+impl FjallReader {
+    fn view(&self) -> apply::View<'_> {
+        apply::View::new(&self.shared, &self.db, &self.spaces)
+    }
+}
+
 impl LogRead for FjallReader {
     fn read_range(&self, journal: &JournalKey, from: Slot, slots_max: u32) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
-        read_log_range(&self.log, &self.floors, journal, from, slots_max)
+        read_log_range(&self.view(), &self.floors, journal, from, slots_max)
     }
 
     fn load_journal(&self, journal: &JournalKey) -> Result<Option<Durable>, StoreError> {
-        let spaces = Spaces { promise: &self.promise, state: &self.state, anchor: &self.anchor, log: &self.log };
-        read_durable(&self.db.snapshot(), &spaces, *journal).map(Some)
+        read_durable(&self.view(), *journal).map(Some)
     }
 }
 
 impl LogRead for FjallStore {
     fn read_range(&self, journal: &JournalKey, from: Slot, slots_max: u32) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
         let floor = self.rows.get(journal).map_or(Slot(0), |r| r.floor);
-        read_log_range(&self.log, &self.floors, journal, from.max(floor), slots_max)
+        read_log_range(&self.view(), &self.floors, journal, from.max(floor), slots_max)
     }
 
     fn load_journal(&self, journal: &JournalKey) -> Result<Option<Durable>, StoreError> {
-        read_durable(&self.db.snapshot(), &self.spaces(), *journal).map(Some)
+        read_durable(&self.view(), *journal).map(Some)
     }
 }
 
@@ -563,16 +670,14 @@ impl LogStore for FjallStore {
     fn reader(&self) -> FjallReader {
         FjallReader {
             db: self.db.clone(),
-            promise: self.promise.clone(),
-            state: self.state.clone(),
-            anchor: self.anchor.clone(),
-            log: self.log.clone(),
+            spaces: self.spaces.clone(),
+            shared: Arc::clone(&self.shared),
             floors: Arc::clone(&self.floors),
         }
     }
 
     fn identity(&self) -> Result<Option<NodeId>, StoreError> {
-        match self.meta.get(keys::META_IDENTITY).map_err(read_err)? {
+        match self.spaces.meta.get(keys::META_IDENTITY).map_err(read_err)? {
             Some(raw) => Ok(Some(decode(&raw, "identity")?)),
             None => Ok(None),
         }
@@ -591,47 +696,59 @@ impl LogStore for FjallStore {
             }
             None => {}
         }
-        self.meta.insert(keys::META_IDENTITY, encode(&node)?).map_err(write_err)?;
+        self.spaces.meta.insert(keys::META_IDENTITY, encode(&node)?).map_err(write_err)?;
         self.persist()
     }
 
-    /// One fjall batch for all of `placements`, committed without sync: a `Put` writes the
-    /// config row; a `Remove` tombstones the config, promise and state rows and every log key
-    /// the journal holds on disk.
+    /// One round in the log for all of `placements`, not synced: a `Put` writes the config
+    /// row; a `Remove` removes the config, promise and state rows and every log key the
+    /// journal holds.
     fn place(&mut self, placements: &[Placement]) -> Result<(), StoreError> {
         if placements.is_empty() {
             return Ok(());
         }
-        let mut wb = self.db.batch();
-        for p in placements {
-            match p {
-                Placement::Put(key, config) => wb.insert(&self.meta, keys::config(*key), encode(config)?),
-                Placement::Remove(key) => {
-                    let prefix = keys::journal(*key);
-                    wb.remove(&self.meta, keys::config(*key));
-                    wb.remove(&self.promise, prefix);
-                    wb.remove(&self.state, prefix);
-                    // Everything under the prefix, below the floor too: a later incarnation
-                    // of this key starts at floor 0 and must not see the old records.
-                    for ks in [&self.log, &self.anchor] {
-                        for item in ks.prefix(prefix) {
-                            wb.remove(ks, item.key().map_err(read_err)?.to_vec());
+        let mut staged: BTreeMap<(Space, Vec<u8>), Option<Vec<u8>>> = BTreeMap::new();
+        {
+            let view = self.view();
+            for p in placements {
+                match p {
+                    Placement::Put(key, config) => {
+                        staged.insert((Space::Meta, keys::config(*key)), Some(encode(config)?));
+                    }
+                    Placement::Remove(key) => {
+                        let prefix = keys::journal(*key);
+                        staged.insert((Space::Meta, keys::config(*key)), None);
+                        staged.insert((Space::Promise, prefix.to_vec()), None);
+                        staged.insert((Space::State, prefix.to_vec()), None);
+                        // Everything under the prefix, below the floor too: a later
+                        // incarnation of this key starts at floor 0 and must not see the old
+                        // records.
+                        let (lo, hi) = (keys::log(*key, Slot(0)), keys::log(*key, Slot(u64::MAX)));
+                        for space in [Space::Log, Space::Anchor] {
+                            for (k, _) in view.range(space, &lo, &hi, usize::MAX)? {
+                                staged.insert((space, k), None);
+                            }
                         }
                     }
-                    self.rows.remove(key);
-                    self.floors.forget(&prefix);
-                    self.unsynced_floors.retain(|(j, _)| *j != prefix);
                 }
             }
         }
-        wb.commit().map_err(write_err)?;
+        for p in placements {
+            if let Placement::Remove(key) = p {
+                let prefix = keys::journal(*key);
+                self.rows.remove(key);
+                self.floors.forget(&prefix);
+                self.unsynced_floors.retain(|(j, _)| *j != prefix);
+            }
+        }
+        let changes = staged.into_iter().map(|((space, key), value)| wal::Change { space, key, value }).collect();
+        self.append_round(changes)?;
         self.stats.batches += 1;
         Ok(())
     }
 
     fn write(&mut self, batch: &[(JournalKey, Vec<WriteOp>)]) -> Result<(), StoreError> {
-        // Every change of this call, last one per key wins: fjall gives a whole batch one
-        // sequence number, so the batch itself must name each key at most once.
+        // Every change of this call, last one per key wins: a round names each key at most once.
         let mut staged: BTreeMap<(Space, Vec<u8>), Vec<u8>> = BTreeMap::new();
         let mut rows: HashMap<JournalKey, StateRow> = HashMap::with_capacity(batch.len());
         let mut ops = 0u64;
@@ -698,17 +815,8 @@ impl LogStore for FjallStore {
             self.stats.ops += ops;
             return Ok(());
         }
-        let mut wb = self.db.batch();
-        for ((space, key), value) in staged {
-            let ks = match space {
-                Space::Promise => &self.promise,
-                Space::Log => &self.log,
-                Space::State => &self.state,
-                Space::Anchor => &self.anchor,
-            };
-            wb.insert(ks, key, value);
-        }
-        wb.commit().map_err(write_err)?;
+        let changes = staged.into_iter().map(|((space, key), value)| wal::Change { space, key, value: Some(value) }).collect();
+        self.append_round(changes)?;
 
         self.rows.extend(rows);
         self.stats.batches += 1;
@@ -716,40 +824,48 @@ impl LogStore for FjallStore {
         Ok(())
     }
 
+    /// One fdatasync of the write-ahead log; fjall takes the rounds later, off this thread.
     fn sync(&mut self) -> Result<(), StoreError> {
-        self.persist()?;
+        self.sync_log()?;
         if !self.unsynced_floors.is_empty() {
             let raised = std::mem::take(&mut self.unsynced_floors);
             let journals = raised.iter().map(|(j, _)| *j).collect();
             self.floors.publish(raised);
-            self.reclaimer.wake(journals);
+            self.shared.reclaim_after(self.round, journals);
         }
         Ok(())
     }
 
     fn load_configs(&self) -> Result<Vec<(JournalKey, JournalConfig)>, StoreError> {
+        let (lo, hi) = config_bounds();
         let mut out = Vec::new();
-        for item in self.meta.prefix(keys::META_CONFIG) {
-            let (k, v) = item.into_inner().map_err(read_err)?;
+        for (k, v) in self.view().range(Space::Meta, &lo, &hi, usize::MAX)? {
             let key = keys::decode_config(&k).ok_or_else(|| malformed("meta config", &k))?;
             out.push((key, decode(&v, "journal config")?));
         }
         Ok(out)
     }
 
-    /// Reads every journal that has a config, from one consistent snapshot, ordered by key.
+    /// Reads every journal that has a config, from one consistent view, ordered by key.
     fn load(&self) -> Result<Vec<StoredJournal>, StoreError> {
-        let snap = self.db.snapshot();
+        let view = self.view();
+        let (lo, hi) = config_bounds();
         let mut out = Vec::new();
-        for item in snap.prefix(&self.meta, keys::META_CONFIG) {
-            let (k, v) = item.into_inner().map_err(read_err)?;
+        for (k, v) in view.range(Space::Meta, &lo, &hi, usize::MAX)? {
             let key = keys::decode_config(&k).ok_or_else(|| malformed("meta config", &k))?;
             let config: JournalConfig = decode(&v, "journal config")?;
-            let durable = read_durable(&snap, &self.spaces(), key)?;
+            let durable = read_durable(&view, key)?;
             out.push(StoredJournal { key, config, durable });
         }
         Ok(out)
     }
+}
+
+/// The bounds of every `meta` config key.
+fn config_bounds() -> (Vec<u8>, Vec<u8>) {
+    let mut hi = keys::META_CONFIG.to_vec();
+    hi.extend_from_slice(&[0xff; keys::JOURNAL_LEN]);
+    (keys::META_CONFIG.to_vec(), hi)
 }
 
 #[cfg(test)]
@@ -763,7 +879,7 @@ mod tests {
     }
 
     fn raw_log_keys(store: &FjallStore, key: JournalKey) -> usize {
-        store.log.prefix(keys::journal(key)).count()
+        store.spaces.log.prefix(keys::journal(key)).count()
     }
 
     #[test]
@@ -790,16 +906,17 @@ mod tests {
             store.write(&[(a, vec![op()]), (b, vec![op()])]).unwrap();
             store.sync().unwrap();
         }
-        store.log.rotate_memtable_and_wait().unwrap();
+        store.settle().unwrap();
+        store.spaces.log.rotate_memtable_and_wait().unwrap();
         let sealed = JournalState::default();
         store.write(&[(a, vec![WriteOp::Truncate { floor: Slot(60), sealed }])]).unwrap();
 
         // Not yet durable: a compaction now must keep every record.
-        store.log.major_compact().unwrap();
+        store.spaces.log.major_compact().unwrap();
         assert_eq!(raw_log_keys(&store, a), 100, "a floor not yet synced destroys nothing");
 
         store.sync().unwrap();
-        store.log.major_compact().unwrap();
+        store.spaces.log.major_compact().unwrap();
         assert_eq!(raw_log_keys(&store, a), 40, "records below a's durable floor are gone");
         assert_eq!(raw_log_keys(&store, b), 100, "b keeps every record");
     }

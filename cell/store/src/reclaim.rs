@@ -4,9 +4,11 @@
 //! every read of the `log` keyspace ignores slots below the floor. The bytes below the floor
 //! leave the disk in two ways, both running off the round's thread:
 //!
-//! - **Whole tables.** After the sync that made a floor durable, the [`Reclaimer`] thread drops
-//!   every `log` table whose keys all lie in `[journal ‖ 0, journal ‖ floor)` (fjall's
-//!   `drop_range`: the files are unlinked, nothing is rewritten). A journal that wrote a lot
+//! - **Whole tables.** Once the round that raised a floor is durable and in fjall, the
+//!   [`Reclaimer`] thread drops every `log` table whose keys all lie in
+//!   `[journal ‖ 0, journal ‖ floor)` (fjall's `drop_range`: the files are unlinked, nothing is
+//!   rewritten), and keeps watching the journal for a while: a table below the floor that a
+//!   later flush or compaction writes is dropped at the next pass. A journal that wrote a lot
 //!   and truncated it has its old records in such tables, since tables below level 0 are cut
 //!   in key order.
 //! - **Compaction.** A compaction filter on `log` destroys every entry below its journal's
@@ -23,7 +25,7 @@ use std::collections::HashMap;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use fjall::compaction::filter::{CompactionFilter, CompactionFilterResult, Context, Factory, ItemAccessor, Verdict};
 use fjall::{AbstractTree, Keyspace};
@@ -119,6 +121,12 @@ impl Reclaimer {
         Ok(Reclaimer { tx: Some(tx), thread: Some(thread) })
     }
 
+    /// A handle that asks for passes from another thread (the applier's, once the rounds that
+    /// raised the floors are in fjall). The thread stops only once every handle is gone.
+    pub(crate) fn waker(&self) -> Option<Sender<Vec<[u8; JOURNAL_LEN]>>> {
+        self.tx.clone()
+    }
+
     /// Asks for a pass over these journals (their floors were just published).
     pub(crate) fn wake(&self, journals: Vec<[u8; JOURNAL_LEN]>) {
         if let Some(tx) = &self.tx {
@@ -137,39 +145,62 @@ impl Drop for Reclaimer {
     }
 }
 
+/// How many reclaim intervals a journal stays watched after its floor was raised: a table
+/// below the floor that fjall flushes or compacts within that time is still dropped.
+const WATCH_INTERVALS: u32 = 150;
+
 fn run(log: &Keyspace, meta: &Keyspace, floors: &Floors, rx: &Receiver<Vec<[u8; JOURNAL_LEN]>>, interval: Duration) {
-    let mut due: Vec<[u8; JOURNAL_LEN]> = Vec::new();
+    // Journals whose floors rose lately, with when: their records below the floor may still
+    // be in memtables when the first pass runs, and reach tables only at a later flush.
+    let mut watched: HashMap<[u8; JOURNAL_LEN], Instant> = HashMap::new();
+    let mut tables_at_last_pass: Option<(usize, usize)> = None;
     let mut passes = 0u64;
     loop {
-        match rx.recv() {
-            Ok(more) => due.extend(more),
-            Err(_) => return,
-        }
-        // Gather what else arrives within the interval: one pass then covers it all.
-        let until = std::time::Instant::now() + interval;
-        loop {
-            let left = until.saturating_duration_since(std::time::Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(more) => due.extend(more),
-                Err(RecvTimeoutError::Timeout) => break,
+        let woken = if watched.is_empty() {
+            match rx.recv() {
+                Ok(more) => Some(more),
+                Err(_) => return,
+            }
+        } else {
+            match rx.recv_timeout(interval) {
+                Ok(more) => Some(more),
+                Err(RecvTimeoutError::Timeout) => None,
                 Err(RecvTimeoutError::Disconnected) => return,
             }
+        };
+        let now = Instant::now();
+        if let Some(more) = woken {
+            watched.extend(more.into_iter().map(|j| (j, now)));
+            // Gather what else arrives within the interval: one pass then covers it all.
+            let until = now + interval;
+            loop {
+                let left = until.saturating_duration_since(Instant::now());
+                match rx.recv_timeout(left) {
+                    Ok(more) => watched.extend(more.into_iter().map(|j| (j, Instant::now()))),
+                    Err(RecvTimeoutError::Timeout) => break,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            }
+        } else if tables_at_last_pass == Some((log.table_count(), log.l0_table_count())) {
+            // No flush or compaction since the last pass: no new table can lie below a floor.
+            watched.retain(|_, since| since.elapsed() < interval * WATCH_INTERVALS);
+            continue;
         }
-        due.sort_unstable();
-        due.dedup();
+        tables_at_last_pass = Some((log.table_count(), log.l0_table_count()));
         let mut dropped = false;
-        for journal in due.drain(..) {
+        for journal in watched.keys() {
             // The gate spans the look-up and the drop: a journal removed meanwhile (and
             // perhaps placed afresh) is never dropped below its old floor.
             let _gate = floors.gate.lock().unwrap_or_else(PoisonError::into_inner);
-            let Some(floor) = floors.get(&journal) else { continue };
-            let lo = keys::log_at(&journal, 0);
-            let hi = keys::log_at(&journal, floor);
+            let Some(floor) = floors.get(journal) else { continue };
+            let lo = keys::log_at(journal, 0);
+            let hi = keys::log_at(journal, floor);
             // A failure here loses nothing: the records stay until compaction or the next drop.
             if holds_a_table_within(log, &lo, &hi) && log.tree.drop_range(lo..hi).is_ok() {
                 dropped = true;
             }
         }
+        watched.retain(|_, since| since.elapsed() < interval * WATCH_INTERVALS);
         if dropped {
             passes += 1;
             // The dropped tables' files are unlinked once no version of the tree refers to
@@ -178,6 +209,7 @@ fn run(log: &Keyspace, meta: &Keyspace, floors: &Floors, rx: &Receiver<Vec<[u8; 
             // unlinks them now rather than whenever the next flush comes.
             let _ = meta.insert(keys::META_RECLAIMED, passes.to_be_bytes());
             let _ = meta.rotate_memtable();
+            tables_at_last_pass = Some((log.table_count(), log.l0_table_count()));
         }
     }
 }

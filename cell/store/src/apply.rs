@@ -1,0 +1,396 @@
+//! Rounds that are in the write-ahead log but not yet in fjall, and the thread that applies
+//! them.
+//!
+//! A round written by [`crate::FjallStore`] is appended to the [`crate::wal`] and pushed here;
+//! once the log's fdatasync covers it, it is *synced*, and the applier commits synced rounds to
+//! fjall, many at a time, as one batch without sync. Reads see the pending rounds over fjall
+//! ([`View`]), so a round is readable the moment it was written, whether or not it was applied.
+//!
+//! The applier applies only synced rounds: what fjall holds is then always a prefix of what the
+//! log holds durably, and replaying the log over fjall at boot restores exactly the synced
+//! rounds. A closed segment is deleted once every round in it is applied and fjall's own journal
+//! has been made durable over them.
+//!
+//! Bounded: [`StoreOptions::pending_bytes_max`](crate::StoreOptions) of rounds wait here at most;
+//! past it, the writer waits for the applier.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Deref;
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use fjall::{Database, Keyspace, PersistMode, Readable, Snapshot};
+use paros_node::ports::StoreError;
+
+use crate::Space;
+use crate::keys::JOURNAL_LEN;
+use crate::wal::Change;
+
+/// One round's changes, sorted by `(space, key)`, each key once.
+#[derive(Debug)]
+pub(crate) struct Round {
+    id: u64,
+    bytes: u64,
+    changes: Vec<Change>,
+}
+
+impl Round {
+    /// `changes` must be sorted by `(space, key)` with each key once.
+    pub(crate) fn new(id: u64, changes: Vec<Change>) -> Round {
+        debug_assert!(changes.windows(2).all(|w| (w[0].space, &w[0].key) < (w[1].space, &w[1].key)));
+        let bytes = changes.iter().map(|c| (c.key.len() + c.value.as_ref().map_or(0, Vec::len) + 48) as u64).sum();
+        Round { id, bytes, changes }
+    }
+
+    fn find(&self, space: Space, key: &[u8]) -> Option<&Change> {
+        self.changes.binary_search_by(|c| (c.space, c.key.as_slice()).cmp(&(space, key))).ok().map(|i| &self.changes[i])
+    }
+
+    /// The changes of `space` with keys in `lo..=hi`.
+    fn range(&self, space: Space, lo: &[u8], hi: &[u8]) -> &[Change] {
+        let start = self.changes.partition_point(|c| (c.space, c.key.as_slice()) < (space, lo));
+        let end = self.changes.partition_point(|c| (c.space, c.key.as_slice()) <= (space, hi));
+        &self.changes[start..end.max(start)]
+    }
+}
+
+#[derive(Default)]
+struct Pending {
+    /// Written rounds not yet applied, oldest first.
+    rounds: VecDeque<Arc<Round>>,
+    /// The newest round the log's fdatasync covers.
+    synced_through: u64,
+    /// Bytes of the pending rounds that are synced, and of those that are not.
+    synced_bytes: u64,
+    unsynced_bytes: u64,
+    /// Closed segments, oldest first, each with the newest round it holds.
+    closed: VecDeque<(PathBuf, u64)>,
+    /// The newest round applied.
+    applied_through: u64,
+    /// Journals whose floors a round raised, with that round: the reclaimer looks at them once
+    /// the round is in fjall (tables below a floor can be dropped only once they exist).
+    reclaim: VecDeque<(u64, Vec<[u8; JOURNAL_LEN]>)>,
+    stop: bool,
+    /// Why the applier stopped, if it failed: every later write fails with it.
+    failed: Option<String>,
+}
+
+/// What the store and its applier share.
+pub(crate) struct Shared {
+    pending: Mutex<Pending>,
+    /// Wakes the applier.
+    wake: Condvar,
+    /// Wakes a writer waiting for room.
+    room: Condvar,
+}
+
+/// When the applier runs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pace {
+    /// How long synced rounds may wait before the applier takes them.
+    pub(crate) interval: Duration,
+    /// Synced bytes that wake the applier at once.
+    pub(crate) bytes: u64,
+}
+
+fn failed(why: &str) -> StoreError {
+    StoreError::Write(format!("applying the write-ahead log to fjall failed: {why}"))
+}
+
+impl Shared {
+    pub(crate) fn new() -> Arc<Shared> {
+        Arc::new(Shared { pending: Mutex::new(Pending::default()), wake: Condvar::new(), room: Condvar::new() })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Bytes of rounds written and not yet applied.
+    pub(crate) fn pending_bytes(&self) -> u64 {
+        let p = self.lock();
+        p.synced_bytes + p.unsynced_bytes
+    }
+
+    /// Waits while more than `bytes_max` of synced rounds are pending.
+    ///
+    /// # Errors
+    /// The applier's failure.
+    pub(crate) fn wait_for_room(&self, bytes_max: u64) -> Result<(), StoreError> {
+        let mut p = self.lock();
+        while p.synced_bytes > bytes_max && p.failed.is_none() {
+            p = self.room.wait(p).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        p.failed.as_deref().map_or(Ok(()), |why| Err(failed(why)))
+    }
+
+    /// Adds a written (not yet synced) round.
+    ///
+    /// # Errors
+    /// The applier's failure.
+    pub(crate) fn push(&self, round: Round) -> Result<(), StoreError> {
+        let mut p = self.lock();
+        if let Some(why) = &p.failed {
+            return Err(failed(why));
+        }
+        p.unsynced_bytes += round.bytes;
+        p.rounds.push_back(Arc::new(round));
+        Ok(())
+    }
+
+    /// Every round up to `through` is durable in the log; `closed` is the segment the sync
+    /// closed, if any, with `through` its newest round.
+    pub(crate) fn synced(&self, through: u64, closed: Option<PathBuf>, pace: Pace) {
+        let mut p = self.lock();
+        let was = p.synced_bytes;
+        p.synced_through = through;
+        p.synced_bytes += std::mem::take(&mut p.unsynced_bytes);
+        if let Some(path) = closed {
+            p.closed.push_back((path, through));
+        }
+        // Wake the applier only when it may be asleep with nothing to do, or has enough.
+        if (was == 0 && p.synced_bytes > 0) || p.synced_bytes >= pace.bytes || !p.closed.is_empty() {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Asks the applier to wake the reclaimer for `journals` once round `round` is in fjall.
+    pub(crate) fn reclaim_after(&self, round: u64, journals: Vec<[u8; JOURNAL_LEN]>) {
+        self.lock().reclaim.push_back((round, journals));
+    }
+
+    /// The pending rounds, oldest first: what reads see over fjall.
+    pub(crate) fn overlay(&self) -> Vec<Arc<Round>> {
+        self.lock().rounds.iter().cloned().collect()
+    }
+
+    /// Asks the applier to apply what is synced and stop.
+    pub(crate) fn stop(&self) {
+        self.lock().stop = true;
+        self.wake.notify_one();
+    }
+}
+
+/// The keyspaces the applier writes.
+#[derive(Clone)]
+pub(crate) struct Spaces {
+    pub(crate) promise: Keyspace,
+    pub(crate) log: Keyspace,
+    pub(crate) state: Keyspace,
+    pub(crate) anchor: Keyspace,
+    pub(crate) meta: Keyspace,
+}
+
+impl Spaces {
+    pub(crate) fn of(&self, space: Space) -> &Keyspace {
+        match space {
+            Space::Promise => &self.promise,
+            Space::Log => &self.log,
+            Space::State => &self.state,
+            Space::Anchor => &self.anchor,
+            Space::Meta => &self.meta,
+        }
+    }
+}
+
+/// Commits `rounds` of changes (oldest first) to fjall as one batch, without sync: the newest
+/// change of each key wins.
+pub(crate) fn commit<'c>(db: &Database, spaces: &Spaces, rounds: impl IntoIterator<Item = &'c [Change]>) -> Result<(), StoreError> {
+    let mut newest: BTreeMap<(Space, &[u8]), Option<&[u8]>> = BTreeMap::new();
+    for changes in rounds {
+        for c in changes {
+            newest.insert((c.space, c.key.as_slice()), c.value.as_deref());
+        }
+    }
+    if newest.is_empty() {
+        return Ok(());
+    }
+    let mut wb = db.batch();
+    for ((space, key), value) in newest {
+        match value {
+            Some(v) => wb.insert(spaces.of(space), key, v),
+            None => wb.remove(spaces.of(space), key),
+        }
+    }
+    wb.commit().map_err(|e| StoreError::Write(e.to_string()))
+}
+
+/// The applier's thread.
+pub(crate) struct Applier {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Applier {
+    /// Starts the thread; `reclaimer` is woken for journals whose raised floors are applied.
+    pub(crate) fn start(shared: Arc<Shared>, db: Database, spaces: Spaces, pace: Pace, reclaimer: Option<Reclaim>) -> std::io::Result<Applier> {
+        let for_thread = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("paros-store-apply".into())
+            .spawn(move || run(&for_thread, &db, &spaces, pace, reclaimer.as_ref()))?;
+        Ok(Applier { shared, thread: Some(thread) })
+    }
+
+    /// Applies every synced round, then stops the thread.
+    pub(crate) fn finish(&mut self) {
+        self.shared.stop();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Applier {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// Waits for synced rounds (gathering them for up to `pace.interval`), and returns them; `None`
+/// once stopped with nothing synced left.
+fn next_batch(shared: &Shared, pace: Pace) -> Option<Vec<Arc<Round>>> {
+    let mut p = shared.lock();
+    let mut first_seen: Option<Instant> = None;
+    loop {
+        if p.failed.is_some() {
+            return None;
+        }
+        if p.synced_bytes > 0 || p.closed.front().is_some_and(|(_, last)| *last <= p.applied_through) {
+            let seen = *first_seen.get_or_insert_with(Instant::now);
+            let waited = seen.elapsed();
+            if p.stop || p.synced_bytes >= pace.bytes || !p.closed.is_empty() || waited >= pace.interval {
+                break;
+            }
+            p = shared.wake.wait_timeout(p, pace.interval - waited).unwrap_or_else(std::sync::PoisonError::into_inner).0;
+            continue;
+        }
+        if p.stop {
+            return None;
+        }
+        p = shared.wake.wait(p).unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+    let through = p.synced_through;
+    Some(p.rounds.iter().take_while(|r| r.id <= through).cloned().collect())
+}
+
+/// Where the applier sends journals for the reclaimer to look at.
+pub(crate) type Reclaim = std::sync::mpsc::Sender<Vec<[u8; JOURNAL_LEN]>>;
+
+fn run(shared: &Shared, db: &Database, spaces: &Spaces, pace: Pace, reclaimer: Option<&Reclaim>) {
+    while let Some(batch) = next_batch(shared, pace) {
+        let result = apply_batch(shared, db, spaces, &batch, reclaimer);
+        if let Err(e) = result {
+            let mut p = shared.lock();
+            p.failed = Some(e.to_string());
+            shared.room.notify_all();
+            return;
+        }
+    }
+}
+
+fn apply_batch(shared: &Shared, db: &Database, spaces: &Spaces, batch: &[Arc<Round>], reclaimer: Option<&Reclaim>) -> Result<(), StoreError> {
+    commit(db, spaces, batch.iter().map(|r| r.changes.as_slice()))?;
+    let mut reclaim = Vec::new();
+    let done: Vec<PathBuf> = {
+        let mut p = shared.lock();
+        for _ in batch {
+            let r = p.rounds.pop_front().expect("applied rounds were pending");
+            p.synced_bytes -= r.bytes;
+        }
+        if let Some(last) = batch.last() {
+            p.applied_through = last.id;
+        }
+        shared.room.notify_all();
+        while p.reclaim.front().is_some_and(|(round, _)| *round <= p.applied_through) {
+            reclaim.extend(p.reclaim.pop_front().expect("checked").1);
+        }
+        let mut done = Vec::new();
+        while p.closed.front().is_some_and(|(_, last)| *last <= p.applied_through) {
+            done.push(p.closed.pop_front().expect("checked").0);
+        }
+        done
+    };
+    if let Some(tx) = reclaimer.filter(|_| !reclaim.is_empty()) {
+        // A reclaimer gone loses nothing: compaction still destroys what lies below floors.
+        let _ = tx.send(reclaim);
+    }
+    if !done.is_empty() {
+        // The closed segments' rounds are in fjall's journal: make it durable, then drop them.
+        db.persist(PersistMode::SyncData).map_err(|e| StoreError::Sync(e.to_string()))?;
+        for path in done {
+            std::fs::remove_file(&path).map_err(|e| StoreError::Write(format!("removing {}: {e}", path.display())))?;
+        }
+    }
+    Ok(())
+}
+
+/// A value read through a [`View`]: from fjall or from a pending round.
+pub(crate) enum Val<'a> {
+    Disk(fjall::Slice),
+    Mem(&'a [u8]),
+}
+
+impl Deref for Val<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Val::Disk(s) => s,
+            Val::Mem(b) => b,
+        }
+    }
+}
+
+/// fjall at one snapshot with the pending rounds over it. The rounds are taken first: a round
+/// that leaves them before the snapshot is taken was committed to fjall before it left.
+pub(crate) struct View<'s> {
+    snap: Snapshot,
+    spaces: &'s Spaces,
+    mem: Vec<Arc<Round>>,
+}
+
+fn read_err(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Read(e.to_string())
+}
+
+impl<'s> View<'s> {
+    pub(crate) fn new(shared: &Shared, db: &Database, spaces: &'s Spaces) -> View<'s> {
+        let mem = shared.overlay();
+        View { snap: db.snapshot(), spaces, mem }
+    }
+
+    pub(crate) fn get(&self, space: Space, key: &[u8]) -> Result<Option<Val<'_>>, StoreError> {
+        for round in self.mem.iter().rev() {
+            if let Some(c) = round.find(space, key) {
+                return Ok(c.value.as_deref().map(Val::Mem));
+            }
+        }
+        Ok(self.snap.get(self.spaces.of(space), key).map_err(read_err)?.map(Val::Disk))
+    }
+
+    /// Up to `limit` keys of `space` in `lo..=hi` with their values, in key order.
+    pub(crate) fn range(&self, space: Space, lo: &[u8], hi: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Val<'_>)>, StoreError> {
+        let ks = self.spaces.of(space);
+        let mem: Vec<&Change> = self.mem.iter().flat_map(|r| r.range(space, lo, hi)).collect();
+        if mem.is_empty() {
+            let mut out = Vec::new();
+            for item in self.snap.range(ks, lo..=hi).take(limit) {
+                let (k, v) = item.into_inner().map_err(read_err)?;
+                out.push((k.to_vec(), Val::Disk(v)));
+            }
+            return Ok(out);
+        }
+        // Each removal may hide one key fjall returns: read that many more.
+        let removals = mem.iter().filter(|c| c.value.is_none()).count();
+        let mut merged: BTreeMap<Vec<u8>, Option<Val<'_>>> = BTreeMap::new();
+        for item in self.snap.range(ks, lo..=hi).take(limit.saturating_add(removals)) {
+            let (k, v) = item.into_inner().map_err(read_err)?;
+            merged.insert(k.to_vec(), Some(Val::Disk(v)));
+        }
+        for c in mem {
+            merged.insert(c.key.clone(), c.value.as_deref().map(Val::Mem));
+        }
+        Ok(merged.into_iter().filter_map(|(k, v)| Some((k, v?))).take(limit).collect())
+    }
+}
