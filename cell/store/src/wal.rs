@@ -15,12 +15,13 @@
 //! | CRC-32C of the body | `u32` little-endian |
 //! | body | changes, each `space: u8 ‖ key length: u16 LE ‖ key ‖ 0` (a removal) or `‖ 1 ‖ value length: u32 LE ‖ value` |
 //!
-//! A segment is closed only after an fdatasync covered its last record, so only the newest
+//! A segment is preallocated with zeros; a zero header ends it. A segment is closed only after an fdatasync covered its last record, so only the newest
 //! segment can end in a torn record (a crash mid-write): replay stops there. A bad record in
 //! any other segment is corruption, and opening fails.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use paros_node::ports::StoreError;
@@ -31,6 +32,9 @@ use crate::Space;
 pub(crate) const DIR: &str = "wal";
 
 const HEADER: usize = 8;
+
+/// A new segment's size on disk before anything is written to it (its zeros read as its end).
+const PREALLOCATED_BYTES_MAX: u64 = 64 << 20;
 
 /// One change of a round: `key` of `space` set to `value`, or removed (`None`).
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -171,6 +175,11 @@ pub(crate) fn parse(data: &[u8]) -> Result<Parsed, StoreError> {
     while let Some(header) = data.get(at..at + HEADER) {
         let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
         let crc = u32::from_le_bytes(header[4..].try_into().expect("4 bytes"));
+        if len == 0 && crc == 0 {
+            // The preallocated end of a segment, unless something other than zeros follows.
+            let torn = data[at..].iter().any(|b| *b != 0);
+            return Ok(Parsed { records, torn });
+        }
         let Some(body) = data.get(at + HEADER..(at + HEADER).saturating_add(len)) else { break };
         if len == 0 || crc32c::crc32c(body) != crc {
             break;
@@ -237,7 +246,10 @@ impl Wal {
     pub(crate) fn create(dir: &Path, first: u64, segment_bytes_max: u64) -> Result<Wal, StoreError> {
         let err = |e: io::Error| StoreError::Write(format!("write-ahead log: starting segment {first}: {e}"));
         fs::create_dir_all(dir).map_err(err)?;
-        let file = OpenOptions::new().create_new(true).append(true).open(segment_path(dir, first)).map_err(err)?;
+        let file = OpenOptions::new().create_new(true).write(true).open(segment_path(dir, first)).map_err(err)?;
+        // Preallocated, like fjall's journal, so an fdatasync need not record a new file size.
+        file.set_len(segment_bytes_max.min(PREALLOCATED_BYTES_MAX)).map_err(err)?;
+        file.sync_all().map_err(err)?;
         sync_dir(dir).map_err(err)?;
         if let Some(parent) = dir.parent() {
             sync_dir(parent).map_err(err)?;
@@ -280,7 +292,7 @@ impl Wal {
     pub(crate) fn sync(&mut self) -> Result<Option<PathBuf>, StoreError> {
         let err = |e: io::Error| StoreError::Sync(format!("write-ahead log segment {}: {e}", self.segment));
         if !self.buf.is_empty() {
-            self.file.write_all(&self.buf).map_err(err)?;
+            self.file.write_all_at(&self.buf, self.written).map_err(err)?;
             self.written += self.buf.len() as u64;
             self.buf.clear();
             if self.buf.capacity() > 4 << 20 {
@@ -327,7 +339,12 @@ mod tests {
         let last = flipped.len() - 1;
         flipped[last] ^= 1;
         assert_eq!(parse(&flipped).unwrap(), Parsed { records: vec![a], torn: true }, "a bad checksum ends the run");
-        assert_eq!(parse(&[0; 64]).unwrap(), Parsed { records: vec![], torn: true }, "zeros are no record");
+        assert_eq!(parse(&[0; 64]).unwrap(), Parsed { records: vec![], torn: false }, "zeros are the preallocated end");
+        let mut preallocated = bytes.clone();
+        preallocated.extend_from_slice(&[0; 100]);
+        assert_eq!(parse(&preallocated).unwrap().records.len(), 2);
+        preallocated.push(1);
+        assert!(parse(&preallocated).unwrap().torn, "zeros then data are no clean end");
     }
 
     #[test]
