@@ -17,15 +17,16 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Deref;
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use fjall::{Database, Keyspace, PersistMode, Readable, Snapshot};
+use fjall::{Database, Keyspace, PersistMode, Readable};
 use paros_node::ports::StoreError;
 
 use crate::Space;
-use crate::keys::JOURNAL_LEN;
+use crate::keys::{JOURNAL_LEN, LOG_LEN};
+use crate::reclaim::Floors;
 use crate::wal::Change;
 
 /// One round's changes, sorted by `(space, key)`, each key once.
@@ -67,8 +68,12 @@ struct Pending {
     unsynced_bytes: u64,
     /// Closed segments, oldest first, each with the newest round it holds.
     closed: VecDeque<(PathBuf, u64)>,
-    /// The newest round applied.
+    /// The newest round applied (its `log` changes to the buffer, the rest to fjall).
     applied_through: u64,
+    /// The newest round whose `log` changes fjall holds (ingested, durable).
+    ingested_through: u64,
+    /// A caller of [`Shared::settle`] waits for the buffer to be ingested.
+    flush_wanted: bool,
     /// Journals whose floors a round raised, with that round: the reclaimer looks at them once
     /// the round is in fjall (tables below a floor can be dropped only once they exist).
     reclaim: VecDeque<(u64, Vec<[u8; JOURNAL_LEN]>)>,
@@ -77,9 +82,21 @@ struct Pending {
     failed: Option<String>,
 }
 
+/// `log` changes applied but not yet in fjall: fjall's `log` keyspace is written only by bulk
+/// ingestion of whole sorted runs (no journal, no memtable), once per closed segment.
+#[derive(Default)]
+struct LogBuffer {
+    /// Changes applied since the last ingestion began.
+    active: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// The run being ingested now.
+    sealed: Option<Arc<BTreeMap<Vec<u8>, Option<Vec<u8>>>>>,
+}
+
 /// What the store and its applier share.
 pub(crate) struct Shared {
     pending: Mutex<Pending>,
+    /// Lock order: `pending` is never taken while `logs` is held.
+    logs: RwLock<LogBuffer>,
     /// Wakes the applier.
     wake: Condvar,
     /// Wakes a writer waiting for room.
@@ -101,7 +118,12 @@ fn failed(why: &str) -> StoreError {
 
 impl Shared {
     pub(crate) fn new() -> Arc<Shared> {
-        Arc::new(Shared { pending: Mutex::new(Pending::default()), wake: Condvar::new(), room: Condvar::new() })
+        Arc::new(Shared {
+            pending: Mutex::new(Pending::default()),
+            logs: RwLock::new(LogBuffer::default()),
+            wake: Condvar::new(),
+            room: Condvar::new(),
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, Pending> {
@@ -121,6 +143,20 @@ impl Shared {
     pub(crate) fn wait_for_room(&self, bytes_max: u64) -> Result<(), StoreError> {
         let mut p = self.lock();
         while p.synced_bytes > bytes_max && p.failed.is_none() {
+            p = self.room.wait(p).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        p.failed.as_deref().map_or(Ok(()), |why| Err(failed(why)))
+    }
+
+    /// Waits until fjall holds every synced round, its `log` changes included.
+    ///
+    /// # Errors
+    /// The applier's failure.
+    pub(crate) fn settle(&self) -> Result<(), StoreError> {
+        let mut p = self.lock();
+        p.flush_wanted = true;
+        self.wake.notify_one();
+        while (p.synced_bytes > 0 || p.flush_wanted || p.ingested_through < p.applied_through) && p.failed.is_none() {
             p = self.room.wait(p).unwrap_or_else(std::sync::PoisonError::into_inner);
         }
         p.failed.as_deref().map_or(Ok(()), |why| Err(failed(why)))
@@ -196,11 +232,12 @@ impl Spaces {
 }
 
 /// Commits `rounds` of changes (oldest first) to fjall as one batch, without sync: the newest
-/// change of each key wins.
-pub(crate) fn commit<'c>(db: &Database, spaces: &Spaces, rounds: impl IntoIterator<Item = &'c [Change]>) -> Result<(), StoreError> {
+/// change of each key wins. `log` changes only `with_log` (boot's replay); the applier sends
+/// them to the buffer.
+pub(crate) fn commit<'c>(db: &Database, spaces: &Spaces, rounds: impl IntoIterator<Item = &'c [Change]>, with_log: bool) -> Result<(), StoreError> {
     let mut newest: BTreeMap<(Space, &[u8]), Option<&[u8]>> = BTreeMap::new();
     for changes in rounds {
-        for c in changes {
+        for c in changes.iter().filter(|c| c.space != Space::Log || with_log) {
             newest.insert((c.space, c.key.as_slice()), c.value.as_deref());
         }
     }
@@ -225,11 +262,12 @@ pub(crate) struct Applier {
 
 impl Applier {
     /// Starts the thread; `reclaimer` is woken for journals whose raised floors are applied.
-    pub(crate) fn start(shared: Arc<Shared>, db: Database, spaces: Spaces, pace: Pace, reclaimer: Option<Reclaim>) -> std::io::Result<Applier> {
+    pub(crate) fn start(shared: Arc<Shared>, db: Database, spaces: Spaces, floors: Arc<Floors>, pace: Pace, reclaimer: Option<Reclaim>) -> std::io::Result<Applier> {
         let for_thread = Arc::clone(&shared);
-        let thread = std::thread::Builder::new()
-            .name("paros-store-apply".into())
-            .spawn(move || run(&for_thread, &db, &spaces, pace, reclaimer.as_ref()))?;
+        let thread = std::thread::Builder::new().name("paros-store-apply".into()).spawn(move || {
+            let applier = Thread { shared: &for_thread, db: &db, spaces: &spaces, floors: &floors, reclaimer: reclaimer.as_ref() };
+            applier.run(pace);
+        })?;
         Ok(Applier { shared, thread: Some(thread) })
     }
 
@@ -257,10 +295,11 @@ fn next_batch(shared: &Shared, pace: Pace) -> Option<Vec<Arc<Round>>> {
         if p.failed.is_some() {
             return None;
         }
-        if p.synced_bytes > 0 || p.closed.front().is_some_and(|(_, last)| *last <= p.applied_through) {
+        let ingest_due = p.ingested_through < p.applied_through && (p.flush_wanted || p.stop);
+        if p.synced_bytes > 0 || p.flush_wanted || ingest_due || p.closed.front().is_some_and(|(_, last)| *last <= p.applied_through) {
             let seen = *first_seen.get_or_insert_with(Instant::now);
             let waited = seen.elapsed();
-            if p.stop || p.synced_bytes >= pace.bytes || !p.closed.is_empty() || waited >= pace.interval {
+            if p.stop || p.flush_wanted || p.synced_bytes >= pace.bytes || !p.closed.is_empty() || waited >= pace.interval {
                 break;
             }
             p = shared.wake.wait_timeout(p, pace.interval - waited).unwrap_or_else(std::sync::PoisonError::into_inner).0;
@@ -278,58 +317,131 @@ fn next_batch(shared: &Shared, pace: Pace) -> Option<Vec<Arc<Round>>> {
 /// Where the applier sends journals for the reclaimer to look at.
 pub(crate) type Reclaim = std::sync::mpsc::Sender<Vec<[u8; JOURNAL_LEN]>>;
 
-fn run(shared: &Shared, db: &Database, spaces: &Spaces, pace: Pace, reclaimer: Option<&Reclaim>) {
-    while let Some(batch) = next_batch(shared, pace) {
-        let result = apply_batch(shared, db, spaces, &batch, reclaimer);
-        if let Err(e) = result {
-            let mut p = shared.lock();
-            p.failed = Some(e.to_string());
-            shared.room.notify_all();
-            return;
-        }
-    }
+/// The applier's thread and what it writes to.
+struct Thread<'a> {
+    shared: &'a Shared,
+    db: &'a Database,
+    spaces: &'a Spaces,
+    floors: &'a Floors,
+    reclaimer: Option<&'a Reclaim>,
 }
 
-fn apply_batch(shared: &Shared, db: &Database, spaces: &Spaces, batch: &[Arc<Round>], reclaimer: Option<&Reclaim>) -> Result<(), StoreError> {
-    commit(db, spaces, batch.iter().map(|r| r.changes.as_slice()))?;
-    let mut reclaim = Vec::new();
-    let done: Vec<PathBuf> = {
-        let mut p = shared.lock();
-        for _ in batch {
-            let r = p.rounds.pop_front().expect("applied rounds were pending");
-            p.synced_bytes -= r.bytes;
-        }
-        if let Some(last) = batch.last() {
-            p.applied_through = last.id;
-        }
-        shared.room.notify_all();
-        while p.reclaim.front().is_some_and(|(round, _)| *round <= p.applied_through) {
-            reclaim.extend(p.reclaim.pop_front().expect("checked").1);
-        }
-        let mut done = Vec::new();
-        while p.closed.front().is_some_and(|(_, last)| *last <= p.applied_through) {
-            done.push(p.closed.pop_front().expect("checked").0);
-        }
-        done
-    };
-    if let Some(tx) = reclaimer.filter(|_| !reclaim.is_empty()) {
-        // A reclaimer gone loses nothing: compaction still destroys what lies below floors.
-        let _ = tx.send(reclaim);
-    }
-    if !done.is_empty() {
-        // The closed segments' rounds are in fjall's journal: make it durable, then drop them.
-        db.persist(PersistMode::SyncData).map_err(|e| StoreError::Sync(e.to_string()))?;
-        for path in done {
-            std::fs::remove_file(&path).map_err(|e| StoreError::Write(format!("removing {}: {e}", path.display())))?;
+impl Thread<'_> {
+    fn run(&self, pace: Pace) {
+        while let Some(batch) = next_batch(self.shared, pace) {
+            if let Err(e) = self.apply(&batch) {
+                let mut p = self.shared.lock();
+                p.failed = Some(e.to_string());
+                self.shared.room.notify_all();
+                return;
+            }
         }
     }
-    Ok(())
+
+    fn apply(&self, batch: &[Arc<Round>]) -> Result<(), StoreError> {
+        commit(self.db, self.spaces, batch.iter().map(|r| r.changes.as_slice()), false)?;
+        {
+            let mut logs = self.shared.logs.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            for c in batch.iter().flat_map(|r| &r.changes).filter(|c| c.space == Space::Log) {
+                logs.active.insert(c.key.clone(), c.value.clone());
+            }
+        }
+        // Only now may the rounds leave: a reader that no longer finds them finds their
+        // changes in fjall or in the buffer.
+        let mut reclaim = Vec::new();
+        let ingest = {
+            let mut p = self.shared.lock();
+            for _ in batch {
+                let r = p.rounds.pop_front().expect("applied rounds were pending");
+                p.synced_bytes -= r.bytes;
+            }
+            if let Some(last) = batch.last() {
+                p.applied_through = last.id;
+            }
+            self.shared.room.notify_all();
+            while p.reclaim.front().is_some_and(|(round, _)| *round <= p.applied_through) {
+                reclaim.extend(p.reclaim.pop_front().expect("checked").1);
+            }
+            let segment_waits = p.closed.front().is_some_and(|(_, last)| *last <= p.applied_through);
+            (p.ingested_through < p.applied_through && (segment_waits || p.flush_wanted || p.stop)).then_some(p.applied_through)
+        };
+        if let Some(tx) = self.reclaimer.filter(|_| !reclaim.is_empty()) {
+            // A reclaimer gone loses nothing: compaction still destroys what lies below floors.
+            let _ = tx.send(reclaim);
+        }
+        if let Some(through) = ingest {
+            self.ingest()?;
+            let mut p = self.shared.lock();
+            p.ingested_through = through;
+        }
+        let done: Vec<PathBuf> = {
+            let mut p = self.shared.lock();
+            if p.flush_wanted && p.ingested_through >= p.applied_through && p.synced_bytes == 0 {
+                p.flush_wanted = false;
+                self.shared.room.notify_all();
+            }
+            let mut done = Vec::new();
+            while p.closed.front().is_some_and(|(_, last)| *last <= p.ingested_through) {
+                done.push(p.closed.pop_front().expect("checked").0);
+            }
+            done
+        };
+        if !done.is_empty() {
+            // The closed segments' `log` changes are in ingested tables (durable) and the rest
+            // in fjall's journal: make that durable, then drop them.
+            self.db.persist(PersistMode::SyncData).map_err(|e| StoreError::Sync(e.to_string()))?;
+            for path in done {
+                std::fs::remove_file(&path).map_err(|e| StoreError::Write(format!("removing {}: {e}", path.display())))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the buffer into fjall's `log` as one sorted run, leaving out records below their
+    /// journal's durable floor (they would only be reclaimed again).
+    fn ingest(&self) -> Result<(), StoreError> {
+        let run = {
+            let mut logs = self.shared.logs.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let run = Arc::new(std::mem::take(&mut logs.active));
+            logs.sealed = Some(Arc::clone(&run));
+            run
+        };
+        let err = |e: fjall::Error| StoreError::Write(format!("ingesting into log: {e}"));
+        let mut ingestion = self.spaces.log.start_ingestion().map_err(err)?;
+        let mut floor: Option<([u8; JOURNAL_LEN], u64)> = None;
+        for (key, value) in run.iter() {
+            if key.len() == LOG_LEN {
+                let journal: [u8; JOURNAL_LEN] = key[..JOURNAL_LEN].try_into().expect("a log key holds a journal key");
+                let below = match floor {
+                    Some((j, f)) if j == journal => f,
+                    _ => {
+                        let f = self.floors.get(&journal).unwrap_or(0);
+                        floor = Some((journal, f));
+                        f
+                    }
+                };
+                let slot = u64::from_be_bytes(key[JOURNAL_LEN..].try_into().expect("8 bytes"));
+                if slot < below {
+                    continue;
+                }
+            }
+            match value {
+                Some(v) => ingestion.write(key.as_slice(), v.as_slice()).map_err(err)?,
+                None => ingestion.write_tombstone(key.as_slice()).map_err(err)?,
+            }
+        }
+        ingestion.finish().map_err(err)?;
+        self.shared.logs.write().unwrap_or_else(std::sync::PoisonError::into_inner).sealed = None;
+        Ok(())
+    }
 }
 
 /// A value read through a [`View`]: from fjall or from a pending round.
 pub(crate) enum Val<'a> {
     Disk(fjall::Slice),
     Mem(&'a [u8]),
+    /// Copied out of the `log` buffer (read under its lock).
+    Owned(Vec<u8>),
 }
 
 impl Deref for Val<'_> {
@@ -338,14 +450,17 @@ impl Deref for Val<'_> {
         match self {
             Val::Disk(s) => s,
             Val::Mem(b) => b,
+            Val::Owned(b) => b,
         }
     }
 }
 
-/// fjall at one snapshot with the pending rounds over it. The rounds are taken first: a round
-/// that leaves them before the snapshot is taken was committed to fjall before it left.
+/// fjall with the pending rounds and the `log` buffer over it. The rounds are taken first, then
+/// (at each read) the buffer, then a fjall snapshot: a change that leaves one of them reached
+/// the next before it left.
 pub(crate) struct View<'s> {
-    snap: Snapshot,
+    db: &'s Database,
+    shared: &'s Shared,
     spaces: &'s Spaces,
     mem: Vec<Arc<Round>>,
 }
@@ -355,41 +470,56 @@ fn read_err(e: impl std::fmt::Display) -> StoreError {
 }
 
 impl<'s> View<'s> {
-    pub(crate) fn new(shared: &Shared, db: &Database, spaces: &'s Spaces) -> View<'s> {
+    pub(crate) fn new(shared: &'s Shared, db: &'s Database, spaces: &'s Spaces) -> View<'s> {
         let mem = shared.overlay();
-        View { snap: db.snapshot(), spaces, mem }
+        View { db, shared, spaces, mem }
     }
 
+    /// A key of any keyspace but `log`.
     pub(crate) fn get(&self, space: Space, key: &[u8]) -> Result<Option<Val<'_>>, StoreError> {
+        debug_assert!(space != Space::Log, "log keys are read by range");
         for round in self.mem.iter().rev() {
             if let Some(c) = round.find(space, key) {
                 return Ok(c.value.as_deref().map(Val::Mem));
             }
         }
-        Ok(self.snap.get(self.spaces.of(space), key).map_err(read_err)?.map(Val::Disk))
+        Ok(self.db.snapshot().get(self.spaces.of(space), key).map_err(read_err)?.map(Val::Disk))
     }
 
     /// Up to `limit` keys of `space` in `lo..=hi` with their values, in key order.
     pub(crate) fn range(&self, space: Space, lo: &[u8], hi: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Val<'_>)>, StoreError> {
         let ks = self.spaces.of(space);
-        let mem: Vec<&Change> = self.mem.iter().flat_map(|r| r.range(space, lo, hi)).collect();
+        // Oldest first: the buffer's run being ingested, the buffer, then the pending rounds.
+        let mut mem: Vec<(Vec<u8>, Option<Val<'_>>)> = Vec::new();
+        if space == Space::Log {
+            let logs = self.shared.logs.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            for run in logs.sealed.iter().map(|r| &**r).chain(std::iter::once(&logs.active)) {
+                for (k, v) in run.range::<[u8], _>((std::ops::Bound::Included(lo), std::ops::Bound::Included(hi))) {
+                    mem.push((k.clone(), v.clone().map(Val::Owned)));
+                }
+            }
+        }
+        for c in self.mem.iter().flat_map(|r| r.range(space, lo, hi)) {
+            mem.push((c.key.clone(), c.value.as_deref().map(Val::Mem)));
+        }
+        let snap = self.db.snapshot();
         if mem.is_empty() {
             let mut out = Vec::new();
-            for item in self.snap.range(ks, lo..=hi).take(limit) {
+            for item in snap.range(ks, lo..=hi).take(limit) {
                 let (k, v) = item.into_inner().map_err(read_err)?;
                 out.push((k.to_vec(), Val::Disk(v)));
             }
             return Ok(out);
         }
         // Each removal may hide one key fjall returns: read that many more.
-        let removals = mem.iter().filter(|c| c.value.is_none()).count();
+        let removals = mem.iter().filter(|(_, v)| v.is_none()).count();
         let mut merged: BTreeMap<Vec<u8>, Option<Val<'_>>> = BTreeMap::new();
-        for item in self.snap.range(ks, lo..=hi).take(limit.saturating_add(removals)) {
+        for item in snap.range(ks, lo..=hi).take(limit.saturating_add(removals)) {
             let (k, v) = item.into_inner().map_err(read_err)?;
             merged.insert(k.to_vec(), Some(Val::Disk(v)));
         }
-        for c in mem {
-            merged.insert(c.key.clone(), c.value.as_deref().map(Val::Mem));
+        for (k, v) in mem {
+            merged.insert(k, v);
         }
         Ok(merged.into_iter().filter_map(|(k, v)| Some((k, v?))).take(limit).collect())
     }

@@ -119,7 +119,7 @@ pub struct StoreOptions {
 }
 
 /// The default [`StoreOptions::wal_segment_bytes`].
-pub const WAL_SEGMENT_BYTES: u64 = 32 << 20;
+pub const WAL_SEGMENT_BYTES: u64 = 16 << 20;
 
 /// The default [`StoreOptions::pending_bytes_max`].
 pub const PENDING_BYTES_MAX: u64 = 32 << 20;
@@ -176,7 +176,11 @@ impl StoreOptions {
     #[must_use]
     pub fn for_member(self, member: usize) -> StoreOptions {
         let pct = 100 + u64::from(self.member_spread_pct).saturating_mul(u64::try_from(member).unwrap_or(u64::MAX));
-        StoreOptions { memtable_bytes: self.memtable_bytes.saturating_mul(pct) / 100, ..self }
+        StoreOptions {
+            memtable_bytes: self.memtable_bytes.saturating_mul(pct) / 100,
+            wal_segment_bytes: self.wal_segment_bytes.saturating_mul(pct) / 100,
+            ..self
+        }
     }
 }
 
@@ -442,7 +446,7 @@ impl FjallStore {
 
         // Rounds the log holds durably that fjall may not: apply them, make fjall durable over
         // them, and start the log afresh.
-        let replayed = wal::replay(&wal_dir, |changes| apply::commit(&db, &spaces, [changes.as_slice()]))?;
+        let replayed = wal::replay(&wal_dir, |changes| apply::commit(&db, &spaces, [changes.as_slice()], true))?;
         let next_segment = replayed.last().and_then(|p| wal::segment_number(p)).map_or(1, |n| n + 1);
         if !replayed.is_empty() {
             db.persist(PersistMode::SyncData).map_err(sync_err)?;
@@ -456,7 +460,7 @@ impl FjallStore {
             .map_err(|e| StoreError::Read(format!("starting the reclaimer: {e}")))?;
         let pace = apply::Pace { interval: opts.apply_interval, bytes: opts.apply_bytes };
         let shared = apply::Shared::new();
-        let applier = apply::Applier::start(Arc::clone(&shared), db.clone(), spaces.clone(), pace, reclaimer.waker())
+        let applier = apply::Applier::start(Arc::clone(&shared), db.clone(), spaces.clone(), Arc::clone(&floors), pace, reclaimer.waker())
             .map_err(|e| StoreError::Read(format!("starting the applier: {e}")))?;
 
         let mut store = FjallStore {
@@ -542,7 +546,7 @@ impl FjallStore {
     /// # Errors
     /// The applier's failure.
     pub fn settle(&self) -> Result<(), StoreError> {
-        self.shared.wait_for_room(0)
+        self.shared.settle()
     }
 
     /// Appends `changes` (sorted by `(space, key)`, each key once) to the log as one round and
@@ -887,7 +891,8 @@ mod tests {
         let base = StoreOptions { memtable_bytes: 8 << 20, member_spread_pct: 25, ..StoreOptions::default() };
         let sizes: Vec<u64> = (0..3).map(|i| base.for_member(i).memtable_bytes).collect();
         assert_eq!(sizes, [8 << 20, 10 << 20, 12 << 20]);
-        assert_eq!(base.for_member(2), StoreOptions { memtable_bytes: 12 << 20, ..base }, "nothing else differs");
+        let segment = base.wal_segment_bytes * 3 / 2;
+        assert_eq!(base.for_member(2), StoreOptions { memtable_bytes: 12 << 20, wal_segment_bytes: segment, ..base }, "nothing else differs");
         let alike = StoreOptions { member_spread_pct: 0, ..base };
         assert!((0..3).all(|i| alike.for_member(i) == alike), "a spread of 0 keeps every store alike");
     }
