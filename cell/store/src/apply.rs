@@ -436,6 +436,13 @@ impl Thread<'_> {
     }
 }
 
+/// Records `value` for `key` unless a newer layer already did.
+fn first_wins<'v>(merged: &mut BTreeMap<Vec<u8>, Option<Val<'v>>>, key: &[u8], value: Option<Val<'v>>) {
+    if let std::collections::btree_map::Entry::Vacant(e) = merged.entry(key.to_vec()) {
+        e.insert(value);
+    }
+}
+
 /// A value read through a [`View`]: from fjall or from a pending round.
 pub(crate) enum Val<'a> {
     Disk(fjall::Slice),
@@ -487,23 +494,44 @@ impl<'s> View<'s> {
     }
 
     /// Up to `limit` keys of `space` in `lo..=hi` with their values, in key order.
+    ///
+    /// Layers are read newest first (pending rounds, the buffer, the run being ingested,
+    /// fjall), the first version of a key found wins. A removal in a newer layer can hide one
+    /// key of each older one, so an older layer is read for `limit` plus the removals seen so
+    /// far: the smallest `limit` live keys are then always among what was read.
     pub(crate) fn range(&self, space: Space, lo: &[u8], hi: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Val<'_>)>, StoreError> {
         let ks = self.spaces.of(space);
-        // Oldest first: the buffer's run being ingested, the buffer, then the pending rounds.
-        let mut mem: Vec<(Vec<u8>, Option<Val<'_>>)> = Vec::new();
+        let mut merged: BTreeMap<Vec<u8>, Option<Val<'_>>> = BTreeMap::new();
+        let mut removals = 0usize;
+        for c in self.mem.iter().rev().flat_map(|r| r.range(space, lo, hi)) {
+            removals += usize::from(c.value.is_none());
+            first_wins(&mut merged, &c.key, c.value.as_deref().map(Val::Mem));
+        }
         if space == Space::Log {
             let logs = self.shared.logs.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-            for run in logs.sealed.iter().map(|r| &**r).chain(std::iter::once(&logs.active)) {
+            for run in std::iter::once(&logs.active).chain(logs.sealed.iter().map(|r| &**r)) {
+                let want = limit.saturating_add(removals);
+                let (mut puts, mut seen_removals) = (0usize, 0usize);
                 for (k, v) in run.range::<[u8], _>((std::ops::Bound::Included(lo), std::ops::Bound::Included(hi))) {
-                    mem.push((k.clone(), v.clone().map(Val::Owned)));
+                    if puts >= want {
+                        break;
+                    }
+                    match v {
+                        Some(v) => {
+                            puts += 1;
+                            first_wins(&mut merged, k, Some(Val::Owned(v.clone())));
+                        }
+                        None => {
+                            seen_removals += 1;
+                            first_wins(&mut merged, k, None);
+                        }
+                    }
                 }
+                removals += seen_removals;
             }
         }
-        for c in self.mem.iter().flat_map(|r| r.range(space, lo, hi)) {
-            mem.push((c.key.clone(), c.value.as_deref().map(Val::Mem)));
-        }
         let snap = self.db.snapshot();
-        if mem.is_empty() {
+        if merged.is_empty() {
             let mut out = Vec::new();
             for item in snap.range(ks, lo..=hi).take(limit) {
                 let (k, v) = item.into_inner().map_err(read_err)?;
@@ -511,15 +539,9 @@ impl<'s> View<'s> {
             }
             return Ok(out);
         }
-        // Each removal may hide one key fjall returns: read that many more.
-        let removals = mem.iter().filter(|(_, v)| v.is_none()).count();
-        let mut merged: BTreeMap<Vec<u8>, Option<Val<'_>>> = BTreeMap::new();
         for item in snap.range(ks, lo..=hi).take(limit.saturating_add(removals)) {
             let (k, v) = item.into_inner().map_err(read_err)?;
-            merged.insert(k.to_vec(), Some(Val::Disk(v)));
-        }
-        for (k, v) in mem {
-            merged.insert(k, v);
+            first_wins(&mut merged, &k, Some(Val::Disk(v)));
         }
         Ok(merged.into_iter().filter_map(|(k, v)| Some((k, v?))).take(limit).collect())
     }

@@ -8,7 +8,7 @@ mod common;
 use common::{config, jk, loaded, model, model_for_boot, noop, state, write};
 use paros_core::{Ballot, JournalKey, NodeId, Slot, WriteOp};
 use paros_node::ports::{LogRead, LogStore, Placement};
-use paros_store::FjallStore;
+use paros_store::{FjallStore, StoreOptions};
 use proptest::prelude::*;
 
 const JOURNALS: [JournalKey; 3] = [
@@ -47,9 +47,16 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
     #[test]
-    fn random_batches_reopened_equal_the_model(batches in batches(), reopen_after in 0usize..6) {
+    fn random_batches_reopened_equal_the_model(batches in batches(), reopen_after in 0usize..6, tuning in 0usize..3) {
+        // fjall takes rounds and ingests the record buffer at its defaults; at every sync (a
+        // segment of 256 bytes closes at once); or not before the store closes.
+        let opts = match tuning {
+            0 => StoreOptions::default(),
+            1 => StoreOptions { wal_segment_bytes: 256, ..StoreOptions::default() },
+            _ => StoreOptions { apply_interval: std::time::Duration::from_secs(3600), apply_bytes: u64::MAX, ..StoreOptions::default() },
+        };
         let dir = tempfile::tempdir().unwrap();
-        let mut store = FjallStore::open(dir.path()).unwrap();
+        let mut store = FjallStore::open_with(dir.path(), opts).unwrap();
         for key in JOURNALS {
             store.place(&[Placement::Put(key, config())]).unwrap();
         }
@@ -61,7 +68,7 @@ proptest! {
         for (i, batch) in batches.iter().enumerate() {
             if i == reopen_after {
                 drop(store);
-                store = FjallStore::open(dir.path()).unwrap();
+                store = FjallStore::open_with(dir.path(), opts).unwrap();
             }
             store.write(batch).unwrap();
             store.sync().unwrap();

@@ -103,9 +103,21 @@ fn synced_rounds_fjall_does_not_hold_yet_are_read_and_survive_a_crash() {
 
 #[test]
 fn a_journal_removed_while_its_rounds_are_pending_stays_removed() {
+    removed_stays_removed(paused());
+}
+
+#[test]
+fn a_journal_removed_while_its_records_are_buffered_or_ingested_stays_removed() {
+    // Every sync closes a segment: each round is applied, its records ingested.
+    removed_stays_removed(StoreOptions { wal_segment_bytes: 256, ..StoreOptions::default() });
+    // Records buffered, not yet ingested, when the removal comes.
+    removed_stays_removed(StoreOptions { apply_interval: Duration::from_micros(1), ..StoreOptions::default() });
+}
+
+fn removed_stays_removed(opts: StoreOptions) {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (jk(2, 1), jk(2, 2));
-    let mut store = FjallStore::open_with(dir.path(), paused()).unwrap();
+    let mut store = FjallStore::open_with(dir.path(), opts).unwrap();
     store.place(&[Placement::Put(a, config()), Placement::Put(b, config())]).unwrap();
     for batch in &batches(&[a, b], 5) {
         store.write(batch).unwrap();
@@ -123,6 +135,20 @@ fn a_journal_removed_while_its_rounds_are_pending_stays_removed() {
         assert_eq!(loaded(&store).keys().copied().collect::<Vec<_>>(), vec![b]);
         assert!(store.read_range(&a, Slot(0), 100).unwrap().is_empty(), "no record of the removed journal");
     }
+
+    // Placed afresh: a short read sees only the new incarnation's records, however many of
+    // the old one's removals lie before them.
+    let mut store = FjallStore::open_with(dir.path(), opts).unwrap();
+    store.place(&[Placement::Put(a, config())]).unwrap();
+    store.write(&[(a, vec![accept(7, b"new"), accept(8, b"new")])]).unwrap();
+    store.sync().unwrap();
+    let read: Vec<(u64, bool)> = store
+        .read_range(&a, Slot(0), 2)
+        .unwrap()
+        .into_iter()
+        .map(|(s, e)| (s.0, e.command == write(s.0, b"new")))
+        .collect();
+    assert_eq!(read, vec![(7, true), (8, true)]);
 }
 
 #[test]
