@@ -87,10 +87,13 @@ struct Pending {
 #[derive(Default)]
 struct LogBuffer {
     /// Changes applied since the last ingestion began.
-    active: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    active: Run,
     /// The run being ingested now.
-    sealed: Option<Arc<BTreeMap<Vec<u8>, Option<Vec<u8>>>>>,
+    sealed: Option<Arc<Run>>,
 }
+
+/// `log` keys with their newest value, or their removal (`None`).
+type Run = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 
 /// What the store and its applier share.
 pub(crate) struct Shared {
