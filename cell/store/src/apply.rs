@@ -92,8 +92,9 @@ struct LogBuffer {
     sealed: Option<Arc<Run>>,
 }
 
-/// `log` keys with their newest value, or their removal (`None`).
-type Run = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+/// `log` keys with their newest value, or their removal (`None`). Values are fjall's shared
+/// slices: a read hands out a reference, and ingestion passes it on, neither copies it.
+type Run = BTreeMap<Vec<u8>, Option<fjall::Slice>>;
 
 /// What the store and its applier share.
 pub(crate) struct Shared {
@@ -346,7 +347,7 @@ impl Thread<'_> {
         {
             let mut logs = self.shared.logs.write().unwrap_or_else(std::sync::PoisonError::into_inner);
             for c in batch.iter().flat_map(|r| &r.changes).filter(|c| c.space == Space::Log) {
-                logs.active.insert(c.key.clone(), c.value.clone());
+                logs.active.insert(c.key.clone(), c.value.as_deref().map(fjall::Slice::from));
             }
         }
         // Only now may the rounds leave: a reader that no longer finds them finds their
@@ -429,7 +430,7 @@ impl Thread<'_> {
                 }
             }
             match value {
-                Some(v) => ingestion.write(key.as_slice(), v.as_slice()).map_err(err)?,
+                Some(v) => ingestion.write(key.as_slice(), v.clone()).map_err(err)?,
                 None => ingestion.write_tombstone(key.as_slice()).map_err(err)?,
             }
         }
@@ -448,10 +449,9 @@ fn first_wins<'v>(merged: &mut BTreeMap<Vec<u8>, Option<Val<'v>>>, key: &[u8], v
 
 /// A value read through a [`View`]: from fjall or from a pending round.
 pub(crate) enum Val<'a> {
+    /// From fjall, or from the `log` buffer (a shared slice).
     Disk(fjall::Slice),
     Mem(&'a [u8]),
-    /// Copied out of the `log` buffer (read under its lock).
-    Owned(Vec<u8>),
 }
 
 impl Deref for Val<'_> {
@@ -460,7 +460,6 @@ impl Deref for Val<'_> {
         match self {
             Val::Disk(s) => s,
             Val::Mem(b) => b,
-            Val::Owned(b) => b,
         }
     }
 }
@@ -522,7 +521,7 @@ impl<'s> View<'s> {
                     match v {
                         Some(v) => {
                             puts += 1;
-                            first_wins(&mut merged, k, Some(Val::Owned(v.clone())));
+                            first_wins(&mut merged, k, Some(Val::Disk(v.clone())));
                         }
                         None => {
                             seen_removals += 1;
