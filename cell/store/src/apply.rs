@@ -2,14 +2,17 @@
 //! them.
 //!
 //! A round written by [`crate::FjallStore`] is appended to the [`crate::wal`] and pushed here;
-//! once the log's fdatasync covers it, it is *synced*, and the applier commits synced rounds to
-//! fjall, many at a time, as one batch without sync. Reads see the pending rounds over fjall
-//! ([`View`]), so a round is readable the moment it was written, whether or not it was applied.
+//! once the log's fdatasync covers it, it is *synced*. The applier takes synced rounds many at
+//! a time: their `promise`, `state`, `anchor` and `meta` rows go to fjall as one batch without
+//! sync, and their `log` entries to a sorted buffer, which is bulk-ingested into fjall's `log`
+//! as one run (no fjall journal, no memtable) whenever a log segment closes. Reads see the
+//! pending rounds and the buffer over fjall ([`View`]), so a round is readable the moment it
+//! was written, whether or not it was applied.
 //!
 //! The applier applies only synced rounds: what fjall holds is then always a prefix of what the
 //! log holds durably, and replaying the log over fjall at boot restores exactly the synced
-//! rounds. A closed segment is deleted once every round in it is applied and fjall's own journal
-//! has been made durable over them.
+//! rounds. A closed segment is deleted once its entries are ingested and fjall's own journal
+//! has been made durable over its other rows.
 //!
 //! Bounded: [`StoreOptions::pending_bytes_max`](crate::StoreOptions) of rounds wait here at most;
 //! past it, the writer waits for the applier.

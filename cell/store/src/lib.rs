@@ -22,9 +22,13 @@
 //! # Writes
 //!
 //! [`FjallStore`] is meant to have a single committer (the host). [`LogStore::write`] turns a
-//! whole round of every journal's [`WriteOp`]s into **one** fjall write batch (atomic across
-//! keyspaces) committed without sync; [`LogStore::sync`] then issues one fdatasync for all of
-//! it. Each journal's state row is cached in memory, so `write` never reads the disk.
+//! whole round of every journal's [`WriteOp`]s into **one** record of the store's own
+//! write-ahead log (`wal/` beside fjall's files, see [`wal`]); [`LogStore::sync`] then issues
+//! one fdatasync of it. The round never touches fjall: an applier thread ([`apply`]) commits
+//! synced rounds' `promise`, `state`, `anchor` and `meta` rows as fjall batches, and
+//! bulk-ingests their `log` entries as one sorted run per closed log segment. Reads see the
+//! rounds and entries fjall does not hold yet. Each journal's state row is cached in memory,
+//! so `write` never reads the disk.
 //!
 //! # Truncation
 //!
