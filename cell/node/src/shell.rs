@@ -41,11 +41,13 @@ pub struct ShellConfig {
     /// core to any other runnable thread between looks. A thread polls only while its last
     /// wait was no longer than this, so a quiet node sleeps at once.
     pub idle_spin: Duration,
-    /// A thread polls only while the node's last round wrote at most this many journals. A
-    /// round of many journals means many writers keep the cores busy: then the next input
-    /// comes soon anyway, and a poll's yields hand the core to another polling thread at the
-    /// cost of a context switch each, more than the sleep they save (measured in
-    /// `docs/storage.md` §3).
+    /// A thread polls only while the node's recent rounds wrote at most this many journals on
+    /// average (a running average over about the last eight rounds, [`RoundSizes`]). Rounds of
+    /// many journals mean many writers keep the cores busy: then the next input comes soon
+    /// anyway, and a poll's yields hand the core to another polling thread at the cost of a
+    /// context switch each, more than the sleep they save (measured in `docs/storage.md` §3).
+    /// An average, not the last round alone: under load a round of one or two journals still
+    /// comes now and then, and each used to start a poll.
     pub spin_round_journals_max: usize,
 }
 
@@ -53,8 +55,9 @@ pub struct ShellConfig {
 pub const DORMANT_AFTER: Duration = Duration::from_secs(60);
 /// The default [`ShellConfig::idle_spin`].
 pub const IDLE_SPIN: Duration = Duration::from_micros(500);
-/// The default [`ShellConfig::spin_round_journals_max`].
-pub const SPIN_ROUND_JOURNALS_MAX: usize = 16;
+/// The default [`ShellConfig::spin_round_journals_max`]: a lone writer's rounds write one
+/// journal (two with the registry's), 64 writers' about a dozen.
+pub const SPIN_ROUND_JOURNALS_MAX: usize = 2;
 
 impl Default for ShellConfig {
     fn default() -> Self {
@@ -282,8 +285,8 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
     // sleeps at once, and so does one whose only traffic is liveness (pings, heartbeats),
     // which comes in bursts a tick apart.
     let mut waits_are_short = false;
-    // How many journals the last persisted round wrote (see `spin_round_journals_max`).
-    let mut round_journals = 0;
+    // How many journals the recent rounds wrote (see `spin_round_journals_max`).
+    let mut round_journals = RoundSizes::default();
     loop {
         let mut input = None;
         let mut done = None;
@@ -362,7 +365,7 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
             if let Some(at) = first_input.take() {
                 times.lock().expect("times lock").queue.record(micros(at.elapsed()));
             }
-            round_journals = batch.len();
+            round_journals.record(batch.len());
             persisting = Some(storage.persist(pump.host_mut().lend_store(), placements, batch, needs_sync));
         }
         for peer in effects.pings {
@@ -428,10 +431,38 @@ impl Spin {
         Spin { idle: config.idle_spin, round_journals_max: config.spin_round_journals_max }
     }
 
-    /// How long to poll before sleeping: `idle` while work comes that often and the last
-    /// round was small, else none.
-    fn limit(self, waits_are_short: bool, round_journals: usize) -> Duration {
-        if waits_are_short && round_journals <= self.round_journals_max { self.idle } else { Duration::ZERO }
+    /// How long to poll before sleeping: `idle` while work comes that often and the recent
+    /// rounds were small, else none.
+    fn limit(self, waits_are_short: bool, rounds: RoundSizes) -> Duration {
+        if waits_are_short && rounds.at_most(self.round_journals_max) { self.idle } else { Duration::ZERO }
+    }
+}
+
+/// A running average of how many journals a node's rounds wrote: each round moves it an eighth
+/// of the way to its own size, so one small round among large ones does not make a busy
+/// node's threads poll.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RoundSizes {
+    /// The average in sixteenths of a journal.
+    sixteenths: u64,
+}
+
+impl RoundSizes {
+    const SCALE: u64 = 16;
+    /// The weight of the newest round is 1/WEIGHT.
+    const WEIGHT: u64 = 8;
+
+    /// Adds a round that wrote `journals` journals.
+    pub fn record(&mut self, journals: usize) {
+        // Capped, so the sums below cannot overflow (no round comes near it).
+        let sample = u64::try_from(journals).unwrap_or(u64::MAX).min(u64::from(u32::MAX)) * Self::SCALE;
+        self.sixteenths = (self.sixteenths * (Self::WEIGHT - 1) + sample) / Self::WEIGHT;
+    }
+
+    /// Whether the average is at most `journals`.
+    #[must_use]
+    pub fn at_most(self, journals: usize) -> bool {
+        self.sixteenths <= u64::try_from(journals).unwrap_or(u64::MAX).saturating_mul(Self::SCALE)
     }
 }
 
@@ -494,7 +525,7 @@ impl<S: LogStore> StoreWorker<S> {
             .name(format!("paros-store-{node}"))
             .spawn(move || {
                 let mut waits_are_short = false;
-                let mut round_journals = 0;
+                let mut round_journals = RoundSizes::default();
                 loop {
                     let waited = Instant::now();
                     let next = spin_for(spin.limit(waits_are_short, round_journals), || match queue.try_recv() {
@@ -505,7 +536,7 @@ impl<S: LogStore> StoreWorker<S> {
                     let Some(job) = next.unwrap_or_else(|| queue.recv().ok()) else { return };
                     waits_are_short = waited.elapsed() <= spin.idle;
                     let Job { mut store, placements, batch, needs_sync, done } = job;
-                    round_journals = batch.len();
+                    round_journals.record(batch.len());
                     let result = persist(&mut store, &placements, &batch, needs_sync);
                     let _ = done.send((store, batch, result));
                 }
@@ -566,14 +597,43 @@ mod tests {
 
     #[test]
     fn a_thread_polls_only_after_short_waits_and_small_rounds() {
+        let steady = |journals: usize| {
+            let mut rounds = RoundSizes::default();
+            for _ in 0..64 {
+                rounds.record(journals);
+            }
+            rounds
+        };
         let spin = Spin { idle: IDLE_SPIN, round_journals_max: 4 };
-        assert_eq!(spin.limit(true, 1), IDLE_SPIN, "one writer: poll");
-        assert_eq!(spin.limit(true, 4), IDLE_SPIN, "at the bound: poll");
-        assert_eq!(spin.limit(true, 5), Duration::ZERO, "a round of many journals: sleep");
-        assert_eq!(spin.limit(false, 1), Duration::ZERO, "the last wait was long: sleep");
+        assert_eq!(spin.limit(true, RoundSizes::default()), IDLE_SPIN, "no round yet: poll");
+        assert_eq!(spin.limit(true, steady(1)), IDLE_SPIN, "one writer: poll");
+        assert_eq!(spin.limit(true, steady(4)), IDLE_SPIN, "at the bound: poll");
+        assert_eq!(spin.limit(true, steady(5)), Duration::ZERO, "rounds of many journals: sleep");
+        assert_eq!(spin.limit(false, steady(1)), Duration::ZERO, "the last wait was long: sleep");
         let config = ShellConfig { spin_round_journals_max: 9, ..ShellConfig::default() };
-        assert_eq!(Spin::of(&config).limit(true, 9), IDLE_SPIN, "the bound is configuration");
-        assert_eq!(Spin::of(&config).limit(true, 10), Duration::ZERO);
+        assert_eq!(Spin::of(&config).limit(true, steady(9)), IDLE_SPIN, "the bound is configuration");
+        assert_eq!(Spin::of(&config).limit(true, steady(10)), Duration::ZERO);
+    }
+
+    #[test]
+    fn one_small_round_among_large_ones_does_not_start_a_poll() {
+        let spin = Spin { idle: IDLE_SPIN, round_journals_max: 2 };
+        let mut rounds = RoundSizes::default();
+        for _ in 0..32 {
+            rounds.record(12);
+        }
+        rounds.record(1);
+        assert_eq!(spin.limit(true, rounds), Duration::ZERO, "busy node, one small round: still sleep");
+        // The average follows the rounds: once a busy node's load goes, it polls again.
+        for _ in 0..32 {
+            rounds.record(1);
+        }
+        assert_eq!(spin.limit(true, rounds), IDLE_SPIN, "the load went: poll again");
+        let mut huge = RoundSizes::default();
+        for _ in 0..64 {
+            huge.record(usize::MAX);
+        }
+        assert!(huge.at_most(usize::MAX) && !huge.at_most(1 << 20), "no overflow at the extremes");
     }
 
     #[test]
