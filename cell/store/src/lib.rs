@@ -56,8 +56,18 @@ use paros_core::{Ballot, Durable, JournalConfig, JournalKey, LogEntry, NodeId, S
 use paros_node::ports::{LogRead, LogStore, Placement, StoreError, StoredJournal};
 use serde::{Deserialize, Serialize};
 
-/// The storage format this build reads and writes, recorded in `meta` at first open.
-pub const FORMAT: u32 = 1;
+/// The storage format this build writes, recorded in `meta` at first open.
+///
+/// - 1: fjall alone; a round is one fjall batch synced with fjall's journal.
+/// - 2: a round goes to the store's own write-ahead log (`wal/`) first, and fjall takes it
+///   later. A build that reads only format 1 would ignore `wal/` and miss the rounds fjall
+///   does not hold yet, so it must refuse such a directory: the marker says 2.
+pub const FORMAT: u32 = 2;
+
+/// Older formats this build opens and upgrades to [`FORMAT`]: format 1 is read like format 2
+/// (with no `wal/`, or one left by a build that wrote format 1 beside a log), and the marker
+/// is raised once the log's rounds are in fjall.
+pub const FORMATS_UPGRADED: &[u32] = &[1];
 
 /// The memtable bound of each keyspace. Smaller than fjall's 64 MiB default, which would hold
 /// too much of the process's memory (three embedded nodes, several keyspaces each). 16 MiB, not
@@ -421,6 +431,7 @@ impl FjallStore {
         let spaces = apply::Spaces { promise, log, state, anchor, meta };
 
         let mut fresh = false;
+        let mut upgrade = false;
         let wal_dir = path.join(wal::DIR);
         match spaces.meta.get(keys::META_FORMAT).map_err(read_err)? {
             Some(raw) => {
@@ -429,7 +440,8 @@ impl FjallStore {
                     .try_into()
                     .map_err(|_| StoreError::Read(format!("format marker is {} bytes, not 4", raw.len())))?;
                 let found = u32::from_be_bytes(raw);
-                if found != FORMAT {
+                upgrade = FORMATS_UPGRADED.contains(&found);
+                if found != FORMAT && !upgrade {
                     return Err(StoreError::Format { found, supported: FORMAT });
                 }
             }
@@ -452,7 +464,11 @@ impl FjallStore {
         // them, and start the log afresh.
         let replayed = wal::replay(&wal_dir, |changes| apply::commit(&db, &spaces, [changes.as_slice()], true))?;
         let next_segment = replayed.last().and_then(|p| wal::segment_number(p)).map_or(1, |n| n + 1);
-        if !replayed.is_empty() {
+        if upgrade {
+            // Durable with the replayed rounds, before their segments go.
+            spaces.meta.insert(keys::META_FORMAT, FORMAT.to_be_bytes()).map_err(write_err)?;
+        }
+        if !replayed.is_empty() || upgrade {
             db.persist(PersistMode::SyncData).map_err(sync_err)?;
             for p in &replayed {
                 std::fs::remove_file(p).map_err(|e| StoreError::Write(format!("removing {}: {e}", p.display())))?;

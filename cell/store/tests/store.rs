@@ -214,9 +214,44 @@ fn another_format_is_refused() {
         db.persist(fjall::PersistMode::SyncData).unwrap();
     }
     match FjallStore::open(dir.path()) {
-        Err(StoreError::Format { found, supported }) => assert_eq!((found, supported), (2, 1)),
+        Err(StoreError::Format { found, supported }) => assert_eq!((found, supported), (FORMAT + 1, FORMAT)),
         other => panic!("expected a format error, got {other:?}"),
     }
+}
+
+/// The marker as a plain fjall handle reads it (the store closed).
+fn marker(dir: &std::path::Path) -> u32 {
+    let db = fjall::Database::builder(dir).open().unwrap();
+    let meta = db.keyspace("meta", fjall::KeyspaceCreateOptions::default).unwrap();
+    u32::from_be_bytes(meta.get("format").unwrap().expect("a marker").as_ref().try_into().unwrap())
+}
+
+#[test]
+fn a_format_1_store_opens_keeps_its_data_and_is_marked_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = jk(1, 1);
+    let before = {
+        let mut store = FjallStore::open(dir.path()).unwrap();
+        store.set_identity(NodeId(7)).unwrap();
+        store.place(&[Placement::Put(a, config())]).unwrap();
+        apply_all(&mut store, &[vec![(a, vec![WriteOp::Promise(b(1, 1)), accept(0, 1, b"kept"), accept(1, 1, b"too")])]]);
+        loaded(&store)
+    };
+    assert_eq!(before[&a].entries.len(), 2);
+    assert_eq!(marker(dir.path()), FORMAT, "a new store is marked with this build's format");
+    {
+        let db = fjall::Database::builder(dir.path()).open().unwrap();
+        let meta = db.keyspace("meta", fjall::KeyspaceCreateOptions::default).unwrap();
+        meta.insert("format", 1u32.to_be_bytes()).unwrap();
+        db.persist(fjall::PersistMode::SyncData).unwrap();
+    }
+    assert_eq!(marker(dir.path()), 1);
+    let store = FjallStore::open(dir.path()).unwrap();
+    assert!(!store.is_fresh());
+    assert_eq!(store.identity().unwrap(), Some(NodeId(7)));
+    assert_eq!(loaded(&store), before, "the format-1 store reads back whole");
+    drop(store);
+    assert_eq!(marker(dir.path()), FORMAT, "opening upgraded the marker: a format-1 build now refuses it");
 }
 
 #[test]
@@ -227,7 +262,7 @@ fn data_without_a_marker_is_refused() {
         let log = db.keyspace("log", fjall::KeyspaceCreateOptions::default).unwrap();
         log.insert([0u8; 24], b"??").unwrap();
     }
-    assert!(matches!(FjallStore::open(dir.path()), Err(StoreError::Format { found: 0, supported: 1 })));
+    assert!(matches!(FjallStore::open(dir.path()), Err(StoreError::Format { found: 0, supported: FORMAT })));
 }
 
 #[test]
