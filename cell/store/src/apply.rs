@@ -17,7 +17,7 @@
 //! Bounded: [`StoreOptions::pending_bytes_max`](crate::StoreOptions) of rounds wait here at most;
 //! past it, the writer waits for the applier.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Deref;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
@@ -28,7 +28,7 @@ use fjall::{Database, Keyspace, PersistMode, Readable};
 use paros_node::ports::StoreError;
 
 use crate::Space;
-use crate::keys::{JOURNAL_LEN, LOG_LEN};
+use crate::keys::{self, JOURNAL_LEN, LOG_LEN};
 use crate::reclaim::Floors;
 use crate::wal::Change;
 
@@ -95,9 +95,51 @@ struct LogBuffer {
     sealed: Option<Arc<Run>>,
 }
 
-/// `log` keys with their newest value, or their removal (`None`). Values are fjall's shared
+/// `log` keys (`journal ‖ slot`) with their newest value, or their removal (`None`), held by
+/// journal, then by slot: a change costs one hash lookup and an integer-keyed insert (most
+/// often at the end), not a byte-string comparison per tree level. Values are fjall's shared
 /// slices: a read hands out a reference, and ingestion passes it on, neither copies it.
-type Run = BTreeMap<Vec<u8>, Option<fjall::Slice>>;
+#[derive(Default)]
+struct Run {
+    journals: HashMap<[u8; JOURNAL_LEN], BTreeMap<u64, Option<fjall::Slice>>>,
+}
+
+/// A change of a [`Run`], with its whole key.
+type RunItem<'r> = ([u8; LOG_LEN], &'r Option<fjall::Slice>);
+
+impl Run {
+    /// Records the newest change of a `log` key.
+    ///
+    /// # Errors
+    /// [`StoreError::Write`] when `key` is not a `log` key.
+    fn insert(&mut self, key: &[u8], value: Option<fjall::Slice>) -> Result<(), StoreError> {
+        let (journal, slot) = keys::split_log(key).ok_or_else(|| StoreError::Write(format!("malformed log key {key:02x?}")))?;
+        self.journals.entry(journal).or_default().insert(slot, value);
+        Ok(())
+    }
+
+    /// Every change, in key order.
+    fn iter(&self) -> impl Iterator<Item = RunItem<'_>> {
+        let mut journals: Vec<_> = self.journals.iter().collect();
+        journals.sort_unstable_by_key(|(j, _)| **j);
+        journals.into_iter().flat_map(|(j, slots)| slots.iter().map(move |(s, v)| (keys::log_at(j, *s), v)))
+    }
+
+    /// The changes with keys in `lo..=hi`, in key order: one journal's slots when both bounds
+    /// are `log` keys of that journal (every read of `log` is), else a filtered walk of all.
+    fn range<'r>(&'r self, lo: &[u8], hi: &[u8]) -> Box<dyn Iterator<Item = RunItem<'r>> + 'r> {
+        match (keys::split_log(lo), keys::split_log(hi)) {
+            (Some((journal, from)), Some((same, to))) if journal == same => match self.journals.get(&journal) {
+                Some(slots) if from <= to => Box::new(slots.range(from..=to).map(move |(s, v)| (keys::log_at(&journal, *s), v))),
+                _ => Box::new(std::iter::empty()),
+            },
+            _ => {
+                let (lo, hi) = (lo.to_vec(), hi.to_vec());
+                Box::new(self.iter().filter(move |(k, _)| lo.as_slice() <= k.as_slice() && k.as_slice() <= hi.as_slice()))
+            }
+        }
+    }
+}
 
 /// What the store and its applier share.
 pub(crate) struct Shared {
@@ -350,7 +392,7 @@ impl Thread<'_> {
         {
             let mut logs = self.shared.logs.write().unwrap_or_else(std::sync::PoisonError::into_inner);
             for c in batch.iter().flat_map(|r| &r.changes).filter(|c| c.space == Space::Log) {
-                logs.active.insert(c.key.clone(), c.value.as_deref().map(fjall::Slice::from));
+                logs.active.insert(&c.key, c.value.as_deref().map(fjall::Slice::from))?;
             }
         }
         // Only now may the rounds leave: a reader that no longer finds them finds their
@@ -417,24 +459,22 @@ impl Thread<'_> {
         let mut ingestion = self.spaces.log.start_ingestion().map_err(err)?;
         let mut floor: Option<([u8; JOURNAL_LEN], u64)> = None;
         for (key, value) in run.iter() {
-            if key.len() == LOG_LEN {
-                let journal: [u8; JOURNAL_LEN] = key[..JOURNAL_LEN].try_into().expect("a log key holds a journal key");
-                let below = match floor {
-                    Some((j, f)) if j == journal => f,
-                    _ => {
-                        let f = self.floors.get(&journal).unwrap_or(0);
-                        floor = Some((journal, f));
-                        f
-                    }
-                };
-                let slot = u64::from_be_bytes(key[JOURNAL_LEN..].try_into().expect("8 bytes"));
-                if slot < below {
-                    continue;
+            let journal: [u8; JOURNAL_LEN] = key[..JOURNAL_LEN].try_into().expect("a log key holds a journal key");
+            let below = match floor {
+                Some((j, f)) if j == journal => f,
+                _ => {
+                    let f = self.floors.get(&journal).unwrap_or(0);
+                    floor = Some((journal, f));
+                    f
                 }
+            };
+            let slot = u64::from_be_bytes(key[JOURNAL_LEN..].try_into().expect("8 bytes"));
+            if slot < below {
+                continue;
             }
             match value {
-                Some(v) => ingestion.write(key.as_slice(), v.clone()).map_err(err)?,
-                None => ingestion.write_tombstone(key.as_slice()).map_err(err)?,
+                Some(v) => ingestion.write(&key[..], v.clone()).map_err(err)?,
+                None => ingestion.write_tombstone(&key[..]).map_err(err)?,
             }
         }
         ingestion.finish().map_err(err)?;
@@ -517,18 +557,18 @@ impl<'s> View<'s> {
             for run in std::iter::once(&logs.active).chain(logs.sealed.iter().map(|r| &**r)) {
                 let want = limit.saturating_add(removals);
                 let (mut puts, mut seen_removals) = (0usize, 0usize);
-                for (k, v) in run.range::<[u8], _>((std::ops::Bound::Included(lo), std::ops::Bound::Included(hi))) {
+                for (k, v) in run.range(lo, hi) {
                     if puts >= want {
                         break;
                     }
                     match v {
                         Some(v) => {
                             puts += 1;
-                            first_wins(&mut merged, k, Some(Val::Disk(v.clone())));
+                            first_wins(&mut merged, &k, Some(Val::Disk(v.clone())));
                         }
                         None => {
                             seen_removals += 1;
-                            first_wins(&mut merged, k, None);
+                            first_wins(&mut merged, &k, None);
                         }
                     }
                 }
@@ -549,5 +589,36 @@ impl<'s> View<'s> {
             first_wins(&mut merged, &k, Some(Val::Disk(v)));
         }
         Ok(merged.into_iter().filter_map(|(k, v)| Some((k, v?))).take(limit).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(journal: u8, slot: u64) -> [u8; LOG_LEN] {
+        keys::log_at(&[journal; JOURNAL_LEN], slot)
+    }
+
+    #[test]
+    fn a_run_reads_in_key_order_within_and_across_journals() {
+        let mut run = Run::default();
+        for (j, s) in [(2, 5), (1, 9), (2, 1), (1, 0), (3, 7), (2, 3)] {
+            run.insert(&key(j, s), Some(fjall::Slice::from(&[j, u8::try_from(s).unwrap()][..]))).unwrap();
+        }
+        run.insert(&key(2, 3), None).unwrap();
+        let all: Vec<_> = run.iter().map(|(k, v)| (k, v.clone())).collect();
+        let mut sorted = all.clone();
+        sorted.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(all, sorted, "key order");
+        assert_eq!(all.len(), 6, "each key once, its newest change");
+        assert_eq!(all.iter().find(|(k, _)| *k == key(2, 3)).map(|(_, v)| v.clone()), Some(None), "the removal won");
+        let one: Vec<_> = run.range(&key(2, 2), &key(2, 5)).map(|(k, _)| k).collect();
+        assert_eq!(one, vec![key(2, 3), key(2, 5)]);
+        assert_eq!(run.range(&key(2, 6), &key(2, 5)).count(), 0, "an empty range");
+        assert_eq!(run.range(&key(4, 0), &key(4, 9)).count(), 0, "a journal with nothing buffered");
+        let across: Vec<_> = run.range(&key(1, 5), &key(2, 2)).map(|(k, _)| k).collect();
+        assert_eq!(across, vec![key(1, 9), key(2, 1)], "bounds in two journals walk the keys between");
+        assert!(run.insert(&[0u8; JOURNAL_LEN], None).is_err(), "a key that is not a log key is refused");
     }
 }

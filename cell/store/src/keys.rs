@@ -64,6 +64,14 @@ pub(crate) fn decode_slot(bytes: &[u8]) -> Option<Slot> {
     u64_at(bytes, JOURNAL_LEN).map(Slot)
 }
 
+/// The journal prefix and the slot of a `log` key; `None` if the key is malformed.
+pub(crate) fn split_log(bytes: &[u8]) -> Option<([u8; JOURNAL_LEN], u64)> {
+    if bytes.len() != LOG_LEN {
+        return None;
+    }
+    Some((bytes[..JOURNAL_LEN].try_into().ok()?, u64_at(bytes, JOURNAL_LEN)?))
+}
+
 /// The journal a `meta` config key names; `None` if the key is malformed.
 pub(crate) fn decode_config(bytes: &[u8]) -> Option<JournalKey> {
     decode_journal(bytes.strip_prefix(META_CONFIG)?)
@@ -80,6 +88,8 @@ mod tests {
         assert_eq!(decode_journal(&journal(a)), Some(a));
         assert_eq!(decode_config(&config(b)), Some(b));
         assert_eq!(decode_slot(&log(a, Slot(7))), Some(Slot(7)));
+        assert_eq!(split_log(&log(a, Slot(7))), Some((journal(a), 7)));
+        assert_eq!(split_log(&journal(a)), None, "a journal key is not a log key");
         assert!(log(a, Slot(u64::MAX)) < log(b, Slot(0)));
         assert!(log(a, Slot(255)) < log(a, Slot(256)));
         assert!(!log(b, Slot(0)).starts_with(&journal(a)));
