@@ -95,6 +95,9 @@ pub struct StoreOptions {
     pub memtable_bytes: u64,
     /// Level-0 tables gathered before they are compacted into level 1.
     pub l0_tables: u8,
+    /// The size a compaction cuts its output tables at, in bytes; level 1 holds
+    /// `l0_tables` of them before it spills into level 2.
+    pub table_bytes: u64,
     /// The bound on fjall's write-ahead journal, in bytes (at least 64 MiB): past it, fjall
     /// flushes the keyspaces that keep the oldest journal file alive so it can be deleted.
     /// Record bytes stay on disk in the journal until then, truncated or not.
@@ -131,6 +134,9 @@ pub struct StoreOptions {
     /// Synced bytes that start the applier at once, however short the wait so far.
     pub apply_bytes: u64,
 }
+
+/// The default [`StoreOptions::table_bytes`]: fjall's own (64 MiB).
+pub const TABLE_BYTES: u64 = 64 << 20;
 
 /// The default [`StoreOptions::wal_segment_bytes`].
 pub const WAL_SEGMENT_BYTES: u64 = 16 << 20;
@@ -171,6 +177,7 @@ impl Default for StoreOptions {
         StoreOptions {
             memtable_bytes: MEMTABLE_BYTES_MAX,
             l0_tables: L0_TABLES_MAX,
+            table_bytes: TABLE_BYTES,
             journal_bytes_max: JOURNAL_BYTES_MAX,
             reclaim_interval: RECLAIM_INTERVAL,
             blob_bytes_min: None,
@@ -416,7 +423,9 @@ impl FjallStore {
             KeyspaceCreateOptions::default()
                 .manual_journal_persist(true)
                 .max_memtable_size(opts.memtable_bytes)
-                .compaction_strategy(Arc::new(fjall::compaction::Leveled::default().with_l0_threshold(opts.l0_tables)))
+                .compaction_strategy(Arc::new(
+                    fjall::compaction::Leveled::default().with_l0_threshold(opts.l0_tables).with_table_target_size(opts.table_bytes),
+                ))
         };
         let open = |name: &str| db.keyspace(name, options).map_err(read_err);
         let promise = open("promise")?;
