@@ -609,7 +609,7 @@ mod tests {
         run.insert(&key(2, 3), None).unwrap();
         let all: Vec<_> = run.iter().map(|(k, v)| (k, v.clone())).collect();
         let mut sorted = all.clone();
-        sorted.sort_by(|a, b| a.0.cmp(&b.0));
+        sorted.sort_by_key(|a| a.0);
         assert_eq!(all, sorted, "key order");
         assert_eq!(all.len(), 6, "each key once, its newest change");
         assert_eq!(all.iter().find(|(k, _)| *k == key(2, 3)).map(|(_, v)| v.clone()), Some(None), "the removal won");
