@@ -101,8 +101,11 @@ struct LogBuffer {
 /// slices: a read hands out a reference, and ingestion passes it on, neither copies it.
 #[derive(Default)]
 struct Run {
-    journals: HashMap<[u8; JOURNAL_LEN], BTreeMap<u64, Option<fjall::Slice>>>,
+    journals: HashMap<[u8; JOURNAL_LEN], Slots>,
 }
+
+/// One journal's changes in a [`Run`], by slot.
+type Slots = BTreeMap<u64, Option<fjall::Slice>>;
 
 /// A change of a [`Run`], with its whole key.
 type RunItem<'r> = ([u8; LOG_LEN], &'r Option<fjall::Slice>);
@@ -118,11 +121,16 @@ impl Run {
         Ok(())
     }
 
-    /// Every change, in key order.
-    fn iter(&self) -> impl Iterator<Item = RunItem<'_>> {
+    /// Each journal's changes by slot, journals in key order.
+    fn by_journal(&self) -> Vec<(&[u8; JOURNAL_LEN], &Slots)> {
         let mut journals: Vec<_> = self.journals.iter().collect();
         journals.sort_unstable_by_key(|(j, _)| **j);
-        journals.into_iter().flat_map(|(j, slots)| slots.iter().map(move |(s, v)| (keys::log_at(j, *s), v)))
+        journals
+    }
+
+    /// Every change, in key order.
+    fn iter(&self) -> impl Iterator<Item = RunItem<'_>> {
+        self.by_journal().into_iter().flat_map(|(j, slots)| slots.iter().map(move |(s, v)| (keys::log_at(j, *s), v)))
     }
 
     /// The changes with keys in `lo..=hi`, in key order: one journal's slots when both bounds
@@ -457,24 +465,13 @@ impl Thread<'_> {
         };
         let err = |e: fjall::Error| StoreError::Write(format!("ingesting into log: {e}"));
         let mut ingestion = self.spaces.log.start_ingestion().map_err(err)?;
-        let mut floor: Option<([u8; JOURNAL_LEN], u64)> = None;
-        for (key, value) in run.iter() {
-            let journal: [u8; JOURNAL_LEN] = key[..JOURNAL_LEN].try_into().expect("a log key holds a journal key");
-            let below = match floor {
-                Some((j, f)) if j == journal => f,
-                _ => {
-                    let f = self.floors.get(&journal).unwrap_or(0);
-                    floor = Some((journal, f));
-                    f
+        for (journal, slots) in run.by_journal() {
+            for (slot, value) in slots.range(self.floors.get(journal).unwrap_or(0)..) {
+                let key = keys::log_at(journal, *slot);
+                match value {
+                    Some(v) => ingestion.write(&key[..], v.clone()).map_err(err)?,
+                    None => ingestion.write_tombstone(&key[..]).map_err(err)?,
                 }
-            };
-            let slot = u64::from_be_bytes(key[JOURNAL_LEN..].try_into().expect("8 bytes"));
-            if slot < below {
-                continue;
-            }
-            match value {
-                Some(v) => ingestion.write(&key[..], v.clone()).map_err(err)?,
-                None => ingestion.write_tombstone(&key[..]).map_err(err)?,
             }
         }
         ingestion.finish().map_err(err)?;
