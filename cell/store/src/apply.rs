@@ -4,8 +4,9 @@
 //! A round written by [`crate::FjallStore`] is appended to the [`crate::wal`] and pushed here;
 //! once the log's fdatasync covers it, it is *synced*. The applier takes synced rounds many at
 //! a time: their `promise`, `state`, `anchor` and `meta` rows go to fjall as one batch without
-//! sync, and their `log` entries to a sorted buffer, which is bulk-ingested into fjall's `log`
-//! as one run (no fjall journal, no memtable) whenever a log segment closes. Reads see the
+//! sync, and their `log` entries to a sorted buffer, which is bulk-ingested into fjall's
+//! `records` as one generation (no fjall journal, no memtable, see [`crate::gens`]) whenever a
+//! log segment closes. Reads see the
 //! pending rounds and the buffer over fjall ([`View`]), so a round is readable the moment it
 //! was written, whether or not it was applied.
 //!
@@ -28,6 +29,7 @@ use fjall::{Database, Keyspace, PersistMode, Readable};
 use paros_node::ports::StoreError;
 
 use crate::Space;
+use crate::gens::{self, Counter};
 use crate::keys::{self, JOURNAL_LEN, LOG_LEN};
 use crate::reclaim::Floors;
 use crate::wal::Change;
@@ -100,7 +102,7 @@ struct LogBuffer {
 /// often at the end), not a byte-string comparison per tree level. Values are fjall's shared
 /// slices: a read hands out a reference, and ingestion passes it on, neither copies it.
 #[derive(Default)]
-struct Run {
+pub(crate) struct Run {
     journals: HashMap<[u8; JOURNAL_LEN], Slots>,
 }
 
@@ -115,10 +117,15 @@ impl Run {
     ///
     /// # Errors
     /// [`StoreError::Write`] when `key` is not a `log` key.
-    fn insert(&mut self, key: &[u8], value: Option<fjall::Slice>) -> Result<(), StoreError> {
+    pub(crate) fn insert(&mut self, key: &[u8], value: Option<fjall::Slice>) -> Result<(), StoreError> {
         let (journal, slot) = keys::split_log(key).ok_or_else(|| StoreError::Write(format!("malformed log key {key:02x?}")))?;
         self.journals.entry(journal).or_default().insert(slot, value);
         Ok(())
+    }
+
+    /// Whether the run has a change (a value or a removal) for `journal` at `slot`.
+    pub(crate) fn holds(&self, journal: &[u8; JOURNAL_LEN], slot: u64) -> bool {
+        self.journals.get(journal).is_some_and(|slots| slots.contains_key(&slot))
     }
 
     /// Each journal's changes by slot, journals in key order.
@@ -158,6 +165,10 @@ pub(crate) struct Shared {
     wake: Condvar,
     /// Wakes a writer waiting for room.
     room: Condvar,
+    /// Durable floors and removals: what reads and ingestion leave out.
+    pub(crate) floors: Arc<Floors>,
+    /// Numbers the generations.
+    pub(crate) counter: Arc<Counter>,
 }
 
 /// When the applier runs.
@@ -174,13 +185,20 @@ fn failed(why: &str) -> StoreError {
 }
 
 impl Shared {
-    pub(crate) fn new() -> Arc<Shared> {
+    pub(crate) fn new(floors: Arc<Floors>, counter: Arc<Counter>) -> Arc<Shared> {
         Arc::new(Shared {
             pending: Mutex::new(Pending::default()),
             logs: RwLock::new(LogBuffer::default()),
             wake: Condvar::new(),
             room: Condvar::new(),
+            floors,
+            counter,
         })
+    }
+
+    /// The run being ingested, if any: its generation has no rows yet.
+    pub(crate) fn sealed(&self) -> Option<Arc<Run>> {
+        self.logs.read().unwrap_or_else(std::sync::PoisonError::into_inner).sealed.clone()
     }
 
     fn lock(&self) -> MutexGuard<'_, Pending> {
@@ -270,7 +288,8 @@ impl Shared {
 #[derive(Clone)]
 pub(crate) struct Spaces {
     pub(crate) promise: Keyspace,
-    pub(crate) log: Keyspace,
+    pub(crate) records: Keyspace,
+    pub(crate) gens: Keyspace,
     pub(crate) state: Keyspace,
     pub(crate) anchor: Keyspace,
     pub(crate) meta: Keyspace,
@@ -280,7 +299,8 @@ impl Spaces {
     pub(crate) fn of(&self, space: Space) -> &Keyspace {
         match space {
             Space::Promise => &self.promise,
-            Space::Log => &self.log,
+            Space::Log => &self.records,
+            Space::Gens => &self.gens,
             Space::State => &self.state,
             Space::Anchor => &self.anchor,
             Space::Meta => &self.meta,
@@ -289,12 +309,13 @@ impl Spaces {
 }
 
 /// Commits `rounds` of changes (oldest first) to fjall as one batch, without sync: the newest
-/// change of each key wins. `log` changes only `with_log` (boot's replay); the applier sends
-/// them to the buffer.
-pub(crate) fn commit<'c>(db: &Database, spaces: &Spaces, rounds: impl IntoIterator<Item = &'c [Change]>, with_log: bool) -> Result<(), StoreError> {
+/// change of each key wins. `log` changes are left out (they go to a generation); a `gens`
+/// change is a removal's mark (`x ‖ journal`), written with the generation the journal's next
+/// incarnation starts at and published to `shared.floors` at once.
+pub(crate) fn commit<'c>(db: &Database, spaces: &Spaces, shared: &Shared, rounds: impl IntoIterator<Item = &'c [Change]>) -> Result<(), StoreError> {
     let mut newest: BTreeMap<(Space, &[u8]), Option<&[u8]>> = BTreeMap::new();
     for changes in rounds {
-        for c in changes.iter().filter(|c| c.space != Space::Log || with_log) {
+        for c in changes.iter().filter(|c| c.space != Space::Log) {
             newest.insert((c.space, c.key.as_slice()), c.value.as_deref());
         }
     }
@@ -302,13 +323,46 @@ pub(crate) fn commit<'c>(db: &Database, spaces: &Spaces, rounds: impl IntoIterat
         return Ok(());
     }
     let mut wb = db.batch();
+    let mut removed = Vec::new();
     for ((space, key), value) in newest {
+        if space == Space::Gens {
+            removed.push(key.get(1..).and_then(|j| <[u8; JOURNAL_LEN]>::try_from(j).ok()).ok_or_else(|| StoreError::Write(format!("malformed removal mark {key:02x?}")))?);
+            continue;
+        }
         match value {
             Some(v) => wb.insert(spaces.of(space), key, v),
             None => wb.remove(spaces.of(space), key),
         }
     }
+    if !removed.is_empty() {
+        // Under the gate, so no collection numbers a generation meanwhile: every generation
+        // below `since` was numbered before the removal, and only the new incarnation's
+        // entries reach the ones from `since` on.
+        let _gate = shared.floors.gate.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let since = shared.counter.peek();
+        for journal in &removed {
+            wb.insert(&spaces.gens, gens::since_row_key(journal), since.to_be_bytes());
+        }
+        shared.floors.publish_since(removed.iter().map(|j| (*j, since)));
+    }
     wb.commit().map_err(|e| StoreError::Write(e.to_string()))
+}
+
+/// Ingests `run` (its values at or above their journal's floor and of its current
+/// incarnation; removals need no entry, since a removal hides older generations) as one
+/// generation, and commits that generation's rows. Not durable until fjall's journal is.
+pub(crate) fn ingest_run(db: &Database, spaces: &Spaces, shared: &Shared, run: &Run) -> Result<(), StoreError> {
+    let generation = shared.counter.next();
+    let floors = &shared.floors;
+    let items = run.by_journal().into_iter().flat_map(|(journal, slots)| {
+        slots
+            .range(floors.get(journal).unwrap_or(0)..)
+            .filter_map(move |(slot, value)| value.as_ref().map(|v| (*journal, *slot, v.clone())))
+    });
+    let Some(rows) = gens::ingest(&spaces.records, generation, items)? else { return Ok(()) };
+    let mut wb = db.batch();
+    gens::stage_rows(&mut wb, &spaces.gens, generation, &rows);
+    wb.commit().map_err(|e| StoreError::Write(format!("writing the rows of generation {generation}: {e}")))
 }
 
 /// The applier's thread.
@@ -319,10 +373,10 @@ pub(crate) struct Applier {
 
 impl Applier {
     /// Starts the thread; `reclaimer` is woken for journals whose raised floors are applied.
-    pub(crate) fn start(shared: Arc<Shared>, db: Database, spaces: Spaces, floors: Arc<Floors>, pace: Pace, reclaimer: Option<Reclaim>) -> std::io::Result<Applier> {
+    pub(crate) fn start(shared: Arc<Shared>, db: Database, spaces: Spaces, pace: Pace, reclaimer: Option<Reclaim>) -> std::io::Result<Applier> {
         let for_thread = Arc::clone(&shared);
         let thread = std::thread::Builder::new().name("paros-store-apply".into()).spawn(move || {
-            let applier = Thread { shared: &for_thread, db: &db, spaces: &spaces, floors: &floors, reclaimer: reclaimer.as_ref() };
+            let applier = Thread { shared: &for_thread, db: &db, spaces: &spaces, reclaimer: reclaimer.as_ref() };
             applier.run(pace);
         })?;
         Ok(Applier { shared, thread: Some(thread) })
@@ -379,7 +433,6 @@ struct Thread<'a> {
     shared: &'a Shared,
     db: &'a Database,
     spaces: &'a Spaces,
-    floors: &'a Floors,
     reclaimer: Option<&'a Reclaim>,
 }
 
@@ -396,7 +449,7 @@ impl Thread<'_> {
     }
 
     fn apply(&self, batch: &[Arc<Round>]) -> Result<(), StoreError> {
-        commit(self.db, self.spaces, batch.iter().map(|r| r.changes.as_slice()), false)?;
+        commit(self.db, self.spaces, self.shared, batch.iter().map(|r| r.changes.as_slice()))?;
         {
             let mut logs = self.shared.logs.write().unwrap_or_else(std::sync::PoisonError::into_inner);
             for c in batch.iter().flat_map(|r| &r.changes).filter(|c| c.space == Space::Log) {
@@ -454,8 +507,9 @@ impl Thread<'_> {
         Ok(())
     }
 
-    /// Writes the buffer into fjall's `log` as one sorted run, leaving out records below their
-    /// journal's durable floor (they would only be reclaimed again).
+    /// Writes the buffer into fjall's `records` as one generation, leaving out records below
+    /// their journal's durable floor (they would only be reclaimed again). The run stays
+    /// readable as `sealed` until its generation's rows are committed.
     fn ingest(&self) -> Result<(), StoreError> {
         let run = {
             let mut logs = self.shared.logs.write().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -463,18 +517,7 @@ impl Thread<'_> {
             logs.sealed = Some(Arc::clone(&run));
             run
         };
-        let err = |e: fjall::Error| StoreError::Write(format!("ingesting into log: {e}"));
-        let mut ingestion = self.spaces.log.start_ingestion().map_err(err)?;
-        for (journal, slots) in run.by_journal() {
-            for (slot, value) in slots.range(self.floors.get(journal).unwrap_or(0)..) {
-                let key = keys::log_at(journal, *slot);
-                match value {
-                    Some(v) => ingestion.write(&key[..], v.clone()).map_err(err)?,
-                    None => ingestion.write_tombstone(&key[..]).map_err(err)?,
-                }
-            }
-        }
-        ingestion.finish().map_err(err)?;
+        ingest_run(self.db, self.spaces, self.shared, &run)?;
         self.shared.logs.write().unwrap_or_else(std::sync::PoisonError::into_inner).sealed = None;
         Ok(())
     }
@@ -573,6 +616,20 @@ impl<'s> View<'s> {
             }
         }
         let snap = self.db.snapshot();
+        if space == Space::Log {
+            let (Some((journal, from)), Some((same, to))) = (keys::split_log(lo), keys::split_log(hi)) else {
+                return Err(StoreError::Read(format!("a read of log names no journal: {lo:02x?}..={hi:02x?}")));
+            };
+            if journal != same {
+                return Err(StoreError::Read(format!("a read of log spans journals: {lo:02x?}..={hi:02x?}")));
+            }
+            let since = self.shared.floors.since(&journal);
+            let want = limit.saturating_add(removals);
+            for (k, v) in gens::read_journal(&snap, &self.spaces.records, &self.spaces.gens, &journal, since, (from, to), want)? {
+                first_wins(&mut merged, &k, Some(Val::Disk(v)));
+            }
+            return Ok(merged.into_iter().filter_map(|(k, v)| Some((k, v?))).take(limit).collect());
+        }
         if merged.is_empty() {
             let mut out = Vec::new();
             for item in snap.range(ks, lo..=hi).take(limit) {

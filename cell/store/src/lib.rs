@@ -2,14 +2,19 @@
 //!
 //! # Layout (DESIGN §5)
 //!
-//! One fjall `Database` per machine with four fixed keyspaces. Ids are encoded by hand,
+//! One fjall `Database` per machine with six fixed keyspaces. Ids are encoded by hand,
 //! big-endian and fixed width, so keys sort by `(tenant, journal, slot)` numerically and one
 //! journal's keys are never a prefix of another's. Values are postcard-encoded serde types.
+//! Log entries are kept by generation (see [`gens`]): the store's API still speaks of a
+//! journal's `log` keys `tenant ‖ journal ‖ slot`.
 //!
 //! | keyspace | key | value |
 //! |---|---|---|
 //! | `promise` | `tenant ‖ journal` | `Ballot` |
-//! | `log` | `tenant ‖ journal ‖ slot` | `LogEntry` (ballot + command) |
+//! | `records` | `generation ‖ tenant ‖ journal ‖ slot` | `LogEntry` (ballot + command) |
+//! | `gens` | `j ‖ tenant ‖ journal ‖ generation` | first slot, last slot, bytes (raw) |
+//! | `gens` | `t ‖ generation` | bytes written, bytes dead (raw) |
+//! | `gens` | `x ‖ tenant ‖ journal` | the generation the journal's current incarnation starts at |
 //! | `state` | `tenant ‖ journal` | floor, sealed `JournalState`, chosen index |
 //! | `anchor` | `tenant ‖ journal ‖ slot` | `JournalState` before `slot` (a fold checkpoint) |
 //! | `meta` | `format` | format marker, `u32` big-endian (raw, not postcard) = [`FORMAT`] |
@@ -34,11 +39,12 @@
 //!
 //! A truncation moves the floor in the journal's `state` row and writes nothing else: reads
 //! ignore `log` keys below the floor, and the [`reclaim`] machinery removes their bytes from
-//! the disk in the background once the floor is durable (whole tables dropped, the rest
-//! destroyed by a compaction filter). See `docs/storage.md`.
+//! the disk in the background once the floor is durable (dead generations dropped whole,
+//! mostly dead ones collected). See `docs/storage.md`.
 
 mod apply;
 pub mod baseline;
+mod gens;
 mod keys;
 pub mod priority;
 mod reclaim;
@@ -62,12 +68,13 @@ use serde::{Deserialize, Serialize};
 /// - 2: a round goes to the store's own write-ahead log (`wal/`) first, and fjall takes it
 ///   later. A build that reads only format 1 would ignore `wal/` and miss the rounds fjall
 ///   does not hold yet, so it must refuse such a directory: the marker says 2.
-pub const FORMAT: u32 = 2;
+/// - 3: log entries in generations (`records` and `gens`), not in `log`.
+pub const FORMAT: u32 = 3;
 
-/// Older formats this build opens and upgrades to [`FORMAT`]: format 1 is read like format 2
-/// (with no `wal/`, or one left by a build that wrote format 1 beside a log), and the marker
-/// is raised once the log's rounds are in fjall.
-pub const FORMATS_UPGRADED: &[u32] = &[1];
+/// Older formats this build opens and upgrades to [`FORMAT`]: the entries of their `log`
+/// keyspace are copied into one generation, `wal/` (format 2; format 1 has none) is replayed
+/// into the next, and `log` is deleted once both are durable, with the marker raised.
+pub const FORMATS_UPGRADED: &[u32] = &[1, 2];
 
 /// The memtable bound of each keyspace. Smaller than fjall's 64 MiB default, which would hold
 /// too much of the process's memory (three embedded nodes, several keyspaces each). 16 MiB, not
@@ -133,7 +140,15 @@ pub struct StoreOptions {
     pub apply_interval: Duration,
     /// Synced bytes that start the applier at once, however short the wait so far.
     pub apply_bytes: u64,
+    /// A generation is collected (what is still live in it rewritten as a new one, the rest
+    /// given back) once this percentage of its bytes lies below floors or belongs to removed
+    /// journals. 1–100.
+    pub collect_dead_percent: u8,
 }
+
+/// The default [`StoreOptions::collect_dead_percent`]: half. A collection then rewrites at most
+/// as many bytes as it gives back.
+pub const COLLECT_DEAD_PERCENT: u8 = 50;
 
 /// The data block size of `log`'s tables (fjall's default is 4 KiB, sized for point reads):
 /// `log` is read in ranges, so larger blocks cost nothing there and mean fewer blocks to encode,
@@ -195,6 +210,7 @@ impl Default for StoreOptions {
             pending_bytes_max: PENDING_BYTES_MAX,
             apply_interval: APPLY_INTERVAL,
             apply_bytes: APPLY_BYTES,
+            collect_dead_percent: COLLECT_DEAD_PERCENT,
         }
     }
 }
@@ -245,7 +261,7 @@ pub struct StoreActivity {
     pub compactions_active: u64,
     /// Sealed memtables waiting to be flushed now.
     pub flushes_outstanding: u64,
-    /// Tables of `log` (every level) and at level 0.
+    /// Tables of `records` (every level) and at level 0.
     pub log_tables: u64,
     pub log_l0_tables: u64,
     /// fjall journal (write-ahead log) files.
@@ -257,7 +273,7 @@ pub struct StoreActivity {
 #[derive(Clone)]
 pub struct StoreProbe {
     db: Database,
-    log: Keyspace,
+    records: Keyspace,
 }
 
 impl fmt::Debug for StoreProbe {
@@ -276,8 +292,8 @@ impl StoreProbe {
             compacting_us: u64::try_from(self.db.time_compacting().as_micros()).unwrap_or(u64::MAX),
             compactions_active: n(self.db.active_compactions()),
             flushes_outstanding: n(self.db.outstanding_flushes()),
-            log_tables: n(self.log.table_count()),
-            log_l0_tables: n(self.log.l0_table_count()),
+            log_tables: n(self.records.table_count()),
+            log_l0_tables: n(self.records.l0_table_count()),
             journal_files: n(self.db.journal_count()),
         }
     }
@@ -306,6 +322,8 @@ enum Space {
     State,
     Anchor,
     Meta,
+    /// Only a removal's mark (`x ‖ journal`, see [`gens`]); `gens` rows are the applier's.
+    Gens,
 }
 
 /// A [`LogStore`] on one fjall database behind a write-ahead log of its own (see
@@ -418,7 +436,7 @@ impl FjallStore {
             .max_journaling_size(opts.journal_bytes_max)
             .worker_threads_unchecked(opts.worker_threads.max(1))
             .cache_size(opts.cache_bytes)
-            .with_compaction_filter_factories(Arc::new(move |name| (name == "log" || name == "anchor").then(|| Arc::clone(&filter))))
+            .with_compaction_filter_factories(Arc::new(move |name| (name == "records" || name == "anchor").then(|| Arc::clone(&filter))))
             .open()
             .map_err(read_err)?;
         if let Some(nice) = opts.background_nice {
@@ -434,24 +452,26 @@ impl FjallStore {
                 ))
         };
         let open = |name: &str| db.keyspace(name, options).map_err(read_err);
+        let small = |name: &str| {
+            db.keyspace(name, || options().max_memtable_size(opts.memtable_bytes.min(META_MEMTABLE_BYTES_MAX))).map_err(read_err)
+        };
+        let had_log = db.keyspace_exists(LEGACY_LOG);
         let promise = open("promise")?;
-        let log = db
-            .keyspace("log", || {
+        let records = db
+            .keyspace("records", || {
                 options()
                     .with_kv_separation(opts.blob_bytes_min.map(|b| fjall::KvSeparationOptions::default().separation_threshold(b)))
-                    // `log` is only ever read by range (`apply::View::get` refuses it): a bloom
-                    // filter per table would be hashed on every ingestion and compaction and
-                    // never asked.
+                    // `records` is only ever read by range (`apply::View::get` refuses it): a
+                    // bloom filter per table would be hashed on every ingestion and never asked.
                     .filter_policy(fjall::config::FilterPolicy::disabled())
                     .data_block_size_policy(fjall::config::BlockSizePolicy::all(LOG_BLOCK_BYTES))
             })
             .map_err(read_err)?;
+        let gens_space = small("gens")?;
         let state = open("state")?;
-        let meta = db
-            .keyspace("meta", || options().max_memtable_size(opts.memtable_bytes.min(META_MEMTABLE_BYTES_MAX)))
-            .map_err(read_err)?;
+        let meta = small("meta")?;
         let anchor = open("anchor")?;
-        let spaces = apply::Spaces { promise, log, state, anchor, meta };
+        let spaces = apply::Spaces { promise, records, gens: gens_space, state, anchor, meta };
 
         let mut fresh = false;
         let mut upgrade = false;
@@ -469,12 +489,13 @@ impl FjallStore {
                 }
             }
             None => {
-                for ks in [&spaces.meta, &spaces.promise, &spaces.log, &spaces.state] {
+                for ks in [&spaces.meta, &spaces.promise, &spaces.records, &spaces.state] {
                     if !ks.is_empty().map_err(read_err)? {
                         return Err(StoreError::Format { found: 0, supported: FORMAT });
                     }
                 }
-                if wal_dir.exists() && std::fs::read_dir(&wal_dir).map_err(read_err)?.next().is_some() {
+                let wal_used = wal_dir.exists() && std::fs::read_dir(&wal_dir).map_err(read_err)?.next().is_some();
+                if had_log || wal_used {
                     return Err(StoreError::Format { found: 0, supported: FORMAT });
                 }
                 fresh = true;
@@ -483,12 +504,33 @@ impl FjallStore {
             }
         }
 
-        // Rounds the log holds durably that fjall may not: apply them, make fjall durable over
-        // them, and start the log afresh.
-        let replayed = wal::replay(&wal_dir, |changes| apply::commit(&db, &spaces, [changes.as_slice()], true))?;
+        let counter = Arc::new(gens::recover(&spaces.records, &spaces.gens)?);
+        {
+            let _gate = floors.gate.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            floors.publish_since(gens::since_rows(&spaces.gens)?);
+        }
+        let shared = apply::Shared::new(Arc::clone(&floors), Arc::clone(&counter));
+
+        // An older format's `log` keyspace: its entries become the first generation.
+        let legacy = if had_log { Some(db.keyspace(LEGACY_LOG, options).map_err(read_err)?) } else { None };
+        if let Some(log) = legacy.as_ref().filter(|_| upgrade) {
+            copy_legacy_log(&db, &spaces, &counter, log)?;
+        }
+        // Rounds the log holds durably that fjall may not: apply them (their entries as one
+        // generation), make fjall durable over them, and start the log afresh.
+        let mut run = apply::Run::default();
+        let replayed = wal::replay(&wal_dir, |changes| {
+            apply::commit(&db, &spaces, &shared, [changes.as_slice()])?;
+            for c in changes.iter().filter(|c| c.space == Space::Log) {
+                run.insert(&c.key, c.value.as_deref().map(fjall::Slice::from))?;
+            }
+            Ok(())
+        })?;
+        apply::ingest_run(&db, &spaces, &shared, &run)?;
+        drop(run);
         let next_segment = replayed.last().and_then(|p| wal::segment_number(p)).map_or(1, |n| n + 1);
         if upgrade {
-            // Durable with the replayed rounds, before their segments go.
+            // Durable with the copied and replayed entries, before the segments and `log` go.
             spaces.meta.insert(keys::META_FORMAT, FORMAT.to_be_bytes()).map_err(write_err)?;
         }
         if !replayed.is_empty() || upgrade {
@@ -497,13 +539,26 @@ impl FjallStore {
                 std::fs::remove_file(p).map_err(|e| StoreError::Write(format!("removing {}: {e}", p.display())))?;
             }
         }
+        if let Some(log) = legacy {
+            // Copied (or left by an upgrade that stopped after raising the marker).
+            db.delete_keyspace(log).map_err(write_err)?;
+        }
         let wal = wal::Wal::create(&wal_dir, next_segment, opts.wal_segment_bytes)?;
 
-        let reclaimer = reclaim::Reclaimer::start(spaces.log.clone(), spaces.meta.clone(), Arc::clone(&floors), opts.reclaim_interval)
-            .map_err(|e| StoreError::Read(format!("starting the reclaimer: {e}")))?;
+        let disk = reclaim::Disk {
+            db: db.clone(),
+            records: spaces.records.clone(),
+            gens: spaces.gens.clone(),
+            meta: spaces.meta.clone(),
+            floors: Arc::clone(&floors),
+            counter: Arc::clone(&counter),
+            shared: Arc::clone(&shared),
+            collect_dead_percent: opts.collect_dead_percent.clamp(1, 100),
+        };
+        let reclaimer =
+            reclaim::Reclaimer::start(disk, opts.reclaim_interval).map_err(|e| StoreError::Read(format!("starting the reclaimer: {e}")))?;
         let pace = apply::Pace { interval: opts.apply_interval, bytes: opts.apply_bytes };
-        let shared = apply::Shared::new();
-        let applier = apply::Applier::start(Arc::clone(&shared), db.clone(), spaces.clone(), Arc::clone(&floors), pace, reclaimer.waker())
+        let applier = apply::Applier::start(Arc::clone(&shared), db.clone(), spaces.clone(), pace, reclaimer.waker())
             .map_err(|e| StoreError::Read(format!("starting the applier: {e}")))?;
 
         let mut store = FjallStore {
@@ -536,7 +591,9 @@ impl FjallStore {
         let floors: Vec<_> =
             store.rows.iter().filter(|(_, r)| r.floor > Slot(0)).map(|(k, r)| (keys::journal(*k), r.floor.0)).collect();
         store.floors.publish(floors.iter().copied());
-        store.reclaimer.wake(floors.into_iter().map(|(k, _)| k).collect());
+        let mut wake: Vec<_> = floors.into_iter().map(|(k, _)| k).collect();
+        wake.extend(gens::since_rows(&store.spaces.gens)?.into_iter().map(|(k, _)| k));
+        store.reclaimer.wake(wake);
         Ok(store)
     }
 
@@ -559,7 +616,7 @@ impl FjallStore {
     /// A handle on this store's background activity.
     #[must_use]
     pub fn probe(&self) -> StoreProbe {
-        StoreProbe { db: self.db.clone(), log: self.spaces.log.clone() }
+        StoreProbe { db: self.db.clone(), records: self.spaces.records.clone() }
     }
 
     /// What this handle has written and synced since it was opened.
@@ -767,6 +824,8 @@ impl LogStore for FjallStore {
                         staged.insert((Space::Meta, keys::config(*key)), None);
                         staged.insert((Space::Promise, prefix.to_vec()), None);
                         staged.insert((Space::State, prefix.to_vec()), None);
+                        // Hides every generation written so far from the next incarnation.
+                        staged.insert((Space::Gens, gens::since_row_key(&prefix).to_vec()), None);
                         // Everything under the prefix, below the floor too: a later
                         // incarnation of this key starts at floor 0 and must not see the old
                         // records.
@@ -908,6 +967,38 @@ impl LogStore for FjallStore {
     }
 }
 
+/// The keyspace formats 1 and 2 kept log entries in (`tenant ‖ journal ‖ slot`).
+const LEGACY_LOG: &str = "log";
+
+/// Copies every entry of an older format's `log` keyspace into one generation, with its rows.
+fn copy_legacy_log(db: &Database, spaces: &apply::Spaces, counter: &gens::Counter, log: &Keyspace) -> Result<(), StoreError> {
+    let generation = counter.next();
+    let mut failure = None;
+    let items = log.iter().map_while(|item| match item.into_inner() {
+        Ok((k, v)) => match keys::split_log(&k) {
+            Some((journal, slot)) => Some((journal, slot, v)),
+            None => {
+                failure = Some(malformed("log", &k));
+                None
+            }
+        },
+        Err(e) => {
+            failure = Some(read_err(e));
+            None
+        }
+    });
+    let rows = gens::ingest(&spaces.records, generation, items)?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    if let Some(rows) = rows {
+        let mut wb = db.batch();
+        gens::stage_rows(&mut wb, &spaces.gens, generation, &rows);
+        wb.commit().map_err(write_err)?;
+    }
+    Ok(())
+}
+
 /// The bounds of every `meta` config key.
 fn config_bounds() -> (Vec<u8>, Vec<u8>) {
     let mut hi = keys::META_CONFIG.to_vec();
@@ -925,8 +1016,16 @@ mod tests {
         JournalKey { tenant: TenantId(1), journal: JournalId(journal) }
     }
 
+    /// Entries of `key` in `records`, whatever their generation, read or not.
     fn raw_log_keys(store: &FjallStore, key: JournalKey) -> usize {
-        store.spaces.log.prefix(keys::journal(key)).count()
+        let journal = keys::journal(key);
+        store
+            .spaces
+            .records
+            .iter()
+            .filter_map(|item| item.key().ok())
+            .filter(|k| gens::split_record(k).is_some_and(|(_, j, _)| j == journal))
+            .count()
     }
 
     #[test]
@@ -940,8 +1039,8 @@ mod tests {
         assert!((0..3).all(|i| alike.for_member(i) == alike), "a spread of 0 keeps every store alike");
     }
 
-    /// Journals whose keys share every table: no table lies below one journal's floor, so
-    /// only the compaction filter can take its records off the disk.
+    /// Journals whose keys share every table: when fjall does rewrite one, the compaction
+    /// filter destroys what lies below a durable floor.
     #[test]
     fn compaction_destroys_records_below_a_durable_floor_and_nothing_else() {
         let dir = tempfile::tempdir().unwrap();
@@ -955,16 +1054,16 @@ mod tests {
             store.sync().unwrap();
         }
         store.settle().unwrap();
-        store.spaces.log.rotate_memtable_and_wait().unwrap();
+        store.spaces.records.rotate_memtable_and_wait().unwrap();
         let sealed = JournalState::default();
         store.write(&[(a, vec![WriteOp::Truncate { floor: Slot(60), sealed }])]).unwrap();
 
         // Not yet durable: a compaction now must keep every record.
-        store.spaces.log.major_compact().unwrap();
+        store.spaces.records.major_compact().unwrap();
         assert_eq!(raw_log_keys(&store, a), 100, "a floor not yet synced destroys nothing");
 
         store.sync().unwrap();
-        store.spaces.log.major_compact().unwrap();
+        store.spaces.records.major_compact().unwrap();
         assert_eq!(raw_log_keys(&store, a), 40, "records below a's durable floor are gone");
         assert_eq!(raw_log_keys(&store, b), 100, "b keeps every record");
     }

@@ -1,50 +1,63 @@
-//! Giving the disk back after a truncation.
+//! Giving the disk back after a truncation or a removal.
 //!
 //! A truncation writes no tombstones: it moves the journal's floor in its `state` row, and
-//! every read of the `log` keyspace ignores slots below the floor. The bytes below the floor
-//! leave the disk in two ways, both running off the round's thread:
+//! every read ignores slots below the floor. Record bytes live in generations (`gens`): runs
+//! that fjall never rewrites. The [`Reclaimer`] thread, once the round that raised a floor is
+//! durable and applied, finds the journal's generation rows that lie wholly below the floor
+//! (or before its last removal), deletes them and adds their bytes to each generation's dead
+//! count. A generation whose bytes are all dead is dropped whole (fjall's `drop_range`: its
+//! files are unlinked, nothing is read or rewritten). A generation whose dead share reaches
+//! [`StoreOptions::collect_dead_percent`](crate::StoreOptions) is *collected*: the entries still
+//! live in it are written as a new generation, and the old one is dropped. So the bytes of a
+//! truncated journal leave the disk even when they share generations with journals that never
+//! truncate.
 //!
-//! - **Whole tables.** Once the round that raised a floor is durable and in fjall, the
-//!   [`Reclaimer`] thread drops every `log` table whose keys all lie in
-//!   `[journal ‖ 0, journal ‖ floor)` (fjall's `drop_range`: the files are unlinked, nothing is
-//!   rewritten), and keeps watching the journal for a while: a table below the floor that a
-//!   later flush or compaction writes is dropped at the next pass. A journal that wrote a lot
-//!   and truncated it has its old records in such tables, since tables below level 0 are cut
-//!   in key order.
-//! - **Compaction.** A compaction filter on `log` destroys every entry below its journal's
-//!   published floor whenever fjall compacts the table holding it, which reclaims the records
-//!   of journals whose keys share tables with others.
-//!
-//! Only floors that are durable are published to either: a crash before the round's sync
-//! must find every record above the old floor still on disk. Dropping or destroying an entry
-//! leaves no tombstone, so an older version of the same key in a deeper table may become
-//! visible again; it lies below the floor too, so reads ignore it and the next compaction or
-//! drop that reaches it removes it.
+//! Only floors that are durable are published: a crash before the round's sync must find
+//! every record above the old floor still on disk. A compaction filter on `records` and
+//! `anchor` destroys entries below their journal's floor too, whenever fjall does rewrite a
+//! table (which move-only compaction of `records` seldom does).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::ops::Bound;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use fjall::compaction::filter::{CompactionFilter, CompactionFilterResult, Context, Factory, ItemAccessor, Verdict};
-use fjall::{AbstractTree, Keyspace};
+use fjall::{AbstractTree, Database, Keyspace, PersistMode, Readable};
+use paros_node::ports::StoreError;
 
+use crate::apply::Shared;
+use crate::gens::{self, Counter, Total};
 use crate::keys::{self, JOURNAL_LEN, LOG_LEN};
 
-/// The durable floor of every journal that has one above slot 0, keyed by the journal's key
-/// prefix, shared by the store, the compaction filter and the reclaimer.
+/// The durable floor of every journal that has one above slot 0, and the generation each
+/// removed journal's current incarnation starts at, keyed by the journal's key prefix; shared
+/// by the store, the applier, the readers, the compaction filter and the reclaimer.
 #[derive(Debug, Default)]
 pub(crate) struct Floors {
     floors: RwLock<HashMap<[u8; JOURNAL_LEN], u64>>,
-    /// Held by the reclaimer while it drops one journal's tables and by the store while it
-    /// removes a journal, so a drop never reaches a later incarnation of the same key.
-    gate: Mutex<()>,
+    since: RwLock<HashMap<[u8; JOURNAL_LEN], u64>>,
+    /// Held by the reclaimer while it judges one journal's rows or collects a generation, by
+    /// the store while it removes a journal and by the applier while it marks a removal, so
+    /// nothing of a later incarnation of the same key is ever judged by an earlier one's floor.
+    pub(crate) gate: Mutex<()>,
 }
 
 impl Floors {
     pub(crate) fn get(&self, journal: &[u8; JOURNAL_LEN]) -> Option<u64> {
         self.floors.read().unwrap_or_else(PoisonError::into_inner).get(journal).copied()
+    }
+
+    /// The first generation of the journal's current incarnation (0 if it was never removed).
+    pub(crate) fn since(&self, journal: &[u8; JOURNAL_LEN]) -> u64 {
+        self.since.read().unwrap_or_else(PoisonError::into_inner).get(journal).copied().unwrap_or(0)
+    }
+
+    /// Whether an entry of `journal` at `slot` in `generation` may still be read.
+    pub(crate) fn live(&self, generation: u64, journal: &[u8; JOURNAL_LEN], slot: u64) -> bool {
+        generation >= self.since(journal) && slot >= self.get(journal).unwrap_or(0)
     }
 
     /// Publishes durable floors (only ever raises one).
@@ -56,14 +69,24 @@ impl Floors {
         }
     }
 
-    /// Forgets a removed journal's floor, waiting for a drop of its tables in progress.
+    /// Publishes where removed journals' current incarnations start (only ever raises one).
+    /// The caller holds `gate`.
+    pub(crate) fn publish_since(&self, since: impl IntoIterator<Item = ([u8; JOURNAL_LEN], u64)>) {
+        let mut map = self.since.write().unwrap_or_else(PoisonError::into_inner);
+        for (journal, generation) in since {
+            let at = map.entry(journal).or_insert(0);
+            *at = (*at).max(generation);
+        }
+    }
+
+    /// Forgets a removed journal's floor, waiting for a judgement of its rows in progress.
     pub(crate) fn forget(&self, journal: &[u8; JOURNAL_LEN]) {
         let _gate = self.gate.lock().unwrap_or_else(PoisonError::into_inner);
         self.floors.write().unwrap_or_else(PoisonError::into_inner).remove(journal);
     }
 }
 
-/// Makes a [`BelowFloor`] filter for each compaction of `log`.
+/// Makes a [`BelowFloor`] filter for each compaction of `records` and `anchor`.
 pub(crate) struct BelowFloorFactory(pub(crate) Arc<Floors>);
 
 impl std::panic::RefUnwindSafe for BelowFloorFactory {}
@@ -74,37 +97,44 @@ impl Factory for BelowFloorFactory {
     }
 
     fn make_filter(&self, _: &Context) -> Box<dyn CompactionFilter> {
-        Box::new(BelowFloor { floors: Arc::clone(&self.0), journal: [0; JOURNAL_LEN], floor: 0, known: false })
+        Box::new(BelowFloor { floors: Arc::clone(&self.0) })
     }
 }
 
-/// Destroys `log` entries below their journal's published floor. Keys arrive in order, so
-/// the floor is looked up once per journal, not per entry.
+/// Destroys `records` entries that are no longer live (below their journal's published floor,
+/// or of an earlier incarnation) and `anchor` entries below the floor.
 struct BelowFloor {
     floors: Arc<Floors>,
-    journal: [u8; JOURNAL_LEN],
-    floor: u64,
-    known: bool,
 }
 
 impl CompactionFilter for BelowFloor {
     fn filter_item(&mut self, item: ItemAccessor<'_>, _: &Context) -> CompactionFilterResult {
         let key = item.key();
-        if key.len() != LOG_LEN {
-            return Ok(Verdict::Keep);
-        }
-        let (journal, slot) = key.split_at(JOURNAL_LEN);
-        if !self.known || journal != self.journal {
-            self.journal.copy_from_slice(journal);
-            self.floor = self.floors.get(&self.journal).unwrap_or(0);
-            self.known = true;
-        }
-        let slot = u64::from_be_bytes(slot.try_into().unwrap_or([0xff; 8]));
-        Ok(if slot < self.floor { Verdict::Destroy } else { Verdict::Keep })
+        let live = if let Some((generation, journal, slot)) = gens::split_record(key) {
+            self.floors.live(generation, &journal, slot)
+        } else if let Some((journal, slot)) = keys::split_log(key).filter(|_| key.len() == LOG_LEN) {
+            slot >= self.floors.get(&journal).unwrap_or(0)
+        } else {
+            true
+        };
+        Ok(if live { Verdict::Keep } else { Verdict::Destroy })
     }
 }
 
-/// The thread that drops whole `log` tables below published floors.
+/// What the reclaimer works on.
+pub(crate) struct Disk {
+    pub(crate) db: Database,
+    pub(crate) records: Keyspace,
+    pub(crate) gens: Keyspace,
+    pub(crate) meta: Keyspace,
+    pub(crate) floors: Arc<Floors>,
+    pub(crate) counter: Arc<Counter>,
+    pub(crate) shared: Arc<Shared>,
+    /// A generation is collected once this share (percent) of its bytes is dead.
+    pub(crate) collect_dead_percent: u8,
+}
+
+/// The thread that gives back the bytes of dead generation rows.
 pub(crate) struct Reclaimer {
     tx: Option<Sender<Vec<[u8; JOURNAL_LEN]>>>,
     thread: Option<JoinHandle<()>>,
@@ -113,11 +143,9 @@ pub(crate) struct Reclaimer {
 impl Reclaimer {
     /// Starts the thread. Journals sent to it are gathered for `interval` before one pass
     /// looks at each once.
-    pub(crate) fn start(log: Keyspace, meta: Keyspace, floors: Arc<Floors>, interval: Duration) -> std::io::Result<Reclaimer> {
+    pub(crate) fn start(disk: Disk, interval: Duration) -> std::io::Result<Reclaimer> {
         let (tx, rx) = std::sync::mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name("paros-reclaim".into())
-            .spawn(move || run(&log, &meta, &floors, &rx, interval))?;
+        let thread = std::thread::Builder::new().name("paros-reclaim".into()).spawn(move || run(&disk, &rx, interval))?;
         Ok(Reclaimer { tx: Some(tx), thread: Some(thread) })
     }
 
@@ -130,7 +158,7 @@ impl Reclaimer {
     /// Asks for a pass over these journals (their floors were just published).
     pub(crate) fn wake(&self, journals: Vec<[u8; JOURNAL_LEN]>) {
         if let Some(tx) = &self.tx {
-            // A closed channel means the thread is gone; reclaiming then waits for compaction.
+            // A closed channel means the thread is gone; the bytes then stay until the next open.
             let _ = tx.send(journals);
         }
     }
@@ -145,15 +173,15 @@ impl Drop for Reclaimer {
     }
 }
 
-/// How many reclaim intervals a journal stays watched after its floor was raised: a table
-/// below the floor that fjall flushes or compacts within that time is still dropped.
+/// How many reclaim intervals a journal stays watched after its floor was raised: a
+/// generation ingested meanwhile with entries below the floor is still accounted.
 const WATCH_INTERVALS: u32 = 150;
 
-fn run(log: &Keyspace, meta: &Keyspace, floors: &Floors, rx: &Receiver<Vec<[u8; JOURNAL_LEN]>>, interval: Duration) {
-    // Journals whose floors rose lately, with when: their records below the floor may still
-    // be in memtables when the first pass runs, and reach tables only at a later flush.
+fn run(disk: &Disk, rx: &Receiver<Vec<[u8; JOURNAL_LEN]>>, interval: Duration) {
+    // Journals whose floors rose lately, with when: their entries below the floor may still
+    // be in the applier's buffer when the first pass runs, and reach a generation later.
     let mut watched: HashMap<[u8; JOURNAL_LEN], Instant> = HashMap::new();
-    let mut tables_at_last_pass: Option<(usize, usize)> = None;
+    let mut generation_at_last_pass = None;
     let mut passes = 0u64;
     loop {
         let woken = if watched.is_empty() {
@@ -181,45 +209,149 @@ fn run(log: &Keyspace, meta: &Keyspace, floors: &Floors, rx: &Receiver<Vec<[u8; 
                     Err(RecvTimeoutError::Disconnected) => return,
                 }
             }
-        } else if tables_at_last_pass == Some((log.table_count(), log.l0_table_count())) {
-            // No flush or compaction since the last pass: no new table can lie below a floor.
+        } else if generation_at_last_pass == Some(disk.counter.peek()) {
+            // No generation written since the last pass: no new row can lie below a floor.
             watched.retain(|_, since| since.elapsed() < interval * WATCH_INTERVALS);
             continue;
         }
-        tables_at_last_pass = Some((log.table_count(), log.l0_table_count()));
-        let mut dropped = false;
+        generation_at_last_pass = Some(disk.counter.peek());
+        // A failure loses nothing: the bytes stay until a later pass or the next open.
+        let mut touched = BTreeSet::new();
         for journal in watched.keys() {
-            // The gate spans the look-up and the drop: a journal removed meanwhile (and
-            // perhaps placed afresh) is never dropped below its old floor.
-            let _gate = floors.gate.lock().unwrap_or_else(PoisonError::into_inner);
-            let Some(floor) = floors.get(journal) else { continue };
-            let lo = keys::log_at(journal, 0);
-            let hi = keys::log_at(journal, floor);
-            // A failure here loses nothing: the records stay until compaction or the next drop.
-            if holds_a_table_within(log, &lo, &hi) && log.tree.drop_range(lo..hi).is_ok() {
-                dropped = true;
+            if let Ok(generations) = disk.account(journal) {
+                touched.extend(generations);
             }
         }
         watched.retain(|_, since| since.elapsed() < interval * WATCH_INTERVALS);
+        let mut dropped = false;
+        for generation in touched {
+            dropped |= disk.settle(generation).unwrap_or(false);
+        }
         if dropped {
             passes += 1;
-            // The dropped tables' files are unlinked once no version of the tree refers to
-            // them. fjall forgets the versions older than its last published write when a
-            // memtable rotates: one small write after the drop, then a rotation of `meta`,
-            // unlinks them now rather than whenever the next flush comes.
-            let _ = meta.insert(keys::META_RECLAIMED, passes.to_be_bytes());
-            let _ = meta.rotate_memtable();
-            tables_at_last_pass = Some((log.table_count(), log.l0_table_count()));
+            // Dropped tables' files are unlinked once no version of the tree refers to them.
+            // fjall forgets the versions older than its last published write when a memtable
+            // rotates: one small write after the drop, then a rotation of `meta`, unlinks them
+            // now rather than whenever the next flush comes.
+            let _ = disk.meta.insert(keys::META_RECLAIMED, passes.to_be_bytes());
+            let _ = disk.meta.rotate_memtable();
         }
     }
 }
 
-/// Whether some table of `log` holds only keys in `[lo, hi)`. `drop_range` writes a new
-/// version of the tree even when it drops nothing, so it is called only when this holds.
-fn holds_a_table_within(log: &Keyspace, lo: &[u8], hi: &[u8]) -> bool {
-    let version = log.tree.current_version();
-    version.iter_tables().any(|t| {
-        let range = &t.metadata.key_range;
-        range.min().as_ref() >= lo && range.max().as_ref() < hi
-    })
+fn write_err(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Write(e.to_string())
+}
+
+impl Disk {
+    /// Deletes `journal`'s generation rows that are wholly dead and counts their bytes dead in
+    /// their generations; returns those generations.
+    fn account(&self, journal: &[u8; JOURNAL_LEN]) -> Result<Vec<u64>, StoreError> {
+        let _gate = self.floors.gate.lock().unwrap_or_else(PoisonError::into_inner);
+        let (floor, since) = (self.floors.get(journal).unwrap_or(0), self.floors.since(journal));
+        if floor == 0 && since == 0 {
+            return Ok(Vec::new());
+        }
+        let snap = self.db.snapshot();
+        let dead: Vec<_> =
+            gens::journal_rows(&snap, &self.gens, journal)?.into_iter().filter(|(g, row)| *g < since || row.last < floor).collect();
+        if dead.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut batch = self.db.batch();
+        for (generation, row) in &dead {
+            batch.remove(&self.gens, gens::journal_row_key(journal, *generation));
+            if let Some(mut total) = self.total(*generation)? {
+                total.dead = total.dead.saturating_add(row.bytes);
+                batch.insert(&self.gens, gens::total_row_key(*generation), total.encode());
+            }
+        }
+        batch.commit().map_err(write_err)?;
+        Ok(dead.into_iter().map(|(g, _)| g).collect())
+    }
+
+    fn total(&self, generation: u64) -> Result<Option<Total>, StoreError> {
+        let raw = self.gens.get(gens::total_row_key(generation)).map_err(|e| StoreError::Read(e.to_string()))?;
+        Ok(raw.and_then(|raw| Total::decode(&raw)))
+    }
+
+    /// Drops `generation` if all of it is dead, collects it if enough of it is; returns
+    /// whether tables were dropped.
+    fn settle(&self, generation: u64) -> Result<bool, StoreError> {
+        let Some(total) = self.total(generation)? else { return Ok(false) };
+        if total.dead >= total.bytes {
+            let mut batch = self.db.batch();
+            batch.remove(&self.gens, gens::total_row_key(generation));
+            batch.commit().map_err(write_err)?;
+            self.db.persist(PersistMode::SyncData).map_err(|e| StoreError::Sync(e.to_string()))?;
+            self.drop_generation(generation)?;
+            return Ok(true);
+        }
+        if u128::from(total.dead) * 100 >= u128::from(total.bytes) * u128::from(self.collect_dead_percent) {
+            self.collect(generation)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    fn drop_generation(&self, generation: u64) -> Result<(), StoreError> {
+        let (lo, hi) = gens::generation_bounds(generation);
+        self.records
+            .tree
+            .drop_range::<&[u8], _>((Bound::Included(&lo[..]), hi.as_ref().map(|h| &h[..])))
+            .map_err(|e| StoreError::Write(format!("dropping generation {generation}: {e}")))
+    }
+
+    /// Writes what is still live in `generation` as a new generation, moves the rows over in
+    /// one durable batch, and drops the old one.
+    ///
+    /// The new generation is numbered before anything is read: a run the applier numbered
+    /// earlier is then either still in its buffer or already has rows, and an entry it holds
+    /// for the same slot is newer than the one here, so that entry is left out (the newest
+    /// generation wins, and the copy must not outrank it). Runs numbered later outrank the
+    /// copy as they should.
+    fn collect(&self, generation: u64) -> Result<(), StoreError> {
+        let _gate = self.floors.gate.lock().unwrap_or_else(PoisonError::into_inner);
+        let into = self.counter.next();
+        let snap = self.db.snapshot();
+        let sealed = self.shared.sealed();
+        let (lo, hi) = gens::generation_bounds(generation);
+        let mut journals: Vec<[u8; JOURNAL_LEN]> = Vec::new();
+        let mut newer: Vec<(u64, gens::Row)> = Vec::new();
+        let mut live = Vec::new();
+        for item in snap.range::<&[u8], _>(&self.records, (Bound::Included(&lo[..]), hi.as_ref().map(|h| &h[..]))) {
+            let (k, v) = item.into_inner().map_err(|e| StoreError::Read(e.to_string()))?;
+            let Some((_, journal, slot)) = gens::split_record(&k) else { continue };
+            if journals.last() != Some(&journal) {
+                journals.push(journal);
+                newer = gens::journal_rows(&snap, &self.gens, &journal)?.into_iter().filter(|(g, _)| *g > generation).collect();
+            }
+            if !self.floors.live(generation, &journal, slot) || sealed.as_ref().is_some_and(|run| run.holds(&journal, slot)) {
+                continue;
+            }
+            let mut outranked = false;
+            for (g, _) in newer.iter().filter(|(_, row)| row.first <= slot && slot <= row.last) {
+                if snap.get(&self.records, gens::record_key(*g, &journal, slot)).map_err(|e| StoreError::Read(e.to_string()))?.is_some() {
+                    outranked = true;
+                    break;
+                }
+            }
+            if !outranked {
+                live.push((journal, slot, v));
+            }
+        }
+        let rows = gens::ingest(&self.records, into, live.into_iter())?;
+        let mut batch = self.db.batch();
+        if let Some(rows) = &rows {
+            gens::stage_rows(&mut batch, &self.gens, into, rows);
+        }
+        for journal in &journals {
+            batch.remove(&self.gens, gens::journal_row_key(journal, generation));
+        }
+        batch.remove(&self.gens, gens::total_row_key(generation));
+        batch.commit().map_err(write_err)?;
+        // The rows must point at the new generation durably before the old one's files go.
+        self.db.persist(PersistMode::SyncData).map_err(|e| StoreError::Sync(e.to_string()))?;
+        self.drop_generation(generation)
+    }
 }

@@ -51,6 +51,7 @@ fn space_code(space: Space) -> u8 {
         Space::State => 2,
         Space::Anchor => 3,
         Space::Meta => 4,
+        Space::Gens => 5,
     }
 }
 
@@ -61,6 +62,7 @@ fn space_of(code: u8) -> Option<Space> {
         2 => Space::State,
         3 => Space::Anchor,
         4 => Space::Meta,
+        5 => Space::Gens,
         _ => return None,
     })
 }
