@@ -117,3 +117,67 @@ fn truncate_to_the_tail(options: StoreOptions) {
     let store = FjallStore::open_with(dir.path(), options).unwrap();
     check(&store);
 }
+
+/// Two journals write side by side, so every generation holds both; one truncates to its tail,
+/// the other never truncates. Its generations are then mostly dead but never wholly: the
+/// truncated journal's bytes leave the disk only because mostly dead generations are collected
+/// (what is live rewritten, the rest dropped), and the other journal reads back intact. With
+/// collection off (`collect_dead_percent: 100`) the directory stays at 227 MB and this fails.
+#[test]
+fn a_journal_truncated_beside_one_that_never_truncates_still_gives_the_disk_back() {
+    const EACH: u64 = SLOTS / 2; // 2048 × 64 KiB = 128 MiB per journal
+    const OTHER: usize = 4 << 10; // the other journal's records are small: 8 MiB in all
+    let dir = tempfile::tempdir().unwrap();
+    let (a, other) = (jk(3, 7), jk(3, 8));
+    let options = StoreOptions::default();
+    let mut store = FjallStore::open_with(dir.path(), options).unwrap();
+    store.place(&[Placement::Put(a, config()), Placement::Put(other, config())]).unwrap();
+    let ballot = Ballot { round: 1, node: NodeId(1) };
+    for first in (0..EACH).step_by(PER_ROUND as usize) {
+        let ops = |len| (first..first + PER_ROUND).map(|s| WriteOp::Accept { slot: Slot(s), ballot, command: command(s, len) }).collect();
+        store.write(&[(a, ops(RECORD)), (other, ops(OTHER))]).unwrap();
+        store.sync().unwrap();
+    }
+    store.write(&[(other, vec![WriteOp::Chosen { up_to: Slot(EACH) }])]).unwrap();
+    store.sync().unwrap();
+    let written = dir_bytes(dir.path());
+    let payload = EACH * RECORD as u64;
+    assert!(written >= payload, "the records are on disk ({written} < {payload})");
+
+    let floor = EACH - KEPT;
+    store
+        .write(&[(a, vec![WriteOp::Chosen { up_to: Slot(EACH) }, WriteOp::Truncate { floor: Slot(floor), sealed: state(floor, floor) }])])
+        .unwrap();
+    store.sync().unwrap();
+
+    let want_at_most = written - payload * 3 / 4;
+    let t1 = Instant::now();
+    let deadline = Duration::from_secs(20);
+    let mut now = dir_bytes(dir.path());
+    while now > want_at_most && t1.elapsed() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        now = dir_bytes(dir.path());
+    }
+    eprintln!("after truncation: {now} bytes after {:?} (wanted at most {want_at_most}, wrote {written})", t1.elapsed());
+    assert!(now <= want_at_most, "the directory shrank from {written} only to {now} bytes within {deadline:?}");
+
+    let check = |store: &FjallStore| {
+        let loaded = store.load().unwrap();
+        let find = |key| &loaded.iter().find(|s| s.key == key).expect("placed").durable;
+        let (da, dother) = (find(a), find(other));
+        assert_eq!(da.entries.iter().map(|(s, _)| s.0).collect::<Vec<_>>(), (floor..EACH).collect::<Vec<_>>());
+        for (s, e) in &da.entries {
+            assert_eq!(e.command, command(s.0, RECORD), "slot {s:?} of the truncated journal reads back");
+        }
+        // Boot reads from the last anchor only (none here: from the floor, 0), so every
+        // record of the other journal is in what `load` returns.
+        assert_eq!(dother.entries.len() as u64, EACH, "the other journal keeps every record");
+        for (s, e) in &dother.entries {
+            assert_eq!(e.command, command(s.0, OTHER), "slot {s:?} of the other journal reads back");
+        }
+    };
+    check(&store);
+    drop(store);
+    let store = FjallStore::open_with(dir.path(), options).unwrap();
+    check(&store);
+}

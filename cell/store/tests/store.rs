@@ -226,32 +226,72 @@ fn marker(dir: &std::path::Path) -> u32 {
     u32::from_be_bytes(meta.get("format").unwrap().expect("a marker").as_ref().try_into().unwrap())
 }
 
-#[test]
-fn a_format_1_store_opens_keeps_its_data_and_is_marked_2() {
-    let dir = tempfile::tempdir().unwrap();
-    let a = jk(1, 1);
-    let before = {
-        let mut store = FjallStore::open(dir.path()).unwrap();
-        store.set_identity(NodeId(7)).unwrap();
-        store.place(&[Placement::Put(a, config())]).unwrap();
-        apply_all(&mut store, &[vec![(a, vec![WriteOp::Promise(b(1, 1)), accept(0, 1, b"kept"), accept(1, 1, b"too")])]]);
-        loaded(&store)
-    };
-    assert_eq!(before[&a].entries.len(), 2);
-    assert_eq!(marker(dir.path()), FORMAT, "a new store is marked with this build's format");
-    {
-        let db = fjall::Database::builder(dir.path()).open().unwrap();
-        let meta = db.keyspace("meta", fjall::KeyspaceCreateOptions::default).unwrap();
-        meta.insert("format", 1u32.to_be_bytes()).unwrap();
-        db.persist(fjall::PersistMode::SyncData).unwrap();
+/// Rewrites a store of this build into the layout formats 1 and 2 had: log entries under
+/// `tenant ‖ journal ‖ slot` in a `log` keyspace, no generations, the marker at `format`.
+fn into_legacy_layout(path: &std::path::Path, format: u32) {
+    let db = fjall::Database::builder(path).open().unwrap();
+    let records = db.keyspace("records", fjall::KeyspaceCreateOptions::default).unwrap();
+    let gens = db.keyspace("gens", fjall::KeyspaceCreateOptions::default).unwrap();
+    let log = db.keyspace("log", fjall::KeyspaceCreateOptions::default).unwrap();
+    let entries: Vec<(Vec<u8>, Vec<u8>)> = records
+        .iter()
+        .map(|item| {
+            let (k, v) = item.into_inner().unwrap();
+            (k.to_vec(), v.to_vec())
+        })
+        .collect();
+    assert!(!entries.is_empty());
+    for (k, v) in &entries {
+        assert_eq!(k.len(), 32, "generation ‖ tenant ‖ journal ‖ slot");
+        log.insert(&k[8..], v).unwrap();
+        records.remove(k).unwrap();
     }
-    assert_eq!(marker(dir.path()), 1);
-    let store = FjallStore::open(dir.path()).unwrap();
-    assert!(!store.is_fresh());
-    assert_eq!(store.identity().unwrap(), Some(NodeId(7)));
-    assert_eq!(loaded(&store), before, "the format-1 store reads back whole");
-    drop(store);
-    assert_eq!(marker(dir.path()), FORMAT, "opening upgraded the marker: a format-1 build now refuses it");
+    let rows: Vec<Vec<u8>> = gens.iter().map(|item| item.key().unwrap().to_vec()).collect();
+    for k in rows {
+        gens.remove(k).unwrap();
+    }
+    let meta = db.keyspace("meta", fjall::KeyspaceCreateOptions::default).unwrap();
+    meta.insert("format", format.to_be_bytes()).unwrap();
+    db.persist(fjall::PersistMode::SyncData).unwrap();
+}
+
+#[test]
+fn stores_of_formats_1_and_2_open_keep_their_log_and_are_marked_3() {
+    for format in [1, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, c) = (jk(1, 1), jk(1, 2));
+        let before = {
+            let mut store = FjallStore::open(dir.path()).unwrap();
+            store.set_identity(NodeId(7)).unwrap();
+            store.place(&[Placement::Put(a, config()), Placement::Put(c, config())]).unwrap();
+            apply_all(
+                &mut store,
+                &[
+                    vec![(a, vec![WriteOp::Promise(b(1, 1)), accept(0, 1, b"kept"), accept(1, 1, b"too")])],
+                    vec![(c, vec![accept(0, 1, b"other"), accept(1, 1, b"journal")]), (a, vec![accept(2, 1, b"third")])],
+                ],
+            );
+            store.settle().unwrap();
+            loaded(&store)
+        };
+        assert_eq!(before[&a].entries.len(), 3);
+        assert_eq!(before[&c].entries.len(), 2);
+        assert_eq!(marker(dir.path()), FORMAT, "a new store is marked with this build's format");
+        into_legacy_layout(dir.path(), format);
+        assert_eq!(marker(dir.path()), format);
+        let store = FjallStore::open(dir.path()).unwrap();
+        assert!(!store.is_fresh());
+        assert_eq!(store.identity().unwrap(), Some(NodeId(7)));
+        assert_eq!(loaded(&store), before, "the format-{format} store reads back whole");
+        drop(store);
+        assert_eq!(marker(dir.path()), FORMAT, "opening upgraded the marker: an older build now refuses it");
+        {
+            let db = fjall::Database::builder(dir.path()).open().unwrap();
+            assert!(!db.keyspace_exists("log"), "the old keyspace is gone once its entries were copied");
+        }
+        let store = FjallStore::open(dir.path()).unwrap();
+        assert_eq!(loaded(&store), before, "and reads back whole after another open");
+    }
 }
 
 #[test]
