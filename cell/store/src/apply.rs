@@ -312,7 +312,14 @@ impl Spaces {
 /// change of each key wins. `log` changes are left out (they go to a generation); a `gens`
 /// change is a removal's mark (`x ‖ journal`), written with the generation the journal's next
 /// incarnation starts at and published to `shared.floors` at once.
-pub(crate) fn commit<'c>(db: &Database, spaces: &Spaces, shared: &Shared, rounds: impl IntoIterator<Item = &'c [Change]>) -> Result<(), StoreError> {
+///
+/// Returns the journals removed, for the reclaimer.
+pub(crate) fn commit<'c>(
+    db: &Database,
+    spaces: &Spaces,
+    shared: &Shared,
+    rounds: impl IntoIterator<Item = &'c [Change]>,
+) -> Result<Vec<[u8; JOURNAL_LEN]>, StoreError> {
     let mut newest: BTreeMap<(Space, &[u8]), Option<&[u8]>> = BTreeMap::new();
     for changes in rounds {
         for c in changes.iter().filter(|c| c.space != Space::Log) {
@@ -320,7 +327,7 @@ pub(crate) fn commit<'c>(db: &Database, spaces: &Spaces, shared: &Shared, rounds
         }
     }
     if newest.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let mut wb = db.batch();
     let mut removed = Vec::new();
@@ -345,7 +352,8 @@ pub(crate) fn commit<'c>(db: &Database, spaces: &Spaces, shared: &Shared, rounds
         }
         shared.floors.publish_since(removed.iter().map(|j| (*j, since)));
     }
-    wb.commit().map_err(|e| StoreError::Write(e.to_string()))
+    wb.commit().map_err(|e| StoreError::Write(e.to_string()))?;
+    Ok(removed)
 }
 
 /// Ingests `run` (its values at or above their journal's floor and of its current
@@ -449,7 +457,7 @@ impl Thread<'_> {
     }
 
     fn apply(&self, batch: &[Arc<Round>]) -> Result<(), StoreError> {
-        commit(self.db, self.spaces, self.shared, batch.iter().map(|r| r.changes.as_slice()))?;
+        let removed = commit(self.db, self.spaces, self.shared, batch.iter().map(|r| r.changes.as_slice()))?;
         {
             let mut logs = self.shared.logs.write().unwrap_or_else(std::sync::PoisonError::into_inner);
             for c in batch.iter().flat_map(|r| &r.changes).filter(|c| c.space == Space::Log) {
@@ -458,7 +466,8 @@ impl Thread<'_> {
         }
         // Only now may the rounds leave: a reader that no longer finds them finds their
         // changes in fjall or in the buffer.
-        let mut reclaim = Vec::new();
+        // A removed journal's older generations are dead now.
+        let mut reclaim = removed;
         let ingest = {
             let mut p = self.shared.lock();
             for _ in batch {

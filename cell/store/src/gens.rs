@@ -90,6 +90,9 @@ fn malformed(what: &str, key: &[u8]) -> StoreError {
     StoreError::Read(format!("malformed gens {what} row {key:02x?}"))
 }
 
+/// What a generation holds of each journal in it, journals in key order.
+pub(crate) type Rows = Vec<([u8; JOURNAL_LEN], Row)>;
+
 /// What one generation holds of one journal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Row {
@@ -225,14 +228,14 @@ pub(crate) fn ingest(
     records: &Keyspace,
     generation: u64,
     items: impl Iterator<Item = ([u8; JOURNAL_LEN], u64, fjall::Slice)>,
-) -> Result<Option<Vec<([u8; JOURNAL_LEN], Row)>>, StoreError> {
+) -> Result<Option<Rows>, StoreError> {
     let mut items = items.peekable();
     if items.peek().is_none() {
         return Ok(None);
     }
     let err = |e: fjall::Error| StoreError::Write(format!("ingesting generation {generation}: {e}"));
     let mut ingestion = records.start_ingestion().map_err(err)?;
-    let mut rows: Vec<([u8; JOURNAL_LEN], Row)> = Vec::new();
+    let mut rows: Rows = Vec::new();
     for (journal, slot, value) in items {
         let bytes = (RECORD_LEN + value.len()) as u64;
         match rows.last_mut() {

@@ -489,7 +489,7 @@ impl FjallStore {
                 }
             }
             None => {
-                for ks in [&spaces.meta, &spaces.promise, &spaces.records, &spaces.state] {
+                for ks in [&spaces.meta, &spaces.promise, &spaces.records, &spaces.gens, &spaces.state] {
                     if !ks.is_empty().map_err(read_err)? {
                         return Err(StoreError::Format { found: 0, supported: FORMAT });
                     }
@@ -521,6 +521,7 @@ impl FjallStore {
         let mut run = apply::Run::default();
         let replayed = wal::replay(&wal_dir, |changes| {
             apply::commit(&db, &spaces, &shared, [changes.as_slice()])?;
+            // (Removed journals are looked at below, with every journal `x` rows name.)
             for c in changes.iter().filter(|c| c.space == Space::Log) {
                 run.insert(&c.key, c.value.as_deref().map(fjall::Slice::from))?;
             }

@@ -313,8 +313,11 @@ impl Disk {
     fn collect(&self, generation: u64) -> Result<(), StoreError> {
         let _gate = self.floors.gate.lock().unwrap_or_else(PoisonError::into_inner);
         let into = self.counter.next();
-        let snap = self.db.snapshot();
+        // The sealed run before the snapshot: a run numbered before `into` is then either
+        // still sealed here or has its rows in the snapshot (they are committed before it is
+        // unsealed).
         let sealed = self.shared.sealed();
+        let snap = self.db.snapshot();
         let (lo, hi) = gens::generation_bounds(generation);
         let mut journals: Vec<[u8; JOURNAL_LEN]> = Vec::new();
         let mut newer: Vec<(u64, gens::Row)> = Vec::new();

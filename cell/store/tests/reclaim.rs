@@ -10,7 +10,7 @@ use bytes::Bytes;
 use common::{config, jk, state};
 use paros_core::journal::{Command, Entry};
 use paros_core::{Ballot, LeaderUuid, NodeId, Seq, Slot, WriteOp};
-use paros_node::ports::{LogStore, Placement};
+use paros_node::ports::{LogRead, LogStore, Placement};
 use paros_store::{FjallStore, StoreOptions};
 
 /// Bytes of every file under `dir`.
@@ -175,6 +175,55 @@ fn a_journal_truncated_beside_one_that_never_truncates_still_gives_the_disk_back
         for (s, e) in &dother.entries {
             assert_eq!(e.command, command(s.0, OTHER), "slot {s:?} of the other journal reads back");
         }
+    };
+    check(&store);
+    drop(store);
+    let store = FjallStore::open_with(dir.path(), options).unwrap();
+    check(&store);
+}
+
+/// A removed journal's generations are dead: its bytes leave the disk, and a journal placed
+/// afresh under the same key reads none of them, before and after a reopen.
+#[test]
+fn removing_a_journal_gives_its_bytes_back_and_its_next_incarnation_starts_empty() {
+    const EACH: u64 = SLOTS / 4; // 64 MiB
+    let dir = tempfile::tempdir().unwrap();
+    let j = jk(3, 9);
+    let options = StoreOptions::default();
+    let mut store = FjallStore::open_with(dir.path(), options).unwrap();
+    store.place(&[Placement::Put(j, config())]).unwrap();
+    let ballot = Ballot { round: 1, node: NodeId(1) };
+    for first in (0..EACH).step_by(PER_ROUND as usize) {
+        let ops = (first..first + PER_ROUND).map(|s| WriteOp::Accept { slot: Slot(s), ballot, command: command(s, RECORD) }).collect();
+        store.write(&[(j, ops)]).unwrap();
+        store.sync().unwrap();
+    }
+    store.settle().unwrap();
+    let written = dir_bytes(dir.path());
+    let payload = EACH * RECORD as u64;
+    store.place(&[Placement::Remove(j)]).unwrap();
+    store.sync().unwrap();
+    store.place(&[Placement::Put(j, config())]).unwrap();
+    store.write(&[(j, vec![WriteOp::Accept { slot: Slot(0), ballot, command: command(1_000_000, 64) }])]).unwrap();
+    store.sync().unwrap();
+
+    let want_at_most = written - payload * 3 / 4;
+    let t1 = Instant::now();
+    let deadline = Duration::from_secs(20);
+    let mut now = dir_bytes(dir.path());
+    while now > want_at_most && t1.elapsed() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        now = dir_bytes(dir.path());
+    }
+    eprintln!("after removal: {now} bytes after {:?} (wanted at most {want_at_most}, wrote {written})", t1.elapsed());
+    assert!(now <= want_at_most, "the directory shrank from {written} only to {now} bytes within {deadline:?}");
+
+    let check = |store: &FjallStore| {
+        let loaded = store.load().unwrap();
+        let d = &loaded.iter().find(|s| s.key == j).expect("placed afresh").durable;
+        assert_eq!(d.entries.len(), 1, "only the new incarnation's entry");
+        assert_eq!(d.entries[0].1.command, command(1_000_000, 64));
+        assert_eq!(store.read_range(&j, Slot(0), 100).unwrap().len(), 1);
     };
     check(&store);
     drop(store);
