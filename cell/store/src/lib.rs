@@ -89,10 +89,11 @@ pub const MEMTABLE_BYTES_MAX: u64 = 16 << 20;
 pub const META_MEMTABLE_BYTES_MAX: u64 = 1 << 20;
 
 /// Level-0 tables gathered before they are compacted into level 1 (fjall's default is 4).
-/// Journal keys interleave, so every level-0 table overlaps all of level 1 and each compaction
-/// rewrites it: gathering more tables first rewrites it less often. 16 halved the compaction
-/// time of a 60 s 64-writer run against 8 (docs/storage.md §3) and stays below the 20 level-0
-/// runs at which fjall starts to slow writers down (30 halt them).
+/// Chosen when `log` keys interleaved (every level-0 table overlapped all of level 1, and each
+/// compaction rewrote it: 16 halved the compaction time of a 60 s 64-writer run against 8,
+/// docs/storage.md §3). `records` tables never overlap and only move; the bound now matters
+/// for the small keyspaces, and stays below the 20 level-0 runs at which fjall starts to slow
+/// writers down (30 halt them).
 pub const L0_TABLES_MAX: u8 = 16;
 
 /// How a [`FjallStore`] is tuned. [`StoreOptions::default`] is what [`FjallStore::open`] uses.
