@@ -89,6 +89,10 @@ enum Command {
         /// The size compactions cut their tables at, in MiB (default: the store's).
         #[arg(long)]
         store_table_mib: Option<u64>,
+        /// The store's write-ahead log segment size, in MiB (default: the store's): each closed
+        /// segment's entries become one generation, and they wait in memory until then.
+        #[arg(long)]
+        store_wal_segment_mib: Option<u64>,
         /// How long synced rounds gather before a store's applier commits them to fjall, in
         /// microseconds (default: the store's).
         #[arg(long)]
@@ -179,13 +183,13 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token, blob_bytes_min, store_workers, store_nice, store_spread_pct, store_l0_tables, store_memtable_mib, store_table_mib, store_apply_interval_us, stop_after_mib, dormant_after_s, idle_spin_us, spin_round_journals_max } => {
+        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token, blob_bytes_min, store_workers, store_nice, store_spread_pct, store_l0_tables, store_memtable_mib, store_table_mib, store_wal_segment_mib, store_apply_interval_us, stop_after_mib, dormant_after_s, idle_spin_us, spin_round_journals_max } => {
             let duration = Duration::from_secs(duration_s);
             if raw_fjall {
                 return raw_fjall_bench(data_dir, batch, record_bytes, duration, json);
             }
             let defaults = paros_store::StoreOptions::default();
-            let store = paros_store::StoreOptions { blob_bytes_min, worker_threads: store_workers.unwrap_or(defaults.worker_threads), background_nice: store_nice.map_or(defaults.background_nice, |n| (n != 0).then_some(n)), member_spread_pct: store_spread_pct.unwrap_or(defaults.member_spread_pct), l0_tables: store_l0_tables.unwrap_or(defaults.l0_tables), memtable_bytes: store_memtable_mib.map_or(defaults.memtable_bytes, |m| m.saturating_mul(1 << 20)), table_bytes: store_table_mib.map_or(defaults.table_bytes, |m| m.saturating_mul(1 << 20)), apply_interval: store_apply_interval_us.map_or(defaults.apply_interval, std::time::Duration::from_micros), ..defaults };
+            let store = paros_store::StoreOptions { blob_bytes_min, worker_threads: store_workers.unwrap_or(defaults.worker_threads), background_nice: store_nice.map_or(defaults.background_nice, |n| (n != 0).then_some(n)), member_spread_pct: store_spread_pct.unwrap_or(defaults.member_spread_pct), l0_tables: store_l0_tables.unwrap_or(defaults.l0_tables), memtable_bytes: store_memtable_mib.map_or(defaults.memtable_bytes, |m| m.saturating_mul(1 << 20)), table_bytes: store_table_mib.map_or(defaults.table_bytes, |m| m.saturating_mul(1 << 20)), wal_segment_bytes: store_wal_segment_mib.map_or(defaults.wal_segment_bytes, |m| m.saturating_mul(1 << 20)), apply_interval: store_apply_interval_us.map_or(defaults.apply_interval, std::time::Duration::from_micros), ..defaults };
             let stop_after_bytes = stop_after_mib.map(|m| m.saturating_mul(1 << 20));
             let dormant_after = (dormant_after_s > 0).then(|| Duration::from_secs(dormant_after_s));
             let args = bench::BenchArgs { writers, journals, record_bytes, batch, duration, data_dir, idle_journals, ack_log, progress: true, target, token, store, stop_after_bytes, dormant_after, idle_spin: idle_spin_us.map(Duration::from_micros), spin_round_journals_max };

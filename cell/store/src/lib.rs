@@ -514,7 +514,11 @@ impl FjallStore {
 
         // An older format's `log` keyspace: its entries become the first generation.
         let legacy = if had_log { Some(db.keyspace(LEGACY_LOG, options).map_err(read_err)?) } else { None };
-        if let Some(log) = legacy.as_ref().filter(|_| upgrade) {
+        // A generation with an account in an older format's store is an earlier open's copy
+        // (its rows come after the whole copy): do not copy twice.
+        if let Some(log) = legacy.as_ref().filter(|_| upgrade)
+            && gens::totals(&spaces.gens)?.is_empty()
+        {
             copy_legacy_log(&db, &spaces, &counter, log)?;
         }
         // Rounds the log holds durably that fjall may not: apply them (their entries as one
@@ -522,7 +526,6 @@ impl FjallStore {
         let mut run = apply::Run::default();
         let replayed = wal::replay(&wal_dir, |changes| {
             apply::commit(&db, &spaces, &shared, [changes.as_slice()])?;
-            // (Removed journals are looked at below, with every journal `x` rows name.)
             for c in changes.iter().filter(|c| c.space == Space::Log) {
                 run.insert(&c.key, c.value.as_deref().map(fjall::Slice::from))?;
             }
