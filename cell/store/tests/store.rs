@@ -356,3 +356,39 @@ fn a_removed_journal_leaves_no_row_behind_and_its_key_can_be_placed_afresh() {
     let again = store.load().unwrap().into_iter().find(|j| j.key == a).expect("placed again");
     assert_eq!(again.durable, paros_core::Durable::default(), "no promise, state or log of the removed journal is left");
 }
+
+/// A generation whose tables exist but whose rows never became durable (a crash between an
+/// ingestion and its rows) is dropped at the next open, and nothing else is.
+#[test]
+fn tables_of_a_generation_without_rows_are_dropped_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = jk(1, 1);
+    let before = {
+        let mut store = FjallStore::open(dir.path()).unwrap();
+        store.place(&[Placement::Put(a, config())]).unwrap();
+        apply_all(&mut store, &[vec![(a, vec![accept(0, 1, b"kept"), accept(1, 1, b"too")])]]);
+        store.settle().unwrap();
+        loaded(&store)
+    };
+    let orphan = |key: &[u8]| key.len() == 32 && key[..8] == 1000u64.to_be_bytes();
+    {
+        let db = fjall::Database::builder(dir.path()).open().unwrap();
+        let records = db.keyspace("records", fjall::KeyspaceCreateOptions::default).unwrap();
+        let mut ingestion = records.start_ingestion().unwrap();
+        for slot in 0..3u64 {
+            let mut key = 1000u64.to_be_bytes().to_vec();
+            key.extend_from_slice(&[0u8; 16]);
+            key.extend_from_slice(&slot.to_be_bytes());
+            ingestion.write(key, b"left over".to_vec()).unwrap();
+        }
+        ingestion.finish().unwrap();
+        assert_eq!(records.iter().map(|k| k.key().unwrap()).filter(|k| orphan(k)).count(), 3);
+    }
+    let store = FjallStore::open(dir.path()).unwrap();
+    assert_eq!(loaded(&store), before);
+    drop(store);
+    let db = fjall::Database::builder(dir.path()).open().unwrap();
+    let records = db.keyspace("records", fjall::KeyspaceCreateOptions::default).unwrap();
+    assert_eq!(records.iter().map(|k| k.key().unwrap()).filter(|k| orphan(k)).count(), 0, "the leftover generation is gone");
+    assert!(records.iter().count() >= 2, "the journal's own generation stays");
+}
