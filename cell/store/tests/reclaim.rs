@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use common::{config, jk, state};
 use paros_core::journal::{Command, Entry};
-use paros_core::{Ballot, LeaderUuid, NodeId, Seq, Slot, WriteOp};
+use paros_core::{Ballot, JournalKey, LeaderUuid, NodeId, Seq, Slot, WriteOp};
 use paros_node::ports::{LogRead, LogStore, Placement};
 use paros_store::{FjallStore, StoreOptions};
 
@@ -29,6 +29,30 @@ fn dir_bytes(dir: &Path) -> u64 {
         }
     }
     total
+}
+
+/// Truncates `j` (written up to `end`) to its last `KEPT` slots, durably; returns the floor.
+fn truncate_to_the_last(store: &mut FjallStore, j: JournalKey, end: u64) -> u64 {
+    let floor = end - KEPT;
+    let ops = vec![WriteOp::Chosen { up_to: Slot(end) }, WriteOp::Truncate { floor: Slot(floor), sealed: state(floor, floor) }];
+    store.write(&[(j, ops)]).unwrap();
+    store.sync().unwrap();
+    floor
+}
+
+/// Waits up to 20 s for the directory (which held `written` bytes) to give back at least three
+/// quarters of `payload`, and fails if it does not.
+fn gives_most_back(dir: &Path, written: u64, payload: u64) {
+    let want_at_most = written - payload * 3 / 4;
+    let t1 = Instant::now();
+    let deadline = Duration::from_secs(20);
+    let mut now = dir_bytes(dir);
+    while now > want_at_most && t1.elapsed() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        now = dir_bytes(dir);
+    }
+    eprintln!("{now} bytes after {:?} (wanted at most {want_at_most}, wrote {written})", t1.elapsed());
+    assert!(now <= want_at_most, "the directory shrank from {written} only to {now} bytes within {deadline:?}");
 }
 
 /// A record of `len` bytes that no compressor can shrink (xorshift), distinct per slot.
@@ -83,23 +107,9 @@ fn truncate_to_the_tail(options: StoreOptions) {
     eprintln!("wrote {payload} payload bytes in {:?}: directory holds {written}", t0.elapsed());
     assert!(written >= payload, "the records are on disk ({written} < {payload})");
 
-    let floor = SLOTS - KEPT;
-    store
-        .write(&[(j, vec![WriteOp::Chosen { up_to: Slot(SLOTS) }, WriteOp::Truncate { floor: Slot(floor), sealed: state(floor, floor) }])])
-        .unwrap();
-    store.sync().unwrap();
-
+    let floor = truncate_to_the_last(&mut store, j, SLOTS);
     // The dropped records are 255 MiB; "most of it" is 3/4 of the payload.
-    let want_at_most = written - payload * 3 / 4;
-    let t1 = Instant::now();
-    let deadline = Duration::from_secs(20);
-    let mut now = dir_bytes(dir.path());
-    while now > want_at_most && t1.elapsed() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-        now = dir_bytes(dir.path());
-    }
-    eprintln!("after truncation: {now} bytes after {:?} (wanted at most {want_at_most})", t1.elapsed());
-    assert!(now <= want_at_most, "the directory shrank from {written} only to {now} bytes within {deadline:?}");
+    gives_most_back(dir.path(), written, payload);
 
     // What was kept is intact, before and after a reopen; nothing below the floor is served.
     let check = |store: &FjallStore| {
@@ -144,22 +154,8 @@ fn a_journal_truncated_beside_one_that_never_truncates_still_gives_the_disk_back
     let payload = EACH * RECORD as u64;
     assert!(written >= payload, "the records are on disk ({written} < {payload})");
 
-    let floor = EACH - KEPT;
-    store
-        .write(&[(a, vec![WriteOp::Chosen { up_to: Slot(EACH) }, WriteOp::Truncate { floor: Slot(floor), sealed: state(floor, floor) }])])
-        .unwrap();
-    store.sync().unwrap();
-
-    let want_at_most = written - payload * 3 / 4;
-    let t1 = Instant::now();
-    let deadline = Duration::from_secs(20);
-    let mut now = dir_bytes(dir.path());
-    while now > want_at_most && t1.elapsed() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-        now = dir_bytes(dir.path());
-    }
-    eprintln!("after truncation: {now} bytes after {:?} (wanted at most {want_at_most}, wrote {written})", t1.elapsed());
-    assert!(now <= want_at_most, "the directory shrank from {written} only to {now} bytes within {deadline:?}");
+    let floor = truncate_to_the_last(&mut store, a, EACH);
+    gives_most_back(dir.path(), written, payload);
 
     let check = |store: &FjallStore| {
         let loaded = store.load().unwrap();
@@ -207,16 +203,7 @@ fn removing_a_journal_gives_its_bytes_back_and_its_next_incarnation_starts_empty
     store.write(&[(j, vec![WriteOp::Accept { slot: Slot(0), ballot, command: command(1_000_000, 64) }])]).unwrap();
     store.sync().unwrap();
 
-    let want_at_most = written - payload * 3 / 4;
-    let t1 = Instant::now();
-    let deadline = Duration::from_secs(20);
-    let mut now = dir_bytes(dir.path());
-    while now > want_at_most && t1.elapsed() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-        now = dir_bytes(dir.path());
-    }
-    eprintln!("after removal: {now} bytes after {:?} (wanted at most {want_at_most}, wrote {written})", t1.elapsed());
-    assert!(now <= want_at_most, "the directory shrank from {written} only to {now} bytes within {deadline:?}");
+    gives_most_back(dir.path(), written, payload);
 
     let check = |store: &FjallStore| {
         let loaded = store.load().unwrap();
