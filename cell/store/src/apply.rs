@@ -87,7 +87,7 @@ struct Pending {
     failed: Option<String>,
 }
 
-/// `log` changes applied but not yet in fjall: fjall's `log` keyspace is written only by bulk
+/// `log` changes applied but not yet in fjall: fjall's `records` keyspace is written only by bulk
 /// ingestion of whole sorted runs (no journal, no memtable), once per closed segment.
 #[derive(Default)]
 struct LogBuffer {

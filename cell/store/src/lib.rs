@@ -31,7 +31,7 @@
 //! write-ahead log (`wal/` beside fjall's files, see [`wal`]); [`LogStore::sync`] then issues
 //! one fdatasync of it. The round never touches fjall: an applier thread ([`apply`]) commits
 //! synced rounds' `promise`, `state`, `anchor` and `meta` rows as fjall batches, and
-//! bulk-ingests their `log` entries as one sorted run per closed log segment. Reads see the
+//! bulk-ingests their `log` entries as one generation per closed log segment. Reads see the
 //! rounds and entries fjall does not hold yet. Each journal's state row is cached in memory,
 //! so `write` never reads the disk.
 //!
