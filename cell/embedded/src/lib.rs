@@ -226,8 +226,20 @@ impl EmbeddedCell {
         let mut nodes = Vec::new();
         let mut hosted = Vec::new();
         let mut probes = Vec::new();
-        for (i, node) in manifest.nodes.iter().enumerate() {
-            let store = FjallStore::open_with(&dir.join(format!("node-{i}")), store.for_member(i))?;
+        // The stores open side by side: each replays its own write-ahead log and fjall's
+        // journal (up to 64 MB of small rows), most of a restart's time (docs/storage.md §4).
+        let stores: Vec<_> = std::thread::scope(|s| {
+            let opening: Vec<_> = (0..manifest.nodes.len())
+                .map(|i| {
+                    let path = dir.join(format!("node-{i}"));
+                    let options = store.for_member(i);
+                    s.spawn(move || FjallStore::open_with(&path, options))
+                })
+                .collect();
+            opening.into_iter().map(|o| o.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+        });
+        for (node, store) in manifest.nodes.iter().zip(stores) {
+            let store = store?;
             probes.push(store.probe());
             let expected = if fresh { None } else { Some(*node) };
             let boot = if shell_config.dormant_after.is_some() { Host::boot_asleep } else { Host::boot };
