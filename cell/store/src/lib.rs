@@ -1072,4 +1072,46 @@ mod tests {
         assert_eq!(raw_log_keys(&store, a), 40, "records below a's durable floor are gone");
         assert_eq!(raw_log_keys(&store, b), 100, "b keeps every record");
     }
+
+    /// The point of generations: however many runs are ingested and however often fjall
+    /// compacts, `records` tables are only moved, never merged (a merge would write a table
+    /// spanning several generations). Fails if an fjall upgrade starts rewriting them.
+    #[test]
+    fn records_tables_are_moved_never_merged() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = StoreOptions { wal_segment_bytes: 64 << 10, l0_tables: 4, ..StoreOptions::default() };
+        let mut store = FjallStore::open_with(dir.path(), opts).unwrap();
+        let (a, b) = (jk(1), jk(2));
+        let ballot = Ballot { round: 1, node: NodeId(1) };
+        let command = |slot: u64| {
+            Command::Write(paros_core::journal::Entry {
+                leader: paros_core::LeaderUuid::new(7),
+                seq: paros_core::Seq(slot),
+                records: vec![bytes::Bytes::from(vec![7u8; 1000])],
+            })
+        };
+        for slot in 0..2000u64 {
+            let op = || WriteOp::Accept { slot: Slot(slot), ballot, command: command(slot) };
+            store.write(&[(a, vec![op()]), (b, vec![op()])]).unwrap();
+            store.sync().unwrap();
+        }
+        store.settle().unwrap();
+        let records = &store.spaces.records;
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while records.l0_table_count() >= usize::from(opts.l0_tables) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let generations = gens::totals(&store.spaces.gens).unwrap().len();
+        let version = fjall::AbstractTree::current_version(&records.tree);
+        let tables: Vec<_> = version.iter_tables().collect();
+        assert!(generations >= 20, "the writes made many generations ({generations})");
+        assert!(records.l0_table_count() < tables.len(), "fjall compacted: tables left level 0");
+        assert_eq!(tables.len(), generations, "one table per (small) generation: none merged");
+        for t in tables {
+            let range = &t.metadata.key_range;
+            let (lo, hi) = (gens::split_record(range.min()).unwrap().0, gens::split_record(range.max()).unwrap().0);
+            assert_eq!(lo, hi, "table {} spans generations {lo}..={hi}: it was rewritten", t.id());
+        }
+        assert_eq!(store.read_range(&a, Slot(0), 5000).unwrap().len(), 2000, "and every entry reads back");
+    }
 }
