@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use fjall::{AbstractTree, Keyspace, Readable, Snapshot};
 use paros_node::ports::StoreError;
 
-use crate::keys::{self, JOURNAL_LEN, LOG_LEN};
+use crate::keys::{self, JOURNAL_LEN, LOG_LEN, u64_at};
 
 /// `generation ‖ journal ‖ slot`: the key of `records`.
 pub(crate) const RECORD_LEN: usize = 8 + JOURNAL_LEN + 8;
@@ -56,10 +56,15 @@ pub(crate) fn split_record(key: &[u8]) -> Option<(u64, [u8; JOURNAL_LEN], u64)> 
     Some((generation, journal, slot))
 }
 
-/// The first key of `generation` and the first key of the next one.
-pub(crate) fn generation_bounds(generation: u64) -> ([u8; 8], Bound<[u8; 8]>) {
-    let hi = generation.checked_add(1).map_or(Bound::Unbounded, |g| Bound::Excluded(g.to_be_bytes()));
-    (generation.to_be_bytes(), hi)
+/// Every key of `generation`: from its first key to the first key of the next one.
+pub(crate) fn generation_range(generation: u64) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let hi = generation.checked_add(1).map_or(Bound::Unbounded, |g| Bound::Excluded(g.to_be_bytes().to_vec()));
+    (Bound::Included(generation.to_be_bytes().to_vec()), hi)
+}
+
+/// Drops every table of `generation` (its files are unlinked once no version refers to them).
+pub(crate) fn drop_generation(records: &Keyspace, generation: u64) -> Result<(), StoreError> {
+    records.tree.drop_range(generation_range(generation)).map_err(|e| StoreError::Write(format!("dropping generation {generation}: {e}")))
 }
 
 pub(crate) fn journal_row_key(journal: &[u8; JOURNAL_LEN], generation: u64) -> [u8; 1 + JOURNAL_LEN + 8] {
@@ -80,10 +85,6 @@ pub(crate) fn since_row_key(journal: &[u8; JOURNAL_LEN]) -> [u8; 1 + JOURNAL_LEN
     let mut out = [ROW_SINCE; 1 + JOURNAL_LEN];
     out[1..].copy_from_slice(journal);
     out
-}
-
-fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_be_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
 }
 
 fn malformed(what: &str, key: &[u8]) -> StoreError {
@@ -291,11 +292,7 @@ pub(crate) fn recover(records: &Keyspace, gens: &Keyspace) -> Result<Counter, St
         }
     }
     for generation in on_disk.iter().filter(|g| !totals.contains_key(g)) {
-        let (lo, hi) = generation_bounds(*generation);
-        records
-            .tree
-            .drop_range::<&[u8], _>((Bound::Included(&lo[..]), hi.as_ref().map(|h| &h[..])))
-            .map_err(|e| StoreError::Write(format!("dropping the leftovers of generation {generation}: {e}")))?;
+        drop_generation(records, *generation)?;
     }
     let newest = on_disk.last().copied().into_iter().chain(totals.keys().last().copied()).max();
     Ok(Counter(AtomicU64::new(newest.map_or(1, |g| g + 1))))

@@ -43,7 +43,8 @@ pub(crate) fn config(key: JournalKey) -> Vec<u8> {
     out
 }
 
-fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
+/// The big-endian `u64` at `at`, if `bytes` holds one there.
+pub(crate) fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
     let raw: [u8; 8] = bytes.get(at..at + 8)?.try_into().ok()?;
     Some(u64::from_be_bytes(raw))
 }

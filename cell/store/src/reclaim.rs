@@ -18,14 +18,13 @@
 //! table (which move-only compaction of `records` seldom does).
 
 use std::collections::{BTreeSet, HashMap};
-use std::ops::Bound;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use fjall::compaction::filter::{CompactionFilter, CompactionFilterResult, Context, Factory, ItemAccessor, Verdict};
-use fjall::{AbstractTree, Database, Keyspace, PersistMode, Readable};
+use fjall::{Database, Keyspace, PersistMode, Readable};
 use paros_node::ports::StoreError;
 
 use crate::apply::Shared;
@@ -62,27 +61,28 @@ impl Floors {
 
     /// Publishes durable floors (only ever raises one).
     pub(crate) fn publish(&self, floors: impl IntoIterator<Item = ([u8; JOURNAL_LEN], u64)>) {
-        let mut map = self.floors.write().unwrap_or_else(PoisonError::into_inner);
-        for (journal, floor) in floors {
-            let at = map.entry(journal).or_insert(0);
-            *at = (*at).max(floor);
-        }
+        raise(&self.floors, floors);
     }
 
     /// Publishes where removed journals' current incarnations start (only ever raises one).
     /// The caller holds `gate`.
     pub(crate) fn publish_since(&self, since: impl IntoIterator<Item = ([u8; JOURNAL_LEN], u64)>) {
-        let mut map = self.since.write().unwrap_or_else(PoisonError::into_inner);
-        for (journal, generation) in since {
-            let at = map.entry(journal).or_insert(0);
-            *at = (*at).max(generation);
-        }
+        raise(&self.since, since);
     }
 
     /// Forgets a removed journal's floor, waiting for a judgement of its rows in progress.
     pub(crate) fn forget(&self, journal: &[u8; JOURNAL_LEN]) {
         let _gate = self.gate.lock().unwrap_or_else(PoisonError::into_inner);
         self.floors.write().unwrap_or_else(PoisonError::into_inner).remove(journal);
+    }
+}
+
+/// Raises each journal's value in `map` to the one given, never lowers it.
+fn raise(map: &RwLock<HashMap<[u8; JOURNAL_LEN], u64>>, values: impl IntoIterator<Item = ([u8; JOURNAL_LEN], u64)>) {
+    let mut map = map.write().unwrap_or_else(PoisonError::into_inner);
+    for (journal, value) in values {
+        let at = map.entry(journal).or_insert(0);
+        *at = (*at).max(value);
     }
 }
 
@@ -284,7 +284,7 @@ impl Disk {
             batch.remove(&self.gens, gens::total_row_key(generation));
             batch.commit().map_err(write_err)?;
             self.db.persist(PersistMode::SyncData).map_err(|e| StoreError::Sync(e.to_string()))?;
-            self.drop_generation(generation)?;
+            gens::drop_generation(&self.records, generation)?;
             return Ok(true);
         }
         if u128::from(total.dead) * 100 >= u128::from(total.bytes) * u128::from(self.collect_dead_percent) {
@@ -292,14 +292,6 @@ impl Disk {
             return Ok(true);
         }
         Ok(false)
-    }
-
-    fn drop_generation(&self, generation: u64) -> Result<(), StoreError> {
-        let (lo, hi) = gens::generation_bounds(generation);
-        self.records
-            .tree
-            .drop_range::<&[u8], _>((Bound::Included(&lo[..]), hi.as_ref().map(|h| &h[..])))
-            .map_err(|e| StoreError::Write(format!("dropping generation {generation}: {e}")))
     }
 
     /// Writes what is still live in `generation` as a new generation, moves the rows over in
@@ -318,11 +310,10 @@ impl Disk {
         // unsealed).
         let sealed = self.shared.sealed();
         let snap = self.db.snapshot();
-        let (lo, hi) = gens::generation_bounds(generation);
         let mut journals: Vec<[u8; JOURNAL_LEN]> = Vec::new();
         let mut newer: Vec<(u64, gens::Row)> = Vec::new();
         let mut live = Vec::new();
-        for item in snap.range::<&[u8], _>(&self.records, (Bound::Included(&lo[..]), hi.as_ref().map(|h| &h[..]))) {
+        for item in snap.range(&self.records, gens::generation_range(generation)) {
             let (k, v) = item.into_inner().map_err(|e| StoreError::Read(e.to_string()))?;
             let Some((_, journal, slot)) = gens::split_record(&k) else { continue };
             if journals.last() != Some(&journal) {
@@ -355,6 +346,6 @@ impl Disk {
         batch.commit().map_err(write_err)?;
         // The rows must point at the new generation durably before the old one's files go.
         self.db.persist(PersistMode::SyncData).map_err(|e| StoreError::Sync(e.to_string()))?;
-        self.drop_generation(generation)
+        gens::drop_generation(&self.records, generation)
     }
 }
