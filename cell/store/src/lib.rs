@@ -1094,8 +1094,11 @@ mod tests {
             let op = || WriteOp::Accept { slot: Slot(slot), ballot, command: command(slot) };
             store.write(&[(a, vec![op()]), (b, vec![op()])]).unwrap();
             store.sync().unwrap();
+            if slot % 50 == 49 {
+                // One generation at least every 50 slots, however the applier batches.
+                store.settle().unwrap();
+            }
         }
-        store.settle().unwrap();
         let records = &store.spaces.records;
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         while records.l0_table_count() >= usize::from(opts.l0_tables) && std::time::Instant::now() < deadline {
