@@ -22,15 +22,27 @@ fn accept(slot: u64, payload: &[u8]) -> WriteOp {
 }
 
 /// A copy of the live directory: what a crash at this moment leaves (and more: the page cache).
+/// A file the store deletes while it is copied (a dropped generation, a finished segment) is
+/// left out, as a crash just after that deletion would leave it.
 fn crash_image(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
+    let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+    let entries = match std::fs::read_dir(from) {
+        Err(e) if gone(&e) => return,
+        entries => entries.unwrap(),
+    };
+    for e in entries {
         let e = e.unwrap();
         let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            crash_image(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
+        match e.file_type() {
+            Ok(t) if t.is_dir() => crash_image(&e.path(), &target),
+            Err(err) if gone(&err) => {}
+            _ => match std::fs::copy(e.path(), &target) {
+                Err(err) if gone(&err) => {}
+                copied => {
+                    copied.unwrap();
+                }
+            },
         }
     }
 }
