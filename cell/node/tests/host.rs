@@ -560,3 +560,50 @@ fn journals_woken_to_check_in_after_a_boot_sleep_again_without_waiting_out_the_d
         CallAnswer::Verdict(Outcome::Accepted { seq: Seq(0), count: 1 })
     );
 }
+
+/// A machine's check-in after a boot elects each journal, and the election wakes the journal
+/// on every peer. Those peers did nothing for it but answer: they put it back to sleep as soon
+/// as the machine that checked in does, not after their whole dormancy (a restart with 100,000
+/// journals would otherwise hold every one in memory on every peer at once). And a peer that
+/// booted too, but whose own turn to check in the journal had not come yet, counts it checked
+/// in: it does not wake it and elect it again.
+#[test]
+fn a_peers_check_in_wakes_a_journal_only_for_the_check_in() {
+    let journals = 8u64;
+    let mut cell = Cell::new(journals);
+    let keys: Vec<JournalKey> = (0..journals).map(key).collect();
+    cell.settle_leaders(&keys);
+    let dormant_after = 10_000;
+    let first = cell.ids[0];
+    for id in cell.ids.clone() {
+        cell.hosts.remove(&id);
+        let mut host = Host::boot_asleep(cell.disks[&id].clone(), Some(id), NodeId(0xdead), cell.tunables, 7).expect("reboots");
+        host.set_dormancy(Some(dormant_after));
+        // Only the first machine's turn to check in comes during the test's first part.
+        if id != first {
+            host.set_boot_wakes_per_tick(0);
+        }
+        cell.hosts.insert(id, host);
+    }
+    let ticks = 4 * paros_node::host::CHECK_IN_QUIET_TICKS + 40;
+    let mut peers_woke = false;
+    for _ in 0..ticks {
+        cell.tick();
+        peers_woke |= cell.hosts.iter().filter(|(id, _)| **id != first).all(|(_, h)| h.stats().wakes >= journals);
+    }
+    assert!(peers_woke, "the first machine's check-ins woke every journal on both peers");
+    for (id, h) in &cell.hosts {
+        assert_eq!(h.dormant_count(), journals as usize, "{id:?}: asleep again after {ticks} ticks, not {dormant_after}");
+    }
+
+    // The peers' own turn comes: every journal was checked in already, so nothing wakes.
+    let before: BTreeMap<NodeId, (u64, u64)> = cell.hosts.iter().map(|(id, h)| (*id, (h.stats().wakes, h.stats().campaigns))).collect();
+    for h in cell.hosts.values_mut() {
+        h.set_boot_wakes_per_tick(paros_node::host::BOOT_WAKES_PER_TICK);
+    }
+    for _ in 0..ticks {
+        cell.tick();
+    }
+    let after: BTreeMap<NodeId, (u64, u64)> = cell.hosts.iter().map(|(id, h)| (*id, (h.stats().wakes, h.stats().campaigns))).collect();
+    assert_eq!(after, before, "no journal woken or elected a second time (wakes, campaigns)");
+}

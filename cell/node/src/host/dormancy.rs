@@ -11,8 +11,12 @@
 //! boot anchor) is relearned, as after a restart. A journal woken by a call or a read campaigns
 //! at once, so the first write after a quiet spell costs an election round, not an election
 //! timeout; one woken by a message comes back quiesced, as it left (a Prepare or an Accept
-//! wakes it fully); one woken only to check in after a boot sleeps again after
-//! [`CHECK_IN_QUIET_TICKS`](super::CHECK_IN_QUIET_TICKS) of quiet.
+//! wakes it fully). One woken only to check in after a boot sleeps again after
+//! [`CHECK_IN_QUIET_TICKS`](super::CHECK_IN_QUIET_TICKS) of quiet, and so does one woken by
+//! a peer's message until it is given entries to accept or asked something here: a peer's
+//! check-in elects the journal on every machine, and nothing else needs it there afterwards.
+//! A journal a peer's election or leader reached has checked in: its own turn after a boot
+//! does not wake it again.
 
 use paros_core::{Call, JournalKey, NodeId, ReadRequest};
 
@@ -32,6 +36,18 @@ pub(super) enum Stashed {
 }
 
 impl Stashed {
+    /// True when waking for this input puts the journal in touch with its peers, as its
+    /// check-in after a boot would: a call, a read, a campaign, or a peer's election or leader
+    /// (an acknowledgement or an answer from a peer does not).
+    fn checks_in(&self) -> bool {
+        match self {
+            Stashed::Deliver(_, e) => {
+                matches!(e.message, paros_core::Message::Prepare { .. } | paros_core::Message::Accept { .. } | paros_core::Message::Heartbeat { .. })
+            }
+            Stashed::Call(..) | Stashed::Read(..) | Stashed::Campaign(_) | Stashed::Wake(_) => true,
+        }
+    }
+
     fn key(&self) -> JournalKey {
         match self {
             Stashed::Deliver(_, e) => e.journal,
@@ -74,7 +90,7 @@ impl<S: LogStore> Host<S> {
     /// Wakes the next journals booted dormant (called each tick).
     pub(super) fn wake_booted(&mut self) {
         for _ in 0..self.boot_wakes_per_tick {
-            let Some(key) = self.boot_wakes.pop_front() else { break };
+            let Some(key) = self.boot_wakes.pop_first() else { break };
             if self.is_dormant(&key) {
                 self.stash.push(Stashed::Wake(key));
             }
@@ -179,8 +195,12 @@ impl<S: LogStore> Host<S> {
                 self.dormant -= 1;
                 self.stats.wakes += 1;
                 self.install(key, std::sync::Arc::unwrap_or_clone(config), durable);
-                if matches!(input, Stashed::Wake(_)) {
+                if matches!(input, Stashed::Wake(_) | Stashed::Deliver(..)) {
+                    // Until it is given entries (see `deliver`) or asked something here.
                     self.checking_in.insert(key);
+                }
+                if input.checks_in() {
+                    self.boot_wakes.remove(&key);
                 }
                 if matches!(input, Stashed::Call(..) | Stashed::Read(..)) {
                     // No one leads a journal that slept here, and calls and reads are served

@@ -199,6 +199,10 @@ impl<S: LogStore> Host<S> {
                 self.stash.push(super::dormancy::Stashed::Deliver(from, e));
                 continue;
             }
+            if matches!(&e.message, paros_core::Message::Accept { entries, .. } if !entries.is_empty()) {
+                // A leader writes through this journal: it is no longer here only for a check-in.
+                self.checking_in.remove(&e.journal);
+            }
             j.step(from, e.message, &mut self.stats);
             self.dirty.insert(e.journal);
             self.touched.insert(e.journal);

@@ -164,20 +164,23 @@ pub struct Host<S: LogStore> {
     /// Journals with writes or a placement in the round being persisted.
     round_keys: BTreeSet<JournalKey>,
     dormant: usize,
-    /// Journals booted dormant, not yet woken once, and how many to wake per tick.
-    boot_wakes: VecDeque<JournalKey>,
+    /// Journals booted dormant and not checked in since (neither woken for their turn nor by
+    /// a peer's election or leader), and how many to wake per tick.
+    boot_wakes: BTreeSet<JournalKey>,
     boot_wakes_per_tick: usize,
-    /// Journals woken only to check in after a boot, asked nothing since: they sleep again
-    /// after [`CHECK_IN_QUIET_TICKS`] of quiet, not `dormant_after` (a restart with 100,000
-    /// journals would otherwise hold every one it checked in for a whole `dormant_after`).
+    /// Journals woken only for a check-in, asked nothing since: to check in after this boot,
+    /// or by a peer's message (a peer's check-in elects the journal everywhere) and given no
+    /// entries to accept since. They sleep again after [`CHECK_IN_QUIET_TICKS`] of quiet, not
+    /// `dormant_after`: a restart with 100,000 journals would otherwise hold every one in
+    /// memory, on the machine that checks in and on its peers, for a whole `dormant_after`.
     checking_in: HashSet<JournalKey>,
     check_in_queue: VecDeque<(u64, JournalKey)>,
     /// The configurations dormant journals keep, shared between equal ones.
     configs: paros_core::ConfigPool,
 }
 
-/// Ticks of quiet after which a journal woken only to check in after a boot sleeps again (at
-/// most `dormant_after`).
+/// Ticks of quiet after which a journal woken only for a check-in (its own after a boot, or a
+/// peer's) sleeps again (at most `dormant_after`).
 pub const CHECK_IN_QUIET_TICKS: u64 = 10;
 
 /// Journals booted dormant woken per tick, by default (`Host::set_boot_wakes_per_tick`).
@@ -229,7 +232,7 @@ impl<S: LogStore> Host<S> {
             stash: Vec::new(),
             round_keys: BTreeSet::new(),
             dormant: 0,
-            boot_wakes: VecDeque::new(),
+            boot_wakes: BTreeSet::new(),
             boot_wakes_per_tick: BOOT_WAKES_PER_TICK,
             checking_in: HashSet::new(),
             check_in_queue: VecDeque::new(),
@@ -238,7 +241,7 @@ impl<S: LogStore> Host<S> {
         if asleep {
             for (key, config) in host.store_mut().load_configs()? {
                 host.install_dormant(key, config);
-                host.boot_wakes.push_back(key);
+                host.boot_wakes.insert(key);
             }
         } else {
             for stored in host.store_mut().load()? {
