@@ -607,3 +607,39 @@ fn a_peers_check_in_wakes_a_journal_only_for_the_check_in() {
     let after: BTreeMap<NodeId, (u64, u64)> = cell.hosts.iter().map(|(id, h)| (*id, (h.stats().wakes, h.stats().campaigns))).collect();
     assert_eq!(after, before, "no journal woken or elected a second time (wakes, campaigns)");
 }
+
+/// Check-ins after a boot wake journals at a bounded rate and hold a bounded number at once:
+/// the next waits for room, so a machine that cannot keep up (or check-ins that cannot go
+/// quiet) never has every journal in memory. All of them still check in.
+#[test]
+fn check_ins_after_a_boot_hold_at_most_their_bound_in_memory() {
+    let journals = 12u64;
+    let bound = 3;
+    let mut cell = Cell::new(journals);
+    let keys: Vec<JournalKey> = (0..journals).map(key).collect();
+    cell.settle_leaders(&keys);
+    let first = cell.ids[0];
+    for id in cell.ids.clone() {
+        cell.hosts.remove(&id);
+        let mut host = Host::boot_asleep(cell.disks[&id].clone(), Some(id), NodeId(0xdead), cell.tunables, 7).expect("reboots");
+        host.set_dormancy(Some(10_000));
+        host.set_check_ins_max(bound);
+        if id != first {
+            host.set_boot_wakes_per_tick(0);
+        }
+        cell.hosts.insert(id, host);
+    }
+    let mut awake_max = 0;
+    for _ in 0..journals * 60 {
+        cell.tick();
+        for h in cell.hosts.values() {
+            awake_max = awake_max.max(h.journal_count() - h.dormant_count());
+        }
+    }
+    assert!(awake_max >= 2, "check-ins overlapped (awake at most {awake_max} at once)");
+    assert!(awake_max <= bound, "at most {bound} awake at once on any machine, saw {awake_max}");
+    for (id, h) in &cell.hosts {
+        assert!(h.stats().wakes >= journals, "{id:?}: every journal checked in ({} wakes)", h.stats().wakes);
+        assert_eq!(h.dormant_count(), journals as usize, "{id:?}: and asleep again");
+    }
+}

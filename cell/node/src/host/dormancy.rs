@@ -87,9 +87,19 @@ impl<S: LogStore> Host<S> {
         self.boot_wakes_per_tick = n;
     }
 
+    /// At most this many journals are awake here for a check-in at once (this machine's own
+    /// after a boot, and its peers'): the next journal booted dormant waits for room. A machine
+    /// slower than the wake rate, or check-ins that cannot go quiet (a peer is down, so their
+    /// leaders keep heartbeating), then hold a bounded number of journals in memory; the rest
+    /// wait, and any of them wakes at once for a call, a read or a peer's message.
+    pub fn set_check_ins_max(&mut self, n: usize) {
+        self.check_ins_max = n;
+    }
+
     /// Wakes the next journals booted dormant (called each tick).
     pub(super) fn wake_booted(&mut self) {
-        for _ in 0..self.boot_wakes_per_tick {
+        let room = self.check_ins_max.saturating_sub(self.checking_in.len());
+        for _ in 0..self.boot_wakes_per_tick.min(room) {
             let Some(key) = self.boot_wakes.pop_first() else { break };
             if self.is_dormant(&key) {
                 self.stash.push(Stashed::Wake(key));

@@ -174,6 +174,7 @@ pub struct Host<S: LogStore> {
     /// `dormant_after`: a restart with 100,000 journals would otherwise hold every one in
     /// memory, on the machine that checks in and on its peers, for a whole `dormant_after`.
     checking_in: HashSet<JournalKey>,
+    check_ins_max: usize,
     check_in_queue: VecDeque<(u64, JournalKey)>,
     /// The configurations dormant journals keep, shared between equal ones.
     configs: paros_core::ConfigPool,
@@ -185,6 +186,12 @@ pub const CHECK_IN_QUIET_TICKS: u64 = 10;
 
 /// Journals booted dormant woken per tick, by default (`Host::set_boot_wakes_per_tick`).
 pub const BOOT_WAKES_PER_TICK: usize = 64;
+
+/// Journals awake for a check-in at once, at most, by default (`Host::set_check_ins_max`):
+/// a check-in lasts an election timeout and [`CHECK_IN_QUIET_TICKS`] (about 30 ticks), so
+/// this keeps the embedded cell's 20 ms ticks near [`BOOT_WAKES_PER_TICK`] a tick, with a
+/// few MB of woken journals per machine.
+pub const CHECK_INS_MAX: usize = 2048;
 
 impl<S: LogStore> Host<S> {
     /// Boots over `store`. `expected` is the identity this machine was given before (from its
@@ -235,6 +242,7 @@ impl<S: LogStore> Host<S> {
             boot_wakes: BTreeSet::new(),
             boot_wakes_per_tick: BOOT_WAKES_PER_TICK,
             checking_in: HashSet::new(),
+            check_ins_max: CHECK_INS_MAX,
             check_in_queue: VecDeque::new(),
             configs: paros_core::ConfigPool::default(),
         };
