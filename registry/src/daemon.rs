@@ -388,15 +388,28 @@ where
     // not wait at the tail, so an empty page applies it at once.
     let mut unapplied = false;
     let mut next_apply = tokio::time::Instant::now();
+    // Nothing is applied or published before the fold first reaches the registry's tail. The
+    // nodes host what an earlier run of this follower applied, which can be later than a
+    // directory folded part of the way from the checkpoint (after a restart): applied, that
+    // directory would remove the journals created since the checkpoint, records and all, and
+    // publish a directory that does not know them. Once caught up, every directory folded is
+    // later than what the nodes host.
+    let mut caught_up = false;
     loop {
-        let outcome = if unapplied && folder.is_whole() { reader.next().await } else { reader.follow().await };
+        let outcome = if caught_up && unapplied && folder.is_whole() { reader.next().await } else { reader.follow().await };
         let outcome = match outcome {
             Ok(o) => o,
             Err(e) => return format!("reading the registry: {e}"),
         };
         let (folded, moved) = match outcome {
-            ReaderOutcome::Records { from, records, .. } => (folder.fold_page(from, &records).map(drop), !records.is_empty()),
-            ReaderOutcome::Gap { from, resumed_at, .. } => (folder.gap(from, resumed_at).map(drop), true),
+            ReaderOutcome::Records { from, records, view } => {
+                caught_up |= from.0.saturating_add(records.len() as u64) >= view.next_seq.0;
+                (folder.fold_page(from, &records).map(drop), !records.is_empty())
+            }
+            ReaderOutcome::Gap { from, resumed_at, view } => {
+                caught_up |= resumed_at >= view.next_seq;
+                (folder.gap(from, resumed_at).map(drop), true)
+            }
             ReaderOutcome::UnknownJournal => return "the registry journal is not hosted".into(),
             ReaderOutcome::Unavailable { .. } | ReaderOutcome::Retry { .. } => (Ok(()), false),
         };
@@ -406,7 +419,7 @@ where
         followed.folded = folder.next();
         unapplied |= moved;
         let due = !moved || tokio::time::Instant::now() >= next_apply;
-        if folder.is_whole() && unapplied && due {
+        if caught_up && folder.is_whole() && unapplied && due {
             let started = tokio::time::Instant::now();
             for node in &mut nodes {
                 if apply_to(node, folder.state(), &registry, &mut configs, config.placements_per_request, &mut followed).await.is_err() {

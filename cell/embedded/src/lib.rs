@@ -539,6 +539,55 @@ mod tests {
         let _ = cell.stop();
     }
 
+    /// After a restart the followers fold the registry from its checkpoint, a page at a time.
+    /// A directory folded only part of the way lacks the journals created after the checkpoint
+    /// in later pages; applied to the nodes, it removed them (and their records) until a later
+    /// page placed them again, empty. Nothing is applied or published before the follower
+    /// reaches the registry's tail.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_restart_keeps_the_records_of_journals_created_after_the_registry_checkpoint() {
+        // One checkpoint after 400 commands, then about 380 more in the registry's tail: more
+        // than one follower page (256 records) past the checkpoint.
+        let mut coordinator = CoordinatorLoopConfig::default();
+        coordinator.coordinator.checkpoint = CheckpointerConfig { factor: 1 << 20, interval_records: 400, ..CheckpointerConfig::default() };
+        let dir = tempfile::tempdir().unwrap();
+        let cell = formed(dir.path(), coordinator).await;
+        let tenant = sign_up(&cell, "late", 1000).await;
+        let mut creates = tokio::task::JoinSet::new();
+        for i in 0..780 {
+            let request = cell.request_handle();
+            creates.spawn(async move { request.request(create(tenant, &format!("j{i}"))).await.expect("creates") });
+            if creates.len() >= 32 {
+                creates.join_next().await.unwrap().unwrap();
+            }
+        }
+        while let Some(done) = creates.join_next().await {
+            done.unwrap();
+        }
+        cell.request(create(tenant, "last")).await.expect("creates");
+        let name = JournalName::parse("last").unwrap();
+        let d = cell.wait_followers(Duration::from_secs(30), |d| d.journal_by_name(tenant, &name).is_some()).await.unwrap();
+        let key = d.journal_by_name(tenant, &name).unwrap().key;
+        let mut w = paros_client::Writer::new(cell.client.clone(), key, WriterConfig::default(), 5).unwrap();
+        w.claim().await.expect("claims");
+        w.write(vec![bytes::Bytes::from_static(b"kept")]).await.expect("writes");
+        let view = match paros_client::JournalService::inspect(cell.client.service(), &cell.registry(), paros_client::Route::default()).await {
+            paros_client::ReadAnswer::Page { view, .. } | paros_client::ReadAnswer::Truncated { view } => view,
+            other => panic!("{other:?}"),
+        };
+        assert!(view.first_seq.0 > 0 && view.next_seq.0 - view.first_seq.0 > 256 + 16, "a checkpoint, and more than a page after it: {view:?}");
+        let _ = cell.stop();
+
+        let cell = EmbeddedCell::open_configured(dir.path(), EMBEDDED_MEMBERS, coordinator).await.unwrap();
+        let d = cell.wait_followers(Duration::from_secs(30), |d| d.cell().is_some()).await.unwrap();
+        let records = read_all(&cell.client, key).await.unwrap();
+        assert_eq!(records.values().cloned().collect::<Vec<_>>(), vec![bytes::Bytes::from_static(b"kept")], "the record survives the restart");
+        assert_eq!(d.journals_of(tenant).count(), 781, "the first directory published is the whole one");
+        let removed: u64 = cell.directory().borrow().removed;
+        assert_eq!(removed, 0, "no journal was removed");
+        let _ = cell.stop();
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_coordinator_is_fenced_by_its_successor() {
         let dir = tempfile::tempdir().unwrap();
