@@ -105,6 +105,18 @@ impl Cell {
         }
     }
 
+    /// Restarts every machine asleep (`Host::boot_asleep`) over its disk, with a dormancy of
+    /// `dormant_after` ticks; `tune` adjusts each new host before it joins.
+    fn reboot_asleep(&mut self, dormant_after: u64, mut tune: impl FnMut(NodeId, &mut Host<MemStore>)) {
+        for id in self.ids.clone() {
+            self.hosts.remove(&id);
+            let mut host = Host::boot_asleep(self.disks[&id].clone(), Some(id), NodeId(0xdead), self.tunables, 7).expect("reboots");
+            host.set_dormancy(Some(dormant_after));
+            tune(id, &mut host);
+            self.hosts.insert(id, host);
+        }
+    }
+
     /// Every page a linearizable read from each position of `k` gets at `at`.
     fn pages(&mut self, at: NodeId, k: JournalKey, up_to: u64) -> Vec<ReadAnswer> {
         (0..up_to)
@@ -534,13 +546,7 @@ fn journals_woken_to_check_in_after_a_boot_sleep_again_without_waiting_out_the_d
     cell.settle_leaders(&keys);
     // Every machine restarts asleep, with a dormancy far longer than the test runs.
     let dormant_after = 10_000;
-    for id in cell.ids.clone() {
-        cell.hosts.remove(&id);
-        let mut host = Host::boot_asleep(cell.disks[&id].clone(), Some(id), NodeId(0xdead), cell.tunables, 7).expect("reboots");
-        host.set_dormancy(Some(dormant_after));
-        assert_eq!(host.dormant_count(), journals as usize, "booted asleep");
-        cell.hosts.insert(id, host);
-    }
+    cell.reboot_asleep(dormant_after, |_, host| assert_eq!(host.dormant_count(), journals as usize, "booted asleep"));
     let ticks = 4 * paros_node::host::CHECK_IN_QUIET_TICKS + 40;
     let mut woke_all = false;
     for _ in 0..ticks {
@@ -575,16 +581,12 @@ fn a_peers_check_in_wakes_a_journal_only_for_the_check_in() {
     cell.settle_leaders(&keys);
     let dormant_after = 10_000;
     let first = cell.ids[0];
-    for id in cell.ids.clone() {
-        cell.hosts.remove(&id);
-        let mut host = Host::boot_asleep(cell.disks[&id].clone(), Some(id), NodeId(0xdead), cell.tunables, 7).expect("reboots");
-        host.set_dormancy(Some(dormant_after));
-        // Only the first machine's turn to check in comes during the test's first part.
+    // Only the first machine's turn to check in comes during the test's first part.
+    cell.reboot_asleep(dormant_after, |id, host| {
         if id != first {
             host.set_boot_wakes_per_tick(0);
         }
-        cell.hosts.insert(id, host);
-    }
+    });
     let ticks = 4 * paros_node::host::CHECK_IN_QUIET_TICKS + 40;
     let mut peers_woke = false;
     for _ in 0..ticks {
@@ -619,16 +621,12 @@ fn check_ins_after_a_boot_hold_at_most_their_bound_in_memory() {
     let keys: Vec<JournalKey> = (0..journals).map(key).collect();
     cell.settle_leaders(&keys);
     let first = cell.ids[0];
-    for id in cell.ids.clone() {
-        cell.hosts.remove(&id);
-        let mut host = Host::boot_asleep(cell.disks[&id].clone(), Some(id), NodeId(0xdead), cell.tunables, 7).expect("reboots");
-        host.set_dormancy(Some(10_000));
+    cell.reboot_asleep(10_000, |id, host| {
         host.set_check_ins_max(bound);
         if id != first {
             host.set_boot_wakes_per_tick(0);
         }
-        cell.hosts.insert(id, host);
-    }
+    });
     let mut awake_max = 0;
     for _ in 0..journals * 60 {
         cell.tick();
