@@ -147,6 +147,7 @@ pub enum TokenCommand {
 
 #[derive(Subcommand, Debug, PartialEq, Eq)]
 pub enum JournalCommand {
+    /// Create a journal of this tenant.
     Create {
         name: JournalName,
         #[arg(long, value_enum, default_value = "single_writer")]
@@ -154,15 +155,18 @@ pub enum JournalCommand {
         #[command(flatten)]
         gateway: Gateway,
     },
+    /// List this tenant's journals.
     List {
         #[command(flatten)]
         gateway: Gateway,
     },
+    /// Show one journal: its mode, leader and retained positions.
     Show {
         name: JournalName,
         #[command(flatten)]
         gateway: Gateway,
     },
+    /// Delete a journal and every record it holds.
     Delete {
         name: JournalName,
         #[command(flatten)]
@@ -371,6 +375,26 @@ mod tests {
     }
 
     const U: &str = "0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b";
+
+    /// Every verb and sub-verb says what it does in `--help`, in its own words: a subcommand
+    /// without a doc comment shows the doc of the `Gateway` flags it flattens instead.
+    #[test]
+    fn every_verb_has_its_own_help_line() {
+        use clap::CommandFactory;
+        fn walk(cmd: &clap::Command, path: &str, abouts: &mut Vec<(String, String)>) {
+            for sub in cmd.get_subcommands() {
+                let path = format!("{path} {}", sub.get_name());
+                abouts.push((path.clone(), sub.get_about().map(|a| a.to_string()).unwrap_or_default()));
+                walk(sub, &path, abouts);
+            }
+        }
+        let mut abouts = Vec::new();
+        walk(&T::command(), "paros", &mut abouts);
+        assert!(abouts.len() > 10, "{abouts:?}");
+        for (path, about) in &abouts {
+            assert!(!about.is_empty() && !about.starts_with("Where the gateway is"), "{path}: {about:?}");
+        }
+    }
 
     #[test]
     fn write_takes_records_a_leader_and_gateway_flags() {
