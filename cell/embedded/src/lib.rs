@@ -588,6 +588,41 @@ mod tests {
         let _ = cell.stop();
     }
 
+    /// The shell's check-in settings reach every node's host: with no boot wakes, or no room
+    /// for a check-in, a restart checks no journal in; with the defaults it checks in every
+    /// one on every node.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_shells_check_in_settings_reach_the_nodes() {
+        let dir = tempfile::tempdir().unwrap();
+        let cell = formed(dir.path(), CoordinatorLoopConfig::default()).await;
+        let tenant = sign_up(&cell, "quiet", 100).await;
+        for i in 0..20 {
+            cell.request(create(tenant, &format!("j{i}"))).await.expect("creates");
+        }
+        cell.wait_followers(Duration::from_secs(20), |d| d.journals_of(tenant).count() == 20).await.unwrap();
+        let _ = cell.stop();
+        let wakes_after_a_restart = |shell: ShellConfig| {
+            let dir = dir.path().to_path_buf();
+            async move {
+                let cell = EmbeddedCell::open_tuned(&dir, EMBEDDED_MEMBERS, CoordinatorLoopConfig::default(), paros_store::StoreOptions::default(), shell).await.unwrap();
+                cell.wait_followers(Duration::from_secs(20), |d| d.journals_of(tenant).count() == 20).await.unwrap();
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+                let wakes: u64 = cell.node_stats().iter().map(|s| s.wakes).sum();
+                let _ = cell.stop();
+                wakes
+            }
+        };
+        let defaults = embedded_tunables().1;
+        let none = wakes_after_a_restart(ShellConfig { boot_wakes_per_tick: 0, ..defaults }).await;
+        let no_room = wakes_after_a_restart(ShellConfig { check_ins_max: 0, ..defaults }).await;
+        let all = wakes_after_a_restart(defaults).await;
+        // Only the registry journal (read by the follower and the coordinator) wakes without
+        // check-ins; with them, each of the 20 journals wakes on each of the 3 nodes.
+        assert!(none < 20, "no check-ins: {none} wakes");
+        assert!(no_room < 20, "no room for check-ins: {no_room} wakes");
+        assert!(all >= 60, "every journal checked in on every node: {all} wakes");
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_coordinator_is_fenced_by_its_successor() {
         let dir = tempfile::tempdir().unwrap();

@@ -49,6 +49,11 @@ pub struct ShellConfig {
     /// An average, not the last round alone: under load a round of one or two journals still
     /// comes now and then, and each used to start a poll.
     pub spin_round_journals_max: usize,
+    /// Journals booted dormant woken per tick to check in with their peers
+    /// (`Host::set_boot_wakes_per_tick`).
+    pub boot_wakes_per_tick: usize,
+    /// At most this many journals awake for check-ins at once (`Host::set_check_ins_max`).
+    pub check_ins_max: usize,
 }
 
 /// The default [`ShellConfig::dormant_after`].
@@ -69,6 +74,8 @@ impl Default for ShellConfig {
             dormant_after: Some(DORMANT_AFTER),
             idle_spin: IDLE_SPIN,
             spin_round_journals_max: SPIN_ROUND_JOURNALS_MAX,
+            boot_wakes_per_tick: crate::host::BOOT_WAKES_PER_TICK,
+            check_ins_max: crate::host::CHECK_INS_MAX,
         }
     }
 }
@@ -198,6 +205,8 @@ pub fn spawn<S: LogStore, T: Transport, C: Clock>(
     let tick_ms = u64::try_from(config.tick.as_millis()).unwrap_or(u64::MAX).max(1);
     host.set_tick_ms(tick_ms);
     host.set_dormancy(config.dormant_after.map(|d| (u64::try_from(d.as_millis()).unwrap_or(u64::MAX) / tick_ms).max(1)));
+    host.set_boot_wakes_per_tick(config.boot_wakes_per_tick);
+    host.set_check_ins_max(config.check_ins_max);
     let (stop, stopped) = tokio::sync::oneshot::channel();
     let (control, controls) = tokio::sync::mpsc::channel(config.control_queue_max.max(1));
     let stats = Arc::new(Mutex::new(host.stats()));
