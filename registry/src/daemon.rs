@@ -392,8 +392,8 @@ where
     // nodes host what an earlier run of this follower applied, which can be later than a
     // directory folded part of the way from the checkpoint (after a restart): applied, that
     // directory would remove the journals created since the checkpoint, records and all, and
-    // publish a directory that does not know them. Once caught up, every directory folded is
-    // later than what the nodes host.
+    // publish a directory that does not know them. Once caught up (the cursor reached the
+    // highest tail an answer named), every directory folded is later than what the nodes host.
     let mut caught_up = false;
     loop {
         let outcome = if caught_up && unapplied && folder.is_whole() { reader.next().await } else { reader.follow().await };
@@ -402,20 +402,16 @@ where
             Err(e) => return format!("reading the registry: {e}"),
         };
         let (folded, moved) = match outcome {
-            ReaderOutcome::Records { from, records, view } => {
-                caught_up |= from.0.saturating_add(records.len() as u64) >= view.next_seq.0;
-                (folder.fold_page(from, &records).map(drop), !records.is_empty())
-            }
-            ReaderOutcome::Gap { from, resumed_at, view } => {
-                caught_up |= resumed_at >= view.next_seq;
-                (folder.gap(from, resumed_at).map(drop), true)
-            }
+            ReaderOutcome::Records { from, records, .. } => (folder.fold_page(from, &records).map(drop), !records.is_empty()),
+            ReaderOutcome::Gap { from, resumed_at, .. } => (folder.gap(from, resumed_at).map(drop), true),
             ReaderOutcome::UnknownJournal => return "the registry journal is not hosted".into(),
             ReaderOutcome::Unavailable { .. } | ReaderOutcome::Retry { .. } => (Ok(()), false),
         };
         if let Err(e) = folded {
             return format!("folding the registry: {e}");
         }
+        // The reader's own judgement, as the simulation's follower uses it.
+        caught_up |= reader.caught_up();
         followed.folded = folder.next();
         unapplied |= moved;
         let due = !moved || tokio::time::Instant::now() >= next_apply;
