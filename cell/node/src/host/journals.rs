@@ -199,7 +199,8 @@ impl<S: LogStore> Host<S> {
                 self.stash.push(super::dormancy::Stashed::Deliver(from, e));
                 continue;
             }
-            if matches!(&e.message, paros_core::Message::Accept { entries, .. } if !entries.is_empty()) {
+            // Checked only while some journal is here for a check-in: every Accept passes here.
+            if !self.checking_in.is_empty() && matches!(&e.message, paros_core::Message::Accept { entries, .. } if !entries.is_empty()) {
                 // A leader writes through this journal: it is no longer here only for a check-in.
                 self.checking_in.remove(&e.journal);
             }
