@@ -49,7 +49,18 @@ pub struct Voter {
     /// Newly applied slots to feed to learner-only replicas.
     feed: Vec<(Slot, Command)>,
     catch_up: CatchUp,
+    /// A check-in in progress: the peers that have not answered it yet.
+    check_in: Option<CheckIn>,
     tick: u64,
+}
+
+/// A check-in (see [`Voter::check_in`]): asks every peer for what it holds beyond our chosen
+/// prefix, again at the catch-up pace while any has not answered.
+#[derive(Clone, Debug)]
+struct CheckIn {
+    unanswered: Vec<NodeId>,
+    next_tick: u64,
+    misses: u32,
 }
 
 impl Voter {
@@ -84,6 +95,7 @@ impl Voter {
             deferred_in_flight: Vec::new(),
             feed: Vec::new(),
             catch_up: CatchUp::default(),
+            check_in: None,
             tick: 0,
         }
     }
@@ -152,7 +164,18 @@ impl Voter {
     /// True when nothing here needs a tick: idle, caught up, no call or read waiting.
     #[must_use]
     pub fn is_quiet(&self) -> bool {
-        self.proposer.is_quiet() && self.held.is_empty() && self.queued.is_empty() && self.reads.is_empty() && !self.learner.is_behind()
+        self.proposer.is_quiet()
+            && self.held.is_empty()
+            && self.queued.is_empty()
+            && self.reads.is_empty()
+            && !self.learner.is_behind()
+            && self.check_in.is_none()
+    }
+
+    /// True while a check-in waits for a peer's answer.
+    #[must_use]
+    pub fn is_checking_in(&self) -> bool {
+        self.check_in.is_some()
     }
 
     /// True when a `ready()` now would carry something.
@@ -172,14 +195,63 @@ impl Voter {
         self.proposer.wake();
     }
 
+    /// Checks in with the peers without an election (the host does this once for each journal
+    /// after a boot): quiet as a follower, asks every peer for the chosen commands past this
+    /// node's prefix, and asks again at the catch-up pace until each has answered. A peer
+    /// further along sends them (and a peer behind learns from the request that it is); the
+    /// catch-up timer takes it from there. Only a journal that then still holds accepted
+    /// entries past every answer's chosen prefix campaigns, so that a leader settles them: an
+    /// idle journal's check-in writes nothing.
+    pub fn check_in(&mut self) {
+        self.proposer.quiesce_as_follower();
+        let unanswered: Vec<NodeId> = self.cfg.voters.iter().copied().filter(|v| *v != self.me).collect();
+        self.check_in = Some(CheckIn { unanswered, next_tick: self.tick, misses: 0 });
+        self.ask_check_in();
+        self.settle();
+    }
+
+    /// Sends the check-in's request to every peer yet to answer when due, or ends it.
+    fn ask_check_in(&mut self) {
+        let Some(c) = &mut self.check_in else { return };
+        if c.unanswered.is_empty() {
+            self.check_in = None;
+            let settled = self.learner.known_chosen().max(self.learner.chosen_up_to());
+            if self.log.last_slot().is_some_and(|s| s >= settled) {
+                self.start_campaign();
+            }
+            return;
+        }
+        if self.tick < c.next_tick {
+            return;
+        }
+        c.next_tick = self.tick + u64::from(crate::effects::catch_up_pause(&self.tunables, c.misses));
+        c.misses = c.misses.saturating_add(1);
+        let from = self.learner.chosen_up_to();
+        for to in c.unanswered.clone() {
+            self.send(to, catch_up_request(from));
+        }
+    }
+
+    /// A peer answered a catch-up request: it counts for the check-in (which ends at the next
+    /// tick once all have).
+    fn check_in_answered(&mut self, from: NodeId) {
+        if let Some(c) = &mut self.check_in {
+            c.unanswered.retain(|p| *p != from);
+        }
+    }
+
     /// Starts an election now (the host uses it to elect a first leader without waiting).
     pub fn campaign(&mut self) {
+        self.start_campaign();
+        self.settle();
+    }
+
+    fn start_campaign(&mut self) {
         let mut out = Vec::new();
         self.proposer.campaign(&self.cfg, &self.tunables, self.acceptor.promised(), self.learner.chosen_up_to(), &mut out);
         for o in out {
             self.send(o.to, o.message);
         }
-        self.settle();
     }
 
     /// A protocol message from `from`.
@@ -260,6 +332,7 @@ impl Voter {
         {
             self.send(to, catch_up_request(self.learner.chosen_up_to()));
         }
+        self.ask_check_in();
         self.settle();
     }
 
@@ -502,8 +575,15 @@ impl Voter {
                 self.proposer.on_heartbeat_ack(from, ballot, chosen_up_to);
             }
             Message::Chosen { entries } => self.on_chosen_entries(from, &entries, None),
-            Message::CatchUpResponse { entries, chosen_up_to } => self.on_chosen_entries(from, &entries, Some(chosen_up_to)),
+            Message::CatchUpResponse { entries, chosen_up_to } => {
+                self.on_chosen_entries(from, &entries, Some(chosen_up_to));
+                self.check_in_answered(from);
+            }
             Message::CatchUpRequest { from: start } => {
+                // The asker's chosen prefix ends at `start`: a node short of it is behind.
+                if self.cfg.voters.contains(&from) {
+                    self.learner.note_chosen(start);
+                }
                 match self.learner.serve_catch_up(&self.log, start, self.tunables.catch_up_slots_max).map(|s| s.for_peer(from)) {
                     Some(Ok(reply)) => self.send(from, reply),
                     Some(Err(fetch)) => self.effects.ready.fetches.push(fetch),
@@ -515,6 +595,7 @@ impl Voter {
                     self.on_walked(&[]);
                     self.send(from, catch_up_request(point));
                 }
+                self.check_in_answered(from);
             }
             Message::WatermarkRequest { read } => {
                 let up_to = self.acceptor.watermark(&self.log, self.learner.chosen_up_to());

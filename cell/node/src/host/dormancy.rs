@@ -209,6 +209,9 @@ impl<S: LogStore> Host<S> {
                     // Until it is given entries (see `deliver`) or asked something here.
                     self.checking_in.insert(key);
                 }
+                // Its own check-in is still to come (a peer's check-in request, an answer):
+                // awake anyway, it checks in now.
+                let turn = !input.checks_in() && self.boot_wakes.remove(&key);
                 if input.checks_in() {
                     self.boot_wakes.remove(&key);
                 }
@@ -216,10 +219,15 @@ impl<S: LogStore> Host<S> {
                     // No one leads a journal that slept here, and calls and reads are served
                     // by a leader: elect now, not after an election timeout.
                     self.campaign(&key);
-                } else if let (Stashed::Deliver(..), Some(Hosted::Voter(v))) = (&input, self.journals.get_mut(&key)) {
-                    // Woken by a message: asleep as it left, until something needs it (a stray
-                    // acknowledgement must not start an election of a quiet journal).
-                    v.sleep();
+                } else if let Some(Hosted::Voter(v)) = self.journals.get_mut(&key) {
+                    if matches!(input, Stashed::Wake(_)) || turn {
+                        // Asks its peers what it missed, without an election.
+                        v.check_in();
+                    } else if matches!(input, Stashed::Deliver(..)) {
+                        // Woken by a message: asleep as it left, until something needs it (a
+                        // stray acknowledgement must not start an election of a quiet journal).
+                        v.sleep();
+                    }
                 }
             }
             match input {
