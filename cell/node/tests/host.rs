@@ -612,7 +612,10 @@ fn a_peers_check_in_wakes_a_journal_only_for_the_check_in() {
 
 /// Check-ins after a boot wake journals at a bounded rate and hold a bounded number at once:
 /// the next waits for room, so a machine that cannot keep up (or check-ins that cannot go
-/// quiet) never has every journal in memory. All of them still check in.
+/// quiet) never has every journal in memory. All of them still check in. A peer woken by a
+/// check-in's request must answer it; one that booted too takes its own turn then (within its
+/// own bound) and finishes a tick or two after the first machine, which may have woken the next
+/// ones by then: a peer holds at most its own bound and the first machine's.
 #[test]
 fn check_ins_after_a_boot_hold_at_most_their_bound_in_memory() {
     let journals = 12u64;
@@ -627,17 +630,67 @@ fn check_ins_after_a_boot_hold_at_most_their_bound_in_memory() {
             host.set_boot_wakes_per_tick(0);
         }
     });
-    let mut awake_max = 0;
+    let (mut awake_max, mut peer_max) = (0, 0);
     for _ in 0..journals * 60 {
         cell.tick();
-        for h in cell.hosts.values() {
-            awake_max = awake_max.max(h.journal_count() - h.dormant_count());
+        for (id, h) in &cell.hosts {
+            let awake = h.journal_count() - h.dormant_count();
+            if *id == first {
+                awake_max = awake_max.max(awake);
+            } else {
+                peer_max = peer_max.max(awake);
+            }
         }
     }
     assert!(awake_max >= 2, "check-ins overlapped (awake at most {awake_max} at once)");
-    assert!(awake_max <= bound, "at most {bound} awake at once on any machine, saw {awake_max}");
+    assert!(awake_max <= bound, "at most {bound} awake at once on the machine checking in, saw {awake_max}");
+    assert!(peer_max <= 2 * bound, "a peer holds its own turns and the first machine's check-ins, saw {peer_max}");
     for (id, h) in &cell.hosts {
         assert!(h.stats().wakes >= journals, "{id:?}: every journal checked in ({} wakes)", h.stats().wakes);
         assert_eq!(h.dormant_count(), journals as usize, "{id:?}: and asleep again");
+    }
+}
+
+/// A machine that was down while a journal was written catches up at its boot check-in, and
+/// the check-ins of a cell whose journals slept elect nobody and write nothing: a restart of a
+/// cell of idle journals makes no promise (a row per journal per machine, before) and leaves the
+/// leaders where they were.
+#[test]
+fn a_machine_down_during_writes_catches_up_at_its_boot_check_in_and_idle_check_ins_write_nothing() {
+    let k = key(0);
+    let mut cell = Cell::new(1);
+    cell.settle_leaders(&[k]);
+    let leader = claim(&mut cell, k, uuid(5));
+    let down = *cell.ids.iter().find(|id| **id != leader).expect("a follower");
+    use paros_node::ports::LogRead;
+    let chosen = |cell: &Cell, id: NodeId| cell.disks[&id].load_journal(&k).expect("reads").expect("hosted").chosen_up_to;
+    let missed_from = chosen(&cell, down);
+    cell.hosts.remove(&down);
+    for n in 0..6u64 {
+        let records = vec![Bytes::from(format!("while down {n}"))];
+        assert_eq!(cell.write(leader, k, uuid(5), n, records), CallAnswer::Verdict(Outcome::Accepted { seq: Seq(n), count: 1 }));
+    }
+
+    // Everything restarts; the journal checks in everywhere, and sleeps once quiet.
+    cell.reboot_asleep(20, |_, _| {});
+    for _ in 0..300 {
+        cell.tick();
+    }
+    let up_to: Vec<paros_core::Slot> = cell.ids.iter().map(|id| chosen(&cell, *id)).collect();
+    assert!(up_to.iter().all(|s| *s == up_to[0]), "every machine holds the same chosen prefix: {up_to:?}");
+    assert!(up_to[0].0 >= missed_from.0 + 6, "including the six writes the machine that was down missed: {up_to:?} from {missed_from:?}");
+    for (id, h) in &cell.hosts {
+        assert_eq!(h.dormant_count(), 1, "{id:?}: asleep again");
+    }
+
+    // The idle cell restarts again: its check-ins elect nobody and write nothing.
+    cell.reboot_asleep(10_000, |_, _| {});
+    for _ in 0..4 * paros_node::host::CHECK_IN_QUIET_TICKS + 40 {
+        cell.tick();
+    }
+    for (id, h) in &cell.hosts {
+        assert!(h.stats().wakes >= 1, "{id:?}: checked in");
+        assert_eq!(h.dormant_count(), 1, "{id:?}: and asleep again");
+        assert_eq!((h.stats().campaigns, h.stats().writes), (0, 0), "{id:?}: no election, no write (campaigns, writes)");
     }
 }

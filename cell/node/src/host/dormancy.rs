@@ -205,13 +205,14 @@ impl<S: LogStore> Host<S> {
                 self.dormant -= 1;
                 self.stats.wakes += 1;
                 self.install(key, std::sync::Arc::unwrap_or_clone(config), durable);
+                // Its own check-in is still to come (a peer's check-in request, an answer):
+                // awake anyway, it checks in now if there is room for one more.
+                let room = self.checking_in.len() < self.check_ins_max;
+                let turn = !input.checks_in() && room && self.boot_wakes.remove(&key);
                 if matches!(input, Stashed::Wake(_) | Stashed::Deliver(..)) {
                     // Until it is given entries (see `deliver`) or asked something here.
                     self.checking_in.insert(key);
                 }
-                // Its own check-in is still to come (a peer's check-in request, an answer):
-                // awake anyway, it checks in now.
-                let turn = !input.checks_in() && self.boot_wakes.remove(&key);
                 if input.checks_in() {
                     self.boot_wakes.remove(&key);
                 }
