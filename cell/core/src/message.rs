@@ -40,7 +40,9 @@ pub enum Message {
     HeartbeatAck { ballot: Ballot, chosen_up_to: Slot },
     /// Leader → learner-only replicas: these newly chosen slots and their commands.
     Chosen { entries: Vec<(Slot, Command)> },
-    /// Laggard → peer: send me the chosen commands from `from` on.
+    /// Laggard → peer: send me the chosen commands from `from` on. `from` is where the
+    /// asker's chosen prefix ends, so every slot below it is chosen: a voter asked from past its
+    /// own prefix learns it is behind (a check-in after a boot tells its peers this way).
     CatchUpRequest { from: Slot },
     /// Peer → laggard: chosen commands, contiguous from the requested slot, at most a page of
     /// them; every slot below `chosen_up_to` is chosen at the peer, so an answer that stops

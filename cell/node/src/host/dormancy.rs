@@ -11,12 +11,15 @@
 //! boot anchor) is relearned, as after a restart. A journal woken by a call or a read campaigns
 //! at once, so the first write after a quiet spell costs an election round, not an election
 //! timeout; one woken by a message comes back quiesced, as it left (a Prepare or an Accept
-//! wakes it fully). One woken only to check in after a boot sleeps again after
-//! [`CHECK_IN_QUIET_TICKS`](super::CHECK_IN_QUIET_TICKS) of quiet, and so does one woken by
-//! a peer's message until it is given entries to accept or asked something here: a peer's
-//! check-in elects the journal on every machine, and nothing else needs it there afterwards.
-//! A journal a peer's election or leader reached has checked in: its own turn after a boot
-//! does not wake it again.
+//! wakes it fully).
+//!
+//! After a boot every journal checks in once (`Voter::check_in`): it asks each peer for what it
+//! missed, again until each has answered, and elects nobody unless it holds accepted entries no
+//! answer says are chosen; a check-in of an idle journal writes nothing. One woken only to
+//! check in sleeps again after [`CHECK_IN_QUIET_TICKS`](super::CHECK_IN_QUIET_TICKS) of
+//! quiet, and so does one woken by a peer's message until it is given entries to accept or
+//! asked something here. A journal a peer's election or leader reached has checked in; one a
+//! peer's check-in woke before its own turn came takes its turn then (room permitting).
 
 use paros_core::{Call, JournalKey, NodeId, ReadRequest};
 
@@ -87,11 +90,12 @@ impl<S: LogStore> Host<S> {
         self.boot_wakes_per_tick = n;
     }
 
-    /// At most this many journals are awake here for a check-in at once (this machine's own
-    /// after a boot, and its peers'): the next journal booted dormant waits for room. A machine
-    /// slower than the wake rate, or check-ins that cannot go quiet (a peer is down, so their
-    /// leaders keep heartbeating), then hold a bounded number of journals in memory; the rest
-    /// wait, and any of them wakes at once for a call, a read or a peer's message.
+    /// At most this many journals are awake here for a check-in at once (counted with those a
+    /// peer's check-in woke here): the next journal booted dormant waits for room. A machine
+    /// slower than the wake rate, or check-ins that cannot end (a peer is down and never
+    /// answers), then hold a bounded number of journals in memory; the rest wait, and any of
+    /// them wakes at once for a call, a read or a peer's message (which this bound cannot
+    /// refuse: a peer's check-ins are bounded by the peer's own setting).
     pub fn set_check_ins_max(&mut self, n: usize) {
         self.check_ins_max = n;
     }
