@@ -567,12 +567,12 @@ fn journals_woken_to_check_in_after_a_boot_sleep_again_without_waiting_out_the_d
     );
 }
 
-/// A machine's check-in after a boot elects each journal, and the election wakes the journal
-/// on every peer. Those peers did nothing for it but answer: they put it back to sleep as soon
-/// as the machine that checked in does, not after their whole dormancy (a restart with 100,000
-/// journals would otherwise hold every one in memory on every peer at once). And a peer that
-/// booted too, but whose own turn to check in the journal had not come yet, counts it checked
-/// in: it does not wake it and elect it again.
+/// A machine's check-in after a boot wakes the journal on every peer it asks. Those peers did
+/// nothing for it but answer: they put it back to sleep as soon as the machine that checked in
+/// does, not after their whole dormancy (a restart with 100,000 journals would otherwise hold
+/// every one in memory on every peer at once). And a peer that booted too, but whose own turn
+/// to check in the journal had not come yet, takes it while the journal is awake: its turn does
+/// not wake the journal a second time, and nobody is elected.
 #[test]
 fn a_peers_check_in_wakes_a_journal_only_for_the_check_in() {
     let journals = 8u64;
