@@ -143,6 +143,14 @@ impl Voter {
         self.proposer.leader_hint()
     }
 
+    /// True when this node leads, campaigns, or follows a leader it knows: a call here is
+    /// served, held, or redirected to someone. False for a follower that knows no leader (after
+    /// a wake or a check-in), whose call would be redirected nowhere.
+    #[must_use]
+    pub fn knows_a_leader(&self) -> bool {
+        self.proposer.is_candidate() || self.proposer.leader_hint().is_some()
+    }
+
     /// The retained log (for audits and inspection).
     #[must_use]
     pub fn log(&self) -> &Log {

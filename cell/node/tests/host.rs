@@ -694,3 +694,29 @@ fn a_machine_down_during_writes_catches_up_at_its_boot_check_in_and_idle_check_i
         assert_eq!((h.stats().campaigns, h.stats().writes), (0, 0), "{id:?}: no election, no write (campaigns, writes)");
     }
 }
+
+/// A call that reaches a journal while it is awake only to check in (a quiet follower that
+/// knows no leader, since a check-in elects nobody) elects this machine and lands, as a call
+/// that wakes a dormant journal does: it is not redirected nowhere.
+#[test]
+fn a_call_during_a_check_in_elects_and_lands() {
+    let k = key(0);
+    let mut cell = Cell::new(1);
+    cell.settle_leaders(&[k]);
+    cell.reboot_asleep(10_000, |_, _| {});
+    let at = cell.ids[0];
+    let mut ticks = 0;
+    while cell.hosts[&at].is_dormant(&k) {
+        cell.tick();
+        ticks += 1;
+        assert!(ticks < 50, "the journal wakes to check in");
+    }
+    let v = cell.hosts[&at].voter(&k).expect("awake");
+    assert!(!v.knows_a_leader() && v.is_checking_in(), "checking in, no leader known");
+    let t = cell.request(at, NodeRequest::Call { journal: k, call: Call::SetLeader { new: uuid(9), old: None } });
+    match cell.wait(at, t) {
+        NodeAnswer::Call(CallAnswer::Verdict(Outcome::Won(_))) => {}
+        other => panic!("the call is served here, not redirected: {other:?}"),
+    }
+    assert_eq!(cell.leader_of(&k), Some(at));
+}
