@@ -143,12 +143,12 @@ impl Voter {
         self.proposer.leader_hint()
     }
 
-    /// True when this node leads, campaigns, or follows a leader it knows: a call here is
-    /// served, held, or redirected to someone. False for a follower that knows no leader (after
-    /// a wake or a check-in), whose call would be redirected nowhere.
+    /// True for a quiet follower that knows no leader (woken to check in, or by a peer's
+    /// message, and left asleep): no campaign it knows of is under way, and a call here would be
+    /// redirected nowhere. A follower that saw a campaign or a leader is not quiet, or knows it.
     #[must_use]
-    pub fn knows_a_leader(&self) -> bool {
-        self.proposer.is_candidate() || self.proposer.leader_hint().is_some()
+    pub fn is_quiet_without_a_leader(&self) -> bool {
+        self.proposer.is_quiet() && !self.proposer.is_candidate() && self.proposer.leader_hint().is_none()
     }
 
     /// The retained log (for audits and inspection).

@@ -712,7 +712,7 @@ fn a_call_during_a_check_in_elects_and_lands() {
         assert!(ticks < 50, "the journal wakes to check in");
     }
     let v = cell.hosts[&at].voter(&k).expect("awake");
-    assert!(!v.knows_a_leader() && v.is_checking_in(), "checking in, no leader known");
+    assert!(v.is_quiet_without_a_leader() && v.is_checking_in(), "checking in, no leader known");
     let t = cell.request(at, NodeRequest::Call { journal: k, call: Call::SetLeader { new: uuid(9), old: None } });
     match cell.wait(at, t) {
         NodeAnswer::Call(CallAnswer::Verdict(Outcome::Won(_))) => {}

@@ -47,10 +47,11 @@ impl<S: LogStore> Host<S> {
             }
             Some(Hosted::Replica(_)) => Err(NodeAnswer::Call(paros_core::CallAnswer::Redirect { leader: None })),
             Some(Hosted::Voter(v)) => {
-                if !v.knows_a_leader() {
-                    // Awake but leaderless (checking in, or woken by a peer's message): elect
-                    // now and hold the call for it, as a call that wakes a dormant journal
-                    // does, instead of redirecting it nowhere.
+                if v.is_quiet_without_a_leader() {
+                    // Awake but asleep as a follower, leaderless (checking in, or woken by a
+                    // peer's message): elect now and hold the call for it, as a call that wakes
+                    // a dormant journal does, instead of redirecting it nowhere. Not while a
+                    // campaign may be under way elsewhere: a second one would depose it.
                     self.campaign(&journal);
                 }
                 let Some(Hosted::Voter(v)) = self.journals.get_mut(&journal) else { unreachable!("a voter") };
