@@ -148,7 +148,8 @@ impl Voter {
     /// redirected nowhere. A follower that saw a campaign or a leader is not quiet, or knows it.
     #[must_use]
     pub fn is_quiet_without_a_leader(&self) -> bool {
-        self.proposer.is_quiet() && !self.proposer.is_candidate() && self.proposer.leader_hint().is_none()
+        // A candidate is never quiet, and a quiet leader names itself.
+        self.proposer.is_quiet() && self.proposer.leader_hint().is_none()
     }
 
     /// The retained log (for audits and inspection).
@@ -223,8 +224,7 @@ impl Voter {
         let Some(c) = &mut self.check_in else { return };
         if c.unanswered.is_empty() {
             self.check_in = None;
-            let settled = self.learner.known_chosen().max(self.learner.chosen_up_to());
-            if self.log.last_slot().is_some_and(|s| s >= settled) {
+            if self.log.last_slot().is_some_and(|s| s >= self.learner.known_chosen()) {
                 self.start_campaign();
             }
             return;

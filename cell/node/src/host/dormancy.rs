@@ -209,16 +209,18 @@ impl<S: LogStore> Host<S> {
                 self.dormant -= 1;
                 self.stats.wakes += 1;
                 self.install(key, std::sync::Arc::unwrap_or_clone(config), durable);
-                // Its own check-in is still to come (a peer's check-in request, an answer):
-                // awake anyway, it checks in now if there is room for one more.
-                let room = self.checking_in.len() < self.check_ins_max;
-                let turn = !input.checks_in() && room && self.boot_wakes.remove(&key);
+                // An input that checks in ends its turn after this boot. Any other (a peer's
+                // check-in request, an answer) finds it awake anyway: if its own check-in is
+                // still to come, it checks in now, room permitting.
+                let turn = if input.checks_in() {
+                    self.boot_wakes.remove(&key);
+                    false
+                } else {
+                    self.checking_in.len() < self.check_ins_max && self.boot_wakes.remove(&key)
+                };
                 if matches!(input, Stashed::Wake(_) | Stashed::Deliver(..)) {
                     // Until it is given entries (see `deliver`) or asked something here.
                     self.checking_in.insert(key);
-                }
-                if input.checks_in() {
-                    self.boot_wakes.remove(&key);
                 }
                 if matches!(input, Stashed::Call(..) | Stashed::Read(..)) {
                     // No one leads a journal that slept here, and calls and reads are served
