@@ -381,10 +381,16 @@ pub(crate) struct Applier {
 
 impl Applier {
     /// Starts the thread; `reclaimer` is woken for journals whose raised floors are applied.
-    pub(crate) fn start(shared: Arc<Shared>, db: Database, spaces: Spaces, pace: Pace, reclaimer: Option<Reclaim>) -> std::io::Result<Applier> {
+    pub(crate) fn start(
+        shared: Arc<Shared>,
+        db: Database,
+        spaces: Spaces,
+        (pace, spares): (Pace, crate::wal::Spares),
+        reclaimer: Option<Reclaim>,
+    ) -> std::io::Result<Applier> {
         let for_thread = Arc::clone(&shared);
         let thread = std::thread::Builder::new().name("paros-store-apply".into()).spawn(move || {
-            let applier = Thread { shared: &for_thread, db: &db, spaces: &spaces, reclaimer: reclaimer.as_ref() };
+            let applier = Thread { shared: &for_thread, db: &db, spaces: &spaces, reclaimer: reclaimer.as_ref(), spares };
             applier.run(pace);
         })?;
         Ok(Applier { shared, thread: Some(thread) })
@@ -442,6 +448,7 @@ struct Thread<'a> {
     db: &'a Database,
     spaces: &'a Spaces,
     reclaimer: Option<&'a Reclaim>,
+    spares: crate::wal::Spares,
 }
 
 impl Thread<'_> {
@@ -510,7 +517,7 @@ impl Thread<'_> {
             // in fjall's journal: make that durable, then drop them.
             self.db.persist(PersistMode::SyncData).map_err(|e| StoreError::Sync(e.to_string()))?;
             for path in done {
-                std::fs::remove_file(&path).map_err(|e| StoreError::Write(format!("removing {}: {e}", path.display())))?;
+                self.spares.retire(&path).map_err(|e| StoreError::Write(format!("retiring {}: {e}", path.display())))?;
             }
         }
         Ok(())

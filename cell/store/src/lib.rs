@@ -69,12 +69,17 @@ use serde::{Deserialize, Serialize};
 ///   later. A build that reads only format 1 would ignore `wal/` and miss the rounds fjall
 ///   does not hold yet, so it must refuse such a directory: the marker says 2.
 /// - 3: log entries in generations (`records` and `gens`), not in `log`.
-pub const FORMAT: u32 = 3;
+/// - 4: write-ahead log segments carry a salt and a seal and are reused (`wal`'s
+///   "Recycling"). A build that reads only format 3's segments would take a salted segment for
+///   an empty one and miss its rounds, so it must refuse the directory: the marker says 4.
+///   Opening a format 3 store replays its unsalted segments and raises the marker.
+pub const FORMAT: u32 = 4;
 
 /// Older formats this build opens and upgrades to [`FORMAT`]: the entries of their `log`
 /// keyspace are copied into one generation, `wal/` (format 2; format 1 has none) is replayed
-/// into the next, and `log` is deleted once both are durable, with the marker raised.
-pub const FORMATS_UPGRADED: &[u32] = &[1, 2];
+/// into the next, and `log` is deleted once both are durable, with the marker raised. Format 3
+/// has no `log`: its `wal/` is replayed and the marker raised.
+pub const FORMATS_UPGRADED: &[u32] = &[1, 2, 3];
 
 /// The memtable bound of each keyspace. Smaller than fjall's 64 MiB default, which would hold
 /// too much of the process's memory (three embedded nodes, several keyspaces each). 16 MiB, not
@@ -134,6 +139,10 @@ pub struct StoreOptions {
     /// and the closed one is deleted once fjall holds its rounds durably. Boot replays at most
     /// about two segments.
     pub wal_segment_bytes: u64,
+    /// Segments kept, once fjall holds their rounds, to be reused as later segments (see
+    /// `wal`'s "Recycling"): a round's sync into a reused file writes data only. 0: remove
+    /// them. Each costs [`StoreOptions::wal_segment_bytes`] of disk.
+    pub wal_spares: usize,
     /// Bytes of synced rounds that may wait for the applier (the rounds' changes as read
     /// from memory until fjall holds them); past it, a write waits.
     pub pending_bytes_max: u64,
@@ -162,6 +171,10 @@ pub const TABLE_BYTES: u64 = 64 << 20;
 
 /// The default [`StoreOptions::wal_segment_bytes`].
 pub const WAL_SEGMENT_BYTES: u64 = 16 << 20;
+
+/// The default [`StoreOptions::wal_spares`]: the applier retires about one segment while the
+/// next fills, so two keep every new segment a reused one.
+pub const WAL_SPARES: usize = 2;
 
 /// The default [`StoreOptions::pending_bytes_max`].
 pub const PENDING_BYTES_MAX: u64 = 32 << 20;
@@ -208,6 +221,7 @@ impl Default for StoreOptions {
             background_nice: Some(BACKGROUND_NICE),
             member_spread_pct: MEMBER_SPREAD_PCT,
             wal_segment_bytes: WAL_SEGMENT_BYTES,
+            wal_spares: WAL_SPARES,
             pending_bytes_max: PENDING_BYTES_MAX,
             apply_interval: APPLY_INTERVAL,
             apply_bytes: APPLY_BYTES,
@@ -340,6 +354,8 @@ pub struct FjallStore {
     /// The newest round written (rounds are numbered from 1 within one open).
     round: u64,
     pace: apply::Pace,
+    /// How many retired log segments are kept for reuse.
+    spares: wal::Spares,
     pending_bytes_max: u64,
     /// Durable floors, read by the compaction filter and the reclaimer.
     floors: Arc<reclaim::Floors>,
@@ -524,6 +540,7 @@ impl FjallStore {
         // Rounds the log holds durably that fjall may not: apply them (their entries as one
         // generation), make fjall durable over them, and start the log afresh.
         let mut run = apply::Run::default();
+        let spares = wal::Spares { max: opts.wal_spares };
         let replayed = wal::replay(&wal_dir, |changes| {
             apply::commit(&db, &spaces, &shared, [changes.as_slice()])?;
             for c in changes.iter().filter(|c| c.space == Space::Log) {
@@ -541,7 +558,7 @@ impl FjallStore {
         if !replayed.is_empty() || upgrade {
             db.persist(PersistMode::SyncData).map_err(sync_err)?;
             for p in &replayed {
-                std::fs::remove_file(p).map_err(|e| StoreError::Write(format!("removing {}: {e}", p.display())))?;
+                spares.retire(p).map_err(|e| StoreError::Write(format!("retiring {}: {e}", p.display())))?;
             }
         }
         if let Some(log) = legacy {
@@ -563,7 +580,7 @@ impl FjallStore {
         let reclaimer =
             reclaim::Reclaimer::start(disk, opts.reclaim_interval).map_err(|e| StoreError::Read(format!("starting the reclaimer: {e}")))?;
         let pace = apply::Pace { interval: opts.apply_interval, bytes: opts.apply_bytes };
-        let applier = apply::Applier::start(Arc::clone(&shared), db.clone(), spaces.clone(), pace, reclaimer.waker())
+        let applier = apply::Applier::start(Arc::clone(&shared), db.clone(), spaces.clone(), (pace, spares), reclaimer.waker())
             .map_err(|e| StoreError::Read(format!("starting the applier: {e}")))?;
 
         let mut store = FjallStore {
@@ -573,6 +590,7 @@ impl FjallStore {
             wal,
             round: 0,
             pace,
+            spares,
             pending_bytes_max: opts.pending_bytes_max,
             floors,
             unsynced_floors: Vec::new(),
@@ -686,7 +704,7 @@ impl Drop for FjallStore {
         let synced = self.sync_log().is_ok();
         self.applier.finish();
         if synced && self.shared.pending_bytes() == 0 && self.db.persist(PersistMode::SyncData).is_ok() {
-            let _ = self.wal.remove_current();
+            let _ = self.wal.retire_current(self.spares);
         }
     }
 }

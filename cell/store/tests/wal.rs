@@ -47,10 +47,19 @@ fn crash_image(from: &Path, to: &Path) {
     }
 }
 
-fn wal_segments(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out: Vec<_> = std::fs::read_dir(dir.join("wal")).unwrap().map(|e| e.unwrap().path()).collect();
+/// The files in `dir`'s write-ahead log named `*.{ext}`, in order.
+fn wal_files(dir: &Path, ext: &str) -> Vec<std::path::PathBuf> {
+    let mut out: Vec<_> = std::fs::read_dir(dir.join("wal"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
     out.sort();
     out
+}
+
+fn wal_segments(dir: &Path) -> Vec<std::path::PathBuf> {
+    wal_files(dir, "wal")
 }
 
 fn batches(journals: &[JournalKey], rounds: u64) -> Vec<Vec<(JournalKey, Vec<WriteOp>)>> {
@@ -164,7 +173,7 @@ fn removed_stays_removed(opts: StoreOptions) {
 }
 
 #[test]
-fn closed_segments_are_deleted_once_fjall_holds_their_rounds() {
+fn closed_segments_are_retired_once_fjall_holds_their_rounds_and_reused() {
     let dir = tempfile::tempdir().unwrap();
     let j = jk(3, 1);
     let opts = StoreOptions { wal_segment_bytes: 4096, ..StoreOptions::default() };
@@ -181,7 +190,103 @@ fn closed_segments_are_deleted_once_fjall_holds_their_rounds() {
     }
     let left = wal_segments(dir.path());
     assert!(left.len() <= 2, "{} segments of 4 KiB left after ~250 were filled", left.len());
+    let spares = wal_files(dir.path(), "spare");
+    assert!(!spares.is_empty() && spares.len() <= paros_store::WAL_SPARES, "{} spares kept", spares.len());
     assert_eq!(store.read_range(&j, Slot(0), 5000).unwrap().len(), 2000);
+    // Many segments came and went; at most two and the spares are on disk.
+    let last: u64 = left.last().unwrap().file_stem().unwrap().to_str().unwrap().parse().unwrap();
+    assert!(last > 50, "segment {last} is current");
+}
+
+#[test]
+fn a_crash_after_segments_were_reused_replays_only_their_new_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = jk(3, 2);
+    // First use: small segments, each retired once fjall holds it, kept as a spare. Every
+    // round rewrites one of slots 0–3, so whatever older round a reused file holds, replaying
+    // it would show.
+    {
+        let opts = StoreOptions { wal_segment_bytes: 2048, wal_spares: 4, ..StoreOptions::default() };
+        let mut store = FjallStore::open_with(dir.path(), opts).unwrap();
+        store.place(&[Placement::Put(j, config())]).unwrap();
+        for round in 0..200u64 {
+            store.write(&[(j, vec![accept(round % 4, &[u8::try_from(round).unwrap(); 60])])]).unwrap();
+            store.sync().unwrap();
+        }
+    }
+    let spares = wal_files(dir.path(), "spare");
+    assert!(!spares.is_empty(), "segments were retired as spares");
+    let stale = std::fs::read(&spares[0]).unwrap();
+    // Second use: the segment is made from a spare that still holds older rounds past what is
+    // written now; the applier never runs, so fjall stays still while the crash image is taken.
+    // The rounds are of the older ones' size: this use's last record ends where an older
+    // record begins, and only the salt tells that one apart.
+    let mut store = FjallStore::open_with(dir.path(), paused()).unwrap();
+    for slot in 0..4u64 {
+        store.write(&[(j, vec![accept(slot, &[b'n'; 60])])]).unwrap();
+        store.sync().unwrap();
+    }
+    let current = wal_segments(dir.path()).pop().expect("a segment");
+    let reused = std::fs::read(&current).unwrap();
+    assert!(reused.len() >= 2048 && reused[1024..2048] == stale[1024..2048], "the current segment is a spare, older rounds in it");
+    let image = tempfile::tempdir().unwrap();
+    crash_image(dir.path(), image.path());
+    drop(store);
+    let store = FjallStore::open(image.path()).unwrap();
+    let read: Vec<_> = store.read_range(&j, Slot(0), 500).unwrap().into_iter().map(|(s, e)| (s.0, e.command)).collect();
+    let want: Vec<_> = (0..4u64).map(|s| (s, write(s, &[b'n'; 60]))).collect();
+    assert_eq!(read, want, "the synced rounds of this use, none of the file's earlier one");
+}
+
+#[test]
+fn a_format_3_store_with_rounds_in_its_log_opens_and_is_marked_4() {
+    let dir = tempfile::tempdir().unwrap();
+    let journals = [jk(5, 1), jk(5, 2)];
+    let synced = batches(&journals, 12);
+    let want = model(&synced);
+    let mut store = FjallStore::open_with(dir.path(), paused()).unwrap();
+    store.place(&journals.map(|j| Placement::Put(j, config()))).unwrap();
+    for batch in &synced {
+        store.write(batch).unwrap();
+        store.sync().unwrap();
+    }
+    let image = tempfile::tempdir().unwrap();
+    crash_image(dir.path(), image.path());
+    drop(store);
+    // What format 3 wrote: segments without a header, checksums of the body alone, zeros after
+    // the last record; and the marker 3.
+    for path in wal_segments(image.path()) {
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[..8], b"parosWAL");
+        let mut old = Vec::new();
+        let mut at = 16;
+        loop {
+            let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+            if len == 0 {
+                break;
+            }
+            let body = &bytes[at + 8..at + 8 + len];
+            old.extend_from_slice(&bytes[at..at + 4]);
+            old.extend_from_slice(&crc32c::crc32c(body).to_le_bytes());
+            old.extend_from_slice(body);
+            at += 8 + len;
+        }
+        assert!(!old.is_empty());
+        old.resize(bytes.len(), 0);
+        std::fs::write(&path, old).unwrap();
+    }
+    {
+        let db = fjall::Database::builder(image.path()).open().unwrap();
+        let meta = db.keyspace("meta", fjall::KeyspaceCreateOptions::default).unwrap();
+        meta.insert("format", 3u32.to_be_bytes()).unwrap();
+        db.persist(fjall::PersistMode::SyncData).unwrap();
+    }
+    let store = FjallStore::open(image.path()).unwrap();
+    assert_eq!(loaded(&store), want, "the format 3 log's rounds are read");
+    drop(store);
+    let db = fjall::Database::builder(image.path()).open().unwrap();
+    let meta = db.keyspace("meta", fjall::KeyspaceCreateOptions::default).unwrap();
+    assert_eq!(meta.get("format").unwrap().unwrap().as_ref(), 4u32.to_be_bytes(), "marked 4: a format 3 build refuses it now");
 }
 
 #[test]
