@@ -146,13 +146,27 @@ impl Durable {
 pub struct Log {
     floor: Slot,
     start: Slot,
-    entries: BTreeMap<Slot, LogEntry>,
+    entries: BTreeMap<Slot, Held>,
     /// Record bytes of the entries held.
     bytes: u64,
 }
 
 fn entry_bytes(e: &LogEntry) -> u64 {
     e.command.entry().map_or(0, crate::journal::Entry::bytes)
+}
+
+/// An entry in the window with its record bytes, counted once when it came: evicting it then
+/// reads only the tree, not the records (by then long out of the cache).
+#[derive(Clone, Debug)]
+struct Held {
+    entry: LogEntry,
+    bytes: u64,
+}
+
+impl Held {
+    fn new(entry: LogEntry) -> Held {
+        Held { bytes: entry_bytes(&entry), entry }
+    }
 }
 
 impl Log {
@@ -166,8 +180,8 @@ impl Log {
     #[must_use]
     pub fn with_window(floor: Slot, start: Slot, entries: Vec<(Slot, LogEntry)>) -> Log {
         assert!(start >= floor, "the window starts at or above the floor");
-        let entries: BTreeMap<Slot, LogEntry> = entries.into_iter().filter(|(s, _)| *s >= start).collect();
-        let bytes = entries.values().map(entry_bytes).sum();
+        let entries: BTreeMap<Slot, Held> = entries.into_iter().filter(|(s, _)| *s >= start).map(|(s, e)| (s, Held::new(e))).collect();
+        let bytes = entries.values().map(|h| h.bytes).sum();
         Log { floor, start, entries, bytes }
     }
 
@@ -191,34 +205,35 @@ impl Log {
 
     #[must_use]
     pub fn get(&self, slot: Slot) -> Option<&LogEntry> {
-        self.entries.get(&slot)
+        self.entries.get(&slot).map(|h| &h.entry)
     }
 
     /// The write held at `slot`, if the slot holds a write.
     #[must_use]
     pub fn entry_at(&self, slot: Slot) -> Option<&Entry> {
-        self.entries.get(&slot).and_then(|e| e.command.entry())
+        self.entries.get(&slot).and_then(|h| h.entry.command.entry())
     }
 
     /// Holds `entry` at `slot`. Slots below the window are chosen and held elsewhere: ignored.
     pub fn put(&mut self, slot: Slot, entry: LogEntry) {
         if slot >= self.start {
-            self.bytes += entry_bytes(&entry);
-            if let Some(old) = self.entries.insert(slot, entry) {
-                self.bytes -= entry_bytes(&old);
+            let held = Held::new(entry);
+            self.bytes += held.bytes;
+            if let Some(old) = self.entries.insert(slot, held) {
+                self.bytes -= old.bytes;
             }
         }
     }
 
     /// Retained entries from `from` on.
     pub fn range_from(&self, from: Slot) -> impl Iterator<Item = (&Slot, &LogEntry)> {
-        self.entries.range(from..)
+        self.entries.range(from..).map(|(s, h)| (s, &h.entry))
     }
 
     /// One past the highest slot held as known chosen (learned), if any.
     #[must_use]
     pub fn learned_end(&self) -> Option<Slot> {
-        self.entries.iter().rev().find(|(_, e)| e.ballot.is_none()).map(|(s, _)| s.next())
+        self.entries.iter().rev().find(|(_, h)| h.entry.ballot.is_none()).map(|(s, _)| s.next())
     }
 
     /// The highest slot held, if any.
@@ -247,7 +262,7 @@ impl Log {
                 if *entry.key() >= start {
                     break;
                 }
-                self.bytes -= entry_bytes(&entry.remove());
+                self.bytes -= entry.remove().bytes;
             }
             self.start = start;
         }
