@@ -12,8 +12,9 @@
 //!
 //! The applier applies only synced rounds: what fjall holds is then always a prefix of what the
 //! log holds durably, and replaying the log over fjall at boot restores exactly the synced
-//! rounds. A closed segment is deleted once its entries are ingested and fjall's own journal
-//! has been made durable over its other rows.
+//! rounds. A closed segment is retired (kept as a spare to be reused, or deleted: `wal`'s
+//! "Recycling") once its entries are ingested and fjall's own journal has been made durable
+//! over its other rows.
 //!
 //! Bounded: [`StoreOptions::pending_bytes_max`](crate::StoreOptions) of rounds wait here at most;
 //! past it, the writer waits for the applier.

@@ -136,8 +136,8 @@ pub struct StoreOptions {
     /// instead of all at once. 0: every store alike.
     pub member_spread_pct: u16,
     /// The write-ahead log's segment size, in bytes: past it, a sync starts the next segment,
-    /// and the closed one is deleted once fjall holds its rounds durably. Boot replays at most
-    /// about two segments.
+    /// and the closed one is retired (kept to be reused, see [`StoreOptions::wal_spares`], or
+    /// deleted) once fjall holds its rounds durably. Boot replays at most about two segments.
     pub wal_segment_bytes: u64,
     /// Segments kept, once fjall holds their rounds, to be reused as later segments (see
     /// `wal`'s "Recycling"): a round's sync into a reused file writes data only. 0: remove
