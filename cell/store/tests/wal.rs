@@ -4,11 +4,12 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{config, jk, loaded, model, write};
-use paros_core::{Ballot, JournalKey, NodeId, Slot, WriteOp};
+use paros_core::{Ballot, Durable, JournalKey, NodeId, Slot, WriteOp};
 use paros_node::ports::{LogRead, LogStore, Placement};
 use paros_store::{FjallStore, StoreOptions};
 
@@ -79,19 +80,25 @@ fn batches(journals: &[JournalKey], rounds: u64) -> Vec<Vec<(JournalKey, Vec<Wri
         .collect()
 }
 
-#[test]
-fn synced_rounds_fjall_does_not_hold_yet_are_read_and_survive_a_crash() {
-    let dir = tempfile::tempdir().unwrap();
-    let journals = [jk(1, 1), jk(1, 2)];
-    let synced = batches(&journals, 20);
-    let want = model(&synced);
-
-    let mut store = FjallStore::open_with(dir.path(), paused()).unwrap();
-    store.place(&journals.map(|j| Placement::Put(j, config()))).unwrap();
+/// A store in `dir` whose applier never runs, with `rounds` of [`batches`] over `journals`
+/// written and synced (so held only in its log), and the model of them.
+fn synced_while_paused(dir: &Path, journals: &[JournalKey], rounds: u64) -> (FjallStore, BTreeMap<JournalKey, Durable>) {
+    let synced = batches(journals, rounds);
+    let mut store = FjallStore::open_with(dir, paused()).unwrap();
+    let placements: Vec<_> = journals.iter().map(|j| Placement::Put(*j, config())).collect();
+    store.place(&placements).unwrap();
     for batch in &synced {
         store.write(batch).unwrap();
         store.sync().unwrap();
     }
+    (store, model(&synced))
+}
+
+#[test]
+fn synced_rounds_fjall_does_not_hold_yet_are_read_and_survive_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let journals = [jk(1, 1), jk(1, 2)];
+    let (mut store, want) = synced_while_paused(dir.path(), &journals, 20);
     assert!(store.pending_bytes() > 0, "the applier has not run: fjall does not hold the rounds");
     assert_eq!(loaded(&store), want, "reads see the rounds fjall does not hold");
     let reader = store.reader();
@@ -241,15 +248,7 @@ fn a_crash_after_segments_were_reused_replays_only_their_new_rounds() {
 #[test]
 fn a_format_3_store_with_rounds_in_its_log_opens_and_is_marked_4() {
     let dir = tempfile::tempdir().unwrap();
-    let journals = [jk(5, 1), jk(5, 2)];
-    let synced = batches(&journals, 12);
-    let want = model(&synced);
-    let mut store = FjallStore::open_with(dir.path(), paused()).unwrap();
-    store.place(&journals.map(|j| Placement::Put(j, config()))).unwrap();
-    for batch in &synced {
-        store.write(batch).unwrap();
-        store.sync().unwrap();
-    }
+    let (store, want) = synced_while_paused(dir.path(), &[jk(5, 1), jk(5, 2)], 12);
     let image = tempfile::tempdir().unwrap();
     crash_image(dir.path(), image.path());
     drop(store);
