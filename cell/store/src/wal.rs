@@ -52,11 +52,11 @@ pub(crate) const DIR: &str = "wal";
 const HEADER: usize = 8;
 
 /// The first bytes of a segment with a salt (format 4 on).
-pub(crate) const MAGIC: [u8; 8] = *b"parosWAL";
+const MAGIC: [u8; 8] = *b"parosWAL";
 /// A segment's header: [`MAGIC`] ‖ salt.
 const SEGMENT_HEADER: usize = 16;
 /// What a seal's checksum covers after the salt.
-pub(crate) const SEAL: &[u8] = b"sealed";
+const SEAL: &[u8] = b"sealed";
 
 /// A new segment's size on disk before anything is written to it (its zeros read as its end).
 const PREALLOCATED_BYTES_MAX: u64 = 64 << 20;
@@ -92,24 +92,28 @@ fn space_of(code: u8) -> Option<Space> {
     })
 }
 
+/// Segments end in `.wal`, spares in `.spare`.
+const SEGMENT: &str = "wal";
+const SPARE: &str = "spare";
+
+/// The file numbered `n` of kind `ext` in `dir`.
+fn numbered_path(dir: &Path, n: u64, ext: &str) -> PathBuf {
+    dir.join(format!("{n:020}.{ext}"))
+}
+
+/// The number of a file named `<20 digits>.{ext}`.
+fn number_of(path: &Path, ext: &str) -> Option<u64> {
+    let name = path.file_name()?.to_str()?;
+    let digits = name.strip_suffix(ext)?.strip_suffix('.')?;
+    (digits.len() == 20 && digits.bytes().all(|b| b.is_ascii_digit())).then(|| digits.parse().ok()).flatten()
+}
+
 fn segment_path(dir: &Path, n: u64) -> PathBuf {
-    dir.join(format!("{n:020}.wal"))
+    numbered_path(dir, n, SEGMENT)
 }
 
 pub(crate) fn segment_number(path: &Path) -> Option<u64> {
-    let name = path.file_name()?.to_str()?;
-    let digits = name.strip_suffix(".wal")?;
-    (digits.len() == 20 && digits.bytes().all(|b| b.is_ascii_digit())).then(|| digits.parse().ok()).flatten()
-}
-
-fn spare_path(dir: &Path, n: u64) -> PathBuf {
-    dir.join(format!("{n:020}.spare"))
-}
-
-fn spare_number(path: &Path) -> Option<u64> {
-    let name = path.file_name()?.to_str()?;
-    let digits = name.strip_suffix(".spare")?;
-    (digits.len() == 20 && digits.bytes().all(|b| b.is_ascii_digit())).then(|| digits.parse().ok()).flatten()
+    number_of(path, SEGMENT)
 }
 
 /// The spares in `dir`, oldest first.
@@ -117,7 +121,7 @@ fn spares(dir: &Path) -> io::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for entry in fs::read_dir(dir)? {
         let path = entry?.path();
-        if let Some(n) = spare_number(&path) {
+        if let Some(n) = number_of(&path, SPARE) {
             out.push((n, path));
         }
     }
@@ -141,7 +145,7 @@ impl Spares {
         let dir = segment.parent().unwrap_or_else(|| Path::new("."));
         match segment_number(segment) {
             Some(n) if spares(dir)?.len() < self.max => {
-                fs::rename(segment, spare_path(dir, n))?;
+                fs::rename(segment, numbered_path(dir, n, SPARE))?;
                 // Durable before the spare can be reused (see the module docs).
                 sync_dir(dir)
             }
@@ -159,7 +163,7 @@ fn segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, StoreError> {
     let mut out = Vec::new();
     for entry in fs::read_dir(dir).map_err(|e| wal_err("listing segments", e))? {
         let path = entry.map_err(|e| wal_err("listing segments", e))?.path();
-        if spare_number(&path).is_some() {
+        if number_of(&path, SPARE).is_some() {
             continue;
         }
         match segment_number(&path) {
