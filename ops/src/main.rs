@@ -72,9 +72,13 @@ enum Command {
         #[arg(long)]
         store_workers: Option<usize>,
         /// The nice value of fjall's background threads (flushes, compactions); default: the
-        /// store's (10). 0: the process's own priority.
+        /// store's (19). 0: the process's own priority.
         #[arg(long)]
         store_nice: Option<i32>,
+        /// The nice value of each store's applier and reclaimer threads; default: the store's
+        /// (19). 0: the process's own priority.
+        #[arg(long)]
+        store_apply_nice: Option<i32>,
         /// How much larger each node's memtables are than the previous node's, in percent, so
         /// the nodes flush and compact at different moments; default: the store's (25). 0: all
         /// alike.
@@ -183,13 +187,13 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token, blob_bytes_min, store_workers, store_nice, store_spread_pct, store_l0_tables, store_memtable_mib, store_table_mib, store_wal_segment_mib, store_apply_interval_us, stop_after_mib, dormant_after_s, idle_spin_us, spin_round_journals_max } => {
+        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token, blob_bytes_min, store_workers, store_nice, store_apply_nice, store_spread_pct, store_l0_tables, store_memtable_mib, store_table_mib, store_wal_segment_mib, store_apply_interval_us, stop_after_mib, dormant_after_s, idle_spin_us, spin_round_journals_max } => {
             let duration = Duration::from_secs(duration_s);
             if raw_fjall {
                 return raw_fjall_bench(data_dir, batch, record_bytes, duration, json);
             }
             let defaults = paros_store::StoreOptions::default();
-            let store = paros_store::StoreOptions { blob_bytes_min, worker_threads: store_workers.unwrap_or(defaults.worker_threads), background_nice: store_nice.map_or(defaults.background_nice, |n| (n != 0).then_some(n)), member_spread_pct: store_spread_pct.unwrap_or(defaults.member_spread_pct), l0_tables: store_l0_tables.unwrap_or(defaults.l0_tables), memtable_bytes: store_memtable_mib.map_or(defaults.memtable_bytes, |m| m.saturating_mul(1 << 20)), table_bytes: store_table_mib.map_or(defaults.table_bytes, |m| m.saturating_mul(1 << 20)), wal_segment_bytes: store_wal_segment_mib.map_or(defaults.wal_segment_bytes, |m| m.saturating_mul(1 << 20)), apply_interval: store_apply_interval_us.map_or(defaults.apply_interval, std::time::Duration::from_micros), ..defaults };
+            let store = paros_store::StoreOptions { blob_bytes_min, worker_threads: store_workers.unwrap_or(defaults.worker_threads), background_nice: store_nice.map_or(defaults.background_nice, |n| (n != 0).then_some(n)), apply_nice: store_apply_nice.map_or(defaults.apply_nice, |n| (n != 0).then_some(n)), member_spread_pct: store_spread_pct.unwrap_or(defaults.member_spread_pct), l0_tables: store_l0_tables.unwrap_or(defaults.l0_tables), memtable_bytes: store_memtable_mib.map_or(defaults.memtable_bytes, |m| m.saturating_mul(1 << 20)), table_bytes: store_table_mib.map_or(defaults.table_bytes, |m| m.saturating_mul(1 << 20)), wal_segment_bytes: store_wal_segment_mib.map_or(defaults.wal_segment_bytes, |m| m.saturating_mul(1 << 20)), apply_interval: store_apply_interval_us.map_or(defaults.apply_interval, std::time::Duration::from_micros), ..defaults };
             let stop_after_bytes = stop_after_mib.map(|m| m.saturating_mul(1 << 20));
             let dormant_after = (dormant_after_s > 0).then(|| Duration::from_secs(dormant_after_s));
             let args = bench::BenchArgs { writers, journals, record_bytes, batch, duration, data_dir, idle_journals, ack_log, progress: true, target, token, store, stop_after_bytes, dormant_after, idle_spin: idle_spin_us.map(Duration::from_micros), spin_round_journals_max };

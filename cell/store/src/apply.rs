@@ -381,16 +381,22 @@ pub(crate) struct Applier {
 }
 
 impl Applier {
-    /// Starts the thread; `reclaimer` is woken for journals whose raised floors are applied.
+    /// Starts the thread, at `nice` (`None`: the caller's priority); `reclaimer` is woken for
+    /// journals whose raised floors are applied.
     pub(crate) fn start(
         shared: Arc<Shared>,
         db: Database,
         spaces: Spaces,
         (pace, spares): (Pace, crate::wal::Spares),
         reclaimer: Option<Reclaim>,
+        nice: Option<i32>,
     ) -> std::io::Result<Applier> {
         let for_thread = Arc::clone(&shared);
         let thread = std::thread::Builder::new().name("paros-store-apply".into()).spawn(move || {
+            if let Some(nice) = nice {
+                // Best effort: at the caller's priority the applier only competes with the rounds.
+                let _ = crate::priority::lower_this_thread(nice);
+            }
             let applier = Thread { shared: &for_thread, db: &db, spaces: &spaces, reclaimer: reclaimer.as_ref(), spares };
             applier.run(pace);
         })?;

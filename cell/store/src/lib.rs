@@ -130,6 +130,10 @@ pub struct StoreOptions {
     /// The nice value fjall's background threads run at (`None`: the process's own), so
     /// flushes and compactions take the cores the rounds leave idle (see [`priority`]).
     pub background_nice: Option<i32>,
+    /// The nice value of the store's own background threads, the applier (which moves synced
+    /// rounds from the log into fjall) and the reclaimer (`None`: the opener's own). The
+    /// round's path never waits for them unless [`StoreOptions::pending_bytes_max`] is reached.
+    pub apply_nice: Option<i32>,
     /// For stores of one process that share a disk (the embedded cell's nodes, which hold the
     /// same data): the `i`-th store's memtables are `memtable_bytes × (100 + i × this) / 100`
     /// (see [`StoreOptions::for_member`]), so the stores flush and compact at different moments
@@ -204,6 +208,12 @@ pub const MEMBER_SPREAD_PCT: u16 = 25;
 /// as short as at 10 (docs/storage.md §3).
 pub const BACKGROUND_NICE: i32 = 19;
 
+/// The default [`StoreOptions::apply_nice`]: the lowest priority, as for fjall's workers. The
+/// appliers (one per store, so three in the embedded cell) took 12–14% of the CPU at 64
+/// writers and preempted node threads mid-round; reniced to 19 they ran in the time the rounds
+/// left idle, and 64 writers acknowledged more in 7 of 8 pairs of 20 s (docs/storage.md §3).
+pub const APPLY_NICE: i32 = 19;
+
 /// The default [`StoreOptions::cache_bytes`].
 pub const CACHE_BYTES: u64 = 32 << 20;
 
@@ -219,6 +229,7 @@ impl Default for StoreOptions {
             worker_threads: WORKER_THREADS,
             cache_bytes: CACHE_BYTES,
             background_nice: Some(BACKGROUND_NICE),
+            apply_nice: Some(APPLY_NICE),
             member_spread_pct: MEMBER_SPREAD_PCT,
             wal_segment_bytes: WAL_SEGMENT_BYTES,
             wal_spares: WAL_SPARES,
@@ -578,9 +589,9 @@ impl FjallStore {
             collect_dead_percent: opts.collect_dead_percent.clamp(1, 100),
         };
         let reclaimer =
-            reclaim::Reclaimer::start(disk, opts.reclaim_interval).map_err(|e| StoreError::Read(format!("starting the reclaimer: {e}")))?;
+            reclaim::Reclaimer::start(disk, opts.reclaim_interval, opts.apply_nice).map_err(|e| StoreError::Read(format!("starting the reclaimer: {e}")))?;
         let pace = apply::Pace { interval: opts.apply_interval, bytes: opts.apply_bytes };
-        let applier = apply::Applier::start(Arc::clone(&shared), db.clone(), spaces.clone(), (pace, spares), reclaimer.waker())
+        let applier = apply::Applier::start(Arc::clone(&shared), db.clone(), spaces.clone(), (pace, spares), reclaimer.waker(), opts.apply_nice)
             .map_err(|e| StoreError::Read(format!("starting the applier: {e}")))?;
 
         let mut store = FjallStore {

@@ -1,5 +1,6 @@
 //! fjall's background threads (memtable flushes, compactions) run at a lower CPU priority than
-//! the rest of the process, as `RocksDB` lowers its compaction pool's.
+//! the rest of the process, as `RocksDB` lowers its compaction pool's; so do the store's own
+//! background threads, the applier and the reclaimer ([`lower_this_thread`]).
 //!
 //! A compaction is bulk work that may finish a little later; a round waits for a core while it
 //! runs. On a machine whose cores the rounds keep busy, compactions at the same priority take
@@ -58,4 +59,17 @@ pub fn lower_background_threads(nice: i32, expected: usize) -> std::io::Result<u
     #[cfg(not(target_os = "linux"))]
     let _ = nice;
     Ok(if cfg!(target_os = "linux") { tids.len() } else { 0 })
+}
+
+/// Sets the calling thread's nice value to `nice` (Linux: a thread has its own; elsewhere this
+/// does nothing). For the store's own background threads, which call it as they start.
+///
+/// # Errors
+/// The kernel refused the new priority (lowering it again needs privilege).
+pub fn lower_this_thread(nice: i32) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    rustix::process::setpriority_process(None, nice)?;
+    #[cfg(not(target_os = "linux"))]
+    let _ = nice;
+    Ok(())
 }

@@ -142,10 +142,16 @@ pub(crate) struct Reclaimer {
 
 impl Reclaimer {
     /// Starts the thread. Journals sent to it are gathered for `interval` before one pass
-    /// looks at each once.
-    pub(crate) fn start(disk: Disk, interval: Duration) -> std::io::Result<Reclaimer> {
+    /// looks at each once. The thread runs at `nice` (`None`: the caller's priority).
+    pub(crate) fn start(disk: Disk, interval: Duration, nice: Option<i32>) -> std::io::Result<Reclaimer> {
         let (tx, rx) = std::sync::mpsc::channel();
-        let thread = std::thread::Builder::new().name("paros-reclaim".into()).spawn(move || run(&disk, &rx, interval))?;
+        let thread = std::thread::Builder::new().name("paros-reclaim".into()).spawn(move || {
+            if let Some(nice) = nice {
+                // Best effort: at the caller's priority the passes only finish sooner.
+                let _ = crate::priority::lower_this_thread(nice);
+            }
+            run(&disk, &rx, interval);
+        })?;
         Ok(Reclaimer { tx: Some(tx), thread: Some(thread) })
     }
 
