@@ -298,6 +298,10 @@ fn raw_fjall_bench(dir: Option<PathBuf>, batch: usize, record_bytes: usize, dura
         "batches_per_s": r.batches as f64 / secs,
         "p50_us": r.p50_us,
         "p99_us": r.p99_us,
+        "p999_us": r.p999_us,
+        "max_us": r.max_us,
+        "over_5ms": r.over_5ms,
+        "over_15ms": r.over_15ms,
         "fsyncs_per_s": r.batches as f64 / secs,
         "records_per_fsync": batch,
         "baseline": "raw fjall, one writer, SyncData per batch",
@@ -305,7 +309,16 @@ fn raw_fjall_bench(dir: Option<PathBuf>, batch: usize, record_bytes: usize, dura
     if json {
         println!("{out}");
     } else {
-        println!("raw fjall baseline: batch {batch}, {record_bytes} B records: {:.0} records/s, p50 {} µs, p99 {} µs", r.records as f64 / secs, r.p50_us, r.p99_us);
+        println!(
+            "raw fjall baseline: batch {batch}, {record_bytes} B records: {:.0} records/s, p50 {} µs, p99 {} µs, p999 {} µs, max {} µs; {} batches over 5 ms, {} over 15 ms",
+            r.records as f64 / secs,
+            r.p50_us,
+            r.p99_us,
+            r.p999_us,
+            r.max_us,
+            r.over_5ms,
+            r.over_15ms
+        );
     }
     ExitCode::SUCCESS
 }

@@ -19,6 +19,15 @@ pub struct BaselineReport {
     pub p50_us: u64,
     /// 99th percentile latency of one batch (commit + fdatasync), in microseconds.
     pub p99_us: u64,
+    /// 99.9th percentile latency of one batch, in microseconds.
+    pub p999_us: u64,
+    /// The slowest batch, in microseconds.
+    pub max_us: u64,
+    /// Batches that took longer than 5 ms: the disk's stalls at the scale of the issue-10
+    /// p99 target (a stall holds every write waiting on this disk).
+    pub over_5ms: u64,
+    /// Batches that took longer than 15 ms (the p999 target's scale).
+    pub over_15ms: u64,
 }
 
 impl BaselineReport {
@@ -38,12 +47,22 @@ impl BaselineReport {
 
 /// The nearest-rank percentile `p` (0..=100) of sorted `xs`, 0 when empty.
 fn percentile(sorted: &[u64], p: u64) -> u64 {
+    permille(sorted, p * 10)
+}
+
+/// The nearest-rank `p`-th permille (0..=1000) of sorted `xs`, 0 when empty.
+fn permille(sorted: &[u64], p: u64) -> u64 {
     if sorted.is_empty() {
         return 0;
     }
     let n = sorted.len() as u64;
-    let rank = (p * n).div_ceil(100).clamp(1, n);
+    let rank = (p * n).div_ceil(1000).clamp(1, n);
     usize::try_from(rank - 1).ok().and_then(|i| sorted.get(i)).copied().unwrap_or(0)
+}
+
+/// How many of sorted `xs` exceed `limit`.
+fn over(sorted: &[u64], limit: u64) -> u64 {
+    (sorted.len() - sorted.partition_point(|&x| x <= limit)) as u64
 }
 
 /// Appends for `duration` from one writer thread into a fresh fjall database at `dir`:
@@ -86,6 +105,10 @@ pub fn raw_fjall_append(dir: &Path, batch: usize, record_bytes: usize, duration:
             elapsed: end.duration_since(start),
             p50_us: percentile(&latencies_us, 50),
             p99_us: percentile(&latencies_us, 99),
+            p999_us: permille(&latencies_us, 999),
+            max_us: latencies_us.last().copied().unwrap_or(0),
+            over_5ms: over(&latencies_us, 5_000),
+            over_15ms: over(&latencies_us, 15_000),
         }
     });
     writer.join().expect("the baseline writer thread panicked")
@@ -103,5 +126,14 @@ mod tests {
         assert_eq!(percentile(&xs, 50), 50);
         assert_eq!(percentile(&xs, 99), 99);
         assert_eq!(percentile(&xs, 100), 100);
+        let xs: Vec<u64> = (1..=2000).collect();
+        assert_eq!(permille(&xs, 999), 1998);
+    }
+
+    #[test]
+    fn over_counts_the_values_past_the_limit() {
+        assert_eq!(over(&[], 5), 0);
+        assert_eq!(over(&[1, 5, 5, 6, 20], 5), 2);
+        assert_eq!(over(&[1, 2], 5), 0);
     }
 }

@@ -327,7 +327,8 @@ fn baseline_reports_what_it_wrote() {
     let report = paros_store::baseline::raw_fjall_append(dir.path(), 8, 100, Duration::from_millis(200));
     assert!(report.batches > 0);
     assert_eq!(report.records, report.batches * 8);
-    assert!(report.p50_us <= report.p99_us);
+    assert!(report.p50_us <= report.p99_us && report.p99_us <= report.p999_us && report.p999_us <= report.max_us);
+    assert!(report.over_15ms <= report.over_5ms && report.over_5ms <= report.batches);
     assert!(report.elapsed <= Duration::from_secs(30));
     assert!(report.records_per_sec() > 0.0);
 }
