@@ -129,6 +129,11 @@ pub struct Report {
     /// fjall's background work during the run, all nodes together (0 over HTTP).
     pub store_compactions: u64,
     pub store_compacting_s: f64,
+    /// Writes that waited for a store's applier (its bound of synced rounds not yet in fjall
+    /// reached), all nodes, and their wait in all: the store's background work holding up
+    /// rounds.
+    pub store_room_waits: u64,
+    pub store_room_waited_s: f64,
     /// One entry per whole second of the run: acknowledged records and their latency, with
     /// fjall's activity sampled at the second's end.
     pub windows: Vec<Window>,
@@ -484,6 +489,8 @@ async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
     };
     report.store_compactions = activity_after.compactions_completed - activity_before.compactions_completed;
     report.store_compacting_s = (activity_after.compacting_us - activity_before.compacting_us) as f64 / 1e6;
+    report.store_room_waits = activity_after.room_waits - activity_before.room_waits;
+    report.store_room_waited_s = (activity_after.room_waited_us - activity_before.room_waited_us) as f64 / 1e6;
     let mut done_before = activity_before.compactions_completed;
     for (w, a) in report.windows.iter_mut().zip(&samples) {
         w.compactions_active = a.compactions_active;
@@ -506,6 +513,8 @@ fn sum_activity(probes: &[paros_store::StoreProbe]) -> paros_store::StoreActivit
         sum.log_tables += a.log_tables;
         sum.log_l0_tables += a.log_l0_tables;
         sum.journal_files += a.journal_files;
+        sum.room_waits += a.room_waits;
+        sum.room_waited_us += a.room_waited_us;
     }
     sum
 }
@@ -754,6 +763,8 @@ fn report(args: &BenchArgs, shared: &Shared, elapsed: f64, verified: u64) -> Rep
         round_split: RoundSplit::default(),
         store_compactions: 0,
         store_compacting_s: 0.0,
+        store_room_waits: 0,
+        store_room_waited_s: 0.0,
         windows,
         min_window_ratio,
     }

@@ -86,6 +86,9 @@ struct Pending {
     stop: bool,
     /// Why the applier stopped, if it failed: every later write fails with it.
     failed: Option<String>,
+    /// Writes that waited for the applier to make room, and how long they waited in all.
+    room_waits: u64,
+    room_waited: Duration,
 }
 
 /// `log` changes applied but not yet in fjall: fjall's `records` keyspace is written only by bulk
@@ -218,10 +221,21 @@ impl Shared {
     /// The applier's failure.
     pub(crate) fn wait_for_room(&self, bytes_max: u64) -> Result<(), StoreError> {
         let mut p = self.lock();
-        while p.synced_bytes > bytes_max && p.failed.is_none() {
-            p = self.room.wait(p).unwrap_or_else(std::sync::PoisonError::into_inner);
+        if p.synced_bytes > bytes_max && p.failed.is_none() {
+            let started = Instant::now();
+            while p.synced_bytes > bytes_max && p.failed.is_none() {
+                p = self.room.wait(p).unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+            p.room_waits += 1;
+            p.room_waited += started.elapsed();
         }
         p.failed.as_deref().map_or(Ok(()), |why| Err(failed(why)))
+    }
+
+    /// Writes that waited for room since the store opened, and their wait in all.
+    pub(crate) fn room_waits(&self) -> (u64, Duration) {
+        let p = self.lock();
+        (p.room_waits, p.room_waited)
     }
 
     /// Waits until fjall holds every synced round, its `log` changes included.

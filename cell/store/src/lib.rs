@@ -292,6 +292,11 @@ pub struct StoreActivity {
     pub log_l0_tables: u64,
     /// fjall journal (write-ahead log) files.
     pub journal_files: u64,
+    /// Writes that waited for the applier because [`StoreOptions::pending_bytes_max`] of
+    /// synced rounds were not yet in fjall, since the store opened; and their wait in all,
+    /// in microseconds. The one way the store's background work holds up a round.
+    pub room_waits: u64,
+    pub room_waited_us: u64,
 }
 
 /// A handle that reads a [`FjallStore`]'s background activity from any thread while the
@@ -300,6 +305,7 @@ pub struct StoreActivity {
 pub struct StoreProbe {
     db: Database,
     records: Keyspace,
+    shared: Arc<apply::Shared>,
 }
 
 impl fmt::Debug for StoreProbe {
@@ -313,7 +319,10 @@ impl StoreProbe {
     #[must_use]
     pub fn sample(&self) -> StoreActivity {
         let n = |x: usize| u64::try_from(x).unwrap_or(u64::MAX);
+        let (room_waits, room_waited) = self.shared.room_waits();
         StoreActivity {
+            room_waits,
+            room_waited_us: u64::try_from(room_waited.as_micros()).unwrap_or(u64::MAX),
             compactions_completed: n(self.db.compactions_completed()),
             compacting_us: u64::try_from(self.db.time_compacting().as_micros()).unwrap_or(u64::MAX),
             compactions_active: n(self.db.active_compactions()),
@@ -650,7 +659,7 @@ impl FjallStore {
     /// A handle on this store's background activity.
     #[must_use]
     pub fn probe(&self) -> StoreProbe {
-        StoreProbe { db: self.db.clone(), records: self.spaces.records.clone() }
+        StoreProbe { db: self.db.clone(), records: self.spaces.records.clone(), shared: Arc::clone(&self.shared) }
     }
 
     /// What this handle has written and synced since it was opened.

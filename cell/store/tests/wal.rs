@@ -296,7 +296,9 @@ fn a_writer_waits_while_too_much_is_pending() {
     let bound = 2048;
     let opts = StoreOptions { pending_bytes_max: bound, apply_interval: Duration::from_millis(50), ..StoreOptions::default() };
     let mut store = FjallStore::open_with(dir.path(), opts).unwrap();
+    let probe = store.probe();
     store.place(&[Placement::Put(j, config())]).unwrap();
+    assert_eq!((probe.sample().room_waits, probe.sample().room_waited_us), (0, 0), "no write has waited yet");
     let mut most = 0;
     for slot in 0..300 {
         store.write(&[(j, vec![accept(slot, &[1; 512])])]).unwrap();
@@ -306,4 +308,7 @@ fn a_writer_waits_while_too_much_is_pending() {
     // One round past the bound at most: the round that found room, plus its state row.
     assert!(most <= bound + 2048, "pending reached {most} bytes against a bound of {bound}");
     assert_eq!(store.read_range(&j, Slot(0), 500).unwrap().len(), 300);
+    // The waits are counted where the store's activity is read (the bench reports them).
+    let waited = probe.sample();
+    assert!(waited.room_waits > 0 && waited.room_waited_us > 0, "the waits are counted: {waited:?}");
 }
