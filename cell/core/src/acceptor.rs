@@ -88,16 +88,17 @@ impl Acceptor {
                 slots.push((*slot, digest));
                 continue;
             }
-            match log.get(*slot) {
+            // Kept: a slot known chosen here, or one this ballot already put there.
+            let keep = |held: &LogEntry| *slot < chosen_up_to || held.ballot.is_none() || held.ballot == Some(ballot);
+            match log.put_unless(*slot, keep, || LogEntry { ballot: Some(ballot), command: command.clone() }) {
                 Some(held) if *slot < chosen_up_to || held.ballot.is_none() => {
                     slots.push((*slot, held.command.digest()));
                 }
-                Some(held) if held.ballot == Some(ballot) => {
+                Some(held) => {
                     assert_eq!(held.command.digest(), digest, "one ballot proposes one command per slot");
                     slots.push((*slot, digest));
                 }
-                _ => {
-                    log.put(*slot, LogEntry { ballot: Some(ballot), command: command.clone() });
+                None => {
                     writes.push(WriteOp::Accept { slot: *slot, ballot, command: command.clone() });
                     slots.push((*slot, digest));
                 }

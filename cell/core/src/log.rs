@@ -225,6 +225,32 @@ impl Log {
         }
     }
 
+    /// Holds `make()` at `slot` unless the entry held there passes `keep`, with one descent of
+    /// the tree for the look and the write. Returns the entry kept, or `None` when `make()` is
+    /// held now. Slots below the window are chosen and held elsewhere: the caller checks
+    /// [`Log::start`] first (below it nothing is held and nothing is put).
+    pub fn put_unless(&mut self, slot: Slot, keep: impl FnOnce(&LogEntry) -> bool, make: impl FnOnce() -> LogEntry) -> Option<&LogEntry> {
+        use std::collections::btree_map::Entry as At;
+        if slot < self.start {
+            return None;
+        }
+        match self.entries.entry(slot) {
+            At::Occupied(held) if keep(&held.get().entry) => Some(&held.into_mut().entry),
+            At::Occupied(mut held) => {
+                let new = Held::new(make());
+                self.bytes += new.bytes;
+                self.bytes -= held.insert(new).bytes;
+                None
+            }
+            At::Vacant(free) => {
+                let new = Held::new(make());
+                self.bytes += new.bytes;
+                free.insert(new);
+                None
+            }
+        }
+    }
+
     /// Retained entries from `from` on.
     pub fn range_from(&self, from: Slot) -> impl Iterator<Item = (&Slot, &LogEntry)> {
         self.entries.range(from..).map(|(s, h)| (s, &h.entry))
@@ -256,13 +282,25 @@ impl Log {
     /// knows them chosen and durable). Returns the new start.
     pub fn evict_below(&mut self, start: Slot) -> Slot {
         if start > self.start {
-            // Popped from the front, not split off: eviction runs after every input and moves
-            // the start by a few slots, and a split rebuilds the tree's spine each time.
-            while let Some(entry) = self.entries.first_entry() {
-                if *entry.key() >= start {
-                    break;
+            let first = self.entries.first_key_value().map(|(s, _)| *s);
+            match first {
+                Some(first) if start.0 - first.0 > POP_SLOTS_MAX => {
+                    // Many at once: one split of the tree. Popping each from the front costs a
+                    // descent from the root and a shift of its leaf's entries apiece.
+                    let kept = self.entries.split_off(&start);
+                    let dropped = std::mem::replace(&mut self.entries, kept);
+                    self.bytes -= dropped.values().map(|h| h.bytes).sum::<u64>();
                 }
-                self.bytes -= entry.remove().bytes;
+                Some(_) => {
+                    // A few: popped from the front (a split would rebuild the tree's spine).
+                    while let Some(entry) = self.entries.first_entry() {
+                        if *entry.key() >= start {
+                            break;
+                        }
+                        self.bytes -= entry.remove().bytes;
+                    }
+                }
+                None => {}
             }
             self.start = start;
         }
@@ -271,12 +309,115 @@ impl Log {
 
     /// Evicts from the front, never past `limit`, until the window holds at most `slots_max`
     /// slots below `keep` and at most `bytes_max` record bytes. Returns the new start.
+    ///
+    /// Past the slot bound it evicts an eighth of the window more ([`EVICT_SHARE`]), so the
+    /// start moves in steps of many slots, each one split of the tree, not after every slot
+    /// chosen. The window then holds between seven eighths of `slots_max` and `slots_max`.
     pub fn evict_over(&mut self, limit: Slot, keep: Slot, slots_max: u32, bytes_max: u32) -> Slot {
-        self.evict_below(Slot(keep.0.saturating_sub(u64::from(slots_max))).min(limit));
+        let bound = keep.0.saturating_sub(u64::from(slots_max));
+        if bound > self.start.0 {
+            let step = bound + u64::from(slots_max / EVICT_SHARE);
+            self.evict_below(Slot(step).min(keep).min(limit));
+        }
         while self.bytes > u64::from(bytes_max) && self.start < limit {
             let next = self.entries.first_key_value().map_or(limit, |(s, _)| s.next()).min(limit);
             self.evict_below(next);
         }
         self.start
+    }
+}
+
+/// [`Log::evict_over`] evicts `1 / EVICT_SHARE` of the window past its slot bound.
+pub const EVICT_SHARE: u32 = 8;
+
+/// [`Log::evict_below`] pops entries one by one when the start moves by at most this many
+/// slots, and splits the tree when it moves further.
+const POP_SLOTS_MAX: u64 = 8;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::Seq;
+
+    fn entry(slot: u64, len: usize) -> LogEntry {
+        let record = bytes::Bytes::from(vec![u8::try_from(slot % 251).unwrap(); len]);
+        LogEntry { ballot: None, command: Command::Write(Entry { leader: None, seq: Seq(slot), records: vec![record] }) }
+    }
+
+    fn log_of(slots: std::ops::Range<u64>, len: usize) -> Log {
+        Log::from_durable(Slot(0), slots.map(|s| (Slot(s), entry(s, len))).collect())
+    }
+
+    fn held(log: &Log) -> Vec<u64> {
+        log.range_from(Slot(0)).map(|(s, _)| s.0).collect()
+    }
+
+    #[test]
+    fn evicting_a_few_or_many_slots_keeps_exactly_the_slots_above_and_their_bytes() {
+        for start in [1, 3, 8, 9, 40, 99, 100, 150] {
+            let mut log = log_of(0..100, 10);
+            assert_eq!(log.evict_below(Slot(start)), Slot(start));
+            let want: Vec<u64> = (start..100).collect();
+            assert_eq!(held(&log), want, "start {start}");
+            assert_eq!(log.bytes(), 10 * want.len() as u64, "start {start}");
+            assert_eq!(log.start(), Slot(start));
+        }
+        // A sparse window: the slot distance, not the count, picks the way; both agree.
+        let mut log = Log::from_durable(Slot(0), [0, 5, 50, 51, 90].map(|s| (Slot(s), entry(s, 3))).to_vec());
+        log.evict_below(Slot(51));
+        assert_eq!(held(&log), vec![51, 90]);
+        assert_eq!(log.bytes(), 6);
+        // Never backwards.
+        assert_eq!(log.evict_below(Slot(10)), Slot(51));
+    }
+
+    #[test]
+    fn the_slot_bound_holds_and_eviction_moves_in_steps_of_about_an_eighth() {
+        let mut log = Log::default();
+        let mut starts = Vec::new();
+        for slot in 0..1000u64 {
+            log.put(Slot(slot), entry(slot, 1));
+            let keep = Slot(slot + 1);
+            let start = log.evict_over(keep, keep, 64, u32::MAX);
+            let below_keep = held(&log).into_iter().filter(|s| *s < keep.0).count();
+            assert!(below_keep <= 64, "slot {slot}: {below_keep} held below the chosen index");
+            assert!(slot < 64 || below_keep >= 64 - 8, "slot {slot}: only {below_keep} held");
+            if starts.last() != Some(&start) {
+                starts.push(start);
+            }
+        }
+        let steps: Vec<u64> = starts.windows(2).map(|w| w[1].0 - w[0].0).collect();
+        // Past the bound by one, then an eighth more.
+        assert!(steps.iter().all(|s| *s == 9), "the start moves 9 slots at a time: {steps:?}");
+    }
+
+    #[test]
+    fn put_unless_keeps_what_passes_and_counts_the_bytes_of_what_it_replaces() {
+        let mut log = log_of(5..8, 10);
+        // Kept: the entry held is handed back, nothing changes.
+        let kept = log.put_unless(Slot(6), |e| e.ballot.is_none(), || entry(6, 99)).cloned();
+        assert_eq!(kept, Some(entry(6, 10)));
+        assert_eq!(log.bytes(), 30);
+        // Replaced, and put where nothing was held.
+        assert_eq!(log.put_unless(Slot(6), |_| false, || entry(6, 4)), None);
+        assert_eq!(log.put_unless(Slot(9), |_| true, || entry(9, 7)), None);
+        assert_eq!(log.get(Slot(6)), Some(&entry(6, 4)));
+        assert_eq!(log.get(Slot(9)), Some(&entry(9, 7)));
+        assert_eq!(log.bytes(), 10 + 4 + 10 + 7);
+        // Below the window nothing is put.
+        log.evict_below(Slot(7));
+        assert_eq!(log.put_unless(Slot(5), |_| false, || entry(5, 1)), None);
+        assert_eq!(log.get(Slot(5)), None);
+        assert_eq!(log.bytes(), 17);
+    }
+
+    #[test]
+    fn eviction_never_passes_the_limit_and_the_byte_bound_still_holds() {
+        let mut log = log_of(0..100, 10);
+        assert_eq!(log.evict_over(Slot(20), Slot(100), 16, u32::MAX), Slot(20), "the limit holds");
+        assert_eq!(log.evict_over(Slot(100), Slot(100), 16, 200), Slot(86), "the eighth past the slot bound");
+        assert_eq!(log.bytes(), 140);
+        assert_eq!(log.evict_over(Slot(100), Slot(100), 16, 55), Slot(95), "then the byte bound, slot by slot");
+        assert_eq!(log.bytes(), 50);
     }
 }
