@@ -19,7 +19,7 @@ d = json.load(sys.stdin); ws = d['windows']; n = max(len(ws) // 3, 1)
 first = sum(w['records'] for w in ws[:n]) / n; last = sum(w['records'] for w in ws[-n:]) / n
 print('pair $i $name', f\"records/s {d['records_per_s']:.0f} p50 {d['p50_us']} p99 {d['p99_us']} p999 {d['p999_us']} \"
       f\"cpu/record {d['cpu_us_per_record']:.1f} slowest/median {d['min_window_ratio']:.2f} first third {first:.0f} last third {last:.0f} \"
-      f\"round sync max {d['round_split']['sync']['max_us']} waits for the applier {d['store_room_waits']}\")"
+      f\"round sync max {d['round_split']['sync']['max_us']} waits for the applier {d.get('store_room_waits', '-')}\")"
   done
   if [ -n "${DISK_S:-}" ]; then
     "$A" bench --raw-fjall --batch 1 --record-bytes 100 --duration-s "$DISK_S" --json 2>/dev/null |
