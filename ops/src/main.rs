@@ -76,7 +76,7 @@ enum Command {
         #[arg(long)]
         store_nice: Option<i32>,
         /// The nice value of each store's applier and reclaimer threads; default: the store's
-        /// (19). 0: the process's own priority.
+        /// (the process's own priority). 0: the process's own priority.
         #[arg(long)]
         store_apply_nice: Option<i32>,
         /// How much larger each node's memtables are than the previous node's, in percent, so

@@ -131,8 +131,11 @@ pub struct StoreOptions {
     /// flushes and compactions take the cores the rounds leave idle (see [`priority`]).
     pub background_nice: Option<i32>,
     /// The nice value of the store's own background threads, the applier (which moves synced
-    /// rounds from the log into fjall) and the reclaimer (`None`: the opener's own). The
-    /// round's path never waits for them unless [`StoreOptions::pending_bytes_max`] is reached.
+    /// rounds from the log into fjall) and the reclaimer (`None`, the default: the opener's
+    /// own). The round's path never waits for them unless [`StoreOptions::pending_bytes_max`]
+    /// is reached. At nice 19, 64 writers of 100-byte records acknowledged more, but one writer
+    /// of 16 KiB records kept the applier behind until its bound: pending rounds grew the
+    /// resident set by 80–150 MB, past the issue-10 bound of 300 MiB (docs/storage.md §3).
     pub apply_nice: Option<i32>,
     /// For stores of one process that share a disk (the embedded cell's nodes, which hold the
     /// same data): the `i`-th store's memtables are `memtable_bytes × (100 + i × this) / 100`
@@ -208,12 +211,6 @@ pub const MEMBER_SPREAD_PCT: u16 = 25;
 /// as short as at 10 (docs/storage.md §3).
 pub const BACKGROUND_NICE: i32 = 19;
 
-/// The default [`StoreOptions::apply_nice`]: the lowest priority, as for fjall's workers. The
-/// appliers (one per store, so three in the embedded cell) took 12–14% of the CPU at 64
-/// writers and preempted node threads mid-round; reniced to 19 they ran in the time the rounds
-/// left idle, and 64 writers acknowledged more in 7 of 8 pairs of 20 s (docs/storage.md §3).
-pub const APPLY_NICE: i32 = 19;
-
 /// The default [`StoreOptions::cache_bytes`].
 pub const CACHE_BYTES: u64 = 32 << 20;
 
@@ -229,7 +226,7 @@ impl Default for StoreOptions {
             worker_threads: WORKER_THREADS,
             cache_bytes: CACHE_BYTES,
             background_nice: Some(BACKGROUND_NICE),
-            apply_nice: Some(APPLY_NICE),
+            apply_nice: None,
             member_spread_pct: MEMBER_SPREAD_PCT,
             wal_segment_bytes: WAL_SEGMENT_BYTES,
             wal_spares: WAL_SPARES,
