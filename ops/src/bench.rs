@@ -515,6 +515,7 @@ fn sum_activity(probes: &[paros_store::StoreProbe]) -> paros_store::StoreActivit
         sum.journal_files += a.journal_files;
         sum.room_waits += a.room_waits;
         sum.room_waited_us += a.room_waited_us;
+        sum.disk_bytes += a.disk_bytes;
     }
     sum
 }

@@ -129,7 +129,7 @@ pub async fn run(dir: &Path, listen: SocketAddr, quota_requests_per_s: Option<u3
     }
     // The dashboard and /metrics read the nodes' counters through this port.
     let reader = cell.stats_reader();
-    let nodes: Arc<dyn NodeStats> = Arc::new(move || reader.read().iter().map(|(id, s)| NodeCounters::of_host(*id, s)).collect::<Vec<_>>());
+    let nodes: Arc<dyn NodeStats> = Arc::new(move || reader.read().iter().map(|s| NodeCounters::of_host(s.node, &s.host).with_store(s.store)).collect::<Vec<_>>());
     let gateway = Gateway::start_with_nodes(cell.client.clone(), cell.coordinator(), cell.directory(), config, signing, Some(nodes))
         .await
         .map_err(|e| DevError::Gateway(e.to_string()))?;

@@ -73,6 +73,7 @@ fn paros_dev_serves_the_cli_stops_on_sigint_and_keeps_every_record_across_a_rest
     let metrics = http_get(&url, "/metrics");
     assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
     assert_eq!(metrics.lines().filter(|l| l.starts_with("paros_gateway_node_rounds_total{node=")).count(), 3, "{metrics}");
+    assert_eq!(metrics.lines().filter(|l| l.starts_with("paros_gateway_node_store_disk_bytes{node=")).count(), 3, "{metrics}");
     assert!(metrics.lines().any(|l| l.starts_with("paros_gateway_tenant_records_total{") && l.contains("direction=\"written\"") && l.ends_with(" 4")), "{metrics}");
     assert!(metrics.lines().any(|l| l == "paros_gateway_auth_refusals_total{reason=\"not_jwt\"} 1"), "{metrics}");
     stop(child);

@@ -1,14 +1,17 @@
 //! `/metrics`, in Prometheus text: per-route request counts and latency histograms, per-tenant
 //! records and bytes written and read, auth refusals by reason, and — when the gateway was
-//! given its cell's node counters ([`NodeStats`]) — each node's rounds, syncs, campaigns and
-//! leaderships won.
+//! given its cell's node counters ([`NodeStats`]) — each node's rounds, syncs, campaigns,
+//! leaderships won and dormant journals, and, where the port has them, its store's
+//! compactions, flushes, tables, waits and bytes on disk.
 
 use std::sync::{Arc, Mutex};
 
 use paros_core::{NodeId, TenantId};
+use paros_node::ports::StoreActivity;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric as _};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::metrics::TypedMetric as _;
@@ -69,6 +72,12 @@ pub struct NodeCounters {
     pub campaigns: u64,
     /// Campaigns that won: a voter here became its journal's leader.
     pub leaderships_won: u64,
+    /// Journals asleep on this node now (metrics only).
+    #[serde(skip)]
+    pub dormant: u64,
+    /// The node's store, when the port can sample it (metrics only).
+    #[serde(skip)]
+    pub store: Option<StoreActivity>,
 }
 
 impl NodeCounters {
@@ -83,7 +92,15 @@ impl NodeCounters {
             records_accepted: s.records_accepted,
             campaigns: s.campaigns,
             leaderships_won: s.leaderships_won,
+            dormant: s.dormant,
+            store: None,
         }
+    }
+
+    /// The same counters with the node's store activity beside them.
+    #[must_use]
+    pub fn with_store(self, store: StoreActivity) -> NodeCounters {
+        NodeCounters { store: Some(store), ..self }
     }
 }
 
@@ -112,24 +129,75 @@ impl std::fmt::Debug for NodeCollector {
     }
 }
 
-type NodeField = (&'static str, &'static str, fn(&NodeCounters) -> u64);
+/// How a family's values behave: counted up since boot, or a level now.
+#[derive(Clone, Copy)]
+enum Kind {
+    Counter,
+    Gauge,
+}
 
-/// The node families: name, help, value.
-const NODE_FAMILIES: [NodeField; 4] = [
-    ("node_rounds", "Rounds each node ran", |c| c.rounds),
-    ("node_syncs", "Rounds each node made durable with a sync", |c| c.syncs),
-    ("node_campaigns", "Campaigns each node's voters started", |c| c.campaigns),
-    ("node_leaderships_won", "Campaigns each node's voters won", |c| c.leaderships_won),
+/// A series' value: a count, or a duration given in microseconds and shown in seconds.
+#[derive(Clone, Copy)]
+enum Value {
+    Count(u64),
+    Micros(u64),
+}
+
+type Field<T> = (&'static str, &'static str, Kind, fn(&T) -> Value);
+
+/// The node families: name, help, kind, value.
+const NODE_FAMILIES: [Field<NodeCounters>; 5] = [
+    ("node_rounds", "Rounds each node ran", Kind::Counter, |c| Value::Count(c.rounds)),
+    ("node_syncs", "Rounds each node made durable with a sync", Kind::Counter, |c| Value::Count(c.syncs)),
+    ("node_campaigns", "Campaigns each node's voters started", Kind::Counter, |c| Value::Count(c.campaigns)),
+    ("node_leaderships_won", "Campaigns each node's voters won", Kind::Counter, |c| Value::Count(c.leaderships_won)),
+    ("node_dormant_journals", "Journals asleep on each node now", Kind::Gauge, |c| Value::Count(c.dormant)),
 ];
+
+/// The store families (only the nodes whose store the port samples): name, help, kind, value.
+const STORE_FAMILIES: [Field<StoreActivity>; 10] = [
+    ("node_store_disk_bytes", "Bytes each node's store holds on disk: tables, journals, write-ahead segments", Kind::Gauge, |a| Value::Count(a.disk_bytes)),
+    ("node_store_compactions", "Compactions each node's store finished", Kind::Counter, |a| Value::Count(a.compactions_completed)),
+    ("node_store_compaction_seconds", "Time each node's store spent compacting", Kind::Counter, |a| Value::Micros(a.compacting_us)),
+    ("node_store_compactions_active", "Compactions running in each node's store now", Kind::Gauge, |a| Value::Count(a.compactions_active)),
+    ("node_store_flushes_outstanding", "Sealed memtables waiting to be flushed in each node's store now", Kind::Gauge, |a| Value::Count(a.flushes_outstanding)),
+    ("node_store_log_tables", "Tables holding each node's log, every level", Kind::Gauge, |a| Value::Count(a.log_tables)),
+    ("node_store_log_l0_tables", "Tables holding each node's log at level 0", Kind::Gauge, |a| Value::Count(a.log_l0_tables)),
+    ("node_store_journal_files", "Each node's database journal files", Kind::Gauge, |a| Value::Count(a.journal_files)),
+    ("node_store_room_waits", "Writes that waited for each node's store to apply synced rounds", Kind::Counter, |a| Value::Count(a.room_waits)),
+    ("node_store_room_wait_seconds", "Time writes waited for each node's store to apply synced rounds", Kind::Counter, |a| Value::Micros(a.room_waited_us)),
+];
+
+/// Writes one family: a series per node that has a value.
+fn encode_family(encoder: &mut DescriptorEncoder, (name, help, kind): (&str, &str, Kind), series: impl Iterator<Item = (NodeId, Value)>) -> Result<(), std::fmt::Error> {
+    let metric_type = match kind {
+        Kind::Counter => ConstCounter::<u64>::TYPE,
+        Kind::Gauge => ConstGauge::<i64>::TYPE,
+    };
+    let mut family = encoder.encode_descriptor(name, help, None, metric_type)?;
+    for (node, value) in series {
+        let labels = NodeLabels { node: node.to_string() };
+        let metric = family.encode_family(&labels)?;
+        #[allow(clippy::cast_precision_loss, reason = "a duration in seconds, shown to the microsecond")]
+        match (kind, value) {
+            (Kind::Counter, Value::Count(n)) => ConstCounter::new(n).encode(metric)?,
+            (Kind::Counter, Value::Micros(us)) => ConstCounter::new(us as f64 / 1e6).encode(metric)?,
+            (Kind::Gauge, Value::Count(n)) => ConstGauge::new(i64::try_from(n).unwrap_or(i64::MAX)).encode(metric)?,
+            (Kind::Gauge, Value::Micros(us)) => ConstGauge::new(us as f64 / 1e6).encode(metric)?,
+        }
+    }
+    Ok(())
+}
 
 impl Collector for NodeCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let stats = self.0.node_stats();
-        for (name, help, value) in NODE_FAMILIES {
-            let mut family = encoder.encode_descriptor(name, help, None, ConstCounter::<u64>::TYPE)?;
-            for c in &stats {
-                let labels = NodeLabels { node: c.node.to_string() };
-                ConstCounter::new(value(c)).encode(family.encode_family(&labels)?)?;
+        for (name, help, kind, value) in NODE_FAMILIES {
+            encode_family(&mut encoder, (name, help, kind), stats.iter().map(|c| (c.node, value(c))))?;
+        }
+        if stats.iter().any(|c| c.store.is_some()) {
+            for (name, help, kind, value) in STORE_FAMILIES {
+                encode_family(&mut encoder, (name, help, kind), stats.iter().filter_map(|c| Some((c.node, value(c.store.as_ref()?)))))?;
             }
         }
         Ok(())

@@ -33,6 +33,17 @@ fn metric(m: &BTreeMap<String, f64>, key: &str) -> f64 {
     m.get(key).copied().unwrap_or(0.0)
 }
 
+/// Bytes of every file under `dir`.
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir).map_or(0, |d| {
+        d.flatten().map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        }).sum()
+    })
+}
+
 /// Every series of one family: `labels -> value`.
 fn family<'a>(m: &'a BTreeMap<String, f64>, name: &str) -> Vec<(&'a str, f64)> {
     m.iter().filter_map(|(k, v)| k.strip_prefix(name).and_then(|rest| rest.strip_prefix('{')).map(|labels| (labels, *v))).collect()
@@ -190,6 +201,29 @@ async fn metrics_count_tenant_traffic_refusals_by_reason_and_node_counters() {
     assert!(sum(&after, "paros_gateway_node_syncs_total") > sum(&before, "paros_gateway_node_syncs_total"), "the writes synced");
     assert!(sum(&after, "paros_gateway_node_leaderships_won_total") >= 2.0, "the registry's and orders' leaders");
     assert!(sum(&after, "paros_gateway_node_campaigns_total") >= sum(&after, "paros_gateway_node_leaderships_won_total"));
+    assert_eq!(family(&after, "paros_gateway_node_dormant_journals").len(), 3);
+
+    // Each node's store: its bytes on disk are its directory's (within fjall's uncounted
+    // version and lock files), and its background work has a series per node.
+    for (i, node) in w.cell.manifest.nodes.iter().enumerate() {
+        let reported = metric(&after, &format!("paros_gateway_node_store_disk_bytes{{node=\"{node}\"}}"));
+        let on_disk = dir_bytes(&w.dir.path().join(format!("node-{i}"))) as f64;
+        assert!(reported > 0.0 && (reported - on_disk).abs() <= 2.0 * 1024.0 * 1024.0 + on_disk / 100.0, "node {node}: {reported} reported, {on_disk} on disk");
+    }
+    for name in [
+        "paros_gateway_node_store_compactions_total",
+        "paros_gateway_node_store_compaction_seconds_total",
+        "paros_gateway_node_store_compactions_active",
+        "paros_gateway_node_store_flushes_outstanding",
+        "paros_gateway_node_store_log_tables",
+        "paros_gateway_node_store_log_l0_tables",
+        "paros_gateway_node_store_journal_files",
+        "paros_gateway_node_store_room_waits_total",
+        "paros_gateway_node_store_room_wait_seconds_total",
+    ] {
+        assert_eq!(family(&after, name).len(), 3, "{name}: {:?}", family(&after, name));
+    }
+    assert!(sum(&after, "paros_gateway_node_store_journal_files") >= 3.0, "each database has its journal");
 
     // Refusals: each bad token counts under its own reason, and only there.
     let tenant_id = paros_core::TenantId(u64::from_str_radix(&tenant, 16).unwrap());

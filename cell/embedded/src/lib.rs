@@ -108,7 +108,9 @@ pub struct EmbeddedCell {
     pub manifest: Manifest,
     /// Shared with the [`NodeStatsReader`]s handed out; emptied by [`stop`](EmbeddedCell::stop).
     nodes: Arc<Mutex<Vec<NodeHandle<FjallStore>>>>,
-    probes: Vec<paros_store::StoreProbe>,
+    /// Each node's store probe, in node order; shared and emptied like `nodes` (a probe holds
+    /// its database open).
+    probes: Arc<Mutex<Vec<paros_store::StoreProbe>>>,
     /// A client of the cell's journals over the node RPC (retries, redirects, backoff).
     pub client: Client<CellService>,
     coordinator: CoordinatorHandle,
@@ -264,6 +266,7 @@ impl EmbeddedCell {
         let (followers, follower_tasks) = (vec![progress], vec![task]);
         let (coordinator, coordinator_task) = spawn_coordinator(client.clone(), registry, coordinator, random_u64());
         let nodes = Arc::new(Mutex::new(nodes));
+        let probes = Arc::new(Mutex::new(probes));
         Ok(EmbeddedCell { bus, manifest, nodes, probes, client, coordinator, coordinator_task, followers, follower_tasks })
     }
 
@@ -338,14 +341,14 @@ impl EmbeddedCell {
     /// Each node's counters as of its last round.
     #[must_use]
     pub fn node_stats(&self) -> Vec<paros_node::HostStats> {
-        self.stats_reader().read().into_iter().map(|(_, s)| s).collect()
+        self.stats_reader().read().into_iter().map(|s| s.host).collect()
     }
 
     /// A clonable reader of every node's counters (a gateway's dashboard holds one); it reads
     /// nothing once the cell stopped.
     #[must_use]
     pub fn stats_reader(&self) -> NodeStatsReader {
-        NodeStatsReader { ids: self.manifest.nodes.clone(), nodes: Arc::clone(&self.nodes) }
+        NodeStatsReader { ids: self.manifest.nodes.clone(), nodes: Arc::clone(&self.nodes), probes: Arc::clone(&self.probes) }
     }
 
     /// Every node's round time split so far, in node order.
@@ -357,7 +360,7 @@ impl EmbeddedCell {
     /// Handles on every node's store, for sampling fjall's background activity.
     #[must_use]
     pub fn store_probes(&self) -> Vec<paros_store::StoreProbe> {
-        self.probes.clone()
+        self.probes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// Stops the registry loops and every node; returns the hosts (stores still open).
@@ -370,6 +373,7 @@ impl EmbeddedCell {
         for n in &self.manifest.nodes {
             self.bus.unregister(*n);
         }
+        self.probes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
         let nodes = std::mem::take(&mut *self.nodes.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         nodes.into_iter().map(NodeHandle::stop).collect()
     }
@@ -380,6 +384,17 @@ impl EmbeddedCell {
 pub struct NodeStatsReader {
     ids: Vec<NodeId>,
     nodes: Arc<Mutex<Vec<NodeHandle<FjallStore>>>>,
+    probes: Arc<Mutex<Vec<paros_store::StoreProbe>>>,
+}
+
+/// One running node's counters and its store's activity, read together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeSample {
+    pub node: NodeId,
+    /// The node's counters as of its last round.
+    pub host: paros_node::HostStats,
+    /// Its store's background work and size on disk now.
+    pub store: paros_store::StoreActivity,
 }
 
 impl std::fmt::Debug for NodeStatsReader {
@@ -389,11 +404,12 @@ impl std::fmt::Debug for NodeStatsReader {
 }
 
 impl NodeStatsReader {
-    /// Each running node's id and counters as of its last round (none once the cell stopped).
+    /// Each running node's counters and store activity (none once the cell stopped).
     #[must_use]
-    pub fn read(&self) -> Vec<(NodeId, paros_node::HostStats)> {
-        let nodes = self.nodes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.ids.iter().copied().zip(nodes.iter().map(NodeHandle::stats)).collect()
+    pub fn read(&self) -> Vec<NodeSample> {
+        let hosts: Vec<_> = self.nodes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().map(NodeHandle::stats).collect();
+        let stores: Vec<_> = self.probes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().map(paros_store::StoreProbe::sample).collect();
+        self.ids.iter().zip(hosts).zip(stores).map(|((node, host), store)| NodeSample { node: *node, host, store }).collect()
     }
 }
 

@@ -18,6 +18,33 @@ pub enum StoreError {
     Format { found: u32, supported: u32 },
 }
 
+/// A store's background work and its size on disk, sampled while it runs (paros-store's
+/// `StoreProbe`); a dashboard shows it beside the node's counters.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct StoreActivity {
+    /// Compactions finished since the database opened (every keyspace).
+    pub compactions_completed: u64,
+    /// Time spent compacting since the database opened, in microseconds.
+    pub compacting_us: u64,
+    /// Compactions running now.
+    pub compactions_active: u64,
+    /// Sealed memtables waiting to be flushed now.
+    pub flushes_outstanding: u64,
+    /// Tables holding the log (every level) and at level 0.
+    pub log_tables: u64,
+    pub log_l0_tables: u64,
+    /// The database's own journal (write-ahead log) files.
+    pub journal_files: u64,
+    /// Writes that waited because the store's limit of synced-but-unapplied bytes was
+    /// reached, since the store opened; and their wait in all, in microseconds. The one way
+    /// the store's background work holds up a round.
+    pub room_waits: u64,
+    pub room_waited_us: u64,
+    /// Bytes the store holds on disk now: tables, the database's journal, the store's own
+    /// write-ahead segments and their spares.
+    pub disk_bytes: u64,
+}
+
 /// Everything one journal holds on disk, as read back at boot.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct StoredJournal {

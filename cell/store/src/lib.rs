@@ -60,6 +60,8 @@ use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use paros_core::journal::{Command, JournalState};
 use paros_core::{Ballot, Durable, JournalConfig, JournalKey, LogEntry, NodeId, Slot, WriteOp};
 use paros_node::ports::{LogRead, LogStore, Placement, StoreError, StoredJournal};
+/// A store's background work; the type lives with the ports so a dashboard can show it.
+pub use paros_node::ports::StoreActivity;
 use serde::{Deserialize, Serialize};
 
 /// The storage format this build writes, recorded in `meta` at first open.
@@ -273,29 +275,6 @@ pub struct StoreStats {
     pub ops: u64,
 }
 
-/// fjall's background work, sampled by a [`StoreProbe`] while the store runs.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-pub struct StoreActivity {
-    /// Compactions finished since the database opened (every keyspace).
-    pub compactions_completed: u64,
-    /// Time spent compacting since the database opened, in microseconds.
-    pub compacting_us: u64,
-    /// Compactions running now.
-    pub compactions_active: u64,
-    /// Sealed memtables waiting to be flushed now.
-    pub flushes_outstanding: u64,
-    /// Tables of `records` (every level) and at level 0.
-    pub log_tables: u64,
-    pub log_l0_tables: u64,
-    /// fjall journal (write-ahead log) files.
-    pub journal_files: u64,
-    /// Writes that waited for the applier because [`StoreOptions::pending_bytes_max`] of
-    /// synced rounds were not yet in fjall, since the store opened; and their wait in all,
-    /// in microseconds. The one way the store's background work holds up a round.
-    pub room_waits: u64,
-    pub room_waited_us: u64,
-}
-
 /// A handle that reads a [`FjallStore`]'s background activity from any thread while the
 /// store itself is owned by the host.
 #[derive(Clone)]
@@ -303,6 +282,8 @@ pub struct StoreProbe {
     db: Database,
     records: Keyspace,
     shared: Arc<apply::Shared>,
+    /// The store's own write-ahead segments (and spares), counted in its disk bytes.
+    wal_dir: PathBuf,
 }
 
 impl fmt::Debug for StoreProbe {
@@ -327,6 +308,8 @@ impl StoreProbe {
             log_tables: n(self.records.table_count()),
             log_l0_tables: n(self.records.l0_table_count()),
             journal_files: n(self.db.journal_count()),
+            // A file that goes between the listing and its stat counts as nothing.
+            disk_bytes: self.db.disk_space().unwrap_or(0) + std::fs::read_dir(&self.wal_dir).map_or(0, |d| d.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum()),
         }
     }
 }
@@ -656,7 +639,7 @@ impl FjallStore {
     /// A handle on this store's background activity.
     #[must_use]
     pub fn probe(&self) -> StoreProbe {
-        StoreProbe { db: self.db.clone(), records: self.spaces.records.clone(), shared: Arc::clone(&self.shared) }
+        StoreProbe { db: self.db.clone(), records: self.spaces.records.clone(), shared: Arc::clone(&self.shared), wal_dir: self.path.join(wal::DIR) }
     }
 
     /// What this handle has written and synced since it was opened.

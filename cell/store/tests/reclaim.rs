@@ -66,6 +66,15 @@ fn gives_most_back(dir: &Path, written: u64, payload: u64) {
     assert!(now <= want_at_most, "the directory shrank from {written} only to {now} bytes within {deadline:?}");
 }
 
+/// The store's own count of its bytes on disk (what a dashboard shows) is the directory's,
+/// within a small allowance (2 MiB and 1%) for files fjall does not count: its version and lock
+/// files, a journal being written. Without the write-ahead segments it would be off by a segment (16 MiB) or more.
+fn probe_agrees(reported: u64, dir: &Path) {
+    let on_disk = all_bytes(dir);
+    eprintln!("the probe reports {reported} bytes, the directory holds {on_disk}");
+    assert!(reported.abs_diff(on_disk) <= (2 << 20) + on_disk / 100, "the probe reports {reported} bytes, the directory holds {on_disk}");
+}
+
 /// A record of `len` bytes that no compressor can shrink (xorshift), distinct per slot.
 fn record(slot: u64, len: usize) -> Bytes {
     let mut x = slot.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
@@ -103,6 +112,7 @@ fn truncate_to_the_tail(options: StoreOptions) {
     let dir = tempfile::tempdir().unwrap();
     let j = jk(3, 7);
     let mut store = FjallStore::open_with(dir.path(), options).unwrap();
+    let probe = store.probe();
     store.place(&[Placement::Put(j, config())]).unwrap();
     let ballot = Ballot { round: 1, node: NodeId(1) };
     let t0 = Instant::now();
@@ -117,10 +127,13 @@ fn truncate_to_the_tail(options: StoreOptions) {
     let payload = SLOTS * RECORD as u64;
     eprintln!("wrote {payload} payload bytes in {:?}: directory holds {written}", t0.elapsed());
     assert!(written >= payload, "the records are on disk ({written} < {payload})");
+    probe_agrees(probe.sample().disk_bytes, dir.path());
 
     let floor = truncate_to_the_last(&mut store, j, SLOTS);
     // The dropped records are 255 MiB; "most of it" is 3/4 of the payload.
     gives_most_back(dir.path(), written, payload);
+    probe_agrees(probe.sample().disk_bytes, dir.path());
+    drop(probe); // a probe holds the database open
 
     // What was kept is intact, before and after a reopen; nothing below the floor is served.
     let check = |store: &FjallStore| {
@@ -152,6 +165,7 @@ fn a_journal_truncated_beside_one_that_never_truncates_still_gives_the_disk_back
     let (a, other) = (jk(3, 7), jk(3, 8));
     let options = StoreOptions::default();
     let mut store = FjallStore::open_with(dir.path(), options).unwrap();
+    let probe = store.probe();
     store.place(&[Placement::Put(a, config()), Placement::Put(other, config())]).unwrap();
     let ballot = Ballot { round: 1, node: NodeId(1) };
     for first in (0..EACH).step_by(PER_ROUND as usize) {
@@ -164,9 +178,12 @@ fn a_journal_truncated_beside_one_that_never_truncates_still_gives_the_disk_back
     let written = dir_bytes(dir.path());
     let payload = EACH * RECORD as u64;
     assert!(written >= payload, "the records are on disk ({written} < {payload})");
+    probe_agrees(probe.sample().disk_bytes, dir.path());
 
     let floor = truncate_to_the_last(&mut store, a, EACH);
     gives_most_back(dir.path(), written, payload);
+    probe_agrees(probe.sample().disk_bytes, dir.path());
+    drop(probe); // a probe holds the database open
 
     let check = |store: &FjallStore| {
         let loaded = store.load().unwrap();
@@ -198,6 +215,7 @@ fn removing_a_journal_gives_its_bytes_back_and_its_next_incarnation_starts_empty
     let j = jk(3, 9);
     let options = StoreOptions::default();
     let mut store = FjallStore::open_with(dir.path(), options).unwrap();
+    let probe = store.probe();
     store.place(&[Placement::Put(j, config())]).unwrap();
     let ballot = Ballot { round: 1, node: NodeId(1) };
     for first in (0..EACH).step_by(PER_ROUND as usize) {
@@ -215,6 +233,8 @@ fn removing_a_journal_gives_its_bytes_back_and_its_next_incarnation_starts_empty
     store.sync().unwrap();
 
     gives_most_back(dir.path(), written, payload);
+    probe_agrees(probe.sample().disk_bytes, dir.path());
+    drop(probe); // a probe holds the database open
 
     let check = |store: &FjallStore| {
         let loaded = store.load().unwrap();

@@ -21,7 +21,8 @@ pub struct World {
     pub gateway: Gateway,
     pub router: Router,
     pub key: KeyPair,
-    _dir: tempfile::TempDir,
+    /// The cell's data directory (`node-<i>` per member).
+    pub dir: tempfile::TempDir,
 }
 
 pub fn test_config() -> GatewayConfig {
@@ -48,13 +49,13 @@ pub async fn world_opts(config: GatewayConfig, node_counters: bool) -> World {
     let key = KeyPair::generate(KeyId::new("k1").expect("a key id"));
     let nodes: Option<Arc<dyn NodeStats>> = node_counters.then(|| {
         let reader = cell.stats_reader();
-        Arc::new(move || reader.read().iter().map(|(id, s)| NodeCounters::of_host(*id, s)).collect::<Vec<_>>()) as Arc<dyn NodeStats>
+        Arc::new(move || reader.read().iter().map(|s| NodeCounters::of_host(s.node, &s.host).with_store(s.store)).collect::<Vec<_>>()) as Arc<dyn NodeStats>
     });
     let gateway = Gateway::start_with_nodes(cell.client.clone(), cell.coordinator(), cell.directory(), config, SigningKeys::new(key.clone()), nodes)
         .await
         .expect("the gateway starts");
     let router = gateway.router();
-    World { cell, gateway, router, key, _dir: dir }
+    World { cell, gateway, router, key, dir }
 }
 
 pub async fn world() -> World {
