@@ -282,8 +282,8 @@ pub struct StoreProbe {
     db: Database,
     records: Keyspace,
     shared: Arc<apply::Shared>,
-    /// The store's own write-ahead segments (and spares), counted in its disk bytes.
-    wal_dir: PathBuf,
+    /// The store's directory, whose files are its bytes on disk.
+    path: PathBuf,
 }
 
 impl fmt::Debug for StoreProbe {
@@ -308,10 +308,27 @@ impl StoreProbe {
             log_tables: n(self.records.table_count()),
             log_l0_tables: n(self.records.l0_table_count()),
             journal_files: n(self.db.journal_count()),
-            // A file that goes between the listing and its stat counts as nothing.
-            disk_bytes: self.db.disk_space().unwrap_or(0) + std::fs::read_dir(&self.wal_dir).map_or(0, |d| d.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum()),
+            disk_bytes: bytes_under(&self.path),
         }
     }
+}
+
+/// The length of every file under `dir`: what the store holds on disk, tables being written
+/// and tables not yet deleted included (fjall's own count leaves them out). A file that goes
+/// between the listing and its stat counts as nothing.
+fn bytes_under(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for meta in entries.flatten().filter_map(|e| e.metadata().ok().map(|m| (e.path(), m))) {
+            match meta {
+                (path, m) if m.is_dir() => stack.push(path),
+                (_, m) => total += m.len(),
+            }
+        }
+    }
+    total
 }
 
 /// One journal's row in `state`: what truncation and learning leave behind.
@@ -639,7 +656,7 @@ impl FjallStore {
     /// A handle on this store's background activity.
     #[must_use]
     pub fn probe(&self) -> StoreProbe {
-        StoreProbe { db: self.db.clone(), records: self.spaces.records.clone(), shared: Arc::clone(&self.shared), wal_dir: self.path.join(wal::DIR) }
+        StoreProbe { db: self.db.clone(), records: self.spaces.records.clone(), shared: Arc::clone(&self.shared), path: self.path.clone() }
     }
 
     /// What this handle has written and synced since it was opened.
