@@ -33,12 +33,12 @@ fn metric(m: &BTreeMap<String, f64>, key: &str) -> f64 {
     m.get(key).copied().unwrap_or(0.0)
 }
 
-/// Bytes of every file under `dir`.
+/// Bytes allocated to every file under `dir`, as `du` counts them.
 fn dir_bytes(dir: &std::path::Path) -> u64 {
     std::fs::read_dir(dir).map_or(0, |d| {
         d.flatten().map(|e| match e.metadata() {
             Ok(m) if m.is_dir() => dir_bytes(&e.path()),
-            Ok(m) => m.len(),
+            Ok(m) => std::os::unix::fs::MetadataExt::blocks(&m) * 512,
             Err(_) => 0,
         }).sum()
     })

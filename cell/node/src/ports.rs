@@ -40,8 +40,9 @@ pub struct StoreActivity {
     /// the store's background work holds up a round.
     pub room_waits: u64,
     pub room_waited_us: u64,
-    /// Bytes the store holds on disk now: the length of every file in its directory (tables,
-    /// the database's journal, the store's own write-ahead segments and their spares).
+    /// Bytes the store holds on disk now: the blocks allocated to every file in its directory
+    /// (tables, the database's journal, the store's own write-ahead segments and their spares),
+    /// as `du` counts them. Files sized ahead of their contents count only what is written.
     pub disk_bytes: u64,
 }
 

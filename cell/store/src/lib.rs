@@ -52,6 +52,7 @@ mod wal;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -324,7 +325,7 @@ fn bytes_under(dir: &Path) -> u64 {
         for meta in entries.flatten().filter_map(|e| e.metadata().ok().map(|m| (e.path(), m))) {
             match meta {
                 (path, m) if m.is_dir() => stack.push(path),
-                (_, m) => total += m.len(),
+                (_, m) => total += m.blocks() * 512,
             }
         }
     }
