@@ -314,9 +314,10 @@ impl StoreProbe {
     }
 }
 
-/// The length of every file under `dir`: what the store holds on disk, tables being written
-/// and tables not yet deleted included (fjall's own count leaves them out). A file that goes
-/// between the listing and its stat counts as nothing.
+/// The blocks allocated to every file under `dir`, as `du` counts a file: what the store
+/// holds on disk, tables being written and tables not yet deleted included (fjall's own count
+/// leaves them out), files sized ahead of their contents only as far as written. A file that
+/// goes between the listing and its stat counts as nothing.
 fn bytes_under(dir: &Path) -> u64 {
     let mut total = 0;
     let mut stack = vec![dir.to_path_buf()];
