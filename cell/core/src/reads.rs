@@ -288,7 +288,10 @@ pub struct PageFetch {
     pub tail: Vec<Bytes>,
 }
 
-/// Slots one store read of a [`PageFetch`] asks for.
+/// The most slots one store read of a [`PageFetch`] asks for. The first read asks for one slot
+/// and each next one for twice as many as the last, up to this: a slot may hold a write of
+/// many large records, and every slot read is decoded whole, so a page decodes at most about
+/// twice the slots it needed (besides the re-fold from its anchor), not this many.
 pub const FETCH_CHUNK_SLOTS: u32 = 64;
 
 impl PageFetch {
@@ -307,8 +310,10 @@ impl PageFetch {
         // The entries re-folded so far: a retry is judged against them, as the fold did.
         let mut held: Vec<(Slot, LogEntry)> = Vec::new();
         let mut next = self.anchor;
+        let mut chunk_slots = 1;
         'read: while next < end {
-            let want = u32::try_from(end.0 - next.0).unwrap_or(u32::MAX).min(FETCH_CHUNK_SLOTS);
+            let want = u32::try_from(end.0 - next.0).unwrap_or(u32::MAX).min(chunk_slots);
+            chunk_slots = chunk_slots.saturating_mul(2).min(FETCH_CHUNK_SLOTS);
             let chunk = read(next, want)?;
             if chunk.is_empty() {
                 break;
@@ -354,5 +359,75 @@ impl PageFetch {
     #[must_use]
     pub fn scan_slots_max(tunables: &Tunables) -> u64 {
         u64::from(tunables.anchor_slots).saturating_mul(2).saturating_add(u64::from(tunables.page_records_max).saturating_mul(4)).saturating_add(1024)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::{Command, Entry};
+
+    /// `slots` multi-writer appends of `per_slot` records of `record_bytes` each; record `i` of
+    /// the journal is filled with its position's low byte.
+    fn appends(slots: u64, per_slot: u64, record_bytes: usize) -> Vec<(Slot, LogEntry)> {
+        (0..slots)
+            .map(|s| {
+                let records = (0..per_slot).map(|i| Bytes::from(vec![(s * per_slot + i) as u8; record_bytes])).collect();
+                (Slot(s), LogEntry { ballot: None, command: Command::Write(Entry { leader: None, seq: Seq(0), records }) })
+            })
+            .collect()
+    }
+
+    fn fetch(from: Seq, max_bytes: u32, end: Slot) -> PageFetch {
+        PageFetch {
+            mode: WriterMode::Multi,
+            anchor: Slot(0),
+            state: JournalState::default(),
+            end,
+            request: ReadRequest { from, limit: 0, max_bytes, wait_ticks: 0, consistency: Consistency::Linearizable },
+            view: JournalView::default(),
+            tail_from: Seq(0),
+            tail: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_page_of_large_writes_reads_about_the_slots_it_needs_not_a_whole_chunk() {
+        // 40 slots of 16 records of 1 KiB; a page of 4 KiB from position 100 (slot 6).
+        let log = appends(40, 16, 1024);
+        let mut slots_read = 0;
+        let answer = fetch(Seq(100), 4096, Slot(40))
+            .build(&Tunables::default(), |from, max| {
+                let got: Vec<_> = log.iter().filter(|(s, _)| *s >= from).take(max as usize).cloned().collect();
+                slots_read += got.len();
+                Ok::<_, ()>(got)
+            })
+            .unwrap();
+        let ReadAnswer::Page { from, records, .. } = answer else { panic!("a page: {answer:?}") };
+        assert_eq!(from, Seq(100));
+        let firsts: Vec<u8> = records.iter().map(|r| r[0]).collect();
+        assert_eq!(firsts, vec![100, 101, 102, 103], "the four records from position 100");
+        // Slots 0–6 are needed (the re-fold from the anchor and the page's slot).
+        assert!((7..=14).contains(&slots_read), "read {slots_read} slots for a page that needed 7");
+    }
+
+    #[test]
+    fn a_page_of_small_writes_grows_its_reads_to_the_chunk_bound() {
+        // 600 slots of one 100-byte record: the chunks grow to their bound and the page is whole.
+        let log = appends(600, 1, 100);
+        let mut reads = 0;
+        let answer = fetch(Seq(10), 0, Slot(600))
+            .build(&Tunables::default(), |from, max| {
+                reads += 1;
+                assert!(max <= FETCH_CHUNK_SLOTS);
+                Ok::<_, ()>(log.iter().filter(|(s, _)| *s >= from).take(max as usize).cloned().collect())
+            })
+            .unwrap();
+        let ReadAnswer::Page { records, .. } = answer else { panic!("a page: {answer:?}") };
+        let page_records = Tunables::default().page_records_max as usize;
+        assert_eq!(records.len(), page_records);
+        assert!(records.iter().enumerate().all(|(i, r)| r[0] == (10 + i) as u8));
+        // 266 slots in reads of 1, 2, 4, …, 64 slots (127), then three of 64: 10 reads.
+        assert_eq!(reads, 10);
     }
 }
