@@ -386,7 +386,7 @@ fn shared(args: &BenchArgs) -> Result<Arc<Shared>, BenchError> {
         latencies_us: Mutex::new(Vec::new()),
         acked: Mutex::new(BTreeMap::new()),
         ack_log: match &args.ack_log {
-            Some(p) => Some(Mutex::new(std::fs::OpenOptions::new().create(true).append(true).open(p)?)),
+            Some(p) => Some(Mutex::new(open_ack_log(p)?)),
             None => None,
         },
         over_quota: AtomicU64::new(0),
@@ -394,6 +394,34 @@ fn shared(args: &BenchArgs) -> Result<Arc<Shared>, BenchError> {
         started: Mutex::new(None),
         first_ack: Mutex::new(None),
     }))
+}
+
+/// Opens an ack log to append to. A log whose last line a kill cut short gets a line end
+/// first, so the cut line stays alone instead of running into this run's first line.
+fn open_ack_log(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let mut file = std::fs::OpenOptions::new().create(true).read(true).append(true).open(path)?;
+    if file.metadata()?.len() > 0 {
+        let mut last = [0u8; 1];
+        file.seek(SeekFrom::End(-1))?;
+        file.read_exact(&mut last)?;
+        if last[0] != b'\n' {
+            file.write_all(b"\n")?;
+        }
+    }
+    Ok(file)
+}
+
+/// The whole lines of an ack log: `(journal, first position, records)`. A line a kill cut
+/// short is not an acknowledgement the writer finished recording, and is left out.
+pub fn ack_entries(text: &str) -> Vec<(usize, u64, u64)> {
+    text.lines()
+        .filter_map(|line| {
+            let parts: Vec<u64> = line.split_whitespace().map(str::parse).collect::<Result<_, _>>().ok()?;
+            let [j, seq, count] = parts[..] else { return None };
+            Some((usize::try_from(j).ok()?, seq, count))
+        })
+        .collect()
 }
 
 async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
@@ -820,7 +848,8 @@ where
         }
         shared.acked.lock().expect("lock").entry(j.index).or_default().push((seq, count));
         if let Some(log) = &shared.ack_log {
-            writeln!(log.lock().expect("lock"), "{} {} {}", j.index, seq, count)?;
+            // One write per line: a kill then cuts at most the line being written.
+            log.lock().expect("lock").write_all(format!("{} {} {}\n", j.index, seq, count).as_bytes())?;
         }
     }
     shared.latencies_us.lock().expect("lock").extend(latencies);
@@ -905,5 +934,28 @@ where
             Ok(other) => return Err(format!("read at {:?} answered {other:?}", reader.cursor())),
             Err(e) => return Err(e.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_cut_by_a_kill_stays_alone_and_is_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("acks.log");
+        // The last run was killed after writing the journal of its last line.
+        std::fs::write(&path, "0 10 4\n1").unwrap();
+        let mut log = open_ack_log(&path).unwrap();
+        log.write_all(b"2 20 4\n").unwrap();
+        drop(log);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, "0 10 4\n1\n2 20 4\n");
+        assert_eq!(ack_entries(&text), vec![(0, 10, 4), (2, 20, 4)]);
+        assert_eq!(ack_entries("3 5\n4 x 1\n5 6 7 8\n"), vec![], "short, unparsable and long lines are left out");
+        let mut fresh = open_ack_log(&dir.path().join("new.log")).unwrap();
+        fresh.write_all(b"0 0 1\n").unwrap();
+        assert_eq!(std::fs::read_to_string(dir.path().join("new.log")).unwrap(), "0 0 1\n", "a new log starts clean");
     }
 }

@@ -328,7 +328,7 @@ mod verify {
 
     use std::path::Path;
 
-    use crate::bench::{bench_journals, read_all, record_bytes};
+    use crate::bench::{ack_entries, bench_journals, read_all, record_bytes};
     use paros_embedded::{CellError, EmbeddedCell};
 
     #[derive(Debug, thiserror::Error)]
@@ -353,7 +353,8 @@ mod verify {
     pub async fn run(dir: &Path, ack_log: &Path, size: usize) -> Result<u64, VerifyError> {
         let text = std::fs::read_to_string(ack_log).map_err(|e| VerifyError::AckLog(e.to_string()))?;
         let cell = EmbeddedCell::open(dir).await?;
-        let count = text.lines().filter_map(|l| l.split_whitespace().next()?.parse::<usize>().ok()).max().map_or(0, |m| m + 1);
+        let acks = ack_entries(&text);
+        let count = acks.iter().map(|&(j, _, _)| j).max().map_or(0, |m| m + 1);
         let (keys, _, _) = bench_journals(&cell, count, false).await.map_err(|e| VerifyError::Mismatch(e.to_string()))?;
         let mut read = Vec::new();
         for (i, key) in keys {
@@ -366,11 +367,7 @@ mod verify {
             read.push(all);
         }
         let mut checked = 0;
-        for line in text.lines() {
-            let parts: Vec<u64> = line.split_whitespace().filter_map(|p| p.parse().ok()).collect();
-            // A line cut by the kill is not an acknowledgement the writer finished recording.
-            let [j, seq, count] = parts[..] else { continue };
-            let j = j as usize;
+        for (j, seq, count) in acks {
             let all = read.get(j).ok_or_else(|| VerifyError::Mismatch(format!("ack names unknown journal {j}")))?;
             for s in seq..seq + count {
                 if !all.contains_key(&s) {
