@@ -378,6 +378,11 @@ mod tests {
             .collect()
     }
 
+    /// What a store holding `log` answers to a read of up to `max` slots from `from`.
+    fn serve(log: &[(Slot, LogEntry)], from: Slot, max: u32) -> Result<Vec<(Slot, LogEntry)>, ()> {
+        Ok(log.iter().filter(|(s, _)| *s >= from).take(max as usize).cloned().collect())
+    }
+
     fn fetch(from: Seq, max_bytes: u32, end: Slot) -> PageFetch {
         PageFetch {
             mode: WriterMode::Multi,
@@ -398,7 +403,7 @@ mod tests {
         let mut slots_read = 0;
         let answer = fetch(Seq(100), 4096, Slot(40))
             .build(&Tunables::default(), |from, max| {
-                let got: Vec<_> = log.iter().filter(|(s, _)| *s >= from).take(max as usize).cloned().collect();
+                let got = serve(&log, from, max)?;
                 slots_read += got.len();
                 Ok::<_, ()>(got)
             })
@@ -420,7 +425,7 @@ mod tests {
             .build(&Tunables::default(), |from, max| {
                 reads += 1;
                 assert!(max <= FETCH_CHUNK_SLOTS);
-                Ok::<_, ()>(log.iter().filter(|(s, _)| *s >= from).take(max as usize).cloned().collect())
+                serve(&log, from, max)
             })
             .unwrap();
         let ReadAnswer::Page { records, .. } = answer else { panic!("a page: {answer:?}") };
