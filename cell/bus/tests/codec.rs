@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use paros_bus::{CodecError, WIRE_VERSION, decode, encode};
 use paros_core::journal::{Command, Entry};
-use paros_core::{
+use paros_core::{Life, 
     Call, CallAnswer, JournalId, JournalKey, LeaderUuid, Message, NodeId, Seq, Slot, TenantId,
 };
 use paros_node::ports::Envelope;
@@ -32,6 +32,7 @@ fn write_envelope(records: Vec<Bytes>) -> Envelope {
                 }),
             )],
             chosen_up_to: Slot(18),
+            life: Life(0x5eed),
         },
     }
 }

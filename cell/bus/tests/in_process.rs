@@ -22,7 +22,7 @@ fn catch_up(from: NodeId, round: u64) -> Envelope {
     Envelope {
         journal: key(),
         from,
-        message: Message::CatchUpRequest { from: Slot(round) },
+        message: Message::CatchUpRequest { from: Slot(round), life: paros_core::Life(1) },
     }
 }
 

@@ -1,7 +1,7 @@
 //! The round being built, and the pieces both wirings share.
 
 use crate::config::{JournalConfig, Tunables};
-use crate::ids::{NodeId, Slot};
+use crate::ids::{Life, NodeId, Slot};
 use crate::learner::Walked;
 use crate::message::{Message, Outbound};
 use crate::ready::{Applied, Ready, Released};
@@ -23,7 +23,7 @@ impl Effects {
     /// Takes what may leave now from the `Ready` being built.
     pub fn release(&mut self) -> Released {
         let (wait, go): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut self.ready.messages).into_iter().partition(|o| o.message.needs_durable_sender());
+            std::mem::take(&mut self.ready.messages).into_iter().partition(|o| o.message.waits_for_sync());
         self.ready.messages = wait;
         Released {
             messages: go,
@@ -98,7 +98,7 @@ pub(crate) fn catch_up_pause(tunables: &Tunables, misses: u32) -> u32 {
     doubled.min(u64::from(tunables.catch_up_backoff_ticks_max)) as u32
 }
 
-/// The request a laggard sends.
-pub(crate) fn catch_up_request(from: Slot) -> Message {
-    Message::CatchUpRequest { from }
+/// The request a laggard of life `life` sends.
+pub(crate) fn catch_up_request(from: Slot, life: Life) -> Message {
+    Message::CatchUpRequest { from, life }
 }

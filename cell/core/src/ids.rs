@@ -159,6 +159,38 @@ impl fmt::Display for LeaderUuid {
     }
 }
 
+/// One life of one journal on one machine: a nonce the host draws each time it builds the
+/// journal's voter or replica (at boot, on a wake from dormancy, on placement). A request that
+/// expects a reply (a catch-up request, a watermark round) carries it and the reply echoes it,
+/// so an answer addressed to an earlier life — sent before a crash, a sleep or a removal, and
+/// delivered late — never counts for a request of this one (seed 41003456: a watermark from
+/// before a wake closed a read round of the woken journal that reused its round id).
+///
+/// Ballots need no life: a candidate's `Prepare` leaves only once its own promise of the
+/// ballot is durable, so every ballot a journal's earlier life sent is at or below the promise
+/// the next life boots with, and the next campaign goes above it.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub struct Life(pub u64);
+
+impl fmt::Debug for Life {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "life{:x}", self.0)
+    }
+}
+
+impl Life {
+    /// The `n`-th life a host mints from its boot nonce `boot`: distinct for distinct `n`
+    /// within one boot (the mix is a bijection), and unrelated across boots drawn from
+    /// independent nonces.
+    #[must_use]
+    pub fn mint(boot: u64, n: u64) -> Life {
+        let mut z = boot.wrapping_add(n.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        Life(z ^ (z >> 31))
+    }
+}
+
 /// The host's handle for a journal call it is waiting on; echoed in the answer.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
 pub struct CallId(pub u64);

@@ -1,7 +1,7 @@
 //! The learner: which slots are chosen, and the contiguous walk that folds them.
 
 use crate::config::Tunables;
-use crate::ids::{Ballot, NodeId, Slot};
+use crate::ids::{Ballot, Life, NodeId, Slot};
 use crate::journal::{Anchoring, Command, Fold, JournalState, Judged, Outcome, WriterMode};
 use crate::log::{Log, LogEntry, WriteOp};
 use crate::message::Message;
@@ -319,21 +319,22 @@ impl Learner {
         true
     }
 
-    /// Answers a laggard asking for chosen commands from `from`: a page of them, our trim
-    /// point when `from` lies below our floor, or a fetch of the page from the store when
-    /// `from` lies below the window. `None` when we hold nothing it lacks.
+    /// Answers a laggard of life `life` asking for chosen commands from `from`: a page of
+    /// them, our trim point when `from` lies below our floor, or a fetch of the page from the
+    /// store when `from` lies below the window. `None` when we hold nothing it lacks. Every
+    /// answer echoes `life`.
     #[must_use]
-    pub fn serve_catch_up(&self, log: &Log, from: Slot, slots_max: u32) -> Option<Served> {
+    pub fn serve_catch_up(&self, log: &Log, from: Slot, life: Life, slots_max: u32) -> Option<Served> {
         if from < log.floor() {
-            return Some(Served::Message(Message::TrimmedTo { from, point: log.floor(), state: self.sealed }));
+            return Some(Served::Message(Message::TrimmedTo { from, point: log.floor(), state: self.sealed, life }));
         }
         let end = self.chosen_up_to();
         if from >= end {
             // Nothing newer here: say so, so a replica probing after a restart stops asking.
-            return Some(Served::Message(Message::CatchUpResponse { entries: Vec::new(), chosen_up_to: end }));
+            return Some(Served::Message(Message::CatchUpResponse { entries: Vec::new(), chosen_up_to: end, life }));
         }
         if from < log.start() {
-            return Some(Served::Fetch { from, end: log.start().min(end), chosen_up_to: end, slots_max });
+            return Some(Served::Fetch { life, from, end: log.start().min(end), chosen_up_to: end, slots_max });
         }
         let entries: Vec<(Slot, Command)> = log
             .range_from(from)
@@ -342,7 +343,7 @@ impl Learner {
             .map(|(s, e)| (*s, e.command.clone()))
             .collect();
         assert!(entries.first().is_some_and(|(s, _)| *s == from), "the chosen prefix is held without holes");
-        Some(Served::Message(Message::CatchUpResponse { entries, chosen_up_to: end }))
+        Some(Served::Message(Message::CatchUpResponse { entries, chosen_up_to: end, life }))
     }
 }
 
@@ -366,7 +367,7 @@ pub enum Served {
     Message(Message),
     /// The entries lie below the window: the host reads `[from, end)` from the store
     /// ([`Fetch::CatchUp`]).
-    Fetch { from: Slot, end: Slot, chosen_up_to: Slot, slots_max: u32 },
+    Fetch { life: Life, from: Slot, end: Slot, chosen_up_to: Slot, slots_max: u32 },
 }
 
 impl Served {
@@ -383,7 +384,7 @@ impl Served {
     pub fn for_peer(self, to: NodeId) -> Result<Message, Fetch> {
         match self {
             Served::Message(m) => Ok(m),
-            Served::Fetch { from, end, chosen_up_to, slots_max } => Err(Fetch::CatchUp { to, from, end, chosen_up_to, slots_max }),
+            Served::Fetch { life, from, end, chosen_up_to, slots_max } => Err(Fetch::CatchUp { to, life, from, end, chosen_up_to, slots_max }),
         }
     }
 }

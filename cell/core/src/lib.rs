@@ -30,7 +30,7 @@ pub use replica::Replica;
 pub use voter::Voter;
 pub use wire::{Call, CallAnswer, Consistency, NodeAnswer, NodeRequest, ReadAnswer, ReadRequest, RpcError};
 pub use config::{ConfigPool, JournalConfig, Tunables};
-pub use ids::{Ballot, CallId, JournalId, JournalKey, LeaderUuid, NodeId, ReadId, Seq, Slot, TenantId};
+pub use ids::{Ballot, CallId, JournalId, JournalKey, LeaderUuid, Life, NodeId, ReadId, Seq, Slot, TenantId};
 pub use log::{Durable, LogEntry, WriteOp};
 pub use message::{Message, Outbound};
 pub use ready::{Applied, Fetch, Ready, Released};

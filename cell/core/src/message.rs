@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::ids::{Ballot, NodeId, Slot};
+use crate::ids::{Ballot, Life, NodeId, Slot};
 use crate::journal::{Command, JournalState};
 
 /// One slot's value as an acceptor reports it in a [`Message::Promise`].
@@ -43,17 +43,21 @@ pub enum Message {
     /// Laggard → peer: send me the chosen commands from `from` on. `from` is where the
     /// asker's chosen prefix ends, so every slot below it is chosen: a voter asked from past its
     /// own prefix learns it is behind (a check-in after a boot tells its peers this way).
-    CatchUpRequest { from: Slot },
+    /// `life` is the asker's, echoed in the answer.
+    CatchUpRequest { from: Slot, life: Life },
     /// Peer → laggard: chosen commands, contiguous from the requested slot, at most a page of
     /// them; every slot below `chosen_up_to` is chosen at the peer, so an answer that stops
-    /// short of it says there is more to ask for.
-    CatchUpResponse { entries: Vec<(Slot, Command)>, chosen_up_to: Slot },
+    /// short of it says there is more to ask for. `life` echoes the request's.
+    CatchUpResponse { entries: Vec<(Slot, Command)>, chosen_up_to: Slot, life: Life },
     /// Peer → laggard: everything below `point` is chosen and gone here; `state` is its fold.
-    TrimmedTo { from: Slot, point: Slot, state: JournalState },
-    /// Reader → acceptors: your highest accepted slot, please (a linearizable read's round).
-    WatermarkRequest { read: u64 },
-    /// Acceptor → reader: every slot it accepted or knows chosen is below `up_to`.
-    Watermark { read: u64, up_to: Slot },
+    /// `life` echoes the request's.
+    TrimmedTo { from: Slot, point: Slot, state: JournalState, life: Life },
+    /// Reader → acceptors: your highest accepted slot, please (watermark round `read` of the
+    /// reader's life `life`: a linearizable read's quorum round).
+    WatermarkRequest { read: u64, life: Life },
+    /// Acceptor → reader: every slot it accepted or knows chosen is below `up_to`. `read` and
+    /// `life` echo the request's.
+    Watermark { read: u64, life: Life, up_to: Slot },
 }
 
 impl Message {
@@ -62,6 +66,27 @@ impl Message {
     #[must_use]
     pub fn needs_durable_sender(&self) -> bool {
         matches!(self, Message::Promise { .. } | Message::Accepted { .. } | Message::Watermark { .. })
+    }
+
+    /// A message that may leave only with the round that makes its sender's own state durable:
+    /// an acceptor's reply ([`Self::needs_durable_sender`]), or a candidate's `Prepare`, which
+    /// waits for its own acceptor's promise of the ballot. A ballot that left the machine is then
+    /// always at or below the promise the journal recovers with, so a later life never campaigns
+    /// at a ballot an earlier one used (two lives proposing at one ballot could choose two
+    /// values; a late Promise from the earlier life would count for the later one).
+    #[must_use]
+    pub fn waits_for_sync(&self) -> bool {
+        self.needs_durable_sender() || matches!(self, Message::Prepare { .. })
+    }
+
+    /// The life of the request this message answers, for a reply matched to its request by a
+    /// life ([`Life`]): catch-up answers and watermarks.
+    #[must_use]
+    pub fn answers_life(&self) -> Option<Life> {
+        match self {
+            Message::CatchUpResponse { life, .. } | Message::TrimmedTo { life, .. } | Message::Watermark { life, .. } => Some(*life),
+            _ => None,
+        }
     }
 
     /// A leader's heartbeat or its answer: it says who leads and how far is chosen, and carries

@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use crate::wire::{Consistency, ReadAnswer, ReadRequest};
 use crate::config::{JournalConfig, Tunables};
-use crate::ids::{NodeId, ReadId, Seq, Slot};
+use crate::ids::{Life, NodeId, ReadId, Seq, Slot};
 use crate::journal::{Fold, JournalState, JournalView, Located, Outcome, WriterMode};
 use crate::log::{Log, LogEntry};
 use crate::message::{Message, Outbound};
@@ -39,16 +39,26 @@ struct Pending {
 pub const WATERMARK_RETRY_TICKS: u64 = 2;
 
 /// The reads one journal holds on one server.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Reads {
     pending: BTreeMap<ReadId, Pending>,
     /// Open watermark rounds: the tick each started at and the replies so far.
     rounds: BTreeMap<u64, (u64, BTreeMap<NodeId, Slot>)>,
     next_round: u64,
+    /// The journal's life here: every watermark round carries it, and a watermark that echoes
+    /// another life answers a round of an earlier life, not ours (round ids start at 0 in
+    /// every life).
+    life: Life,
     tick: u64,
 }
 
 impl Reads {
+    /// No reads yet, in the journal's life `life`.
+    #[must_use]
+    pub fn new(life: Life) -> Reads {
+        Reads { pending: BTreeMap::new(), rounds: BTreeMap::new(), next_round: 0, life, tick: 0 }
+    }
+
     /// True when no read waits here.
     #[must_use]
     pub fn is_empty(&self) -> bool {
@@ -84,7 +94,7 @@ impl Reads {
         self.next_round += 1;
         self.rounds.insert(round, (self.tick, BTreeMap::new()));
         for v in &cfg.voters {
-            out.push(Outbound { to: *v, message: Message::WatermarkRequest { read: round } });
+            out.push(Outbound { to: *v, message: Message::WatermarkRequest { read: round, life: self.life } });
         }
     }
 
@@ -94,9 +104,10 @@ impl Reads {
         self.pending.values().any(|p| p.stage == Stage::Unconfirmed)
     }
 
-    /// An acceptor's watermark for `round`.
-    pub fn on_watermark(&mut self, cfg: &JournalConfig, from: NodeId, round: u64, up_to: Slot) {
-        if !cfg.voters.contains(&from) {
+    /// An acceptor's watermark for round `round` of life `life`. One for another life answers
+    /// a round of an earlier life of this journal here and counts for nothing.
+    pub fn on_watermark(&mut self, cfg: &JournalConfig, from: NodeId, round: u64, life: Life, up_to: Slot) {
+        if life != self.life || !cfg.voters.contains(&from) {
             return;
         }
         let Some((_, replies)) = self.rounds.get_mut(&round) else { return };

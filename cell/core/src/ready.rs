@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::wire::{CallAnswer, ReadAnswer};
-use crate::ids::{CallId, NodeId, ReadId, Slot};
+use crate::ids::{CallId, Life, NodeId, ReadId, Slot};
 use crate::journal::Judged;
 use crate::log::WriteOp;
 use crate::message::Outbound;
@@ -11,12 +11,13 @@ use crate::message::Outbound;
 /// Everything a journal wants done since the last [`advance`](crate::Voter::advance).
 ///
 /// **Persist before send.** The host must make every one of `writes` durable (one storage
-/// batch, one sync, shared with every other journal of the round) before any acceptor reply
-/// in `messages` ([`Message::needs_durable_sender`](crate::Message::needs_durable_sender):
-/// `Promise`, `Accepted`, `Watermark`) leaves the process, and must call `advance()` only
-/// after that. Every other message (a proposer's `Prepare`/`Accept`, heartbeats, chosen
-/// values, catch-up) states nothing this round's writes make true, so the host may send it
-/// before the sync: the leader's own disk write then overlaps its followers'. Answers to
+/// batch, one sync, shared with every other journal of the round) before any message in
+/// `messages` that [waits for the sync](crate::Message::waits_for_sync) leaves the process
+/// (an acceptor reply — `Promise`, `Accepted`, `Watermark` — or a candidate's `Prepare`, which
+/// waits for its own promise of the ballot), and must call `advance()` only after that. Every
+/// other message (a leader's `Accept`, heartbeats, chosen values, catch-up) states nothing
+/// this round's writes make true, so the host may send it before the sync: the leader's own
+/// disk write then overlaps its followers'. Answers to
 /// calls and reads report chosen slots (a quorum made them durable) and may leave with it.
 /// A round whose writes all have [`WriteOp::needs_sync`] false needs no sync.
 ///
@@ -43,8 +44,9 @@ pub struct Ready {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Fetch {
     /// Send `to` a `CatchUpResponse` with the chosen entries `[from, end)` (at most
-    /// `slots_max`, starting exactly at `from`) and `chosen_up_to`.
-    CatchUp { to: NodeId, from: Slot, end: Slot, chosen_up_to: Slot, slots_max: u32 },
+    /// `slots_max`, starting exactly at `from`) and `chosen_up_to`, answering its request of
+    /// life `life`.
+    CatchUp { to: NodeId, life: Life, from: Slot, end: Slot, chosen_up_to: Slot, slots_max: u32 },
     /// Answer read `read` with the page [`PageFetch::build`](crate::reads::PageFetch::build) makes.
     Page { read: ReadId, page: Box<crate::reads::PageFetch> },
 }

@@ -5,7 +5,7 @@
 use crate::wire::ReadRequest;
 use crate::config::{JournalConfig, Tunables};
 use crate::effects::{catch_up_request, CatchUp, Effects};
-use crate::ids::{NodeId, ReadId, Slot};
+use crate::ids::{Life, NodeId, ReadId, Slot};
 use crate::journal::JournalState;
 use crate::learner::Learner;
 use crate::log::{Durable, Log, WriteOp};
@@ -17,6 +17,8 @@ use crate::ready::Ready;
 #[derive(Debug)]
 pub struct Replica {
     me: NodeId,
+    /// This life of the journal here (see [`Life`]): answers echoing another are ignored.
+    life: Life,
     cfg: JournalConfig,
     tunables: Tunables,
     log: Log,
@@ -31,15 +33,16 @@ pub struct Replica {
 }
 
 impl Replica {
-    /// A replica rebuilt from storage (`Durable::default()` for a fresh one). A replica holds
-    /// no promise; one that lost its disk simply relearns.
+    /// A replica rebuilt from storage (`Durable::default()` for a fresh one), in its life
+    /// `life` here (see [`Life`]). A replica holds no promise; one that lost its disk simply
+    /// relearns.
     #[must_use]
-    pub fn recover(me: NodeId, cfg: JournalConfig, tunables: Tunables, durable: Durable) -> Replica {
+    pub fn recover(me: NodeId, cfg: JournalConfig, tunables: Tunables, life: Life, durable: Durable) -> Replica {
         cfg.assert_valid();
         tunables.assert_valid();
         assert!(cfg.learners.contains(&me), "a replica is one of the journal's learners");
         let (log, learner, effects) = crate::learner::recover(cfg.mode, &tunables, durable);
-        Replica { me, cfg, tunables, log, learner, reads: Reads::default(), effects, catch_up: CatchUp::default(), leader: None, tick: 0, probe: true }
+        Replica { me, life, cfg, tunables, log, learner, reads: Reads::new(life), effects, catch_up: CatchUp::default(), leader: None, tick: 0, probe: true }
     }
 
     #[must_use]
@@ -50,6 +53,12 @@ impl Replica {
     #[must_use]
     pub fn config(&self) -> &JournalConfig {
         &self.cfg
+    }
+
+    /// This life of the journal here.
+    #[must_use]
+    pub fn life(&self) -> Life {
+        self.life
     }
 
     #[must_use]
@@ -92,6 +101,11 @@ impl Replica {
 
     /// A protocol message from `from`.
     pub fn step(&mut self, from: NodeId, message: Message) {
+        if message.answers_life().is_some_and(|life| life != self.life) {
+            // An answer to a request of an earlier life of this journal here: it neither ends
+            // the probe after a boot nor counts for a read round.
+            return;
+        }
         if self.cfg.voters.contains(&from)
             && matches!(message, Message::Heartbeat { .. } | Message::CatchUpResponse { .. } | Message::TrimmedTo { .. })
         {
@@ -103,14 +117,14 @@ impl Replica {
                 self.learner.learn_page(&mut self.log, &entries, None, writes);
                 self.walk();
             }
-            Message::CatchUpResponse { entries, chosen_up_to } => {
+            Message::CatchUpResponse { entries, chosen_up_to, life: _ } => {
                 // A page that moved us and left us behind is followed by the next request at
                 // once; an answer that brought nothing waits for the catch-up timer.
                 let before = self.learner.chosen_up_to();
                 self.learner.learn_page(&mut self.log, &entries, Some(chosen_up_to), writes);
                 self.walk();
                 if self.learner.chosen_up_to() > before && self.learner.is_behind() {
-                    self.effects.send(from, catch_up_request(self.learner.chosen_up_to()));
+                    self.effects.send(from, catch_up_request(self.learner.chosen_up_to(), self.life));
                 }
             }
             Message::Heartbeat { ballot, commit, .. } => {
@@ -121,9 +135,9 @@ impl Replica {
                 self.effects.send(from, Message::HeartbeatAck { ballot, chosen_up_to });
             }
             Message::TrimmedTo { point, state, .. } if self.learner.jump(&mut self.log, point, state, writes) => {
-                self.effects.send(from, catch_up_request(point));
+                self.effects.send(from, catch_up_request(point, self.life));
             }
-            Message::Watermark { read, up_to } => self.reads.on_watermark(&self.cfg, from, read, up_to),
+            Message::Watermark { read, life, up_to } => self.reads.on_watermark(&self.cfg, from, read, life, up_to),
             // A replica is in no quorum: it ignores Phase 1/2 traffic and serves no catch-up.
             _ => {}
         }
@@ -143,7 +157,7 @@ impl Replica {
         if (self.learner.is_behind() || self.probe)
             && let Some(to) = self.catch_up.due(self.tick, self.learner.chosen_up_to(), &self.tunables, &self.cfg, self.me, self.leader)
         {
-            self.effects.send(to, catch_up_request(self.learner.chosen_up_to()));
+            self.effects.send(to, catch_up_request(self.learner.chosen_up_to(), self.life));
         }
         self.settle();
     }

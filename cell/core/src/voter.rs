@@ -6,7 +6,7 @@ use crate::acceptor::Acceptor;
 use crate::wire::{Call, CallAnswer, ReadRequest};
 use crate::config::{JournalConfig, Tunables};
 use crate::effects::{catch_up_request, CatchUp, Effects};
-use crate::ids::{Ballot, CallId, NodeId, ReadId, Slot};
+use crate::ids::{Ballot, CallId, Life, NodeId, ReadId, Slot};
 use crate::journal::{Command, JournalState, Outcome};
 use crate::learner::{Learner, Walked};
 use crate::log::{Durable, Log, WriteOp};
@@ -29,6 +29,10 @@ struct Held {
 #[derive(Debug)]
 pub struct Voter {
     me: NodeId,
+    /// This life of the journal here: catch-up requests and watermark rounds carry it, and an
+    /// answer echoing another life is from before a crash, a sleep or a removal: it counts for
+    /// nothing.
+    life: Life,
     cfg: JournalConfig,
     tunables: Tunables,
     log: Log,
@@ -64,15 +68,17 @@ struct CheckIn {
 }
 
 impl Voter {
-    /// A fresh journal on this node.
+    /// A fresh journal on this node, in its life `life` here (see [`Life`]).
     #[must_use]
-    pub fn new(me: NodeId, cfg: JournalConfig, tunables: Tunables, seed: u64) -> Voter {
-        Voter::recover(me, cfg, tunables, seed, Durable::default())
+    pub fn new(me: NodeId, cfg: JournalConfig, tunables: Tunables, seed: u64, life: Life) -> Voter {
+        Voter::recover(me, cfg, tunables, seed, life, Durable::default())
     }
 
     /// A journal rebuilt from storage: promise, retained log, floor, sealed state, chosen index.
+    /// `life` must differ from every earlier life of this journal on this node (the host mints
+    /// one each time it builds the journal: [`Life::mint`]).
     #[must_use]
-    pub fn recover(me: NodeId, cfg: JournalConfig, tunables: Tunables, seed: u64, durable: Durable) -> Voter {
+    pub fn recover(me: NodeId, cfg: JournalConfig, tunables: Tunables, seed: u64, life: Life, durable: Durable) -> Voter {
         cfg.assert_valid();
         tunables.assert_valid();
         assert!(cfg.voters.contains(&me), "a voter is one of the journal's voters");
@@ -80,13 +86,14 @@ impl Voter {
         let (log, learner, effects) = crate::learner::recover(cfg.mode, &tunables, durable);
         Voter {
             me,
+            life,
             acceptor: Acceptor::new(promise),
             proposer: Proposer::new(me, seed, &tunables),
             learner,
             cfg,
             tunables,
             log,
-            reads: Reads::default(),
+            reads: Reads::new(life),
             held: BTreeMap::new(),
             queued: VecDeque::new(),
             effects,
@@ -108,6 +115,12 @@ impl Voter {
     #[must_use]
     pub fn config(&self) -> &JournalConfig {
         &self.cfg
+    }
+
+    /// This life of the journal here.
+    #[must_use]
+    pub fn life(&self) -> Life {
+        self.life
     }
 
     /// The journal state this node has folded.
@@ -236,7 +249,7 @@ impl Voter {
         c.misses = c.misses.saturating_add(1);
         let from = self.learner.chosen_up_to();
         for to in c.unanswered.clone() {
-            self.send(to, catch_up_request(from));
+            self.send(to, catch_up_request(from, self.life));
         }
     }
 
@@ -338,7 +351,7 @@ impl Voter {
         if self.learner.is_behind()
             && let Some(to) = self.catch_up.due(tick, self.learner.chosen_up_to(), &self.tunables, &self.cfg, self.me, self.proposer.leader_hint())
         {
-            self.send(to, catch_up_request(self.learner.chosen_up_to()));
+            self.send(to, catch_up_request(self.learner.chosen_up_to(), self.life));
         }
         self.ask_check_in();
         self.settle();
@@ -509,11 +522,15 @@ impl Voter {
         self.on_walked(&walked);
         let moved = self.learner.chosen_up_to() > before;
         if moved && peer_chosen.is_some() && self.learner.is_behind() && from != self.me {
-            self.send(from, catch_up_request(self.learner.chosen_up_to()));
+            self.send(from, catch_up_request(self.learner.chosen_up_to(), self.life));
         }
     }
 
     fn handle(&mut self, from: NodeId, message: Message) {
+        if message.answers_life().is_some_and(|life| life != self.life) {
+            // An answer to a request of an earlier life of this journal here.
+            return;
+        }
         let was_leader = self.proposer.is_leader();
         let writes = &mut self.effects.ready.writes;
         match message {
@@ -531,14 +548,14 @@ impl Voter {
                 self.learner.note_chosen(chosen_up_to);
                 let elected = self.proposer.on_promise(&self.cfg, from, ballot, chosen_up_to, accepted, self.learner.chosen_up_to());
                 if let Elected::Won { learn_from: Some((peer, _)) } = elected {
-                    self.send(peer, catch_up_request(self.learner.chosen_up_to()));
+                    self.send(peer, catch_up_request(self.learner.chosen_up_to(), self.life));
                 }
             }
             Message::Nack { ballot, promised, floor } => {
                 self.proposer.on_nack(ballot, promised, &self.tunables);
                 self.learner.note_chosen(floor);
                 if floor > self.learner.chosen_up_to() {
-                    self.send(from, catch_up_request(self.learner.chosen_up_to()));
+                    self.send(from, catch_up_request(self.learner.chosen_up_to(), self.life));
                 }
             }
             Message::Accept { ballot, entries, commit } => {
@@ -583,33 +600,33 @@ impl Voter {
                 self.proposer.on_heartbeat_ack(from, ballot, chosen_up_to);
             }
             Message::Chosen { entries } => self.on_chosen_entries(from, &entries, None),
-            Message::CatchUpResponse { entries, chosen_up_to } => {
+            Message::CatchUpResponse { entries, chosen_up_to, life: _ } => {
                 self.on_chosen_entries(from, &entries, Some(chosen_up_to));
                 self.check_in_answered(from);
             }
-            Message::CatchUpRequest { from: start } => {
+            Message::CatchUpRequest { from: start, life } => {
                 // The asker's chosen prefix ends at `start`: a node short of it is behind.
                 if self.cfg.voters.contains(&from) {
                     self.learner.note_chosen(start);
                 }
-                match self.learner.serve_catch_up(&self.log, start, self.tunables.catch_up_slots_max).map(|s| s.for_peer(from)) {
+                match self.learner.serve_catch_up(&self.log, start, life, self.tunables.catch_up_slots_max).map(|s| s.for_peer(from)) {
                     Some(Ok(reply)) => self.send(from, reply),
                     Some(Err(fetch)) => self.effects.ready.fetches.push(fetch),
                     None => {}
                 }
             }
-            Message::TrimmedTo { from: _, point, state } => {
+            Message::TrimmedTo { from: _, point, state, life: _ } => {
                 if self.learner.jump(&mut self.log, point, state, writes) {
                     self.on_walked(&[]);
-                    self.send(from, catch_up_request(point));
+                    self.send(from, catch_up_request(point, self.life));
                 }
                 self.check_in_answered(from);
             }
-            Message::WatermarkRequest { read } => {
+            Message::WatermarkRequest { read, life } => {
                 let up_to = self.acceptor.watermark(&self.log, self.learner.chosen_up_to());
-                self.send(from, Message::Watermark { read, up_to });
+                self.send(from, Message::Watermark { read, life, up_to });
             }
-            Message::Watermark { read, up_to } => self.reads.on_watermark(&self.cfg, from, read, up_to),
+            Message::Watermark { read, life, up_to } => self.reads.on_watermark(&self.cfg, from, read, life, up_to),
         }
         if (was_leader && !self.proposer.is_leader()) || self.lost_campaign_with_calls() {
             self.redirect_queued();

@@ -8,7 +8,7 @@ use harness::*;
 use paros_core::journal::{JournalState, TooLarge, WriterMode};
 use paros_core::message::Reported;
 use paros_core::{
-    Ballot, Call, CallAnswer, CallId, Consistency, Durable, JournalConfig, Message, NodeId, ReadAnswer, ReadRequest,
+    Ballot, Call, CallAnswer, CallId, Consistency, Durable, JournalConfig, Life, Message, NodeId, ReadAnswer, ReadRequest,
     Replica, Seq, Slot, Tunables, Voter,
 };
 
@@ -191,7 +191,7 @@ fn a_non_leader_answers_redirect_naming_the_leader() {
 fn lone_voter() -> Voter {
     let me = NodeId(0x100);
     let cfg = JournalConfig { mode: WriterMode::Single, voters: vec![me, NodeId(0x101), NodeId(0x102)], learners: vec![NodeId(0x900)] };
-    Voter::new(me, cfg, Tunables::default(), 1)
+    Voter::new(me, cfg, Tunables::default(), 1, Life(1))
 }
 
 #[test]
@@ -208,7 +208,7 @@ fn a_second_ready_without_advance_panics_on_a_voter() {
 fn a_second_ready_without_advance_panics_on_a_replica() {
     let me = NodeId(0x900);
     let cfg = JournalConfig { mode: WriterMode::Single, voters: vec![NodeId(0x100)], learners: vec![me] };
-    let mut r = Replica::recover(me, cfg, Tunables::default(), Durable::default());
+    let mut r = Replica::recover(me, cfg, Tunables::default(), Life(1), Durable::default());
     let _first = r.ready();
     let _second = r.ready();
 }
@@ -232,7 +232,7 @@ fn ready_then_advance_may_repeat_round_after_round() {
 fn a_held_call_judged_blind_after_a_jump_gets_no_verdict() {
     let (me, p, q) = (NodeId(0x100), NodeId(0x101), NodeId(0x102));
     let cfg = JournalConfig { mode: WriterMode::Single, voters: vec![me, p, q], learners: vec![] };
-    let mut v = Voter::new(me, cfg, Tunables::default(), 1);
+    let mut v = Voter::new(me, cfg, Tunables::default(), 1, Life(1));
     let a = uuid(0xa);
     let w2 = write(a, 1, vec![Bytes::from_static(b"r1")]).into_command();
     let retry = write(a, 0, vec![Bytes::from_static(b"r0")]);
@@ -262,9 +262,9 @@ fn a_held_call_judged_blind_after_a_jump_gets_no_verdict() {
     let _ = round(&mut v);
     // Q chose the retry at 3 and Truncate{up_to: 1} at 4, then compacted to the write at 2.
     let sealed = JournalState { leader: Some(a), term: 1, next_seq: Seq(1), first_seq: Seq(0) };
-    v.step(q, Message::TrimmedTo { from: Slot(0), point: Slot(2), state: sealed });
+    v.step(q, Message::TrimmedTo { from: Slot(0), point: Slot(2), state: sealed, life: v.life() });
     let truncate = Call::Truncate { leader: Some(a), up_to: Seq(1) }.into_command();
-    v.step(q, Message::CatchUpResponse { entries: vec![(Slot(2), w2), (Slot(3), retry.into_command()), (Slot(4), truncate)], chosen_up_to: Slot(5) });
+    v.step(q, Message::CatchUpResponse { entries: vec![(Slot(2), w2), (Slot(3), retry.into_command()), (Slot(4), truncate)], chosen_up_to: Slot(5), life: v.life() });
     let ready = round(&mut v);
     assert_eq!(v.chosen_up_to(), Slot(5));
     let judged: Vec<_> = ready.applied.iter().map(|x| (x.slot, x.judged.outcome, x.judged.blind)).collect();

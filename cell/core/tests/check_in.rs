@@ -3,14 +3,14 @@
 //! entries nobody said were chosen.
 
 use paros_core::journal::{Command, Control, WriterMode};
-use paros_core::{Ballot, Durable, JournalConfig, LogEntry, Message, NodeId, Slot, Tunables, Voter};
+use paros_core::{Ballot, Durable, JournalConfig, Life, LogEntry, Message, NodeId, Slot, Tunables, Voter};
 
 const ME: NodeId = NodeId(1);
 const PEERS: [NodeId; 2] = [NodeId(2), NodeId(3)];
 
 fn voter(durable: Durable) -> Voter {
     let cfg = JournalConfig { mode: WriterMode::Single, voters: vec![ME, PEERS[0], PEERS[1]], learners: vec![] };
-    Voter::recover(ME, cfg, Tunables::default(), 7, durable)
+    Voter::recover(ME, cfg, Tunables::default(), 7, Life(7), durable)
 }
 
 /// Three chosen no-ops, as a journal that slept holds them; `suffix` more slots accepted at
@@ -36,11 +36,12 @@ fn round(v: &mut Voter) -> (Vec<(NodeId, Message)>, bool) {
 }
 
 fn requests_to(sent: &[(NodeId, Message)]) -> Vec<NodeId> {
-    sent.iter().filter(|(_, m)| matches!(m, Message::CatchUpRequest { from: Slot(3) })).map(|(to, _)| *to).collect()
+    sent.iter().filter(|(_, m)| matches!(m, Message::CatchUpRequest { from: Slot(3), .. })).map(|(to, _)| *to).collect()
 }
 
 fn answer(v: &mut Voter, from: NodeId) {
-    v.step(from, Message::CatchUpResponse { entries: Vec::new(), chosen_up_to: Slot(3) });
+    let life = v.life();
+    v.step(from, Message::CatchUpResponse { entries: Vec::new(), chosen_up_to: Slot(3), life });
 }
 
 #[test]
@@ -102,10 +103,10 @@ fn a_peer_asked_from_past_its_prefix_learns_it_is_behind_and_catches_up() {
     let _ = round(&mut v);
     assert!(v.is_quiet(), "asleep as a journal woken by a message is");
     // A peer checking in says its chosen prefix ends at slot 9.
-    v.step(PEERS[1], Message::CatchUpRequest { from: Slot(9) });
+    v.step(PEERS[1], Message::CatchUpRequest { from: Slot(9), life: Life(99) });
     let (sent, _) = round(&mut v);
     assert!(
-        sent.iter().any(|(to, m)| *to == PEERS[1] && matches!(m, Message::CatchUpResponse { entries, chosen_up_to: Slot(3) } if entries.is_empty())),
+        sent.iter().any(|(to, m)| *to == PEERS[1] && matches!(m, Message::CatchUpResponse { entries, chosen_up_to: Slot(3), life: Life(99) } if entries.is_empty())),
         "it answers with its own prefix: {sent:?}"
     );
     assert!(!v.is_quiet(), "and knows it is behind");
@@ -113,7 +114,7 @@ fn a_peer_asked_from_past_its_prefix_learns_it_is_behind_and_catches_up() {
     for _ in 0..64 {
         v.tick();
         let (sent, _) = round(&mut v);
-        asked |= sent.iter().any(|(_, m)| matches!(m, Message::CatchUpRequest { from: Slot(3) }));
+        asked |= sent.iter().any(|(_, m)| matches!(m, Message::CatchUpRequest { from: Slot(3), .. }));
     }
     assert!(asked, "it asks for slots 3..9");
 }

@@ -227,7 +227,8 @@ fn a_leader_never_commits_a_slot_its_own_proposal_lost() {
         }
         assert!(c.chosen_of(g) > s, "seed={seed}: G chose Y in slot s");
         // H's catch-up answer reaches B, still leading at its ballot.
-        c.voter_mut(b).step(h, Message::CatchUpResponse { entries: vec![(s, y.into_command())], chosen_up_to: s.next() });
+        let life = c.voter(b).life();
+        c.voter_mut(b).step(h, Message::CatchUpResponse { entries: vec![(s, y.into_command())], chosen_up_to: s.next(), life });
         assert!(c.voter(b).is_leader() && c.chosen_of(b) > s, "seed={seed}: B applied Y and still leads");
         c.tick();
         c.tick();

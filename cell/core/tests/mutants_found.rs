@@ -5,7 +5,7 @@ use bytes::Bytes;
 use paros_core::Served;
 use paros_core::journal::{Command, Control, Entry, JournalState, WriterMode};
 use paros_core::log::Log;
-use paros_core::{Acceptor, Ballot, Learner, LeaderUuid, LogEntry, Message, NodeId, Seq, Slot, WriteOp};
+use paros_core::{Acceptor, Ballot, Learner, LeaderUuid, Life, LogEntry, Message, NodeId, Seq, Slot, WriteOp};
 
 fn ballot(round: u64) -> Ballot {
     Ballot { round, node: NodeId(0x100) }
@@ -63,10 +63,10 @@ fn catch_up_serves_only_the_chosen_prefix() {
     learner.recover(&mut log, Slot(2), &mut writes, &mut walked);
     assert_eq!(learner.chosen_up_to(), Slot(2));
 
-    let served = learner.serve_catch_up(&log, Slot(0), 64).and_then(Served::message);
-    assert_eq!(served, Some(Message::CatchUpResponse { entries: vec![(Slot(0), NOOP), (Slot(1), NOOP)], chosen_up_to: Slot(2) }));
-    let served = learner.serve_catch_up(&log, Slot(2), 64).and_then(Served::message);
-    assert_eq!(served, Some(Message::CatchUpResponse { entries: Vec::new(), chosen_up_to: Slot(2) }), "nothing chosen from the prefix end on");
+    let served = learner.serve_catch_up(&log, Slot(0), Life(3), 64).and_then(Served::message);
+    assert_eq!(served, Some(Message::CatchUpResponse { entries: vec![(Slot(0), NOOP), (Slot(1), NOOP)], chosen_up_to: Slot(2), life: Life(3) }));
+    let served = learner.serve_catch_up(&log, Slot(2), Life(3), 64).and_then(Served::message);
+    assert_eq!(served, Some(Message::CatchUpResponse { entries: Vec::new(), chosen_up_to: Slot(2), life: Life(3) }), "nothing chosen from the prefix end on");
 }
 
 /// Phase 1 refusals (DESIGN §4.1): a Prepare below the floor is answered `Nack` with the floor —

@@ -4,7 +4,7 @@ use bytes::Bytes;
 use paros_core::Served;
 use paros_core::journal::{Command, Control, Entry, JournalState, WriterMode};
 use paros_core::log::Log;
-use paros_core::{Ballot, CHOSEN_PERSIST_SLOTS, Learner, LeaderUuid, LogEntry, Message, NodeId, Seq, Slot, Walked, WriteOp};
+use paros_core::{Ballot, CHOSEN_PERSIST_SLOTS, Learner, LeaderUuid, Life, LogEntry, Message, NodeId, Seq, Slot, Walked, WriteOp};
 
 const NOOP: Command = Command::Control(Control::Noop);
 
@@ -240,7 +240,7 @@ fn compaction_drops_the_slots_below_the_first_retained_write_and_seals_their_sta
     assert_eq!(log.floor(), Slot(2));
     assert!(log.get(Slot(1)).is_none() && log.get(Slot(2)).is_some(), "the write holding first_seq is retained");
     assert_eq!(learner.state().first_seq, Seq(2));
-    assert_eq!(learner.serve_catch_up(&log, Slot(0), 64).and_then(Served::message), Some(Message::TrimmedTo { from: Slot(0), point: Slot(2), state: sealed }), "the seal is what a laggard below the floor is told");
+    assert_eq!(learner.serve_catch_up(&log, Slot(0), Life(3), 64).and_then(Served::message), Some(Message::TrimmedTo { from: Slot(0), point: Slot(2), state: sealed, life: Life(3) }), "the seal is what a laggard below the floor is told");
 }
 
 #[test]
@@ -313,10 +313,11 @@ fn catch_up_answers_a_page_of_at_most_slots_max_from_the_requested_slot() {
     let page = |slots: std::ops::Range<u64>| Message::CatchUpResponse {
         entries: slots.map(|s| (Slot(s), NOOP)).collect(),
         chosen_up_to: Slot(10),
+        life: Life(3),
     };
-    assert_eq!(learner.serve_catch_up(&log, Slot(2), 3).and_then(Served::message), Some(page(2..5)), "three slots from slot 2, and where our prefix ends");
-    assert_eq!(learner.serve_catch_up(&log, Slot(8), 64).and_then(Served::message), Some(page(8..10)), "a page stops at the prefix end");
-    assert_eq!(learner.serve_catch_up(&log, Slot(10), 64).and_then(Served::message), Some(page(10..10)), "nothing newer: an empty page that says so");
+    assert_eq!(learner.serve_catch_up(&log, Slot(2), Life(3), 3).and_then(Served::message), Some(page(2..5)), "three slots from slot 2, and where our prefix ends");
+    assert_eq!(learner.serve_catch_up(&log, Slot(8), Life(3), 64).and_then(Served::message), Some(page(8..10)), "a page stops at the prefix end");
+    assert_eq!(learner.serve_catch_up(&log, Slot(10), Life(3), 64).and_then(Served::message), Some(page(10..10)), "nothing newer: an empty page that says so");
 }
 
 #[test]

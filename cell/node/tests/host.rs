@@ -376,7 +376,7 @@ fn a_failed_sync_fails_the_round_and_nothing_leaves() {
 fn a_message_for_an_unknown_journal_is_dropped_and_counted() {
     let mut cell = Cell::new(1);
     let h = cell.hosts.get_mut(&cell.ids[0]).unwrap();
-    let stranger = Envelope { journal: key(77), from: NodeId(5), message: paros_core::Message::CatchUpRequest { from: paros_core::Slot(0) } };
+    let stranger = Envelope { journal: key(77), from: NodeId(5), message: paros_core::Message::CatchUpRequest { from: paros_core::Slot(0), life: paros_core::Life(1) } };
     h.deliver(NodeId(5), vec![stranger]);
     assert_eq!(h.stats().unknown_journal_drops, 1);
     assert_eq!(h.journal_count(), 1, "no journal is created implicitly");
@@ -719,4 +719,49 @@ fn a_call_during_a_check_in_elects_and_lands() {
         other => panic!("the call is served here, not redirected: {other:?}"),
     }
     assert_eq!(cell.leader_of(&k), Some(at));
+}
+
+#[test]
+fn an_answer_to_an_earlier_life_of_a_journal_is_dropped_counted_and_wakes_nothing() {
+    use paros_core::{Life, Message, Slot};
+    let k = key(0);
+    let mut cell = Cell::new(1);
+    for h in cell.hosts.values_mut() {
+        h.set_dormancy(Some(20));
+    }
+    cell.settle_leaders(&[k]);
+    let leader = claim(&mut cell, k, uuid(5));
+    let follower = *cell.ids.iter().find(|id| **id != leader).expect("a follower");
+    let first_life = cell.hosts[&follower].voter(&k).expect("awake").life();
+    for _ in 0..80 {
+        cell.tick();
+    }
+    assert!(cell.hosts[&follower].is_dormant(&k));
+    // A watermark for a round of the life that went to sleep: the dormant journal asked
+    // nothing, so it is not woken for it.
+    let wakes = cell.hosts[&follower].stats().wakes;
+    let stale = Envelope { journal: k, from: leader, message: Message::Watermark { read: 0, life: first_life, up_to: Slot(1) } };
+    cell.hosts.get_mut(&follower).unwrap().deliver(leader, vec![stale.clone()]);
+    let stats = cell.hosts[&follower].stats();
+    assert!(cell.hosts[&follower].is_dormant(&k), "a stale answer woke a dormant journal");
+    assert_eq!((stats.stale_answers_dormant, stats.wakes), (1, wakes));
+
+    // A write wakes it everywhere, in a new life here.
+    let records = vec![Bytes::from_static(b"x")];
+    assert_eq!(cell.write(leader, k, uuid(5), 0, records), CallAnswer::Verdict(Outcome::Accepted { seq: Seq(0), count: 1 }));
+    let woken_life = cell.hosts[&follower].voter(&k).expect("woken").life();
+    assert_ne!(woken_life, first_life, "every life of a journal on a machine is its own");
+    let late = [
+        stale.message,
+        Message::CatchUpResponse { entries: Vec::new(), chosen_up_to: Slot(9), life: first_life },
+        Message::TrimmedTo { from: Slot(0), point: Slot(9), state: paros_core::journal::JournalState::default(), life: first_life },
+    ];
+    let h = cell.hosts.get_mut(&follower).unwrap();
+    h.deliver(leader, late.into_iter().map(|message| Envelope { journal: k, from: leader, message }).collect());
+    let stats = h.stats();
+    assert_eq!((stats.stale_answers, stats.stale_answers_after_wake), (3, 3));
+    assert_eq!(h.voter(&k).unwrap().floor(), Slot(0), "a trim point told to the earlier life is not jumped to");
+    // An answer of this life is not stale.
+    h.deliver(leader, vec![Envelope { journal: k, from: leader, message: Message::Watermark { read: 7, life: woken_life, up_to: Slot(1) } }]);
+    assert_eq!(h.stats().stale_answers, 3);
 }

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use paros_core::journal::{JournalState, Outcome, WriterMode};
 use paros_core::rng::Rng;
 use paros_core::{
-    Ballot, Call, CallAnswer, CallId, Consistency, Durable, JournalConfig, LeaderUuid, Message, NodeId, ReadAnswer,
+    Ballot, Call, CallAnswer, CallId, Consistency, Durable, JournalConfig, LeaderUuid, Life, Message, NodeId, ReadAnswer,
     ReadId, ReadRequest, Ready, Replica, Seq, Slot, Tunables, Voter, WriteOp,
 };
 
@@ -147,12 +147,14 @@ impl Cluster {
     /// Boots `id` from its durable state.
     pub fn start(&mut self, id: NodeId) {
         let seed = self.rng.next_u64();
+        // A new life each boot, as a host mints one.
+        let life = Life(self.rng.next_u64());
         let m = self.machines.get_mut(&id).expect("known machine");
         assert!(m.role.is_none(), "start a stopped machine");
         let role = if m.voter {
-            Role::Voter(Voter::recover(id, self.cfg.clone(), self.tunables, seed, m.durable.clone()))
+            Role::Voter(Voter::recover(id, self.cfg.clone(), self.tunables, seed, life, m.durable.clone()))
         } else {
-            Role::Replica(Replica::recover(id, self.cfg.clone(), self.tunables, m.durable.clone()))
+            Role::Replica(Replica::recover(id, self.cfg.clone(), self.tunables, life, m.durable.clone()))
         };
         m.role = Some(role);
     }

@@ -148,6 +148,7 @@ impl<S: LogStore> Host<S> {
                     let config = self.configs.share(self.journals[&key].config().clone());
                     self.journals.insert(key, Hosted::Dormant(config));
                     self.checking_in.remove(&key);
+                    self.woken.remove(&key);
                     self.dormant += 1;
                     self.stats.dormancies += 1;
                 }
@@ -209,6 +210,7 @@ impl<S: LogStore> Host<S> {
                 self.dormant -= 1;
                 self.stats.wakes += 1;
                 self.install(key, std::sync::Arc::unwrap_or_clone(config), durable);
+                self.woken.insert(key);
                 // An input that checks in ends its turn after this boot. Any other (a peer's
                 // check-in request, an answer) finds it awake anyway: if its own check-in is
                 // still to come, it checks in now, room permitting.

@@ -53,6 +53,15 @@ impl Hosted {
             }
         });
     }
+    /// The journal's life here (`None` while dormant: it has none until woken).
+    pub(super) fn life(&self) -> Option<paros_core::Life> {
+        match self {
+            Hosted::Voter(v) => Some(v.life()),
+            Hosted::Replica(r) => Some(r.life()),
+            Hosted::Dormant(_) => None,
+        }
+    }
+
     pub(super) fn config(&self) -> &paros_core::JournalConfig {
         match self {
             Hosted::Voter(v) => v.config(),

@@ -1,6 +1,6 @@
 //! The journals hosted here: placement, installation at boot, and protocol dispatch.
 
-use paros_core::{JournalConfig, JournalKey, NodeId, Replica, Voter};
+use paros_core::{JournalConfig, JournalKey, Life, NodeId, Replica, Voter};
 
 use super::{Host, Hosted, Peer, Ticket};
 use crate::ports::{Envelope, LogStore, Placement};
@@ -83,13 +83,17 @@ impl<S: LogStore> Host<S> {
         self.dormant += 1;
     }
 
+    /// Builds a journal here — placed, booted or woken — in a new life (see [`Life`]).
     pub(super) fn install(&mut self, key: JournalKey, config: JournalConfig, durable: paros_core::Durable) {
         let seed = self.journal_seed(&key);
+        let life = Life::mint(self.seed, self.lives);
+        self.lives += 1;
+        self.woken.remove(&key);
         self.note_peers(&config);
         let hosted = if config.voters.contains(&self.me) {
-            Hosted::Voter(Box::new(Voter::recover(self.me, config, self.tunables, seed, durable)))
+            Hosted::Voter(Box::new(Voter::recover(self.me, config, self.tunables, seed, life, durable)))
         } else {
-            Hosted::Replica(Box::new(Replica::recover(self.me, config, self.tunables, durable)))
+            Hosted::Replica(Box::new(Replica::recover(self.me, config, self.tunables, life, durable)))
         };
         self.journals.insert(key, hosted);
         self.dirty.insert(key);
@@ -145,6 +149,7 @@ impl<S: LogStore> Host<S> {
             Some(_) => {}
         }
         self.quiet_at.remove(key);
+        self.woken.remove(key);
         self.checking_in.remove(key);
         self.dirty.remove(key);
         self.awake.remove(key);
@@ -195,6 +200,22 @@ impl<S: LogStore> Host<S> {
                 self.stats.unknown_journal_drops += 1;
                 continue;
             };
+            if let Some(answered) = e.message.answers_life()
+                && j.life() != Some(answered)
+            {
+                // An answer to a request of an earlier life of this journal here (before a
+                // crash, a sleep or a removal): it counts for nothing, and does not wake a
+                // dormant journal (which has asked nothing).
+                if j.life().is_none() {
+                    self.stats.stale_answers_dormant += 1;
+                } else {
+                    self.stats.stale_answers += 1;
+                    if self.woken.contains(&e.journal) {
+                        self.stats.stale_answers_after_wake += 1;
+                    }
+                }
+                continue;
+            }
             if let Hosted::Dormant(_) = j {
                 self.stash.push(super::dormancy::Stashed::Deliver(from, e));
                 continue;

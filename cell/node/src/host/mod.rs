@@ -76,6 +76,13 @@ pub struct HostStats {
     pub wakes: u64,
     /// Journals dormant now (placed asleep, booted asleep or gone to sleep).
     pub dormant: u64,
+    /// Answers to requests of an earlier life of their journal here (a catch-up answer or a
+    /// watermark sent before a crash, a sleep or a removal, delivered late), dropped: those that
+    /// found the journal awake in a later life, those of them whose life began with a wake from
+    /// dormancy, and those that found it dormant (not woken for them).
+    pub stale_answers: u64,
+    pub stale_answers_after_wake: u64,
+    pub stale_answers_dormant: u64,
 }
 
 /// A round whose batch is being made durable.
@@ -143,7 +150,13 @@ pub struct Host<S: LogStore> {
     calls: BTreeMap<(JournalKey, CallId), Ticket>,
     reads: BTreeMap<(JournalKey, ReadId), Ticket>,
     next_id: u64,
+    /// This boot's nonce: fresh randomness per boot (the simulation draws it from its seed).
+    /// Journal lives are minted from it ([`paros_core::Life::mint`]).
     seed: u64,
+    /// Lives minted so far in this boot.
+    lives: u64,
+    /// Awake journals whose life began with a wake from dormancy (for [`HostStats`]).
+    woken: HashSet<JournalKey>,
     stats: HostStats,
     keep_writes: bool,
     /// Every machine that shares a journal with this one, and when it was last heard.
@@ -195,7 +208,9 @@ pub const CHECK_INS_MAX: usize = 2048;
 
 impl<S: LogStore> Host<S> {
     /// Boots over `store`. `expected` is the identity this machine was given before (from its
-    /// data directory or configuration), `fresh` the id to mint if it has none.
+    /// data directory or configuration), `fresh` the id to mint if it has none. `seed` must be
+    /// fresh for every boot (OS randomness; a simulation's seeded draw): the journals' lives
+    /// here are minted from it, and a reply to an earlier boot's request is told apart by them.
     ///
     /// # Errors
     /// [`BootError::Wiped`] when the store is empty under an existing identity,
@@ -227,6 +242,8 @@ impl<S: LogStore> Host<S> {
             reads: BTreeMap::new(),
             next_id: 1,
             seed,
+            lives: 0,
+            woken: HashSet::new(),
             stats: HostStats::default(),
             keep_writes: false,
             peers: BTreeMap::new(),

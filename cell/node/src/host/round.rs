@@ -85,7 +85,7 @@ impl<S: LogStore> Host<S> {
         let mut early_out: BTreeMap<NodeId, Vec<Envelope>> = BTreeMap::new();
         for (key, ready) in &mut readies {
             let (wait, go): (Vec<_>, Vec<_>) =
-                std::mem::take(&mut ready.messages).into_iter().partition(|o| o.message.needs_durable_sender());
+                std::mem::take(&mut ready.messages).into_iter().partition(|o| o.message.waits_for_sync());
             ready.messages = wait;
             for o in go {
                 early_out.entry(o.to).or_default().push(Envelope { journal: *key, from: self.me, message: o.message });
@@ -138,7 +138,7 @@ impl<S: LogStore> Host<S> {
         for (key, fetch) in std::mem::take(&mut self.fetches) {
             self.stats.fetches += 1;
             match fetch {
-                Fetch::CatchUp { to, from, end, chosen_up_to, slots_max } => {
+                Fetch::CatchUp { to, life, from, end, chosen_up_to, slots_max } => {
                     let want = slots_max.min(u32::try_from(end.0.saturating_sub(from.0)).unwrap_or(u32::MAX));
                     let Ok(read) = reader.read_range(&key, from, want) else {
                         self.stats.fetch_errors += 1;
@@ -154,7 +154,7 @@ impl<S: LogStore> Host<S> {
                     if entries.is_empty() {
                         continue;
                     }
-                    let message = Message::CatchUpResponse { entries, chosen_up_to };
+                    let message = Message::CatchUpResponse { entries, chosen_up_to, life };
                     out.entry(to).or_default().push(Envelope { journal: key, from: self.me, message });
                 }
                 Fetch::Page { read, page } => {

@@ -224,10 +224,10 @@ impl Host for NodeHost {
             let durable = disk.load_journal(journal).ok().flatten().unwrap_or_default();
             let me = host.id();
             return Some(if config.voters.contains(&me) {
-                let v = paros_core::Voter::recover(me, config, self.tunables, 0, durable);
+                let v = paros_core::Voter::recover(me, config, self.tunables, 0, paros_core::Life::default(), durable);
                 JournalProbe { state: *v.state(), chosen_up_to: v.chosen_up_to(), floor: v.floor(), promised: Some(v.promised()), leader: false, leader_hint: None }
             } else {
-                let r = paros_core::Replica::recover(me, config, self.tunables, durable);
+                let r = paros_core::Replica::recover(me, config, self.tunables, paros_core::Life::default(), durable);
                 JournalProbe { state: *r.state(), chosen_up_to: r.chosen_up_to(), floor: r.floor(), promised: None, leader: false, leader_hint: None }
             });
         }

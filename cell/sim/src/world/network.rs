@@ -81,11 +81,11 @@ fn message_fields(m: &Message) -> (u64, u64, u64) {
         Message::Heartbeat { ballot, commit, quiesce } => (6, ballot.round, commit.0 * 2 + u64::from(*quiesce)),
         Message::HeartbeatAck { ballot, chosen_up_to } => (7, ballot.round, chosen_up_to.0),
         Message::Chosen { entries } => (8, entries.len() as u64, entries.first().map_or(0, |e| e.0.0)),
-        Message::CatchUpRequest { from } => (9, from.0, 0),
-        Message::CatchUpResponse { entries, chosen_up_to } => (10, entries.len() as u64, entries.first().map_or(0, |e| e.0.0) ^ (chosen_up_to.0 << 32)),
+        Message::CatchUpRequest { from, life } => (9, from.0, life.0),
+        Message::CatchUpResponse { entries, chosen_up_to, .. } => (10, entries.len() as u64, entries.first().map_or(0, |e| e.0.0) ^ (chosen_up_to.0 << 32)),
         Message::TrimmedTo { from, point, .. } => (11, from.0, point.0),
-        Message::WatermarkRequest { read } => (12, *read, 0),
-        Message::Watermark { read, up_to } => (13, *read, up_to.0),
+        Message::WatermarkRequest { read, life } => (12, *read, life.0),
+        Message::Watermark { read, up_to, .. } => (13, *read, up_to.0),
     }
 }
 
@@ -96,7 +96,7 @@ fn describe(m: &Message) -> String {
             format!("Accept {ballot:?} slots {slots:?} commit {commit:?}")
         }
         Message::Chosen { entries } => format!("Chosen slots {:?}", entries.iter().map(|e| e.0.0).collect::<Vec<u64>>()),
-        Message::CatchUpResponse { entries, chosen_up_to } => {
+        Message::CatchUpResponse { entries, chosen_up_to, .. } => {
             let slots: Vec<u64> = entries.iter().map(|e| e.0.0).collect();
             format!("CatchUpResponse slots {slots:?} chosen_up_to {chosen_up_to:?}")
         }
