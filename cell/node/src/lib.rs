@@ -10,6 +10,6 @@ pub mod rpc;
 pub mod shell;
 pub mod timing;
 
-pub use host::{BootError, Clocked, Early, Host, HostStats, PendingRound, PlaceError, RoundOutput, Ticket};
+pub use host::{BootError, Clocked, Early, Host, HostStats, LifeEvent, PendingRound, PlaceError, RoundOutput, Ticket};
 pub use mem_store::MemStore;
 pub use pump::{Effects, Persist, Pump};

@@ -723,7 +723,7 @@ fn a_call_during_a_check_in_elects_and_lands() {
 
 #[test]
 fn an_answer_to_an_earlier_life_of_a_journal_is_dropped_counted_and_wakes_nothing() {
-    use paros_core::{Life, Message, Slot};
+    use paros_core::{Message, Slot};
     let k = key(0);
     let mut cell = Cell::new(1);
     for h in cell.hosts.values_mut() {

@@ -149,6 +149,7 @@ impl<S: LogStore> Host<S> {
                     self.journals.insert(key, Hosted::Dormant(config));
                     self.checking_in.remove(&key);
                     self.woken.remove(&key);
+                    self.note_life(key, super::LifeEvent::Slept);
                     self.dormant += 1;
                     self.stats.dormancies += 1;
                 }
@@ -211,6 +212,9 @@ impl<S: LogStore> Host<S> {
                 self.stats.wakes += 1;
                 self.install(key, std::sync::Arc::unwrap_or_clone(config), durable);
                 self.woken.insert(key);
+                if let Some(life) = self.journals.get(&key).and_then(Hosted::life) {
+                    self.note_life(key, super::LifeEvent::Woke(life));
+                }
                 // An input that checks in ends its turn after this boot. Any other (a peer's
                 // check-in request, an answer) finds it awake anyway: if its own check-in is
                 // still to come, it checks in now, room permitting.

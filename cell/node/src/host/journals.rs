@@ -206,14 +206,15 @@ impl<S: LogStore> Host<S> {
                 // An answer to a request of an earlier life of this journal here (before a
                 // crash, a sleep or a removal): it counts for nothing, and does not wake a
                 // dormant journal (which has asked nothing).
-                if j.life().is_none() {
+                let dormant = j.life().is_none();
+                let after_wake = !dormant && self.woken.contains(&e.journal);
+                if dormant {
                     self.stats.stale_answers_dormant += 1;
                 } else {
                     self.stats.stale_answers += 1;
-                    if self.woken.contains(&e.journal) {
-                        self.stats.stale_answers_after_wake += 1;
-                    }
+                    self.stats.stale_answers_after_wake += u64::from(after_wake);
                 }
+                self.note_life(e.journal, super::LifeEvent::StaleAnswer { from, dormant, after_wake });
                 continue;
             }
             if let Hosted::Dormant(_) = j {

@@ -85,6 +85,19 @@ pub struct HostStats {
     pub stale_answers_dormant: u64,
 }
 
+/// What became of a journal's life here, for a simulation's timeline and audits (recorded only
+/// when asked: [`Host::record_lives`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum LifeEvent {
+    /// Quiet long enough: it left memory.
+    Slept,
+    /// Rebuilt from its store for an input, in a new life.
+    Woke(paros_core::Life),
+    /// An answer `from` a peer to a request of an earlier life arrived and was dropped: it found
+    /// the journal dormant, or awake in a later life (`after_wake`: one that began with a wake).
+    StaleAnswer { from: NodeId, dormant: bool, after_wake: bool },
+}
+
 /// A round whose batch is being made durable.
 #[derive(Debug)]
 #[must_use = "a pending round must be persisted and completed"]
@@ -157,6 +170,8 @@ pub struct Host<S: LogStore> {
     lives: u64,
     /// Awake journals whose life began with a wake from dormancy (for [`HostStats`]).
     woken: HashSet<JournalKey>,
+    /// Journals' sleeps, wakes and stale answers, when recorded ([`Host::record_lives`]).
+    life_events: Option<Vec<(JournalKey, LifeEvent)>>,
     stats: HostStats,
     keep_writes: bool,
     /// Every machine that shares a journal with this one, and when it was last heard.
@@ -244,6 +259,7 @@ impl<S: LogStore> Host<S> {
             seed,
             lives: 0,
             woken: HashSet::new(),
+            life_events: None,
             stats: HostStats::default(),
             keep_writes: false,
             peers: BTreeMap::new(),
@@ -322,6 +338,24 @@ impl<S: LogStore> Host<S> {
     pub fn return_store(&mut self, store: S) {
         assert!(self.store.is_none(), "only a lent store comes back");
         self.store = Some(store);
+    }
+
+    /// Record each journal's sleeps, wakes and stale answers for [`Host::take_life_events`]
+    /// (a simulation's timeline and audits).
+    pub fn record_lives(&mut self, record: bool) {
+        self.life_events = record.then(Vec::new);
+    }
+
+    /// The journals' sleeps, wakes and stale answers since the last call, in order (empty unless
+    /// recorded).
+    pub fn take_life_events(&mut self) -> Vec<(JournalKey, LifeEvent)> {
+        self.life_events.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    pub(super) fn note_life(&mut self, key: JournalKey, event: LifeEvent) {
+        if let Some(events) = &mut self.life_events {
+            events.push((key, event));
+        }
     }
 
     /// Keep each round's writes in [`RoundOutput::writes`] (audits in the simulation).
