@@ -284,7 +284,7 @@ impl Log {
         if start > self.start {
             let first = self.entries.first_key_value().map(|(s, _)| *s);
             match first {
-                Some(first) if start.0 - first.0 > POP_SLOTS_MAX => {
+                Some(first) if start.0.saturating_sub(first.0) > POP_SLOTS_MAX => {
                     // Many at once: one split of the tree. Popping each from the front costs a
                     // descent from the root and a shift of its leaf's entries apiece.
                     let kept = self.entries.split_off(&start);
