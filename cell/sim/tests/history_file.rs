@@ -34,7 +34,7 @@ fn an_exported_history_has_a_header_and_every_field_and_one_event_order() {
     let lines = export(SEED);
     let (header, ops) = lines.split_first().expect("a header line");
     let h = &header["header"];
-    assert_eq!(h["format"], "paros-sim-history/3");
+    assert_eq!(h["format"], "paros-sim-history/4");
     assert_eq!(h["seed"], SEED);
     for field in ["tick_ns", "call_timeout_ns", "page_records_max", "page_bytes_max", "write_records_max", "write_bytes_max", "wait_ticks_max", "read_ticks_max"] {
         assert!(h[field].as_u64().is_some_and(|n| n > 0), "the header names `{field}`: {h}");

@@ -26,10 +26,11 @@ pub enum Claim {
     RegistryCoordinatorFenced,
     FetchedFromDisk,
     DormantWakes,
+    MultiWriterRace,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 21] = [
+    pub const ALL: [Claim; 22] = [
         Claim::OneChosenPerSlot,
         Claim::SameOutcome,
         Claim::PromiseNeverDecreases,
@@ -51,6 +52,7 @@ impl Claim {
         Claim::RegistryCoordinatorFenced,
         Claim::FetchedFromDisk,
         Claim::DormantWakes,
+        Claim::MultiWriterRace,
     ];
 
     /// The claim's name, exactly as the runner prints it.
@@ -80,6 +82,9 @@ impl Claim {
             Claim::RegistryCoordinatorFenced => "the registry coordinator is fenced by its successor",
             Claim::FetchedFromDisk => "storage: catch-up and reads below a node's in-memory window are served from its disk",
             Claim::DormantWakes => "storage: a journal that went dormant wakes from its disk on the next input",
+            Claim::MultiWriterRace => {
+                "multi-writer: racing appenders are both acknowledged on one journal, each at positions of its own"
+            }
         }
     }
 
@@ -95,6 +100,7 @@ impl Claim {
         match self {
             Claim::ContestedCampaign | Claim::StaleAccept | Claim::CrashBeforeSync => Some(0.05),
             Claim::RegistryRestoresAtFloor | Claim::RegistryCoordinatorFenced | Claim::FetchedFromDisk | Claim::DormantWakes => Some(REGISTRY_REACH_SHARE_MIN),
+            Claim::MultiWriterRace => Some(MULTI_WRITER_REACH_SHARE_MIN),
             _ => None,
         }
     }
@@ -106,6 +112,10 @@ impl Claim {
 
 /// The share of seeds the registry's must-reach claims are reached in, at least.
 const REGISTRY_REACH_SHARE_MIN: f64 = 0.25;
+
+/// The share of seeds in which two appenders of a multi-writer journal race and are both
+/// acknowledged, at least (about half the seeds place a workload on a multi-writer journal).
+const MULTI_WRITER_REACH_SHARE_MIN: f64 = 0.25;
 
 /// Sweeps at least this long must reach every must-reach claim.
 pub const MUST_REACH_SEEDS_MIN: u64 = 50;

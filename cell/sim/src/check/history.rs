@@ -14,16 +14,17 @@ use paros_core::{CallAnswer, Consistency, JournalKey, LeaderUuid, NodeId, ReadAn
 use serde_json::{Value, json};
 
 /// The format name the header line carries; bumped when a line changes shape.
-pub const FORMAT: &str = "paros-sim-history/3";
+pub const FORMAT: &str = "paros-sim-history/4";
 
-/// What a client asked.
+/// What a client asked. A Write or Truncate without a `leader` is shaped for a multi-writer
+/// journal (unfenced), one with a leader for a single-writer journal.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum OpInput {
-    Write { leader: LeaderUuid, seq: u64, records: Vec<Bytes> },
+    Write { leader: Option<LeaderUuid>, seq: u64, records: Vec<Bytes> },
     /// `wait_ticks` is in the server's ticks (the header's `tick_ns` each, give or take the
     /// machine's clock skew).
     Read { from: u64, limit: u32, max_bytes: u32, wait_ticks: u32, consistency: Consistency },
-    Truncate { leader: LeaderUuid, up_to: u64 },
+    Truncate { leader: Option<LeaderUuid>, up_to: u64 },
     SetLeader { new: LeaderUuid, old: Option<LeaderUuid> },
 }
 
@@ -63,10 +64,16 @@ pub enum Probe {
     RandomRead,
     /// A read sent the moment a truncation was sent or answered, at positions around it.
     TrimRace,
+    /// An appender of a multi-writer journal sent a call shaped for a single-writer journal (a
+    /// fenced Write or Truncate, or a SetLeader): `WrongMode`.
+    WrongMode,
+    /// An appender of a multi-writer journal appended an empty batch: `Refused`.
+    EmptyAppend,
 }
 
 impl Probe {
-    pub const ALL: [Probe; 5] = [Probe::ChangedBytes, Probe::MovedBatch, Probe::PastTail, Probe::RandomRead, Probe::TrimRace];
+    pub const ALL: [Probe; 7] =
+        [Probe::ChangedBytes, Probe::MovedBatch, Probe::PastTail, Probe::RandomRead, Probe::TrimRace, Probe::WrongMode, Probe::EmptyAppend];
 
     /// The probe's name in the history format and the sweep's counters.
     #[must_use]
@@ -77,6 +84,8 @@ impl Probe {
             Probe::PastTail => "past_tail",
             Probe::RandomRead => "random_read",
             Probe::TrimRace => "trim_race",
+            Probe::WrongMode => "wrong_mode",
+            Probe::EmptyAppend => "empty_append",
         }
     }
 }
@@ -344,7 +353,7 @@ fn view_json(v: &JournalView) -> Value {
 fn input_json(input: &OpInput) -> Value {
     match input {
         OpInput::Write { leader, seq, records } => {
-            json!({ "leader": uuid_json(Some(*leader)), "seq": seq, "records": records_json(records) })
+            json!({ "leader": uuid_json(*leader), "seq": seq, "records": records_json(records) })
         }
         OpInput::Read { from, limit, max_bytes, wait_ticks, consistency } => {
             let c = match consistency {
@@ -353,7 +362,7 @@ fn input_json(input: &OpInput) -> Value {
             };
             json!({ "from": from, "limit": limit, "max_bytes": max_bytes, "wait_ticks": wait_ticks, "consistency": c })
         }
-        OpInput::Truncate { leader, up_to } => json!({ "leader": uuid_json(Some(*leader)), "up_to": up_to }),
+        OpInput::Truncate { leader, up_to } => json!({ "leader": uuid_json(*leader), "up_to": up_to }),
         OpInput::SetLeader { new, old } => json!({ "new": uuid_json(Some(*new)), "old": uuid_json(*old) }),
     }
 }

@@ -6,6 +6,7 @@ pub mod gaps;
 pub mod history;
 pub mod linearizability;
 pub mod model;
+pub mod multi;
 
 pub use claims::{Claim, Claims, Count, MUST_REACH_SEEDS_MIN};
 pub use history::{HistoryHeader, HistoryOp, JournalHeader, OpInput, OpOutput, Probe, ProbeCounts, ReadReport};

@@ -3,19 +3,23 @@
 //! [`paros_client::CallPolicy`] (retries, redirects, backoff and the settling of ambiguous calls
 //! are the library's); a checkpointing writer also folds its journal with a
 //! [`paros_client::Folder`] and checkpoints it with a [`paros_client::Checkpointer`]; a reader is a
-//! [`paros_client::ReaderCursor`] feeding a `Folder`. The prober (adversarial reads) is the
-//! workload's own.
+//! [`paros_client::ReaderCursor`] feeding a `Folder`. A multi-writer journal has several
+//! [`Appender`]s instead of a writer, each append an unfenced Write carried by a
+//! `CallPolicy` (the library has no sans-IO appender core for that mode; see `appender.rs`). The
+//! prober (adversarial reads) is the workload's own.
 //!
 //! Clients are sans-IO like the core: the world wakes them (the time) and hands them replies (a
 //! reply that never comes is [`Reply::TimedOut`] after the world's call timeout); they answer
 //! with requests to send (through [`ClientIo`]) and with what they learned, for the audit.
 
+mod appender;
 mod call;
 mod prober;
 mod reader;
 mod state;
 mod writer;
 
+pub use appender::{Appender, AppenderParams};
 pub use prober::{Prober, ProberParams};
 pub use reader::{Reader, ReaderParams};
 pub use state::Chain;
@@ -25,6 +29,51 @@ use bytes::Bytes;
 use paros_core::{Call, CallAnswer, NodeId, ReadAnswer, ReadRequest};
 
 use crate::check::{Probe, ReadReport};
+
+/// The client that writes a journal: the single-writer [`Writer`] of a single-writer journal, or
+/// one of the racing [`Appender`]s of a multi-writer journal.
+#[derive(Debug)]
+pub enum WriterClient {
+    Single(Box<Writer>),
+    Multi(Box<Appender>),
+}
+
+impl WriterClient {
+    /// True while a call is under way.
+    #[must_use]
+    pub fn busy(&self) -> bool {
+        match self {
+            WriterClient::Single(w) => w.busy(),
+            WriterClient::Multi(a) => a.busy(),
+        }
+    }
+
+    /// A checkpointing writer folding the journal: the first position its whole state lacks
+    /// (appenders fold nothing).
+    #[must_use]
+    pub fn folding_at(&self) -> Option<u64> {
+        match self {
+            WriterClient::Single(w) => w.folding_at(),
+            WriterClient::Multi(_) => None,
+        }
+    }
+
+    /// Time passed.
+    pub fn wake(&mut self, now: u64, ctx: ClientCtx, io: &mut ClientIo) {
+        match self {
+            WriterClient::Single(w) => w.wake(now, ctx, io),
+            WriterClient::Multi(a) => a.wake(now, ctx, io),
+        }
+    }
+
+    /// The reply to `token` arrived from `from` (`None` for a timeout).
+    pub fn on_reply(&mut self, now: u64, token: u64, from: Option<NodeId>, reply: Reply, io: &mut ClientIo) {
+        match self {
+            WriterClient::Single(w) => w.on_reply(now, token, from, reply, io),
+            WriterClient::Multi(a) => a.on_reply(now, token, reply, io),
+        }
+    }
+}
 
 /// A request a client sends to one machine.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -125,7 +174,8 @@ impl ClientIo {
     }
 }
 
-/// The position a workload record was written for (every record names it after its last `@`).
+/// The position a single-writer workload record was written for (every such record names it after
+/// its last `@`; an appender's records name no position).
 #[must_use]
 pub fn record_position(record: &[u8]) -> Option<u64> {
     let s = std::str::from_utf8(record).ok()?;

@@ -1,7 +1,7 @@
 //! The workload clients: waking them, carrying their calls to machines and answers back, and
 //! recording every call in the history.
 
-use paros_core::journal::Outcome;
+use paros_core::journal::{Outcome, WriterMode};
 use paros_core::{Call, CallAnswer, CallId, JournalKey, NodeId, ReadId};
 
 use super::{ClientKind, Event, Outstanding, World};
@@ -56,6 +56,7 @@ impl<H: Host> World<H> {
     pub(super) fn flush_client(&mut self, c: usize, io: ClientIo) {
         self.clients[c].next_token = io.next_token();
         let key = self.journals[self.clients[c].journal].0;
+        let multi = self.journals[self.clients[c].journal].1.mode == WriterMode::Multi;
         for ev in &io.events {
             let name = &self.clients[c].name;
             match ev {
@@ -69,7 +70,18 @@ impl<H: Host> World<H> {
                 }
                 _ => {}
             }
-            self.audit.on_client(key, name, ev);
+            // A multi-writer journal's records name no position: its acknowledgements and
+            // deliveries are judged by the multi-writer checks, the rest as for any journal.
+            match ev {
+                ClientEvent::Acked { seq, records } if multi => {
+                    self.multi.on_acked(key, name, *seq, records, &mut self.audit.claims);
+                    for (i, r) in records.iter().enumerate() {
+                        self.audit.acked.entry((key, seq + i as u64)).or_insert_with(|| r.clone());
+                    }
+                }
+                ClientEvent::Delivered { seq, record } if multi => self.multi.on_delivered(key, name, *seq, record, &mut self.audit.claims),
+                _ => self.audit.on_client(key, name, ev),
+            }
         }
         let journal = self.clients[c].journal;
         for out in io.sends {
@@ -87,7 +99,10 @@ impl<H: Host> World<H> {
     pub(super) fn send_request(&mut self, c: usize, out: Outgoing) {
         let Outgoing { token, to, request, probe } = out;
         let Some(&m) = self.index.get(&to) else { return };
-        let journal = self.journals[self.clients[c].journal].0;
+        let (journal, mode) = (self.journals[self.clients[c].journal].0, self.journals[self.clients[c].journal].1.mode);
+        if let (WriterMode::Multi, Request::Call(Call::Write { leader: None, records, .. })) = (mode, &request) {
+            self.multi.on_sent(journal, records);
+        }
         let req = self.next_request;
         self.next_request += 1;
         self.history_index += 1;
@@ -214,12 +229,8 @@ impl<H: Host> World<H> {
 
 fn op_input(request: &Request) -> OpInput {
     match request {
-        Request::Call(Call::Write { leader, seq, records }) => {
-            OpInput::Write { leader: leader.expect("workload writers are fenced"), seq: seq.0, records: records.clone() }
-        }
-        Request::Call(Call::Truncate { leader, up_to }) => {
-            OpInput::Truncate { leader: leader.expect("workload writers are fenced"), up_to: up_to.0 }
-        }
+        Request::Call(Call::Write { leader, seq, records }) => OpInput::Write { leader: *leader, seq: seq.0, records: records.clone() },
+        Request::Call(Call::Truncate { leader, up_to }) => OpInput::Truncate { leader: *leader, up_to: up_to.0 },
         Request::Call(Call::SetLeader { new, old }) => OpInput::SetLeader { new: *new, old: *old },
         Request::Read(r) => OpInput::Read {
             from: r.from.0,

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use paros_core::journal::Outcome;
+use paros_core::journal::{Outcome, WriterMode};
 use paros_core::{JournalKey, Slot};
 
 use super::{RunReport, World};
@@ -153,7 +153,8 @@ impl<H: Host> World<H> {
         let (mut checked, mut exhausted) = (0, 0);
         for (key, ops) in by_journal {
             checked += 1;
-            match linearizability::check(&ops, bounds, self.options.lin_step_budget) {
+            let mode = self.journals.iter().find(|(k, _)| *k == key).map_or(WriterMode::Single, |(_, c)| c.mode);
+            match linearizability::check(&ops, mode, bounds, self.options.lin_step_budget) {
                 Verdict::Linearizable { ops } => {
                     self.audit.claims.check(Claim::Linearizable, true, String::new);
                     if ops > 0 {

@@ -23,10 +23,12 @@ pub use trace::Trace;
 
 use std::collections::BTreeMap;
 
+use paros_core::journal::WriterMode;
 use paros_core::{JournalConfig, JournalId, JournalKey, NodeId, TenantId};
 
 use crate::check::{Claims, HistoryHeader, HistoryOp, ProbeCounts};
-use crate::client::{Prober, Reader, Reply, Request, Writer};
+use crate::check::multi::MultiWriterAudit;
+use crate::client::{Appender, Prober, Reader, Reply, Request, Writer, WriterClient};
 use crate::disk::SimDisk;
 use crate::host::{Host, MachineRole, MachineSpec, NodeHost, Packet, Placement};
 use crate::rng::SimRng;
@@ -94,7 +96,8 @@ struct Machine<H> {
 }
 
 enum ClientKind {
-    Writer(Box<Writer>),
+    /// A single-writer journal's writer, or one of a multi-writer journal's appenders.
+    Writer(WriterClient),
     Reader(Reader),
     Prober(Prober),
 }
@@ -164,6 +167,8 @@ pub struct World<H: Host> {
     settle_deadline: u64,
     done: bool,
     audit: Audit,
+    /// The client checks of multi-writer journals, whose records name no position.
+    multi: MultiWriterAudit,
     progress: progress::Progress,
     trace: Trace,
     registry: registry::RegistryWorld,
@@ -189,13 +194,14 @@ impl<H: Host> World<H> {
         let journals: Vec<(JournalKey, JournalConfig)> = params
             .placements
             .iter()
-            .map(|voters| {
+            .zip(&params.modes)
+            .map(|(voters, mode)| {
                 let key = JournalKey { tenant, journal: JournalId(rng.u64()) };
                 // The registry places odd voter sets only: an even one loses its last voter.
                 let odd = if voters.len() % 2 == 0 { &voters[..voters.len() - 1] } else { &voters[..] };
                 let mut voters: Vec<NodeId> = odd.iter().map(|v| voter_ids[*v]).collect();
                 voters.sort_unstable();
-                let config = JournalConfig { mode: paros_core::journal::WriterMode::Single, voters, learners: replica_ids.clone() };
+                let config = JournalConfig { mode: *mode, voters, learners: replica_ids.clone() };
                 (key, config)
             })
             .collect();
@@ -243,13 +249,23 @@ impl<H: Host> World<H> {
         let mut clients = Vec::new();
         for (w, wl) in params.workloads.iter().enumerate() {
             let config = &journals[wl.journal].1;
-            let start = rng.between(0, 500 * MS);
-            clients.push(Client {
-                kind: ClientKind::Writer(Box::new(Writer::new(format!("w{w}"), config.voters.clone(), rng.fork(), wl.writer, params.tick_ns, start))),
-                journal: wl.journal,
-                name: format!("w{w}"),
-                next_token: 0,
-            });
+            if config.mode == WriterMode::Multi {
+                for (a, ap) in wl.appenders.iter().enumerate() {
+                    let name = format!("a{w}.{a}");
+                    let start = rng.between(0, 500 * MS);
+                    let appender = Appender::new(name.clone(), config.voters.clone(), rng.fork(), *ap, params.tick_ns, start);
+                    clients.push(Client { kind: ClientKind::Writer(WriterClient::Multi(Box::new(appender))), journal: wl.journal, name, next_token: 0 });
+                }
+            } else {
+                let start = rng.between(0, 500 * MS);
+                let writer = Writer::new(format!("w{w}"), config.voters.clone(), rng.fork(), wl.writer, params.tick_ns, start);
+                clients.push(Client {
+                    kind: ClientKind::Writer(WriterClient::Single(Box::new(writer))),
+                    journal: wl.journal,
+                    name: format!("w{w}"),
+                    next_token: 0,
+                });
+            }
             for (r, rp) in wl.readers.iter().enumerate() {
                 let servers: Vec<NodeId> = config.voters.iter().chain(&config.learners).copied().collect();
                 let name = format!("r{w}.{r}");
@@ -306,6 +322,7 @@ impl<H: Host> World<H> {
             settle_deadline,
             done: false,
             audit: Audit::new(quorum),
+            multi: MultiWriterAudit::default(),
             progress: progress::Progress::new(journals_len, grace_ns, stall_bound_ns, retry_window_ns),
             trace: Trace::new(options.timeline),
             registry,

@@ -4,8 +4,9 @@ use std::time::Duration;
 
 use paros_client::{CheckpointerConfig, ClientConfig};
 use paros_core::Tunables;
+use paros_core::journal::WriterMode;
 
-use crate::client::{CheckpointParams, ProberParams, ReaderParams, WriterParams};
+use crate::client::{AppenderParams, CheckpointParams, ProberParams, ReaderParams, WriterParams};
 use crate::rng::SimRng;
 
 const MS: u64 = 1_000_000;
@@ -39,11 +40,15 @@ pub struct Outage {
     pub len_ns: u64,
 }
 
-/// One workload: a writer, its readers and maybe a prober on one journal.
+/// One workload: a writer (or, on a multi-writer journal, its appenders), its readers and maybe a
+/// prober on one journal.
 #[derive(Clone, Debug)]
 pub struct WorkloadParams {
     pub journal: usize,
+    /// The writer of a single-writer journal (drawn on every workload, used on those only).
     pub writer: WriterParams,
+    /// The racing appenders of a multi-writer journal (two or three; none on a single-writer one).
+    pub appenders: Vec<AppenderParams>,
     pub readers: Vec<ReaderParams>,
     pub prober: Option<ProberParams>,
 }
@@ -55,6 +60,8 @@ pub struct Params {
     pub replicas: usize,
     /// For each journal, the indices of the voters it is placed on (replicas learn every journal).
     pub placements: Vec<Vec<usize>>,
+    /// For each journal, its writer mode.
+    pub modes: Vec<WriterMode>,
     pub workloads: Vec<WorkloadParams>,
     pub tick_ns: u64,
     pub tunables: Tunables,
@@ -104,14 +111,25 @@ impl Params {
                 all
             })
             .collect();
-        let workloads = (0..rng.between(1, 3))
+        let mut workloads: Vec<WorkloadParams> = (0..rng.between(1, 3))
             .map(|_| WorkloadParams {
                 journal: rng.below(journals as u64) as usize,
                 writer: draw_writer(rng),
+                appenders: Vec::new(),
                 readers: (0..rng.between(1, 2)).map(|_| draw_reader(rng)).collect(),
                 prober: draw_prober(rng),
             })
             .collect();
+        // Writer modes and appenders draw from a side stream of their own (added after seeds were
+        // published): a seed whose journals all stay single-writer runs as it did before.
+        let mut multi = rng.side(0x6d75_6c74_6977_7269);
+        let modes: Vec<WriterMode> =
+            (0..journals).map(|_| if multi.chance(MULTI_WRITER_PPM) { WriterMode::Multi } else { WriterMode::Single }).collect();
+        for wl in &mut workloads {
+            if modes[wl.journal] == WriterMode::Multi {
+                wl.appenders = (0..multi.between(2, 3)).map(|_| draw_appender(&mut multi)).collect();
+            }
+        }
         // The in-memory window and anchor stride draw from a side stream of their own (knobs
         // added after seeds were published): most seeds keep a window of a few slots, so
         // catch-up, old pages and retries below it go through the store.
@@ -163,6 +181,7 @@ impl Params {
             voters,
             replicas,
             placements,
+            modes,
             workloads,
             tick_ns: 10 * MS,
             tunables,
@@ -253,6 +272,29 @@ fn draw_writer(rng: &mut SimRng) -> WriterParams {
 /// A writer's chance per batch of one kind of probe: none on a quarter of the writers.
 fn draw_probe_ppm(rng: &mut SimRng) -> u64 {
     if rng.chance(250_000) { 0 } else { rng.between(10_000, 150_000) }
+}
+
+/// The chance of a journal being multi-writer: one in three, so single-writer journals stay the
+/// majority.
+const MULTI_WRITER_PPM: u64 = 333_333;
+
+/// An appender of a multi-writer journal: batches like a writer's, at-least-once re-appends of
+/// most ambiguous batches, now and then a stray `seq`, truncations on half of them, and the
+/// wrong-mode and empty-append probes on most.
+fn draw_appender(side: &mut SimRng) -> AppenderParams {
+    AppenderParams {
+        pipeline: side.between(1, 3) as usize,
+        batch_records_max: side.between(1, 4),
+        record_bytes_max: 24,
+        batch_gap_ns: (2 * MS, side.between(10, 80) * MS),
+        reappend_ppm: side.between(500_000, 1_000_000),
+        appends_per_batch_max: 3,
+        stray_seq_ppm: side.between(0, 200_000),
+        truncate_gap_ns: side.chance(500_000).then(|| (side.between(200, 500) * MS, side.between(600, 2000) * MS)),
+        wrong_mode_ppm: if side.chance(250_000) { 0 } else { side.between(10_000, 60_000) },
+        empty_append_ppm: if side.chance(250_000) { 0 } else { side.between(5_000, 30_000) },
+        call: draw_call_config(side),
+    }
 }
 
 /// Three workloads in four have a prober.
