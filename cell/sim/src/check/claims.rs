@@ -27,10 +27,12 @@ pub enum Claim {
     FetchedFromDisk,
     DormantWakes,
     MultiWriterRace,
+    StaleAnswerAfterWake,
+    AnswerForItsRequest,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 22] = [
+    pub const ALL: [Claim; 24] = [
         Claim::OneChosenPerSlot,
         Claim::SameOutcome,
         Claim::PromiseNeverDecreases,
@@ -53,6 +55,8 @@ impl Claim {
         Claim::FetchedFromDisk,
         Claim::DormantWakes,
         Claim::MultiWriterRace,
+        Claim::StaleAnswerAfterWake,
+        Claim::AnswerForItsRequest,
     ];
 
     /// The claim's name, exactly as the runner prints it.
@@ -82,6 +86,10 @@ impl Claim {
             Claim::RegistryCoordinatorFenced => "the registry coordinator is fenced by its successor",
             Claim::FetchedFromDisk => "storage: catch-up and reads below a node's in-memory window are served from its disk",
             Claim::DormantWakes => "storage: a journal that went dormant wakes from its disk on the next input",
+            Claim::AnswerForItsRequest => {
+                "an answer counts only for the request it answers: one to a journal's earlier life on a machine is dropped, one to its current life is taken"
+            }
+            Claim::StaleAnswerAfterWake => "dormancy: a reply from a journal's earlier life arrives after it woke, and counts for nothing",
             Claim::MultiWriterRace => {
                 "multi-writer: racing appenders are both acknowledged on one journal, each at positions of its own"
             }
@@ -98,7 +106,7 @@ impl Claim {
     #[must_use]
     pub fn reach_share_min(self) -> Option<f64> {
         match self {
-            Claim::ContestedCampaign | Claim::StaleAccept | Claim::CrashBeforeSync => Some(0.05),
+            Claim::ContestedCampaign | Claim::StaleAccept | Claim::CrashBeforeSync | Claim::StaleAnswerAfterWake => Some(0.05),
             Claim::RegistryRestoresAtFloor | Claim::RegistryCoordinatorFenced | Claim::FetchedFromDisk | Claim::DormantWakes => Some(REGISTRY_REACH_SHARE_MIN),
             Claim::MultiWriterRace => Some(MULTI_WRITER_REACH_SHARE_MIN),
             _ => None,

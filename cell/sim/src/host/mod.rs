@@ -84,6 +84,8 @@ pub struct Stepped {
     /// journals it woke.
     pub fetches: u64,
     pub wakes: u64,
+    /// Journals that went dormant, woke, or dropped an answer to an earlier life in the step.
+    pub lives: Vec<(JournalKey, paros_node::LifeEvent)>,
 }
 
 /// What a step releases: messages, answers, and the slots its completed rounds applied.
@@ -161,4 +163,10 @@ pub trait Host: Sized {
     /// Removes `journal` from here (its removal rides the next round's sync); its waiting calls
     /// and reads get no answer.
     fn remove(&mut self, journal: &JournalKey);
+
+    /// True when `journal` is placed here (awake or dormant).
+    fn hosts(&self, journal: &JournalKey) -> bool;
+
+    /// Answers to requests of an earlier life of their journal dropped here since boot.
+    fn stale_answers(&self) -> u64;
 }

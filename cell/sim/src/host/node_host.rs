@@ -108,6 +108,9 @@ pub struct NodeHost {
     clock_due: bool,
     clock: SimClock,
     tunables: paros_core::Tunables,
+    /// Probes of dormant journals, rebuilt from the disk once per sleep: nothing writes a
+    /// dormant journal's rows, so its probe holds until it wakes (or is removed).
+    dormant_probes: std::cell::RefCell<std::collections::HashMap<JournalKey, JournalProbe>>,
 }
 
 impl std::fmt::Debug for NodeHost {
@@ -149,9 +152,19 @@ impl Host for NodeHost {
         }
         host.set_tick_ms(SIM_TICK_MS);
         host.set_dormancy(spec.dormant_after_ticks);
+        host.record_lives(true);
         let clock = SimClock::default();
         let pump = Pump::new(host, clock.now_ms());
-        NodeHost { pump, owed: BTreeMap::new(), persisting: None, immediate: Vec::new(), clock_due: false, clock, tunables: spec.tunables }
+        NodeHost {
+            pump,
+            owed: BTreeMap::new(),
+            persisting: None,
+            immediate: Vec::new(),
+            clock_due: false,
+            clock,
+            tunables: spec.tunables,
+            dormant_probes: std::cell::RefCell::default(),
+        }
     }
 
     fn deliver(&mut self, from: NodeId, packet: Packet) {
@@ -199,7 +212,11 @@ impl Host for NodeHost {
         assert!(!ticked || effects.ticked, "a tick period of the machine's clock delivers one tick");
         let fetches = self.pump.host().stats().fetches - fetches;
         let wakes = self.pump.host().stats().wakes - wakes;
-        let mut stepped = Stepped { completed: effects.completed, fetches, wakes, ..Stepped::default() };
+        let lives = self.pump.host_mut().take_life_events();
+        for (key, _) in &lives {
+            self.dormant_probes.get_mut().remove(key);
+        }
+        let mut stepped = Stepped { completed: effects.completed, fetches, wakes, lives, ..Stepped::default() };
         stepped.output.answers = std::mem::take(&mut self.immediate);
         if let Some(persist) = &effects.persist {
             disk.place(&persist.placements);
@@ -219,17 +236,22 @@ impl Host for NodeHost {
     fn probe(&self, disk: &SimDisk, journal: &JournalKey) -> Option<JournalProbe> {
         let host = self.pump.host();
         if host.is_dormant(journal) {
+            if let Some(probe) = self.dormant_probes.borrow().get(journal) {
+                return Some(*probe);
+            }
             // Dormant: what it would wake with, read from its disk (nothing here changes).
             let config = host.journal_config(journal)?.clone();
             let durable = disk.load_journal(journal).ok().flatten().unwrap_or_default();
             let me = host.id();
-            return Some(if config.voters.contains(&me) {
+            let probe = if config.voters.contains(&me) {
                 let v = paros_core::Voter::recover(me, config, self.tunables, 0, paros_core::Life::default(), durable);
                 JournalProbe { state: *v.state(), chosen_up_to: v.chosen_up_to(), floor: v.floor(), promised: Some(v.promised()), leader: false, leader_hint: None }
             } else {
                 let r = paros_core::Replica::recover(me, config, self.tunables, paros_core::Life::default(), durable);
                 JournalProbe { state: *r.state(), chosen_up_to: r.chosen_up_to(), floor: r.floor(), promised: None, leader: false, leader_hint: None }
-            });
+            };
+            self.dormant_probes.borrow_mut().insert(*journal, probe);
+            return Some(probe);
         }
         if let Some(v) = self.pump.host().voter(journal) {
             return Some(JournalProbe {
@@ -284,8 +306,18 @@ impl Host for NodeHost {
     }
 
     fn remove(&mut self, journal: &JournalKey) {
+        self.dormant_probes.get_mut().remove(journal);
         for (ticket, _) in self.pump.host_mut().remove(journal) {
             self.owed.remove(&ticket);
         }
+    }
+
+    fn hosts(&self, journal: &JournalKey) -> bool {
+        self.pump.host().journal_config(journal).is_some()
+    }
+
+    fn stale_answers(&self) -> u64 {
+        let stats = self.pump.host().stats();
+        stats.stale_answers + stats.stale_answers_dormant
     }
 }

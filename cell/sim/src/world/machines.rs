@@ -7,6 +7,7 @@ use crate::disk::SyncFault;
 use crate::host::{Host, Packet, RoundOutput};
 use crate::registry::RegReply;
 use paros_core::{CallId, ReadId};
+use paros_node::LifeEvent;
 
 impl<H: Host> World<H> {
     pub(super) fn boot(&mut self, m: usize) {
@@ -16,6 +17,7 @@ impl<H: Host> World<H> {
         mach.round_in_flight = false;
         mach.host = Some(H::boot(&mach.spec, &mach.disk, seed));
         let (epoch, id) = (mach.epoch, mach.spec.id);
+        self.answers.booted(id);
         let offset = self.rng.below(mach.tick_ns);
         self.after(offset, Event::Tick(m, epoch));
         self.trace.event(self.now, "boot", &[id.0], || format!("{id:?}"));
@@ -74,6 +76,28 @@ impl<H: Host> World<H> {
         }
         for _ in 0..stepped.wakes {
             self.audit.claims.reach(Claim::DormantWakes);
+        }
+        let me = mach.spec.id;
+        for (key, event) in &stepped.lives {
+            match *event {
+                LifeEvent::Slept => {
+                    self.answers.life_bound(me, *key);
+                    self.trace.event(self.now, "dormant", &[m as u64], || format!("{me:?} {key:?} went dormant"));
+                }
+                LifeEvent::Woke(life) => {
+                    self.answers.life_bound(me, *key);
+                    self.trace.event(self.now, "wake", &[m as u64, life.0], || format!("{me:?} {key:?} woke from its disk in {life:?}"));
+                }
+                LifeEvent::StaleAnswer { from, dormant, after_wake } => {
+                    if after_wake {
+                        self.audit.claims.reach(Claim::StaleAnswerAfterWake);
+                    }
+                    self.trace.event(self.now, "stale", &[m as u64, from.0, u64::from(dormant)], || {
+                        let found = if dormant { "dormant" } else if after_wake { "woken since" } else { "in a later life" };
+                        format!("{me:?} {key:?} dropped an answer from {from:?} to an earlier life (found it {found})")
+                    });
+                }
+            }
         }
         if let Some(writes) = stepped.persisting {
             mach.round_in_flight = true;

@@ -7,6 +7,7 @@
 //! every machine restarts, the clients wind down and every journal must converge. Claims are
 //! checked as the run goes and at its end.
 
+mod answers;
 mod audit;
 mod clients;
 mod faults;
@@ -15,6 +16,7 @@ mod network;
 mod finale;
 mod params;
 mod progress;
+mod queue;
 mod registry;
 mod trace;
 
@@ -150,8 +152,7 @@ pub struct World<H: Host> {
     options: RunOptions,
     rng: SimRng,
     now: u64,
-    queue: BTreeMap<(u64, u64), Event>,
-    queued: u64,
+    queue: queue::EventQueue<Event>,
     machines: Vec<Machine<H>>,
     index: BTreeMap<NodeId, usize>,
     journals: Vec<(JournalKey, JournalConfig)>,
@@ -171,6 +172,8 @@ pub struct World<H: Host> {
     multi: MultiWriterAudit,
     progress: progress::Progress,
     trace: Trace,
+    /// Requests in flight and journal lives: the answers audit.
+    answers: answers::Answers,
     registry: registry::RegistryWorld,
 }
 
@@ -306,8 +309,7 @@ impl<H: Host> World<H> {
             options,
             rng,
             now: 0,
-            queue: BTreeMap::new(),
-            queued: 0,
+            queue: queue::EventQueue::default(),
             machines,
             index,
             journals,
@@ -325,6 +327,7 @@ impl<H: Host> World<H> {
             multi: MultiWriterAudit::default(),
             progress: progress::Progress::new(journals_len, grace_ns, stall_bound_ns, retry_window_ns),
             trace: Trace::new(options.timeline),
+            answers: answers::Answers::default(),
             registry,
         };
         world.schedule_start();
@@ -365,8 +368,7 @@ impl<H: Host> World<H> {
     }
 
     fn at(&mut self, time: u64, event: Event) {
-        self.queued += 1;
-        self.queue.insert((time, self.queued), event);
+        self.queue.push(time, event);
     }
 
     fn after(&mut self, delay: u64, event: Event) {
@@ -376,7 +378,7 @@ impl<H: Host> World<H> {
     /// Runs the world to its end and judges it.
     pub fn run(mut self) -> RunReport {
         while !self.done {
-            let Some(((time, _), event)) = self.queue.pop_first() else { break };
+            let Some((time, event)) = self.queue.pop() else { break };
             self.now = time;
             self.handle(event);
         }

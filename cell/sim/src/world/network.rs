@@ -3,6 +3,7 @@
 use paros_core::{Message, NodeId};
 
 use super::{Event, NetParams, World};
+use crate::check::Claim;
 use crate::host::{Host, Packet};
 
 impl<H: Host> World<H> {
@@ -34,6 +35,9 @@ impl<H: Host> World<H> {
         }
         let copies = if self.rng.chance(net.dup_ppm) { 2 } else { 1 };
         for _ in 0..copies {
+            if let Packet::Protocol(e) = &packet {
+                self.answers.sent(from, self.machines[to].spec.id, e.journal, &e.message);
+            }
             let d = self.delay();
             self.after(d, Event::Packet { to, from, packet: packet.clone() });
         }
@@ -65,7 +69,24 @@ impl<H: Host> World<H> {
             }
             Packet::Alive => self.trace.quiet(self.now, "alive", &[from.0, id.0]),
         }
+        // An answer to a request of an earlier life of its journal here must be dropped, and
+        // one to the current life taken (judged only while the journal is hosted here).
+        let judged = match &packet {
+            Packet::Protocol(e) if host.hosts(&e.journal) => self.answers.delivered(from, id, e.journal, &e.message).map(|stale| (stale, e.journal)),
+            _ => None,
+        };
+        let dropped_before = host.stale_answers();
         host.deliver(from, packet);
+        if let Some((stale, journal)) = judged {
+            let dropped = host.stale_answers() > dropped_before;
+            if stale && dropped {
+                self.audit.claims.reach(Claim::AnswerForItsRequest);
+            }
+            self.audit.claims.check(Claim::AnswerForItsRequest, dropped == stale, || {
+                let what = if stale { "an answer to an earlier life was taken" } else { "an answer to the current life was dropped" };
+                format!("{id:?} {journal:?}: {what} (from {from:?})")
+            });
+        }
         self.kick(to);
     }
 }
