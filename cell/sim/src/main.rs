@@ -9,6 +9,10 @@ use paros_sim::check::Claim;
 use paros_sim::sweep::{self, SeedResult, Seeds};
 use paros_sim::RunOptions;
 
+/// The sweeps allocate per message and per event: mimalloc, as the `paros` binary uses.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(name = "paros-sim", about = "deterministic simulation of a paros cell, with audited claims")]
 struct Cli {

@@ -49,7 +49,6 @@
 //!   state whose `next_seq` is one of their landing places.
 
 use std::collections::{BTreeMap, HashSet};
-use std::hash::BuildHasherDefault;
 
 use bytes::Bytes;
 use paros_core::journal::{Outcome, WriterMode};
@@ -448,7 +447,7 @@ fn try_op(model: &mut JournalModel, op: &Op<'_>, bounds: PageBounds) -> Option<O
     }
 }
 
-type Memo = HashSet<(Vec<u64>, ModelKey), BuildHasherDefault<std::hash::DefaultHasher>>;
+type Memo = rustc_hash::FxHashSet<(Vec<u64>, ModelKey)>;
 
 /// The first `at_least` read of `history` whose answer no state of the journal could give.
 #[must_use]

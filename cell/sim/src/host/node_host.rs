@@ -110,7 +110,7 @@ pub struct NodeHost {
     tunables: paros_core::Tunables,
     /// Probes of dormant journals, rebuilt from the disk once per sleep: nothing writes a
     /// dormant journal's rows, so its probe holds until it wakes (or is removed).
-    dormant_probes: std::cell::RefCell<std::collections::HashMap<JournalKey, JournalProbe>>,
+    dormant_probes: std::cell::RefCell<rustc_hash::FxHashMap<JournalKey, JournalProbe>>,
 }
 
 impl std::fmt::Debug for NodeHost {

@@ -9,7 +9,9 @@
 //! the oldest is as good as any; a host that reused ids across lives would pair a late answer
 //! with the earlier life's request, and the audit then sees it taken.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use paros_core::{JournalKey, Life, Message, NodeId};
 

@@ -40,6 +40,9 @@ pub struct Audit {
     pub judged: BTreeMap<(JournalKey, Slot), Judgement>,
     /// The journal state after folding every slot below the key's slot.
     prefix: BTreeMap<(JournalKey, Slot), JournalState>,
+    /// The last probe judged of each journal on each machine, with the durable promise then
+    /// (looked up, never iterated).
+    last_probe: rustc_hash::FxHashMap<(NodeId, JournalKey), (JournalProbe, Option<Ballot>)>,
     promises: BTreeMap<(NodeId, JournalKey), Ballot>,
     /// Machines whose durable writes held a trim-point jump, per journal.
     pub jumps: BTreeMap<(NodeId, JournalKey), MachineRole>,
@@ -336,6 +339,18 @@ impl Audit {
 
     /// What `node` reports about `key` at the end of a round; `durable` is its promise on disk.
     pub fn on_probe(&mut self, node: NodeId, key: JournalKey, p: &JournalProbe, durable: Option<Ballot>) {
+        // The same probe against the same durable promise is judged the same: judged once.
+        match self.last_probe.entry((node, key)) {
+            std::collections::hash_map::Entry::Occupied(mut e) => {
+                if *e.get() == (*p, durable) {
+                    return;
+                }
+                e.insert((*p, durable));
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert((*p, durable));
+            }
+        }
         self.on_prefix(key, p.chosen_up_to, p.state, Claim::SameOutcome, node);
         if let (Some(mem), Some(disk)) = (p.promised, durable) {
             self.claims.check(Claim::PromiseNeverDecreases, mem >= disk, || {

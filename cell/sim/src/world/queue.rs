@@ -7,10 +7,18 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+/// Bits of a key that hold the scheduling sequence and the slot: the time is the rest.
+const SEQ_BITS: u32 = 40;
+const SLOT_BITS: u32 = 32;
+
 /// Events of type `E` waiting for their time.
+///
+/// The heap orders one `u128` per event: the time (nanoseconds, below 2^56: two years), the
+/// scheduling sequence (below 2^40) and the event's slot, so a comparison is one integer
+/// comparison.
 #[derive(Debug)]
 pub struct EventQueue<E> {
-    order: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    order: BinaryHeap<Reverse<u128>>,
     slots: Vec<Option<E>>,
     free: Vec<u32>,
     scheduled: u64,
@@ -36,12 +44,16 @@ impl<E> EventQueue<E> {
                 u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 events wait at once")
             }
         };
-        self.order.push(Reverse((time, self.scheduled, slot)));
+        assert!(time < 1 << (128 - SEQ_BITS - SLOT_BITS) && self.scheduled < 1 << SEQ_BITS, "a run fits its queue's key");
+        let key = (u128::from(time) << (SEQ_BITS + SLOT_BITS)) | (u128::from(self.scheduled) << SLOT_BITS) | u128::from(slot);
+        self.order.push(Reverse(key));
     }
 
     /// The earliest event and its time.
     pub fn pop(&mut self) -> Option<(u64, E)> {
-        let Reverse((time, _, slot)) = self.order.pop()?;
+        let Reverse(key) = self.order.pop()?;
+        let time = u64::try_from(key >> (SEQ_BITS + SLOT_BITS)).expect("a time below 2^56");
+        let slot = (key & u128::from(u32::MAX)) as u32;
         let event = self.slots[slot as usize].take().expect("a scheduled slot holds its event");
         self.free.push(slot);
         Some((time, event))
