@@ -425,7 +425,7 @@ impl CallPolicy {
     }
 
     fn on_verdict(&mut self, outcome: Outcome) -> Step {
-        if let Some(view) = outcome_view(&outcome)
+        if let Some(view) = outcome.view()
             && !view_is_consistent(&view)
         {
             return self.finish(Err(AnswerError::InconsistentView { view }));
@@ -551,20 +551,6 @@ impl CallPolicy {
         self.done = true;
         self.read_back = None;
         Step::Done(result)
-    }
-}
-
-/// The view a verdict carries, if it carries one.
-pub fn outcome_view(outcome: &Outcome) -> Option<JournalView> {
-    match *outcome {
-        Outcome::Refused(v)
-        | Outcome::Truncated(v)
-        | Outcome::WrongMode(v)
-        | Outcome::Won(v)
-        | Outcome::Lost(v)
-        | Outcome::Trimmed(v)
-        | Outcome::TruncateRefused(v) => Some(v),
-        Outcome::Accepted { .. } | Outcome::Duplicate { .. } | Outcome::Noop => None,
     }
 }
 

@@ -189,6 +189,24 @@ pub enum Outcome {
     Noop,
 }
 
+impl Outcome {
+    /// The view the verdict carries, if it carries one (every verdict but an append's and a
+    /// gap filler's).
+    #[must_use]
+    pub fn view(&self) -> Option<JournalView> {
+        match *self {
+            Outcome::Refused(v)
+            | Outcome::Truncated(v)
+            | Outcome::WrongMode(v)
+            | Outcome::Won(v)
+            | Outcome::Lost(v)
+            | Outcome::Trimmed(v)
+            | Outcome::TruncateRefused(v) => Some(v),
+            Outcome::Accepted { .. } | Outcome::Duplicate { .. } | Outcome::Noop => None,
+        }
+    }
+}
+
 /// Batch limits, judged before anything is proposed.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct Limits {

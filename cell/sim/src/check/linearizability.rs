@@ -196,14 +196,11 @@ impl<'a> Landing<'a> {
                         }
                         next_max = next_max.max(seq.0 + count);
                     }
-                    Outcome::Refused(v)
-                    | Outcome::Truncated(v)
-                    | Outcome::WrongMode(v)
-                    | Outcome::Won(v)
-                    | Outcome::Lost(v)
-                    | Outcome::Trimmed(v)
-                    | Outcome::TruncateRefused(v) => next_max = next_max.max(v.next_seq.0),
-                    Outcome::Duplicate { .. } | Outcome::Noop => {}
+                    other => {
+                        if let Some(v) = other.view() {
+                            next_max = next_max.max(v.next_seq.0);
+                        }
+                    }
                 },
                 Some(OpOutput::Read(ReadAnswer::Page { from, records, view })) => {
                     next_max = next_max.max(view.next_seq.0);
@@ -922,7 +919,7 @@ mod tests {
                 }
                 Some(OpOutput::Call(CallAnswer::Verdict(o))) => Some(OpOutput::Call(CallAnswer::Verdict(match o {
                     Outcome::Refused(v) => Outcome::Accepted { seq: v.next_seq, count: 1 },
-                    other => Outcome::Refused(paros_client::client::outcome_view(&other).unwrap_or_default()),
+                    other => Outcome::Refused(other.view().unwrap_or_default()),
                 }))),
                 other => other,
             };

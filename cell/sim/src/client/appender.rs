@@ -25,7 +25,6 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use paros_client::client::outcome_view;
 use paros_client::{AnswerError, CallPolicy, ClientConfig, Decided};
 use paros_core::journal::{JournalView, Outcome};
 use paros_core::rng::Rng;
@@ -264,7 +263,7 @@ impl Appender {
             // A verdict other than `Accepted` for a non-empty unfenced append is the checker's
             // to judge (the model gives `Accepted`); the batch is not appended again.
             Ok(Decided::Verdict(o)) => {
-                if let Some(v) = outcome_view(&o) {
+                if let Some(v) = o.view() {
                     self.heard(v);
                 }
                 false
@@ -292,7 +291,7 @@ impl Appender {
         }
         match decided {
             Ok(Decided::Verdict(o)) => {
-                if let Some(v) = outcome_view(&o) {
+                if let Some(v) = o.view() {
                     self.heard(v);
                 }
             }
