@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use paros_client::{
-    Client, ClientConfig, Decided, Denial, GatewayClient, HttpConfig, HttpService, JournalService, ReadConsistency, Reader,
-    ReaderConfig, ReaderError, ReaderOutcome, Writer, WriterConfig, WriterError,
+    Client, ClientConfig, Decided, Denial, GatewayClient, HttpConfig, HttpService, JournalService, ReadConsistency,
+    Reader, ReaderConfig, ReaderError, ReaderOutcome, Writer, WriterConfig, WriterError,
 };
 use paros_core::journal::WriterMode;
 use paros_core::{JournalId, JournalKey, TenantId};
@@ -25,7 +25,7 @@ use paros_registry::{Accepted, Directory, JournalName, Op, Quotas, TenantName};
 use serde::Serialize;
 
 pub use paros_embedded::read_all;
-use paros_embedded::{random_u64, CellError, EmbeddedCell};
+use paros_embedded::{CellError, EmbeddedCell, random_u64};
 
 /// The benchmark's shape.
 #[derive(Clone, Debug)]
@@ -153,7 +153,12 @@ pub struct Split {
 
 impl Split {
     fn of(h: &paros_node::timing::Histogram) -> Split {
-        Split { p50_us: h.quantile(0.50), p99_us: h.quantile(0.99), p999_us: h.quantile(0.999), max_us: h.quantile(1.0) }
+        Split {
+            p50_us: h.quantile(0.50),
+            p99_us: h.quantile(0.99),
+            p999_us: h.quantile(0.999),
+            max_us: h.quantile(1.0),
+        }
     }
 }
 
@@ -262,7 +267,9 @@ fn cpu_s() -> f64 {
 fn rss_bytes(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
         .map_or(0, |kib| kib * 1024)
 }
 
@@ -271,7 +278,11 @@ const PLACEMENT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The bench's journals, created through the registry where missing: `(index, key)` in index
 /// order, how many were created, and how long until every node hosted them all.
-pub async fn bench_journals(cell: &EmbeddedCell, journals: usize, create: bool) -> Result<(Vec<(usize, JournalKey)>, usize, Duration), BenchError> {
+pub async fn bench_journals(
+    cell: &EmbeddedCell,
+    journals: usize,
+    create: bool,
+) -> Result<(Vec<(usize, JournalKey)>, usize, Duration), BenchError> {
     named_journals(cell, BENCH_TENANT, journals, create).await
 }
 
@@ -294,8 +305,12 @@ async fn named_journals(
     let tenant = match dir.tenant_by_name(&name) {
         Some(t) => t.id,
         None if create => {
-            let quotas = Quotas { journals_max: u32::try_from(journals).unwrap_or(u32::MAX).max(1), ..Quotas::default() };
-            match cell.request(Op::Command(paros_registry::Command::SignUp { tenant: TenantId(random_u64()), name, quotas })).await {
+            let quotas =
+                Quotas { journals_max: u32::try_from(journals).unwrap_or(u32::MAX).max(1), ..Quotas::default() };
+            match cell
+                .request(Op::Command(paros_registry::Command::SignUp { tenant: TenantId(random_u64()), name, quotas }))
+                .await
+            {
                 Ok(Accepted::SignedUp { tenant }) => tenant,
                 other => return Err(BenchError::Registry(format!("signing up the bench tenant: {other:?}"))),
             }
@@ -304,7 +319,8 @@ async fn named_journals(
     };
     let started = Instant::now();
     let dir = cell.wait_followers(PLACEMENT_TIMEOUT, |d| d.tenant(tenant).is_some()).await.map_err(registry)?;
-    let missing: Vec<usize> = (0..journals).filter(|i| dir.journal_by_name(tenant, &journal_name(*i)).is_none()).collect();
+    let missing: Vec<usize> =
+        (0..journals).filter(|i| dir.journal_by_name(tenant, &journal_name(*i)).is_none()).collect();
     if !create && !missing.is_empty() {
         return Err(BenchError::Registry(format!("{} of the bench's journals are missing", missing.len())));
     }
@@ -313,11 +329,22 @@ async fn named_journals(
     let mut pending = tokio::task::JoinSet::new();
     for i in missing {
         if pending.len() >= CREATES_IN_FLIGHT_MAX {
-            pending.join_next().await.expect("a task is pending").map_err(|e| BenchError::Registry(e.to_string()))??;
+            pending
+                .join_next()
+                .await
+                .expect("a task is pending")
+                .map_err(|e| BenchError::Registry(e.to_string()))??;
         }
-        let op = Op::CreateJournal { tenant, journal: JournalId(random_u64()), name: journal_name(i), mode: WriterMode::Single };
+        let op = Op::CreateJournal {
+            tenant,
+            journal: JournalId(random_u64()),
+            name: journal_name(i),
+            mode: WriterMode::Single,
+        };
         let request = cell.request_handle();
-        pending.spawn(async move { request.request(op).await.map_err(|e| BenchError::Registry(format!("creating journal {i}: {e}"))) });
+        pending.spawn(async move {
+            request.request(op).await.map_err(|e| BenchError::Registry(format!("creating journal {i}: {e}")))
+        });
     }
     while let Some(done) = pending.join_next().await {
         done.map_err(|e| BenchError::Registry(e.to_string()))??;
@@ -327,7 +354,9 @@ async fn named_journals(
     let all = |d: &Directory| d.live_journals(tenant) as usize >= live_before + created;
     let dir = cell.wait_followers(PLACEMENT_TIMEOUT, all).await.map_err(registry)?;
     let placement = started.elapsed();
-    let keys = (0..journals).map(|i| (i, dir.journal_by_name(tenant, &journal_name(i)).expect("every journal is placed").key)).collect();
+    let keys = (0..journals)
+        .map(|i| (i, dir.journal_by_name(tenant, &journal_name(i)).expect("every journal is placed").key))
+        .collect();
     Ok((keys, created, placement))
 }
 
@@ -365,7 +394,9 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
         return Err(BenchError::Args("writers, journals, batch and record-bytes must be at least 1".into()));
     }
     let limits = paros_core::journal::Limits::default();
-    if args.batch > limits.write_records_max as usize || (args.batch * args.record_bytes) as u64 > limits.write_bytes_max {
+    if args.batch > limits.write_records_max as usize
+        || (args.batch * args.record_bytes) as u64 > limits.write_bytes_max
+    {
         return Err(BenchError::Args(format!(
             "a batch holds at most {} records and {} bytes",
             limits.write_records_max, limits.write_bytes_max
@@ -435,8 +466,20 @@ async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
     };
     let opening = Instant::now();
     let defaults = paros_embedded::embedded_tunables().1;
-    let shell = paros_node::shell::ShellConfig { dormant_after: args.dormant_after, idle_spin: args.idle_spin.unwrap_or(defaults.idle_spin), spin_round_journals_max: args.spin_round_journals_max.unwrap_or(defaults.spin_round_journals_max), ..defaults };
-    let cell = EmbeddedCell::open_tuned(dir, paros_embedded::EMBEDDED_MEMBERS, paros_registry::daemon::CoordinatorLoopConfig::default(), args.store, shell).await?;
+    let shell = paros_node::shell::ShellConfig {
+        dormant_after: args.dormant_after,
+        idle_spin: args.idle_spin.unwrap_or(defaults.idle_spin),
+        spin_round_journals_max: args.spin_round_journals_max.unwrap_or(defaults.spin_round_journals_max),
+        ..defaults
+    };
+    let cell = EmbeddedCell::open_tuned(
+        dir,
+        paros_embedded::EMBEDDED_MEMBERS,
+        paros_registry::daemon::CoordinatorLoopConfig::default(),
+        args.store,
+        shell,
+    )
+    .await?;
     let open_s = opening.elapsed().as_secs_f64();
     let (keys, journals_created, placement) = bench_journals(&cell, args.journals, true).await?;
     let placement_s = placement.as_secs_f64();
@@ -491,9 +534,11 @@ async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
     let rss_peak_read_bytes = rss_bytes("VmHWM:");
     let _hosts = cell.stop();
     let mut report = report(&args, &shared, elapsed, verified);
-    report.cpu_us_per_record = if report.acked_records > 0 { cpu_spent * 1e6 / report.acked_records as f64 } else { 0.0 };
+    report.cpu_us_per_record =
+        if report.acked_records > 0 { cpu_spent * 1e6 / report.acked_records as f64 } else { 0.0 };
     report.open_s = open_s;
-    report.first_write_s = shared.first_ack.lock().expect("lock").map_or(0.0, |t| t.duration_since(opening).as_secs_f64());
+    report.first_write_s =
+        shared.first_ack.lock().expect("lock").map_or(0.0, |t| t.duration_since(opening).as_secs_f64());
     report.rss_peak_write_bytes = rss_peak_write_bytes;
     report.rss_peak_read_bytes = rss_peak_read_bytes;
     report.read_back_s = read_back_s;
@@ -563,8 +608,16 @@ fn windows(lat: &[(u32, u32)], elapsed: f64) -> (Vec<Window>, f64) {
         .enumerate()
         .map(|(i, v)| {
             v.sort_unstable();
-            let pct = |p: f64| v.get(((v.len() as f64 * p) as usize).min(v.len().saturating_sub(1))).copied().unwrap_or(0) as u64;
-            Window { second: i as u64, records: v.len() as u64, p99_us: pct(0.99), p999_us: pct(0.999), ..Window::default() }
+            let pct = |p: f64| {
+                v.get(((v.len() as f64 * p) as usize).min(v.len().saturating_sub(1))).copied().unwrap_or(0) as u64
+            };
+            Window {
+                second: i as u64,
+                records: v.len() as u64,
+                p99_us: pct(0.99),
+                p999_us: pct(0.999),
+                ..Window::default()
+            }
         })
         .collect();
     let mut counts: Vec<u64> = windows.iter().map(|w| w.records).collect();
@@ -587,7 +640,11 @@ fn fresh_tenant_name() -> paros_api::TenantName {
 
 /// The bench's journals at the gateway, `j0`, `j1`, …: created with `POST /v1/journals`, or
 /// reused when the tenant holds them already (409 `name_taken`). How many were created.
-async fn http_journals(g: &GatewayClient, journals: usize, shared: &Arc<Shared>) -> Result<(Vec<(usize, paros_api::JournalName)>, usize), BenchError> {
+async fn http_journals(
+    g: &GatewayClient,
+    journals: usize,
+    shared: &Arc<Shared>,
+) -> Result<(Vec<(usize, paros_api::JournalName)>, usize), BenchError> {
     let mut pending = tokio::task::JoinSet::new();
     let mut created = 0;
     let mut names = Vec::new();
@@ -612,7 +669,10 @@ async fn http_journals(g: &GatewayClient, journals: usize, shared: &Arc<Shared>)
                     Err(e) if e.code() == Some(paros_api::ErrorCode::NameTaken) => return Ok(false),
                     Err(paros_client::GatewayError::Api { status: 429 | 503, retry_after_s, error }) => {
                         // Over the requests/s quota, or the registry slow to show it: wait.
-                        if !matches!(error.code(), Some(paros_api::ErrorCode::OverQuota | paros_api::ErrorCode::Unavailable)) {
+                        if !matches!(
+                            error.code(),
+                            Some(paros_api::ErrorCode::OverQuota | paros_api::ErrorCode::Unavailable)
+                        ) {
                             return Err(BenchError::Registry(format!("creating journal {i}: {error}")));
                         }
                         if error.code() == Some(paros_api::ErrorCode::OverQuota) {
@@ -633,7 +693,9 @@ async fn http_journals(g: &GatewayClient, journals: usize, shared: &Arc<Shared>)
 
 async fn run_http(args: BenchArgs, url: &str) -> Result<Report, BenchError> {
     if args.data_dir.is_some() || args.idle_journals > 0 {
-        return Err(BenchError::Args("--data-dir and --idle-journals are the embedded cell's: not with --target".into()));
+        return Err(BenchError::Args(
+            "--data-dir and --idle-journals are the embedded cell's: not with --target".into(),
+        ));
     }
     let gateway = |e: paros_client::GatewayError| BenchError::Gateway(e.to_string());
     let config = HttpConfig::default();
@@ -664,9 +726,8 @@ async fn run_http(args: BenchArgs, url: &str) -> Result<Report, BenchError> {
 /// How long to wait before asking again, when `e` is the gateway's 429 `over_quota`.
 fn over_quota(e: &WriterError) -> Option<Duration> {
     match e {
-        WriterError::Failed { decided: Decided::Denied { denial, .. }, .. } | WriterError::Undecided { decided: Decided::Denied { denial, .. } } => {
-            quota_wait(denial)
-        }
+        WriterError::Failed { decided: Decided::Denied { denial, .. }, .. }
+        | WriterError::Undecided { decided: Decided::Denied { denial, .. } } => quota_wait(denial),
         _ => None,
     }
 }
@@ -695,7 +756,11 @@ where
     }
 }
 
-async fn claim_all<S>(client: &Client<S>, journals: Vec<(usize, S::Journal)>, shared: &Shared) -> Result<Journals<S>, BenchError>
+async fn claim_all<S>(
+    client: &Client<S>,
+    journals: Vec<(usize, S::Journal)>,
+    shared: &Shared,
+) -> Result<Journals<S>, BenchError>
 where
     S: JournalService + 'static,
     S::Journal: 'static,
@@ -703,7 +768,8 @@ where
     let mut out = Vec::new();
     for (index, journal) in journals {
         let fail = |reason: String| BenchError::Writer { journal: index, reason };
-        let mut writer = Writer::new(client.clone(), journal.clone(), WriterConfig::default(), random_u64()).map_err(|e| fail(e.to_string()))?;
+        let mut writer = Writer::new(client.clone(), journal.clone(), WriterConfig::default(), random_u64())
+            .map_err(|e| fail(e.to_string()))?;
         claim(&mut writer, index, shared).await?;
         out.push(Arc::new(tokio::sync::Mutex::new(JournalWriter { index, journal, writer })));
     }
@@ -727,7 +793,10 @@ where
         tasks.push(tokio::spawn(async move { write_loop(&journal, &shared, batch, size).await }));
     }
     let progress = args.progress.then(|| progress_bar(args.duration));
-    let bytes_done = || args.stop_after_bytes.is_some_and(|max| shared.records.load(Ordering::Relaxed).saturating_mul(args.record_bytes as u64) >= max);
+    let bytes_done = || {
+        args.stop_after_bytes
+            .is_some_and(|max| shared.records.load(Ordering::Relaxed).saturating_mul(args.record_bytes as u64) >= max)
+    };
     while started.elapsed() < args.duration && !bytes_done() {
         tokio::time::sleep(Duration::from_millis(200)).await;
         if let Some(p) = &progress {
@@ -756,7 +825,9 @@ fn report(args: &BenchArgs, shared: &Shared, elapsed: f64, verified: u64) -> Rep
     let (windows, min_window_ratio) = windows(&timed, elapsed);
     let mut lat: Vec<u32> = timed.into_iter().map(|(_, us)| us).collect();
     lat.sort_unstable();
-    let pct = |p: f64| lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1))).copied().unwrap_or(0) as u64;
+    let pct = |p: f64| {
+        lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1))).copied().unwrap_or(0) as u64
+    };
     Report {
         target: "in_cell",
         records_per_s: records as f64 / elapsed,
@@ -808,7 +879,12 @@ fn progress_bar(duration: Duration) -> indicatif::ProgressBar {
     p
 }
 
-async fn write_loop<S>(journal: &tokio::sync::Mutex<JournalWriter<S>>, shared: &Shared, batch: usize, size: usize) -> Result<(), BenchError>
+async fn write_loop<S>(
+    journal: &tokio::sync::Mutex<JournalWriter<S>>,
+    shared: &Shared,
+    batch: usize,
+    size: usize,
+) -> Result<(), BenchError>
 where
     S: JournalService + 'static,
     S::Journal: 'static,
@@ -898,7 +974,10 @@ where
         }
         let want: u64 = acked.get(&j.index).into_iter().flatten().map(|(_, n)| n).sum();
         if count != want {
-            return Err(BenchError::Verify(format!("journal {} lost acknowledged records: read back {count} of {want}", j.index)));
+            return Err(BenchError::Verify(format!(
+                "journal {} lost acknowledged records: read back {count} of {want}",
+                j.index
+            )));
         }
         verified += count;
     }
@@ -908,13 +987,25 @@ where
 /// Reads every record of `journal` linearizably from the start, handing each to `each` with
 /// its position (as [`read_all`], over any service, waiting out a gateway's quota). Positions
 /// arrive in increasing order.
-async fn read_back<S>(client: &Client<S>, journal: S::Journal, shared: &Shared, mut each: impl FnMut(u64, &Bytes)) -> Result<(), String>
+async fn read_back<S>(
+    client: &Client<S>,
+    journal: S::Journal,
+    shared: &Shared,
+    mut each: impl FnMut(u64, &Bytes),
+) -> Result<(), String>
 where
     S: JournalService + 'static,
     S::Journal: 'static,
 {
-    let mut reader = Reader::new(client.clone(), journal, paros_core::Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, 0)
-        .map_err(|e| e.to_string())?;
+    let mut reader = Reader::new(
+        client.clone(),
+        journal,
+        paros_core::Seq(0),
+        ReaderConfig::default(),
+        ReadConsistency::Linearizable,
+        0,
+    )
+    .map_err(|e| e.to_string())?;
     loop {
         match reader.next().await {
             Ok(ReaderOutcome::Records { from, records, .. }) => {

@@ -116,7 +116,12 @@ async fn retire(gateway: &Gateway, dir: &Path, kids: &[String]) -> Result<(), De
 /// `quota_requests_per_s`: the requests/s quota new tenants get instead of the gateway's
 /// default (a benchmark's tenant, say).
 /// `keys`: rotate the signing key, retire old ones.
-pub async fn run(dir: &Path, listen: SocketAddr, quota_requests_per_s: Option<u32>, keys: KeyOptions) -> Result<(), DevError> {
+pub async fn run(
+    dir: &Path,
+    listen: SocketAddr,
+    quota_requests_per_s: Option<u32>,
+    keys: KeyOptions,
+) -> Result<(), DevError> {
     let cell = EmbeddedCell::open(dir).await?;
     match cell.init().await {
         Ok(_) | Err(CellError::AlreadyFormed(_)) => {}
@@ -129,10 +134,19 @@ pub async fn run(dir: &Path, listen: SocketAddr, quota_requests_per_s: Option<u3
     }
     // The dashboard and /metrics read the nodes' counters through this port.
     let reader = cell.stats_reader();
-    let nodes: Arc<dyn NodeStats> = Arc::new(move || reader.read().iter().map(|s| NodeCounters::of_host(s.node, &s.host).with_store(s.store)).collect::<Vec<_>>());
-    let gateway = Gateway::start_with_nodes(cell.client.clone(), cell.coordinator(), cell.directory(), config, signing, Some(nodes))
-        .await
-        .map_err(|e| DevError::Gateway(e.to_string()))?;
+    let nodes: Arc<dyn NodeStats> = Arc::new(move || {
+        reader.read().iter().map(|s| NodeCounters::of_host(s.node, &s.host).with_store(s.store)).collect::<Vec<_>>()
+    });
+    let gateway = Gateway::start_with_nodes(
+        cell.client.clone(),
+        cell.coordinator(),
+        cell.directory(),
+        config,
+        signing,
+        Some(nodes),
+    )
+    .await
+    .map_err(|e| DevError::Gateway(e.to_string()))?;
     retire(&gateway, dir, &keys.retire).await?;
     let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| DevError::Listen(listen, e))?;
     let addr = listener.local_addr().map_err(|e| DevError::Listen(listen, e))?;
@@ -140,7 +154,9 @@ pub async fn run(dir: &Path, listen: SocketAddr, quota_requests_per_s: Option<u3
     println!("paros dev: serving http://{addr} (data in {})", dir.display());
     println!("admin token (valid 24 h): {token}");
     println!("dashboard: http://{addr}/ui#token={token}");
-    println!("try: export PAROS_URL=http://{addr}; eval \"$(paros signup acme | grep ^export)\"; paros journal create orders && paros write orders hello");
+    println!(
+        "try: export PAROS_URL=http://{addr}; eval \"$(paros signup acme | grep ^export)\"; paros journal create orders && paros write orders hello"
+    );
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
 

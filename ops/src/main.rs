@@ -4,8 +4,8 @@
 //! truncate, set-leader).
 
 mod bench;
-mod dev;
 mod cli;
+mod dev;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -187,16 +187,74 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { writers, journals, record_bytes, batch, duration_s, data_dir, idle_journals, json, ack_log, raw_fjall, target, token, blob_bytes_min, store_workers, store_nice, store_apply_nice, store_spread_pct, store_l0_tables, store_memtable_mib, store_table_mib, store_wal_segment_mib, store_apply_interval_us, stop_after_mib, dormant_after_s, idle_spin_us, spin_round_journals_max } => {
+        Command::Bench {
+            writers,
+            journals,
+            record_bytes,
+            batch,
+            duration_s,
+            data_dir,
+            idle_journals,
+            json,
+            ack_log,
+            raw_fjall,
+            target,
+            token,
+            blob_bytes_min,
+            store_workers,
+            store_nice,
+            store_apply_nice,
+            store_spread_pct,
+            store_l0_tables,
+            store_memtable_mib,
+            store_table_mib,
+            store_wal_segment_mib,
+            store_apply_interval_us,
+            stop_after_mib,
+            dormant_after_s,
+            idle_spin_us,
+            spin_round_journals_max,
+        } => {
             let duration = Duration::from_secs(duration_s);
             if raw_fjall {
                 return raw_fjall_bench(data_dir, batch, record_bytes, duration, json);
             }
             let defaults = paros_store::StoreOptions::default();
-            let store = paros_store::StoreOptions { blob_bytes_min, worker_threads: store_workers.unwrap_or(defaults.worker_threads), background_nice: store_nice.map_or(defaults.background_nice, |n| (n != 0).then_some(n)), apply_nice: store_apply_nice.map_or(defaults.apply_nice, |n| (n != 0).then_some(n)), member_spread_pct: store_spread_pct.unwrap_or(defaults.member_spread_pct), l0_tables: store_l0_tables.unwrap_or(defaults.l0_tables), memtable_bytes: store_memtable_mib.map_or(defaults.memtable_bytes, |m| m.saturating_mul(1 << 20)), table_bytes: store_table_mib.map_or(defaults.table_bytes, |m| m.saturating_mul(1 << 20)), wal_segment_bytes: store_wal_segment_mib.map_or(defaults.wal_segment_bytes, |m| m.saturating_mul(1 << 20)), apply_interval: store_apply_interval_us.map_or(defaults.apply_interval, std::time::Duration::from_micros), ..defaults };
+            let store = paros_store::StoreOptions {
+                blob_bytes_min,
+                worker_threads: store_workers.unwrap_or(defaults.worker_threads),
+                background_nice: store_nice.map_or(defaults.background_nice, |n| (n != 0).then_some(n)),
+                apply_nice: store_apply_nice.map_or(defaults.apply_nice, |n| (n != 0).then_some(n)),
+                member_spread_pct: store_spread_pct.unwrap_or(defaults.member_spread_pct),
+                l0_tables: store_l0_tables.unwrap_or(defaults.l0_tables),
+                memtable_bytes: store_memtable_mib.map_or(defaults.memtable_bytes, |m| m.saturating_mul(1 << 20)),
+                table_bytes: store_table_mib.map_or(defaults.table_bytes, |m| m.saturating_mul(1 << 20)),
+                wal_segment_bytes: store_wal_segment_mib
+                    .map_or(defaults.wal_segment_bytes, |m| m.saturating_mul(1 << 20)),
+                apply_interval: store_apply_interval_us
+                    .map_or(defaults.apply_interval, std::time::Duration::from_micros),
+                ..defaults
+            };
             let stop_after_bytes = stop_after_mib.map(|m| m.saturating_mul(1 << 20));
             let dormant_after = (dormant_after_s > 0).then(|| Duration::from_secs(dormant_after_s));
-            let args = bench::BenchArgs { writers, journals, record_bytes, batch, duration, data_dir, idle_journals, ack_log, progress: true, target, token, store, stop_after_bytes, dormant_after, idle_spin: idle_spin_us.map(Duration::from_micros), spin_round_journals_max };
+            let args = bench::BenchArgs {
+                writers,
+                journals,
+                record_bytes,
+                batch,
+                duration,
+                data_dir,
+                idle_journals,
+                ack_log,
+                progress: true,
+                target,
+                token,
+                store,
+                stop_after_bytes,
+                dormant_after,
+                idle_spin: idle_spin_us.map(Duration::from_micros),
+                spin_round_journals_max,
+            };
             match runtime.block_on(bench::run(args)) {
                 Ok(report) => {
                     print_report(&report, json);
@@ -221,16 +279,18 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Verify { data_dir, ack_log, record_bytes } => match runtime.block_on(verify::run(&data_dir, &ack_log, record_bytes)) {
-            Ok(n) => {
-                println!("verify: {n} acknowledged records present exactly once at their positions");
-                ExitCode::SUCCESS
+        Command::Verify { data_dir, ack_log, record_bytes } => {
+            match runtime.block_on(verify::run(&data_dir, &ack_log, record_bytes)) {
+                Ok(n) => {
+                    println!("verify: {n} acknowledged records present exactly once at their positions");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("paros verify: {e}");
+                    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1))
+                }
             }
-            Err(e) => {
-                eprintln!("paros verify: {e}");
-                ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1))
-            }
-        },
+        }
     }
 }
 
@@ -273,22 +333,40 @@ fn print_report(r: &bench::Report, json: bool) {
         println!("  placing journals  {:>12.3} s", r.placement_s);
         println!("  rss peak          {:>12} bytes", r.rss_peak_bytes);
         if r.open_s > 0.0 {
-            println!("  open              {:>12.3} s, first write acknowledged {:.3} s after the open began", r.open_s, r.first_write_s);
+            println!(
+                "  open              {:>12.3} s, first write acknowledged {:.3} s after the open began",
+                r.open_s, r.first_write_s
+            );
         }
         if r.rss_peak_write_bytes > 0 {
-            println!("  rss peak writing  {:>12} bytes, reading back {} bytes ({:.1} s)", r.rss_peak_write_bytes, r.rss_peak_read_bytes, r.read_back_s);
+            println!(
+                "  rss peak writing  {:>12} bytes, reading back {} bytes ({:.1} s)",
+                r.rss_peak_write_bytes, r.rss_peak_read_bytes, r.read_back_s
+            );
         }
     } else {
         println!("  creating+claiming {:>12.3} s ({} journals created)", r.placement_s, r.journals_created);
         println!("  429 over_quota    {:>12}", r.over_quota_retries);
     }
     if r.idle_journals > 0 {
-        println!("  rss per idle journal {:>9} bytes ({} idle journals)", r.rss_per_idle_journal_bytes, r.idle_journals);
+        println!(
+            "  rss per idle journal {:>9} bytes ({} idle journals)",
+            r.rss_per_idle_journal_bytes, r.idle_journals
+        );
     }
-    println!("  verified          {} of {} acknowledged records read back at their positions", r.verified_records, r.acked_records);
+    println!(
+        "  verified          {} of {} acknowledged records read back at their positions",
+        r.verified_records, r.acked_records
+    );
 }
 
-fn raw_fjall_bench(dir: Option<PathBuf>, batch: usize, record_bytes: usize, duration: Duration, json: bool) -> ExitCode {
+fn raw_fjall_bench(
+    dir: Option<PathBuf>,
+    batch: usize,
+    record_bytes: usize,
+    duration: Duration,
+    json: bool,
+) -> ExitCode {
     let temp = tempfile::tempdir().expect("a temporary directory");
     let dir = dir.unwrap_or_else(|| temp.path().to_path_buf());
     let r = paros_store::baseline::raw_fjall_append(&dir, batch, record_bytes, duration);
@@ -355,13 +433,16 @@ mod verify {
         let cell = EmbeddedCell::open(dir).await?;
         let acks = ack_entries(&text);
         let count = acks.iter().map(|&(j, _, _)| j).max().map_or(0, |m| m + 1);
-        let (keys, _, _) = bench_journals(&cell, count, false).await.map_err(|e| VerifyError::Mismatch(e.to_string()))?;
+        let (keys, _, _) =
+            bench_journals(&cell, count, false).await.map_err(|e| VerifyError::Mismatch(e.to_string()))?;
         let mut read = Vec::new();
         for (i, key) in keys {
             let all = read_all(&cell.client, key).await.map_err(VerifyError::Mismatch)?;
             for (seq, r) in &all {
                 if *r != record_bytes(i, *seq, size) {
-                    return Err(VerifyError::Mismatch(format!("journal {i} holds a foreign or duplicated record at {seq}")));
+                    return Err(VerifyError::Mismatch(format!(
+                        "journal {i} holds a foreign or duplicated record at {seq}"
+                    )));
                 }
             }
             read.push(all);

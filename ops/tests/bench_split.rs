@@ -15,8 +15,11 @@ fn the_in_cell_bench_reports_the_round_split_and_per_second_windows() {
     let rounds = split["rounds"].as_u64().expect("rounds");
     assert!(rounds > 0, "{report}");
     for part in ["queue", "write", "sync", "hop"] {
-        let (p50, p99, max) =
-            (split[part]["p50_us"].as_u64().unwrap(), split[part]["p99_us"].as_u64().unwrap(), split[part]["max_us"].as_u64().unwrap());
+        let (p50, p99, max) = (
+            split[part]["p50_us"].as_u64().unwrap(),
+            split[part]["p99_us"].as_u64().unwrap(),
+            split[part]["max_us"].as_u64().unwrap(),
+        );
         assert!(p50 <= p99 && p99 <= max, "{part}: {report}");
     }
     assert!(split["sync"]["p50_us"].as_u64().unwrap() > 0, "a sync takes time: {report}");
@@ -27,13 +30,29 @@ fn the_in_cell_bench_reports_the_round_split_and_per_second_windows() {
     assert!(in_windows <= batches && in_windows > 0, "{report}");
     let ratio = report["min_window_ratio"].as_f64().unwrap();
     assert!(ratio > 0.0 && ratio <= 1.0, "{report}");
-    assert!(report["store_compactions"].as_u64().is_some() && report["store_compacting_s"].as_f64().is_some(), "{report}");
+    assert!(
+        report["store_compactions"].as_u64().is_some() && report["store_compacting_s"].as_f64().is_some(),
+        "{report}"
+    );
 }
 
 #[test]
 fn idle_journals_report_their_placement_time_and_memory() {
     let out = Command::new(env!("CARGO_BIN_EXE_paros"))
-        .args(["bench", "--writers", "1", "--journals", "1", "--duration-s", "1", "--idle-journals", "300", "--dormant-after-s", "1", "--json"])
+        .args([
+            "bench",
+            "--writers",
+            "1",
+            "--journals",
+            "1",
+            "--duration-s",
+            "1",
+            "--idle-journals",
+            "300",
+            "--dormant-after-s",
+            "1",
+            "--json",
+        ])
         .output()
         .expect("paros bench runs");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -86,12 +86,17 @@ fn journal_create_prints_the_journal_and_exits_0() {
 #[test]
 fn write_with_a_leader_in_force_writes_at_the_tail() {
     let (url, log) = gateway(Box::new(|method, target, _| match (method, target) {
-        ("GET", "/v1/journals/orders") => {
-            (200, format!(r#"{{"name":"orders","mode":"single_writer","view":{{"leader":"{U}","first_seq":0,"next_seq":4}}}}"#))
-        }
+        ("GET", "/v1/journals/orders") => (
+            200,
+            format!(
+                r#"{{"name":"orders","mode":"single_writer","view":{{"leader":"{U}","first_seq":0,"next_seq":4}}}}"#
+            ),
+        ),
         ("POST", "/v1/journals/orders/records") => (
             200,
-            format!(r#"{{"outcome":"accepted","seq":4,"count":2,"view":{{"leader":"{U}","first_seq":0,"next_seq":6}}}}"#),
+            format!(
+                r#"{{"outcome":"accepted","seq":4,"count":2,"view":{{"leader":"{U}","first_seq":0,"next_seq":6}}}}"#
+            ),
         ),
         _ => (404, r#"{"code":"unknown_journal","message":"m"}"#.into()),
     }));
@@ -99,13 +104,18 @@ fn write_with_a_leader_in_force_writes_at_the_tail() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(printed, serde_json::json!({"leader": U, "seq": 4, "count": 2, "next_seq": 6}));
-    assert_eq!(log.lock().unwrap()[1], format!(r#"POST /v1/journals/orders/records {{"leader":"{U}","seq":4,"records":["YQ==","Yg=="]}}"#));
+    assert_eq!(
+        log.lock().unwrap()[1],
+        format!(r#"POST /v1/journals/orders/records {{"leader":"{U}","seq":4,"records":["YQ==","Yg=="]}}"#)
+    );
 }
 
 #[test]
 fn a_lost_set_leader_exits_3_and_an_unauthorized_token_exits_6() {
     let (url, _) = gateway(Box::new(|_, target, _| match target {
-        "/v1/journals/orders/leader" => (409, format!(r#"{{"code":"lost","message":"m","view":{{"leader":"{U}","first_seq":0,"next_seq":0}}}}"#)),
+        "/v1/journals/orders/leader" => {
+            (409, format!(r#"{{"code":"lost","message":"m","view":{{"leader":"{U}","first_seq":0,"next_seq":0}}}}"#))
+        }
         _ => (401, r#"{"code":"unauthorized","message":"expired"}"#.into()),
     }));
     let out = paros(&url, &["set-leader", "orders", "--new", "00000000-0000-0000-0000-000000000002"]);

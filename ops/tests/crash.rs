@@ -107,7 +107,19 @@ fn a_full_disk_stops_the_process_with_exit_code_75() {
     }
     let disk = TinyDisk::mount(3 << 20);
     let out = paros()
-        .args(["bench", "--writers", "8", "--journals", "8", "--batch", "64", "--record-bytes", "1000", "--duration-s", "60"])
+        .args([
+            "bench",
+            "--writers",
+            "8",
+            "--journals",
+            "8",
+            "--batch",
+            "64",
+            "--record-bytes",
+            "1000",
+            "--duration-s",
+            "60",
+        ])
         .arg("--data-dir")
         .arg(disk.dir.path().join("cell"))
         .stdout(Stdio::null())
@@ -116,5 +128,8 @@ fn a_full_disk_stops_the_process_with_exit_code_75() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(75), "{stderr}");
     // Printed by a node whose round failed to write or sync (not a boot error).
-    assert!(stderr.contains("storage fault on node") && stderr.contains("No space left"), "the fault says why: {stderr}");
+    assert!(
+        stderr.contains("storage fault on node") && stderr.contains("No space left"),
+        "the fault says why: {stderr}"
+    );
 }

@@ -39,7 +39,9 @@ fn cli(url: &str, token: Option<&str>, args: &[&str], stdin: Option<&str>) -> (i
     if let Some(t) = token {
         cmd.env("PAROS_TOKEN", t);
     }
-    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("the CLI runs");
     if let Some(input) = stdin {
         use std::io::Write as _;
@@ -72,9 +74,22 @@ fn paros_dev_serves_the_cli_stops_on_sigint_and_keeps_every_record_across_a_rest
     // and the tenant's writes and the refused token are counted.
     let metrics = http_get(&url, "/metrics");
     assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
-    assert_eq!(metrics.lines().filter(|l| l.starts_with("paros_gateway_node_rounds_total{node=")).count(), 3, "{metrics}");
-    assert_eq!(metrics.lines().filter(|l| l.starts_with("paros_gateway_node_store_disk_bytes{node=")).count(), 3, "{metrics}");
-    assert!(metrics.lines().any(|l| l.starts_with("paros_gateway_tenant_records_total{") && l.contains("direction=\"written\"") && l.ends_with(" 4")), "{metrics}");
+    assert_eq!(
+        metrics.lines().filter(|l| l.starts_with("paros_gateway_node_rounds_total{node=")).count(),
+        3,
+        "{metrics}"
+    );
+    assert_eq!(
+        metrics.lines().filter(|l| l.starts_with("paros_gateway_node_store_disk_bytes{node=")).count(),
+        3,
+        "{metrics}"
+    );
+    assert!(
+        metrics.lines().any(|l| l.starts_with("paros_gateway_tenant_records_total{")
+            && l.contains("direction=\"written\"")
+            && l.ends_with(" 4")),
+        "{metrics}"
+    );
     assert!(metrics.lines().any(|l| l == "paros_gateway_auth_refusals_total{reason=\"not_jwt\"} 1"), "{metrics}");
     stop(child);
 
@@ -103,7 +118,8 @@ fn start_with(data: &Path, flags: &[&str]) -> (Child, String) {
 }
 
 fn kid_of(data: &Path) -> String {
-    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(data.join("gateway-key.json")).unwrap()).unwrap();
+    let file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data.join("gateway-key.json")).unwrap()).unwrap();
     file["kid"].as_str().unwrap().to_owned()
 }
 
@@ -132,6 +148,11 @@ fn paros_dev_rotates_its_signing_key_and_retires_the_old_one() {
     assert_eq!(cli(&url, Some(&new_token), &["journal", "list"], None).0, 0, "the new key's token is good");
     stop(child);
 
-    let refused = paros().args(["dev", "--listen", "127.0.0.1:0", "--data-dir"]).arg(&data).args(["--retire-key", &new_kid]).output().unwrap();
+    let refused = paros()
+        .args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .args(["--retire-key", &new_kid])
+        .output()
+        .unwrap();
     assert_eq!(refused.status.code(), Some(2), "the key signing now is not retired");
 }

@@ -23,7 +23,8 @@ fn a_journal_of_hundreds_of_mib_is_written_and_read_back_in_bounded_memory() {
     let acked = report["acked_records"].as_u64().expect("acked_records");
     assert!(acked * 16384 >= JOURNAL_MIB << 20, "the run wrote the whole journal: {report}");
     assert_eq!(report["verified_records"].as_u64(), Some(acked), "every acknowledged position read back: {report}");
-    let (write, read) = (report["rss_peak_write_bytes"].as_u64().unwrap(), report["rss_peak_read_bytes"].as_u64().unwrap());
+    let (write, read) =
+        (report["rss_peak_write_bytes"].as_u64().unwrap(), report["rss_peak_read_bytes"].as_u64().unwrap());
     assert!(write > 0 && read > 0, "{report}");
     assert!(write < RSS_MAX, "writing {JOURNAL_MIB} MiB peaked at {write} bytes resident: {report}");
     assert!(read < RSS_MAX, "reading {JOURNAL_MIB} MiB back peaked at {read} bytes resident: {report}");

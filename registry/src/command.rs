@@ -76,11 +76,7 @@ pub struct Quotas {
 
 impl Default for Quotas {
     fn default() -> Self {
-        Quotas {
-            requests_per_s: 1_000,
-            bytes_per_s: 16 << 20,
-            journals_max: 100,
-        }
+        Quotas { requests_per_s: 1_000, bytes_per_s: 16 << 20, journals_max: 100 }
     }
 }
 
@@ -111,12 +107,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            verdicts_max: 4_096,
-            voters_max: 7,
-            revoked_per_tenant_max: 10_000,
-            keys_per_scope_max: 16,
-        }
+        Limits { verdicts_max: 4_096, voters_max: 7, revoked_per_tenant_max: 10_000, keys_per_scope_max: 16 }
     }
 }
 
@@ -207,10 +198,7 @@ pub enum DecodeError {
     /// The body does not decode as a record. `id` is the request id when at least that much
     /// decoded, so the fold can still give that request a verdict.
     #[error("malformed registry record: {reason}")]
-    Malformed {
-        reason: String,
-        id: Option<RequestId>,
-    },
+    Malformed { reason: String, id: Option<RequestId> },
     /// Bytes after the record.
     #[error("a registry record with {extra} trailing bytes")]
     Trailing { extra: usize, id: RequestId },
@@ -234,8 +222,7 @@ impl Record {
     /// Never for these types: postcard writes every one of them (no sequence of unknown
     /// length, no fallible `Serialize`).
     pub fn encode(&self) -> Bytes {
-        let out = postcard::to_extend(self, vec![COMMAND_VERSION])
-            .expect("postcard writes every registry record");
+        let out = postcard::to_extend(self, vec![COMMAND_VERSION]).expect("postcard writes every registry record");
         Bytes::from(out)
     }
 
@@ -250,23 +237,15 @@ impl Record {
         }
         match postcard::take_from_bytes::<Record>(body) {
             Ok((record, [])) => Ok(record),
-            Ok((record, rest)) => Err(DecodeError::Trailing {
-                extra: rest.len(),
-                id: record.id,
-            }),
-            Err(e) => Err(DecodeError::Malformed {
-                reason: e.to_string(),
-                id: Self::peek_id(bytes),
-            }),
+            Ok((record, rest)) => Err(DecodeError::Trailing { extra: rest.len(), id: record.id }),
+            Err(e) => Err(DecodeError::Malformed { reason: e.to_string(), id: Self::peek_id(bytes) }),
         }
     }
 
     /// The request id a record names, decoding nothing else (`None` when even that fails).
     pub fn peek_id(bytes: &[u8]) -> Option<RequestId> {
         match bytes.split_first() {
-            Some((&COMMAND_VERSION, body)) => postcard::take_from_bytes::<RequestId>(body)
-                .ok()
-                .map(|(id, _)| id),
+            Some((&COMMAND_VERSION, body)) => postcard::take_from_bytes::<RequestId>(body).ok().map(|(id, _)| id),
             _ => None,
         }
     }
@@ -297,11 +276,7 @@ mod tests {
     fn an_unknown_version_is_refused() {
         let mut bytes = sample().encode().to_vec();
         bytes[0] = 2;
-        assert_eq!(
-            Record::decode(&bytes),
-            Err(DecodeError::UnknownVersion(2)),
-            "version 2 is not read"
-        );
+        assert_eq!(Record::decode(&bytes), Err(DecodeError::UnknownVersion(2)), "version 2 is not read");
     }
 
     #[test]
@@ -310,10 +285,7 @@ mod tests {
         bytes.push(0);
         assert_eq!(
             Record::decode(&bytes),
-            Err(DecodeError::Trailing {
-                extra: 1,
-                id: RequestId(7)
-            }),
+            Err(DecodeError::Trailing { extra: 1, id: RequestId(7) }),
             "one trailing byte is refused and the id is still known"
         );
     }

@@ -33,9 +33,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use bytes::Bytes;
-use paros_client::{
-    Checkpointer, CheckpointerConfig, ConfigError, FoldError, FoldEvent, Folder, Seq, Truncate,
-};
+use paros_client::{Checkpointer, CheckpointerConfig, ConfigError, FoldError, FoldEvent, Folder, Seq, Truncate};
 use paros_core::ids::{JournalId, NodeId, TenantId};
 use paros_core::journal::WriterMode;
 use thiserror::Error;
@@ -58,12 +56,7 @@ pub struct Request {
 pub enum Op {
     /// Create a journal, placed by the coordinator ([`placement`]). The journal id is drawn at
     /// random by the caller's side (the async shell owns the randomness).
-    CreateJournal {
-        tenant: TenantId,
-        journal: JournalId,
-        name: JournalName,
-        mode: WriterMode,
-    },
+    CreateJournal { tenant: TenantId, journal: JournalId, name: JournalName, mode: WriterMode },
     /// Any command, appended as given (a `CreateJournal` here keeps its explicit voters,
     /// which the fold still checks).
     Command(Command),
@@ -148,12 +141,7 @@ pub enum CoordinatorError {
     #[error(
         "an acknowledgement of [{from:?}, +{count}) does not match the records in flight from {in_flight_from:?} ({in_flight} records)"
     )]
-    UnexpectedAck {
-        from: Seq,
-        count: u64,
-        in_flight_from: Seq,
-        in_flight: usize,
-    },
+    UnexpectedAck { from: Seq, count: u64, in_flight_from: Seq, in_flight: usize },
     /// The folder refused a page or a gap.
     #[error("folding: {0}")]
     Fold(#[from] FoldError),
@@ -229,10 +217,7 @@ impl Coordinator {
     /// # Errors
     /// [`CoordinatorError::Config`] or [`CoordinatorError::Checkpoint`] for a bound of zero;
     /// [`CoordinatorError::NotWhole`] for a folder waiting for a run.
-    pub fn new(
-        folder: Folder<Directory>,
-        config: CoordinatorConfig,
-    ) -> Result<Self, CoordinatorError> {
+    pub fn new(folder: Folder<Directory>, config: CoordinatorConfig) -> Result<Self, CoordinatorError> {
         if config.pending_max == 0 {
             return Err(CoordinatorError::Config("pending_max"));
         }
@@ -357,12 +342,7 @@ impl Coordinator {
         }
         let command = match op {
             Op::Command(command) => command,
-            Op::CreateJournal {
-                tenant,
-                journal,
-                name,
-                mode,
-            } => {
+            Op::CreateJournal { tenant, journal, name, mode } => {
                 let candidates = placement::candidates(self.directory(), &self.pending_load);
                 match placement::place(&candidates, self.config.voters) {
                     Ok(mut voters) => Command::CreateJournal {
@@ -415,8 +395,7 @@ impl Coordinator {
             let mut bytes = 0usize;
             while let Some(r) = self.run_queue.front() {
                 if !batch.is_empty()
-                    && (batch.len() >= self.config.batch_records_max
-                        || bytes + r.len() > self.config.batch_bytes_max)
+                    && (batch.len() >= self.config.batch_records_max || bytes + r.len() > self.config.batch_bytes_max)
                 {
                     break;
                 }
@@ -508,17 +487,9 @@ impl Coordinator {
     ///
     /// # Errors
     /// [`CoordinatorError::Fold`] when `from` is past the folded tail (report the gap first).
-    pub fn fold_page(
-        &mut self,
-        from: Seq,
-        records: &[Bytes],
-    ) -> Result<Vec<Reply>, CoordinatorError> {
+    pub fn fold_page(&mut self, from: Seq, records: &[Bytes]) -> Result<Vec<Reply>, CoordinatorError> {
         if from > self.folder.next() {
-            return Err(FoldError::NotContiguous {
-                expected: self.folder.next(),
-                from,
-            }
-            .into());
+            return Err(FoldError::NotContiguous { expected: self.folder.next(), from }.into());
         }
         let mut replies = Vec::new();
         for (offset, record) in (0u64..).zip(records) {
@@ -540,12 +511,7 @@ impl Coordinator {
     }
 
     /// Folds one record and answers the request it decided, if one waits here.
-    fn fold_record(
-        &mut self,
-        at: Seq,
-        record: &Bytes,
-        replies: &mut Vec<Reply>,
-    ) -> Result<(), CoordinatorError> {
+    fn fold_record(&mut self, at: Seq, record: &Bytes, replies: &mut Vec<Reply>) -> Result<(), CoordinatorError> {
         let events = self.folder.fold(at, record)?;
         for event in events {
             match event {
@@ -623,10 +589,8 @@ impl Coordinator {
         if !self.checkpoint_wanted {
             let state_len = self.state_len();
             let (records, _) = self.checkpointer.since_checkpoint();
-            let by_time = self
-                .config
-                .checkpoint_interval
-                .is_some_and(|i| now.saturating_sub(since) >= i && records > 0);
+            let by_time =
+                self.config.checkpoint_interval.is_some_and(|i| now.saturating_sub(since) >= i && records > 0);
             self.checkpoint_wanted = self.checkpointer.due(state_len) || by_time;
         }
         if !self.checkpoint_wanted || !self.in_flight.is_empty() {
@@ -666,12 +630,6 @@ impl Coordinator {
         self.pending_load.clear();
         self.truncate = None;
         self.checkpoint_wanted = false;
-        std::mem::take(&mut self.pending)
-            .into_iter()
-            .map(|id| Reply {
-                id,
-                answer: Answer::NotCoordinator,
-            })
-            .collect()
+        std::mem::take(&mut self.pending).into_iter().map(|id| Reply { id, answer: Answer::NotCoordinator }).collect()
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use paros_client::{
-    Client, FolderConfig, Folder, JournalService, ReadConsistency, Reader, ReaderConfig, ReaderOutcome, Seq, Writer,
+    Client, Folder, FolderConfig, JournalService, ReadConsistency, Reader, ReaderConfig, ReaderOutcome, Seq, Writer,
     WriterConfig, WriterError,
 };
 use paros_core::{ConfigPool, JournalConfig, JournalKey, NodeId};
@@ -147,7 +147,8 @@ where
     S: JournalService + 'static,
     S::Journal: 'static,
 {
-    let mut writer = Writer::new(client.clone(), journal.clone(), config.writer, seed).map_err(|e| CoordinatorStop::Read(e.to_string()))?;
+    let mut writer = Writer::new(client.clone(), journal.clone(), config.writer, seed)
+        .map_err(|e| CoordinatorStop::Read(e.to_string()))?;
     let view = writer.claim().await?;
     let folder = Folder::new(Directory::new(), Seq(0), FolderConfig::default());
     let mut coordinator = Coordinator::new(folder, config.coordinator)?;
@@ -231,7 +232,10 @@ fn answer(replies: Vec<Reply>, waiters: &mut BTreeMap<crate::RequestId, Vec<ones
     }
 }
 
-fn superseded(coordinator: &mut Coordinator, waiters: &mut BTreeMap<crate::RequestId, Vec<oneshot::Sender<Answer>>>) -> CoordinatorStop {
+fn superseded(
+    coordinator: &mut Coordinator,
+    waiters: &mut BTreeMap<crate::RequestId, Vec<oneshot::Sender<Answer>>>,
+) -> CoordinatorStop {
     answer(coordinator.superseded(), waiters);
     for (_, ws) in std::mem::take(waiters) {
         for w in ws {
@@ -272,7 +276,12 @@ pub struct FollowerConfig {
 
 impl Default for FollowerConfig {
     fn default() -> Self {
-        FollowerConfig { wait_ms: 500, placements_per_request: 1024, apply_interval_min: Duration::from_millis(10), apply_cost_factor: 3 }
+        FollowerConfig {
+            wait_ms: 500,
+            placements_per_request: 1024,
+            apply_interval_min: Duration::from_millis(10),
+            apply_cost_factor: 3,
+        }
     }
 }
 
@@ -332,7 +341,14 @@ struct Placed {
 }
 
 /// Makes `node` host what `directory` places on it; `Err` when the node stopped.
-async fn apply_to(node: &mut Placed, directory: &Directory, registry: &JournalKey, configs: &mut ConfigPool, per_request: usize, followed: &mut Followed) -> Result<(), ()> {
+async fn apply_to(
+    node: &mut Placed,
+    directory: &Directory,
+    registry: &JournalKey,
+    configs: &mut ConfigPool,
+    per_request: usize,
+    followed: &mut Followed,
+) -> Result<(), ()> {
     let mut changes = follow::changes(directory, node.id, &node.hosted, registry);
     changes.place.retain(|(k, c)| node.refused.get(k) != Some(c));
     for chunk in changes.place.chunks(per_request.max(1)) {
@@ -380,7 +396,9 @@ where
         .collect();
     // Shared with what it publishes: at rest the follower holds one directory, not two.
     let mut folder = Folder::new(SharedDirectory::default(), Seq(0), FolderConfig::default());
-    let Ok(mut reader) = Reader::new(client, registry, Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, config.wait_ms) else {
+    let Ok(mut reader) =
+        Reader::new(client, registry, Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, config.wait_ms)
+    else {
         return "invalid reader configuration".into();
     };
     let mut followed = Followed::default();
@@ -396,13 +414,16 @@ where
     // highest tail an answer named), every directory folded is later than what the nodes host.
     let mut caught_up = false;
     loop {
-        let outcome = if caught_up && unapplied && folder.is_whole() { reader.next().await } else { reader.follow().await };
+        let outcome =
+            if caught_up && unapplied && folder.is_whole() { reader.next().await } else { reader.follow().await };
         let outcome = match outcome {
             Ok(o) => o,
             Err(e) => return format!("reading the registry: {e}"),
         };
         let (folded, moved) = match outcome {
-            ReaderOutcome::Records { from, records, .. } => (folder.fold_page(from, &records).map(drop), !records.is_empty()),
+            ReaderOutcome::Records { from, records, .. } => {
+                (folder.fold_page(from, &records).map(drop), !records.is_empty())
+            }
             ReaderOutcome::Gap { from, resumed_at, .. } => (folder.gap(from, resumed_at).map(drop), true),
             ReaderOutcome::UnknownJournal => return "the registry journal is not hosted".into(),
             ReaderOutcome::Unavailable { .. } | ReaderOutcome::Retry { .. } => (Ok(()), false),
@@ -418,7 +439,10 @@ where
         if caught_up && folder.is_whole() && unapplied && due {
             let started = tokio::time::Instant::now();
             for node in &mut nodes {
-                if apply_to(node, folder.state(), &registry, &mut configs, config.placements_per_request, &mut followed).await.is_err() {
+                if apply_to(node, folder.state(), &registry, &mut configs, config.placements_per_request, &mut followed)
+                    .await
+                    .is_err()
+                {
                     return "the node stopped".into();
                 }
             }

@@ -48,15 +48,14 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use bytes::Bytes;
 use paros_client::{Checkpointable, Seq};
-use paros_core::ids::{JournalId, JournalKey, NodeId, TenantId};
 use paros_core::JournalConfig;
+use paros_core::ids::{JournalId, JournalKey, NodeId, TenantId};
 use paros_core::journal::WriterMode;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::command::{
-    CellId, Command, KeyScope, Limits, Member, PUBLIC_KEY_LEN, Quotas, Record, RequestId, Role,
-    Standing, TenantStatus,
+    CellId, Command, KeyScope, Limits, Member, PUBLIC_KEY_LEN, Quotas, Record, RequestId, Role, Standing, TenantStatus,
 };
 use crate::names::{BusAddress, JournalName, KeyId, TenantName, TokenId, Zone};
 use crate::verdict::{Accepted, LimitField, Refusal, Verdict, VoterRefusal};
@@ -216,11 +215,7 @@ impl Directory {
 
     /// The limits in force: the cell's, or the defaults before it is formed.
     pub fn limits(&self) -> Limits {
-        self.state
-            .cell
-            .as_ref()
-            .map(|c| c.limits)
-            .unwrap_or_default()
+        self.state.cell.as_ref().map(|c| c.limits).unwrap_or_default()
     }
 
     /// The verdict of a request id still in the window.
@@ -267,10 +262,7 @@ impl Directory {
     }
 
     pub fn tenant_by_name(&self, name: &TenantName) -> Option<&Tenant> {
-        self.index
-            .tenant_names
-            .get(name)
-            .and_then(|id| self.tenant(*id))
+        self.index.tenant_names.get(name).and_then(|id| self.tenant(*id))
     }
 
     /// Every tenant, by id.
@@ -305,19 +297,9 @@ impl Directory {
 
     /// The live journals of a tenant, by id.
     pub fn journals_of(&self, tenant: TenantId) -> impl Iterator<Item = &Journal> {
-        let from = JournalKey {
-            tenant,
-            journal: JournalId(0),
-        };
-        let to = JournalKey {
-            tenant,
-            journal: JournalId(u64::MAX),
-        };
-        self.state
-            .journals
-            .range(from..=to)
-            .map(|(_, j)| j)
-            .filter(|j| j.is_live())
+        let from = JournalKey { tenant, journal: JournalId(0) };
+        let to = JournalKey { tenant, journal: JournalId(u64::MAX) };
+        self.state.journals.range(from..=to).map(|(_, j)| j).filter(|j| j.is_live())
     }
 
     /// How many live journals a tenant holds: the count its journal quota is judged against.
@@ -333,10 +315,7 @@ impl Directory {
     /// The live journals placed on `node` (it is one of their voters), by key. The registry
     /// journal itself is the cell's ([`Cell::members`]), not listed here.
     pub fn journals_on(&self, node: NodeId) -> impl Iterator<Item = &Journal> {
-        self.state
-            .journals
-            .values()
-            .filter(move |j| j.is_placed_on(node))
+        self.state.journals.values().filter(move |j| j.is_placed_on(node))
     }
 
     /// How many live journals have `node` as a voter.
@@ -351,8 +330,7 @@ impl Directory {
     }
 
     fn encode(&self) -> Vec<u8> {
-        postcard::to_extend(&self.state, vec![CHECKPOINT_VERSION])
-            .expect("postcard writes every directory state")
+        postcard::to_extend(&self.state, vec![CHECKPOINT_VERSION]).expect("postcard writes every directory state")
     }
 
     /// Folds one registry record at `at`; the verdict is then [`answer`](Self::answer)`(id)`.
@@ -391,25 +369,15 @@ impl Directory {
     /// Judges `command` at `at`, applying it when it is accepted.
     fn judge(&mut self, at: Seq, command: Command) -> Verdict {
         let result = match command {
-            Command::InitCell {
-                cell,
-                members,
-                registry,
-                limits,
-            } => self.init_cell(at, cell, members, registry, limits),
+            Command::InitCell { cell, members, registry, limits } => {
+                self.init_cell(at, cell, members, registry, limits)
+            }
             _ if self.state.cell.is_none() => Err(Refusal::NotInitialized),
-            Command::RegisterMachine {
-                id,
-                role,
-                bus_address,
-                zone,
-            } => self.register_machine(at, id, role, bus_address, zone),
+            Command::RegisterMachine { id, role, bus_address, zone } => {
+                self.register_machine(at, id, role, bus_address, zone)
+            }
             Command::SetStanding { machine, standing } => self.set_standing(machine, standing),
-            Command::SignUp {
-                tenant,
-                name,
-                quotas,
-            } => self.sign_up(tenant, name, quotas),
+            Command::SignUp { tenant, name, quotas } => self.sign_up(tenant, name, quotas),
             Command::SetTenantStatus { tenant, status } => self.tenant_mut(tenant).map(|t| {
                 t.status = status;
                 Accepted::TenantStatusSet { tenant, status }
@@ -418,20 +386,12 @@ impl Directory {
                 t.quotas = quotas;
                 Accepted::QuotasSet { tenant }
             }),
-            Command::AddSigningKey {
-                scope,
-                kid,
-                public_key,
-            } => self.add_key(scope, kid, public_key),
+            Command::AddSigningKey { scope, kid, public_key } => self.add_key(scope, kid, public_key),
             Command::RetireSigningKey { kid } => self.retire_key(kid),
             Command::RevokeToken { tenant, jti } => self.revoke(tenant, jti),
-            Command::CreateJournal {
-                tenant,
-                journal,
-                name,
-                mode,
-                voters,
-            } => self.create_journal(at, tenant, journal, name, mode, voters),
+            Command::CreateJournal { tenant, journal, name, mode, voters } => {
+                self.create_journal(at, tenant, journal, name, mode, voters)
+            }
             Command::DeleteJournal { tenant, name } => self.delete_journal(at, tenant, name),
         };
         match result {
@@ -454,10 +414,7 @@ impl Directory {
         let zero = [
             (limits.verdicts_max, LimitField::VerdictsMax),
             (limits.voters_max, LimitField::VotersMax),
-            (
-                limits.revoked_per_tenant_max,
-                LimitField::RevokedPerTenantMax,
-            ),
+            (limits.revoked_per_tenant_max, LimitField::RevokedPerTenantMax),
             (limits.keys_per_scope_max, LimitField::KeysPerScopeMax),
         ];
         if let Some((_, field)) = zero.iter().find(|(v, _)| *v == 0) {
@@ -478,13 +435,7 @@ impl Directory {
                 },
             );
         }
-        self.state.cell = Some(Cell {
-            id: cell,
-            registry,
-            members: ids,
-            limits,
-            formed_at: at,
-        });
+        self.state.cell = Some(Cell { id: cell, registry, members: ids, limits, formed_at: at });
         Ok(Accepted::CellFormed { cell })
     }
 
@@ -501,59 +452,29 @@ impl Directory {
                 return Err(Refusal::MachineRetired { machine: id });
             }
             if m.role != role {
-                return Err(Refusal::RoleChange {
-                    machine: id,
-                    registered: m.role,
-                });
+                return Err(Refusal::RoleChange { machine: id, registered: m.role });
             }
             m.bus_address = bus_address;
             m.zone = zone;
-            return Ok(Accepted::MachineRegistered {
-                machine: id,
-                updated: true,
-            });
+            return Ok(Accepted::MachineRegistered { machine: id, updated: true });
         }
-        self.state.machines.insert(
-            id,
-            Machine {
-                id,
-                role,
-                bus_address,
-                zone,
-                standing: Standing::Registered,
-                registered_at: at,
-            },
-        );
-        Ok(Accepted::MachineRegistered {
-            machine: id,
-            updated: false,
-        })
+        self.state
+            .machines
+            .insert(id, Machine { id, role, bus_address, zone, standing: Standing::Registered, registered_at: at });
+        Ok(Accepted::MachineRegistered { machine: id, updated: false })
     }
 
     fn set_standing(&mut self, machine: NodeId, standing: Standing) -> Result<Accepted, Refusal> {
-        let m = self
-            .state
-            .machines
-            .get_mut(&machine)
-            .ok_or(Refusal::UnknownMachine { machine })?;
+        let m = self.state.machines.get_mut(&machine).ok_or(Refusal::UnknownMachine { machine })?;
         let changed = m.standing != standing;
         if changed && m.standing == Standing::Retired {
             return Err(Refusal::MachineRetired { machine });
         }
         m.standing = standing;
-        Ok(Accepted::StandingSet {
-            machine,
-            standing,
-            changed,
-        })
+        Ok(Accepted::StandingSet { machine, standing, changed })
     }
 
-    fn sign_up(
-        &mut self,
-        tenant: TenantId,
-        name: TenantName,
-        quotas: Quotas,
-    ) -> Result<Accepted, Refusal> {
+    fn sign_up(&mut self, tenant: TenantId, name: TenantName, quotas: Quotas) -> Result<Accepted, Refusal> {
         if self.state.tenants.contains_key(&tenant) {
             return Err(Refusal::TenantIdTaken { tenant });
         }
@@ -563,38 +484,21 @@ impl Directory {
         self.index.tenant_names.insert(name.clone(), tenant);
         self.state.tenants.insert(
             tenant,
-            Tenant {
-                id: tenant,
-                name,
-                status: TenantStatus::Active,
-                quotas,
-                revoked: BTreeSet::new(),
-            },
+            Tenant { id: tenant, name, status: TenantStatus::Active, quotas, revoked: BTreeSet::new() },
         );
         Ok(Accepted::SignedUp { tenant })
     }
 
     fn tenant_mut(&mut self, tenant: TenantId) -> Result<&mut Tenant, Refusal> {
-        self.state
-            .tenants
-            .get_mut(&tenant)
-            .ok_or(Refusal::UnknownTenant { tenant })
+        self.state.tenants.get_mut(&tenant).ok_or(Refusal::UnknownTenant { tenant })
     }
 
-    fn add_key(
-        &mut self,
-        scope: KeyScope,
-        kid: KeyId,
-        public_key: Bytes,
-    ) -> Result<Accepted, Refusal> {
+    fn add_key(&mut self, scope: KeyScope, kid: KeyId, public_key: Bytes) -> Result<Accepted, Refusal> {
         if let KeyScope::Tenant(tenant) = scope {
             self.tenant_mut(tenant)?;
         }
         if public_key.len() != PUBLIC_KEY_LEN {
-            return Err(Refusal::KeyLength {
-                len: public_key.len(),
-                want: PUBLIC_KEY_LEN,
-            });
+            return Err(Refusal::KeyLength { len: public_key.len(), want: PUBLIC_KEY_LEN });
         }
         if self.state.keys.contains_key(&kid) {
             return Err(Refusal::KeyIdTaken { kid });
@@ -605,15 +509,7 @@ impl Directory {
             return Err(Refusal::TooManyKeys { scope, max });
         }
         *live += 1;
-        self.state.keys.insert(
-            kid.clone(),
-            SigningKey {
-                kid: kid.clone(),
-                scope,
-                public_key,
-                retired: false,
-            },
-        );
+        self.state.keys.insert(kid.clone(), SigningKey { kid: kid.clone(), scope, public_key, retired: false });
         Ok(Accepted::SigningKeyAdded { kid })
     }
 
@@ -634,19 +530,13 @@ impl Directory {
         let max = self.limits().revoked_per_tenant_max;
         let t = self.tenant_mut(tenant)?;
         if t.revoked.contains(&jti) {
-            return Ok(Accepted::TokenRevoked {
-                tenant,
-                already: true,
-            });
+            return Ok(Accepted::TokenRevoked { tenant, already: true });
         }
         if t.revoked.len() >= max as usize {
             return Err(Refusal::TooManyRevocations { tenant, max });
         }
         t.revoked.insert(jti);
-        Ok(Accepted::TokenRevoked {
-            tenant,
-            already: false,
-        })
+        Ok(Accepted::TokenRevoked { tenant, already: false })
     }
 
     fn create_journal(
@@ -658,11 +548,7 @@ impl Directory {
         mode: WriterMode,
         voters: Vec<NodeId>,
     ) -> Result<Accepted, Refusal> {
-        let t = self
-            .state
-            .tenants
-            .get(&tenant)
-            .ok_or(Refusal::UnknownTenant { tenant })?;
+        let t = self.state.tenants.get(&tenant).ok_or(Refusal::UnknownTenant { tenant })?;
         if t.status == TenantStatus::Suspended {
             return Err(Refusal::TenantSuspended { tenant });
         }
@@ -670,38 +556,22 @@ impl Directory {
         if self.state.journals.contains_key(&key) {
             return Err(Refusal::JournalIdTaken { key });
         }
-        if self
-            .index
-            .journal_names
-            .contains_key(&(tenant, name.clone()))
-        {
+        if self.index.journal_names.contains_key(&(tenant, name.clone())) {
             return Err(Refusal::JournalNameTaken { tenant, name });
         }
         let live = self.index.live_journals.get(&tenant).copied().unwrap_or(0);
         if live >= t.quotas.journals_max {
-            return Err(Refusal::OverJournalQuota {
-                tenant,
-                journals_max: t.quotas.journals_max,
-            });
+            return Err(Refusal::OverJournalQuota { tenant, journals_max: t.quotas.journals_max });
         }
         self.check_voters(&voters).map_err(Refusal::Voters)?;
         *self.index.live_journals.entry(tenant).or_insert(0) += 1;
         for v in &voters {
             *self.index.load.entry(*v).or_insert(0) += 1;
         }
-        self.index
-            .journal_names
-            .insert((tenant, name.clone()), journal);
+        self.index.journal_names.insert((tenant, name.clone()), journal);
         self.state.journals.insert(
             key,
-            Journal {
-                key,
-                name,
-                mode,
-                voters: voters.as_slice().into(),
-                created_at: at,
-                deleted_at: None,
-            },
+            Journal { key, name, mode, voters: voters.as_slice().into(), created_at: at, deleted_at: None },
         );
         Ok(Accepted::JournalCreated { key, voters, at })
     }
@@ -710,30 +580,18 @@ impl Directory {
     fn check_voters(&self, voters: &[NodeId]) -> Result<(), VoterRefusal> {
         voter_shape(voters, self.limits().voters_max)?;
         for &node in voters {
-            let m = self
-                .state
-                .machines
-                .get(&node)
-                .ok_or(VoterRefusal::Unknown { node })?;
+            let m = self.state.machines.get(&node).ok_or(VoterRefusal::Unknown { node })?;
             if m.role != Role::Node {
                 return Err(VoterRefusal::NotANode { node, role: m.role });
             }
             if m.standing != Standing::Registered {
-                return Err(VoterRefusal::NotInService {
-                    node,
-                    standing: m.standing,
-                });
+                return Err(VoterRefusal::NotInService { node, standing: m.standing });
             }
         }
         Ok(())
     }
 
-    fn delete_journal(
-        &mut self,
-        at: Seq,
-        tenant: TenantId,
-        name: JournalName,
-    ) -> Result<Accepted, Refusal> {
+    fn delete_journal(&mut self, at: Seq, tenant: TenantId, name: JournalName) -> Result<Accepted, Refusal> {
         self.tenant_mut(tenant)?;
         let Some(journal) = self.index.journal_names.remove(&(tenant, name.clone())) else {
             return Err(Refusal::UnknownJournal { tenant, name });
@@ -797,18 +655,12 @@ impl Directory {
                 }
             }
         }
-        let mut order: Vec<(Seq, RequestId)> =
-            state.verdicts.iter().map(|(id, j)| (j.at, *id)).collect();
+        let mut order: Vec<(Seq, RequestId)> = state.verdicts.iter().map(|(id, j)| (j.at, *id)).collect();
         order.sort();
         if order.windows(2).any(|w| w[0].0 == w[1].0) {
             return Err(Inconsistent("two verdicts earned at one position"));
         }
-        let max = state
-            .cell
-            .as_ref()
-            .map(|c| c.limits)
-            .unwrap_or_default()
-            .verdicts_max;
+        let max = state.cell.as_ref().map(|c| c.limits).unwrap_or_default().verdicts_max;
         if order.len() > max as usize {
             return Err(Inconsistent("more verdicts than the window holds"));
         }
@@ -826,10 +678,7 @@ impl Directory {
 
 /// Counts one fewer under `key`, dropping the entry at zero (the index never holds zeros, so
 /// it equals a rebuild from the state).
-fn decrement<K: Ord, N: Copy + PartialEq + From<u8> + std::ops::Sub<Output = N>>(
-    map: &mut BTreeMap<K, N>,
-    key: K,
-) {
+fn decrement<K: Ord, N: Copy + PartialEq + From<u8> + std::ops::Sub<Output = N>>(map: &mut BTreeMap<K, N>, key: K) {
     if let Some(n) = map.get_mut(&key) {
         if *n == N::from(1) {
             map.remove(&key);
@@ -875,8 +724,8 @@ impl Checkpointable for Directory {
         if version != CHECKPOINT_VERSION {
             return Err(RestoreError::UnknownVersion(version));
         }
-        let (state, rest) = postcard::take_from_bytes::<State>(body)
-            .map_err(|e| RestoreError::Malformed(e.to_string()))?;
+        let (state, rest) =
+            postcard::take_from_bytes::<State>(body).map_err(|e| RestoreError::Malformed(e.to_string()))?;
         if !rest.is_empty() {
             return Err(RestoreError::Trailing(rest.len()));
         }

@@ -42,7 +42,12 @@ pub fn placed_on(directory: &Directory, node: NodeId) -> BTreeMap<JournalKey, Jo
 /// allocated (a directory of 100,000 journals is compared many times while it is built, and a
 /// copy of every configuration each time is memory the allocator keeps).
 #[must_use]
-pub fn changes<C: Borrow<JournalConfig>>(directory: &Directory, node: NodeId, hosted: &BTreeMap<JournalKey, C>, keep: &JournalKey) -> Changes {
+pub fn changes<C: Borrow<JournalConfig>>(
+    directory: &Directory,
+    node: NodeId,
+    hosted: &BTreeMap<JournalKey, C>,
+    keep: &JournalKey,
+) -> Changes {
     let place = directory
         .journals_on(node)
         .filter(|j| !hosted.get(&j.key).is_some_and(|c| j.runs_as(c.borrow())))

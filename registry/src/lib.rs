@@ -24,12 +24,10 @@ mod seq_serde;
 pub mod verdict;
 
 pub use command::{
-    COMMAND_VERSION, CellId, Command, DecodeError, KeyScope, Limits, Member, Quotas, Record,
-    RequestId, Role, Standing, TenantStatus,
+    COMMAND_VERSION, CellId, Command, DecodeError, KeyScope, Limits, Member, Quotas, Record, RequestId, Role, Standing,
+    TenantStatus,
 };
-pub use coordinator::{
-    Answer, Coordinator, CoordinatorConfig, CoordinatorError, Op, Reply, Request, Stats, Submitted,
-};
+pub use coordinator::{Answer, Coordinator, CoordinatorConfig, CoordinatorError, Op, Reply, Request, Stats, Submitted};
 pub use directory::{Cell, Directory, Journal, Judged, Machine, RestoreError, SharedDirectory, SigningKey, Tenant};
 pub use names::{BusAddress, JournalName, KeyId, NameError, TenantName, TokenId, Zone};
 pub use placement::{Candidate, PlacementError, place};

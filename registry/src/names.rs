@@ -18,18 +18,10 @@ pub enum NameError {
     Empty { kind: &'static str },
     /// The name is longer than its grammar allows.
     #[error("a {kind} is at most {max} bytes, this one has {len}")]
-    TooLong {
-        kind: &'static str,
-        max: usize,
-        len: usize,
-    },
+    TooLong { kind: &'static str, max: usize, len: usize },
     /// A character the grammar does not allow at that place.
     #[error("a {kind} may not hold {ch:?} at byte {at}")]
-    BadChar {
-        kind: &'static str,
-        at: usize,
-        ch: char,
-    },
+    BadChar { kind: &'static str, at: usize, ch: char },
 }
 
 /// The shape of a name: its first character, the others, and the longest length in bytes.
@@ -47,18 +39,10 @@ impl Grammar {
             return Err(NameError::Empty { kind });
         }
         if s.len() > self.max {
-            return Err(NameError::TooLong {
-                kind,
-                max: self.max,
-                len: s.len(),
-            });
+            return Err(NameError::TooLong { kind, max: self.max, len: s.len() });
         }
         for (at, ch) in s.char_indices() {
-            let ok = if at == 0 {
-                (self.first)(ch)
-            } else {
-                (self.rest)(ch)
-            };
+            let ok = if at == 0 { (self.first)(ch) } else { (self.rest)(ch) };
             if !ok {
                 return Err(NameError::BadChar { kind, at, ch });
             }
@@ -173,9 +157,6 @@ mod tests {
     #[test]
     fn decoding_checks_the_grammar() {
         let bytes = postcard::to_allocvec(&"Bad Name".to_owned()).expect("a string encodes");
-        assert!(
-            postcard::from_bytes::<TenantName>(&bytes).is_err(),
-            "a decoded name goes through the same check"
-        );
+        assert!(postcard::from_bytes::<TenantName>(&bytes).is_err(), "a decoded name goes through the same check");
     }
 }

@@ -65,16 +65,9 @@ pub fn place(candidates: &[Candidate], want: usize) -> Result<Vec<NodeId>, Place
     if want == 0 {
         return Err(PlacementError::NoVoters);
     }
-    let eligible = candidates
-        .iter()
-        .map(|c| c.id)
-        .collect::<BTreeSet<_>>()
-        .len();
+    let eligible = candidates.iter().map(|c| c.id).collect::<BTreeSet<_>>().len();
     if eligible < want {
-        return Err(PlacementError::TooFewNodes {
-            wanted: want,
-            eligible,
-        });
+        return Err(PlacementError::TooFewNodes { wanted: want, eligible });
     }
     let mut chosen = BTreeSet::new();
     let mut zone_uses: BTreeMap<&Zone, usize> = BTreeMap::new();
@@ -83,10 +76,7 @@ pub fn place(candidates: &[Candidate], want: usize) -> Result<Vec<NodeId>, Place
             .iter()
             .filter(|c| !chosen.contains(&c.id))
             .min_by_key(|c| (c.load, zone_uses.get(&c.zone).copied().unwrap_or(0), c.id))
-            .ok_or(PlacementError::TooFewNodes {
-                wanted: want,
-                eligible,
-            })?;
+            .ok_or(PlacementError::TooFewNodes { wanted: want, eligible })?;
         chosen.insert(pick.id);
         *zone_uses.entry(&pick.zone).or_insert(0) += 1;
     }

@@ -82,10 +82,7 @@ fn equal_directories_encode_equal_bytes_whatever_order_their_maps_were_filled() 
         cell: paros_registry::CellId(1),
         members: vec![member(1, "a")],
         registry: paros_core::ids::JournalId(2),
-        limits: paros_registry::Limits {
-            verdicts_max: 1,
-            ..Default::default()
-        },
+        limits: paros_registry::Limits { verdicts_max: 1, ..Default::default() },
     };
     let last = encode(9, sign_up(300, "zed"));
     let one = fold_all(&[
@@ -94,18 +91,9 @@ fn equal_directories_encode_equal_bytes_whatever_order_their_maps_were_filled() 
         encode(3, sign_up(200, "why")),
         last.clone(),
     ]);
-    let two = fold_all(&[
-        encode(1, init),
-        encode(3, sign_up(200, "why")),
-        encode(2, sign_up(300, "zed")),
-        last,
-    ]);
+    let two = fold_all(&[encode(1, init), encode(3, sign_up(200, "why")), encode(2, sign_up(300, "zed")), last]);
     assert_eq!(one, two, "the same directory, filled in another order");
-    assert_eq!(
-        one.checkpoint(),
-        two.checkpoint(),
-        "encodes to the same bytes"
-    );
+    assert_eq!(one.checkpoint(), two.checkpoint(), "encodes to the same bytes");
 }
 
 #[test]
@@ -115,23 +103,12 @@ fn restore_refuses_bad_bytes_with_typed_errors() {
     assert_eq!(Directory::restore(&[]), Err(RestoreError::Empty), "empty");
     let mut wrong_version = good.clone();
     wrong_version[0] = 9;
-    assert_eq!(
-        Directory::restore(&wrong_version),
-        Err(RestoreError::UnknownVersion(9)),
-        "version"
-    );
+    assert_eq!(Directory::restore(&wrong_version), Err(RestoreError::UnknownVersion(9)), "version");
     let mut trailing = good.clone();
     trailing.push(0);
-    assert_eq!(
-        Directory::restore(&trailing),
-        Err(RestoreError::Trailing(1)),
-        "trailing"
-    );
+    assert_eq!(Directory::restore(&trailing), Err(RestoreError::Trailing(1)), "trailing");
     let cut = &good[..good.len() - 1];
-    assert!(
-        matches!(Directory::restore(cut), Err(RestoreError::Malformed(_))),
-        "cut short"
-    );
+    assert!(matches!(Directory::restore(cut), Err(RestoreError::Malformed(_))), "cut short");
 }
 
 #[test]
@@ -140,9 +117,5 @@ fn the_verdict_window_travels_in_the_checkpoint() {
     let id = 4242;
     let v = b.run_as(id, sign_up(300, "zed"));
     let restored = Directory::restore(&b.dir.checkpoint()).expect("restores");
-    assert_eq!(
-        restored.answer(paros_registry::RequestId(id)),
-        Some(v),
-        "a restored fold answers the id"
-    );
+    assert_eq!(restored.answer(paros_registry::RequestId(id)), Some(v), "a restored fold answers the id");
 }

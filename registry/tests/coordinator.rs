@@ -10,8 +10,8 @@ use paros_client::{CheckpointerConfig, Folder, FolderConfig, Seq};
 use paros_core::ids::{JournalId, NodeId, TenantId};
 use paros_core::journal::WriterMode;
 use paros_registry::{
-    Accepted, Answer, Command, Coordinator, CoordinatorConfig, CoordinatorError, Directory, Op,
-    PlacementError, Refusal, Reply, Request, RequestId, Role, Submitted, Verdict,
+    Accepted, Answer, Command, Coordinator, CoordinatorConfig, CoordinatorError, Directory, Op, PlacementError,
+    Refusal, Reply, Request, RequestId, Role, Submitted, Verdict,
 };
 
 fn coordinator(config: CoordinatorConfig) -> Coordinator {
@@ -20,10 +20,7 @@ fn coordinator(config: CoordinatorConfig) -> Coordinator {
 }
 
 fn req(id: u128, command: Command) -> Request {
-    Request {
-        id: RequestId(id),
-        op: Op::Command(command),
-    }
+    Request { id: RequestId(id), op: Op::Command(command) }
 }
 
 fn create_op(id: u128, tenant: u64, journal: u64, name: &str) -> Request {
@@ -45,17 +42,11 @@ fn formed(nodes: u64, config: CoordinatorConfig) -> (Coordinator, Log) {
     let mut log = Log::default();
     c.submit(req(1, init_cell(vec![member(1, "a")])));
     for n in 2..=nodes {
-        c.submit(req(
-            u128::from(n),
-            register(n, Role::Node, ["a", "b", "c"][n as usize % 3]),
-        ));
+        c.submit(req(u128::from(n), register(n, Role::Node, ["a", "b", "c"][n as usize % 3])));
     }
     c.submit(req(99, sign_up(100, "acme")));
     for r in drive(&mut c, &mut log, 0) {
-        assert!(
-            matches!(&r.answer, Answer::Verdict(v) if v.is_accepted()),
-            "set-up accepted: {r:?}"
-        );
+        assert!(matches!(&r.answer, Answer::Verdict(v) if v.is_accepted()), "set-up accepted: {r:?}");
     }
     (c, log)
 }
@@ -64,39 +55,14 @@ fn formed(nodes: u64, config: CoordinatorConfig) -> (Coordinator, Log) {
 fn the_same_request_id_twice_has_one_effect_and_one_answer() {
     let (mut c, mut log) = formed(3, CoordinatorConfig::default());
     let signup = req(500, sign_up(200, "beta"));
-    assert_eq!(
-        c.submit(signup.clone()),
-        Submitted::Waiting,
-        "first submission waits"
-    );
-    assert_eq!(
-        c.submit(signup.clone()),
-        Submitted::Waiting,
-        "a second joins it"
-    );
+    assert_eq!(c.submit(signup.clone()), Submitted::Waiting, "first submission waits");
+    assert_eq!(c.submit(signup.clone()), Submitted::Waiting, "a second joins it");
     let before = log.records.len();
     let replies = drive(&mut c, &mut log, 1);
-    assert_eq!(
-        log.records.len(),
-        before + 1,
-        "one record for both submissions"
-    );
-    let want = Answer::Verdict(Verdict::Accepted(Accepted::SignedUp {
-        tenant: TenantId(200),
-    }));
-    assert_eq!(
-        replies,
-        vec![Reply {
-            id: RequestId(500),
-            answer: want.clone()
-        }],
-        "one reply for the id"
-    );
-    assert_eq!(
-        c.submit(signup),
-        Submitted::Answered(want),
-        "a retry is answered from the fold"
-    );
+    assert_eq!(log.records.len(), before + 1, "one record for both submissions");
+    let want = Answer::Verdict(Verdict::Accepted(Accepted::SignedUp { tenant: TenantId(200) }));
+    assert_eq!(replies, vec![Reply { id: RequestId(500), answer: want.clone() }], "one reply for the id");
+    assert_eq!(c.submit(signup), Submitted::Answered(want), "a retry is answered from the fold");
     assert_eq!(c.next_append(), None, "and appends nothing");
 }
 
@@ -111,14 +77,8 @@ fn a_command_appended_twice_takes_effect_once() {
     assert_eq!(first, second, "the same verdict");
     assert_eq!(b.dir.journals().count(), journals, "one journal");
     let other = b.run_as(600, sign_up(300, "gamma"));
-    assert_eq!(
-        other, first,
-        "another command under a decided id changes nothing"
-    );
-    assert!(
-        b.dir.tenant(TenantId(300)).is_none(),
-        "no tenant was created"
-    );
+    assert_eq!(other, first, "another command under a decided id changes nothing");
+    assert!(b.dir.tenant(TenantId(300)).is_none(), "no tenant was created");
 }
 
 #[test]
@@ -128,55 +88,28 @@ fn an_id_past_the_window_is_judged_again_and_creations_are_then_refused_as_taken
         cell: paros_registry::CellId(1),
         members: vec![member(1, "a")],
         registry: JournalId(2),
-        limits: paros_registry::Limits {
-            verdicts_max: 2,
-            ..Default::default()
-        },
+        limits: paros_registry::Limits { verdicts_max: 2, ..Default::default() },
     };
     assert!(b.run(init).is_accepted(), "formed");
-    assert!(
-        b.run_as(700, sign_up(300, "gamma")).is_accepted(),
-        "signed up"
-    );
+    assert!(b.run_as(700, sign_up(300, "gamma")).is_accepted(), "signed up");
     b.run(sign_up(301, "delta"));
     b.run(sign_up(302, "eps"));
     assert_eq!(b.dir.answer(RequestId(700)), None, "the id left the window");
     assert_eq!(
         b.run_as(700, sign_up(300, "gamma")),
-        Verdict::Refused(Refusal::TenantIdTaken {
-            tenant: TenantId(300)
-        }),
+        Verdict::Refused(Refusal::TenantIdTaken { tenant: TenantId(300) }),
         "a replay past the window is refused by the tenant's own id"
     );
 }
 
 #[test]
 fn past_pending_max_requests_are_answered_busy() {
-    let config = CoordinatorConfig {
-        pending_max: 2,
-        ..CoordinatorConfig::default()
-    };
+    let config = CoordinatorConfig { pending_max: 2, ..CoordinatorConfig::default() };
     let (mut c, _log) = formed(3, config);
-    assert_eq!(
-        c.submit(req(10, sign_up(1, "a"))),
-        Submitted::Waiting,
-        "one"
-    );
-    assert_eq!(
-        c.submit(req(11, sign_up(2, "b"))),
-        Submitted::Waiting,
-        "two"
-    );
-    assert_eq!(
-        c.submit(req(12, sign_up(3, "c"))),
-        Submitted::Answered(Answer::Busy),
-        "three is busy"
-    );
-    assert_eq!(
-        c.submit(req(10, sign_up(1, "a"))),
-        Submitted::Waiting,
-        "joining a waiting id is not busy"
-    );
+    assert_eq!(c.submit(req(10, sign_up(1, "a"))), Submitted::Waiting, "one");
+    assert_eq!(c.submit(req(11, sign_up(2, "b"))), Submitted::Waiting, "two");
+    assert_eq!(c.submit(req(12, sign_up(3, "c"))), Submitted::Answered(Answer::Busy), "three is busy");
+    assert_eq!(c.submit(req(10, sign_up(1, "a"))), Submitted::Waiting, "joining a waiting id is not busy");
 }
 
 #[test]
@@ -184,10 +117,7 @@ fn a_journal_that_cannot_be_placed_is_answered_without_a_record() {
     let (mut c, _log) = formed(2, CoordinatorConfig::default());
     assert_eq!(
         c.submit(create_op(20, 100, 1, "orders")),
-        Submitted::Answered(Answer::Unplaceable(PlacementError::TooFewNodes {
-            wanted: 3,
-            eligible: 2
-        })),
+        Submitted::Answered(Answer::Unplaceable(PlacementError::TooFewNodes { wanted: 3, eligible: 2 })),
         "two nodes cannot hold three voters"
     );
     assert_eq!(c.next_append(), None, "nothing was queued");
@@ -202,9 +132,7 @@ fn placements_decided_together_spread_over_the_nodes() {
     let voters: Vec<Vec<NodeId>> = replies
         .iter()
         .map(|r| match &r.answer {
-            Answer::Verdict(Verdict::Accepted(Accepted::JournalCreated { voters, .. })) => {
-                voters.clone()
-            }
+            Answer::Verdict(Verdict::Accepted(Accepted::JournalCreated { voters, .. })) => voters.clone(),
             other => panic!("a journal was created: {other:?}"),
         })
         .collect();
@@ -214,11 +142,7 @@ fn placements_decided_together_spread_over_the_nodes() {
         "the second placement counted the first before it was folded: {voters:?}"
     );
     for n in 1..=6 {
-        assert_eq!(
-            c.directory().load(NodeId(n)),
-            1,
-            "every node holds one journal"
-        );
+        assert_eq!(c.directory().load(NodeId(n)), 1, "every node holds one journal");
     }
 }
 
@@ -233,22 +157,12 @@ fn a_superseded_coordinator_answers_every_waiter_and_stops() {
     assert_eq!(
         replies,
         vec![
-            Reply {
-                id: RequestId(40),
-                answer: Answer::NotCoordinator
-            },
-            Reply {
-                id: RequestId(41),
-                answer: Answer::NotCoordinator
-            },
+            Reply { id: RequestId(40), answer: Answer::NotCoordinator },
+            Reply { id: RequestId(41), answer: Answer::NotCoordinator },
         ],
         "in flight and queued requests are both answered"
     );
-    assert_eq!(
-        c.submit(req(42, sign_up(3, "c"))),
-        Submitted::Answered(Answer::NotCoordinator),
-        "later requests too"
-    );
+    assert_eq!(c.submit(req(42, sign_up(3, "c"))), Submitted::Answered(Answer::NotCoordinator), "later requests too");
     assert_eq!(c.next_append(), None, "nothing more is appended");
     assert!(!c.due_checkpoint(1_000), "no checkpoint either");
 }
@@ -260,30 +174,16 @@ fn acknowledgements_must_match_what_was_handed_out() {
     let batch = c.next_append().expect("a batch");
     let tail = log.tail();
     assert!(
-        matches!(
-            c.acknowledged(Seq(tail.0 + 1), 1),
-            Err(CoordinatorError::UnexpectedAck { .. })
-        ),
+        matches!(c.acknowledged(Seq(tail.0 + 1), 1), Err(CoordinatorError::UnexpectedAck { .. })),
         "an acknowledgement that leaves a hole"
     );
     assert!(
-        matches!(
-            c.acknowledged(tail, 2),
-            Err(CoordinatorError::UnexpectedAck { .. })
-        ),
+        matches!(c.acknowledged(tail, 2), Err(CoordinatorError::UnexpectedAck { .. })),
         "an acknowledgement past the records in flight"
     );
     let (seq, count) = log.append(batch);
-    assert_eq!(
-        c.acknowledged(seq, count).map(|r| r.len()),
-        Ok(1),
-        "the right one answers"
-    );
-    assert_eq!(
-        c.acknowledged(seq, count),
-        Ok(vec![]),
-        "a repeated acknowledgement is a no-op"
-    );
+    assert_eq!(c.acknowledged(seq, count).map(|r| r.len()), Ok(1), "the right one answers");
+    assert_eq!(c.acknowledged(seq, count), Ok(vec![]), "a repeated acknowledgement is a no-op");
 }
 
 #[test]
@@ -302,10 +202,7 @@ fn a_record_of_an_earlier_coordinator_answers_a_queued_request() {
 #[test]
 fn a_checkpoint_waits_for_the_records_in_flight_and_commands_wait_for_the_run() {
     let config = CoordinatorConfig {
-        checkpoint: CheckpointerConfig {
-            interval_records: 1,
-            ..CheckpointerConfig::default()
-        },
+        checkpoint: CheckpointerConfig { interval_records: 1, ..CheckpointerConfig::default() },
         ..CoordinatorConfig::default()
     };
     let (mut c, mut log) = formed(3, config);
@@ -321,58 +218,32 @@ fn a_checkpoint_waits_for_the_records_in_flight_and_commands_wait_for_the_run() 
     assert_eq!(c.next_append(), None, "a due checkpoint holds new commands");
     let (seq, count) = log.append(in_flight);
     c.acknowledged(seq, count).expect("acknowledged");
-    assert!(
-        c.due_checkpoint(1),
-        "the run is planned once nothing is in flight"
-    );
+    assert!(c.due_checkpoint(1), "the run is planned once nothing is in flight");
     let run = c.next_append().expect("the run's records");
-    assert!(
-        run.iter().all(|r| r.starts_with(&paros_client::MAGIC)),
-        "only run records"
-    );
-    assert_eq!(
-        c.next_append(),
-        None,
-        "commands wait while the run is appended"
-    );
+    assert!(run.iter().all(|r| r.starts_with(&paros_client::MAGIC)), "only run records");
+    assert_eq!(c.next_append(), None, "commands wait while the run is appended");
     let begin = log.tail();
     let (seq, count) = log.append(run);
     c.acknowledged(seq, count).expect("acknowledged");
-    assert_eq!(
-        c.next_truncate().map(|t| t.up_to),
-        Some(begin),
-        "truncate to the run's Begin"
-    );
-    assert!(
-        c.next_append().is_some(),
-        "commands flow again while the truncation settles"
-    );
+    assert_eq!(c.next_truncate().map(|t| t.up_to), Some(begin), "truncate to the run's Begin");
+    assert!(c.next_append().is_some(), "commands flow again while the truncation settles");
 }
 
 #[test]
 fn a_checkpoint_is_due_after_the_configured_interval_of_caller_time() {
-    let config = CoordinatorConfig {
-        checkpoint_interval: Some(100),
-        ..CoordinatorConfig::default()
-    };
+    let config = CoordinatorConfig { checkpoint_interval: Some(100), ..CoordinatorConfig::default() };
     let (mut c, mut log) = formed(3, config);
     assert!(!c.due_checkpoint(0), "the clock starts");
     c.submit(req(80, sign_up(1, "a")));
     let _ = drive(&mut c, &mut log, 50);
     assert_eq!(c.stats().runs_planned, 0, "not yet: 50 < 100");
-    assert!(
-        c.due_checkpoint(100),
-        "due once the interval passed with something written"
-    );
+    assert!(c.due_checkpoint(100), "due once the interval passed with something written");
 }
 
 #[test]
 fn a_new_coordinator_folds_a_truncated_log_from_its_floor() {
     let config = CoordinatorConfig {
-        checkpoint: CheckpointerConfig {
-            interval_records: 3,
-            ..CheckpointerConfig::default()
-        },
+        checkpoint: CheckpointerConfig { interval_records: 3, ..CheckpointerConfig::default() },
         ..CoordinatorConfig::default()
     };
     let (mut c, mut log) = formed(3, config);
@@ -382,21 +253,12 @@ fn a_new_coordinator_folds_a_truncated_log_from_its_floor() {
     }
     assert!(log.floor > 0, "the log was truncated");
     let mut next = coordinator(config);
-    next.gap(Seq(0), Seq(log.floor))
-        .expect("a gap from the start");
-    next.fold_page(Seq(log.floor), log.retained())
-        .expect("contiguous");
-    assert_eq!(
-        next.directory(),
-        c.directory(),
-        "the successor folded the same directory"
-    );
+    next.gap(Seq(0), Seq(log.floor)).expect("a gap from the start");
+    next.fold_page(Seq(log.floor), log.retained()).expect("contiguous");
+    assert_eq!(next.directory(), c.directory(), "the successor folded the same directory");
     assert_eq!(next.tail(), log.tail(), "at the log's tail");
     assert!(
-        matches!(
-            next.submit(req(95, sign_up(15, "t5"))),
-            Submitted::Answered(Answer::Verdict(_))
-        ),
+        matches!(next.submit(req(95, sign_up(15, "t5"))), Submitted::Answered(Answer::Verdict(_))),
         "a request decided before the takeover is answered from the fold"
     );
 }
@@ -405,29 +267,11 @@ fn a_new_coordinator_folds_a_truncated_log_from_its_floor() {
 fn a_zero_bound_is_refused() {
     let folder = || Folder::new(Directory::new(), Seq(0), FolderConfig::default());
     for config in [
-        CoordinatorConfig {
-            pending_max: 0,
-            ..Default::default()
-        },
-        CoordinatorConfig {
-            voters: 0,
-            ..Default::default()
-        },
-        CoordinatorConfig {
-            batch_records_max: 0,
-            ..Default::default()
-        },
-        CoordinatorConfig {
-            checkpoint_interval: Some(0),
-            ..Default::default()
-        },
+        CoordinatorConfig { pending_max: 0, ..Default::default() },
+        CoordinatorConfig { voters: 0, ..Default::default() },
+        CoordinatorConfig { batch_records_max: 0, ..Default::default() },
+        CoordinatorConfig { checkpoint_interval: Some(0), ..Default::default() },
     ] {
-        assert!(
-            matches!(
-                Coordinator::new(folder(), config),
-                Err(CoordinatorError::Config(_))
-            ),
-            "refused: {config:?}"
-        );
+        assert!(matches!(Coordinator::new(folder(), config), Err(CoordinatorError::Config(_))), "refused: {config:?}");
     }
 }

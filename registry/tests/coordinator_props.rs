@@ -11,9 +11,7 @@ use common::strategy::command;
 use common::*;
 use harness::Log;
 use paros_client::{CheckpointerConfig, Folder, FolderConfig, Seq};
-use paros_registry::{
-    Answer, Coordinator, CoordinatorConfig, Directory, Op, Request, RequestId, Submitted,
-};
+use paros_registry::{Answer, Coordinator, CoordinatorConfig, Directory, Op, Request, RequestId, Submitted};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -41,36 +39,10 @@ fn plan() -> impl Strategy<Value = Plan> {
         any::<bool>(),
         1usize..6,
     )
-        .prop_map(
-            |(
-                mut requests,
-                batch,
-                factor,
-                interval_records,
-                chunk,
-                ack_piece,
-                repeat,
-                per_step,
-            )| {
-                requests.insert(
-                    0,
-                    (
-                        10_000,
-                        init_cell(vec![member(1, "a"), member(2, "b"), member(3, "c")]),
-                    ),
-                );
-                Plan {
-                    requests,
-                    batch,
-                    factor,
-                    interval_records,
-                    chunk,
-                    ack_piece,
-                    repeat,
-                    per_step,
-                }
-            },
-        )
+        .prop_map(|(mut requests, batch, factor, interval_records, chunk, ack_piece, repeat, per_step)| {
+            requests.insert(0, (10_000, init_cell(vec![member(1, "a"), member(2, "b"), member(3, "c")])));
+            Plan { requests, batch, factor, interval_records, chunk, ack_piece, repeat, per_step }
+        })
 }
 
 proptest! {

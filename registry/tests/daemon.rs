@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use paros_client::fake::{Fault, FakeService};
+use paros_client::fake::{FakeService, Fault};
 use paros_client::{Client, ClientConfig};
 use paros_core::wire::Call;
 use paros_registry::daemon::{CoordinatorGone, CoordinatorLoopConfig, spawn_coordinator};
@@ -20,9 +20,11 @@ async fn a_failed_term_is_restarted_and_serves_the_retried_request() {
     // halts its writer and ends the term.
     fake.script([Fault::Pass, Fault::UnknownJournal]);
     let client = Client::new(Arc::clone(&fake), ClientConfig::default(), 1).expect("a valid client");
-    let config = CoordinatorLoopConfig { restart_backoff: Duration::from_millis(50), ..CoordinatorLoopConfig::default() };
+    let config =
+        CoordinatorLoopConfig { restart_backoff: Duration::from_millis(50), ..CoordinatorLoopConfig::default() };
     let (handle, _task) = spawn_coordinator(client, "registry".to_owned(), config, 7);
-    let init = Request { id: RequestId(42), op: Op::Command(init_cell(vec![member(1, "a"), member(2, "b"), member(3, "c")])) };
+    let init =
+        Request { id: RequestId(42), op: Op::Command(init_cell(vec![member(1, "a"), member(2, "b"), member(3, "c")])) };
     assert_eq!(handle.request(init.clone()).await, Err(CoordinatorGone), "the failed term's waiter learns nothing");
     match handle.request(init).await {
         Ok(Answer::Verdict(v)) => assert!(v.is_accepted(), "the next term forms the cell: {v:?}"),

@@ -49,11 +49,7 @@ proptest! {
 fn an_unknown_version_is_counted_without_a_verdict() {
     let mut bytes = encode(5, sign_up(1, "a")).to_vec();
     bytes[0] = COMMAND_VERSION + 1;
-    assert_eq!(
-        Record::decode(&bytes),
-        Err(DecodeError::UnknownVersion(COMMAND_VERSION + 1)),
-        "typed"
-    );
+    assert_eq!(Record::decode(&bytes), Err(DecodeError::UnknownVersion(COMMAND_VERSION + 1)), "typed");
     let mut dir = paros_registry::Directory::new();
     dir.apply(Seq(0), &bytes);
     assert_eq!(dir.undecodable(), 1, "counted");
@@ -70,15 +66,8 @@ fn every_command_round_trips() {
         delete(3, "d"),
     ];
     for c in commands {
-        let r = Record {
-            id: RequestId(u128::MAX),
-            command: c,
-        };
-        assert_eq!(
-            Record::decode(&r.encode()),
-            Ok(r.clone()),
-            "round trip of {r:?}"
-        );
+        let r = Record { id: RequestId(u128::MAX), command: c };
+        assert_eq!(Record::decode(&r.encode()), Ok(r.clone()), "round trip of {r:?}");
         let _: Bytes = r.encode();
     }
 }

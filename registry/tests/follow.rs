@@ -28,7 +28,14 @@ fn a_created_journal_is_placed_on_its_voters_only_and_a_deleted_one_removed() {
     assert!(changes(&b.dir, NodeId(9), &hosted, &registry_key()).is_empty(), "a node that is no voter hosts nothing");
 
     hosted = placed_on(&b.dir, NodeId(1));
-    hosted.insert(registry_key(), paros_core::JournalConfig { mode: paros_core::journal::WriterMode::Single, voters: vec![NodeId(1)], learners: vec![] });
+    hosted.insert(
+        registry_key(),
+        paros_core::JournalConfig {
+            mode: paros_core::journal::WriterMode::Single,
+            voters: vec![NodeId(1)],
+            learners: vec![],
+        },
+    );
     assert!(changes(&b.dir, NodeId(1), &hosted, &registry_key()).is_empty(), "hosting what is placed changes nothing");
 
     assert!(b.run(delete(100, "orders")).is_accepted());

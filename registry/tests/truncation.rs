@@ -11,8 +11,8 @@ use paros_client::{CheckpointerConfig, Folder, FolderConfig, Seq};
 use paros_core::ids::{JournalId, TenantId};
 use paros_core::journal::WriterMode;
 use paros_registry::{
-    Answer, CellId, Command, Coordinator, CoordinatorConfig, Directory, Limits, Op, Quotas,
-    Request, RequestId, Role, Submitted,
+    Answer, CellId, Command, Coordinator, CoordinatorConfig, Directory, Limits, Op, Quotas, Request, RequestId, Role,
+    Submitted,
 };
 
 const CHUNK: usize = 512;
@@ -21,11 +21,7 @@ const FACTOR: u64 = 4;
 fn config() -> CoordinatorConfig {
     CoordinatorConfig {
         pending_max: 10_000,
-        checkpoint: CheckpointerConfig {
-            factor: FACTOR,
-            interval_records: 1_000_000,
-            chunk_bytes: CHUNK,
-        },
+        checkpoint: CheckpointerConfig { factor: FACTOR, interval_records: 1_000_000, chunk_bytes: CHUNK },
         ..CoordinatorConfig::default()
     }
 }
@@ -43,18 +39,11 @@ fn requests() -> Vec<Request> {
         cell: CellId(7),
         members: vec![member(1, "a"), member(2, "b"), member(3, "c")],
         registry: JournalId(1),
-        limits: Limits {
-            verdicts_max: 16,
-            ..Limits::default()
-        },
+        limits: Limits { verdicts_max: 16, ..Limits::default() },
     };
     let mut ops = vec![Op::Command(init)];
     for n in 4..10 {
-        ops.push(Op::Command(register(
-            n,
-            Role::Node,
-            ["a", "b", "c"][n as usize % 3],
-        )));
+        ops.push(Op::Command(register(n, Role::Node, ["a", "b", "c"][n as usize % 3])));
     }
     for t in 0..20u64 {
         let tenant = 1_000 + t;
@@ -71,28 +60,12 @@ fn requests() -> Vec<Request> {
         // Churn that rewrites the directory without growing it, as quota changes and machine
         // re-registrations do: the log outgrows the state and checkpoints become due.
         for q in 0..150u32 {
-            let quotas = Quotas {
-                journals_max: 10 + q,
-                ..Quotas::default()
-            };
-            ops.push(Op::Command(Command::SetQuotas {
-                tenant: TenantId(tenant),
-                quotas,
-            }));
+            let quotas = Quotas { journals_max: 10 + q, ..Quotas::default() };
+            ops.push(Op::Command(Command::SetQuotas { tenant: TenantId(tenant), quotas }));
         }
-        ops.push(Op::Command(register(
-            4 + t % 6,
-            Role::Node,
-            ["a", "b", "c"][t as usize % 3],
-        )));
+        ops.push(Op::Command(register(4 + t % 6, Role::Node, ["a", "b", "c"][t as usize % 3])));
     }
-    (1u128..)
-        .zip(ops)
-        .map(|(id, op)| Request {
-            id: RequestId(id),
-            op,
-        })
-        .collect()
+    (1u128..).zip(ops).map(|(id, op)| Request { id: RequestId(id), op }).collect()
 }
 
 /// What a retained journal may hold: the last run, plus less than `factor ×` the state of
@@ -128,31 +101,14 @@ fn a_reader_folding_from_the_floor_reaches_the_coordinators_directory() {
             retained_bound(state_len, last)
         );
     }
-    assert_eq!(
-        answered,
-        requests().len(),
-        "every request was answered once"
-    );
+    assert_eq!(answered, requests().len(), "every request was answered once");
     let stats = c.stats();
-    assert!(
-        stats.truncations >= 5,
-        "the registry was truncated many times: {stats:?}"
-    );
-    assert_eq!(
-        stats.runs_diverged, 0,
-        "no run differs from the state it was cut from"
-    );
+    assert!(stats.truncations >= 5, "the registry was truncated many times: {stats:?}");
+    assert_eq!(stats.runs_diverged, 0, "no run differs from the state it was cut from");
     assert!(log.floor > 0, "the floor moved");
     let reader = log.fold_fresh();
-    assert!(
-        reader.is_whole(),
-        "the reader restored from the run at the floor"
-    );
-    assert_eq!(
-        reader.state(),
-        c.directory(),
-        "the reader's directory is the coordinator's"
-    );
+    assert!(reader.is_whole(), "the reader restored from the run at the floor");
+    assert_eq!(reader.state(), c.directory(), "the reader's directory is the coordinator's");
     assert_eq!(reader.next(), c.folder().next(), "at the same position");
 }
 
@@ -173,25 +129,14 @@ fn pipelined_requests_are_batched_and_checkpointed_between_batches() {
         answered += drive(&mut c, &mut log, now).len();
     }
     assert_eq!(answered, all.len(), "every request was answered");
-    assert!(
-        c.stats().truncations >= 3,
-        "checkpoints happened: {:?}",
-        c.stats()
-    );
-    assert_eq!(
-        log.fold_fresh().state(),
-        c.directory(),
-        "a fresh reader agrees"
-    );
+    assert!(c.stats().truncations >= 3, "checkpoints happened: {:?}", c.stats());
+    assert_eq!(log.fold_fresh().state(), c.directory(), "a fresh reader agrees");
     // A successor built from the floor answers every id still in the window from the fold.
     let reader = log.fold_fresh();
     let mut successor = Coordinator::new(reader, config()).expect("whole");
     let last = all.last().expect("requests").clone();
     assert!(
-        matches!(
-            successor.submit(last),
-            Submitted::Answered(Answer::Verdict(_))
-        ),
+        matches!(successor.submit(last), Submitted::Answered(Answer::Verdict(_))),
         "a retried request is answered from the fold by the next coordinator"
     );
 }

@@ -137,7 +137,8 @@ pub enum KeyError {
 }
 
 /// The fixed PKCS#8 v1 prefix of an Ed25519 private key (RFC 8410), before the 32-byte seed.
-const PKCS8_ED25519_PREFIX: [u8; 16] = [0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20];
+const PKCS8_ED25519_PREFIX: [u8; 16] =
+    [0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20];
 
 impl KeyPair {
     /// A fresh key named `kid`.
@@ -252,7 +253,13 @@ pub fn jti_minted_for(directory: &Directory, tenant: TenantId, jti: &TokenId) ->
 
 /// Mints a token for `tenant` with `key`, expiring at `exp`.
 #[must_use]
-pub fn mint_tenant_token(key: &KeyPair, tenant: TenantId, scope: Scope, journal: Option<&JournalName>, exp: u64) -> (String, TokenId) {
+pub fn mint_tenant_token(
+    key: &KeyPair,
+    tenant: TenantId,
+    scope: Scope,
+    journal: Option<&JournalName>,
+    exp: u64,
+) -> (String, TokenId) {
     let jti = key.mint_jti(tenant);
     let claims = Claims {
         sub: tenant_text(tenant),
@@ -367,7 +374,8 @@ impl From<Refusal> for ApiError {
 /// does not know (`none`, say) is the wrong algorithm; anything else is no JWT.
 fn unreadable_header(token: &str) -> Refusal {
     let header = token.split('.').next().and_then(|h| URL_SAFE_NO_PAD.decode(h).ok());
-    let alg = header.and_then(|h| serde_json::from_slice::<serde_json::Value>(&h).ok()).is_some_and(|h| h["alg"].is_string());
+    let alg =
+        header.and_then(|h| serde_json::from_slice::<serde_json::Value>(&h).ok()).is_some_and(|h| h["alg"].is_string());
     if alg { Refusal::WrongAlgorithm } else { Refusal::NotJwt }
 }
 
@@ -400,7 +408,8 @@ pub fn verify_signature(directory: &Directory, token: &str) -> Result<Verified, 
     }
     let kid = header.kid.ok_or(Refusal::NoKid)?;
     let kid = KeyId::new(kid).map_err(|_| Refusal::UnknownKey)?;
-    let key = directory.signing_key(&kid).filter(|k| !k.retired && k.scope == KeyScope::Cell).ok_or(Refusal::UnknownKey)?;
+    let key =
+        directory.signing_key(&kid).filter(|k| !k.retired && k.scope == KeyScope::Cell).ok_or(Refusal::UnknownKey)?;
     let decoding = DecodingKey::from_ed_der(&key.public_key);
     let data = jsonwebtoken::decode::<Claims>(token, &decoding, &validation()).map_err(|e| match e.kind() {
         jsonwebtoken::errors::ErrorKind::ExpiredSignature => Refusal::Expired,
@@ -564,7 +573,11 @@ mod tests {
         });
         assert!(f.directory.cell().is_some(), "the cell formed");
         for key in keys {
-            f.apply(Command::AddSigningKey { scope: KeyScope::Cell, kid: key.kid().clone(), public_key: Bytes::copy_from_slice(&key.public_key()) });
+            f.apply(Command::AddSigningKey {
+                scope: KeyScope::Cell,
+                kid: key.kid().clone(),
+                public_key: Bytes::copy_from_slice(&key.public_key()),
+            });
         }
         let name = paros_registry::TenantName::parse("acme").unwrap();
         f.apply(Command::SignUp { tenant: TenantId(7), name, quotas: paros_registry::Quotas::default() });

@@ -98,7 +98,8 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.0.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let json = serde_json::to_vec(&self.body()).unwrap_or_default();
-        let mut response = (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], json).into_response();
+        let mut response =
+            (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], json).into_response();
         if let Some(after) = self.0.retry_after {
             let secs = after.as_secs() + u64::from(after.subsec_nanos() > 0);
             if let Ok(v) = HeaderValue::from_str(&secs.max(1).to_string()) {

@@ -19,10 +19,10 @@ use bytes::Bytes;
 use futures_util::Stream;
 use http_body_util::BodyExt as _;
 use paros_api::{
-    CreateJournalRequest, ErrorCode, Gap, Heartbeat, JournalInfo, JournalList, JournalName, MintTokenRequest, Page, ReadQuery,
-    Record, Scope, SetLeaderAnswer, SetLeaderRequest, SetLeaderVerdict, ShapeError, SignupAnswer, SignupRequest, TailEvent,
-    TenantId as ApiTenantId, Token, TokenAnswer, TokenId as ApiTokenId, TruncateAnswer, TruncateRequest, TruncateVerdict, View,
-    WriteAnswer, WriteRequest, WriteVerdict, WriterMode,
+    CreateJournalRequest, ErrorCode, Gap, Heartbeat, JournalInfo, JournalList, JournalName, MintTokenRequest, Page,
+    ReadQuery, Record, Scope, SetLeaderAnswer, SetLeaderRequest, SetLeaderVerdict, ShapeError, SignupAnswer,
+    SignupRequest, TailEvent, TenantId as ApiTenantId, Token, TokenAnswer, TokenId as ApiTokenId, TruncateAnswer,
+    TruncateRequest, TruncateVerdict, View, WriteAnswer, WriteRequest, WriteVerdict, WriterMode,
 };
 use paros_client::{AnswerError, Decided, ReadAnswer, ReadParams};
 use paros_core::journal::{Outcome, WriterMode as CoreMode};
@@ -68,7 +68,8 @@ pub(crate) fn router(g: Gateway) -> Router {
 async fn observe(State(g): State<Gateway>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().as_str().to_owned();
-    let route = request.extensions().get::<MatchedPath>().map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let route =
+        request.extensions().get::<MatchedPath>().map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
     let response = next.run(request).await;
     g.inner.metrics.observe(&method, &route, response.status().as_u16(), started.elapsed().as_secs_f64());
     response
@@ -116,7 +117,8 @@ async fn authenticate(State(g): State<Gateway>, mut request: Request, next: Next
         // create while the tenant holds its journal quota (the registry stays the authority).
         let route = request.extensions().get::<MatchedPath>().map(MatchedPath::as_str);
         let post = request.method() == axum::http::Method::POST;
-        if post && route == Some("/v1/journals/{name}/records")
+        if post
+            && route == Some("/v1/journals/{name}/records")
             && let Err(wait) = g.inner.quotas.check_bytes(t.tenant, &quotas, Instant::now())
         {
             return ApiError::over_quota("over the tenant's bytes/s", wait).into_response();
@@ -140,7 +142,9 @@ async fn authenticate(State(g): State<Gateway>, mut request: Request, next: Next
 fn tenant_of(p: &Principal) -> ApiResult<&TenantToken> {
     match p {
         Principal::Tenant(t) => Ok(t),
-        Principal::Admin { .. } => Err(ApiError::forbidden("an admin token is no tenant's: tenant routes need a tenant token")),
+        Principal::Admin { .. } => {
+            Err(ApiError::forbidden("an admin token is no tenant's: tenant routes need a tenant token"))
+        }
     }
 }
 
@@ -207,8 +211,12 @@ fn resolve(g: &Gateway, tenant: TenantId, name: &JournalName) -> ApiResult<(Jour
 /// one that is not JSON.
 async fn json_body<T: serde::de::DeserializeOwned>(g: &Gateway, headers: &HeaderMap, body: Body) -> ApiResult<T> {
     let limit = g.inner.config.body_limit_bytes;
-    let too_large = || ApiError::new(ErrorCode::TooLarge, format!("the body is over {limit} bytes")).with_limits(g.inner.config.limits());
-    if let Some(len) = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok())
+    let too_large = || {
+        ApiError::new(ErrorCode::TooLarge, format!("the body is over {limit} bytes"))
+            .with_limits(g.inner.config.limits())
+    };
+    if let Some(len) =
+        headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok())
         && len > limit
     {
         return Err(too_large());
@@ -236,7 +244,13 @@ fn json<T: Serialize>(status: StatusCode, body: &T) -> Response {
 }
 
 /// Forwards a call, retrying while the directory knows the journal but no node hosts it yet.
-async fn forward(g: &Gateway, tenant: TenantId, name: &JournalName, key: JournalKey, call: Call) -> ApiResult<Result<Decided, AnswerError>> {
+async fn forward(
+    g: &Gateway,
+    tenant: TenantId,
+    name: &JournalName,
+    key: JournalKey,
+    call: Call,
+) -> ApiResult<Result<Decided, AnswerError>> {
     let deadline = tokio::time::Instant::now() + g.inner.config.placement_wait;
     loop {
         let decided = g.inner.cell.call(key, call.clone()).await;
@@ -268,7 +282,9 @@ fn undecided(g: &Gateway, d: Result<Decided, AnswerError>) -> ApiError {
         Ok(Decided::Verdict(o)) => ApiError::ambiguous().with_message(format!("an unexpected verdict {o:?}")),
         // The cell never denies (authorization happened here): treat it as no answer.
         Ok(Decided::Denied { ambiguous: true, .. }) => ApiError::ambiguous(),
-        Ok(Decided::Denied { ambiguous: false, .. }) => ApiError::unavailable("the cell refused to serve the call now; retry"),
+        Ok(Decided::Denied { ambiguous: false, .. }) => {
+            ApiError::unavailable("the cell refused to serve the call now; retry")
+        }
         Err(e) => ApiError::ambiguous().with_message(format!("the cell's answer could not be judged: {e}")),
     }
 }
@@ -286,18 +302,30 @@ pub(crate) async fn signup(State(g): State<Gateway>, headers: HeaderMap, body: B
     if !g.inner.config.open_signup {
         match principal_of(&g, &headers)?.0 {
             Principal::Admin { .. } => {}
-            Principal::Tenant(_) => return Err(ApiError::forbidden("with open signup off, only an admin token signs up tenants")),
+            Principal::Tenant(_) => {
+                return Err(ApiError::forbidden("with open signup off, only an admin token signs up tenants"));
+            }
         }
     }
     let req: SignupRequest = json_body(&g, &headers, body).await?;
     let mut tenant = TenantId(random_id());
     for _ in 0..3 {
-        let verdict = g.registry(Op::Command(Command::SignUp { tenant, name: req.name.clone(), quotas: g.inner.config.quotas_default })).await?;
+        let verdict = g
+            .registry(Op::Command(Command::SignUp {
+                tenant,
+                name: req.name.clone(),
+                quotas: g.inner.config.quotas_default,
+            }))
+            .await?;
         match verdict {
             Verdict::Accepted(_) => break,
             Verdict::Refused(Refusal::TenantIdTaken { .. }) => tenant = TenantId(random_id()),
-            Verdict::Refused(Refusal::TenantNameTaken { .. }) => return Err(ApiError::new(ErrorCode::NameTaken, "the tenant name is taken")),
-            Verdict::Refused(r) => return Err(ApiError::unavailable(format!("the registry refused the signup: {r:?}"))),
+            Verdict::Refused(Refusal::TenantNameTaken { .. }) => {
+                return Err(ApiError::new(ErrorCode::NameTaken, "the tenant name is taken"));
+            }
+            Verdict::Refused(r) => {
+                return Err(ApiError::unavailable(format!("the registry refused the signup: {r:?}")));
+            }
         }
     }
     g.wait_directory(g.inner.config.registry_wait, |d| d.tenant(tenant).is_some()).await?;
@@ -318,7 +346,12 @@ pub(crate) async fn signup(State(g): State<Gateway>, headers: HeaderMap, body: B
     responses((status = 200, body = paros_api::TokenAnswer), (status = 400, body = paros_api::ErrorBody),
         (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
         (status = 429, body = paros_api::ErrorBody)))]
-pub(crate) async fn mint_token(State(g): State<Gateway>, Extension(p): Extension<Principal>, headers: HeaderMap, body: Body) -> ApiResult<Response> {
+pub(crate) async fn mint_token(
+    State(g): State<Gateway>,
+    Extension(p): Extension<Principal>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
     let t = tenant_of(&p)?;
     require(t, Scope::Owner, None)?;
     unrestricted(t)?;
@@ -351,7 +384,11 @@ pub(crate) async fn mint_token(State(g): State<Gateway>, Extension(p): Extension
     responses((status = 204), (status = 400, body = paros_api::ErrorBody), (status = 401, body = paros_api::ErrorBody),
         (status = 403, body = paros_api::ErrorBody), (status = 404, body = paros_api::ErrorBody),
         (status = 504, body = paros_api::ErrorBody)))]
-pub(crate) async fn revoke_token(State(g): State<Gateway>, Extension(p): Extension<Principal>, path: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
+pub(crate) async fn revoke_token(
+    State(g): State<Gateway>,
+    Extension(p): Extension<Principal>,
+    path: Result<Path<String>, PathRejection>,
+) -> ApiResult<Response> {
     let t = tenant_of(&p)?;
     require(t, Scope::Owner, None)?;
     unrestricted(t)?;
@@ -366,7 +403,9 @@ pub(crate) async fn revoke_token(State(g): State<Gateway>, Extension(p): Extensi
         Verdict::Refused(Refusal::TooManyRevocations { .. }) => {
             return Err(ApiError::over_quota("the tenant holds too many revoked tokens", Duration::from_secs(60)));
         }
-        Verdict::Refused(r) => return Err(ApiError::unavailable(format!("the registry refused the revocation: {r:?}"))),
+        Verdict::Refused(r) => {
+            return Err(ApiError::unavailable(format!("the registry refused the revocation: {r:?}")));
+        }
     }
     g.wait_directory(g.inner.config.registry_wait, |d| d.is_revoked(tenant, &jti)).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -381,7 +420,12 @@ pub(crate) async fn revoke_token(State(g): State<Gateway>, Extension(p): Extensi
         (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
         (status = 409, body = paros_api::ErrorBody), (status = 429, body = paros_api::ErrorBody),
         (status = 504, body = paros_api::ErrorBody)))]
-pub(crate) async fn create_journal(State(g): State<Gateway>, Extension(p): Extension<Principal>, headers: HeaderMap, body: Body) -> ApiResult<Response> {
+pub(crate) async fn create_journal(
+    State(g): State<Gateway>,
+    Extension(p): Extension<Principal>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
     let t = tenant_of(&p)?;
     require(t, Scope::Owner, None)?;
     unrestricted(t)?;
@@ -395,16 +439,26 @@ pub(crate) async fn create_journal(State(g): State<Gateway>, Extension(p): Exten
     let op = Op::CreateJournal { tenant, journal, name: req.name.clone(), mode };
     match g.registry(op).await? {
         Verdict::Accepted(Accepted::JournalCreated { .. } | _) => {}
-        Verdict::Refused(Refusal::JournalNameTaken { .. }) => return Err(ApiError::new(ErrorCode::NameTaken, "the journal name is taken")),
-        Verdict::Refused(Refusal::OverJournalQuota { journals_max, .. }) => {
-            return Err(ApiError::over_quota(format!("the tenant holds its {journals_max} journals already"), Duration::from_secs(60)));
+        Verdict::Refused(Refusal::JournalNameTaken { .. }) => {
+            return Err(ApiError::new(ErrorCode::NameTaken, "the journal name is taken"));
         }
-        Verdict::Refused(Refusal::TenantSuspended { .. }) => return Err(ApiError::forbidden("the tenant is suspended")),
+        Verdict::Refused(Refusal::OverJournalQuota { journals_max, .. }) => {
+            return Err(ApiError::over_quota(
+                format!("the tenant holds its {journals_max} journals already"),
+                Duration::from_secs(60),
+            ));
+        }
+        Verdict::Refused(Refusal::TenantSuspended { .. }) => {
+            return Err(ApiError::forbidden("the tenant is suspended"));
+        }
         Verdict::Refused(r) => return Err(ApiError::unavailable(format!("the registry refused the journal: {r:?}"))),
     }
     let key = JournalKey { tenant, journal };
     let name = req.name.clone();
-    g.wait_directory(g.inner.config.registry_wait, move |d| d.journal_by_name(tenant, &name).is_some_and(|j| j.key == key)).await?;
+    g.wait_directory(g.inner.config.registry_wait, move |d| {
+        d.journal_by_name(tenant, &name).is_some_and(|j| j.key == key)
+    })
+    .await?;
     let mode = req.mode();
     let info = JournalInfo { name: req.name, mode, view: View::NEW };
     Ok(json(StatusCode::CREATED, &info))
@@ -436,7 +490,11 @@ pub(crate) async fn list_journals(State(g): State<Gateway>, Extension(p): Extens
     responses((status = 200, body = paros_api::JournalInfo), (status = 400, body = paros_api::ErrorBody),
         (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
         (status = 404, body = paros_api::ErrorBody)))]
-pub(crate) async fn show_journal(State(g): State<Gateway>, Extension(p): Extension<Principal>, path: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
+pub(crate) async fn show_journal(
+    State(g): State<Gateway>,
+    Extension(p): Extension<Principal>,
+    path: Result<Path<String>, PathRejection>,
+) -> ApiResult<Response> {
     let (_, name, key, mode) = named_journal(&g, &p, path, Scope::Read)?;
     let view = g.view(key).await?;
     Ok(json(StatusCode::OK, &JournalInfo { name, mode: api_mode(mode), view }))
@@ -447,7 +505,11 @@ pub(crate) async fn show_journal(State(g): State<Gateway>, Extension(p): Extensi
     responses((status = 204), (status = 400, body = paros_api::ErrorBody), (status = 401, body = paros_api::ErrorBody),
         (status = 403, body = paros_api::ErrorBody), (status = 404, body = paros_api::ErrorBody),
         (status = 504, body = paros_api::ErrorBody)))]
-pub(crate) async fn delete_journal(State(g): State<Gateway>, Extension(p): Extension<Principal>, path: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
+pub(crate) async fn delete_journal(
+    State(g): State<Gateway>,
+    Extension(p): Extension<Principal>,
+    path: Result<Path<String>, PathRejection>,
+) -> ApiResult<Response> {
     let t = tenant_of(&p)?;
     let raw = path_name(path)?;
     require(t, Scope::Owner, Some(&raw))?;
@@ -484,8 +546,12 @@ pub(crate) async fn set_leader(
     let req: SetLeaderRequest = json_body(&g, &headers, body).await?;
     let call = Call::SetLeader { new: core_leader(req.new), old: req.old.map(core_leader) };
     match forward(&g, t.tenant, &name, key, call).await? {
-        Ok(Decided::Verdict(Outcome::Won(v))) => Ok(json(StatusCode::OK, &SetLeaderAnswer { outcome: SetLeaderVerdict::Won, view: api_view(v) })),
-        Ok(Decided::Verdict(Outcome::Lost(v))) => Err(ApiError::new(ErrorCode::Lost, "SetLeader lost its compare-and-set").with_view(api_view(v))),
+        Ok(Decided::Verdict(Outcome::Won(v))) => {
+            Ok(json(StatusCode::OK, &SetLeaderAnswer { outcome: SetLeaderVerdict::Won, view: api_view(v) }))
+        }
+        Ok(Decided::Verdict(Outcome::Lost(v))) => {
+            Err(ApiError::new(ErrorCode::Lost, "SetLeader lost its compare-and-set").with_view(api_view(v)))
+        }
         Ok(Decided::Verdict(Outcome::WrongMode(v))) => Err(wrong_mode(api_view(v))),
         other => Err(undecided(&g, other)),
     }
@@ -522,7 +588,9 @@ pub(crate) async fn write(
     let cfg = g.inner.config;
     if req.records.len() as u64 > u64::from(cfg.write_records_max) || bytes > cfg.write_bytes_max {
         let view = g.view(key).await?;
-        return Err(ApiError::new(ErrorCode::TooLarge, "the batch is over the write limits").with_limits(cfg.limits()).with_view(view));
+        return Err(ApiError::new(ErrorCode::TooLarge, "the batch is over the write limits")
+            .with_limits(cfg.limits())
+            .with_view(view));
     }
     let shape = match shape {
         Ok(s) => s,
@@ -560,7 +628,13 @@ pub(crate) async fn write(
 
 /// The view once the journal holds positions below `next` (read-your-writes on any server).
 async fn view_after(g: &Gateway, key: JournalKey, next: u64) -> ApiResult<View> {
-    let params = ReadParams { from: Seq(0), limit: 1, max_bytes: 1, wait_ms: 1000, consistency: Consistency::AtLeast(Seq(next)) };
+    let params = ReadParams {
+        from: Seq(0),
+        limit: 1,
+        max_bytes: 1,
+        wait_ms: 1000,
+        consistency: Consistency::AtLeast(Seq(next)),
+    };
     match g.read(key, params).await {
         ReadAnswer::Page { view, .. } | ReadAnswer::Truncated { view } => Ok(api_view(view)),
         _ => g.view(key).await,
@@ -584,7 +658,9 @@ pub(crate) async fn read(
     let (t, _, key, _) = named_journal(&g, &p, path, Scope::Read)?;
     let q = ReadQuery::parse(query.as_deref().unwrap_or("")).map_err(|e| ApiError::malformed(e.to_string()))?;
     let cfg = g.inner.config;
-    let clamp = |v: Option<std::num::NonZeroU64>, max: u32| v.map_or(max, |v| u32::try_from(v.get()).unwrap_or(u32::MAX).min(max));
+    let clamp = |v: Option<std::num::NonZeroU64>, max: u32| {
+        v.map_or(max, |v| u32::try_from(v.get()).unwrap_or(u32::MAX).min(max))
+    };
     let limit = clamp(q.limit, cfg.read_records_max);
     let max_bytes = clamp(q.max_bytes, cfg.read_bytes_max);
     let wait_ms = u32::from(q.wait_ms.get());
@@ -616,7 +692,11 @@ pub(crate) async fn read(
                     continue;
                 }
                 g.inner.metrics.read(t.tenant, &records);
-                let page = Page { from: paros_api::Seq(from.0), records: records.into_iter().map(|r| Record(r.to_vec())).collect(), view: api_view(view) };
+                let page = Page {
+                    from: paros_api::Seq(from.0),
+                    records: records.into_iter().map(|r| Record(r.to_vec())).collect(),
+                    view: api_view(view),
+                };
                 return Ok(json(StatusCode::OK, &page));
             }
             ReadAnswer::Truncated { view } => {
@@ -624,7 +704,9 @@ pub(crate) async fn read(
             }
             // The cell never denies (authorization happened here); a denial is a cell that
             // could not answer.
-            ReadAnswer::Unserved | ReadAnswer::Denied(_) => return Err(ApiError::unavailable("the read was not served in time; retry")),
+            ReadAnswer::Unserved | ReadAnswer::Denied(_) => {
+                return Err(ApiError::unavailable("the read was not served in time; retry"));
+            }
             ReadAnswer::UnknownJournal => return Err(ApiError::unavailable("the journal is not placed yet; retry")),
         }
     }
@@ -648,9 +730,12 @@ pub(crate) async fn truncate(
     let Ok(leader) = req.shape(api_mode(mode)) else { return Err(wrong_mode(g.view(key).await?)) };
     let call = Call::Truncate { leader: leader.map(core_leader), up_to: Seq(req.up_to.0) };
     match forward(&g, t.tenant, &name, key, call).await? {
-        Ok(Decided::Verdict(Outcome::Trimmed(v))) => Ok(json(StatusCode::OK, &TruncateAnswer { outcome: TruncateVerdict::Trimmed, view: api_view(v) })),
+        Ok(Decided::Verdict(Outcome::Trimmed(v))) => {
+            Ok(json(StatusCode::OK, &TruncateAnswer { outcome: TruncateVerdict::Trimmed, view: api_view(v) }))
+        }
         Ok(Decided::Verdict(Outcome::TruncateRefused(v))) => {
-            Err(ApiError::new(ErrorCode::TruncateRefused, "the caller is not the writer in force").with_view(api_view(v)))
+            Err(ApiError::new(ErrorCode::TruncateRefused, "the caller is not the writer in force")
+                .with_view(api_view(v)))
         }
         Ok(Decided::Verdict(Outcome::WrongMode(v))) => Err(wrong_mode(api_view(v))),
         other => Err(undecided(&g, other)),
@@ -675,7 +760,8 @@ pub(crate) async fn tail(
         None => None,
         Some(v) => Some(v.to_str().map_err(|_| ApiError::malformed("Last-Event-ID is a position"))?),
     };
-    let start = paros_api::tail_start(query.as_deref().unwrap_or(""), last).map_err(|e| ApiError::malformed(e.to_string()))?;
+    let start =
+        paros_api::tail_start(query.as_deref().unwrap_or(""), last).map_err(|e| ApiError::malformed(e.to_string()))?;
     let slot = g.open_tail(t.tenant)?;
     let cursor = match start {
         Some(s) => Seq(s.0),
@@ -698,7 +784,13 @@ fn frame(id: Seq, event: &TailEvent) -> Event {
     Event::default().event(event.name()).id(id.0.to_string()).data(event.data())
 }
 
-fn tail_stream(g: Gateway, tenant: TenantId, key: JournalKey, cursor: Seq, slot: crate::state::TailSlot) -> impl Stream<Item = Result<Event, Infallible>> {
+fn tail_stream(
+    g: Gateway,
+    tenant: TenantId,
+    key: JournalKey,
+    cursor: Seq,
+    slot: crate::state::TailSlot,
+) -> impl Stream<Item = Result<Event, Infallible>> {
     let state = TailState { g, tenant, key, cursor, last_sent: None, _slot: slot };
     futures_util::stream::unfold(state, |mut s| async move {
         let heartbeat = s.g.inner.config.heartbeat_interval;
@@ -706,17 +798,31 @@ fn tail_stream(g: Gateway, tenant: TenantId, key: JournalKey, cursor: Seq, slot:
             let due = s.last_sent.map_or(Duration::ZERO, |at| heartbeat.saturating_sub(at.elapsed()));
             let wait_ms = u32::try_from(due.as_millis()).unwrap_or(u32::MAX).min(1000);
             let cfg = s.g.inner.config;
-            let params = ReadParams { from: s.cursor, limit: cfg.read_records_max, max_bytes: cfg.read_bytes_max, wait_ms, consistency: Consistency::Linearizable };
+            let params = ReadParams {
+                from: s.cursor,
+                limit: cfg.read_records_max,
+                max_bytes: cfg.read_bytes_max,
+                wait_ms,
+                consistency: Consistency::Linearizable,
+            };
             let (event, id) = match s.g.read(s.key, params).await {
                 ReadAnswer::Page { from, records, view } if !records.is_empty() => {
                     let next = Seq(from.0 + records.len() as u64);
                     s.g.inner.metrics.read(s.tenant, &records);
-                    let page = Page { from: paros_api::Seq(from.0), records: records.into_iter().map(|r| Record(r.to_vec())).collect(), view: api_view(view) };
+                    let page = Page {
+                        from: paros_api::Seq(from.0),
+                        records: records.into_iter().map(|r| Record(r.to_vec())).collect(),
+                        view: api_view(view),
+                    };
                     s.cursor = next;
                     (TailEvent::Records(page), next)
                 }
                 ReadAnswer::Truncated { view } => {
-                    let gap = Gap { from: paros_api::Seq(s.cursor.0), resumed_at: paros_api::Seq(view.first_seq.0), view: api_view(view) };
+                    let gap = Gap {
+                        from: paros_api::Seq(s.cursor.0),
+                        resumed_at: paros_api::Seq(view.first_seq.0),
+                        view: api_view(view),
+                    };
                     s.cursor = view.first_seq;
                     (TailEvent::Gap(gap), view.first_seq)
                 }
@@ -750,7 +856,8 @@ pub(crate) async fn healthz(State(g): State<Gateway>) -> ApiResult<Response> {
     let d = g.directory()?;
     let cell = d.cell().ok_or_else(|| ApiError::unavailable("the cell is not formed"))?;
     let key = JournalKey { tenant: TenantId(0), journal: cell.registry };
-    let params = ReadParams { from: Seq(0), limit: 1, max_bytes: 1, wait_ms: 0, consistency: Consistency::Linearizable };
+    let params =
+        ReadParams { from: Seq(0), limit: 1, max_bytes: 1, wait_ms: 0, consistency: Consistency::Linearizable };
     match tokio::time::timeout(Duration::from_secs(2), g.inner.cell.read(key, params, 0)).await {
         Ok(ReadAnswer::Page { .. } | ReadAnswer::Truncated { .. }) => Ok((StatusCode::OK, "ok\n").into_response()),
         _ => Err(ApiError::unavailable("the registry is not reachable now")),

@@ -10,11 +10,11 @@ use paros_core::{NodeId, TenantId};
 use paros_node::ports::StoreActivity;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric as _};
-use prometheus_client::metrics::counter::{ConstCounter, Counter};
-use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::metrics::TypedMetric as _;
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::auth::Refusal;
@@ -156,20 +156,51 @@ const NODE_FAMILIES: [Field<NodeCounters>; 5] = [
 
 /// The store families (only the nodes whose store the port samples): name, help, kind, value.
 const STORE_FAMILIES: [Field<StoreActivity>; 10] = [
-    ("node_store_disk_bytes", "Bytes each node's store holds on disk: tables, journals, write-ahead segments", Kind::Gauge, |a| Value::Count(a.disk_bytes)),
-    ("node_store_compactions", "Compactions each node's store finished", Kind::Counter, |a| Value::Count(a.compactions_completed)),
-    ("node_store_compaction_seconds", "Time each node's store spent compacting", Kind::Counter, |a| Value::Micros(a.compacting_us)),
-    ("node_store_compactions_active", "Compactions running in each node's store now", Kind::Gauge, |a| Value::Count(a.compactions_active)),
-    ("node_store_flushes_outstanding", "Sealed memtables waiting to be flushed in each node's store now", Kind::Gauge, |a| Value::Count(a.flushes_outstanding)),
-    ("node_store_log_tables", "Tables holding each node's log, every level", Kind::Gauge, |a| Value::Count(a.log_tables)),
-    ("node_store_log_l0_tables", "Tables holding each node's log at level 0", Kind::Gauge, |a| Value::Count(a.log_l0_tables)),
+    (
+        "node_store_disk_bytes",
+        "Bytes each node's store holds on disk: tables, journals, write-ahead segments",
+        Kind::Gauge,
+        |a| Value::Count(a.disk_bytes),
+    ),
+    ("node_store_compactions", "Compactions each node's store finished", Kind::Counter, |a| {
+        Value::Count(a.compactions_completed)
+    }),
+    ("node_store_compaction_seconds", "Time each node's store spent compacting", Kind::Counter, |a| {
+        Value::Micros(a.compacting_us)
+    }),
+    ("node_store_compactions_active", "Compactions running in each node's store now", Kind::Gauge, |a| {
+        Value::Count(a.compactions_active)
+    }),
+    (
+        "node_store_flushes_outstanding",
+        "Sealed memtables waiting to be flushed in each node's store now",
+        Kind::Gauge,
+        |a| Value::Count(a.flushes_outstanding),
+    ),
+    ("node_store_log_tables", "Tables holding each node's log, every level", Kind::Gauge, |a| {
+        Value::Count(a.log_tables)
+    }),
+    ("node_store_log_l0_tables", "Tables holding each node's log at level 0", Kind::Gauge, |a| {
+        Value::Count(a.log_l0_tables)
+    }),
     ("node_store_journal_files", "Each node's database journal files", Kind::Gauge, |a| Value::Count(a.journal_files)),
-    ("node_store_room_waits", "Writes that waited for each node's store to apply synced rounds", Kind::Counter, |a| Value::Count(a.room_waits)),
-    ("node_store_room_wait_seconds", "Time writes waited for each node's store to apply synced rounds", Kind::Counter, |a| Value::Micros(a.room_waited_us)),
+    ("node_store_room_waits", "Writes that waited for each node's store to apply synced rounds", Kind::Counter, |a| {
+        Value::Count(a.room_waits)
+    }),
+    (
+        "node_store_room_wait_seconds",
+        "Time writes waited for each node's store to apply synced rounds",
+        Kind::Counter,
+        |a| Value::Micros(a.room_waited_us),
+    ),
 ];
 
 /// Writes one family: a series per node that has a value.
-fn encode_family(encoder: &mut DescriptorEncoder, (name, help, kind): (&str, &str, Kind), series: impl Iterator<Item = (NodeId, Value)>) -> Result<(), std::fmt::Error> {
+fn encode_family(
+    encoder: &mut DescriptorEncoder,
+    (name, help, kind): (&str, &str, Kind),
+    series: impl Iterator<Item = (NodeId, Value)>,
+) -> Result<(), std::fmt::Error> {
     let metric_type = match kind {
         Kind::Counter => ConstCounter::<u64>::TYPE,
         Kind::Gauge => ConstGauge::<i64>::TYPE,
@@ -197,7 +228,11 @@ impl Collector for NodeCollector {
         }
         if stats.iter().any(|c| c.store.is_some()) {
             for (name, help, kind, value) in STORE_FAMILIES {
-                encode_family(&mut encoder, (name, help, kind), stats.iter().filter_map(|c| Some((c.node, value(c.store.as_ref()?)))))?;
+                encode_family(
+                    &mut encoder,
+                    (name, help, kind),
+                    stats.iter().filter_map(|c| Some((c.node, value(c.store.as_ref()?)))),
+                )?;
             }
         }
         Ok(())
@@ -262,14 +297,24 @@ impl Metrics {
     pub fn new(nodes: Option<Arc<dyn NodeStats>>) -> Metrics {
         let mut registry = Registry::with_prefix("paros_gateway");
         let requests = Family::<RouteLabels, Counter>::default();
-        let latency = Family::<LatencyLabels, Histogram, fn() -> Histogram>::new_with_constructor(latency_histogram as fn() -> Histogram);
+        let latency = Family::<LatencyLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+            latency_histogram as fn() -> Histogram,
+        );
         let records = Family::<TrafficLabels, Counter>::default();
         let bytes = Family::<TrafficLabels, Counter>::default();
         let auth_refusals = Family::<RefusalLabels, Counter>::default();
         registry.register("requests", "HTTP requests answered, by route and status", requests.clone());
         registry.register("request_duration_seconds", "HTTP request latency, by route", latency.clone());
-        registry.register("tenant_records", "Records written (accepted) and read (answered), by tenant", records.clone());
-        registry.register("tenant_bytes", "Decoded record bytes written (accepted) and read (answered), by tenant", bytes.clone());
+        registry.register(
+            "tenant_records",
+            "Records written (accepted) and read (answered), by tenant",
+            records.clone(),
+        );
+        registry.register(
+            "tenant_bytes",
+            "Decoded record bytes written (accepted) and read (answered), by tenant",
+            bytes.clone(),
+        );
         registry.register("auth_refusals", "Requests refused 401, by reason", auth_refusals.clone());
         // Every reason is listed from the start, at 0, so a dashboard can rate it at once.
         for r in Refusal::ALL {
@@ -278,7 +323,16 @@ impl Metrics {
         if let Some(port) = &nodes {
             registry.register_collector(Box::new(NodeCollector(Arc::clone(port))));
         }
-        Metrics { registry: Mutex::new(registry), requests, latency, records, bytes, auth_refusals, total: Mutex::default(), nodes }
+        Metrics {
+            registry: Mutex::new(registry),
+            requests,
+            latency,
+            records,
+            bytes,
+            auth_refusals,
+            total: Mutex::default(),
+            nodes,
+        }
     }
 
     /// The node counters now, when the gateway was given the port.
@@ -290,7 +344,9 @@ impl Metrics {
     /// Counts one answered request.
     pub fn observe(&self, method: &str, route: &str, status: u16, seconds: f64) {
         self.requests.get_or_create(&RouteLabels { method: method.to_owned(), route: route.to_owned(), status }).inc();
-        self.latency.get_or_create(&LatencyLabels { method: method.to_owned(), route: route.to_owned() }).observe(seconds);
+        self.latency
+            .get_or_create(&LatencyLabels { method: method.to_owned(), route: route.to_owned() })
+            .observe(seconds);
     }
 
     /// Counts one refused token.
@@ -325,7 +381,9 @@ impl Metrics {
     #[must_use]
     pub fn traffic(&self, tenant: TenantId) -> Traffic {
         let tenant = crate::auth::tenant_text(tenant);
-        let get = |f: &Family<TrafficLabels, Counter>, direction| f.get(&TrafficLabels { tenant: tenant.clone(), direction }).map_or(0, |c| c.get());
+        let get = |f: &Family<TrafficLabels, Counter>, direction| {
+            f.get(&TrafficLabels { tenant: tenant.clone(), direction }).map_or(0, |c| c.get())
+        };
         Traffic {
             records_written: get(&self.records, WRITTEN),
             bytes_written: get(&self.bytes, WRITTEN),

@@ -7,7 +7,8 @@
 
 use paros_api::{
     CreateJournalRequest, ErrorBody, Gap, Heartbeat, JournalInfo, JournalList, MintTokenRequest, Page, SetLeaderAnswer,
-    SetLeaderRequest, SignupAnswer, SignupRequest, TokenAnswer, TruncateAnswer, TruncateRequest, WriteAnswer, WriteRequest,
+    SetLeaderRequest, SignupAnswer, SignupRequest, TokenAnswer, TruncateAnswer, TruncateRequest, WriteAnswer,
+    WriteRequest,
 };
 use serde_json::{Value, json};
 use utoipa::OpenApi;

@@ -9,10 +9,10 @@
 
 use std::collections::BTreeMap;
 
+use axum::Extension;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::Extension;
 use paros_core::{JournalKey, NodeId};
 use paros_registry::{Directory, Role, Standing};
 use serde::Serialize;
@@ -47,7 +47,8 @@ impl OverviewQuery {
         let (mut offset_seen, mut limit_seen) = (false, false);
         for pair in raw.split('&').filter(|p| !p.is_empty()) {
             let (name, value) = pair.split_once('=').ok_or_else(|| format!("`{pair}` is not name=value"))?;
-            let number = || value.parse::<u64>().map_err(|_| format!("`{name}` is a non-negative integer, not `{value}`"));
+            let number =
+                || value.parse::<u64>().map_err(|_| format!("`{name}` is a non-negative integer, not `{value}`"));
             match name {
                 "offset" if !offset_seen => {
                     offset_seen = true;
@@ -95,7 +96,12 @@ pub struct TrafficBody {
 
 impl From<Traffic> for TrafficBody {
     fn from(t: Traffic) -> TrafficBody {
-        TrafficBody { records_written: t.records_written, bytes_written: t.bytes_written, records_read: t.records_read, bytes_read: t.bytes_read }
+        TrafficBody {
+            records_written: t.records_written,
+            bytes_written: t.bytes_written,
+            records_read: t.records_read,
+            bytes_read: t.bytes_read,
+        }
     }
 }
 
@@ -172,7 +178,8 @@ fn standing_text(s: Standing) -> &'static str {
 }
 
 fn machines(d: &Directory, counters: Option<Vec<NodeCounters>>, max: usize) -> (Vec<MachineBody>, u64) {
-    let mut by_node: BTreeMap<NodeId, NodeCounters> = counters.unwrap_or_default().into_iter().map(|c| (c.node, c)).collect();
+    let mut by_node: BTreeMap<NodeId, NodeCounters> =
+        counters.unwrap_or_default().into_iter().map(|c| (c.node, c)).collect();
     let mut out: Vec<MachineBody> = Vec::new();
     let mut total = 0u64;
     for m in d.machines() {
@@ -202,14 +209,19 @@ fn machines(d: &Directory, counters: Option<Vec<NodeCounters>>, max: usize) -> (
     responses((status = 200, body = OverviewBody), (status = 400, body = paros_api::ErrorBody),
         (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
         (status = 503, body = paros_api::ErrorBody)))]
-pub(crate) async fn admin_overview(State(g): State<Gateway>, Extension(p): Extension<Principal>, RawQuery(query): RawQuery) -> ApiResult<Response> {
+pub(crate) async fn admin_overview(
+    State(g): State<Gateway>,
+    Extension(p): Extension<Principal>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
     if !matches!(p, Principal::Admin { .. }) {
         return Err(ApiError::forbidden("the overview is the operator's: it needs an admin token"));
     }
     let q = OverviewQuery::parse(query.as_deref().unwrap_or("")).map_err(ApiError::malformed)?;
     let cfg = g.inner.config;
     let list_max = usize::try_from(cfg.overview_list_max).unwrap_or(usize::MAX);
-    let limit = q.limit.map_or(u64::from(cfg.overview_journals_max), |l| l.min(u64::from(cfg.overview_journals_max))).max(1);
+    let limit =
+        q.limit.map_or(u64::from(cfg.overview_journals_max), |l| l.min(u64::from(cfg.overview_journals_max))).max(1);
     let d = g.directory()?;
     let metrics = &g.inner.metrics;
     let counters = metrics.node_stats();
@@ -230,7 +242,8 @@ pub(crate) async fn admin_overview(State(g): State<Gateway>, Extension(p): Exten
     let live = || d.journals().filter(|j| j.is_live());
     let journals_total = live().count() as u64;
     let skip = usize::try_from(q.offset).unwrap_or(usize::MAX);
-    let page: Vec<&paros_registry::Journal> = live().skip(skip).take(usize::try_from(limit).unwrap_or(usize::MAX)).collect();
+    let page: Vec<&paros_registry::Journal> =
+        live().skip(skip).take(usize::try_from(limit).unwrap_or(usize::MAX)).collect();
     let views = futures_util::future::join_all(page.iter().map(|j| g.view(j.key))).await;
     let journals = page
         .iter()
@@ -249,7 +262,9 @@ pub(crate) async fn admin_overview(State(g): State<Gateway>, Extension(p): Exten
         .collect();
 
     let body = OverviewBody {
-        generated_at_ms: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+        generated_at_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
         node_counters,
         machines,
         machines_total,
@@ -266,7 +281,10 @@ pub(crate) async fn admin_overview(State(g): State<Gateway>, Extension(p): Exten
 }
 
 fn leader(g: &Gateway, key: JournalKey) -> Option<LeaderNodeBody> {
-    g.inner.cell.leader(key).map(|(node, age)| LeaderNodeBody { node: node.to_string(), seen_ms_ago: u64::try_from(age.as_millis()).unwrap_or(u64::MAX) })
+    g.inner.cell.leader(key).map(|(node, age)| LeaderNodeBody {
+        node: node.to_string(),
+        seen_ms_ago: u64::try_from(age.as_millis()).unwrap_or(u64::MAX),
+    })
 }
 
 /// The operator's dashboard page (no token: it asks for the admin token and polls

@@ -222,8 +222,17 @@ impl Gateway {
         }
         let known = |d: &Directory| held(d) == Some(Held::Live);
         let folded_in_time = self.inner.config.registry_wait.max(Duration::from_secs(1));
-        let command = Command::AddSigningKey { scope: KeyScope::Cell, kid: kid.clone(), public_key: Bytes::copy_from_slice(&public) };
-        match self.inner.coordinator.request(Request { id: RequestId(u128::from_le_bytes(random_bytes::<16>())), op: Op::Command(command) }).await {
+        let command = Command::AddSigningKey {
+            scope: KeyScope::Cell,
+            kid: kid.clone(),
+            public_key: Bytes::copy_from_slice(&public),
+        };
+        match self
+            .inner
+            .coordinator
+            .request(Request { id: RequestId(u128::from_le_bytes(random_bytes::<16>())), op: Op::Command(command) })
+            .await
+        {
             Ok(Answer::Verdict(Verdict::Accepted(_))) => {}
             Ok(Answer::Verdict(Verdict::Refused(Refusal::KeyIdTaken { .. }))) => {
                 // Registered by an earlier start, in a directory this one has not folded yet
@@ -232,7 +241,10 @@ impl Gateway {
                     .wait_directory(folded_in_time, |d| d.signing_key(&kid).is_some())
                     .await
                     .map_err(|_| StartError::KeyNotFolded(kid.to_string()))?;
-                return held(&folded).ok_or_else(|| StartError::KeyRefused { kid: kid.to_string(), refusal: Refusal::KeyIdTaken { kid: kid.clone() } });
+                return held(&folded).ok_or_else(|| StartError::KeyRefused {
+                    kid: kid.to_string(),
+                    refusal: Refusal::KeyIdTaken { kid: kid.clone() },
+                });
             }
             Ok(Answer::Verdict(Verdict::Refused(refusal))) => {
                 return Err(StartError::KeyRefused { kid: kid.to_string(), refusal });
@@ -240,7 +252,10 @@ impl Gateway {
             Ok(other) => return Err(StartError::KeyUndecided { kid: kid.to_string(), answer: format!("{other:?}") }),
             Err(_) => return Err(StartError::CoordinatorGone),
         }
-        self.wait_directory(folded_in_time, known).await.map(|_| Held::Live).map_err(|_| StartError::KeyNotFolded(kid.to_string()))
+        self.wait_directory(folded_in_time, known)
+            .await
+            .map(|_| Held::Live)
+            .map_err(|_| StartError::KeyNotFolded(kid.to_string()))
     }
 
     /// The router serving this gateway; see [`crate::router`].
@@ -262,11 +277,20 @@ impl Gateway {
 
     /// The directory as folded now.
     pub(crate) fn directory(&self) -> Result<Arc<Directory>, ApiError> {
-        self.inner.directory.borrow().directory.clone().ok_or_else(|| ApiError::unavailable("the registry is not folded yet"))
+        self.inner
+            .directory
+            .borrow()
+            .directory
+            .clone()
+            .ok_or_else(|| ApiError::unavailable("the registry is not folded yet"))
     }
 
     /// Waits up to `timeout` for the directory to satisfy `ready`.
-    pub(crate) async fn wait_directory(&self, timeout: Duration, ready: impl Fn(&Directory) -> bool) -> Result<Arc<Directory>, ApiError> {
+    pub(crate) async fn wait_directory(
+        &self,
+        timeout: Duration,
+        ready: impl Fn(&Directory) -> bool,
+    ) -> Result<Arc<Directory>, ApiError> {
         let mut rx = self.inner.directory.clone();
         let ok = |f: &Followed| f.directory.as_deref().is_some_and(&ready);
         let found = tokio::time::timeout(timeout, rx.wait_for(ok)).await;
@@ -303,7 +327,8 @@ impl Gateway {
 
     /// One read, asked again (on the next server) while it is not served, up to the bounds.
     pub(crate) async fn read(&self, key: JournalKey, params: ReadParams) -> ReadAnswer {
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(u64::from(params.wait_ms)) + Duration::from_secs(2);
+        let deadline =
+            tokio::time::Instant::now() + Duration::from_millis(u64::from(params.wait_ms)) + Duration::from_secs(2);
         let mut last = ReadAnswer::Unserved;
         for attempt in 0..self.inner.config.read_attempts_max.max(1) {
             last = self.inner.cell.read(key, params, attempt).await;
@@ -319,10 +344,18 @@ impl Gateway {
 
     /// The journal's view now (a linearizable read of at most one record).
     pub(crate) async fn view(&self, key: JournalKey) -> Result<View, ApiError> {
-        let params = ReadParams { from: paros_core::Seq(0), limit: 1, max_bytes: 1, wait_ms: 0, consistency: Consistency::Linearizable };
+        let params = ReadParams {
+            from: paros_core::Seq(0),
+            limit: 1,
+            max_bytes: 1,
+            wait_ms: 0,
+            consistency: Consistency::Linearizable,
+        };
         match self.read(key, params).await {
             ReadAnswer::Page { view, .. } | ReadAnswer::Truncated { view } => Ok(api_view(view)),
-            ReadAnswer::Unserved | ReadAnswer::Denied(_) => Err(ApiError::unavailable("no server could answer now; retry")),
+            ReadAnswer::Unserved | ReadAnswer::Denied(_) => {
+                Err(ApiError::unavailable("no server could answer now; retry"))
+            }
             ReadAnswer::UnknownJournal => Err(ApiError::unavailable("the journal is not placed yet; retry")),
         }
     }

@@ -52,7 +52,12 @@ async fn bad_tokens_are_unauthorized_and_a_revoked_one_within_a_second() {
     let claims: serde_json::Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
     let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
     header.kid = Some("k1".into());
-    let hs = jsonwebtoken::encode(&header, &claims, &jsonwebtoken::EncodingKey::from_secret(w.key.public_key().as_slice()).unwrap()).unwrap();
+    let hs = jsonwebtoken::encode(
+        &header,
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(w.key.public_key().as_slice()).unwrap(),
+    )
+    .unwrap();
     assert_eq!(list(hs).await.0, StatusCode::UNAUTHORIZED, "HS256");
 
     // Tampered: a read token's payload rewritten to owner, the signature kept.
@@ -69,7 +74,14 @@ async fn bad_tokens_are_unauthorized_and_a_revoked_one_within_a_second() {
     assert_eq!(list(read.clone()).await.0, StatusCode::OK);
     let (s, v) = call(r, "POST", "/v1/journals", Some(&read), Some(json!({"name": "x"}))).await;
     assert_eq!((s, code(&v)), (StatusCode::FORBIDDEN, "forbidden"));
-    let (s, _) = call(r, "POST", "/v1/journals/orders/leader", Some(&read), Some(json!({"new": "0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b", "old": null}))).await;
+    let (s, _) = call(
+        r,
+        "POST",
+        "/v1/journals/orders/leader",
+        Some(&read),
+        Some(json!({"new": "0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b", "old": null})),
+    )
+    .await;
     assert_eq!(s, StatusCode::FORBIDDEN);
     assert_eq!(mint(r, &read, json!({"scope": "read"})).await.0, StatusCode::FORBIDDEN);
     // A minted token never exceeds its parent.
@@ -190,9 +202,15 @@ async fn keys_rotate_and_a_retired_keys_tokens_are_refused_everywhere_within_a_s
 
     let new_key = KeyPair::generate(KeyId::new("k2").unwrap());
     let keys = paros_gateway::SigningKeys { active: new_key.clone(), others: vec![w.key.clone()] };
-    let rotated = paros_gateway::Gateway::start(w.cell.client.clone(), w.cell.coordinator(), w.cell.directory(), common::test_config(), keys)
-        .await
-        .expect("a gateway with the new key starts");
+    let rotated = paros_gateway::Gateway::start(
+        w.cell.client.clone(),
+        w.cell.coordinator(),
+        w.cell.directory(),
+        common::test_config(),
+        keys,
+    )
+    .await
+    .expect("a gateway with the new key starts");
     let new = &rotated.router();
     let list = |r: &'static str, t: &str| {
         let router = if r == "old" { old.clone() } else { new.clone() };
@@ -203,10 +221,20 @@ async fn keys_rotate_and_a_retired_keys_tokens_are_refused_everywhere_within_a_s
     let (s, minted) = mint(new, &old_token, json!({"scope": "read"})).await;
     assert_eq!(s, StatusCode::OK);
     let new_token = minted["token"].as_str().unwrap().to_owned();
-    assert_eq!(list("old", &new_token).await, StatusCode::OK, "the new key's token is good at the old gateway (the key is in the registry)");
+    assert_eq!(
+        list("old", &new_token).await,
+        StatusCode::OK,
+        "the new key's token is good at the old gateway (the key is in the registry)"
+    );
 
-    assert!(matches!(rotated.retire_key(new_key.kid()).await, Err(paros_gateway::RetireError::Active(_))), "the signing key is not retired");
-    assert!(matches!(rotated.retire_key(&KeyId::new("nope").unwrap()).await, Err(paros_gateway::RetireError::Unknown(_))));
+    assert!(
+        matches!(rotated.retire_key(new_key.kid()).await, Err(paros_gateway::RetireError::Active(_))),
+        "the signing key is not retired"
+    );
+    assert!(matches!(
+        rotated.retire_key(&KeyId::new("nope").unwrap()).await,
+        Err(paros_gateway::RetireError::Unknown(_))
+    ));
     let retired_at = Instant::now();
     rotated.retire_key(w.key.kid()).await.expect("the old key retires");
     for router in ["new", "old"] {
@@ -214,7 +242,10 @@ async fn keys_rotate_and_a_retired_keys_tokens_are_refused_everywhere_within_a_s
             if list(router, &old_token).await == StatusCode::UNAUTHORIZED {
                 break;
             }
-            assert!(retired_at.elapsed() < Duration::from_secs(1), "the {router} gateway refuses a retired key's token within 1 s");
+            assert!(
+                retired_at.elapsed() < Duration::from_secs(1),
+                "the {router} gateway refuses a retired key's token within 1 s"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -225,12 +256,25 @@ async fn keys_rotate_and_a_retired_keys_tokens_are_refused_everywhere_within_a_s
     // The old key is retired: a gateway that would still sign with it does not start, and one
     // that merely lists it starts without registering it again.
     let stale = paros_gateway::SigningKeys { active: w.key.clone(), others: vec![] };
-    let refused = paros_gateway::Gateway::start(w.cell.client.clone(), w.cell.coordinator(), w.cell.directory(), common::test_config(), stale).await;
+    let refused = paros_gateway::Gateway::start(
+        w.cell.client.clone(),
+        w.cell.coordinator(),
+        w.cell.directory(),
+        common::test_config(),
+        stale,
+    )
+    .await;
     assert!(matches!(refused, Err(paros_gateway::StartError::ActiveKeyRetired(_))));
     let keys = paros_gateway::SigningKeys { active: new_key, others: vec![w.key.clone()] };
-    paros_gateway::Gateway::start(w.cell.client.clone(), w.cell.coordinator(), w.cell.directory(), common::test_config(), keys)
-        .await
-        .expect("a retired key among the others is skipped");
+    paros_gateway::Gateway::start(
+        w.cell.client.clone(),
+        w.cell.coordinator(),
+        w.cell.directory(),
+        common::test_config(),
+        keys,
+    )
+    .await
+    .expect("a retired key among the others is skipped");
 }
 
 /// A gateway restarting with a key an earlier start registered, while its directory has not
@@ -248,7 +292,9 @@ async fn a_restart_whose_directory_lags_starts_with_the_key_it_registered_before
         lagging
     });
     let keys = paros_gateway::SigningKeys { active: w.key.clone(), others: vec![] };
-    let restarted = paros_gateway::Gateway::start(w.cell.client.clone(), w.cell.coordinator(), behind, common::test_config(), keys).await;
+    let restarted =
+        paros_gateway::Gateway::start(w.cell.client.clone(), w.cell.coordinator(), behind, common::test_config(), keys)
+            .await;
     assert!(restarted.is_ok(), "the restart waits for its directory: {:?}", restarted.err());
     drop(catch_up.await.unwrap());
 }
@@ -265,11 +311,21 @@ async fn a_suspended_tenants_calls_are_forbidden_until_it_is_resumed() {
     let tenant = paros_core::TenantId(u64::from_str_radix(&tenant, 16).unwrap());
     for status in [paros_registry::TenantStatus::Suspended, paros_registry::TenantStatus::Active] {
         let command = paros_registry::Command::SetTenantStatus { tenant, status };
-        let request = paros_registry::Request { id: paros_registry::RequestId(rand_id()), op: paros_registry::Op::Command(command) };
-        assert!(matches!(w.cell.coordinator().request(request).await, Ok(paros_registry::Answer::Verdict(paros_registry::Verdict::Accepted(_)))));
-        w.cell.wait_followers(Duration::from_secs(5), |d| d.tenant(tenant).is_some_and(|t| t.status == status)).await.unwrap();
+        let request = paros_registry::Request {
+            id: paros_registry::RequestId(rand_id()),
+            op: paros_registry::Op::Command(command),
+        };
+        assert!(matches!(
+            w.cell.coordinator().request(request).await,
+            Ok(paros_registry::Answer::Verdict(paros_registry::Verdict::Accepted(_)))
+        ));
+        w.cell
+            .wait_followers(Duration::from_secs(5), |d| d.tenant(tenant).is_some_and(|t| t.status == status))
+            .await
+            .unwrap();
         let deadline = Instant::now() + Duration::from_secs(2);
-        let want = if status == paros_registry::TenantStatus::Suspended { StatusCode::FORBIDDEN } else { StatusCode::OK };
+        let want =
+            if status == paros_registry::TenantStatus::Suspended { StatusCode::FORBIDDEN } else { StatusCode::OK };
         loop {
             let (s, v) = call(r, "GET", "/v1/journals/orders", Some(&a), None).await;
             if s == want {

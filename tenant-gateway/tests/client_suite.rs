@@ -13,8 +13,9 @@ use paros_api::{JournalName, Token};
 use paros_client::http::{HttpConfig, HttpService};
 use paros_client::service::{ReadParams, Route};
 use paros_client::{
-    Appender, AppenderConfig, Checkpointable, Checkpointer, CheckpointerConfig, Client, ClientConfig, FoldEvent, Folder, FolderConfig,
-    JournalService, ReadConsistency, Reader, ReaderConfig, ReaderOutcome, Writer, WriterConfig, WriterError,
+    Appender, AppenderConfig, Checkpointable, Checkpointer, CheckpointerConfig, Client, ClientConfig, FoldEvent,
+    Folder, FolderConfig, JournalService, ReadConsistency, Reader, ReaderConfig, ReaderOutcome, Writer, WriterConfig,
+    WriterError,
 };
 use paros_core::{JournalKey, Seq};
 
@@ -43,7 +44,10 @@ impl Checkpointable for Tally {
 
     fn restore(bytes: &[u8]) -> Result<Self, String> {
         let b: [u8; 12] = bytes.try_into().map_err(|_| format!("{} bytes, not 12", bytes.len()))?;
-        Ok(Tally { count: u64::from_le_bytes(b[..8].try_into().unwrap()), digest: u32::from_le_bytes(b[8..].try_into().unwrap()) })
+        Ok(Tally {
+            count: u64::from_le_bytes(b[..8].try_into().unwrap()),
+            digest: u32::from_le_bytes(b[8..].try_into().unwrap()),
+        })
     }
 }
 
@@ -52,12 +56,21 @@ fn batch(tag: &str, from: u64, n: u64) -> Vec<Bytes> {
 }
 
 /// Everything from `from` to the tail, gaps reported as they come.
-async fn read_through<S: JournalService + 'static>(client: &Client<S>, journal: &S::Journal, from: Seq) -> Vec<ReaderOutcome> {
-    let mut reader = Reader::new(client.clone(), journal.clone(), from, ReaderConfig::default(), ReadConsistency::Linearizable, 0).unwrap();
+async fn read_through<S: JournalService + 'static>(
+    client: &Client<S>,
+    journal: &S::Journal,
+    from: Seq,
+) -> Vec<ReaderOutcome> {
+    let mut reader =
+        Reader::new(client.clone(), journal.clone(), from, ReaderConfig::default(), ReadConsistency::Linearizable, 0)
+            .unwrap();
     let mut seen = Vec::new();
     for _ in 0..1000 {
         match reader.next().await.expect("answers are well formed") {
-            o @ ReaderOutcome::Records { .. } if matches!(&o, ReaderOutcome::Records { records, .. } if records.is_empty()) => return seen,
+            o @ ReaderOutcome::Records { .. } if matches!(&o, ReaderOutcome::Records { records, .. } if records.is_empty()) =>
+            {
+                return seen;
+            }
             o @ (ReaderOutcome::Records { .. } | ReaderOutcome::Gap { .. }) => seen.push(o),
             ReaderOutcome::Retry { .. } => tokio::time::sleep(Duration::from_millis(10)).await,
             other => panic!("the reader got {other:?}"),
@@ -79,7 +92,10 @@ fn records_of(outcomes: &[ReaderOutcome]) -> Vec<(u64, Bytes)> {
 /// The Writer: claim, pipelined writes at consecutive positions, a rival's claim supersedes it
 /// (its next write is refused, naming the rival), the rival truncates, and a Reader from 0 reports
 /// the truncated range as a gap, then the retained records in order.
-async fn writer_is_superseded_and_the_reader_reports_the_gap<S: JournalService + 'static>(client: Client<S>, journal: S::Journal) {
+async fn writer_is_superseded_and_the_reader_reports_the_gap<S: JournalService + 'static>(
+    client: Client<S>,
+    journal: S::Journal,
+) {
     let mut first = Writer::new(client.clone(), journal.clone(), WriterConfig::default(), 11).unwrap();
     let view = first.claim().await.expect("the first writer claims");
     assert_eq!(view.next_seq, Seq(0));
@@ -97,7 +113,9 @@ async fn writer_is_superseded_and_the_reader_reports_the_gap<S: JournalService +
     let rival_view = rival.claim().await.expect("the rival claims");
     assert_eq!(rival_view.next_seq, Seq(14), "the rival learns the tail");
     match first.write(batch("a", 14, 1)).await {
-        Err(WriterError::Superseded { view }) => assert_eq!(view.leader, rival.core().uuid(), "the refusal names the new writer"),
+        Err(WriterError::Superseded { view }) => {
+            assert_eq!(view.leader, rival.core().uuid(), "the refusal names the new writer")
+        }
         other => panic!("the superseded writer wrote: {other:?}"),
     }
     assert_eq!(rival.write(batch("b", 14, 2)).await.expect("the rival writes").seq, Seq(14));
@@ -116,7 +134,10 @@ async fn writer_is_superseded_and_the_reader_reports_the_gap<S: JournalService +
 }
 
 /// The Appender batches records appended one by one, each acknowledged at its own position.
-async fn the_appender_batches_and_acknowledges_each_record<S: JournalService + 'static>(client: Client<S>, journal: S::Journal) {
+async fn the_appender_batches_and_acknowledges_each_record<S: JournalService + 'static>(
+    client: Client<S>,
+    journal: S::Journal,
+) {
     let mut writer = Writer::new(client.clone(), journal.clone(), WriterConfig::default(), 33).unwrap();
     writer.claim().await.expect("claims");
     let config = AppenderConfig { batch_records_max: 8, linger: Duration::from_millis(2), ..AppenderConfig::default() };
@@ -139,7 +160,10 @@ async fn the_appender_batches_and_acknowledges_each_record<S: JournalService + '
 
 /// A Checkpointer's run, appended by the Writer, lets a Folder that meets the truncation's gap
 /// restore the owner's state and fold on.
-async fn a_checkpoint_run_restores_a_folder_across_the_gap<S: JournalService + 'static>(client: Client<S>, journal: S::Journal) {
+async fn a_checkpoint_run_restores_a_folder_across_the_gap<S: JournalService + 'static>(
+    client: Client<S>,
+    journal: S::Journal,
+) {
     let mut writer = Writer::new(client.clone(), journal.clone(), WriterConfig::default(), 44).unwrap();
     writer.claim().await.expect("claims");
     let mut owner = Tally::default();
@@ -147,10 +171,12 @@ async fn a_checkpoint_run_restores_a_folder_across_the_gap<S: JournalService + '
     for (at, r) in (written.seq.0..).zip(batch("e", 0, 10)) {
         owner.apply(Seq(at), &r);
     }
-    let mut checkpointer = Checkpointer::new(CheckpointerConfig { chunk_bytes: 5, ..CheckpointerConfig::default() }).unwrap();
+    let mut checkpointer =
+        Checkpointer::new(CheckpointerConfig { chunk_bytes: 5, ..CheckpointerConfig::default() }).unwrap();
     let run = checkpointer.begin(&owner, Seq(10)).expect("a run is planned");
     let written = writer.write(run.records.clone()).await.expect("the run is appended");
-    let truncate = checkpointer.acknowledged(written.seq, written.count).expect("an expected ack").expect("the run is whole");
+    let truncate =
+        checkpointer.acknowledged(written.seq, written.count).expect("an expected ack").expect("the run is whole");
     writer.truncate(truncate.up_to).await.expect("truncated to the run's Begin");
     checkpointer.truncate_settled();
     let after = writer.write(batch("e", 10, 3)).await.expect("accepted");
@@ -178,18 +204,25 @@ async fn a_checkpoint_run_restores_a_folder_across_the_gap<S: JournalService + '
 async fn concurrent_appends_land_once_each<S: JournalService + 'static>(client: Client<S>, journal: S::Journal) {
     let appends = (0..8u64).map(|i| {
         let (client, journal) = (client.clone(), journal.clone());
-        async move { client.call(&journal, paros_core::Call::Write { leader: None, seq: Seq(0), records: batch("m", i * 2, 2) }).await }
+        async move {
+            client
+                .call(&journal, paros_core::Call::Write { leader: None, seq: Seq(0), records: batch("m", i * 2, 2) })
+                .await
+        }
     });
     let mut at: Vec<u64> = Vec::new();
     for decided in futures_util::future::join_all(appends).await {
         match decided {
-            Ok(paros_client::Decided::Verdict(paros_core::journal::Outcome::Accepted { seq, count: 2 })) => at.push(seq.0),
+            Ok(paros_client::Decided::Verdict(paros_core::journal::Outcome::Accepted { seq, count: 2 })) => {
+                at.push(seq.0)
+            }
             other => panic!("an append answered {other:?}"),
         }
     }
     at.sort_unstable();
     assert_eq!(at, (0..8).map(|i| i * 2).collect::<Vec<_>>(), "eight appends of two, at distinct positions");
-    let mut read: Vec<Bytes> = records_of(&read_through(&client, &journal, Seq(0)).await).into_iter().map(|(_, r)| r).collect();
+    let mut read: Vec<Bytes> =
+        records_of(&read_through(&client, &journal, Seq(0)).await).into_iter().map(|(_, r)| r).collect();
     read.sort();
     let mut want = batch("m", 0, 16);
     want.sort();
@@ -228,10 +261,19 @@ impl Services {
         // A create answers once one node hosts the journal; the in-cell client talks to every
         // node itself, so wait until each one serves a linearizable read of it.
         let service = self.in_cell.service();
-        let read = ReadParams { from: Seq(0), limit: 1, max_bytes: 1, wait_ms: 0, consistency: paros_core::Consistency::Linearizable };
+        let read = ReadParams {
+            from: Seq(0),
+            limit: 1,
+            max_bytes: 1,
+            wait_ms: 0,
+            consistency: paros_core::Consistency::Linearizable,
+        };
         for server in service.servers() {
             let deadline = std::time::Instant::now() + Duration::from_secs(10);
-            while !matches!(service.read(&key, read, Route { server: Some(server), attempt: 0 }).await, paros_client::ReadAnswer::Page { .. }) {
+            while !matches!(
+                service.read(&key, read, Route { server: Some(server), attempt: 0 }).await,
+                paros_client::ReadAnswer::Page { .. }
+            ) {
                 assert!(std::time::Instant::now() < deadline, "node {server:?} never served the new journal");
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }

@@ -36,24 +36,37 @@ fn metric(m: &BTreeMap<String, f64>, key: &str) -> f64 {
 /// Bytes allocated to every file under `dir`, as `du` counts them.
 fn dir_bytes(dir: &std::path::Path) -> u64 {
     std::fs::read_dir(dir).map_or(0, |d| {
-        d.flatten().map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
-            Ok(m) => std::os::unix::fs::MetadataExt::blocks(&m) * 512,
-            Err(_) => 0,
-        }).sum()
+        d.flatten()
+            .map(|e| match e.metadata() {
+                Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+                Ok(m) => std::os::unix::fs::MetadataExt::blocks(&m) * 512,
+                Err(_) => 0,
+            })
+            .sum()
     })
 }
 
 /// Every series of one family: `labels -> value`.
 fn family<'a>(m: &'a BTreeMap<String, f64>, name: &str) -> Vec<(&'a str, f64)> {
-    m.iter().filter_map(|(k, v)| k.strip_prefix(name).and_then(|rest| rest.strip_prefix('{')).map(|labels| (labels, *v))).collect()
+    m.iter()
+        .filter_map(|(k, v)| k.strip_prefix(name).and_then(|rest| rest.strip_prefix('{')).map(|labels| (labels, *v)))
+        .collect()
 }
 
 async fn claim_and_write(r: &axum::Router, token: &str, journal: &str, records: &[&[u8]]) -> Value {
-    let (s, v) = call(r, "POST", &format!("/v1/journals/{journal}/leader"), Some(token), Some(json!({"new": A, "old": null}))).await;
+    let (s, v) =
+        call(r, "POST", &format!("/v1/journals/{journal}/leader"), Some(token), Some(json!({"new": A, "old": null})))
+            .await;
     assert_eq!(s, StatusCode::OK, "{v}");
     let records: Vec<String> = records.iter().map(|b| STANDARD.encode(b)).collect();
-    let (s, v) = call(r, "POST", &format!("/v1/journals/{journal}/records"), Some(token), Some(json!({"leader": A, "seq": 0, "records": records}))).await;
+    let (s, v) = call(
+        r,
+        "POST",
+        &format!("/v1/journals/{journal}/records"),
+        Some(token),
+        Some(json!({"leader": A, "seq": 0, "records": records})),
+    )
+    .await;
     assert_eq!(s, StatusCode::OK, "{v}");
     v
 }
@@ -89,7 +102,11 @@ async fn the_overview_is_the_operators_and_shows_machines_tenants_journals_and_l
 
     // The quiet journal's first campaign may still be in flight: its win is counted once the
     // campaigning node's round completes.
-    let won_of = |o: &serde_json::Value| o["machines"].as_array().map_or(0, |ms| ms.iter().filter_map(|m| m["counters"]["leaderships_won"].as_u64()).sum::<u64>());
+    let won_of = |o: &serde_json::Value| {
+        o["machines"]
+            .as_array()
+            .map_or(0, |ms| ms.iter().filter_map(|m| m["counters"]["leaderships_won"].as_u64()).sum::<u64>())
+    };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     let (s, o) = loop {
         let (s, o) = call(r, "GET", "/v1/admin/overview", Some(&admin), None).await;
@@ -116,12 +133,16 @@ async fn the_overview_is_the_operators_and_shows_machines_tenants_journals_and_l
 
     assert_eq!(o["tenants_total"], 1);
     let t = &o["tenants"][0];
-    assert_eq!((t["tenant"].as_str(), t["name"].as_str(), t["journals"].as_u64()), (Some(tenant.as_str()), Some("acme"), Some(2)));
+    assert_eq!(
+        (t["tenant"].as_str(), t["name"].as_str(), t["journals"].as_u64()),
+        (Some(tenant.as_str()), Some("acme"), Some(2))
+    );
     assert_eq!((t["traffic"]["records_written"].as_u64(), t["traffic"]["bytes_written"].as_u64()), (Some(3), Some(11)));
     assert_eq!(o["traffic"]["records_written"], 3);
 
     assert_eq!((o["journals_total"].as_u64(), o["offset"].as_u64(), o["limit"].as_u64()), (Some(2), Some(0), Some(50)));
-    let journals: BTreeMap<&str, &Value> = o["journals"].as_array().unwrap().iter().map(|j| (j["name"].as_str().unwrap(), j)).collect();
+    let journals: BTreeMap<&str, &Value> =
+        o["journals"].as_array().unwrap().iter().map(|j| (j["name"].as_str().unwrap(), j)).collect();
     let orders = journals["orders"];
     assert_eq!(orders["tenant_name"], "acme");
     assert_eq!(orders["mode"], "single_writer");
@@ -159,7 +180,10 @@ async fn lists_are_capped_by_configuration() {
     create(r, &b, "k1", None).await;
     let (s, o) = call(r, "GET", "/v1/admin/overview?limit=1000", Some(&admin), None).await;
     assert_eq!(s, StatusCode::OK, "{o}");
-    assert_eq!((o["limit"].as_u64(), o["journals"].as_array().unwrap().len(), o["journals_total"].as_u64()), (Some(2), 2, Some(4)));
+    assert_eq!(
+        (o["limit"].as_u64(), o["journals"].as_array().unwrap().len(), o["journals_total"].as_u64()),
+        (Some(2), 2, Some(4))
+    );
     assert_eq!((o["tenants"].as_array().unwrap().len(), o["tenants_total"].as_u64()), (1, Some(2)));
     assert_eq!((o["machines"].as_array().unwrap().len(), o["machines_total"].as_u64()), (1, Some(3)));
 }
@@ -177,7 +201,14 @@ async fn metrics_count_tenant_traffic_refusals_by_reason_and_node_counters() {
     let batch = [b"abc".as_slice(), b"", b"hello"];
     claim_and_write(r, &owner, "orders", &batch).await;
     let records: Vec<String> = batch.iter().map(|b| STANDARD.encode(b)).collect();
-    let (s, v) = call(r, "POST", "/v1/journals/orders/records", Some(&owner), Some(json!({"leader": A, "seq": 0, "records": records}))).await;
+    let (s, v) = call(
+        r,
+        "POST",
+        "/v1/journals/orders/records",
+        Some(&owner),
+        Some(json!({"leader": A, "seq": 0, "records": records})),
+    )
+    .await;
     assert_eq!((s, v["outcome"].as_str()), (StatusCode::OK, Some("duplicate")));
     let (s, _) = call(r, "GET", "/v1/journals/orders/records?from=0", Some(&owner), None).await;
     assert_eq!(s, StatusCode::OK);
@@ -185,7 +216,9 @@ async fn metrics_count_tenant_traffic_refusals_by_reason_and_node_counters() {
     assert_eq!(s, StatusCode::OK);
 
     let after = scrape(r).await;
-    let series = |kind: &str, direction: &str| format!("paros_gateway_tenant_{kind}_total{{tenant=\"{tenant}\",direction=\"{direction}\"}}");
+    let series = |kind: &str, direction: &str| {
+        format!("paros_gateway_tenant_{kind}_total{{tenant=\"{tenant}\",direction=\"{direction}\"}}")
+    };
     assert_eq!(metric(&after, &series("records", "written")), 3.0);
     assert_eq!(metric(&after, &series("bytes", "written")), 8.0);
     assert_eq!(metric(&after, &series("records", "read")), 4.0);
@@ -193,14 +226,24 @@ async fn metrics_count_tenant_traffic_refusals_by_reason_and_node_counters() {
     assert_eq!(metric(&before, &series("records", "written")), 0.0);
 
     // Node counters: one series per node, moving with the traffic.
-    for name in ["paros_gateway_node_rounds_total", "paros_gateway_node_syncs_total", "paros_gateway_node_campaigns_total", "paros_gateway_node_leaderships_won_total"] {
+    for name in [
+        "paros_gateway_node_rounds_total",
+        "paros_gateway_node_syncs_total",
+        "paros_gateway_node_campaigns_total",
+        "paros_gateway_node_leaderships_won_total",
+    ] {
         assert_eq!(family(&after, name).len(), 3, "{name}: {:?}", family(&after, name));
     }
     let sum = |m: &BTreeMap<String, f64>, name| family(m, name).iter().map(|(_, v)| v).sum::<f64>();
     assert!(sum(&after, "paros_gateway_node_rounds_total") > sum(&before, "paros_gateway_node_rounds_total"));
-    assert!(sum(&after, "paros_gateway_node_syncs_total") > sum(&before, "paros_gateway_node_syncs_total"), "the writes synced");
+    assert!(
+        sum(&after, "paros_gateway_node_syncs_total") > sum(&before, "paros_gateway_node_syncs_total"),
+        "the writes synced"
+    );
     assert!(sum(&after, "paros_gateway_node_leaderships_won_total") >= 2.0, "the registry's and orders' leaders");
-    assert!(sum(&after, "paros_gateway_node_campaigns_total") >= sum(&after, "paros_gateway_node_leaderships_won_total"));
+    assert!(
+        sum(&after, "paros_gateway_node_campaigns_total") >= sum(&after, "paros_gateway_node_leaderships_won_total")
+    );
     assert_eq!(family(&after, "paros_gateway_node_dormant_journals").len(), 3);
 
     // Each node's store: its bytes on disk are its directory's (compared when two scrapes
@@ -219,7 +262,10 @@ async fn metrics_count_tenant_traffic_refusals_by_reason_and_node_counters() {
             }
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
-        assert!(seen[0] > 0.0 && seen[0] == seen[1] && seen[1] == seen[2], "node {node}: reported, on disk, reported: {seen:?}");
+        assert!(
+            seen[0] > 0.0 && seen[0] == seen[1] && seen[1] == seen[2],
+            "node {node}: reported, on disk, reported: {seen:?}"
+        );
     }
     for name in [
         "paros_gateway_node_store_compactions_total",
@@ -245,11 +291,17 @@ async fn metrics_count_tenant_traffic_refusals_by_reason_and_node_counters() {
     let claims: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(&payload).unwrap()).unwrap();
     let mut hs_header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
     hs_header.kid = Some("k1".into());
-    let hs256 = jsonwebtoken::encode(&hs_header, &claims, &jsonwebtoken::EncodingKey::from_secret(w.key.public_key().as_slice()).unwrap()).unwrap();
+    let hs256 = jsonwebtoken::encode(
+        &hs_header,
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(w.key.public_key().as_slice()).unwrap(),
+    )
+    .unwrap();
     let (s, v) = common::mint(r, &owner, json!({"scope": "read"})).await;
     assert_eq!(s, StatusCode::OK, "{v}");
     let revoked = v["token"].as_str().unwrap().to_owned();
-    let (s, _) = call(r, "DELETE", &format!("/v1/tokens/{}", v["token_id"].as_str().unwrap()), Some(&owner), None).await;
+    let (s, _) =
+        call(r, "DELETE", &format!("/v1/tokens/{}", v["token_id"].as_str().unwrap()), Some(&owner), None).await;
     assert_eq!(s, StatusCode::NO_CONTENT);
 
     let cases: Vec<(&str, Option<String>)> = vec![
@@ -258,9 +310,27 @@ async fn metrics_count_tenant_traffic_refusals_by_reason_and_node_counters() {
         ("not_jwt", Some("Bearer not-a-jwt".into())),
         ("wrong_algorithm", Some(format!("Bearer {none_header}.{payload}."))),
         ("wrong_algorithm", Some(format!("Bearer {hs256}"))),
-        ("unknown_key", Some(format!("Bearer {}", auth::mint_tenant_token(&stranger, tenant_id, Scope::Owner, None, auth::now_s() + 600).0))),
-        ("bad_signature", Some(format!("Bearer {}", auth::mint_tenant_token(&other, tenant_id, Scope::Owner, None, auth::now_s() + 600).0))),
-        ("expired", Some(format!("Bearer {}", auth::mint_tenant_token(&w.key, tenant_id, Scope::Owner, None, auth::now_s() - 2).0))),
+        (
+            "unknown_key",
+            Some(format!(
+                "Bearer {}",
+                auth::mint_tenant_token(&stranger, tenant_id, Scope::Owner, None, auth::now_s() + 600).0
+            )),
+        ),
+        (
+            "bad_signature",
+            Some(format!(
+                "Bearer {}",
+                auth::mint_tenant_token(&other, tenant_id, Scope::Owner, None, auth::now_s() + 600).0
+            )),
+        ),
+        (
+            "expired",
+            Some(format!(
+                "Bearer {}",
+                auth::mint_tenant_token(&w.key, tenant_id, Scope::Owner, None, auth::now_s() - 2).0
+            )),
+        ),
         ("revoked", Some(format!("Bearer {revoked}"))),
     ];
     for (reason, header) in cases {
@@ -269,16 +339,24 @@ async fn metrics_count_tenant_traffic_refusals_by_reason_and_node_counters() {
         if let Some(h) = &header {
             req = req.header("authorization", h);
         }
-        let response = tower::ServiceExt::oneshot(r.clone(), req.body(axum::body::Body::empty()).unwrap()).await.unwrap();
+        let response =
+            tower::ServiceExt::oneshot(r.clone(), req.body(axum::body::Body::empty()).unwrap()).await.unwrap();
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{reason}");
         let after = scrape(r).await;
         for (labels, value) in family(&after, "paros_gateway_auth_refusals_total") {
-            let was = family(&before, "paros_gateway_auth_refusals_total").iter().find(|(l, _)| *l == labels).map_or(0.0, |(_, v)| *v);
+            let was = family(&before, "paros_gateway_auth_refusals_total")
+                .iter()
+                .find(|(l, _)| *l == labels)
+                .map_or(0.0, |(_, v)| *v);
             let expected = if labels == format!("reason=\"{reason}\"}}") { was + 1.0 } else { was };
             assert_eq!(value, expected, "a {reason} token: {labels}");
         }
     }
-    assert_eq!(family(&scrape(r).await, "paros_gateway_auth_refusals_total").len(), auth::Refusal::ALL.len(), "every reason is listed");
+    assert_eq!(
+        family(&scrape(r).await, "paros_gateway_auth_refusals_total").len(),
+        auth::Refusal::ALL.len(),
+        "every reason is listed"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -287,7 +365,10 @@ async fn a_gateway_given_no_node_counters_shows_none() {
     let r = &w.router;
     let m = scrape(r).await;
     assert!(!m.keys().any(|k| k.starts_with("paros_gateway_node_")), "no node families without the port");
-    assert!(m.keys().any(|k| k.starts_with("paros_gateway_auth_refusals_total")), "the gateway's own families are there");
+    assert!(
+        m.keys().any(|k| k.starts_with("paros_gateway_auth_refusals_total")),
+        "the gateway's own families are there"
+    );
     let admin = mint_admin_token(&w.key, 600);
     let (s, o) = call(r, "GET", "/v1/admin/overview", Some(&admin), None).await;
     assert_eq!(s, StatusCode::OK, "{o}");

@@ -60,23 +60,33 @@ async fn a_lost_answer_is_504_ambiguous_and_the_identical_retry_is_a_duplicate()
     let w = common::world().await;
     let mode = Arc::new(AtomicU8::new(PASS));
     let faulty = Faulty { inner: Arc::new(w.cell.client.service().clone()), mode: Arc::clone(&mode) };
-    let config = ClientConfig { attempts_max: 10, backoff_base: Duration::from_millis(10), backoff_max: Duration::from_millis(200), ..ClientConfig::default() };
+    let config = ClientConfig {
+        attempts_max: 10,
+        backoff_base: Duration::from_millis(10),
+        backoff_max: Duration::from_millis(200),
+        ..ClientConfig::default()
+    };
     let client = Client::new(faulty, config, 3).unwrap();
     let key = KeyPair::generate(KeyId::new("k-faults").unwrap());
-    let gateway = Gateway::start(client, w.cell.coordinator(), w.cell.directory(), common::test_config(), SigningKeys::new(key)).await.unwrap();
+    let gateway =
+        Gateway::start(client, w.cell.coordinator(), w.cell.directory(), common::test_config(), SigningKeys::new(key))
+            .await
+            .unwrap();
     let r = &gateway.router();
 
     let (_, owner, _) = signup(r, "acme").await;
     create(r, &owner, "orders", None).await;
     let uuid = "0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b";
-    let (s, _) = call(r, "POST", "/v1/journals/orders/leader", Some(&owner), Some(json!({"new": uuid, "old": null}))).await;
+    let (s, _) =
+        call(r, "POST", "/v1/journals/orders/leader", Some(&owner), Some(json!({"new": uuid, "old": null}))).await;
     assert_eq!(s, StatusCode::OK);
     let write = json!({"leader": uuid, "seq": 0, "records": ["aGk="]});
 
     mode.store(LOSE_ANSWERS, Ordering::SeqCst);
     let (s, v) = call(r, "POST", "/v1/journals/orders/records", Some(&owner), Some(write.clone())).await;
     assert_eq!((s, code(&v)), (StatusCode::GATEWAY_TIMEOUT, "ambiguous"), "no verdict came back: {v}");
-    let (s, v) = call(r, "POST", "/v1/journals/orders/truncate", Some(&owner), Some(json!({"leader": uuid, "up_to": 0}))).await;
+    let (s, v) =
+        call(r, "POST", "/v1/journals/orders/truncate", Some(&owner), Some(json!({"leader": uuid, "up_to": 0}))).await;
     assert_eq!((s, code(&v)), (StatusCode::GATEWAY_TIMEOUT, "ambiguous"), "{v}");
 
     mode.store(UNREACHABLE, Ordering::SeqCst);
@@ -87,6 +97,10 @@ async fn a_lost_answer_is_504_ambiguous_and_the_identical_retry_is_a_duplicate()
     mode.store(PASS, Ordering::SeqCst);
     let (s, v) = call(r, "POST", "/v1/journals/orders/records", Some(&owner), Some(write)).await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    assert_eq!((v["outcome"].as_str(), v["seq"].as_u64()), (Some("duplicate"), Some(0)), "the ambiguous write had landed: {v}");
+    assert_eq!(
+        (v["outcome"].as_str(), v["seq"].as_u64()),
+        (Some("duplicate"), Some(0)),
+        "the ambiguous write had landed: {v}"
+    );
     assert_eq!(v["view"]["next_seq"], 1, "and the unavailable one had not: {v}");
 }

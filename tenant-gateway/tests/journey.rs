@@ -36,7 +36,11 @@ async fn tail_frames(
     let mut frames = Vec::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while !enough(&frames) {
-        let next = tokio::time::timeout_at(deadline, body.frame()).await.expect("the tail keeps sending").expect("open").unwrap();
+        let next = tokio::time::timeout_at(deadline, body.frame())
+            .await
+            .expect("the tail keeps sending")
+            .expect("open")
+            .unwrap();
         if let Ok(data) = next.into_data() {
             text.push_str(std::str::from_utf8(&data).unwrap());
         }
@@ -64,10 +68,14 @@ async fn a_tenant_claims_writes_is_superseded_truncates_and_tails() {
     let r = &w.router;
     let (_tenant, owner, _) = signup(r, "acme").await;
     let info = create(r, &owner, "orders", None).await;
-    assert_eq!(info, json!({"name": "orders", "mode": "single_writer", "view": {"leader": null, "first_seq": 0, "next_seq": 0}}));
+    assert_eq!(
+        info,
+        json!({"name": "orders", "mode": "single_writer", "view": {"leader": null, "first_seq": 0, "next_seq": 0}})
+    );
 
     // Claim.
-    let (s, v) = call(r, "POST", "/v1/journals/orders/leader", Some(&owner), Some(json!({"new": A, "old": null}))).await;
+    let (s, v) =
+        call(r, "POST", "/v1/journals/orders/leader", Some(&owner), Some(json!({"new": A, "old": null}))).await;
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!(v["outcome"], "won");
     assert_eq!(v["view"]["leader"], A);
@@ -85,26 +93,43 @@ async fn a_tenant_claims_writes_is_superseded_truncates_and_tails() {
     // A new writer supersedes the first; the first is refused with a view naming the new one.
     let (s, v) = call(r, "POST", "/v1/journals/orders/leader", Some(&owner), Some(json!({"new": B, "old": A}))).await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    let (s, v) = call(r, "POST", "/v1/journals/orders/records", Some(&owner), Some(json!({"leader": A, "seq": 3, "records": ["eA=="]}))).await;
+    let (s, v) = call(
+        r,
+        "POST",
+        "/v1/journals/orders/records",
+        Some(&owner),
+        Some(json!({"leader": A, "seq": 3, "records": ["eA=="]})),
+    )
+    .await;
     assert_eq!(s, StatusCode::CONFLICT, "{v}");
     assert_eq!(code(&v), "refused");
     assert_eq!(v["view"]["leader"], B);
-    let (s, v) = call(r, "POST", "/v1/journals/orders/leader", Some(&owner), Some(json!({"new": A, "old": null}))).await;
+    let (s, v) =
+        call(r, "POST", "/v1/journals/orders/leader", Some(&owner), Some(json!({"new": A, "old": null}))).await;
     assert_eq!((s, code(&v)), (StatusCode::CONFLICT, "lost"), "{v}");
     assert_eq!(v["view"]["leader"], B);
 
     // The new writer writes on, then truncates.
     for seq in 3..6 {
-        let (s, v) = call(r, "POST", "/v1/journals/orders/records", Some(&owner), Some(json!({"leader": B, "seq": seq, "records": ["eA=="]}))).await;
+        let (s, v) = call(
+            r,
+            "POST",
+            "/v1/journals/orders/records",
+            Some(&owner),
+            Some(json!({"leader": B, "seq": seq, "records": ["eA=="]})),
+        )
+        .await;
         assert_eq!(s, StatusCode::OK, "{v}");
     }
-    let (s, v) = call(r, "POST", "/v1/journals/orders/truncate", Some(&owner), Some(json!({"leader": A, "up_to": 2}))).await;
+    let (s, v) =
+        call(r, "POST", "/v1/journals/orders/truncate", Some(&owner), Some(json!({"leader": A, "up_to": 2}))).await;
     assert_eq!((s, code(&v)), (StatusCode::CONFLICT, "truncate_refused"), "{v}");
     let (s, v) = call(r, "POST", "/v1/journals/orders/truncate", Some(&owner), Some(json!({"up_to": 2}))).await;
     assert_eq!((s, code(&v)), (StatusCode::CONFLICT, "wrong_mode"), "{v}");
 
     // Truncate below the tail.
-    let (s, v) = call(r, "POST", "/v1/journals/orders/truncate", Some(&owner), Some(json!({"leader": B, "up_to": 4}))).await;
+    let (s, v) =
+        call(r, "POST", "/v1/journals/orders/truncate", Some(&owner), Some(json!({"leader": B, "up_to": 4}))).await;
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!(v["outcome"], "trimmed");
     assert_eq!(v["view"]["first_seq"], 4);
@@ -142,9 +167,19 @@ async fn a_tenant_claims_writes_is_superseded_truncates_and_tails() {
     assert_eq!((hb.1.as_str(), hb.2["caught_up"].as_bool()), ("6", Some(true)));
 
     // Resume with Last-Event-ID (it overrides `from`): the next record, nothing before it.
-    let (s, _) = call(r, "POST", "/v1/journals/orders/records", Some(&owner), Some(json!({"leader": B, "seq": 6, "records": ["eQ=="]}))).await;
+    let (s, _) = call(
+        r,
+        "POST",
+        "/v1/journals/orders/records",
+        Some(&owner),
+        Some(json!({"leader": B, "seq": 6, "records": ["eQ=="]})),
+    )
+    .await;
     assert_eq!(s, StatusCode::OK);
-    let frames = tail_frames(r, "/v1/journals/orders/tail?from=0", &owner, Some("6"), |f| f.iter().any(|(e, ..)| e == "records")).await;
+    let frames = tail_frames(r, "/v1/journals/orders/tail?from=0", &owner, Some("6"), |f| {
+        f.iter().any(|(e, ..)| e == "records")
+    })
+    .await;
     let rec = frames.iter().find(|(e, ..)| e == "records").unwrap();
     assert_eq!((rec.1.as_str(), rec.2["from"].as_u64(), &rec.2["records"]), ("7", Some(6), &json!(["eQ=="])));
     assert!(frames.iter().all(|(e, ..)| e != "gap"));
@@ -153,12 +188,21 @@ async fn a_tenant_claims_writes_is_superseded_truncates_and_tails() {
     create(r, &owner, "events", Some("multi_writer")).await;
     let (s, v) = call(r, "POST", "/v1/journals/events/records", Some(&owner), Some(json!({"records": ["YQ=="]}))).await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    let (s, v) = call(r, "POST", "/v1/journals/events/records", Some(&owner), Some(json!({"records": ["Yg==", "Yw=="]}))).await;
+    let (s, v) =
+        call(r, "POST", "/v1/journals/events/records", Some(&owner), Some(json!({"records": ["Yg==", "Yw=="]}))).await;
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!((v["seq"].as_u64(), v["count"].as_u64()), (Some(1), Some(2)));
-    let (s, v) = call(r, "POST", "/v1/journals/events/records", Some(&owner), Some(json!({"leader": A, "seq": 3, "records": ["Yg=="]}))).await;
+    let (s, v) = call(
+        r,
+        "POST",
+        "/v1/journals/events/records",
+        Some(&owner),
+        Some(json!({"leader": A, "seq": 3, "records": ["Yg=="]})),
+    )
+    .await;
     assert_eq!((s, code(&v)), (StatusCode::CONFLICT, "wrong_mode"), "{v}");
-    let (s, v) = call(r, "POST", "/v1/journals/events/leader", Some(&owner), Some(json!({"new": A, "old": null}))).await;
+    let (s, v) =
+        call(r, "POST", "/v1/journals/events/leader", Some(&owner), Some(json!({"new": A, "old": null}))).await;
     assert_eq!((s, code(&v)), (StatusCode::CONFLICT, "wrong_mode"), "{v}");
 
     // List, show, delete; the name is free afterwards.

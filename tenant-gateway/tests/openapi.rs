@@ -45,7 +45,8 @@ async fn metrics_is_documented_with_the_content_type_it_serves() {
     let (s, headers, _) = raw(&w.router, "GET", "/metrics", None, None, Vec::new()).await;
     assert_eq!(s, StatusCode::OK);
     let served = headers["content-type"].to_str().unwrap().split(';').next().unwrap().trim().to_owned();
-    let documented: Vec<&String> = operation(&doc, "get /metrics")["responses"]["200"]["content"].as_object().unwrap().keys().collect();
+    let documented: Vec<&String> =
+        operation(&doc, "get /metrics")["responses"]["200"]["content"].as_object().unwrap().keys().collect();
     assert_eq!(documented, [&served], "schemathesis found /metrics documented as text/plain");
 }
 
@@ -53,7 +54,8 @@ async fn metrics_is_documented_with_the_content_type_it_serves() {
 async fn the_tail_documents_each_event_not_a_string() {
     let w = world().await;
     let doc = document(&w.router).await;
-    let schema = &operation(&doc, "get /v1/journals/{name}/tail")["responses"]["200"]["content"]["text/event-stream"]["schema"];
+    let schema =
+        &operation(&doc, "get /v1/journals/{name}/tail")["responses"]["200"]["content"]["text/event-stream"]["schema"];
     let events: Vec<(&str, &str)> = schema["oneOf"]
         .as_array()
         .expect("one schema per event")
@@ -61,12 +63,19 @@ async fn the_tail_documents_each_event_not_a_string() {
         .map(|e| {
             assert_eq!(e["type"], "object", "an event is an object of its fields: {e}");
             assert_eq!(e["properties"]["data"]["contentMediaType"], "application/json");
-            (e["properties"]["event"]["const"].as_str().unwrap(), e["properties"]["data"]["contentSchema"]["$ref"].as_str().unwrap())
+            (
+                e["properties"]["event"]["const"].as_str().unwrap(),
+                e["properties"]["data"]["contentSchema"]["$ref"].as_str().unwrap(),
+            )
         })
         .collect();
     assert_eq!(
         events,
-        [("records", "#/components/schemas/Page"), ("gap", "#/components/schemas/Gap"), ("heartbeat", "#/components/schemas/Heartbeat")]
+        [
+            ("records", "#/components/schemas/Page"),
+            ("gap", "#/components/schemas/Gap"),
+            ("heartbeat", "#/components/schemas/Heartbeat")
+        ]
     );
     for name in ["Page", "Gap", "Heartbeat"] {
         assert!(doc["components"]["schemas"][name].is_object(), "{name} is a component");
@@ -77,10 +86,15 @@ async fn the_tail_documents_each_event_not_a_string() {
     create(&w.router, &owner, "orders", None).await;
     let mut request = axum::http::Request::get("/v1/journals/orders/tail?from=0");
     request = request.header("authorization", format!("Bearer {owner}"));
-    let response = tower::ServiceExt::oneshot(w.router.clone(), request.body(axum::body::Body::empty()).unwrap()).await.unwrap();
+    let response =
+        tower::ServiceExt::oneshot(w.router.clone(), request.body(axum::body::Body::empty()).unwrap()).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     let mut body = response.into_body();
-    let frame = tokio::time::timeout(std::time::Duration::from_secs(5), http_body_util::BodyExt::frame(&mut body)).await.unwrap().unwrap().unwrap();
+    let frame = tokio::time::timeout(std::time::Duration::from_secs(5), http_body_util::BodyExt::frame(&mut body))
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     let text = String::from_utf8(frame.into_data().unwrap().to_vec()).unwrap();
     assert!(text.contains("event: heartbeat") && text.contains("id: 0") && text.contains("data: {"), "{text}");
 }
@@ -100,7 +114,8 @@ async fn every_route_documents_the_statuses_its_layers_answer() {
             need.extend(["400", "404"]);
         }
         for status in need {
-            let body = &responses.get(status).unwrap_or_else(|| panic!("{route} documents {status}"))["content"]["application/json"]["schema"];
+            let body = &responses.get(status).unwrap_or_else(|| panic!("{route} documents {status}"))["content"]["application/json"]
+                ["schema"];
             assert_eq!(body["$ref"], "#/components/schemas/ErrorBody", "{route} {status}");
         }
         assert!(responses["429"]["headers"]["Retry-After"].is_object(), "{route}: 429 carries Retry-After");
@@ -126,7 +141,14 @@ async fn request_bodies_are_documented_as_strictly_as_they_are_parsed() {
     let w = world().await;
     let doc = document(&w.router).await;
     let schemas = &doc["components"]["schemas"];
-    for name in ["SignupRequest", "MintTokenRequest", "CreateJournalRequest", "SetLeaderRequest", "WriteRequest", "TruncateRequest"] {
+    for name in [
+        "SignupRequest",
+        "MintTokenRequest",
+        "CreateJournalRequest",
+        "SetLeaderRequest",
+        "WriteRequest",
+        "TruncateRequest",
+    ] {
         let s = &schemas[name];
         assert_eq!(s["additionalProperties"], false, "{name}: an unknown field is 400");
         for (field, prop) in s["properties"].as_object().unwrap() {
@@ -144,7 +166,10 @@ async fn request_bodies_are_documented_as_strictly_as_they_are_parsed() {
     assert!(view["required"].as_array().unwrap().iter().any(|f| f == "leader"), "a view always carries its leader");
     let error = &schemas["ErrorBody"];
     assert_eq!(error["properties"]["code"]["$ref"], "#/components/schemas/ErrorCode");
-    assert!(error["properties"]["view"].get("oneOf").is_none() && error["properties"]["view"]["type"] != "null", "absent, never null");
+    assert!(
+        error["properties"]["view"].get("oneOf").is_none() && error["properties"]["view"]["type"] != "null",
+        "absent, never null"
+    );
 
     let read = operation(&doc, "get /v1/journals/{name}/records");
     for param in read["parameters"].as_array().unwrap() {
@@ -171,7 +196,8 @@ async fn request_bodies_are_documented_as_strictly_as_they_are_parsed() {
 mod schema_check {
     use serde_json::Value;
 
-    const ANNOTATIONS: [&str; 8] = ["description", "title", "format", "examples", "example", "default", "deprecated", "contentMediaType"];
+    const ANNOTATIONS: [&str; 8] =
+        ["description", "title", "format", "examples", "example", "default", "deprecated", "contentMediaType"];
 
     pub fn errors(doc: &Value, schema: &Value, value: &Value, at: &str) -> Vec<String> {
         let mut out = Vec::new();
@@ -194,7 +220,8 @@ mod schema_check {
                     }
                 }
                 "oneOf" => {
-                    let matching = rule.as_array().into_iter().flatten().filter(|s| errors(doc, s, value, at).is_empty()).count();
+                    let matching =
+                        rule.as_array().into_iter().flatten().filter(|s| errors(doc, s, value, at).is_empty()).count();
                     if matching != 1 {
                         out.push(format!("{at}: {value} matches {matching} of oneOf {rule}, not exactly one"));
                     }
@@ -220,7 +247,8 @@ mod schema_check {
                     }
                 }
                 "pattern" => {
-                    let re = regex_lite::Regex::new(rule.as_str().unwrap_or_default()).expect("the document's patterns compile");
+                    let re = regex_lite::Regex::new(rule.as_str().unwrap_or_default())
+                        .expect("the document's patterns compile");
                     if let Some(text) = value.as_str().filter(|text| !re.is_match(text)) {
                         out.push(format!("{at}: {text:?} does not match {rule}"));
                     }
@@ -264,7 +292,10 @@ mod schema_check {
                 other => out.push(format!("{at}: the keyword {other:?} is outside the checked subset")),
             }
         }
-        if value.is_object() && keywords.get("type").is_some_and(|t| t == "object") && !keywords.contains_key("properties") {
+        if value.is_object()
+            && keywords.get("type").is_some_and(|t| t == "object")
+            && !keywords.contains_key("properties")
+        {
             out.push(format!("{at}: an object schema with no properties documents none of {value}"));
         }
     }
@@ -297,7 +328,9 @@ fn body_components(doc: &Value) -> std::collections::BTreeSet<String> {
     fn refs(v: &Value, out: &mut std::collections::BTreeSet<String>) {
         match v {
             Value::Object(m) => {
-                if let Some(name) = m.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/components/schemas/")) {
+                if let Some(name) =
+                    m.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/components/schemas/"))
+                {
                     out.insert(name.to_owned());
                 }
                 m.values().for_each(|v| refs(v, out));
@@ -330,7 +363,8 @@ fn samples() -> Vec<(&'static str, Vec<Value>)> {
     let uuid = LeaderUuid::parse("0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b").unwrap();
     let top = LeaderUuid::new(u128::MAX).unwrap();
     let views = [View::NEW, View { leader: Some(uuid), first_seq: Seq(big), next_seq: Seq(u64::MAX) }];
-    let records: Vec<Record> = [&b""[..], b"f", b"fo", b"foo", &(0..=255).collect::<Vec<u8>>()].into_iter().map(Record::from).collect();
+    let records: Vec<Record> =
+        [&b""[..], b"f", b"fo", b"foo", &(0..=255).collect::<Vec<u8>>()].into_iter().map(Record::from).collect();
     let journal = JournalName::parse("Orders.v2_eu-1").unwrap();
     let tenant = TenantName::parse(&"a".repeat(TenantName::LEN_MAX)).unwrap();
     let (token, token_id) = (Token::parse("eyJhbGciOiJFZERTQSJ9.e30.sig").unwrap(), TokenId::parse("t-01~!").unwrap());
@@ -341,7 +375,10 @@ fn samples() -> Vec<(&'static str, Vec<Value>)> {
     errors.push(ErrorBody::new(ErrorCode::Refused, "not the writer").with_view(views[1]));
     vec![
         ("ErrorBody", v(&errors)),
-        ("SignupRequest", v(&[SignupRequest { name: tenant.clone() }, SignupRequest { name: TenantName::parse("0").unwrap() }])),
+        (
+            "SignupRequest",
+            v(&[SignupRequest { name: tenant.clone() }, SignupRequest { name: TenantName::parse("0").unwrap() }]),
+        ),
         (
             "SignupAnswer",
             v(&[SignupAnswer {
@@ -356,7 +393,11 @@ fn samples() -> Vec<(&'static str, Vec<Value>)> {
             "MintTokenRequest",
             v(&[
                 MintTokenRequest { scope: Scope::Owner, journal: None, expires_in_s: None },
-                MintTokenRequest { scope: Scope::Write, journal: Some(journal.clone()), expires_in_s: NonZeroU64::new(1) },
+                MintTokenRequest {
+                    scope: Scope::Write,
+                    journal: Some(journal.clone()),
+                    expires_in_s: NonZeroU64::new(1),
+                },
                 MintTokenRequest { scope: Scope::Read, journal: None, expires_in_s: NonZeroU64::new(big) },
             ]),
         ),
@@ -370,8 +411,14 @@ fn samples() -> Vec<(&'static str, Vec<Value>)> {
                 .collect::<Vec<_>>()),
         ),
         ("JournalInfo", v(&[info(WriterMode::SingleWriter), info(WriterMode::MultiWriter)])),
-        ("JournalList", v(&[JournalList { journals: Vec::new() }, JournalList { journals: vec![info(WriterMode::MultiWriter)] }])),
-        ("SetLeaderRequest", v(&[SetLeaderRequest { new: uuid, old: None }, SetLeaderRequest { new: top, old: Some(uuid) }])),
+        (
+            "JournalList",
+            v(&[JournalList { journals: Vec::new() }, JournalList { journals: vec![info(WriterMode::MultiWriter)] }]),
+        ),
+        (
+            "SetLeaderRequest",
+            v(&[SetLeaderRequest { new: uuid, old: None }, SetLeaderRequest { new: top, old: Some(uuid) }]),
+        ),
         ("SetLeaderAnswer", v(&views.map(|view| SetLeaderAnswer { outcome: SetLeaderVerdict::Won, view }))),
         (
             "WriteRequest",
@@ -388,10 +435,22 @@ fn samples() -> Vec<(&'static str, Vec<Value>)> {
                 WriteAnswer { outcome: WriteVerdict::Duplicate, seq: Seq(0), count: 0, view: views[0] },
             ]),
         ),
-        ("Page", v(&[Page { from: Seq(big), records, view: views[1] }, Page { from: Seq(0), records: Vec::new(), view: views[0] }])),
+        (
+            "Page",
+            v(&[
+                Page { from: Seq(big), records, view: views[1] },
+                Page { from: Seq(0), records: Vec::new(), view: views[0] },
+            ]),
+        ),
         ("Gap", v(&[Gap { from: Seq(1), resumed_at: Seq(u64::MAX), view: views[1] }])),
         ("Heartbeat", v(&views.map(|view| Heartbeat { view, caught_up: view.leader.is_none() }))),
-        ("TruncateRequest", v(&[TruncateRequest { leader: Some(uuid), up_to: Seq(big) }, TruncateRequest { leader: None, up_to: Seq(0) }])),
+        (
+            "TruncateRequest",
+            v(&[
+                TruncateRequest { leader: Some(uuid), up_to: Seq(big) },
+                TruncateRequest { leader: None, up_to: Seq(0) },
+            ]),
+        ),
         ("TruncateAnswer", v(&views.map(|view| TruncateAnswer { outcome: TruncateVerdict::Trimmed, view }))),
     ]
 }
@@ -441,13 +500,25 @@ async fn wire_bodies_the_parsers_refuse_the_schemas_refuse_too() {
     let w = world().await;
     let doc = document(&w.router).await;
     let uuid = "0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b";
-    refused::<SignupRequest>(&doc, "SignupRequest", &[json!({"name": "Acme"}), json!({"name": "acme", "plan": 1}), json!({})]);
+    refused::<SignupRequest>(
+        &doc,
+        "SignupRequest",
+        &[json!({"name": "Acme"}), json!({"name": "acme", "plan": 1}), json!({})],
+    );
     refused::<MintTokenRequest>(
         &doc,
         "MintTokenRequest",
-        &[json!({"scope": "admin"}), json!({"scope": "read", "journal": null}), json!({"scope": "read", "expires_in_s": 0})],
+        &[
+            json!({"scope": "admin"}),
+            json!({"scope": "read", "journal": null}),
+            json!({"scope": "read", "expires_in_s": 0}),
+        ],
     );
-    refused::<CreateJournalRequest>(&doc, "CreateJournalRequest", &[json!({"name": ".hidden"}), json!({"name": "a", "mode": null})]);
+    refused::<CreateJournalRequest>(
+        &doc,
+        "CreateJournalRequest",
+        &[json!({"name": ".hidden"}), json!({"name": "a", "mode": null})],
+    );
     refused::<SetLeaderRequest>(
         &doc,
         "SetLeaderRequest",
@@ -465,5 +536,9 @@ async fn wire_bodies_the_parsers_refuse_the_schemas_refuse_too() {
             json!({"records": [], "fence": 1}),
         ],
     );
-    refused::<TruncateRequest>(&doc, "TruncateRequest", &[json!({"up_to": "5"}), json!({"leader": uuid}), json!({"up_to": 1, "x": 0})]);
+    refused::<TruncateRequest>(
+        &doc,
+        "TruncateRequest",
+        &[json!({"up_to": "5"}), json!({"leader": uuid}), json!({"up_to": 1, "x": 0})],
+    );
 }

@@ -21,7 +21,8 @@ async fn malformed_and_oversized_requests_are_refused_before_any_node_sees_them(
     let r = &w.router;
     let (_, owner, _) = signup(r, "acme").await;
     create(r, &owner, "orders", None).await;
-    let (s, _) = call(r, "POST", "/v1/journals/orders/leader", Some(&owner), Some(json!({"new": A, "old": null}))).await;
+    let (s, _) =
+        call(r, "POST", "/v1/journals/orders/leader", Some(&owner), Some(json!({"new": A, "old": null}))).await;
     assert_eq!(s, StatusCode::OK);
     let records = "/v1/journals/orders/records";
 
@@ -50,21 +51,33 @@ async fn malformed_and_oversized_requests_are_refused_before_any_node_sees_them(
     // Bad names and queries.
     let (s, v) = call(r, "GET", "/v1/journals/.hidden/records?from=0", Some(&owner), None).await;
     assert_eq!((s, code(&v)), (StatusCode::BAD_REQUEST, "malformed"));
-    for q in ["", "?from=-1", "?from=0&limit=0", "?from=0&wait_ms=1001", "?from=0&bogus=1", "?from=0&from=1", "?from=0&consistency=at_least"] {
+    for q in [
+        "",
+        "?from=-1",
+        "?from=0&limit=0",
+        "?from=0&wait_ms=1001",
+        "?from=0&bogus=1",
+        "?from=0&from=1",
+        "?from=0&consistency=at_least",
+    ] {
         let (s, v) = call(r, "GET", &format!("{records}{q}"), Some(&owner), None).await;
         assert_eq!((s, code(&v)), (StatusCode::BAD_REQUEST, "malformed"), "{q}");
     }
     let (s, _) = call(r, "GET", "/v1/journals/orders/tail?from=x", Some(&owner), None).await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
     // 404 wins over a malformed body.
-    let (s, _, _) = raw(r, "POST", "/v1/journals/nope/records", Some(&owner), Some("application/json"), b"{".to_vec()).await;
+    let (s, _, _) =
+        raw(r, "POST", "/v1/journals/nope/records", Some(&owner), Some("application/json"), b"{".to_vec()).await;
     assert_eq!(s, StatusCode::NOT_FOUND);
 
     // A batch over the write limits: 413 with the three limits and the view.
     let many: Vec<&str> = vec!["eA=="; 17];
     let (s, v) = call(r, "POST", records, Some(&owner), Some(json!({"leader": A, "seq": 0, "records": many}))).await;
     assert_eq!((s, code(&v)), (StatusCode::PAYLOAD_TOO_LARGE, "too_large"), "{v}");
-    assert_eq!((v["max_records"].as_u64(), v["max_bytes"].as_u64(), v["max_body_bytes"].as_u64()), (Some(16), Some(4096), Some(65536)));
+    assert_eq!(
+        (v["max_records"].as_u64(), v["max_bytes"].as_u64(), v["max_body_bytes"].as_u64()),
+        (Some(16), Some(4096), Some(65536))
+    );
     assert_eq!(v["view"]["leader"], A);
     // A body over the body limit: 413 before it is parsed (it is not even JSON).
     let huge = vec![b'x'; 70 * 1024];
@@ -74,7 +87,14 @@ async fn malformed_and_oversized_requests_are_refused_before_any_node_sees_them(
     assert_eq!(v["max_body_bytes"], 65536);
 
     // A SetLeader with a bad uuid, and `old` missing, are 400.
-    let (s, _) = call(r, "POST", "/v1/journals/orders/leader", Some(&owner), Some(json!({"new": "{0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b}", "old": null}))).await;
+    let (s, _) = call(
+        r,
+        "POST",
+        "/v1/journals/orders/leader",
+        Some(&owner),
+        Some(json!({"new": "{0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b}", "old": null})),
+    )
+    .await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
     let (s, _) = call(r, "POST", "/v1/journals/orders/leader", Some(&owner), Some(json!({"new": A}))).await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
@@ -94,7 +114,10 @@ async fn a_tenant_over_its_quota_is_429_with_retry_after() {
     let tenant = paros_core::TenantId(u64::from_str_radix(&tenant, 16).unwrap());
     let quotas = Quotas { requests_per_s: 5, bytes_per_s: 1 << 20, journals_max: 1 };
     w.cell.request(Op::Command(Command::SetQuotas { tenant, quotas })).await.expect("quotas set");
-    w.cell.wait_followers(Duration::from_secs(5), |d| d.tenant(tenant).is_some_and(|t| t.quotas == quotas)).await.unwrap();
+    w.cell
+        .wait_followers(Duration::from_secs(5), |d| d.tenant(tenant).is_some_and(|t| t.quotas == quotas))
+        .await
+        .unwrap();
 
     let mut limited = None;
     for _ in 0..20 {
@@ -153,16 +176,29 @@ async fn the_bytes_and_journal_quotas_win_over_the_checks_after_them() {
     let tenant = paros_core::TenantId(u64::from_str_radix(&tenant, 16).unwrap());
     let quotas = Quotas { requests_per_s: 1000, bytes_per_s: 1000, journals_max: 1 };
     w.cell.request(Op::Command(Command::SetQuotas { tenant, quotas })).await.expect("quotas set");
-    w.cell.wait_followers(Duration::from_secs(5), |d| d.tenant(tenant).is_some_and(|t| t.quotas == quotas)).await.unwrap();
+    w.cell
+        .wait_followers(Duration::from_secs(5), |d| d.tenant(tenant).is_some_and(|t| t.quotas == quotas))
+        .await
+        .unwrap();
     create(r, &owner, "bulk", None).await;
     let uuid = "0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b";
-    let (s, _) = call(r, "POST", "/v1/journals/bulk/leader", Some(&owner), Some(json!({"new": uuid, "old": null}))).await;
+    let (s, _) =
+        call(r, "POST", "/v1/journals/bulk/leader", Some(&owner), Some(json!({"new": uuid, "old": null}))).await;
     assert_eq!(s, StatusCode::OK);
     // 3000 bytes in one write: it passes (the bucket goes into debt), the next waits ~2 s.
     let big = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, vec![7u8; 3000]);
-    let (s, v) = call(r, "POST", "/v1/journals/bulk/records", Some(&owner), Some(json!({"leader": uuid, "seq": 0, "records": [big]}))).await;
+    let (s, v) = call(
+        r,
+        "POST",
+        "/v1/journals/bulk/records",
+        Some(&owner),
+        Some(json!({"leader": uuid, "seq": 0, "records": [big]})),
+    )
+    .await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    let (s, headers, b) = raw(r, "POST", "/v1/journals/bulk/records", Some(&owner), Some("application/json"), b"{not json".to_vec()).await;
+    let (s, headers, b) =
+        raw(r, "POST", "/v1/journals/bulk/records", Some(&owner), Some("application/json"), b"{not json".to_vec())
+            .await;
     let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
     assert_eq!((s, code(&v)), (StatusCode::TOO_MANY_REQUESTS, "over_quota"), "429 wins over a malformed body");
     let after: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();

@@ -30,7 +30,9 @@ fn chromium() -> String {
         .find(|p| p.is_file());
     match found {
         Some(p) => p.display().to_string(),
-        None => panic!("`chromium` is not on PATH: the /ui test needs Debian's chromium; run ops/scripts/test.sh, which installs it"),
+        None => panic!(
+            "`chromium` is not on PATH: the /ui test needs Debian's chromium; run ops/scripts/test.sh, which installs it"
+        ),
     }
 }
 
@@ -47,7 +49,14 @@ fn text_after<'a>(dom: &'a str, marker: &str) -> Option<&'a str> {
 fn dump_dom(url: &str, budget_ms: u64) -> String {
     let profile = tempfile::tempdir().expect("a profile dir");
     let mut child = Command::new(chromium())
-        .args(["--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--disable-dev-shm-usage", "--disable-extensions"])
+        .args([
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--no-first-run",
+            "--disable-dev-shm-usage",
+            "--disable-extensions",
+        ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg(format!("--virtual-time-budget={budget_ms}"))
         .arg("--dump-dom")
@@ -80,7 +89,8 @@ async fn the_dashboard_renders_live_figures_in_headless_chromium() {
     let r = w.router.clone();
     let (_, owner, _) = signup(&r, "acme").await;
     create(&r, &owner, "orders", None).await;
-    let (s, v) = call(&r, "POST", "/v1/journals/orders/leader", Some(&owner), Some(json!({"new": LEADER, "old": null}))).await;
+    let (s, v) =
+        call(&r, "POST", "/v1/journals/orders/leader", Some(&owner), Some(json!({"new": LEADER, "old": null}))).await;
     assert_eq!(s, StatusCode::OK, "{v}");
 
     // A writer that keeps writing one record at a time until told to stop.
@@ -92,7 +102,14 @@ async fn the_dashboard_renders_live_figures_in_headless_chromium() {
             while !stop.load(Ordering::SeqCst) {
                 let seq = written.load(Ordering::SeqCst);
                 let record = STANDARD.encode(format!("record {seq}"));
-                let (s, v) = call(&r, "POST", "/v1/journals/orders/records", Some(&owner), Some(json!({"leader": LEADER, "seq": seq, "records": [record]}))).await;
+                let (s, v) = call(
+                    &r,
+                    "POST",
+                    "/v1/journals/orders/records",
+                    Some(&owner),
+                    Some(json!({"leader": LEADER, "seq": seq, "records": [record]})),
+                )
+                .await;
                 assert_eq!(s, StatusCode::OK, "{v}");
                 written.fetch_add(1, Ordering::SeqCst);
                 tokio::time::sleep(Duration::from_millis(5)).await;
@@ -117,21 +134,29 @@ async fn the_dashboard_renders_live_figures_in_headless_chromium() {
     writer.await.expect("the writer stops");
     server.abort();
 
-    let polls: u64 = dom.split("data-polls=\"").nth(1).and_then(|r| r.split('"').next()).and_then(|n| n.parse().ok()).unwrap_or(0);
+    let polls: u64 =
+        dom.split("data-polls=\"").nth(1).and_then(|r| r.split('"').next()).and_then(|n| n.parse().ok()).unwrap_or(0);
     assert!(polls >= 2, "the page polled the overview at least twice ({chromium_path}); DOM:\n{dom}");
     assert_eq!(text_after(&dom, "id=\"node-count\""), Some("3"), "the machine count; DOM:\n{dom}");
     assert_eq!(dom.matches("data-node=\"").count(), 3, "one row per machine");
 
     let row = dom.find("data-journal=\"acme/orders\"").map(|at| &dom[at..]).expect("the journal's row");
-    let next_seq: u64 = text_after(row, "data-field=\"next_seq\"").and_then(|t| t.parse().ok()).expect("next_seq is a number");
+    let next_seq: u64 =
+        text_after(row, "data-field=\"next_seq\"").and_then(|t| t.parse().ok()).expect("next_seq is a number");
     // At most one write was in flight (applied, not yet counted) at the page's last poll.
-    assert!((before..=after + 1).contains(&next_seq), "next_seq {next_seq} is what the writer had written while the page ran ({before}..={after})");
+    assert!(
+        (before..=after + 1).contains(&next_seq),
+        "next_seq {next_seq} is what the writer had written while the page ran ({before}..={after})"
+    );
     let leader = text_after(row, "data-field=\"leader_node\"").expect("a leader cell");
     let nodes: Vec<String> = w.cell.manifest.nodes.iter().map(ToString::to_string).collect();
     assert!(nodes.iter().any(|n| leader.starts_with(n.as_str())), "the leader node is one of the cell's: {leader}");
 
-    let rate: f64 = text_after(&dom, "id=\"total-write-rps\"").and_then(|t| t.replace(',', "").parse().ok()).expect("a write rate");
+    let rate: f64 =
+        text_after(&dom, "id=\"total-write-rps\"").and_then(|t| t.replace(',', "").parse().ok()).expect("a write rate");
     assert!(rate > 0.0, "records were written between two polls, so the rate is above zero: {rate}");
-    let rounds: u64 = text_after(&dom, "data-field=\"rounds\"").and_then(|t| t.replace(',', "").parse().ok()).expect("a node's rounds");
+    let rounds: u64 = text_after(&dom, "data-field=\"rounds\"")
+        .and_then(|t| t.replace(',', "").parse().ok())
+        .expect("a node's rounds");
     assert!(rounds > 0, "the nodes' counters are shown");
 }

@@ -30,8 +30,7 @@ pub enum CodecError {
 /// or a serializer error raised by the impl itself). No paros wire type does either.
 #[must_use]
 pub fn encode<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
-    postcard::to_extend(value, vec![WIRE_VERSION])
-        .expect("postcard serializes every paros wire type")
+    postcard::to_extend(value, vec![WIRE_VERSION]).expect("postcard serializes every paros wire type")
 }
 
 /// Decodes one bus message written by [`encode`].
@@ -40,19 +39,13 @@ pub fn encode<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
 /// [`CodecError::Version`] for an unknown version byte; [`CodecError::Malformed`] for empty
 /// input, input that does not decode as `T`, or input with bytes left over after `T`.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
-    let (&version, body) = bytes
-        .split_first()
-        .ok_or_else(|| CodecError::Malformed("empty message".to_owned()))?;
+    let (&version, body) = bytes.split_first().ok_or_else(|| CodecError::Malformed("empty message".to_owned()))?;
     if version != WIRE_VERSION {
         return Err(CodecError::Version(version));
     }
-    let (value, rest) =
-        postcard::take_from_bytes(body).map_err(|e| CodecError::Malformed(e.to_string()))?;
+    let (value, rest) = postcard::take_from_bytes(body).map_err(|e| CodecError::Malformed(e.to_string()))?;
     if !rest.is_empty() {
-        return Err(CodecError::Malformed(format!(
-            "{} trailing bytes",
-            rest.len()
-        )));
+        return Err(CodecError::Malformed(format!("{} trailing bytes", rest.len())));
     }
     Ok(value)
 }

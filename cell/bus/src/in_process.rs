@@ -61,20 +61,10 @@ impl InProcessBus {
     ///
     /// Registering a node that is already registered replaces its inbox (a restarted node):
     /// the old receiver gets nothing more.
-    pub fn register(
-        &self,
-        node: NodeId,
-        inbox_capacity: usize,
-    ) -> (BusEndpoint, mpsc::Receiver<Incoming>) {
+    pub fn register(&self, node: NodeId, inbox_capacity: usize) -> (BusEndpoint, mpsc::Receiver<Incoming>) {
         let (tx, rx) = mpsc::channel(inbox_capacity.max(1));
         self.inboxes().insert(node, tx);
-        (
-            BusEndpoint {
-                node,
-                bus: self.clone(),
-            },
-            rx,
-        )
+        (BusEndpoint { node, bus: self.clone() }, rx)
     }
 
     /// Removes `node` from the bus, as if it crashed: later protocol sends to it are dropped
@@ -105,10 +95,7 @@ impl InProcessBus {
 
     fn inboxes(&self) -> std::sync::MutexGuard<'_, HashMap<NodeId, mpsc::Sender<Incoming>>> {
         // Nothing panics while holding the lock; a poisoned table is still a valid table.
-        self.shared
-            .inboxes
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.shared.inboxes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The sender into `node`'s inbox, if it is registered and its receiver is alive. A
@@ -158,16 +145,8 @@ impl InProcessBus {
         }
     }
 
-    async fn call(
-        &self,
-        to: NodeId,
-        request: NodeRequest,
-        deadline: Duration,
-    ) -> Result<NodeAnswer, RpcError> {
-        self.shared
-            .counters
-            .requests
-            .fetch_add(1, Ordering::Relaxed);
+    async fn call(&self, to: NodeId, request: NodeRequest, deadline: Duration) -> Result<NodeAnswer, RpcError> {
+        self.shared.counters.requests.fetch_add(1, Ordering::Relaxed);
         let tx = self.route(to).ok_or(RpcError::NoRoute(to))?;
         let (reply, answer) = oneshot::channel();
         let exchange = async {
@@ -178,9 +157,7 @@ impl InProcessBus {
             }
             answer.await.map_err(|_| RpcError::Dropped)
         };
-        tokio::time::timeout(deadline, exchange)
-            .await
-            .unwrap_or(Err(RpcError::Timeout))
+        tokio::time::timeout(deadline, exchange).await.unwrap_or(Err(RpcError::Timeout))
     }
 }
 

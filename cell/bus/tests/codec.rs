@@ -3,18 +3,13 @@
 use bytes::Bytes;
 use paros_bus::{CodecError, WIRE_VERSION, decode, encode};
 use paros_core::journal::{Command, Entry};
-use paros_core::{Life, 
-    Call, CallAnswer, JournalId, JournalKey, LeaderUuid, Message, NodeId, Seq, Slot, TenantId,
-};
+use paros_core::{Call, CallAnswer, JournalId, JournalKey, LeaderUuid, Life, Message, NodeId, Seq, Slot, TenantId};
 use paros_node::ports::Envelope;
 use paros_node::rpc::{NodeAnswer, NodeRequest};
 use proptest::prelude::*;
 
 fn key() -> JournalKey {
-    JournalKey {
-        tenant: TenantId(0xdead_beef),
-        journal: JournalId(0x1234_5678_9abc),
-    }
+    JournalKey { tenant: TenantId(0xdead_beef), journal: JournalId(0x1234_5678_9abc) }
 }
 
 fn write_envelope(records: Vec<Bytes>) -> Envelope {
@@ -23,14 +18,7 @@ fn write_envelope(records: Vec<Bytes>) -> Envelope {
         journal: key(),
         from: node,
         message: Message::CatchUpResponse {
-            entries: vec![(
-                Slot(17),
-                Command::Write(Entry {
-                    leader: LeaderUuid::new(99),
-                    seq: Seq(1000),
-                    records,
-                }),
-            )],
+            entries: vec![(Slot(17), Command::Write(Entry { leader: LeaderUuid::new(99), seq: Seq(1000), records }))],
             chosen_up_to: Slot(18),
             life: Life(0x5eed),
         },
@@ -40,11 +28,7 @@ fn write_envelope(records: Vec<Bytes>) -> Envelope {
 #[test]
 fn an_envelope_batch_with_a_write_round_trips() {
     let batch = vec![
-        write_envelope(vec![
-            Bytes::from_static(b"first"),
-            Bytes::new(),
-            Bytes::from(vec![0u8, 255, 7, 1]),
-        ]),
+        write_envelope(vec![Bytes::from_static(b"first"), Bytes::new(), Bytes::from(vec![0u8, 255, 7, 1])]),
         write_envelope(vec![Bytes::from(vec![0xab; 4096])]),
     ];
     let wire = encode(&batch);
@@ -56,16 +40,10 @@ fn an_envelope_batch_with_a_write_round_trips() {
 fn requests_and_answers_round_trip() {
     let request = NodeRequest::Call {
         journal: key(),
-        call: Call::Write {
-            leader: LeaderUuid::new(5),
-            seq: Seq(0),
-            records: vec![Bytes::from_static(b"x")],
-        },
+        call: Call::Write { leader: LeaderUuid::new(5), seq: Seq(0), records: vec![Bytes::from_static(b"x")] },
     };
     assert_eq!(decode::<NodeRequest>(&encode(&request)), Ok(request));
-    let answer = NodeAnswer::Call(CallAnswer::Redirect {
-        leader: Some(NodeId(3)),
-    });
+    let answer = NodeAnswer::Call(CallAnswer::Redirect { leader: Some(NodeId(3)) });
     assert_eq!(decode::<NodeAnswer>(&encode(&answer)), Ok(answer));
 }
 
@@ -74,46 +52,28 @@ fn an_unknown_version_is_rejected() {
     let mut wire = encode(&vec![write_envelope(vec![Bytes::from_static(b"r")])]);
     for version in [0u8, 1, WIRE_VERSION + 1, 255] {
         wire[0] = version;
-        assert_eq!(
-            decode::<Vec<Envelope>>(&wire),
-            Err(CodecError::Version(version))
-        );
+        assert_eq!(decode::<Vec<Envelope>>(&wire), Err(CodecError::Version(version)));
     }
 }
 
 #[test]
 fn empty_input_is_malformed() {
-    assert!(matches!(
-        decode::<Vec<Envelope>>(&[]),
-        Err(CodecError::Malformed(_))
-    ));
+    assert!(matches!(decode::<Vec<Envelope>>(&[]), Err(CodecError::Malformed(_))));
 }
 
 #[test]
 fn garbage_is_malformed() {
     // A version byte, then a variant index no NodeRequest has.
-    assert!(matches!(
-        decode::<NodeRequest>(&[WIRE_VERSION, 0x7f]),
-        Err(CodecError::Malformed(_))
-    ));
+    assert!(matches!(decode::<NodeRequest>(&[WIRE_VERSION, 0x7f]), Err(CodecError::Malformed(_))));
     // Truncated: a valid message cut short.
     let wire = encode(&vec![write_envelope(vec![Bytes::from_static(b"record")])]);
-    assert!(matches!(
-        decode::<Vec<Envelope>>(&wire[..wire.len() - 1]),
-        Err(CodecError::Malformed(_))
-    ));
+    assert!(matches!(decode::<Vec<Envelope>>(&wire[..wire.len() - 1]), Err(CodecError::Malformed(_))));
     // Trailing bytes after a whole value.
     let mut long = encode(&NodeAnswer::UnknownJournal);
     long.push(0);
-    assert!(matches!(
-        decode::<NodeAnswer>(&long),
-        Err(CodecError::Malformed(_))
-    ));
+    assert!(matches!(decode::<NodeAnswer>(&long), Err(CodecError::Malformed(_))));
     // A version byte alone.
-    assert!(matches!(
-        decode::<NodeAnswer>(&[WIRE_VERSION]),
-        Err(CodecError::Malformed(_))
-    ));
+    assert!(matches!(decode::<NodeAnswer>(&[WIRE_VERSION]), Err(CodecError::Malformed(_))));
 }
 
 proptest! {

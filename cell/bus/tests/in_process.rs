@@ -12,28 +12,15 @@ const B: NodeId = NodeId(0x0b0b_0b0b);
 const GHOST: NodeId = NodeId(0x6666);
 
 fn key() -> JournalKey {
-    JournalKey {
-        tenant: TenantId(7),
-        journal: JournalId(9),
-    }
+    JournalKey { tenant: TenantId(7), journal: JournalId(9) }
 }
 
 fn catch_up(from: NodeId, round: u64) -> Envelope {
-    Envelope {
-        journal: key(),
-        from,
-        message: Message::CatchUpRequest { from: Slot(round), life: paros_core::Life(1) },
-    }
+    Envelope { journal: key(), from, message: Message::CatchUpRequest { from: Slot(round), life: paros_core::Life(1) } }
 }
 
 fn truncate_request() -> NodeRequest {
-    NodeRequest::Call {
-        journal: key(),
-        call: Call::Truncate {
-            leader: None,
-            up_to: Seq(3),
-        },
-    }
+    NodeRequest::Call { journal: key(), call: Call::Truncate { leader: None, up_to: Seq(3) } }
 }
 
 #[tokio::test]
@@ -52,15 +39,7 @@ async fn a_protocol_batch_arrives_as_one_message() {
         }
         Incoming::Request { .. } => panic!("expected a protocol batch"),
     }
-    assert_eq!(
-        bus.stats(),
-        BusStats {
-            messages_sent: 1,
-            envelopes_sent: 3,
-            dropped: 0,
-            requests: 0
-        }
-    );
+    assert_eq!(bus.stats(), BusStats { messages_sent: 1, envelopes_sent: 3, dropped: 0, requests: 0 });
 }
 
 #[tokio::test]
@@ -86,17 +65,13 @@ async fn a_request_is_answered() {
         match b_inbox.recv().await.expect("an item") {
             Incoming::Request { request, reply } => {
                 assert_eq!(request, truncate_request());
-                reply
-                    .send(NodeAnswer::Call(CallAnswer::Busy))
-                    .expect("caller waits");
+                reply.send(NodeAnswer::Call(CallAnswer::Busy)).expect("caller waits");
             }
             Incoming::Protocol { .. } => panic!("expected a request"),
         }
     });
 
-    let answer = a
-        .request(B, truncate_request(), Duration::from_secs(5))
-        .await;
+    let answer = a.request(B, truncate_request(), Duration::from_secs(5)).await;
     assert_eq!(answer, Ok(NodeAnswer::Call(CallAnswer::Busy)));
     server.await.expect("server ran");
     assert_eq!(bus.stats().requests, 1);
@@ -113,9 +88,7 @@ async fn the_bus_itself_makes_requests() {
             }
         }
     });
-    let answer = bus
-        .request(B, truncate_request(), Duration::from_secs(5))
-        .await;
+    let answer = bus.request(B, truncate_request(), Duration::from_secs(5)).await;
     assert_eq!(answer, Ok(NodeAnswer::UnknownJournal));
 }
 
@@ -123,9 +96,7 @@ async fn the_bus_itself_makes_requests() {
 async fn a_request_to_an_unknown_node_has_no_route() {
     let bus = InProcessBus::new();
     let (a, _a_inbox) = bus.register(A, 8);
-    let answer = a
-        .request(GHOST, truncate_request(), Duration::from_secs(5))
-        .await;
+    let answer = a.request(GHOST, truncate_request(), Duration::from_secs(5)).await;
     assert_eq!(answer, Err(RpcError::NoRoute(GHOST)));
 }
 
@@ -140,26 +111,12 @@ async fn an_unregistered_node_is_gone() {
     assert!(!bus.is_registered(B));
 
     let start = tokio::time::Instant::now();
-    let answer = a
-        .request(B, truncate_request(), Duration::from_secs(5))
-        .await;
+    let answer = a.request(B, truncate_request(), Duration::from_secs(5)).await;
     assert_eq!(answer, Err(RpcError::NoRoute(B)));
-    assert_eq!(
-        start.elapsed(),
-        Duration::ZERO,
-        "fails fast, not at the deadline"
-    );
+    assert_eq!(start.elapsed(), Duration::ZERO, "fails fast, not at the deadline");
 
     a.send(B, vec![catch_up(A, 1)]);
-    assert_eq!(
-        bus.stats(),
-        BusStats {
-            messages_sent: 0,
-            envelopes_sent: 0,
-            dropped: 1,
-            requests: 1
-        }
-    );
+    assert_eq!(bus.stats(), BusStats { messages_sent: 0, envelopes_sent: 0, dropped: 1, requests: 1 });
 }
 
 #[tokio::test]
@@ -169,9 +126,7 @@ async fn a_node_whose_inbox_is_dropped_has_no_route() {
     let (_b, b_inbox) = bus.register(B, 8);
     drop(b_inbox);
     assert!(!bus.is_registered(B));
-    let answer = a
-        .request(B, truncate_request(), Duration::from_secs(5))
-        .await;
+    let answer = a.request(B, truncate_request(), Duration::from_secs(5)).await;
     assert_eq!(answer, Err(RpcError::NoRoute(B)));
     a.send(B, vec![catch_up(A, 1)]);
     assert_eq!(bus.stats().dropped, 1);
@@ -204,9 +159,7 @@ async fn a_dropped_responder_is_dropped() {
         }
     });
 
-    let answer = a
-        .request(B, truncate_request(), Duration::from_secs(5))
-        .await;
+    let answer = a.request(B, truncate_request(), Duration::from_secs(5)).await;
     assert_eq!(answer, Err(RpcError::Dropped));
     server.await.expect("server ran");
 }
@@ -217,10 +170,7 @@ async fn a_request_left_in_a_dropped_inbox_is_dropped() {
     let (a, _a_inbox) = bus.register(A, 8);
     let (_b, b_inbox) = bus.register(B, 8);
 
-    let caller = tokio::spawn(async move {
-        a.request(B, truncate_request(), Duration::from_secs(5))
-            .await
-    });
+    let caller = tokio::spawn(async move { a.request(B, truncate_request(), Duration::from_secs(5)).await });
     // Wait until the request sits in the inbox, then the node stops without reading it.
     while b_inbox.is_empty() {
         tokio::task::yield_now().await;
@@ -238,15 +188,7 @@ async fn a_full_inbox_drops_protocol_messages_and_counts_them() {
     for round in 1..=5 {
         a.send(B, vec![catch_up(A, round), catch_up(A, round)]);
     }
-    assert_eq!(
-        bus.stats(),
-        BusStats {
-            messages_sent: 2,
-            envelopes_sent: 4,
-            dropped: 3,
-            requests: 0
-        }
-    );
+    assert_eq!(bus.stats(), BusStats { messages_sent: 2, envelopes_sent: 4, dropped: 3, requests: 0 });
 
     // The first two arrived, in order; the rest are gone.
     for round in 1..=2 {
@@ -272,42 +214,24 @@ async fn a_request_waits_for_room_in_a_full_inbox() {
     // Never drained: the request waits for room until the deadline.
     let deadline = Duration::from_millis(300);
     let start = tokio::time::Instant::now();
-    assert_eq!(
-        a.request(B, truncate_request(), deadline).await,
-        Err(RpcError::Timeout)
-    );
+    assert_eq!(a.request(B, truncate_request(), deadline).await, Err(RpcError::Timeout));
     assert_eq!(start.elapsed(), deadline);
 
     // Drained later: the request gets in and is answered.
     let caller = {
         let a = a.clone();
-        tokio::spawn(async move {
-            a.request(B, truncate_request(), Duration::from_secs(5))
-                .await
-        })
+        tokio::spawn(async move { a.request(B, truncate_request(), Duration::from_secs(5)).await })
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(matches!(
-        b_inbox.recv().await,
-        Some(Incoming::Protocol { .. })
-    ));
+    assert!(matches!(b_inbox.recv().await, Some(Incoming::Protocol { .. })));
     match b_inbox.recv().await.expect("an item") {
         Incoming::Request { reply, .. } => {
-            reply
-                .send(NodeAnswer::UnknownJournal)
-                .expect("caller waits");
+            reply.send(NodeAnswer::UnknownJournal).expect("caller waits");
         }
         Incoming::Protocol { .. } => panic!("expected a request"),
     }
-    assert_eq!(
-        caller.await.expect("caller ran"),
-        Ok(NodeAnswer::UnknownJournal)
-    );
-    assert_eq!(
-        bus.stats().dropped,
-        0,
-        "requests are never dropped for a full inbox"
-    );
+    assert_eq!(caller.await.expect("caller ran"), Ok(NodeAnswer::UnknownJournal));
+    assert_eq!(bus.stats().dropped, 0, "requests are never dropped for a full inbox");
 }
 
 #[tokio::test]

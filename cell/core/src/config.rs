@@ -200,7 +200,11 @@ mod tests {
     use crate::journal::WriterMode;
 
     fn config(voters: &[u64]) -> JournalConfig {
-        JournalConfig { mode: WriterMode::default(), voters: voters.iter().map(|v| NodeId(*v)).collect(), learners: Vec::new() }
+        JournalConfig {
+            mode: WriterMode::default(),
+            voters: voters.iter().map(|v| NodeId(*v)).collect(),
+            learners: Vec::new(),
+        }
     }
 
     #[test]

@@ -39,7 +39,11 @@ impl Effects {
     }
 
     pub fn applied(&mut self, walked: &[Walked]) {
-        self.ready.applied.extend(walked.iter().map(|w| Applied { slot: w.slot, digest: w.digest, judged: w.judged.into() }));
+        self.ready.applied.extend(walked.iter().map(|w| Applied {
+            slot: w.slot,
+            digest: w.digest,
+            judged: w.judged.into(),
+        }));
     }
 
     pub fn send(&mut self, to: NodeId, message: Message) {

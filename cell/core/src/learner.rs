@@ -91,7 +91,11 @@ impl Learner {
         assert!(chosen_up_to >= floor, "the chosen index is never below the floor");
         let mut base = vec![(floor, sealed)];
         base.extend(anchors.iter().copied().filter(|(s, _)| *s > floor && *s <= log.start()));
-        assert_eq!(base.last().map(|(s, _)| *s), Some(log.start()), "the fold resumes from an anchor at the window's start");
+        assert_eq!(
+            base.last().map(|(s, _)| *s),
+            Some(log.start()),
+            "the fold resumes from an anchor at the window's start"
+        );
         Learner {
             fold: Fold::resume(mode, base, anchoring),
             anchoring,
@@ -202,7 +206,13 @@ impl Learner {
 
     /// A page of chosen commands from a peer (a leader's feed, or a catch-up answer from a peer
     /// whose chosen prefix ends at `peer_chosen`): every one is learned. The caller walks.
-    pub fn learn_page(&mut self, log: &mut Log, entries: &[(Slot, Command)], peer_chosen: Option<Slot>, writes: &mut Vec<WriteOp>) {
+    pub fn learn_page(
+        &mut self,
+        log: &mut Log,
+        entries: &[(Slot, Command)],
+        peer_chosen: Option<Slot>,
+        writes: &mut Vec<WriteOp>,
+    ) {
         if let Some(up_to) = peer_chosen {
             self.note_chosen(up_to);
         }
@@ -228,9 +238,7 @@ impl Learner {
         match log.get(slot) {
             None => false,
             Some(LogEntry { ballot: None, .. }) => true,
-            Some(LogEntry { ballot: Some(b), .. }) => {
-                self.commit.is_some_and(|(cb, up_to)| slot < up_to && *b >= cb)
-            }
+            Some(LogEntry { ballot: Some(b), .. }) => self.commit.is_some_and(|(cb, up_to)| slot < up_to && *b >= cb),
         }
     }
 
@@ -349,11 +357,16 @@ impl Learner {
 
 /// A journal's log and learner rebuilt from storage, with the effects of walking the chosen
 /// slots since its boot anchor (both wirings boot through this).
-pub(crate) fn recover(mode: WriterMode, tunables: &Tunables, durable: crate::log::Durable) -> (Log, Learner, crate::effects::Effects) {
+pub(crate) fn recover(
+    mode: WriterMode,
+    tunables: &Tunables,
+    durable: crate::log::Durable,
+) -> (Log, Learner, crate::effects::Effects) {
     let start = durable.boot_start();
     let mut log = Log::with_window(durable.floor, start, durable.entries);
     let anchoring = Anchoring { slots: tunables.anchor_slots, bytes: tunables.anchor_bytes };
-    let mut learner = Learner::resume(mode, &log, durable.sealed, &durable.anchors, anchoring, Window::of(tunables), durable.floor);
+    let mut learner =
+        Learner::resume(mode, &log, durable.sealed, &durable.anchors, anchoring, Window::of(tunables), durable.floor);
     let mut effects = crate::effects::Effects::default();
     let mut walked = Vec::new();
     learner.recover(&mut log, durable.chosen_up_to, &mut effects.ready.writes, &mut walked);
@@ -367,7 +380,13 @@ pub enum Served {
     Message(Message),
     /// The entries lie below the window: the host reads `[from, end)` from the store
     /// ([`Fetch::CatchUp`]).
-    Fetch { life: Life, from: Slot, end: Slot, chosen_up_to: Slot, slots_max: u32 },
+    Fetch {
+        life: Life,
+        from: Slot,
+        end: Slot,
+        chosen_up_to: Slot,
+        slots_max: u32,
+    },
 }
 
 impl Served {
@@ -384,7 +403,9 @@ impl Served {
     pub fn for_peer(self, to: NodeId) -> Result<Message, Fetch> {
         match self {
             Served::Message(m) => Ok(m),
-            Served::Fetch { life, from, end, chosen_up_to, slots_max } => Err(Fetch::CatchUp { to, life, from, end, chosen_up_to, slots_max }),
+            Served::Fetch { life, from, end, chosen_up_to, slots_max } => {
+                Err(Fetch::CatchUp { to, life, from, end, chosen_up_to, slots_max })
+            }
         }
     }
 }

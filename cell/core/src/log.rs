@@ -102,7 +102,13 @@ impl Durable {
     /// floor when there is none). Boot needs the entries from here on, not the retained log.
     #[must_use]
     pub fn boot_start(&self) -> Slot {
-        self.anchors.iter().rev().map(|(s, _)| *s).find(|s| *s <= self.chosen_up_to).unwrap_or(self.floor).max(self.floor)
+        self.anchors
+            .iter()
+            .rev()
+            .map(|(s, _)| *s)
+            .find(|s| *s <= self.chosen_up_to)
+            .unwrap_or(self.floor)
+            .max(self.floor)
     }
 
     /// What a store hands back at boot: this state with the entries below
@@ -180,7 +186,8 @@ impl Log {
     #[must_use]
     pub fn with_window(floor: Slot, start: Slot, entries: Vec<(Slot, LogEntry)>) -> Log {
         assert!(start >= floor, "the window starts at or above the floor");
-        let entries: BTreeMap<Slot, Held> = entries.into_iter().filter(|(s, _)| *s >= start).map(|(s, e)| (s, Held::new(e))).collect();
+        let entries: BTreeMap<Slot, Held> =
+            entries.into_iter().filter(|(s, _)| *s >= start).map(|(s, e)| (s, Held::new(e))).collect();
         let bytes = entries.values().map(|h| h.bytes).sum();
         Log { floor, start, entries, bytes }
     }
@@ -229,7 +236,12 @@ impl Log {
     /// the tree for the look and the write. Returns the entry kept, or `None` when `make()` is
     /// held now. Slots below the window are chosen and held elsewhere: the caller checks
     /// [`Log::start`] first (below it nothing is held and nothing is put).
-    pub fn put_unless(&mut self, slot: Slot, keep: impl FnOnce(&LogEntry) -> bool, make: impl FnOnce() -> LogEntry) -> Option<&LogEntry> {
+    pub fn put_unless(
+        &mut self,
+        slot: Slot,
+        keep: impl FnOnce(&LogEntry) -> bool,
+        make: impl FnOnce() -> LogEntry,
+    ) -> Option<&LogEntry> {
         use std::collections::btree_map::Entry as At;
         if slot < self.start {
             return None;
@@ -341,7 +353,10 @@ mod tests {
 
     fn entry(slot: u64, len: usize) -> LogEntry {
         let record = bytes::Bytes::from(vec![u8::try_from(slot % 251).unwrap(); len]);
-        LogEntry { ballot: None, command: Command::Write(Entry { leader: None, seq: Seq(slot), records: vec![record] }) }
+        LogEntry {
+            ballot: None,
+            command: Command::Write(Entry { leader: None, seq: Seq(slot), records: vec![record] }),
+        }
     }
 
     fn log_of(slots: std::ops::Range<u64>, len: usize) -> Log {

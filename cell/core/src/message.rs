@@ -84,7 +84,9 @@ impl Message {
     #[must_use]
     pub fn answers_life(&self) -> Option<Life> {
         match self {
-            Message::CatchUpResponse { life, .. } | Message::TrimmedTo { life, .. } | Message::Watermark { life, .. } => Some(*life),
+            Message::CatchUpResponse { life, .. }
+            | Message::TrimmedTo { life, .. }
+            | Message::Watermark { life, .. } => Some(*life),
             _ => None,
         }
     }

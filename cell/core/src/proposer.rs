@@ -147,7 +147,14 @@ impl Proposer {
     }
 
     /// Starts a campaign now: Phase 1 from `chosen_up_to` at a ballot above anything seen.
-    pub fn campaign(&mut self, cfg: &JournalConfig, tunables: &Tunables, promised: Ballot, chosen_up_to: Slot, out: &mut Vec<Outbound>) {
+    pub fn campaign(
+        &mut self,
+        cfg: &JournalConfig,
+        tunables: &Tunables,
+        promised: Ballot,
+        chosen_up_to: Slot,
+        out: &mut Vec<Outbound>,
+    ) {
         let round = self.ballot.round.max(promised.round).max(self.round_seen) + 1;
         self.ballot = Ballot { round, node: self.me };
         self.role = Role::Candidate(Campaign { from: chosen_up_to, promises: BTreeMap::new() });
@@ -230,7 +237,13 @@ impl Proposer {
     }
 
     /// An `Accepted` arrived; returns the slots it made chosen, with their commands.
-    pub fn on_accepted(&mut self, cfg: &JournalConfig, from: NodeId, ballot: Ballot, slots: &[(Slot, u64)]) -> Vec<(Slot, Command)> {
+    pub fn on_accepted(
+        &mut self,
+        cfg: &JournalConfig,
+        from: NodeId,
+        ballot: Ballot,
+        slots: &[(Slot, u64)],
+    ) -> Vec<(Slot, Command)> {
         let tick = self.tick;
         let Role::Leader(l) = &mut self.role else { return Vec::new() };
         if ballot != self.ballot {
@@ -271,7 +284,10 @@ impl Proposer {
         }
         let entries = std::mem::take(&mut l.unsent);
         for v in &cfg.voters {
-            out.push(Outbound { to: *v, message: Message::Accept { ballot: self.ballot, entries: entries.clone(), commit } });
+            out.push(Outbound {
+                to: *v,
+                message: Message::Accept { ballot: self.ballot, entries: entries.clone(), commit },
+            });
         }
     }
 
@@ -279,7 +295,14 @@ impl Proposer {
     /// was not acknowledged, checks that it still hears a quorum, and may quiesce.
     ///
     /// Returns true when the caller should start a campaign.
-    pub fn tick(&mut self, cfg: &JournalConfig, tunables: &Tunables, commit: Slot, idle: bool, out: &mut Vec<Outbound>) -> bool {
+    pub fn tick(
+        &mut self,
+        cfg: &JournalConfig,
+        tunables: &Tunables,
+        commit: Slot,
+        idle: bool,
+        out: &mut Vec<Outbound>,
+    ) -> bool {
         self.tick += 1;
         let tick = self.tick;
         let ballot = self.ballot;
@@ -294,7 +317,11 @@ impl Proposer {
             Role::Leader(_) if self.quiet => false,
             Role::Leader(l) => {
                 let window = u64::from(tunables.election_ticks_min);
-                let heard = cfg.voters.iter().filter(|v| **v == self.me || l.heard.get(v).is_some_and(|t| tick - t <= window)).count();
+                let heard = cfg
+                    .voters
+                    .iter()
+                    .filter(|v| **v == self.me || l.heard.get(v).is_some_and(|t| tick - t <= window))
+                    .count();
                 if heard < cfg.quorum() {
                     self.role = Role::Follower;
                     self.leader_hint = None;
@@ -375,7 +402,11 @@ pub struct Merged {
 /// the value reported at the highest ballot. Pure: the caller checked the promises are a quorum
 /// for one ballot.
 #[must_use]
-pub fn merge_promises(own_chosen: Slot, campaign_from: Slot, promises: &BTreeMap<NodeId, (Slot, Vec<Reported>)>) -> Merged {
+pub fn merge_promises(
+    own_chosen: Slot,
+    campaign_from: Slot,
+    promises: &BTreeMap<NodeId, (Slot, Vec<Reported>)>,
+) -> Merged {
     let mut merged: BTreeMap<Slot, (Option<Ballot>, Command)> = BTreeMap::new();
     let mut ahead: Option<(NodeId, Slot)> = None;
     for (node, (chosen, reported)) in promises {
@@ -414,7 +445,15 @@ impl Leadership {
     }
 
     /// Re-sends every proposal older than a tick to the voters that have not acknowledged it.
-    fn resend(&mut self, cfg: &JournalConfig, ballot: Ballot, commit: Slot, tick: u64, me: NodeId, out: &mut Vec<Outbound>) {
+    fn resend(
+        &mut self,
+        cfg: &JournalConfig,
+        ballot: Ballot,
+        commit: Slot,
+        tick: u64,
+        me: NodeId,
+        out: &mut Vec<Outbound>,
+    ) {
         let mut per_voter: BTreeMap<NodeId, Vec<(Slot, Command)>> = BTreeMap::new();
         for (slot, f) in &mut self.inflight {
             if tick.saturating_sub(f.sent_tick) < 2 {

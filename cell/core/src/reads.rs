@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use crate::wire::{Consistency, ReadAnswer, ReadRequest};
 use crate::config::{JournalConfig, Tunables};
 use crate::ids::{Life, NodeId, ReadId, Seq, Slot};
 use crate::journal::{Fold, JournalState, JournalView, Located, Outcome, WriterMode};
 use crate::log::{Log, LogEntry};
 use crate::message::{Message, Outbound};
 use crate::ready::Fetch;
+use crate::wire::{Consistency, ReadAnswer, ReadRequest};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {
@@ -66,7 +66,13 @@ impl Reads {
     }
 
     /// Takes a read. Answers `Unserved` at once when `reads_max` reads already wait.
-    pub fn add(&mut self, id: ReadId, request: ReadRequest, tunables: &Tunables, answers: &mut Vec<(ReadId, ReadAnswer)>) {
+    pub fn add(
+        &mut self,
+        id: ReadId,
+        request: ReadRequest,
+        tunables: &Tunables,
+        answers: &mut Vec<(ReadId, ReadAnswer)>,
+    ) {
         if self.pending.len() >= tunables.reads_max as usize {
             answers.push((id, ReadAnswer::Unserved));
             return;
@@ -123,7 +129,14 @@ impl Reads {
     }
 
     /// Answers every read the fold can now serve.
-    pub fn poll(&mut self, fold: &Fold, log: &Log, tunables: &Tunables, answers: &mut Vec<(ReadId, ReadAnswer)>, fetches: &mut Vec<Fetch>) {
+    pub fn poll(
+        &mut self,
+        fold: &Fold,
+        log: &Log,
+        tunables: &Tunables,
+        answers: &mut Vec<(ReadId, ReadAnswer)>,
+        fetches: &mut Vec<Fetch>,
+    ) {
         let tick = self.tick;
         let mut done = Vec::new();
         for (id, p) in &mut self.pending {
@@ -178,14 +191,25 @@ impl Reads {
             self.pending.remove(&id);
             answers.push((id, ReadAnswer::Unserved));
         }
-        let stale: Vec<u64> =
-            self.rounds.iter().filter(|(_, (started, _))| tick >= started + WATERMARK_RETRY_TICKS).map(|(r, _)| *r).collect();
+        let stale: Vec<u64> = self
+            .rounds
+            .iter()
+            .filter(|(_, (started, _))| tick >= started + WATERMARK_RETRY_TICKS)
+            .map(|(r, _)| *r)
+            .collect();
         for p in self.pending.values_mut() {
             if matches!(p.stage, Stage::Confirming(r) if stale.contains(&r)) {
                 p.stage = Stage::Unconfirmed;
             }
         }
-        let live: Vec<u64> = self.pending.values().filter_map(|p| match p.stage { Stage::Confirming(r) => Some(r), _ => None }).collect();
+        let live: Vec<u64> = self
+            .pending
+            .values()
+            .filter_map(|p| match p.stage {
+                Stage::Confirming(r) => Some(r),
+                _ => None,
+            })
+            .collect();
         self.rounds.retain(|r, _| live.contains(r));
     }
 }
@@ -314,7 +338,11 @@ impl PageFetch {
     ///
     /// # Errors
     /// The first error `read` returns.
-    pub fn build<E>(&self, tunables: &Tunables, mut read: impl FnMut(Slot, u32) -> Result<Vec<(Slot, LogEntry)>, E>) -> Result<ReadAnswer, E> {
+    pub fn build<E>(
+        &self,
+        tunables: &Tunables,
+        mut read: impl FnMut(Slot, u32) -> Result<Vec<(Slot, LogEntry)>, E>,
+    ) -> Result<ReadAnswer, E> {
         let mut page = Collect::new(page_bounds(&self.request, tunables));
         let end = Slot(self.end.0.min(self.anchor.0.saturating_add(Self::scan_slots_max(tunables))));
         let mut fold = Fold::new(self.mode, self.state, self.anchor);
@@ -369,7 +397,10 @@ impl PageFetch {
     /// then room for a page of one-record writes and slots that append nothing.
     #[must_use]
     pub fn scan_slots_max(tunables: &Tunables) -> u64 {
-        u64::from(tunables.anchor_slots).saturating_mul(2).saturating_add(u64::from(tunables.page_records_max).saturating_mul(4)).saturating_add(1024)
+        u64::from(tunables.anchor_slots)
+            .saturating_mul(2)
+            .saturating_add(u64::from(tunables.page_records_max).saturating_mul(4))
+            .saturating_add(1024)
     }
 }
 
@@ -383,8 +414,12 @@ mod tests {
     fn appends(slots: u64, per_slot: u64, record_bytes: usize) -> Vec<(Slot, LogEntry)> {
         (0..slots)
             .map(|s| {
-                let records = (0..per_slot).map(|i| Bytes::from(vec![(s * per_slot + i) as u8; record_bytes])).collect();
-                (Slot(s), LogEntry { ballot: None, command: Command::Write(Entry { leader: None, seq: Seq(0), records }) })
+                let records =
+                    (0..per_slot).map(|i| Bytes::from(vec![(s * per_slot + i) as u8; record_bytes])).collect();
+                (
+                    Slot(s),
+                    LogEntry { ballot: None, command: Command::Write(Entry { leader: None, seq: Seq(0), records }) },
+                )
             })
             .collect()
     }

@@ -2,11 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::wire::{CallAnswer, ReadAnswer};
 use crate::ids::{CallId, Life, NodeId, ReadId, Slot};
 use crate::journal::Judged;
 use crate::log::WriteOp;
 use crate::message::Outbound;
+use crate::wire::{CallAnswer, ReadAnswer};
 
 /// Everything a journal wants done since the last [`advance`](crate::Voter::advance).
 ///

@@ -2,9 +2,8 @@
 //! Prepare or Accept; it learns chosen commands from the leader's feed and from voters'
 //! catch-up answers, jumps to a trim point like a voter, and serves reads.
 
-use crate::wire::ReadRequest;
 use crate::config::{JournalConfig, Tunables};
-use crate::effects::{catch_up_request, CatchUp, Effects};
+use crate::effects::{CatchUp, Effects, catch_up_request};
 use crate::ids::{Life, NodeId, ReadId, Slot};
 use crate::journal::JournalState;
 use crate::learner::Learner;
@@ -12,6 +11,7 @@ use crate::log::{Durable, Log, WriteOp};
 use crate::message::Message;
 use crate::reads::Reads;
 use crate::ready::Ready;
+use crate::wire::ReadRequest;
 
 /// One journal on one learner-only replica.
 #[derive(Debug)]
@@ -42,7 +42,20 @@ impl Replica {
         tunables.assert_valid();
         assert!(cfg.learners.contains(&me), "a replica is one of the journal's learners");
         let (log, learner, effects) = crate::learner::recover(cfg.mode, &tunables, durable);
-        Replica { me, life, cfg, tunables, log, learner, reads: Reads::new(life), effects, catch_up: CatchUp::default(), leader: None, tick: 0, probe: true }
+        Replica {
+            me,
+            life,
+            cfg,
+            tunables,
+            log,
+            learner,
+            reads: Reads::new(life),
+            effects,
+            catch_up: CatchUp::default(),
+            leader: None,
+            tick: 0,
+            probe: true,
+        }
     }
 
     #[must_use]
@@ -107,7 +120,10 @@ impl Replica {
             return;
         }
         if self.cfg.voters.contains(&from)
-            && matches!(message, Message::Heartbeat { .. } | Message::CatchUpResponse { .. } | Message::TrimmedTo { .. })
+            && matches!(
+                message,
+                Message::Heartbeat { .. } | Message::CatchUpResponse { .. } | Message::TrimmedTo { .. }
+            )
         {
             self.probe = false;
         }
@@ -155,7 +171,14 @@ impl Replica {
         self.tick += 1;
         self.reads.tick(&mut self.effects.ready.reads);
         if (self.learner.is_behind() || self.probe)
-            && let Some(to) = self.catch_up.due(self.tick, self.learner.chosen_up_to(), &self.tunables, &self.cfg, self.me, self.leader)
+            && let Some(to) = self.catch_up.due(
+                self.tick,
+                self.learner.chosen_up_to(),
+                &self.tunables,
+                &self.cfg,
+                self.me,
+                self.leader,
+            )
         {
             self.effects.send(to, catch_up_request(self.learner.chosen_up_to(), self.life));
         }
@@ -203,6 +226,12 @@ impl Replica {
 
     fn settle(&mut self) {
         self.walk();
-        self.reads.poll(self.learner.fold(), &self.log, &self.tunables, &mut self.effects.ready.reads, &mut self.effects.ready.fetches);
+        self.reads.poll(
+            self.learner.fold(),
+            &self.log,
+            &self.tunables,
+            &mut self.effects.ready.reads,
+            &mut self.effects.ready.fetches,
+        );
     }
 }

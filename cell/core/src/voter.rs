@@ -3,9 +3,8 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::acceptor::Acceptor;
-use crate::wire::{Call, CallAnswer, ReadRequest};
 use crate::config::{JournalConfig, Tunables};
-use crate::effects::{catch_up_request, CatchUp, Effects};
+use crate::effects::{CatchUp, Effects, catch_up_request};
 use crate::ids::{Ballot, CallId, Life, NodeId, ReadId, Slot};
 use crate::journal::{Command, JournalState, Outcome};
 use crate::learner::{Learner, Walked};
@@ -14,6 +13,7 @@ use crate::message::Message;
 use crate::proposer::{Elected, Proposer};
 use crate::reads::Reads;
 use crate::ready::Ready;
+use crate::wire::{Call, CallAnswer, ReadRequest};
 
 /// A call waiting for its slot to apply.
 #[derive(Clone, Copy, Debug)]
@@ -78,7 +78,14 @@ impl Voter {
     /// `life` must differ from every earlier life of this journal on this node (the host mints
     /// one each time it builds the journal: [`Life::mint`]).
     #[must_use]
-    pub fn recover(me: NodeId, cfg: JournalConfig, tunables: Tunables, seed: u64, life: Life, durable: Durable) -> Voter {
+    pub fn recover(
+        me: NodeId,
+        cfg: JournalConfig,
+        tunables: Tunables,
+        seed: u64,
+        life: Life,
+        durable: Durable,
+    ) -> Voter {
         cfg.assert_valid();
         tunables.assert_valid();
         assert!(cfg.voters.contains(&me), "a voter is one of the journal's voters");
@@ -203,7 +210,10 @@ impl Voter {
     /// True when a `ready()` now would carry something.
     #[must_use]
     pub fn has_ready(&self) -> bool {
-        !self.effects.ready.is_empty() || !self.feed.is_empty() || self.reads.wants_round() || self.proposer.has_unsent()
+        !self.effects.ready.is_empty()
+            || !self.feed.is_empty()
+            || self.reads.wants_round()
+            || self.proposer.has_unsent()
     }
 
     /// Quiesces as a follower (the host wakes a dormant journal this way: asleep, as it left,
@@ -269,7 +279,13 @@ impl Voter {
 
     fn start_campaign(&mut self) {
         let mut out = Vec::new();
-        self.proposer.campaign(&self.cfg, &self.tunables, self.acceptor.promised(), self.learner.chosen_up_to(), &mut out);
+        self.proposer.campaign(
+            &self.cfg,
+            &self.tunables,
+            self.acceptor.promised(),
+            self.learner.chosen_up_to(),
+            &mut out,
+        );
         for o in out {
             self.send(o.to, o.message);
         }
@@ -277,7 +293,10 @@ impl Voter {
 
     /// A protocol message from `from`.
     pub fn step(&mut self, from: NodeId, message: Message) {
-        if matches!(message, Message::Prepare { .. } | Message::Accept { .. } | Message::Heartbeat { quiesce: false, .. }) {
+        if matches!(
+            message,
+            Message::Prepare { .. } | Message::Accept { .. } | Message::Heartbeat { quiesce: false, .. }
+        ) {
             self.proposer.wake();
         }
         self.handle(from, message);
@@ -329,7 +348,13 @@ impl Voter {
         let commit = self.proposer_commit();
         let was_leader = self.proposer.is_leader();
         if self.proposer.tick(&self.cfg, &self.tunables, commit, idle, &mut out) {
-            self.proposer.campaign(&self.cfg, &self.tunables, self.acceptor.promised(), self.learner.chosen_up_to(), &mut out);
+            self.proposer.campaign(
+                &self.cfg,
+                &self.tunables,
+                self.acceptor.promised(),
+                self.learner.chosen_up_to(),
+                &mut out,
+            );
         }
         for o in out {
             self.send(o.to, o.message);
@@ -349,7 +374,14 @@ impl Voter {
             self.effects.ready.answers.push((id, CallAnswer::NoVerdict));
         }
         if self.learner.is_behind()
-            && let Some(to) = self.catch_up.due(tick, self.learner.chosen_up_to(), &self.tunables, &self.cfg, self.me, self.proposer.leader_hint())
+            && let Some(to) = self.catch_up.due(
+                tick,
+                self.learner.chosen_up_to(),
+                &self.tunables,
+                &self.cfg,
+                self.me,
+                self.proposer.leader_hint(),
+            )
         {
             self.send(to, catch_up_request(self.learner.chosen_up_to(), self.life));
         }
@@ -433,7 +465,13 @@ impl Voter {
                 break;
             }
         }
-        self.reads.poll(self.learner.fold(), &self.log, &self.tunables, &mut self.effects.ready.reads, &mut self.effects.ready.fetches);
+        self.reads.poll(
+            self.learner.fold(),
+            &self.log,
+            &self.tunables,
+            &mut self.effects.ready.reads,
+            &mut self.effects.ready.fetches,
+        );
         self.check_invariants();
     }
 
@@ -443,7 +481,10 @@ impl Voter {
             !self.proposer.is_leader() || self.acceptor.promised() == self.proposer.ballot(),
             "a leader's own acceptor promised exactly its ballot"
         );
-        assert!(self.held.len() + self.queued.len() <= self.tunables.calls_max as usize, "held calls stay within calls_max");
+        assert!(
+            self.held.len() + self.queued.len() <= self.tunables.calls_max as usize,
+            "held calls stay within calls_max"
+        );
     }
 
     fn on_walked(&mut self, walked: &[Walked]) {
@@ -546,7 +587,14 @@ impl Voter {
                 // Whatever becomes of the campaign, slots below the acceptor's chosen index are
                 // chosen: a campaign that starts above our prefix leaves them to catch-up.
                 self.learner.note_chosen(chosen_up_to);
-                let elected = self.proposer.on_promise(&self.cfg, from, ballot, chosen_up_to, accepted, self.learner.chosen_up_to());
+                let elected = self.proposer.on_promise(
+                    &self.cfg,
+                    from,
+                    ballot,
+                    chosen_up_to,
+                    accepted,
+                    self.learner.chosen_up_to(),
+                );
                 if let Elected::Won { learn_from: Some((peer, _)) } = elected {
                     self.send(peer, catch_up_request(self.learner.chosen_up_to(), self.life));
                 }
@@ -609,7 +657,11 @@ impl Voter {
                 if self.cfg.voters.contains(&from) {
                     self.learner.note_chosen(start);
                 }
-                match self.learner.serve_catch_up(&self.log, start, life, self.tunables.catch_up_slots_max).map(|s| s.for_peer(from)) {
+                match self
+                    .learner
+                    .serve_catch_up(&self.log, start, life, self.tunables.catch_up_slots_max)
+                    .map(|s| s.for_peer(from))
+                {
                     Some(Ok(reply)) => self.send(from, reply),
                     Some(Err(fetch)) => self.effects.ready.fetches.push(fetch),
                     None => {}

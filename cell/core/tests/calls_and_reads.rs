@@ -8,8 +8,8 @@ use harness::*;
 use paros_core::journal::{JournalState, TooLarge, WriterMode};
 use paros_core::message::Reported;
 use paros_core::{
-    Ballot, Call, CallAnswer, CallId, Consistency, Durable, JournalConfig, Life, Message, NodeId, ReadAnswer, ReadRequest,
-    Replica, Seq, Slot, Tunables, Voter,
+    Ballot, Call, CallAnswer, CallId, Consistency, Durable, JournalConfig, Life, Message, NodeId, ReadAnswer,
+    ReadRequest, Replica, Seq, Slot, Tunables, Voter,
 };
 
 fn request(from: Seq, consistency: Consistency) -> ReadRequest {
@@ -155,12 +155,20 @@ fn a_too_large_write_is_answered_before_proposing_and_consumes_no_slot() {
         ] {
             let id = c.propose_at(node, write(a, w.next(), records));
             c.round();
-            assert_eq!(c.answers.remove(&id), Some(CallAnswer::TooLarge(limits)), "seed={seed}: answered in the very next round");
+            assert_eq!(
+                c.answers.remove(&id),
+                Some(CallAnswer::TooLarge(limits)),
+                "seed={seed}: answered in the very next round"
+            );
         }
         c.settle(300);
         assert_eq!(c.chosen_of(leader), chosen, "seed={seed}: nothing was proposed for an oversized batch");
         w.append(&mut c, a, recs("next", 1));
-        assert_eq!(c.chosen_of(c.leader().expect("leads")), chosen.next(), "seed={seed}: the next write takes the next slot");
+        assert_eq!(
+            c.chosen_of(c.leader().expect("leads")),
+            chosen.next(),
+            "seed={seed}: the next write takes the next slot"
+        );
         c.assert_agreement();
     }
 }
@@ -177,10 +185,18 @@ fn a_non_leader_answers_redirect_naming_the_leader() {
         for follower in c.cfg.voters.clone().into_iter().filter(|v| *v != leader) {
             let id = c.propose_at(follower, write(a, 0, recs("x", 1)));
             c.round();
-            assert_eq!(c.answers.remove(&id), Some(CallAnswer::Redirect { leader: Some(leader) }), "seed={seed}: {follower:?}");
+            assert_eq!(
+                c.answers.remove(&id),
+                Some(CallAnswer::Redirect { leader: Some(leader) }),
+                "seed={seed}: {follower:?}"
+            );
             let id = c.propose_at(follower, Call::SetLeader { new: uuid(0xb), old: Some(a) });
             c.round();
-            assert_eq!(c.answers.remove(&id), Some(CallAnswer::Redirect { leader: Some(leader) }), "seed={seed}: {follower:?}");
+            assert_eq!(
+                c.answers.remove(&id),
+                Some(CallAnswer::Redirect { leader: Some(leader) }),
+                "seed={seed}: {follower:?}"
+            );
         }
         c.settle(300);
         assert_eq!(c.chosen_of(leader), chosen, "seed={seed}: a redirected call proposes nothing");
@@ -190,7 +206,11 @@ fn a_non_leader_answers_redirect_naming_the_leader() {
 
 fn lone_voter() -> Voter {
     let me = NodeId(0x100);
-    let cfg = JournalConfig { mode: WriterMode::Single, voters: vec![me, NodeId(0x101), NodeId(0x102)], learners: vec![NodeId(0x900)] };
+    let cfg = JournalConfig {
+        mode: WriterMode::Single,
+        voters: vec![me, NodeId(0x101), NodeId(0x102)],
+        learners: vec![NodeId(0x900)],
+    };
     Voter::new(me, cfg, Tunables::default(), 1, Life(1))
 }
 
@@ -251,7 +271,9 @@ fn a_held_call_judged_blind_after_a_jump_gets_no_verdict() {
     let call = CallId(1);
     v.propose(call, retry.clone());
     let ready = round(&mut v);
-    assert!(ready.messages.iter().any(|o| matches!(&o.message, Message::Accept { entries, .. } if entries[0].0 == Slot(3))));
+    assert!(
+        ready.messages.iter().any(|o| matches!(&o.message, Message::Accept { entries, .. } if entries[0].0 == Slot(3)))
+    );
     // P accepts slot 3: chosen here, not yet applied (this node's prefix is still at 0).
     v.step(p, Message::Accepted { ballot, slots: vec![(Slot(3), retry.clone().into_command().digest())] });
     let _ = round(&mut v);
@@ -264,7 +286,14 @@ fn a_held_call_judged_blind_after_a_jump_gets_no_verdict() {
     let sealed = JournalState { leader: Some(a), term: 1, next_seq: Seq(1), first_seq: Seq(0) };
     v.step(q, Message::TrimmedTo { from: Slot(0), point: Slot(2), state: sealed, life: v.life() });
     let truncate = Call::Truncate { leader: Some(a), up_to: Seq(1) }.into_command();
-    v.step(q, Message::CatchUpResponse { entries: vec![(Slot(2), w2), (Slot(3), retry.into_command()), (Slot(4), truncate)], chosen_up_to: Slot(5), life: v.life() });
+    v.step(
+        q,
+        Message::CatchUpResponse {
+            entries: vec![(Slot(2), w2), (Slot(3), retry.into_command()), (Slot(4), truncate)],
+            chosen_up_to: Slot(5),
+            life: v.life(),
+        },
+    );
     let ready = round(&mut v);
     assert_eq!(v.chosen_up_to(), Slot(5));
     let judged: Vec<_> = ready.applied.iter().map(|x| (x.slot, x.judged.outcome, x.judged.blind)).collect();

@@ -158,7 +158,10 @@ fn unanswered_catch_up_backs_off_within_its_bound_and_rotates_peers() {
     assert!(ticks.len() >= 10, "the laggard keeps asking: {ticks:?}");
     let gaps: Vec<u64> = ticks.windows(2).map(|w| w[1] - w[0]).collect();
     assert!(gaps.iter().all(|g| *g <= u64::from(cap)), "no pause exceeds the cap: {gaps:?}");
-    assert!(gaps.iter().rev().take(4).all(|g| *g == u64::from(cap)), "fruitless requests back off to the cap: {gaps:?}");
+    assert!(
+        gaps.iter().rev().take(4).all(|g| *g == u64::from(cap)),
+        "fruitless requests back off to the cap: {gaps:?}"
+    );
     let peers: std::collections::BTreeSet<NodeId> = asked.iter().map(|(_, to)| *to).collect();
     assert_eq!(peers.len(), 2, "both peers are asked: {asked:?}");
     assert!(!c.voter(laggard).is_quiet(), "a lagging voter never quiesces");
@@ -222,7 +225,9 @@ fn a_replica_probing_at_boot_reaches_the_prefix_through_one_slot_pages() {
         for i in 0..15 {
             w.append(&mut c, a, recs(&format!("w{i}"), 1));
         }
-        c.filter = Some(Box::new(move |_, to, m| to == replica && matches!(m, Message::Heartbeat { .. } | Message::Chosen { .. })));
+        c.filter = Some(Box::new(move |_, to, m| {
+            to == replica && matches!(m, Message::Heartbeat { .. } | Message::Chosen { .. })
+        }));
         c.start(replica);
         c.run(150);
         let leader = c.leader().expect("a leader");

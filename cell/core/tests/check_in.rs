@@ -20,7 +20,10 @@ fn durable(suffix: u64) -> Durable {
     let entries = (0..3 + suffix)
         .map(|s| {
             let chosen = s < 3;
-            (Slot(s), LogEntry { ballot: if chosen { None } else { Some(ballot) }, command: Command::Control(Control::Noop) })
+            (
+                Slot(s),
+                LogEntry { ballot: if chosen { None } else { Some(ballot) }, command: Command::Control(Control::Noop) },
+            )
         })
         .collect();
     Durable { promise: ballot, chosen_up_to: Slot(3), entries, ..Durable::default() }
@@ -60,7 +63,10 @@ fn an_idle_journal_checks_in_with_every_peer_and_elects_nobody() {
         v.tick();
         let (sent, _) = round(&mut v);
         asked_again.extend(requests_to(&sent));
-        assert!(!sent.iter().any(|(_, m)| matches!(m, Message::Prepare { .. })), "no election while checking in: {sent:?}");
+        assert!(
+            !sent.iter().any(|(_, m)| matches!(m, Message::Prepare { .. })),
+            "no election while checking in: {sent:?}"
+        );
         if !asked_again.is_empty() {
             break;
         }
@@ -92,7 +98,8 @@ fn a_journal_holding_entries_nobody_knows_chosen_campaigns_after_its_check_in() 
     }
     v.tick();
     let (sent, _) = round(&mut v);
-    let prepares: Vec<NodeId> = sent.iter().filter(|(_, m)| matches!(m, Message::Prepare { .. })).map(|(to, _)| *to).collect();
+    let prepares: Vec<NodeId> =
+        sent.iter().filter(|(_, m)| matches!(m, Message::Prepare { .. })).map(|(to, _)| *to).collect();
     assert_eq!(prepares, PEERS.to_vec(), "it campaigns so that a leader settles slots 3 and 4: {sent:?}");
 }
 

@@ -7,7 +7,7 @@
 use bytes::Bytes;
 use paros_core::journal::{Anchoring, Command, Control, Entry, JournalState, WriterMode};
 use paros_core::log::Log;
-use paros_core::{Learner, LeaderUuid, Seq, Slot, Walked, Window, WriteOp};
+use paros_core::{LeaderUuid, Learner, Seq, Slot, Walked, Window, WriteOp};
 
 const NOOP: Command = Command::Control(Control::Noop);
 

@@ -30,7 +30,11 @@ fn every_acked_write_survives_the_leader_crashing() {
             c.start(first);
             c.settle(400);
             for id in c.up() {
-                assert_eq!(c.state_of(id).next_seq, Seq(w.next()), "voters={voters} seed={seed}: {id:?} folded every write");
+                assert_eq!(
+                    c.state_of(id).next_seq,
+                    Seq(w.next()),
+                    "voters={voters} seed={seed}: {id:?} folded every write"
+                );
                 let got = read_range(&mut c, id, 0, w.next(), Consistency::AtLeast(Seq(w.next())));
                 assert_eq!(got, w.0, "voters={voters} seed={seed}: {id:?} serves every acked write at its position");
             }
@@ -42,7 +46,12 @@ fn every_acked_write_survives_the_leader_crashing() {
 /// The leader's first proposal, at `hole`, reaches nobody; its second, at `hole + 1`, reaches
 /// just enough followers that every quorum without the leader holds one of them. Returns the
 /// two calls and the leader.
-fn leave_a_hole(c: &mut Cluster, hole: Slot, a: paros_core::LeaderUuid, next: u64) -> (paros_core::CallId, paros_core::CallId, NodeId) {
+fn leave_a_hole(
+    c: &mut Cluster,
+    hole: Slot,
+    a: paros_core::LeaderUuid,
+    next: u64,
+) -> (paros_core::CallId, paros_core::CallId, NodeId) {
     let leader = c.leader().expect("settled");
     let others: Vec<NodeId> = c.cfg.voters.iter().copied().filter(|v| *v != leader).collect();
     let (told, untold) = others.split_at(c.cfg.quorum() - 1);
@@ -106,7 +115,8 @@ fn a_new_leader_fills_an_undescribed_hole_with_noop() {
 fn a_held_call_whose_slot_chose_another_command_gets_no_verdict() {
     for seed in SEEDS {
         // A patient call: a NoVerdict here cannot come from the call's deadline.
-        let mut c = Cluster::with_tunables(3, 1, seed, Faults::LOSSY, WriterMode::Single, |t| t.call_ticks_max = 10_000);
+        let mut c =
+            Cluster::with_tunables(3, 1, seed, Faults::LOSSY, WriterMode::Single, |t| t.call_ticks_max = 10_000);
         let (a, mut w) = claimed(&mut c);
         w.append(&mut c, a, recs("w", 2));
         c.settle(300);
@@ -128,11 +138,19 @@ fn a_held_call_whose_slot_chose_another_command_gets_no_verdict() {
             }
             c.tick();
         }
-        assert_eq!(c.answers.get(&lost), Some(&CallAnswer::NoVerdict), "seed={seed}: the hole chose Noop, not the held write");
+        assert_eq!(
+            c.answers.get(&lost),
+            Some(&CallAnswer::NoVerdict),
+            "seed={seed}: the hole chose Noop, not the held write"
+        );
         // The successor re-proposed the kept write in its slot, but its caller cannot tell that
         // from an identical command another leader decided there (an earlier attempt of the
         // same request, say): it gets no verdict, and the write is in the journal.
-        assert_eq!(c.answers.get(&kept), Some(&CallAnswer::NoVerdict), "seed={seed}: a slot chosen at another ballot gives no verdict");
+        assert_eq!(
+            c.answers.get(&kept),
+            Some(&CallAnswer::NoVerdict),
+            "seed={seed}: a slot chosen at another ballot gives no verdict"
+        );
         c.settle(400);
         let l = c.leader().expect("settled");
         let got = read_range(&mut c, l, w.next(), w.next() + 3, Consistency::Linearizable);
@@ -170,9 +188,15 @@ fn a_held_retry_gets_no_verdict_from_an_identical_command_decided_elsewhere() {
             }
         }
         let successor = successor.expect("the others elect a successor");
-        assert!(matches!(c.call_at(successor, attempt, 100), Some(CallAnswer::Verdict(Outcome::Won(_)))), "seed={seed}: the first attempt won");
         assert!(
-            matches!(c.call_at(successor, Call::SetLeader { new: third, old: Some(b) }, 100), Some(CallAnswer::Verdict(Outcome::Won(_)))),
+            matches!(c.call_at(successor, attempt, 100), Some(CallAnswer::Verdict(Outcome::Won(_)))),
+            "seed={seed}: the first attempt won"
+        );
+        assert!(
+            matches!(
+                c.call_at(successor, Call::SetLeader { new: third, old: Some(b) }, 100),
+                Some(CallAnswer::Verdict(Outcome::Won(_)))
+            ),
             "seed={seed}: a third claim won after it"
         );
         c.isolated.clear();
@@ -182,7 +206,11 @@ fn a_held_retry_gets_no_verdict_from_an_identical_command_decided_elsewhere() {
             }
             c.tick();
         }
-        assert_eq!(c.answers.get(&retry), Some(&CallAnswer::NoVerdict), "seed={seed}: the stale node's held retry gets no verdict");
+        assert_eq!(
+            c.answers.get(&retry),
+            Some(&CallAnswer::NoVerdict),
+            "seed={seed}: the stale node's held retry gets no verdict"
+        );
         c.settle(300);
         assert_eq!(c.state_of(stale).leader, Some(third), "seed={seed}: the stale node folded the third claim");
         c.assert_agreement();
@@ -211,7 +239,10 @@ fn a_leader_never_commits_a_slot_its_own_proposal_lost() {
             c.round();
         }
         let ballot_b = c.voter(b).promised();
-        assert!(c.voter(f).log().get(s).is_some_and(|e| e.ballot == Some(ballot_b)), "seed={seed}: F holds X at B's ballot");
+        assert!(
+            c.voter(f).log().get(s).is_some_and(|e| e.ballot == Some(ballot_b)),
+            "seed={seed}: F holds X at B's ballot"
+        );
         // B and F hear nothing from the other three, nor they from B and F.
         let cut = [b, f];
         c.filter = Some(Box::new(move |from, to, _| cut.contains(&from) != cut.contains(&to)));
@@ -228,7 +259,8 @@ fn a_leader_never_commits_a_slot_its_own_proposal_lost() {
         assert!(c.chosen_of(g) > s, "seed={seed}: G chose Y in slot s");
         // H's catch-up answer reaches B, still leading at its ballot.
         let life = c.voter(b).life();
-        c.voter_mut(b).step(h, Message::CatchUpResponse { entries: vec![(s, y.into_command())], chosen_up_to: s.next(), life });
+        c.voter_mut(b)
+            .step(h, Message::CatchUpResponse { entries: vec![(s, y.into_command())], chosen_up_to: s.next(), life });
         assert!(c.voter(b).is_leader() && c.chosen_of(b) > s, "seed={seed}: B applied Y and still leads");
         c.tick();
         c.tick();
@@ -257,7 +289,10 @@ fn a_promise_claims_only_the_chosen_index_a_reboot_keeps() {
     }
     let known = c.chosen_of(promiser);
     assert!(known > c.chosen_of(laggard), "the promiser knows more chosen slots than the laggard");
-    assert!(c.machines[&promiser].durable.chosen_up_to < known, "fewer slots than the persist period: the index is in memory only");
+    assert!(
+        c.machines[&promiser].durable.chosen_up_to < known,
+        "fewer slots than the persist period: the index is in memory only"
+    );
 
     // The first leader goes; the laggard campaigns and wins on the promiser's Promise alone,
     // and the promiser crashes right after that Promise left.

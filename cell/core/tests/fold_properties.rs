@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use paros_core::journal::{Command, Control, Entry, Fold, JournalState, JournalView, Judged, Located, Outcome, WriterMode};
+use paros_core::journal::{
+    Command, Control, Entry, Fold, JournalState, JournalView, Judged, Located, Outcome, WriterMode,
+};
 use paros_core::{LeaderUuid, Seq, Slot};
 use proptest::prelude::*;
 
@@ -27,7 +29,12 @@ impl Model {
     }
 
     fn state(&self) -> JournalState {
-        JournalState { leader: self.leader, term: self.term, next_seq: Seq(self.next_seq), first_seq: Seq(self.first_seq) }
+        JournalState {
+            leader: self.leader,
+            term: self.term,
+            next_seq: Seq(self.next_seq),
+            first_seq: Seq(self.first_seq),
+        }
     }
 
     fn apply(&mut self, mode: WriterMode, command: &Command) -> Outcome {
@@ -108,19 +115,32 @@ enum Mutation {
 #[derive(Clone, Debug)]
 enum Op {
     /// A write by uuid `uuid` (0 = unset) at `next_seq + delta`.
-    Write { uuid: u8, delta: i8, records: Vec<Vec<u8>> },
+    Write {
+        uuid: u8,
+        delta: i8,
+        records: Vec<Vec<u8>>,
+    },
     /// A retry of the `pick`-th accepted write, mutated, at its start shifted by `shift`.
-    Retry { pick: usize, mutation: Mutation, shift: i8 },
-    SetLeader { new: u8, old: u8 },
-    Truncate { uuid: u8, up_to: u8 },
+    Retry {
+        pick: usize,
+        mutation: Mutation,
+        shift: i8,
+    },
+    SetLeader {
+        new: u8,
+        old: u8,
+    },
+    Truncate {
+        uuid: u8,
+        up_to: u8,
+    },
     Noop,
     /// Compact as a learner does after a trim: drop the slots below the compaction point.
     Compact,
 }
 
 fn uuid(n: u8) -> Option<LeaderUuid> {
-    LeaderUuid::new(u128::from(n) << 64 | 0x5eed)
-        .filter(|_| n != 0)
+    LeaderUuid::new(u128::from(n) << 64 | 0x5eed).filter(|_| n != 0)
 }
 
 fn records_strategy() -> impl Strategy<Value = Vec<Vec<u8>>> {
@@ -174,12 +194,20 @@ fn resolve(op: &Op, model: &Model) -> Option<(Command, bool)> {
                 return Some((Command::Control(Control::Noop), false));
             }
             let (start, (leader, records)) = model.writes.iter().nth(pick % model.writes.len()).expect("picked");
-            let mut e = Entry { leader: *leader, seq: Seq(start.saturating_add_signed(i64::from(*shift))), records: records.clone() };
+            let mut e = Entry {
+                leader: *leader,
+                seq: Seq(start.saturating_add_signed(i64::from(*shift))),
+                records: records.clone(),
+            };
             match mutation {
                 Mutation::None => {}
                 Mutation::FlipByte => {
                     let first = e.records[0].to_vec();
-                    e.records[0] = Bytes::from(if first.is_empty() { vec![9] } else { [&[first[0] ^ 0x80][..], &first[1..]].concat() });
+                    e.records[0] = Bytes::from(if first.is_empty() {
+                        vec![9]
+                    } else {
+                        [&[first[0] ^ 0x80][..], &first[1..]].concat()
+                    });
                 }
                 Mutation::OtherUuid => {
                     e.leader = match e.leader {
@@ -281,7 +309,10 @@ fn assert_step_invariants(before: &JournalState, after: &JournalState, outcome: 
 fn assert_same_or_blind(judged: &Judged, expected: &Outcome, before: &JournalState, what: &str) {
     if judged.blind {
         assert_eq!(judged.outcome, Outcome::Refused(before.view()), "{what}: a blind verdict is a refusal");
-        assert!(matches!(expected, Outcome::Duplicate { .. } | Outcome::Refused(_)), "{what}: blind where the complete fold said {expected:?}");
+        assert!(
+            matches!(expected, Outcome::Duplicate { .. } | Outcome::Refused(_)),
+            "{what}: blind where the complete fold said {expected:?}"
+        );
     } else {
         assert_eq!(judged.outcome, *expected, "{what}");
     }
@@ -290,7 +321,11 @@ fn assert_same_or_blind(judged: &Judged, expected: &Outcome, before: &JournalSta
 fn is_refusal(o: &Outcome) -> bool {
     matches!(
         o,
-        Outcome::Refused(_) | Outcome::Truncated(_) | Outcome::WrongMode(_) | Outcome::Lost(_) | Outcome::TruncateRefused(_)
+        Outcome::Refused(_)
+            | Outcome::Truncated(_)
+            | Outcome::WrongMode(_)
+            | Outcome::Lost(_)
+            | Outcome::TruncateRefused(_)
     )
 }
 

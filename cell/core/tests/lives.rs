@@ -8,8 +8,8 @@
 use bytes::Bytes;
 use paros_core::journal::{Command, Entry, JournalState, WriterMode};
 use paros_core::{
-    Ballot, Consistency, Durable, JournalConfig, Life, LogEntry, Message, NodeId, ReadAnswer, ReadId, ReadRequest, Replica,
-    Ready, Seq, Slot, Tunables, Voter,
+    Ballot, Consistency, Durable, JournalConfig, Life, LogEntry, Message, NodeId, ReadAnswer, ReadId, ReadRequest,
+    Ready, Replica, Seq, Slot, Tunables, Voter,
 };
 
 const ME: NodeId = NodeId(1);
@@ -71,7 +71,10 @@ fn a_watermark_from_before_a_wake_arriving_after_it_counts_for_nothing() {
     let mut woken = Voter::recover(ME, config(), Tunables::default(), 7, Life(0xa2), three_chosen());
     woken.read(ReadId(2), linearizable_from_0());
     let asked = watermark_requests(&round(&mut woken));
-    assert!(asked.iter().all(|(_, read, life)| *read == 0 && *life == Life(0xa2)), "round ids restart; the life tells them apart: {asked:?}");
+    assert!(
+        asked.iter().all(|(_, read, life)| *read == 0 && *life == Life(0xa2)),
+        "round ids restart; the life tells them apart: {asked:?}"
+    );
     // Its own acceptor's watermark (3: its applied prefix) counted once the round was durable.
     let ready = round(&mut woken);
     assert_eq!(answer_of(&ready, ReadId(2)), None, "one watermark is no quorum");
@@ -87,7 +90,14 @@ fn a_watermark_from_before_a_wake_arriving_after_it_counts_for_nothing() {
     assert_eq!(answer_of(&ready, ReadId(2)), None, "the read waits until slots 3 and 4 are applied here");
 
     let life = woken.life();
-    woken.step(PEERS[0], Message::CatchUpResponse { entries: vec![(Slot(3), write(3)), (Slot(4), write(4))], chosen_up_to: Slot(5), life });
+    woken.step(
+        PEERS[0],
+        Message::CatchUpResponse {
+            entries: vec![(Slot(3), write(3)), (Slot(4), write(4))],
+            chosen_up_to: Slot(5),
+            life,
+        },
+    );
     let ready = round(&mut woken);
     let Some(ReadAnswer::Page { records, view, .. }) = answer_of(&ready, ReadId(2)) else {
         panic!("the read is served once it covers the quorum's watermark: {:?}", ready.reads)
@@ -108,7 +118,10 @@ fn a_catch_up_answer_from_before_a_wake_does_not_count_for_the_check_in() {
     let _ = round(&mut woken);
     // Both peers' answers to the first life's check-in arrive; one even brings a slot.
     for p in PEERS {
-        woken.step(p, Message::CatchUpResponse { entries: vec![(Slot(3), write(3))], chosen_up_to: Slot(4), life: Life(0xb1) });
+        woken.step(
+            p,
+            Message::CatchUpResponse { entries: vec![(Slot(3), write(3))], chosen_up_to: Slot(4), life: Life(0xb1) },
+        );
     }
     woken.tick();
     let _ = round(&mut woken);
@@ -116,7 +129,10 @@ fn a_catch_up_answer_from_before_a_wake_does_not_count_for_the_check_in() {
     assert_eq!(woken.chosen_up_to(), Slot(3), "an answer to an earlier life is not learned from");
     // This life's own answers end it.
     for p in PEERS {
-        woken.step(p, Message::CatchUpResponse { entries: vec![(Slot(3), write(3))], chosen_up_to: Slot(4), life: Life(0xb2) });
+        woken.step(
+            p,
+            Message::CatchUpResponse { entries: vec![(Slot(3), write(3))], chosen_up_to: Slot(4), life: Life(0xb2) },
+        );
     }
     woken.tick();
     let _ = round(&mut woken);
@@ -182,9 +198,16 @@ fn a_candidates_prepare_waits_for_its_own_promise_so_no_later_life_reuses_its_ba
         Message::Prepare { ballot, .. } => Some(ballot),
         _ => None,
     });
-    assert!(again.is_some_and(|b| b > sent[0]), "the next life campaigns above every ballot that left: {again:?} after {:?}", sent[0]);
+    assert!(
+        again.is_some_and(|b| b > sent[0]),
+        "the next life campaigns above every ballot that left: {again:?} after {:?}",
+        sent[0]
+    );
     // A Promise for the earlier life's ballot cannot count for this campaign.
     next.advance();
-    next.step(PEERS[0], Message::Promise { ballot: sent[0], from: Slot(3), chosen_up_to: Slot(3), accepted: Vec::new() });
+    next.step(
+        PEERS[0],
+        Message::Promise { ballot: sent[0], from: Slot(3), chosen_up_to: Slot(3), accepted: Vec::new() },
+    );
     assert!(!next.is_leader());
 }

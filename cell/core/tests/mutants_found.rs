@@ -5,7 +5,7 @@ use bytes::Bytes;
 use paros_core::Served;
 use paros_core::journal::{Command, Control, Entry, JournalState, WriterMode};
 use paros_core::log::Log;
-use paros_core::{Acceptor, Ballot, Learner, LeaderUuid, Life, LogEntry, Message, NodeId, Seq, Slot, WriteOp};
+use paros_core::{Acceptor, Ballot, LeaderUuid, Learner, Life, LogEntry, Message, NodeId, Seq, Slot, WriteOp};
 
 fn ballot(round: u64) -> Ballot {
     Ballot { round, node: NodeId(0x100) }
@@ -34,7 +34,11 @@ fn an_accept_at_the_floor_slot_is_held_before_it_is_acknowledged() {
         let reply = acceptor.on_accept(&mut log, floor, ballot(2), &[(floor, command.clone())], &mut writes);
 
         assert_eq!(reply, Message::Accepted { ballot: ballot(2), slots: vec![(floor, command.digest())] }, "{floor:?}");
-        assert_eq!(log.get(floor), Some(&LogEntry { ballot: Some(ballot(2)), command: command.clone() }), "{floor:?}: held");
+        assert_eq!(
+            log.get(floor),
+            Some(&LogEntry { ballot: Some(ballot(2)), command: command.clone() }),
+            "{floor:?}: held"
+        );
         assert!(
             writes.contains(&WriteOp::Accept { slot: floor, ballot: ballot(2), command }),
             "{floor:?}: the acceptance is persisted in the same round: {writes:?}"
@@ -64,9 +68,20 @@ fn catch_up_serves_only_the_chosen_prefix() {
     assert_eq!(learner.chosen_up_to(), Slot(2));
 
     let served = learner.serve_catch_up(&log, Slot(0), Life(3), 64).and_then(Served::message);
-    assert_eq!(served, Some(Message::CatchUpResponse { entries: vec![(Slot(0), NOOP), (Slot(1), NOOP)], chosen_up_to: Slot(2), life: Life(3) }));
+    assert_eq!(
+        served,
+        Some(Message::CatchUpResponse {
+            entries: vec![(Slot(0), NOOP), (Slot(1), NOOP)],
+            chosen_up_to: Slot(2),
+            life: Life(3)
+        })
+    );
     let served = learner.serve_catch_up(&log, Slot(2), Life(3), 64).and_then(Served::message);
-    assert_eq!(served, Some(Message::CatchUpResponse { entries: Vec::new(), chosen_up_to: Slot(2), life: Life(3) }), "nothing chosen from the prefix end on");
+    assert_eq!(
+        served,
+        Some(Message::CatchUpResponse { entries: Vec::new(), chosen_up_to: Slot(2), life: Life(3) }),
+        "nothing chosen from the prefix end on"
+    );
 }
 
 /// Phase 1 refusals (DESIGN §4.1): a Prepare below the floor is answered `Nack` with the floor —
@@ -140,14 +155,23 @@ fn a_slot_known_chosen_keeps_its_command_and_a_merely_accepted_one_is_replaced()
     assert_eq!(b, ballot(3));
     assert_eq!(
         slots,
-        vec![(Slot(0), chosen.digest()), (Slot(1), chosen.digest()), (Slot(2), other.digest()), (Slot(3), chosen.digest())],
+        vec![
+            (Slot(0), chosen.digest()),
+            (Slot(1), chosen.digest()),
+            (Slot(2), other.digest()),
+            (Slot(3), chosen.digest())
+        ],
         "known-chosen slots answer with the held command; the merely accepted one takes the new"
     );
     for s in [0, 1] {
         assert_eq!(log.get(Slot(s)), Some(&held(&chosen)), "slot {s} below the prefix is untouched");
     }
     assert_eq!(log.get(Slot(2)), Some(&LogEntry { ballot: Some(ballot(3)), command: other.clone() }));
-    assert_eq!(log.get(Slot(3)), Some(&LogEntry { ballot: None, command: chosen.clone() }), "a learned slot is untouched");
+    assert_eq!(
+        log.get(Slot(3)),
+        Some(&LogEntry { ballot: None, command: chosen.clone() }),
+        "a learned slot is untouched"
+    );
     let accepts: Vec<Slot> = writes
         .iter()
         .filter_map(|w| match w {

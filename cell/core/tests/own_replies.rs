@@ -5,7 +5,7 @@
 
 mod harness;
 
-use harness::{voter_id, Cluster, Faults};
+use harness::{Cluster, Faults, voter_id};
 use paros_core::journal::Outcome;
 use paros_core::{Call, CallAnswer, CallId, LeaderUuid, Message, Slot, WriteOp};
 
@@ -56,7 +56,9 @@ fn a_leaders_own_accepted_counts_only_after_its_round_is_advanced() {
         .messages
         .iter()
         .find_map(|o| match &o.message {
-            Message::Accept { ballot, entries, .. } if o.to == peer && !entries.is_empty() => Some((*ballot, entries.clone())),
+            Message::Accept { ballot, entries, .. } if o.to == peer && !entries.is_empty() => {
+                Some((*ballot, entries.clone()))
+            }
             _ => None,
         })
         .expect("an Accept for the peer");
@@ -69,7 +71,10 @@ fn a_leaders_own_accepted_counts_only_after_its_round_is_advanced() {
     assert_eq!(v.chosen_up_to(), start, "the own accept is not durable: no quorum yet");
 
     let ready = v.ready();
-    assert!(ready.writes.iter().any(|w| matches!(w, WriteOp::Accept { slot: s, .. } if *s == slot)), "the round writes the own value");
+    assert!(
+        ready.writes.iter().any(|w| matches!(w, WriteOp::Accept { slot: s, .. } if *s == slot)),
+        "the round writes the own value"
+    );
     assert!(ready.answers.is_empty(), "no verdict yet");
     v.step(peer, acked);
     v.tick();

@@ -37,7 +37,11 @@ fn a_prepare_below_the_promise_is_nacked_and_writes_nothing() {
     let mut acceptor = Acceptor::new(ballot(4));
     let mut writes = Vec::new();
     let reply = acceptor.on_prepare(&log, Slot(0), ballot(3), Slot(0), &mut writes);
-    assert_eq!(reply, Message::Nack { ballot: ballot(3), promised: ballot(4), floor: Slot(0) }, "the Nack names the promise that refused it");
+    assert_eq!(
+        reply,
+        Message::Nack { ballot: ballot(3), promised: ballot(4), floor: Slot(0) },
+        "the Nack names the promise that refused it"
+    );
     assert_eq!(acceptor.promised(), ballot(4), "a refused Prepare leaves the promise where it was");
     assert!(writes.is_empty(), "a refused Prepare writes nothing: {writes:?}");
 }
@@ -49,7 +53,11 @@ fn a_prepare_below_the_floor_is_nacked_with_the_floor_even_at_a_high_ballot() {
     let mut writes = Vec::new();
     for from in [Slot(0), Slot(5)] {
         let reply = acceptor.on_prepare(&log, Slot(6), ballot(50), from, &mut writes);
-        assert_eq!(reply, Message::Nack { ballot: ballot(50), promised: ballot(1), floor: Slot(6) }, "{from:?} lies below the floor");
+        assert_eq!(
+            reply,
+            Message::Nack { ballot: ballot(50), promised: ballot(1), floor: Slot(6) },
+            "{from:?} lies below the floor"
+        );
     }
     assert_eq!(acceptor.promised(), ballot(1), "a Prepare below the floor promises nothing, however high its ballot");
     assert!(writes.is_empty(), "a Prepare below the floor writes nothing: {writes:?}");
@@ -129,8 +137,18 @@ fn an_accept_below_the_promise_is_nacked_and_writes_nothing() {
     let before = entries_of(&log);
     let mut acceptor = Acceptor::new(ballot(5));
     let mut writes = Vec::new();
-    let reply = acceptor.on_accept(&mut log, Slot(2), ballot(4), &[(Slot(2), write("late")), (Slot(3), write("late"))], &mut writes);
-    assert_eq!(reply, Message::Nack { ballot: ballot(4), promised: ballot(5), floor: Slot(2) }, "the Nack names the promise and the floor");
+    let reply = acceptor.on_accept(
+        &mut log,
+        Slot(2),
+        ballot(4),
+        &[(Slot(2), write("late")), (Slot(3), write("late"))],
+        &mut writes,
+    );
+    assert_eq!(
+        reply,
+        Message::Nack { ballot: ballot(4), promised: ballot(5), floor: Slot(2) },
+        "the Nack names the promise and the floor"
+    );
     assert_eq!(entries_of(&log), before, "a refused Accept leaves the log as it was");
     assert!(writes.is_empty(), "a refused Accept writes nothing: {writes:?}");
     assert_eq!(acceptor.promised(), ballot(5));
@@ -145,7 +163,11 @@ fn an_accept_at_the_promise_is_held_persisted_and_acknowledged_with_its_digest()
     let reply = acceptor.on_accept(&mut log, Slot(0), ballot(5), &[(Slot(1), command.clone())], &mut writes);
     assert_eq!(reply, Message::Accepted { ballot: ballot(5), slots: vec![(Slot(1), command.digest())] });
     assert_eq!(log.get(Slot(1)), Some(&accepted_at(5, &command)), "the command is held at the Accept's ballot");
-    assert_eq!(writes, vec![WriteOp::Accept { slot: Slot(1), ballot: ballot(5), command }], "the acceptance is persisted, the unchanged promise is not");
+    assert_eq!(
+        writes,
+        vec![WriteOp::Accept { slot: Slot(1), ballot: ballot(5), command }],
+        "the acceptance is persisted, the unchanged promise is not"
+    );
 }
 
 #[test]
@@ -185,9 +207,20 @@ fn a_slot_below_the_chosen_index_keeps_its_command_and_answers_its_digest() {
     let mut acceptor = Acceptor::new(ballot(1));
     let mut writes = Vec::new();
     let reply = acceptor.on_accept(&mut log, Slot(2), ballot(3), &[(Slot(1), other)], &mut writes);
-    assert_eq!(reply, Message::Accepted { ballot: ballot(3), slots: vec![(Slot(1), chosen.digest())] }, "the reply names the chosen command");
-    assert_eq!(log.get(Slot(1)), Some(&accepted_at(1, &chosen)), "a slot below the chosen index keeps its command and ballot");
-    assert!(!writes.iter().any(|w| matches!(w, WriteOp::Accept { .. })), "nothing is accepted over a chosen slot: {writes:?}");
+    assert_eq!(
+        reply,
+        Message::Accepted { ballot: ballot(3), slots: vec![(Slot(1), chosen.digest())] },
+        "the reply names the chosen command"
+    );
+    assert_eq!(
+        log.get(Slot(1)),
+        Some(&accepted_at(1, &chosen)),
+        "a slot below the chosen index keeps its command and ballot"
+    );
+    assert!(
+        !writes.iter().any(|w| matches!(w, WriteOp::Accept { .. })),
+        "nothing is accepted over a chosen slot: {writes:?}"
+    );
 }
 
 #[test]
@@ -199,9 +232,16 @@ fn a_slot_learned_as_chosen_keeps_its_command_and_answers_its_digest() {
     let mut acceptor = Acceptor::new(ballot(1));
     let mut writes = Vec::new();
     let reply = acceptor.on_accept(&mut log, Slot(2), ballot(3), &[(Slot(5), other)], &mut writes);
-    assert_eq!(reply, Message::Accepted { ballot: ballot(3), slots: vec![(Slot(5), chosen.digest())] }, "the reply names the learned command");
+    assert_eq!(
+        reply,
+        Message::Accepted { ballot: ballot(3), slots: vec![(Slot(5), chosen.digest())] },
+        "the reply names the learned command"
+    );
     assert_eq!(log.get(Slot(5)), Some(&learned(&chosen)), "a learned slot keeps its command");
-    assert!(!writes.iter().any(|w| matches!(w, WriteOp::Accept { .. })), "nothing is accepted over a learned slot: {writes:?}");
+    assert!(
+        !writes.iter().any(|w| matches!(w, WriteOp::Accept { .. })),
+        "nothing is accepted over a learned slot: {writes:?}"
+    );
 }
 
 #[test]
@@ -233,6 +273,10 @@ fn the_watermark_lies_past_every_held_slot_the_floor_and_the_chosen_index() {
     assert_eq!(acceptor.watermark(&Log::default(), Slot(0)), Slot(0), "an empty fresh journal holds nothing");
     assert_eq!(acceptor.watermark(&log_with(0, &[7], &command), Slot(2)), Slot(8), "past the highest held slot");
     assert_eq!(acceptor.watermark(&log_with(5, &[], &command), Slot(5)), Slot(5), "at least the floor");
-    assert_eq!(acceptor.watermark(&log_with(9, &[], &command), Slot(0)), Slot(9), "the floor even when the chosen index is lower");
+    assert_eq!(
+        acceptor.watermark(&log_with(9, &[], &command), Slot(0)),
+        Slot(9),
+        "the floor even when the chosen index is lower"
+    );
     assert_eq!(acceptor.watermark(&log_with(0, &[3], &command), Slot(10)), Slot(10), "at least the chosen index");
 }

@@ -4,7 +4,9 @@ use bytes::Bytes;
 use paros_core::Served;
 use paros_core::journal::{Command, Control, Entry, JournalState, WriterMode};
 use paros_core::log::Log;
-use paros_core::{Ballot, CHOSEN_PERSIST_SLOTS, Learner, LeaderUuid, Life, LogEntry, Message, NodeId, Seq, Slot, Walked, WriteOp};
+use paros_core::{
+    Ballot, CHOSEN_PERSIST_SLOTS, LeaderUuid, Learner, Life, LogEntry, Message, NodeId, Seq, Slot, Walked, WriteOp,
+};
 
 const NOOP: Command = Command::Control(Control::Noop);
 
@@ -17,7 +19,11 @@ fn uuid() -> LeaderUuid {
 }
 
 fn write(seq: u64, records: &[&str]) -> Command {
-    Command::Write(Entry { leader: Some(uuid()), seq: Seq(seq), records: records.iter().map(|r| Bytes::from((*r).to_owned())).collect() })
+    Command::Write(Entry {
+        leader: Some(uuid()),
+        seq: Seq(seq),
+        records: records.iter().map(|r| Bytes::from((*r).to_owned())).collect(),
+    })
 }
 
 fn accepted_at(round: u64, command: &Command) -> LogEntry {
@@ -61,7 +67,8 @@ fn trimmed_history(up_to: u64) -> Vec<Command> {
 
 /// A log holding `chosen` as learned slots from 0, then one value accepted at ballot 1 after it.
 fn learned_then_accepted(chosen: &[Command]) -> Log {
-    let mut entries: Vec<(Slot, LogEntry)> = chosen.iter().enumerate().map(|(s, c)| (Slot(s as u64), learned(c))).collect();
+    let mut entries: Vec<(Slot, LogEntry)> =
+        chosen.iter().enumerate().map(|(s, c)| (Slot(s as u64), learned(c))).collect();
     entries.push((Slot(chosen.len() as u64), accepted_at(1, &NOOP)));
     Log::from_durable(Slot(0), entries)
 }
@@ -74,7 +81,10 @@ fn a_value_accepted_below_the_commits_ballot_is_not_applied_from_the_commit_alon
     let mut learner = fresh(&log);
     let mut writes = Vec::new();
     learner.on_commit(ballot(2), Slot(1));
-    assert!(walk(&mut learner, &mut log, &mut writes).is_empty(), "a value accepted at ballot 1 may not be the one chosen at ballot 2");
+    assert!(
+        walk(&mut learner, &mut log, &mut writes).is_empty(),
+        "a value accepted at ballot 1 may not be the one chosen at ballot 2"
+    );
     assert_eq!(learner.chosen_up_to(), Slot(0));
     assert!(learner.is_behind(), "the commit says slot 0 is chosen: we lack its value");
 }
@@ -85,7 +95,11 @@ fn a_value_accepted_at_or_above_the_commits_ballot_is_applied() {
         let mut log = Log::from_durable(Slot(0), vec![(Slot(0), accepted_at(round, &NOOP))]);
         let mut learner = fresh(&log);
         learner.on_commit(ballot(2), Slot(1));
-        assert_eq!(walk(&mut learner, &mut log, &mut Vec::new()), vec![Slot(0)], "a value accepted at ballot {round} under a commit at ballot 2 is the chosen one");
+        assert_eq!(
+            walk(&mut learner, &mut log, &mut Vec::new()),
+            vec![Slot(0)],
+            "a value accepted at ballot {round} under a commit at ballot 2 is the chosen one"
+        );
         assert!(!learner.is_behind());
     }
 }
@@ -99,7 +113,11 @@ fn a_commit_makes_chosen_only_the_slots_below_it() {
     let mut log = Log::from_durable(Slot(0), entries);
     let mut learner = fresh(&log);
     learner.on_commit(ballot(2), Slot(2));
-    assert_eq!(walk(&mut learner, &mut log, &mut Vec::new()), vec![Slot(0), Slot(1)], "slot 2 is at the commit, not below it");
+    assert_eq!(
+        walk(&mut learner, &mut log, &mut Vec::new()),
+        vec![Slot(0), Slot(1)],
+        "slot 2 is at the commit, not below it"
+    );
 }
 
 #[test]
@@ -108,7 +126,11 @@ fn a_commit_from_a_lower_ballot_does_not_replace_a_higher_ones() {
     let mut learner = fresh(&log);
     learner.on_commit(ballot(3), Slot(1));
     learner.on_commit(ballot(1), Slot(2));
-    assert_eq!(walk(&mut learner, &mut log, &mut Vec::new()), vec![Slot(0)], "slot 1's ballot-2 value is judged against the ballot-3 commit");
+    assert_eq!(
+        walk(&mut learner, &mut log, &mut Vec::new()),
+        vec![Slot(0)],
+        "slot 1's ballot-2 value is judged against the ballot-3 commit"
+    );
 }
 
 #[test]
@@ -118,9 +140,17 @@ fn a_learned_value_is_held_persisted_and_applied_without_a_commit() {
     let mut learner = fresh(&log);
     let mut writes = Vec::new();
     learner.learn(&mut log, Slot(0), &NOOP, &mut writes);
-    assert_eq!(log.get(Slot(0)), Some(&learned(&NOOP)), "the chosen value replaces one merely accepted, held with no ballot");
+    assert_eq!(
+        log.get(Slot(0)),
+        Some(&learned(&NOOP)),
+        "the chosen value replaces one merely accepted, held with no ballot"
+    );
     assert_eq!(writes, vec![WriteOp::Learn { slot: Slot(0), command: NOOP }]);
-    assert_eq!(walk(&mut learner, &mut log, &mut writes), vec![Slot(0)], "a learned value is chosen without any commit");
+    assert_eq!(
+        walk(&mut learner, &mut log, &mut writes),
+        vec![Slot(0)],
+        "a learned value is chosen without any commit"
+    );
 }
 
 #[test]
@@ -172,7 +202,10 @@ fn a_peers_chosen_index_marks_the_learner_behind_without_applying_anything() {
     learner.note_chosen(Slot(5));
     assert!(learner.is_behind(), "a peer's chosen prefix ahead of ours makes us behind");
     assert_eq!(learner.known_chosen(), Slot(5));
-    assert!(walk(&mut learner, &mut log, &mut writes).is_empty(), "a peer's index makes no value chosen here: only a commit or a learned value does");
+    assert!(
+        walk(&mut learner, &mut log, &mut writes).is_empty(),
+        "a peer's index makes no value chosen here: only a commit or a learned value does"
+    );
     assert!(writes.is_empty(), "{writes:?}");
     learner.note_chosen(Slot(2));
     assert_eq!(learner.known_chosen(), Slot(5), "a lower index never lowers what we know");
@@ -205,7 +238,11 @@ fn the_chosen_index_is_written_every_chosen_persist_slots() {
         }
     }
     let every = CHOSEN_PERSIST_SLOTS;
-    assert_eq!(chosen_writes(&writes), vec![Slot(every), Slot(2 * every), Slot(3 * every)], "written once per {every} slots applied");
+    assert_eq!(
+        chosen_writes(&writes),
+        vec![Slot(every), Slot(2 * every), Slot(3 * every)],
+        "written once per {every} slots applied"
+    );
 }
 
 #[test]
@@ -214,13 +251,21 @@ fn recovery_walks_the_prefix_chosen_before_the_restart_and_counts_the_index_from
     let mut learner = fresh(&log);
     let (mut writes, mut walked) = (Vec::new(), Vec::new());
     learner.recover(&mut log, Slot(70), &mut writes, &mut walked);
-    assert_eq!(learner.chosen_up_to(), Slot(70), "every slot below the persisted index was chosen: walked without a commit");
+    assert_eq!(
+        learner.chosen_up_to(),
+        Slot(70),
+        "every slot below the persisted index was chosen: walked without a commit"
+    );
     assert_eq!(walked.len(), 70);
     for s in 70..70 + CHOSEN_PERSIST_SLOTS + 1 {
         learner.learn(&mut log, Slot(s), &NOOP, &mut writes);
         walk(&mut learner, &mut log, &mut writes);
     }
-    assert_eq!(chosen_writes(&writes), vec![Slot(70 + CHOSEN_PERSIST_SLOTS)], "the index counts from the one recovery read from disk");
+    assert_eq!(
+        chosen_writes(&writes),
+        vec![Slot(70 + CHOSEN_PERSIST_SLOTS)],
+        "the index counts from the one recovery read from disk"
+    );
 }
 
 // ---- compaction ----
@@ -240,7 +285,11 @@ fn compaction_drops_the_slots_below_the_first_retained_write_and_seals_their_sta
     assert_eq!(log.floor(), Slot(2));
     assert!(log.get(Slot(1)).is_none() && log.get(Slot(2)).is_some(), "the write holding first_seq is retained");
     assert_eq!(learner.state().first_seq, Seq(2));
-    assert_eq!(learner.serve_catch_up(&log, Slot(0), Life(3), 64).and_then(Served::message), Some(Message::TrimmedTo { from: Slot(0), point: Slot(2), state: sealed, life: Life(3) }), "the seal is what a laggard below the floor is told");
+    assert_eq!(
+        learner.serve_catch_up(&log, Slot(0), Life(3), 64).and_then(Served::message),
+        Some(Message::TrimmedTo { from: Slot(0), point: Slot(2), state: sealed, life: Life(3) }),
+        "the seal is what a laggard below the floor is told"
+    );
 }
 
 #[test]
@@ -291,16 +340,27 @@ fn a_jump_moves_floor_prefix_and_fold_base_and_writes_only_the_trim_point() {
     let mut writes = Vec::new();
     let state = JournalState { leader: Some(uuid()), term: 3, next_seq: Seq(9), first_seq: Seq(4) };
     assert!(learner.jump(&mut log, Slot(6), state, &mut writes));
-    assert_eq!(writes, vec![WriteOp::TrimmedTo { point: Slot(6), state }], "the jump writes its point and state, and no promise");
+    assert_eq!(
+        writes,
+        vec![WriteOp::TrimmedTo { point: Slot(6), state }],
+        "the jump writes its point and state, and no promise"
+    );
     assert_eq!((log.floor(), learner.chosen_up_to(), *learner.state()), (Slot(6), Slot(6), state));
-    assert!(log.get(Slot(2)).is_none() && log.get(Slot(7)).is_some(), "slots below the point are dropped, those above kept");
+    assert!(
+        log.get(Slot(2)).is_none() && log.get(Slot(7)).is_some(),
+        "slots below the point are dropped, those above kept"
+    );
 
     writes.clear();
     for s in 6..6 + CHOSEN_PERSIST_SLOTS + 1 {
         learner.learn(&mut log, Slot(s), &NOOP, &mut writes);
         walk(&mut learner, &mut log, &mut writes);
     }
-    assert_eq!(chosen_writes(&writes), vec![Slot(6 + CHOSEN_PERSIST_SLOTS)], "the index counts from the point the jump persisted");
+    assert_eq!(
+        chosen_writes(&writes),
+        vec![Slot(6 + CHOSEN_PERSIST_SLOTS)],
+        "the index counts from the point the jump persisted"
+    );
 }
 
 // ---- serving laggards ----
@@ -315,9 +375,21 @@ fn catch_up_answers_a_page_of_at_most_slots_max_from_the_requested_slot() {
         chosen_up_to: Slot(10),
         life: Life(3),
     };
-    assert_eq!(learner.serve_catch_up(&log, Slot(2), Life(3), 3).and_then(Served::message), Some(page(2..5)), "three slots from slot 2, and where our prefix ends");
-    assert_eq!(learner.serve_catch_up(&log, Slot(8), Life(3), 64).and_then(Served::message), Some(page(8..10)), "a page stops at the prefix end");
-    assert_eq!(learner.serve_catch_up(&log, Slot(10), Life(3), 64).and_then(Served::message), Some(page(10..10)), "nothing newer: an empty page that says so");
+    assert_eq!(
+        learner.serve_catch_up(&log, Slot(2), Life(3), 3).and_then(Served::message),
+        Some(page(2..5)),
+        "three slots from slot 2, and where our prefix ends"
+    );
+    assert_eq!(
+        learner.serve_catch_up(&log, Slot(8), Life(3), 64).and_then(Served::message),
+        Some(page(8..10)),
+        "a page stops at the prefix end"
+    );
+    assert_eq!(
+        learner.serve_catch_up(&log, Slot(10), Life(3), 64).and_then(Served::message),
+        Some(page(10..10)),
+        "nothing newer: an empty page that says so"
+    );
 }
 
 #[test]

@@ -5,7 +5,10 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use paros_core::journal::{Command, Control, Entry, WriterMode};
 use paros_core::message::Reported;
-use paros_core::{merge_promises, Ballot, Elected, JournalConfig, LeaderUuid, Merged, Message, NodeId, Outbound, Proposer, Seq, Slot, Tunables};
+use paros_core::{
+    Ballot, Elected, JournalConfig, LeaderUuid, Merged, Message, NodeId, Outbound, Proposer, Seq, Slot, Tunables,
+    merge_promises,
+};
 
 const NOOP: Command = Command::Control(Control::Noop);
 
@@ -22,7 +25,11 @@ fn write(tag: &str) -> Command {
 }
 
 fn config(voters: u64, learners: u64) -> JournalConfig {
-    JournalConfig { mode: WriterMode::Single, voters: (1..=voters).map(node).collect(), learners: (0..learners).map(|i| node(50 + i)).collect() }
+    JournalConfig {
+        mode: WriterMode::Single,
+        voters: (1..=voters).map(node).collect(),
+        learners: (0..learners).map(|i| node(50 + i)).collect(),
+    }
 }
 
 fn reported(slot: u64, round: Option<u64>, command: &Command) -> Reported {
@@ -80,7 +87,11 @@ fn the_merge_takes_the_value_of_the_highest_ballot_for_each_slot() {
             (3, 0, vec![reported(0, Some(2), &c), reported(1, Some(4), &c)]),
         ]),
     );
-    assert_eq!(merged.commands, vec![(Slot(0), b), (Slot(1), a)], "each slot re-proposes the value of its highest reported ballot");
+    assert_eq!(
+        merged.commands,
+        vec![(Slot(0), b), (Slot(1), a)],
+        "each slot re-proposes the value of its highest reported ballot"
+    );
 }
 
 #[test]
@@ -95,7 +106,11 @@ fn the_merge_ranks_a_value_known_chosen_above_every_ballot() {
             (3, 0, vec![reported(1, None, &chosen)]),
         ]),
     );
-    assert_eq!(merged.commands, vec![(Slot(0), chosen.clone()), (Slot(1), chosen)], "a value reported without a ballot wins, reported first or last");
+    assert_eq!(
+        merged.commands,
+        vec![(Slot(0), chosen.clone()), (Slot(1), chosen)],
+        "a value reported without a ballot wins, reported first or last"
+    );
 }
 
 #[test]
@@ -117,13 +132,19 @@ fn the_merge_fills_each_undescribed_hole_below_the_highest_reported_slot_with_no
 #[test]
 fn the_merge_re_proposes_nothing_when_nothing_is_reported() {
     let merged = merge_promises(Slot(4), Slot(4), &promises(vec![(1, 4, Vec::new()), (2, 3, Vec::new())]));
-    assert_eq!(merged, Merged { start: Slot(4), commands: Vec::new(), ahead: None }, "no value reported: nothing to re-propose");
+    assert_eq!(
+        merged,
+        Merged { start: Slot(4), commands: Vec::new(), ahead: None },
+        "no value reported: nothing to re-propose"
+    );
 }
 
 #[test]
 fn the_merge_starts_at_the_furthest_of_the_campaign_start_our_prefix_and_the_acceptors_prefixes() {
     let a = write("a");
-    let quorum = |chosen: u64| promises(vec![(1, 0, vec![reported(3, Some(1), &a), reported(8, Some(1), &a)]), (2, chosen, Vec::new())]);
+    let quorum = |chosen: u64| {
+        promises(vec![(1, 0, vec![reported(3, Some(1), &a), reported(8, Some(1), &a)]), (2, chosen, Vec::new())])
+    };
     assert_eq!(merge_promises(Slot(2), Slot(5), &quorum(0)).start, Slot(5), "the campaign's start, when furthest");
     assert_eq!(merge_promises(Slot(6), Slot(5), &quorum(0)).start, Slot(6), "our own prefix, when furthest");
     let merged = merge_promises(Slot(2), Slot(2), &quorum(7));
@@ -134,8 +155,16 @@ fn the_merge_starts_at_the_furthest_of_the_campaign_start_our_prefix_and_the_acc
 #[test]
 fn the_merge_names_the_acceptor_furthest_ahead_of_our_prefix() {
     let quorum = promises(vec![(1, 4, Vec::new()), (2, 9, Vec::new()), (3, 7, Vec::new())]);
-    assert_eq!(merge_promises(Slot(5), Slot(5), &quorum).ahead, Some((node(2), Slot(9))), "the furthest chosen prefix, wherever it sits in the quorum");
-    assert_eq!(merge_promises(Slot(9), Slot(9), &quorum).ahead, None, "no acceptor is ahead of a prefix that reaches theirs");
+    assert_eq!(
+        merge_promises(Slot(5), Slot(5), &quorum).ahead,
+        Some((node(2), Slot(9))),
+        "the furthest chosen prefix, wherever it sits in the quorum"
+    );
+    assert_eq!(
+        merge_promises(Slot(9), Slot(9), &quorum).ahead,
+        None,
+        "no acceptor is ahead of a prefix that reaches theirs"
+    );
 }
 
 // ---- campaigns ----
@@ -145,9 +174,16 @@ fn a_campaign_prepares_every_voter_at_a_ballot_above_everything_seen() {
     let cfg = config(3, 0);
     let tunables = Tunables::default();
     let (mut proposer, out) = candidate(&cfg, Ballot { round: 5, node: node(3) }, Slot(4));
-    assert_eq!(proposer.ballot(), Ballot { round: 6, node: node(1) }, "above the acceptor's promise, in this node's name");
-    let expected: Vec<Outbound> =
-        cfg.voters.iter().map(|v| Outbound { to: *v, message: Message::Prepare { ballot: proposer.ballot(), from: Slot(4) } }).collect();
+    assert_eq!(
+        proposer.ballot(),
+        Ballot { round: 6, node: node(1) },
+        "above the acceptor's promise, in this node's name"
+    );
+    let expected: Vec<Outbound> = cfg
+        .voters
+        .iter()
+        .map(|v| Outbound { to: *v, message: Message::Prepare { ballot: proposer.ballot(), from: Slot(4) } })
+        .collect();
     assert_eq!(out, expected, "Phase 1 covers every slot from our chosen prefix, at every voter");
     assert!(proposer.is_candidate());
 
@@ -169,9 +205,13 @@ fn a_follower_campaigns_within_its_election_timeout_and_not_before() {
     let tunables = Tunables::default();
     let mut proposer = Proposer::new(node(1), 7, &tunables);
     for t in 1..tunables.election_ticks_min {
-        assert!(!proposer.tick(&cfg, &tunables, Slot(0), true, &mut Vec::new()), "tick {t} is before the shortest election timeout");
+        assert!(
+            !proposer.tick(&cfg, &tunables, Slot(0), true, &mut Vec::new()),
+            "tick {t} is before the shortest election timeout"
+        );
     }
-    let fired = (tunables.election_ticks_min..tunables.election_ticks_max).any(|_| proposer.tick(&cfg, &tunables, Slot(0), true, &mut Vec::new()));
+    let fired = (tunables.election_ticks_min..tunables.election_ticks_max)
+        .any(|_| proposer.tick(&cfg, &tunables, Slot(0), true, &mut Vec::new()));
     assert!(fired, "a follower that hears no leader campaigns before the longest election timeout");
 }
 
@@ -181,7 +221,11 @@ fn a_promise_for_another_ballot_is_ignored() {
     let (mut proposer, _) = candidate(&cfg, Ballot::ZERO, Slot(0));
     let other = Ballot { round: proposer.ballot().round + 1, ..proposer.ballot() };
     for v in [node(1), node(2), node(3)] {
-        assert_eq!(proposer.on_promise(&cfg, v, other, Slot(0), Vec::new(), Slot(0)), Elected::NotYet, "a Promise for another ballot counts for nothing");
+        assert_eq!(
+            proposer.on_promise(&cfg, v, other, Slot(0), Vec::new(), Slot(0)),
+            Elected::NotYet,
+            "a Promise for another ballot counts for nothing"
+        );
     }
     assert!(proposer.is_candidate());
 }
@@ -192,11 +236,19 @@ fn a_campaign_is_won_at_exactly_a_quorum_of_distinct_promises() {
     let (mut proposer, _) = candidate(&cfg, Ballot::ZERO, Slot(0));
     let b = proposer.ballot();
     for v in [node(1), node(1), node(2), node(2)] {
-        assert_eq!(proposer.on_promise(&cfg, v, b, Slot(0), Vec::new(), Slot(0)), Elected::NotYet, "two distinct promises are not a quorum of five");
+        assert_eq!(
+            proposer.on_promise(&cfg, v, b, Slot(0), Vec::new(), Slot(0)),
+            Elected::NotYet,
+            "two distinct promises are not a quorum of five"
+        );
     }
     assert_eq!(proposer.on_promise(&cfg, node(3), b, Slot(0), Vec::new(), Slot(0)), Elected::Won { learn_from: None });
     assert!(proposer.is_leader());
-    assert_eq!(proposer.on_promise(&cfg, node(4), b, Slot(0), Vec::new(), Slot(0)), Elected::NotYet, "a leader is elected once");
+    assert_eq!(
+        proposer.on_promise(&cfg, node(4), b, Slot(0), Vec::new(), Slot(0)),
+        Elected::NotYet,
+        "a leader is elected once"
+    );
 }
 
 #[test]
@@ -206,14 +258,29 @@ fn a_won_campaign_re_proposes_the_merge_and_proposes_past_it() {
     let b = proposer.ballot();
     let (a, c) = (write("a"), write("c"));
     proposer.on_promise(&cfg, node(2), b, Slot(1), vec![reported(1, Some(1), &a), reported(3, Some(1), &a)], Slot(1));
-    let elected = proposer.on_promise(&cfg, node(3), b, Slot(2), vec![reported(2, Some(2), &c), reported(3, Some(2), &c)], Slot(1));
-    assert_eq!(elected, Elected::Won { learn_from: Some((node(3), Slot(2))) }, "node 3's prefix is ahead of ours: learn from it");
+    let elected = proposer.on_promise(
+        &cfg,
+        node(3),
+        b,
+        Slot(2),
+        vec![reported(2, Some(2), &c), reported(3, Some(2), &c)],
+        Slot(1),
+    );
+    assert_eq!(
+        elected,
+        Elected::Won { learn_from: Some((node(3), Slot(2))) },
+        "node 3's prefix is ahead of ours: learn from it"
+    );
     assert_eq!(proposer.commit_point(), Slot(2), "slots below the merge's start are chosen");
     assert_eq!(proposer.propose(write("next")), Slot(4), "new proposals go past the re-proposed suffix");
     let mut out = Vec::new();
     proposer.flush(&cfg, Slot(1), &mut out);
     let expected = vec![(Slot(2), c.clone()), (Slot(3), c), (Slot(4), write("next"))];
-    assert_eq!(accepts(&out), cfg.voters.iter().map(|v| (*v, expected.clone())).collect::<Vec<_>>(), "every voter is asked to accept the merge");
+    assert_eq!(
+        accepts(&out),
+        cfg.voters.iter().map(|v| (*v, expected.clone())).collect::<Vec<_>>(),
+        "every voter is asked to accept the merge"
+    );
 }
 
 // ---- Phase 2 ----
@@ -226,9 +293,15 @@ fn an_ack_for_another_command_is_never_credited() {
     let (mine, other) = (write("mine"), write("other"));
     let slot = proposer.propose(mine.clone());
     for v in [node(2), node(3)] {
-        assert!(proposer.on_accepted(&cfg, v, b, &[(slot, other.digest())]).is_empty(), "an ack naming another command is not a vote for ours");
+        assert!(
+            proposer.on_accepted(&cfg, v, b, &[(slot, other.digest())]).is_empty(),
+            "an ack naming another command is not a vote for ours"
+        );
     }
-    assert!(proposer.on_accepted(&cfg, node(1), b, &[(slot, mine.digest())]).is_empty(), "one matching ack is not a quorum");
+    assert!(
+        proposer.on_accepted(&cfg, node(1), b, &[(slot, mine.digest())]).is_empty(),
+        "one matching ack is not a quorum"
+    );
     assert_eq!(proposer.on_accepted(&cfg, node(2), b, &[(slot, mine.digest())]), vec![(slot, mine)]);
 }
 
@@ -240,7 +313,10 @@ fn an_ack_at_another_ballot_is_never_credited() {
     let command = write("mine");
     let slot = proposer.propose(command.clone());
     for v in [node(1), node(2), node(3)] {
-        assert!(proposer.on_accepted(&cfg, v, stale, &[(slot, command.digest())]).is_empty(), "an ack at another ballot is old news");
+        assert!(
+            proposer.on_accepted(&cfg, v, stale, &[(slot, command.digest())]).is_empty(),
+            "an ack at another ballot is old news"
+        );
     }
 }
 
@@ -255,7 +331,11 @@ fn a_slot_is_chosen_at_exactly_a_quorum_of_distinct_acks_and_only_once() {
     for v in [node(1), node(1), node(2), node(2)] {
         assert!(proposer.on_accepted(&cfg, v, b, &ack).is_empty(), "two distinct acks are not a quorum of five");
     }
-    assert_eq!(proposer.on_accepted(&cfg, node(3), b, &ack), vec![(slot, command)], "the third distinct ack chooses the slot");
+    assert_eq!(
+        proposer.on_accepted(&cfg, node(3), b, &ack),
+        vec![(slot, command)],
+        "the third distinct ack chooses the slot"
+    );
     assert!(proposer.on_accepted(&cfg, node(4), b, &ack).is_empty(), "a slot is reported chosen once");
     assert_eq!(proposer.commit_point(), slot.next(), "nothing is in flight below the next slot");
 }
@@ -266,13 +346,19 @@ fn a_nack_naming_a_higher_promise_steps_a_leader_or_candidate_down() {
     let tunables = Tunables::default();
     let mut proposer = leader(&cfg);
     let b = proposer.ballot();
-    assert!(proposer.on_nack(b, Ballot { round: b.round + 1, node: node(2) }, &tunables), "a higher promise ends the leadership");
+    assert!(
+        proposer.on_nack(b, Ballot { round: b.round + 1, node: node(2) }, &tunables),
+        "a higher promise ends the leadership"
+    );
     assert!(!proposer.is_leader() && !proposer.is_candidate());
     assert_eq!(proposer.leader_hint(), None);
 
     let (mut proposer, _) = candidate(&cfg, Ballot::ZERO, Slot(0));
     let b = proposer.ballot();
-    assert!(proposer.on_nack(b, Ballot { round: b.round + 1, node: node(2) }, &tunables), "a higher promise ends the campaign");
+    assert!(
+        proposer.on_nack(b, Ballot { round: b.round + 1, node: node(2) }, &tunables),
+        "a higher promise ends the campaign"
+    );
     assert!(!proposer.is_candidate());
 }
 
@@ -283,9 +369,18 @@ fn a_stale_nack_or_a_nack_for_the_floor_does_not_step_down() {
     let mut proposer = leader(&cfg);
     let b = proposer.ballot();
     let older = Ballot { round: b.round - 1, ..b };
-    assert!(!proposer.on_nack(older, Ballot { round: b.round + 5, node: node(2) }, &tunables), "a Nack for an older ballot is old news");
-    assert!(!proposer.on_nack(b, b, &tunables), "a Nack at our own promise refused a slot below a floor, not our ballot");
-    assert!(!proposer.on_nack(b, older, &tunables), "a Nack naming a lower promise refused a slot below a floor, not our ballot");
+    assert!(
+        !proposer.on_nack(older, Ballot { round: b.round + 5, node: node(2) }, &tunables),
+        "a Nack for an older ballot is old news"
+    );
+    assert!(
+        !proposer.on_nack(b, b, &tunables),
+        "a Nack at our own promise refused a slot below a floor, not our ballot"
+    );
+    assert!(
+        !proposer.on_nack(b, older, &tunables),
+        "a Nack naming a lower promise refused a slot below a floor, not our ballot"
+    );
     assert!(proposer.is_leader());
 }
 
@@ -337,7 +432,8 @@ fn a_leader_quiesces_only_once_every_member_acknowledged_its_commit() {
     let mut proposer = leader(&cfg);
     let b = proposer.ballot();
     let commit = Slot(4);
-    let quiescing = |out: &[Outbound]| out.iter().any(|o| matches!(o.message, Message::Heartbeat { quiesce: true, .. }));
+    let quiescing =
+        |out: &[Outbound]| out.iter().any(|o| matches!(o.message, Message::Heartbeat { quiesce: true, .. }));
     let tick = |proposer: &mut Proposer, lagging: Slot| {
         proposer.on_heartbeat_ack(node(2), b, commit);
         proposer.on_heartbeat_ack(node(50), b, commit);
@@ -348,20 +444,29 @@ fn a_leader_quiesces_only_once_every_member_acknowledged_its_commit() {
     };
     for t in 0..20 {
         let out = tick(&mut proposer, Slot(3));
-        assert!(!quiescing(&out) && !proposer.is_quiet(), "tick {t}: a voter behind the commit keeps the journal heartbeating");
+        assert!(
+            !quiescing(&out) && !proposer.is_quiet(),
+            "tick {t}: a voter behind the commit keeps the journal heartbeating"
+        );
     }
     let mut lagging_learner = leader(&cfg);
     for t in 0..20 {
         lagging_learner.on_heartbeat_ack(node(2), lagging_learner.ballot(), commit);
         lagging_learner.on_heartbeat_ack(node(3), lagging_learner.ballot(), commit);
         lagging_learner.tick(&cfg, &tunables, commit, true, &mut Vec::new());
-        assert!(!lagging_learner.is_quiet(), "tick {t}: a replica that never acknowledged keeps the journal heartbeating");
+        assert!(
+            !lagging_learner.is_quiet(),
+            "tick {t}: a replica that never acknowledged keeps the journal heartbeating"
+        );
     }
     for t in 1..3 {
         assert!(!quiescing(&tick(&mut proposer, commit)), "settled tick {t}: quiescence waits for three idle ticks");
     }
     let out = tick(&mut proposer, commit);
-    assert!(quiescing(&out) && proposer.is_quiet(), "every member acknowledged the commit for three idle ticks: quiesce");
+    assert!(
+        quiescing(&out) && proposer.is_quiet(),
+        "every member acknowledged the commit for three idle ticks: quiesce"
+    );
 }
 
 #[test]

@@ -33,7 +33,11 @@ fn a_superseded_writers_write_and_truncate_are_refused_in_place() {
         let in_force = JournalView { leader: Some(b), first_seq: Seq(0), next_seq: Seq(5) };
 
         let refused = c.call(write(a, 5, recs("late", 1)));
-        assert_eq!(refused, Some(CallAnswer::Verdict(Outcome::Refused(in_force))), "seed={seed}: the write names B and the tail");
+        assert_eq!(
+            refused,
+            Some(CallAnswer::Verdict(Outcome::Refused(in_force))),
+            "seed={seed}: the write names B and the tail"
+        );
         let refused = c.call(Call::Truncate { leader: Some(a), up_to: Seq(4) });
         assert_eq!(refused, Some(CallAnswer::Verdict(Outcome::TruncateRefused(in_force))), "seed={seed}");
         // A's acknowledged write is still A's: its retry is a duplicate under B's term.
@@ -70,14 +74,24 @@ fn a_truncation_lands_every_node_on_the_same_floor_and_reads_below_it_are_trunca
             c.settle(400);
 
             let floors: Vec<(NodeId, Slot)> = c.up().into_iter().map(|id| (id, c.floor_of(id))).collect();
-            assert!(floors.iter().all(|(_, f)| *f == floors[0].1 && *f > Slot(0)), "voters={voters} seed={seed}: {floors:?}");
+            assert!(
+                floors.iter().all(|(_, f)| *f == floors[0].1 && *f > Slot(0)),
+                "voters={voters} seed={seed}: {floors:?}"
+            );
             let durable: Vec<Slot> = c.up().into_iter().map(|id| c.machines[&id].durable.floor).collect();
-            assert!(durable.iter().all(|f| *f == floors[0].1), "voters={voters} seed={seed}: the floor is persisted: {durable:?}");
+            assert!(
+                durable.iter().all(|f| *f == floors[0].1),
+                "voters={voters} seed={seed}: the floor is persisted: {durable:?}"
+            );
             for id in c.up() {
                 let state = c.state_of(id);
                 for below in [0, 9] {
                     let answer = c.read_at(id, Seq(below), Consistency::AtLeast(Seq(20)), 60);
-                    assert_eq!(answer, Some(ReadAnswer::Truncated(state.view())), "voters={voters} seed={seed}: {id:?} at {below}");
+                    assert_eq!(
+                        answer,
+                        Some(ReadAnswer::Truncated(state.view())),
+                        "voters={voters} seed={seed}: {id:?} at {below}"
+                    );
                 }
                 let got = read_range(&mut c, id, 10, 20, Consistency::AtLeast(Seq(20)));
                 assert_eq!(got, w.range(10, 20), "voters={voters} seed={seed}: {id:?} serves the retained tail");
@@ -93,7 +107,11 @@ fn a_truncation_lands_every_node_on_the_same_floor_and_reads_below_it_are_trunca
             assert_eq!(c.floor_of(follower), floors[0].1, "voters={voters} seed={seed}");
             assert!(c.state_of(follower).next_seq <= state.next_seq, "voters={voters} seed={seed}");
             c.settle(400);
-            assert_eq!(c.state_of(follower), state, "voters={voters} seed={seed}: the restarted node is back where it was");
+            assert_eq!(
+                c.state_of(follower),
+                state,
+                "voters={voters} seed={seed}: the restarted node is back where it was"
+            );
             c.assert_agreement();
         }
     }
@@ -105,7 +123,11 @@ fn a_truncation_lands_every_node_on_the_same_floor_and_reads_below_it_are_trunca
 /// exactly the retained records the writer wrote.
 fn assert_serves_only_the_retained_records(c: &mut Cluster, id: NodeId, w: &Written, below: u64, ctx: &str) {
     let state = c.state_of(id);
-    assert_eq!(c.read_at(id, Seq(below), Consistency::AtLeast(state.next_seq), 60), Some(ReadAnswer::Truncated(state.view())), "{ctx}");
+    assert_eq!(
+        c.read_at(id, Seq(below), Consistency::AtLeast(state.next_seq), 60),
+        Some(ReadAnswer::Truncated(state.view())),
+        "{ctx}"
+    );
     let got = read_range(c, id, state.first_seq.0, state.next_seq.0, Consistency::AtLeast(state.next_seq));
     assert_eq!(got, w.range(state.first_seq.0, state.next_seq.0), "{ctx}");
 }
@@ -138,7 +160,11 @@ fn truncate_past(c: &mut Cluster, down: NodeId, a: paros_core::LeaderUuid, w: &m
     truncate(c, a, w.next() - 1);
     c.settle(400);
     for id in c.up() {
-        assert!(c.floor_of(id) > held_to, "{id:?}'s floor {:?} passed all {down:?} holds (below {held_to:?})", c.floor_of(id));
+        assert!(
+            c.floor_of(id) > held_to,
+            "{id:?}'s floor {:?} passed all {down:?} holds (below {held_to:?})",
+            c.floor_of(id)
+        );
     }
 }
 
@@ -162,14 +188,21 @@ fn a_node_that_was_down_while_the_cluster_truncated_past_it_jumps_to_the_trim_po
             let jumps: Vec<&Jump> = c.jumps.iter().filter(|j| j.node == down).collect();
             assert!(!jumps.is_empty(), "voters={voters} seed={seed}: {down:?} recovered by a jump");
             for j in &jumps {
-                assert_eq!(j.promised_after, j.promised_before, "voters={voters} seed={seed}: the jump never changes the promise");
+                assert_eq!(
+                    j.promised_after, j.promised_before,
+                    "voters={voters} seed={seed}: the jump never changes the promise"
+                );
                 assert!(j.floor_after == j.point && j.floor_after > j.floor_before);
             }
             assert!(persisted_a_jump(&c, down), "voters={voters} seed={seed}: the jump is durable");
             assert!(c.voter(down).promised() >= promised, "a promise never decreases");
             let others: Vec<NodeId> = c.up().into_iter().filter(|id| *id != down).collect();
             for id in &others {
-                assert_eq!(c.floor_of(down), c.floor_of(*id), "voters={voters} seed={seed}: {down:?} lands on {id:?}'s floor");
+                assert_eq!(
+                    c.floor_of(down),
+                    c.floor_of(*id),
+                    "voters={voters} seed={seed}: {down:?} lands on {id:?}'s floor"
+                );
                 assert_eq!(c.state_of(down), c.state_of(*id), "voters={voters} seed={seed}: {down:?} converges");
             }
             assert_serves_only_the_retained_records(&mut c, down, &w, 0, &format!("voters={voters} seed={seed}"));

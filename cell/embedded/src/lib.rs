@@ -23,9 +23,12 @@ use paros_node::ports::MonotonicClock;
 use paros_node::shell::{self, NodeHandle, ShellConfig};
 use paros_node::{BootError, Host};
 use paros_registry::daemon::{
-    spawn_coordinator, spawn_follower_of, CoordinatorHandle, CoordinatorLoopConfig, CoordinatorStop, Followed, FollowedNode, FollowerConfig,
+    CoordinatorHandle, CoordinatorLoopConfig, CoordinatorStop, Followed, FollowedNode, FollowerConfig,
+    spawn_coordinator, spawn_follower_of,
 };
-use paros_registry::{Answer, BusAddress, CellId, Command, Directory, Limits, Member, Op, Refusal, Request, RequestId, Verdict, Zone};
+use paros_registry::{
+    Answer, BusAddress, CellId, Command, Directory, Limits, Member, Op, Refusal, Request, RequestId, Verdict, Zone,
+};
 use paros_store::FjallStore;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
@@ -90,7 +93,9 @@ impl CellError {
     #[must_use]
     pub fn exit_code(&self) -> i32 {
         match self {
-            CellError::Boot { source: BootError::Wiped(_) | BootError::WrongIdentity { .. }, .. } => shell::EXIT_REFUSED,
+            CellError::Boot { source: BootError::Wiped(_) | BootError::WrongIdentity { .. }, .. } => {
+                shell::EXIT_REFUSED
+            }
             CellError::Manifest(..) | CellError::Place(_) | CellError::AlreadyFormed(_) | CellError::Refused(_) => 2,
             CellError::Store(_) | CellError::Dir(..) => shell::EXIT_STORAGE_FAULT,
             _ => 1,
@@ -179,7 +184,11 @@ impl EmbeddedCell {
     ///
     /// # Errors
     /// As [`open`](Self::open).
-    pub async fn open_configured(dir: &Path, members: usize, coordinator: CoordinatorLoopConfig) -> Result<EmbeddedCell, CellError> {
+    pub async fn open_configured(
+        dir: &Path,
+        members: usize,
+        coordinator: CoordinatorLoopConfig,
+    ) -> Result<EmbeddedCell, CellError> {
         Self::open_stores(dir, members, coordinator, paros_store::StoreOptions::default()).await
     }
 
@@ -212,18 +221,24 @@ impl EmbeddedCell {
         let manifest_path = dir.join("cell.json");
         let (manifest, fresh) = match std::fs::read(&manifest_path) {
             Ok(bytes) => {
-                let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| CellError::Manifest(manifest_path.clone(), e.to_string()))?;
+                let m: Manifest = serde_json::from_slice(&bytes)
+                    .map_err(|e| CellError::Manifest(manifest_path.clone(), e.to_string()))?;
                 (m, false)
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let m = Manifest { cell: random_u64(), nodes: (0..members.max(1)).map(|_| NodeId(random_u64())).collect(), registry: JournalId(random_u64()) };
+                let m = Manifest {
+                    cell: random_u64(),
+                    nodes: (0..members.max(1)).map(|_| NodeId(random_u64())).collect(),
+                    registry: JournalId(random_u64()),
+                };
                 (m, true)
             }
             Err(e) => return Err(CellError::Dir(manifest_path, e)),
         };
         let (tunables, _) = embedded_tunables();
         let registry = JournalKey { tenant: CELL_TENANT, journal: manifest.registry };
-        let registry_config = JournalConfig { mode: WriterMode::Single, voters: manifest.nodes.clone(), learners: Vec::new() };
+        let registry_config =
+            JournalConfig { mode: WriterMode::Single, voters: manifest.nodes.clone(), learners: Vec::new() };
         let bus = InProcessBus::new();
         let mut nodes = Vec::new();
         let mut hosted = Vec::new();
@@ -245,7 +260,8 @@ impl EmbeddedCell {
             probes.push(store.probe());
             let expected = if fresh { None } else { Some(*node) };
             let boot = if shell_config.dormant_after.is_some() { Host::boot_asleep } else { Host::boot };
-            let mut host = boot(store, expected, *node, tunables, random_u64()).map_err(|source| CellError::Boot { node: *node, source })?;
+            let mut host = boot(store, expected, *node, tunables, random_u64())
+                .map_err(|source| CellError::Boot { node: *node, source })?;
             host.place(registry, registry_config.clone())?;
             hosted.push(host.journal_configs());
             let (endpoint, inbox) = bus.register(host.id(), 65_536);
@@ -257,17 +273,35 @@ impl EmbeddedCell {
             std::fs::write(&manifest_path, bytes).map_err(|e| CellError::Dir(manifest_path.clone(), e))?;
         }
         let tick_ms = u64::try_from(shell_config.tick.as_millis()).unwrap_or(u64::MAX);
-        let service = InCell::new(bus.clone(), manifest.nodes.clone(), InCellConfig { tick_ms, ..InCellConfig::default() });
-        let client = Client::new(service, ClientConfig::default(), random_u64()).expect("the default client configuration is valid");
+        let service =
+            InCell::new(bus.clone(), manifest.nodes.clone(), InCellConfig { tick_ms, ..InCellConfig::default() });
+        let client = Client::new(service, ClientConfig::default(), random_u64())
+            .expect("the default client configuration is valid");
         // One follower for the three nodes: the registry is folded once in this process, and
         // the directory it publishes is the one every node hosts what it places.
-        let followed = manifest.nodes.iter().zip(&nodes).zip(hosted).map(|((node, handle), hosted)| FollowedNode { id: *node, control: handle.control(), hosted }).collect();
+        let followed = manifest
+            .nodes
+            .iter()
+            .zip(&nodes)
+            .zip(hosted)
+            .map(|((node, handle), hosted)| FollowedNode { id: *node, control: handle.control(), hosted })
+            .collect();
         let (progress, task) = spawn_follower_of(client.clone(), registry, followed, FollowerConfig::default());
         let (followers, follower_tasks) = (vec![progress], vec![task]);
         let (coordinator, coordinator_task) = spawn_coordinator(client.clone(), registry, coordinator, random_u64());
         let nodes = Arc::new(Mutex::new(nodes));
         let probes = Arc::new(Mutex::new(probes));
-        Ok(EmbeddedCell { bus, manifest, nodes, probes, client, coordinator, coordinator_task, followers, follower_tasks })
+        Ok(EmbeddedCell {
+            bus,
+            manifest,
+            nodes,
+            probes,
+            client,
+            coordinator,
+            coordinator_task,
+            followers,
+            follower_tasks,
+        })
     }
 
     /// The registry journal's key.
@@ -284,7 +318,12 @@ impl EmbeddedCell {
     /// [`CellError::AlreadyFormed`], or the registry's failure to decide.
     pub async fn init(&self) -> Result<CellId, CellError> {
         let members = self.manifest.nodes.iter().enumerate().map(|(i, n)| member(*n, i)).collect();
-        let command = Command::InitCell { cell: CellId(self.manifest.cell), members, registry: self.manifest.registry, limits: Limits::default() };
+        let command = Command::InitCell {
+            cell: CellId(self.manifest.cell),
+            members,
+            registry: self.manifest.registry,
+            limits: Limits::default(),
+        };
         match self.request(Op::Command(command)).await {
             Ok(_) => Ok(CellId(self.manifest.cell)),
             Err(CellError::Refused(Refusal::CellFormed { cell })) => Err(CellError::AlreadyFormed(cell)),
@@ -311,15 +350,20 @@ impl EmbeddedCell {
     ///
     /// # Errors
     /// [`CellError::Timeout`] after `timeout`.
-    pub async fn wait_followers(&self, timeout: Duration, ready: impl Fn(&Directory) -> bool) -> Result<Arc<Directory>, CellError> {
+    pub async fn wait_followers(
+        &self,
+        timeout: Duration,
+        ready: impl Fn(&Directory) -> bool,
+    ) -> Result<Arc<Directory>, CellError> {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut last = None;
         for follower in &self.followers {
             let mut follower = follower.clone();
-            let seen = tokio::time::timeout_at(deadline, follower.wait_for(|f| f.directory.as_deref().is_some_and(&ready)))
-                .await
-                .map_err(|_| CellError::Timeout(timeout))?
-                .map_err(|_| CellError::Stopped)?;
+            let seen =
+                tokio::time::timeout_at(deadline, follower.wait_for(|f| f.directory.as_deref().is_some_and(&ready)))
+                    .await
+                    .map_err(|_| CellError::Timeout(timeout))?
+                    .map_err(|_| CellError::Stopped)?;
             last = seen.directory.clone();
         }
         last.ok_or(CellError::Stopped)
@@ -348,13 +392,22 @@ impl EmbeddedCell {
     /// nothing once the cell stopped.
     #[must_use]
     pub fn stats_reader(&self) -> NodeStatsReader {
-        NodeStatsReader { ids: self.manifest.nodes.clone(), nodes: Arc::clone(&self.nodes), probes: Arc::clone(&self.probes) }
+        NodeStatsReader {
+            ids: self.manifest.nodes.clone(),
+            nodes: Arc::clone(&self.nodes),
+            probes: Arc::clone(&self.probes),
+        }
     }
 
     /// Every node's round time split so far, in node order.
     #[must_use]
     pub fn round_times(&self) -> Vec<paros_node::timing::RoundTimes> {
-        self.nodes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().map(NodeHandle::round_times).collect()
+        self.nodes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .map(NodeHandle::round_times)
+            .collect()
     }
 
     /// Handles on every node's store, for sampling fjall's background activity.
@@ -407,9 +460,26 @@ impl NodeStatsReader {
     /// Each running node's counters and store activity (none once the cell stopped).
     #[must_use]
     pub fn read(&self) -> Vec<NodeSample> {
-        let hosts: Vec<_> = self.nodes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().map(NodeHandle::stats).collect();
-        let stores: Vec<_> = self.probes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().map(paros_store::StoreProbe::sample).collect();
-        self.ids.iter().zip(hosts).zip(stores).map(|((node, host), store)| NodeSample { node: *node, host, store }).collect()
+        let hosts: Vec<_> = self
+            .nodes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .map(NodeHandle::stats)
+            .collect();
+        let stores: Vec<_> = self
+            .probes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .map(paros_store::StoreProbe::sample)
+            .collect();
+        self.ids
+            .iter()
+            .zip(hosts)
+            .zip(stores)
+            .map(|((node, host), store)| NodeSample { node: *node, host, store })
+            .collect()
     }
 }
 
@@ -418,10 +488,15 @@ impl NodeStatsReader {
 ///
 /// # Errors
 /// A description of the first read that failed.
-pub async fn read_all(client: &Client<CellService>, key: JournalKey) -> Result<std::collections::BTreeMap<u64, bytes::Bytes>, String> {
+pub async fn read_all(
+    client: &Client<CellService>,
+    key: JournalKey,
+) -> Result<std::collections::BTreeMap<u64, bytes::Bytes>, String> {
     use paros_client::{ReadConsistency, Reader, ReaderConfig, ReaderOutcome};
     let mut out = std::collections::BTreeMap::new();
-    let mut reader = Reader::new(client.clone(), key, paros_core::Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, 0).map_err(|e| e.to_string())?;
+    let mut reader =
+        Reader::new(client.clone(), key, paros_core::Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, 0)
+            .map_err(|e| e.to_string())?;
     loop {
         match reader.next().await.map_err(|e| e.to_string())? {
             ReaderOutcome::Records { from, records, .. } => {
@@ -456,7 +531,11 @@ mod tests {
 
     async fn sign_up(cell: &EmbeddedCell, name: &str, journals_max: u32) -> TenantId {
         let quotas = Quotas { journals_max, ..Quotas::default() };
-        let op = Op::Command(Command::SignUp { tenant: TenantId(random_u64()), name: TenantName::parse(name).unwrap(), quotas });
+        let op = Op::Command(Command::SignUp {
+            tenant: TenantId(random_u64()),
+            name: TenantName::parse(name).unwrap(),
+            quotas,
+        });
         match cell.request(op).await.expect("signs up") {
             paros_registry::Accepted::SignedUp { tenant } => tenant,
             other => panic!("{other:?}"),
@@ -464,7 +543,12 @@ mod tests {
     }
 
     fn create(tenant: TenantId, name: &str) -> Op {
-        Op::CreateJournal { tenant, journal: JournalId(random_u64()), name: JournalName::parse(name).unwrap(), mode: WriterMode::Single }
+        Op::CreateJournal {
+            tenant,
+            journal: JournalId(random_u64()),
+            name: JournalName::parse(name).unwrap(),
+            mode: WriterMode::Single,
+        }
     }
 
     fn small_checkpoints() -> CoordinatorLoopConfig {
@@ -488,9 +572,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cell = formed(dir.path(), CoordinatorLoopConfig::default()).await;
         let tenant = sign_up(&cell, "acme", 10).await;
-        let paros_registry::Accepted::JournalCreated { .. } = cell.request(create(tenant, "orders")).await.unwrap() else { panic!() };
+        let paros_registry::Accepted::JournalCreated { .. } = cell.request(create(tenant, "orders")).await.unwrap()
+        else {
+            panic!()
+        };
         let name = JournalName::parse("orders").unwrap();
-        let d = cell.wait_followers(Duration::from_secs(20), |d| d.journal_by_name(tenant, &name).is_some()).await.unwrap();
+        let d =
+            cell.wait_followers(Duration::from_secs(20), |d| d.journal_by_name(tenant, &name).is_some()).await.unwrap();
         let key = d.journal_by_name(tenant, &name).unwrap().key;
         // Every voter hosts it now: a writer claims it and writes.
         let mut w = paros_client::Writer::new(cell.client.clone(), key, WriterConfig::default(), 5).unwrap();
@@ -513,7 +601,8 @@ mod tests {
         drop(hosts);
         for i in 0..EMBEDDED_MEMBERS {
             let store = FjallStore::open(&dir.path().join(format!("node-{i}"))).unwrap();
-            let stored: Vec<JournalKey> = paros_node::ports::LogStore::load(&store).unwrap().into_iter().map(|j| j.key).collect();
+            let stored: Vec<JournalKey> =
+                paros_node::ports::LogStore::load(&store).unwrap().into_iter().map(|j| j.key).collect();
             assert_eq!(stored, vec![registry], "node {i}'s store holds nothing of the deleted journal");
         }
     }
@@ -532,13 +621,20 @@ mod tests {
         }
         let live = |d: &Directory| d.journals_of(tenant).count() == 80;
         let before = cell.wait_followers(Duration::from_secs(30), live).await.unwrap();
-        let view = match paros_client::JournalService::inspect(cell.client.service(), &cell.registry(), paros_client::Route::default()).await {
+        let view = match paros_client::JournalService::inspect(
+            cell.client.service(),
+            &cell.registry(),
+            paros_client::Route::default(),
+        )
+        .await
+        {
             paros_client::ReadAnswer::Page { view, .. } | paros_client::ReadAnswer::Truncated { view } => view,
             other => panic!("{other:?}"),
         };
         assert!(view.first_seq.0 > 100, "the registry was truncated many times: first_seq {:?}", view.first_seq);
         let state = paros_client::Checkpointable::checkpoint(&*before).len() as u64;
-        let retained: u64 = read_all(&cell.client, cell.registry()).await.unwrap().values().map(|r| r.len() as u64).sum();
+        let retained: u64 =
+            read_all(&cell.client, cell.registry()).await.unwrap().values().map(|r| r.len() as u64).sum();
         // One run (the state, in chunks, with Begin/End) plus what came after it: under 4 ×
         // state by the factor rule, or 24 records by the interval rule, whichever came first.
         let bound = 4 * state + (state + 1024) + 24 * 512;
@@ -565,7 +661,8 @@ mod tests {
         // One checkpoint after 400 commands, then about 380 more in the registry's tail: more
         // than one follower page (256 records) past the checkpoint.
         let mut coordinator = CoordinatorLoopConfig::default();
-        coordinator.coordinator.checkpoint = CheckpointerConfig { factor: 1 << 20, interval_records: 400, ..CheckpointerConfig::default() };
+        coordinator.coordinator.checkpoint =
+            CheckpointerConfig { factor: 1 << 20, interval_records: 400, ..CheckpointerConfig::default() };
         let dir = tempfile::tempdir().unwrap();
         let cell = formed(dir.path(), coordinator).await;
         let tenant = sign_up(&cell, "late", 1000).await;
@@ -582,22 +679,36 @@ mod tests {
         }
         cell.request(create(tenant, "last")).await.expect("creates");
         let name = JournalName::parse("last").unwrap();
-        let d = cell.wait_followers(Duration::from_secs(30), |d| d.journal_by_name(tenant, &name).is_some()).await.unwrap();
+        let d =
+            cell.wait_followers(Duration::from_secs(30), |d| d.journal_by_name(tenant, &name).is_some()).await.unwrap();
         let key = d.journal_by_name(tenant, &name).unwrap().key;
         let mut w = paros_client::Writer::new(cell.client.clone(), key, WriterConfig::default(), 5).unwrap();
         w.claim().await.expect("claims");
         w.write(vec![bytes::Bytes::from_static(b"kept")]).await.expect("writes");
-        let view = match paros_client::JournalService::inspect(cell.client.service(), &cell.registry(), paros_client::Route::default()).await {
+        let view = match paros_client::JournalService::inspect(
+            cell.client.service(),
+            &cell.registry(),
+            paros_client::Route::default(),
+        )
+        .await
+        {
             paros_client::ReadAnswer::Page { view, .. } | paros_client::ReadAnswer::Truncated { view } => view,
             other => panic!("{other:?}"),
         };
-        assert!(view.first_seq.0 > 0 && view.next_seq.0 - view.first_seq.0 > 256 + 16, "a checkpoint, and more than a page after it: {view:?}");
+        assert!(
+            view.first_seq.0 > 0 && view.next_seq.0 - view.first_seq.0 > 256 + 16,
+            "a checkpoint, and more than a page after it: {view:?}"
+        );
         let _ = cell.stop();
 
         let cell = EmbeddedCell::open_configured(dir.path(), EMBEDDED_MEMBERS, coordinator).await.unwrap();
         let d = cell.wait_followers(Duration::from_secs(30), |d| d.cell().is_some()).await.unwrap();
         let records = read_all(&cell.client, key).await.unwrap();
-        assert_eq!(records.values().cloned().collect::<Vec<_>>(), vec![bytes::Bytes::from_static(b"kept")], "the record survives the restart");
+        assert_eq!(
+            records.values().cloned().collect::<Vec<_>>(),
+            vec![bytes::Bytes::from_static(b"kept")],
+            "the record survives the restart"
+        );
         assert_eq!(d.journals_of(tenant).count(), 781, "the first directory published is the whole one");
         let removed: u64 = cell.directory().borrow().removed;
         assert_eq!(removed, 0, "no journal was removed");
@@ -620,7 +731,15 @@ mod tests {
         let wakes_after_a_restart = |shell: ShellConfig| {
             let dir = dir.path().to_path_buf();
             async move {
-                let cell = EmbeddedCell::open_tuned(&dir, EMBEDDED_MEMBERS, CoordinatorLoopConfig::default(), paros_store::StoreOptions::default(), shell).await.unwrap();
+                let cell = EmbeddedCell::open_tuned(
+                    &dir,
+                    EMBEDDED_MEMBERS,
+                    CoordinatorLoopConfig::default(),
+                    paros_store::StoreOptions::default(),
+                    shell,
+                )
+                .await
+                .unwrap();
                 cell.wait_followers(Duration::from_secs(20), |d| d.journals_of(tenant).count() == 20).await.unwrap();
                 tokio::time::sleep(Duration::from_millis(1500)).await;
                 let wakes: u64 = cell.node_stats().iter().map(|s| s.wakes).sum();
@@ -644,16 +763,33 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cell = formed(dir.path(), CoordinatorLoopConfig::default()).await;
         let first = cell.request_handle();
-        let (successor, _task) = spawn_coordinator(cell.client.clone(), cell.registry(), CoordinatorLoopConfig::default(), 99);
+        let (successor, _task) =
+            spawn_coordinator(cell.client.clone(), cell.registry(), CoordinatorLoopConfig::default(), 99);
         let successor = RegistryClient { coordinator: successor };
-        let tenant = match successor.request(Op::Command(Command::SignUp { tenant: TenantId(7), name: TenantName::parse("late").unwrap(), quotas: Quotas::default() })).await {
+        let tenant = match successor
+            .request(Op::Command(Command::SignUp {
+                tenant: TenantId(7),
+                name: TenantName::parse("late").unwrap(),
+                quotas: Quotas::default(),
+            }))
+            .await
+        {
             Ok(paros_registry::Accepted::SignedUp { tenant }) => tenant,
             other => panic!("the successor serves: {other:?}"),
         };
         assert_eq!(tenant, TenantId(7));
         // The first coordinator's next write is refused by the successor's fence.
-        let answer = first.request(Op::Command(Command::SignUp { tenant: TenantId(8), name: TenantName::parse("early").unwrap(), quotas: Quotas::default() })).await;
-        assert!(matches!(answer, Err(CellError::CoordinatorGone | CellError::Undecided(Answer::NotCoordinator))), "{answer:?}");
+        let answer = first
+            .request(Op::Command(Command::SignUp {
+                tenant: TenantId(8),
+                name: TenantName::parse("early").unwrap(),
+                quotas: Quotas::default(),
+            }))
+            .await;
+        assert!(
+            matches!(answer, Err(CellError::CoordinatorGone | CellError::Undecided(Answer::NotCoordinator))),
+            "{answer:?}"
+        );
         let d = cell.wait_followers(Duration::from_secs(20), |d| d.tenant(TenantId(7)).is_some()).await.unwrap();
         assert!(d.tenant(TenantId(8)).is_none(), "nothing the fenced coordinator sent took effect");
         let _ = cell.stop();

@@ -22,7 +22,11 @@ pub struct InCellConfig {
 
 impl Default for InCellConfig {
     fn default() -> Self {
-        InCellConfig { call_deadline: Duration::from_secs(2), read_deadline: Duration::from_secs(2), tick_ms: crate::host::TICK_MS_DEFAULT }
+        InCellConfig {
+            call_deadline: Duration::from_secs(2),
+            read_deadline: Duration::from_secs(2),
+            tick_ms: crate::host::TICK_MS_DEFAULT,
+        }
     }
 }
 

@@ -2,10 +2,10 @@
 //! round, ports for storage and transport, and an in-memory store with crash semantics.
 
 pub mod host;
+pub mod in_cell;
 pub mod mem_store;
 pub mod ports;
 pub mod pump;
-pub mod in_cell;
 pub mod rpc;
 pub mod shell;
 pub mod timing;

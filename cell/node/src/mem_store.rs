@@ -70,7 +70,12 @@ impl MemStore {
 }
 
 impl LogRead for MemStore {
-    fn read_range(&self, journal: &JournalKey, from: Slot, slots_max: u32) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
+    fn read_range(
+        &self,
+        journal: &JournalKey,
+        from: Slot,
+        slots_max: u32,
+    ) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
         let mut d = self.disk.lock().expect("disk lock");
         d.reads += 1;
         Ok(d.synced.get(journal).map(|j| j.read_range(from, slots_max)).unwrap_or_default())

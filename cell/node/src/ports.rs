@@ -72,7 +72,8 @@ pub trait LogRead {
     ///
     /// # Errors
     /// [`StoreError::Read`].
-    fn read_range(&self, journal: &JournalKey, from: Slot, slots_max: u32) -> Result<Vec<(Slot, LogEntry)>, StoreError>;
+    fn read_range(&self, journal: &JournalKey, from: Slot, slots_max: u32)
+    -> Result<Vec<(Slot, LogEntry)>, StoreError>;
 
     /// What boot would read for `journal` (promise, state row, anchors, the entries from
     /// [`Durable::boot_start`]): how a dormant journal comes back. `None` for a journal with

@@ -1,8 +1,8 @@
 //! The node RPC: journal calls and reads addressed to one node, answered once. The request
 //! and answer types live in [`paros_core::wire`]; this module adds the transport's side.
 
-pub use paros_core::wire::{NodeAnswer, NodeRequest, RpcError};
 use paros_core::NodeId;
+pub use paros_core::wire::{NodeAnswer, NodeRequest, RpcError};
 
 use crate::ports::Envelope;
 

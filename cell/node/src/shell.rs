@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use paros_core::{JournalConfig, JournalKey};
 
 use crate::host::{Host, HostStats, PlaceError, Ticket};
-use crate::pump::{Batch, Persist, Pump};
 use crate::ports::StoreError;
 use crate::ports::{Clock, LogStore, Placement, Transport};
+use crate::pump::{Batch, Persist, Pump};
 use crate::rpc::{Incoming, Responder};
 use crate::timing::RoundTimes;
 
@@ -85,7 +85,10 @@ impl Default for ShellConfig {
 #[derive(Debug)]
 pub enum Control {
     /// Place journals here; the reply says, for each, whether it was placed.
-    Place { journals: Vec<(JournalKey, JournalConfig)>, reply: tokio::sync::oneshot::Sender<Vec<Result<(), PlaceError>>> },
+    Place {
+        journals: Vec<(JournalKey, JournalConfig)>,
+        reply: tokio::sync::oneshot::Sender<Vec<Result<(), PlaceError>>>,
+    },
     /// Remove a journal from here (its waiting callers are answered `UnknownJournal`).
     Remove { key: JournalKey, reply: tokio::sync::oneshot::Sender<()> },
     /// Ask this node's voter of a journal to campaign now.
@@ -119,7 +122,10 @@ impl NodeControl {
     ///
     /// # Errors
     /// [`NodeStopped`].
-    pub async fn place_all(&self, journals: Vec<(JournalKey, JournalConfig)>) -> Result<Vec<Result<(), PlaceError>>, NodeStopped> {
+    pub async fn place_all(
+        &self,
+        journals: Vec<(JournalKey, JournalConfig)>,
+    ) -> Result<Vec<Result<(), PlaceError>>, NodeStopped> {
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.tx.send(Control::Place { journals, reply }).await.map_err(|_| NodeStopped)?;
         answer.await.map_err(|_| NodeStopped)
@@ -204,7 +210,9 @@ pub fn spawn<S: LogStore, T: Transport, C: Clock>(
 ) -> NodeHandle<S> {
     let tick_ms = u64::try_from(config.tick.as_millis()).unwrap_or(u64::MAX).max(1);
     host.set_tick_ms(tick_ms);
-    host.set_dormancy(config.dormant_after.map(|d| (u64::try_from(d.as_millis()).unwrap_or(u64::MAX) / tick_ms).max(1)));
+    host.set_dormancy(
+        config.dormant_after.map(|d| (u64::try_from(d.as_millis()).unwrap_or(u64::MAX) / tick_ms).max(1)),
+    );
     host.set_boot_wakes_per_tick(config.boot_wakes_per_tick);
     host.set_check_ins_max(config.check_ins_max);
     let (stop, stopped) = tokio::sync::oneshot::channel();
@@ -219,7 +227,14 @@ pub fn spawn<S: LogStore, T: Transport, C: Clock>(
             // A private single-threaded runtime: this thread does nothing but this node's rounds,
             // so blocking it on the disk sync stalls no one else.
             let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("a node runtime");
-            runtime.block_on(run(host, transport, Inputs { inbox, controls, stopped }, &clock, config, (&shared, &shared_times)))
+            runtime.block_on(run(
+                host,
+                transport,
+                Inputs { inbox, controls, stopped },
+                &clock,
+                config,
+                (&shared, &shared_times),
+            ))
         })
         .expect("spawn the node thread");
     NodeHandle { control: NodeControl { tx: control }, stop: Some(stop), thread: Some(thread), stats, times }
@@ -324,7 +339,8 @@ async fn run<S: LogStore, T: Transport, C: Clock>(
             }
             // A timer's wake is not an input coming soon, nor is a ping or a heartbeat; a
             // persisted round is (its answers release more work).
-            waits_are_short = (input.as_ref().is_some_and(is_work) || done.is_some()) && waited.elapsed() <= config.idle_spin;
+            waits_are_short =
+                (input.as_ref().is_some_and(is_work) || done.is_some()) && waited.elapsed() <= config.idle_spin;
         } else {
             input = inbox.try_recv().ok();
         }
@@ -405,7 +421,10 @@ enum Woke<S> {
 }
 
 /// One look at what a waiting node thread waits for.
-fn poll_once<S>(inbox: &mut tokio::sync::mpsc::Receiver<Incoming>, persisting: &mut Option<Persisting<S>>) -> Option<Woke<S>> {
+fn poll_once<S>(
+    inbox: &mut tokio::sync::mpsc::Receiver<Incoming>,
+    persisting: &mut Option<Persisting<S>>,
+) -> Option<Woke<S>> {
     if let Some(p) = persisting.as_mut() {
         match p.try_recv() {
             Ok(done) => {
@@ -568,7 +587,12 @@ impl<S: LogStore> StoreWorker<S> {
 }
 
 /// Writes a round's placements and batch, then syncs if the round needs it.
-fn persist<S: LogStore>(store: &mut S, placements: &[Placement], batch: &Batch, needs_sync: bool) -> Result<Spent, StoreError> {
+fn persist<S: LogStore>(
+    store: &mut S,
+    placements: &[Placement],
+    batch: &Batch,
+    needs_sync: bool,
+) -> Result<Spent, StoreError> {
     let started = Instant::now();
     store.place(placements)?;
     store.write(batch)?;
@@ -595,9 +619,22 @@ mod tests {
     #[test]
     fn a_spin_returns_what_the_poll_yields_and_gives_up_at_its_limit() {
         let mut calls = 0;
-        assert_eq!(spin_for(Duration::from_secs(5), || { calls += 1; (calls == 3).then_some(calls) }), Some(3));
+        assert_eq!(
+            spin_for(Duration::from_secs(5), || {
+                calls += 1;
+                (calls == 3).then_some(calls)
+            }),
+            Some(3)
+        );
         let mut calls = 0;
-        assert_eq!(spin_for(Duration::ZERO, || { calls += 1; Some(()) }), None, "no spin: sleep at once");
+        assert_eq!(
+            spin_for(Duration::ZERO, || {
+                calls += 1;
+                Some(())
+            }),
+            None,
+            "no spin: sleep at once"
+        );
         assert_eq!(calls, 0, "a zero spin never polls");
         let started = Instant::now();
         assert_eq!(spin_for(Duration::from_millis(20), || None::<()>), None);
@@ -663,7 +700,13 @@ mod tests {
         let (reply, _answer) = tokio::sync::oneshot::channel();
         let read = crate::rpc::NodeRequest::Read {
             journal: JournalKey::default(),
-            read: paros_core::wire::ReadRequest { from: paros_core::Seq(0), limit: 1, max_bytes: 0, wait_ticks: 0, consistency: paros_core::wire::Consistency::Linearizable },
+            read: paros_core::wire::ReadRequest {
+                from: paros_core::Seq(0),
+                limit: 1,
+                max_bytes: 0,
+                wait_ticks: 0,
+                consistency: paros_core::wire::Consistency::Linearizable,
+            },
         };
         assert!(is_work(&Incoming::Request { request: read, reply }), "a request");
     }
@@ -672,7 +715,10 @@ mod tests {
     fn the_storage_thread_writes_and_syncs_each_round_and_hands_the_store_back() {
         for spin in [Duration::ZERO, IDLE_SPIN] {
             let disk = MemStore::new();
-            let worker = StoreWorker::spawn(paros_core::NodeId(1), Spin { idle: spin, round_journals_max: SPIN_ROUND_JOURNALS_MAX });
+            let worker = StoreWorker::spawn(
+                paros_core::NodeId(1),
+                Spin { idle: spin, round_journals_max: SPIN_ROUND_JOURNALS_MAX },
+            );
             let mut store = disk.clone();
             for round in 1..=3u64 {
                 let mut persisted = worker.persist(store, Vec::new(), Vec::new(), round != 2);
@@ -680,7 +726,9 @@ mod tests {
                 let (back, batch, result) = loop {
                     match persisted.try_recv() {
                         Ok(done) => break done,
-                        Err(tokio::sync::oneshot::error::TryRecvError::Empty) => std::thread::sleep(Duration::from_millis(1)),
+                        Err(tokio::sync::oneshot::error::TryRecvError::Empty) => {
+                            std::thread::sleep(Duration::from_millis(1))
+                        }
                         Err(e) => panic!("the storage thread answered: {e}"),
                     }
                 };

@@ -61,7 +61,12 @@ impl Histogram {
         if self.total == 0 {
             return 0;
         }
-        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss, reason = "a rank")]
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss,
+            reason = "a rank"
+        )]
         let rank = ((q.clamp(0.0, 1.0) * self.total as f64).ceil() as u64).max(1);
         let mut seen = 0;
         for (i, c) in self.counts.iter().enumerate() {
@@ -76,7 +81,8 @@ impl Histogram {
     /// What was recorded after `earlier` (a copy of this histogram taken before).
     #[must_use]
     pub fn since(&self, earlier: &Histogram) -> Histogram {
-        let counts: Box<[u64]> = self.counts.iter().zip(earlier.counts.iter()).map(|(a, b)| a.saturating_sub(*b)).collect();
+        let counts: Box<[u64]> =
+            self.counts.iter().zip(earlier.counts.iter()).map(|(a, b)| a.saturating_sub(*b)).collect();
         Histogram { counts, total: self.total.saturating_sub(earlier.total), max: self.max }
     }
 

@@ -10,8 +10,8 @@
 
 use paros_core::journal::{Command, Control, WriterMode};
 use paros_core::{
-    Ballot, Consistency, Durable, JournalConfig, JournalId, JournalKey, Message, NodeId, ReadRequest, Seq, Slot, TenantId,
-    Tunables, WriteOp,
+    Ballot, Consistency, Durable, JournalConfig, JournalId, JournalKey, Message, NodeId, ReadRequest, Seq, Slot,
+    TenantId, Tunables, WriteOp,
 };
 use paros_node::ports::{Envelope, LogStore};
 use paros_node::pump::Batch;
@@ -108,7 +108,10 @@ fn a_promise_leaves_only_after_the_round_that_wrote_the_promise_is_synced() {
     let (mut host, disk) = boot(B);
     let ballot = ballot_of(A, 3);
     let (early, pending) = begin(&mut host, A, vec![Message::Prepare { ballot, from: Slot(0) }]);
-    assert!(pending.batch.iter().any(|(_, ops)| ops.contains(&WriteOp::Promise(ballot))), "the round writes the promise");
+    assert!(
+        pending.batch.iter().any(|(_, ops)| ops.contains(&WriteOp::Promise(ballot))),
+        "the round writes the promise"
+    );
     assert!(pending.needs_sync, "a promise needs a sync");
     assert_eq!(early_replies(&early), Vec::new(), "no Promise before the sync of the round that wrote it");
     // The candidate retries its Prepare while the batch is out: still nothing leaves.
@@ -132,7 +135,8 @@ fn an_accepted_leaves_only_after_the_round_that_wrote_the_values_is_synced() {
     let ballot = ballot_of(A, 2);
     let entries = vec![(Slot(0), NOOP), (Slot(1), NOOP)];
     let (early, pending) = begin(&mut host, A, vec![Message::Accept { ballot, entries, commit: Slot(0) }]);
-    let accepts = pending.batch.iter().flat_map(|(_, ops)| ops).filter(|op| matches!(op, WriteOp::Accept { .. })).count();
+    let accepts =
+        pending.batch.iter().flat_map(|(_, ops)| ops).filter(|op| matches!(op, WriteOp::Accept { .. })).count();
     assert_eq!(accepts, 2, "the round writes both values");
     assert_eq!(early_replies(&early), Vec::new(), "no Accepted before the sync of the round that wrote the values");
     // The leader pipelines a second Accept while the first round is on its way to the disk:
@@ -148,7 +152,11 @@ fn an_accepted_leaves_only_after_the_round_that_wrote_the_values_is_synced() {
     match sent.as_slice() {
         [(A, Message::Accepted { ballot: b, slots })] => {
             assert_eq!(*b, ballot);
-            assert_eq!(slots.iter().map(|(s, _)| *s).collect::<Vec<_>>(), vec![Slot(0), Slot(1)], "only the synced slots");
+            assert_eq!(
+                slots.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
+                vec![Slot(0), Slot(1)],
+                "only the synced slots"
+            );
         }
         other => panic!("the completed round acknowledges the two values it synced: {other:?}"),
     }
@@ -170,7 +178,8 @@ fn an_accepted_leaves_only_after_the_round_that_wrote_the_values_is_synced() {
 fn a_watermark_leaves_only_after_the_round_that_wrote_what_it_reports_is_synced() {
     // A real second machine asks: the request is the one a linearizable read sends.
     let (mut reader, _) = boot(A);
-    let read = ReadRequest { from: Seq(0), limit: 0, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Linearizable };
+    let read =
+        ReadRequest { from: Seq(0), limit: 0, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Linearizable };
     reader.request(NodeRequest::Read { journal: key(), read }).expect("hosted");
     let mut asked = Vec::new();
     let out = reader.round(|e| asked.push(e)).expect("round");
@@ -235,13 +244,19 @@ fn a_candidates_own_promise_counts_only_after_its_round_is_synced() {
     let ballot = host.voter(&key()).expect("a voter").promised();
     assert_eq!(ballot.node, B, "B campaigns at a ballot of its own");
     let (early, pending) = begin(&mut host, A, vec![]);
-    assert!(pending.batch.iter().any(|(_, ops)| ops.contains(&WriteOp::Promise(ballot))), "the round writes B's own promise");
+    assert!(
+        pending.batch.iter().any(|(_, ops)| ops.contains(&WriteOp::Promise(ballot))),
+        "the round writes B's own promise"
+    );
     assert_eq!(early_replies(&early), Vec::new());
     // A's Promise arrives while B's own promise is on its way to the disk: one of two.
     let peer = Message::Promise { ballot, from: Slot(0), chosen_up_to: Slot(0), accepted: Vec::new() };
     host.deliver(A, vec![envelope(A, peer)]);
     host.release(|_| {});
-    assert!(!host.voter(&key()).expect("a voter").is_leader(), "B's own unsynced promise does not make a quorum with A's");
+    assert!(
+        !host.voter(&key()).expect("a voter").is_leader(),
+        "B's own unsynced promise does not make a quorum with A's"
+    );
     persist(&mut host, &pending);
     assert_eq!(synced(&disk).promise, ballot, "B's own promise is synced");
     let out = host.complete_round(pending);
@@ -305,7 +320,8 @@ fn a_pump_hands_out_acceptor_replies_only_in_the_step_that_hands_their_batch_bac
     let sent = effect_replies(&done);
     assert!(sent.iter().any(|(to, m)| *to == A && matches!(m, Message::Promise { .. })), "{sent:?}");
     assert!(
-        sent.iter().any(|(to, m)| *to == A && matches!(m, Message::Accepted { slots, .. } if slots.iter().map(|(s, _)| *s).eq([Slot(0)]))),
+        sent.iter().any(|(to, m)| *to == A
+            && matches!(m, Message::Accepted { slots, .. } if slots.iter().map(|(s, _)| *s).eq([Slot(0)]))),
         "the value of the synced round is acknowledged, not the one still waiting: {sent:?}"
     );
     let on_disk = synced(&disk);
@@ -319,11 +335,17 @@ fn a_pumped_candidate_counts_its_own_promise_only_once_its_batch_is_handed_back(
     let ballot = pump.host().voter(&key()).expect("a voter").promised();
     let mut first = step(&mut pump, None);
     let persist = first.persist.take().expect("the campaign's round");
-    pump.deliver(A, vec![envelope(A, Message::Promise { ballot, from: Slot(0), chosen_up_to: Slot(0), accepted: Vec::new() })]);
+    pump.deliver(
+        A,
+        vec![envelope(A, Message::Promise { ballot, from: Slot(0), chosen_up_to: Slot(0), accepted: Vec::new() })],
+    );
     for _ in 0..2 {
         let meanwhile = step(&mut pump, None);
         assert!(meanwhile.messages.iter().all(|(to, _)| *to != B), "never mailed to itself");
-        assert!(!pump.host().voter(&key()).expect("a voter").is_leader(), "B's own promise is not synced: no quorum yet");
+        assert!(
+            !pump.host().voter(&key()).expect("a voter").is_leader(),
+            "B's own promise is not synced: no quorum yet"
+        );
     }
     write_and_sync(&mut pump, &persist);
     let done = step(&mut pump, Some(persist.batch));

@@ -39,7 +39,9 @@ fn promise_to(out: &RoundOutput, to: NodeId) -> (Slot, Vec<Slot>) {
         .into_iter()
         .flatten()
         .find_map(|e| match &e.message {
-            Message::Promise { chosen_up_to, accepted, .. } => Some((*chosen_up_to, accepted.iter().map(|r| r.slot).collect())),
+            Message::Promise { chosen_up_to, accepted, .. } => {
+                Some((*chosen_up_to, accepted.iter().map(|r| r.slot).collect()))
+            }
             _ => None,
         })
         .expect("the round that synced the promise hands out the Promise")
@@ -47,10 +49,17 @@ fn promise_to(out: &RoundOutput, to: NodeId) -> (Slot, Vec<Slot>) {
 
 #[test]
 fn a_follower_keeps_chosen_entries_past_its_window_until_their_index_is_synced() {
-    let tunables = Tunables { window_slots: 4, anchor_slots: 5, election_ticks_min: 5, election_ticks_max: 10, ..Tunables::default() };
+    let tunables = Tunables {
+        window_slots: 4,
+        anchor_slots: 5,
+        election_ticks_min: 5,
+        election_ticks_max: 10,
+        ..Tunables::default()
+    };
     let disk = MemStore::new();
     let mut host = Host::boot(disk.clone(), None, B, tunables, 5).expect("boots");
-    host.place(key(), JournalConfig { mode: WriterMode::Single, voters: vec![A, B, C], learners: vec![] }).expect("placed");
+    host.place(key(), JournalConfig { mode: WriterMode::Single, voters: vec![A, B, C], learners: vec![] })
+        .expect("placed");
     host.round(|_| {}).expect("the placement round");
 
     // Leader A's values for eight windows' worth of slots: accepted and synced.
@@ -60,7 +69,8 @@ fn a_follower_keeps_chosen_entries_past_its_window_until_their_index_is_synced()
     assert!(synced, "the values and the promise are synced");
     // Its heartbeat says they are all chosen: this round writes only the chosen index (and
     // anchors), which needs no sync of its own — so nothing of it is durable yet.
-    let (_, synced) = round_with(&mut host, &disk, A, Message::Heartbeat { ballot, commit: Slot(SLOTS), quiesce: false });
+    let (_, synced) =
+        round_with(&mut host, &disk, A, Message::Heartbeat { ballot, commit: Slot(SLOTS), quiesce: false });
     assert!(!synced, "a round of only the chosen index is not synced");
     let v = host.voter(&key()).expect("a voter");
     assert_eq!(v.chosen_up_to(), Slot(SLOTS), "all chosen here");
@@ -69,11 +79,16 @@ fn a_follower_keeps_chosen_entries_past_its_window_until_their_index_is_synced()
 
     // Candidate C asks: the Promise claims only the durable index and reports every value
     // from there on.
-    let (out, synced) = round_with(&mut host, &disk, C, Message::Prepare { ballot: Ballot { round: 3, node: C }, from: Slot(0) });
+    let (out, synced) =
+        round_with(&mut host, &disk, C, Message::Prepare { ballot: Ballot { round: 3, node: C }, from: Slot(0) });
     assert!(synced, "the promise is synced, and the chosen index written before it with it");
     let (claimed, reported) = promise_to(&out, C);
     assert_eq!(claimed, Slot(0), "the index was not synced when the Promise was built");
-    assert_eq!(reported, (claimed.0..SLOTS).map(Slot).collect::<Vec<_>>(), "every slot from the claimed index is reported");
+    assert_eq!(
+        reported,
+        (claimed.0..SLOTS).map(Slot).collect::<Vec<_>>(),
+        "every slot from the claimed index is reported"
+    );
 
     // That round synced the index: now the window sheds what is over its bound, and a Promise
     // claims every slot it forgot as chosen.
@@ -81,7 +96,8 @@ fn a_follower_keeps_chosen_entries_past_its_window_until_their_index_is_synced()
     let start = v.log().start();
     assert!(start > Slot(0), "durably chosen now: entries below the window are evicted");
     assert!((start.0..SLOTS).all(|s| v.log().get(Slot(s)).is_some()), "from the window's start every entry is held");
-    let (out, _) = round_with(&mut host, &disk, C, Message::Prepare { ballot: Ballot { round: 4, node: C }, from: Slot(0) });
+    let (out, _) =
+        round_with(&mut host, &disk, C, Message::Prepare { ballot: Ballot { round: 4, node: C }, from: Slot(0) });
     let (claimed, reported) = promise_to(&out, C);
     assert!(claimed >= start, "the claimed index {claimed:?} covers every evicted slot (window starts at {start:?})");
     assert_eq!(reported, (claimed.0..SLOTS).map(Slot).collect::<Vec<_>>());

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use paros_core::journal::{Outcome, WriterMode};
 use paros_core::{
-    Call, CallAnswer, Consistency, JournalConfig, JournalId, JournalKey, LeaderUuid, NodeId, ReadAnswer, ReadRequest, Seq,
-    TenantId, Tunables,
+    Call, CallAnswer, Consistency, JournalConfig, JournalId, JournalKey, LeaderUuid, NodeId, ReadAnswer, ReadRequest,
+    Seq, TenantId, Tunables,
 };
 use paros_node::ports::Envelope;
 use paros_node::rpc::{NodeAnswer, NodeRequest};
@@ -35,7 +35,13 @@ impl Cell {
 
     fn with(journals: u64, tunables: Tunables) -> Cell {
         let ids: Vec<NodeId> = (1..=3).map(|i| NodeId(0x7700 + i)).collect();
-        let mut cell = Cell { hosts: BTreeMap::new(), disks: BTreeMap::new(), answers: BTreeMap::new(), ids: ids.clone(), tunables };
+        let mut cell = Cell {
+            hosts: BTreeMap::new(),
+            disks: BTreeMap::new(),
+            answers: BTreeMap::new(),
+            ids: ids.clone(),
+            tunables,
+        };
         for id in &ids {
             let disk = MemStore::new();
             let host = Host::boot(disk.clone(), None, *id, tunables, id.0).expect("boots");
@@ -99,7 +105,8 @@ impl Cell {
         for id in self.ids.clone() {
             self.disks[&id].crash();
             self.hosts.remove(&id);
-            let host = Host::boot(self.disks[&id].clone(), Some(id), NodeId(0xdead), self.tunables, 99).expect("reboots");
+            let host =
+                Host::boot(self.disks[&id].clone(), Some(id), NodeId(0xdead), self.tunables, 99).expect("reboots");
             assert_eq!(host.journal_count(), journals, "every journal placed here is back");
             self.hosts.insert(id, host);
         }
@@ -110,7 +117,8 @@ impl Cell {
     fn reboot_asleep(&mut self, dormant_after: u64, mut tune: impl FnMut(NodeId, &mut Host<MemStore>)) {
         for id in self.ids.clone() {
             self.hosts.remove(&id);
-            let mut host = Host::boot_asleep(self.disks[&id].clone(), Some(id), NodeId(0xdead), self.tunables, 7).expect("reboots");
+            let mut host = Host::boot_asleep(self.disks[&id].clone(), Some(id), NodeId(0xdead), self.tunables, 7)
+                .expect("reboots");
             host.set_dormancy(Some(dormant_after));
             tune(id, &mut host);
             self.hosts.insert(id, host);
@@ -121,7 +129,13 @@ impl Cell {
     fn pages(&mut self, at: NodeId, k: JournalKey, up_to: u64) -> Vec<ReadAnswer> {
         (0..up_to)
             .map(|from| {
-                let read = ReadRequest { from: Seq(from), limit: 0, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Linearizable };
+                let read = ReadRequest {
+                    from: Seq(from),
+                    limit: 0,
+                    max_bytes: 0,
+                    wait_ticks: 0,
+                    consistency: Consistency::Linearizable,
+                };
                 let t = self.request(at, NodeRequest::Read { journal: k, read });
                 match self.wait(at, t) {
                     NodeAnswer::Read(a) => a,
@@ -132,7 +146,10 @@ impl Cell {
     }
 
     fn write(&mut self, at: NodeId, k: JournalKey, leader: LeaderUuid, seq: u64, records: Vec<Bytes>) -> CallAnswer {
-        let t = self.request(at, NodeRequest::Call { journal: k, call: Call::Write { leader: Some(leader), seq: Seq(seq), records } });
+        let t = self.request(
+            at,
+            NodeRequest::Call { journal: k, call: Call::Write { leader: Some(leader), seq: Seq(seq), records } },
+        );
         match self.wait(at, t) {
             NodeAnswer::Call(a) => a,
             other => panic!("{other:?}"),
@@ -228,10 +245,13 @@ fn a_restarted_cell_holds_every_acknowledged_write_and_the_same_folds() {
     }
     for k in &keys {
         let at = ids[0];
-        let read = ReadRequest { from: Seq(0), limit: 0, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Linearizable };
+        let read =
+            ReadRequest { from: Seq(0), limit: 0, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Linearizable };
         let t = cell.request(at, NodeRequest::Read { journal: *k, read });
         match cell.wait(at, t) {
-            NodeAnswer::Read(ReadAnswer::Page { records, .. }) => assert_eq!(records, acked[k], "every acknowledged record is back"),
+            NodeAnswer::Read(ReadAnswer::Page { records, .. }) => {
+                assert_eq!(records, acked[k], "every acknowledged record is back")
+            }
             other => panic!("{other:?}"),
         }
     }
@@ -239,7 +259,11 @@ fn a_restarted_cell_holds_every_acknowledged_write_and_the_same_folds() {
 
 /// The batches the window tests write: 60 writes of one to three records, each record distinct.
 fn window_batches() -> Vec<Vec<Bytes>> {
-    (0..60u64).map(|n| (0..=(n % 3)).map(|i| Bytes::from(format!("record {n}.{i} {}", "x".repeat((n % 7) as usize)))).collect()).collect()
+    (0..60u64)
+        .map(|n| {
+            (0..=(n % 3)).map(|i| Bytes::from(format!("record {n}.{i} {}", "x".repeat((n % 7) as usize)))).collect()
+        })
+        .collect()
 }
 
 /// A journal that outgrew its in-memory window answers exactly as one that holds everything:
@@ -262,7 +286,10 @@ fn a_journal_larger_than_its_window_answers_from_the_store_as_from_memory() {
         let mut seq = 0;
         for records in window_batches() {
             let n = records.len() as u64;
-            assert_eq!(cell.write(leader, k, uuid(7), seq, records), CallAnswer::Verdict(Outcome::Accepted { seq: Seq(seq), count: n }));
+            assert_eq!(
+                cell.write(leader, k, uuid(7), seq, records),
+                CallAnswer::Verdict(Outcome::Accepted { seq: Seq(seq), count: n })
+            );
             seq += n;
         }
         cell.hosts.insert(late, away);
@@ -272,17 +299,29 @@ fn a_journal_larger_than_its_window_answers_from_the_store_as_from_memory() {
         let states: Vec<_> = cell.hosts.values().map(|h| *h.voter(&k).expect("a voter").state()).collect();
         assert!(states.iter().all(|s| s.next_seq == Seq(seq)), "every machine caught up: {states:?}");
         let retry = window_batches().swap_remove(0);
-        pages.push((cell.pages(late, k, seq + 1), cell.pages(leader, k, seq + 1), cell.write(leader, k, uuid(7), 0, retry)));
+        pages.push((
+            cell.pages(late, k, seq + 1),
+            cell.pages(leader, k, seq + 1),
+            cell.write(leader, k, uuid(7), 0, retry),
+        ));
     }
     let (small_cell, full_cell) = (&cells[0], &cells[1]);
     assert_eq!(pages[0].0, pages[1].0, "pages from the store are the pages from memory (the late machine)");
     assert_eq!(pages[0].1, pages[1].1, "pages from the store are the pages from memory (the leader)");
     assert_eq!(pages[1].2, CallAnswer::Verdict(Outcome::Duplicate { seq: Seq(0), count: 1 }));
-    assert_eq!(pages[0].2, CallAnswer::NoVerdict, "below the window a retry cannot be compared: no verdict, never a wrong one");
+    assert_eq!(
+        pages[0].2,
+        CallAnswer::NoVerdict,
+        "below the window a retry cannot be compared: no verdict, never a wrong one"
+    );
     let fetched: u64 = small_cell.hosts.values().map(|h| h.stats().fetches).sum();
     let reads: u64 = small_cell.disks.values().map(MemStore::reads).sum();
     assert!(fetched > 0 && reads > 0, "the small window read from the store ({fetched} fetches, {reads} reads)");
-    assert_eq!(full_cell.disks.values().map(MemStore::reads).sum::<u64>(), 0, "a window that holds everything never reads");
+    assert_eq!(
+        full_cell.disks.values().map(MemStore::reads).sum::<u64>(),
+        0,
+        "a window that holds everything never reads"
+    );
     for h in small_cell.hosts.values() {
         let v = h.voter(&k).expect("a voter");
         assert!(v.log().bytes() <= 64 + 64, "the window holds about window_bytes: {}", v.log().bytes());
@@ -323,7 +362,10 @@ fn a_quiet_journal_goes_dormant_and_a_write_wakes_it_from_its_store() {
     let mut written = Vec::new();
     for n in 0..5u64 {
         let records = vec![Bytes::from(format!("before {n}"))];
-        assert_eq!(cell.write(leader, k, uuid(3), n, records.clone()), CallAnswer::Verdict(Outcome::Accepted { seq: Seq(n), count: 1 }));
+        assert_eq!(
+            cell.write(leader, k, uuid(3), n, records.clone()),
+            CallAnswer::Verdict(Outcome::Accepted { seq: Seq(n), count: 1 })
+        );
         written.extend(records);
     }
     for _ in 0..80 {
@@ -334,12 +376,22 @@ fn a_quiet_journal_goes_dormant_and_a_write_wakes_it_from_its_store() {
         assert_eq!((h.dormant_count(), h.journal_count()), (1, 1), "it is still hosted");
     }
     let records = vec![Bytes::from_static(b"after")];
-    assert_eq!(cell.write(leader, k, uuid(3), 5, records.clone()), CallAnswer::Verdict(Outcome::Accepted { seq: Seq(5), count: 1 }));
+    assert_eq!(
+        cell.write(leader, k, uuid(3), 5, records.clone()),
+        CallAnswer::Verdict(Outcome::Accepted { seq: Seq(5), count: 1 })
+    );
     written.extend(records);
-    assert!(cell.hosts.values().all(|h| !h.is_dormant(&k)), "a write wakes it everywhere (the campaign reaches every voter)");
-    assert!(cell.hosts.values().map(|h| h.stats().wakes).sum::<u64>() >= 3 && cell.hosts[&leader].stats().dormancies >= 1);
+    assert!(
+        cell.hosts.values().all(|h| !h.is_dormant(&k)),
+        "a write wakes it everywhere (the campaign reaches every voter)"
+    );
+    assert!(
+        cell.hosts.values().map(|h| h.stats().wakes).sum::<u64>() >= 3 && cell.hosts[&leader].stats().dormancies >= 1
+    );
     match cell.pages(leader, k, 1).pop() {
-        Some(ReadAnswer::Page { records, .. }) => assert_eq!(records, written, "everything written before the sleep reads back"),
+        Some(ReadAnswer::Page { records, .. }) => {
+            assert_eq!(records, written, "everything written before the sleep reads back")
+        }
         other => panic!("{other:?}"),
     }
 }
@@ -376,7 +428,11 @@ fn a_failed_sync_fails_the_round_and_nothing_leaves() {
 fn a_message_for_an_unknown_journal_is_dropped_and_counted() {
     let mut cell = Cell::new(1);
     let h = cell.hosts.get_mut(&cell.ids[0]).unwrap();
-    let stranger = Envelope { journal: key(77), from: NodeId(5), message: paros_core::Message::CatchUpRequest { from: paros_core::Slot(0), life: paros_core::Life(1) } };
+    let stranger = Envelope {
+        journal: key(77),
+        from: NodeId(5),
+        message: paros_core::Message::CatchUpRequest { from: paros_core::Slot(0), life: paros_core::Life(1) },
+    };
     h.deliver(NodeId(5), vec![stranger]);
     assert_eq!(h.stats().unknown_journal_drops, 1);
     assert_eq!(h.journal_count(), 1, "no journal is created implicitly");
@@ -406,7 +462,11 @@ fn idle_journals_cost_no_work_per_round() {
     for n in 0..rounds {
         for (i, k) in keys.iter().enumerate() {
             let l = cell.leader_of(k).unwrap();
-            let call = Call::Write { leader: Some(uuid(100 + i as u128)), seq: Seq(n), records: vec![Bytes::from_static(b"r")] };
+            let call = Call::Write {
+                leader: Some(uuid(100 + i as u128)),
+                seq: Seq(n),
+                records: vec![Bytes::from_static(b"r")],
+            };
             let t = cell.request(l, NodeRequest::Call { journal: *k, call });
             assert!(matches!(cell.wait(l, t), NodeAnswer::Call(CallAnswer::Verdict(Outcome::Accepted { .. }))));
         }
@@ -426,9 +486,18 @@ fn idle_journals_cost_no_work_per_round() {
         let per_round_ticks = (a.journal_ticks - b.journal_ticks) as f64 / rounds_run as f64;
         let per_round_readies = (a.readies - b.readies) as f64 / rounds_run as f64;
         let per_round_visits = (a.journals_visited - b.journals_visited) as f64 / rounds_run as f64;
-        assert!(per_round_visits <= active as f64 * 2.0, "a round looks at the active journals, not {total}: {per_round_visits}");
-        assert!(per_round_ticks <= active as f64 * 2.0, "ticks per round track the active journals, not {total}: {per_round_ticks}");
-        assert!(per_round_readies <= active as f64 * 2.0, "readies per round track the active journals: {per_round_readies}");
+        assert!(
+            per_round_visits <= active as f64 * 2.0,
+            "a round looks at the active journals, not {total}: {per_round_visits}"
+        );
+        assert!(
+            per_round_ticks <= active as f64 * 2.0,
+            "ticks per round track the active journals, not {total}: {per_round_ticks}"
+        );
+        assert!(
+            per_round_readies <= active as f64 * 2.0,
+            "readies per round track the active journals: {per_round_readies}"
+        );
     }
 }
 
@@ -446,7 +515,11 @@ fn many_concurrent_writers_share_one_sync() {
     let mut tickets = Vec::new();
     for round in 0..10u64 {
         for (i, k) in keys.iter().enumerate() {
-            let call = Call::Write { leader: Some(uuid(1000 + i as u128)), seq: Seq(round), records: vec![Bytes::from_static(b"g")] };
+            let call = Call::Write {
+                leader: Some(uuid(1000 + i as u128)),
+                seq: Seq(round),
+                records: vec![Bytes::from_static(b"g")],
+            };
             tickets.push((leaders[i], cell.request(leaders[i], NodeRequest::Call { journal: *k, call })));
         }
         for (l, t) in std::mem::take(&mut tickets) {
@@ -555,7 +628,11 @@ fn journals_woken_to_check_in_after_a_boot_sleep_again_without_waiting_out_the_d
     }
     assert!(woke_all, "every journal checked in once on every machine");
     for (id, h) in &cell.hosts {
-        assert_eq!(h.dormant_count(), journals as usize, "{id:?}: checked in and asleep again after {ticks} ticks, not {dormant_after}");
+        assert_eq!(
+            h.dormant_count(),
+            journals as usize,
+            "{id:?}: checked in and asleep again after {ticks} ticks, not {dormant_after}"
+        );
     }
     // Asleep is not gone: a call wakes the journal where it lands, which elects itself.
     let (k, at) = (keys[0], cell.ids[0]);
@@ -595,18 +672,24 @@ fn a_peers_check_in_wakes_a_journal_only_for_the_check_in() {
     }
     assert!(peers_woke, "the first machine's check-ins woke every journal on both peers");
     for (id, h) in &cell.hosts {
-        assert_eq!(h.dormant_count(), journals as usize, "{id:?}: asleep again after {ticks} ticks, not {dormant_after}");
+        assert_eq!(
+            h.dormant_count(),
+            journals as usize,
+            "{id:?}: asleep again after {ticks} ticks, not {dormant_after}"
+        );
     }
 
     // The peers' own turn comes: every journal was checked in already, so nothing wakes.
-    let before: BTreeMap<NodeId, (u64, u64)> = cell.hosts.iter().map(|(id, h)| (*id, (h.stats().wakes, h.stats().campaigns))).collect();
+    let before: BTreeMap<NodeId, (u64, u64)> =
+        cell.hosts.iter().map(|(id, h)| (*id, (h.stats().wakes, h.stats().campaigns))).collect();
     for h in cell.hosts.values_mut() {
         h.set_boot_wakes_per_tick(paros_node::host::BOOT_WAKES_PER_TICK);
     }
     for _ in 0..ticks {
         cell.tick();
     }
-    let after: BTreeMap<NodeId, (u64, u64)> = cell.hosts.iter().map(|(id, h)| (*id, (h.stats().wakes, h.stats().campaigns))).collect();
+    let after: BTreeMap<NodeId, (u64, u64)> =
+        cell.hosts.iter().map(|(id, h)| (*id, (h.stats().wakes, h.stats().campaigns))).collect();
     assert_eq!(after, before, "no journal woken or elected a second time (wakes, campaigns)");
 }
 
@@ -663,12 +746,16 @@ fn a_machine_down_during_writes_catches_up_at_its_boot_check_in_and_idle_check_i
     let leader = claim(&mut cell, k, uuid(5));
     let down = *cell.ids.iter().find(|id| **id != leader).expect("a follower");
     use paros_node::ports::LogRead;
-    let chosen = |cell: &Cell, id: NodeId| cell.disks[&id].load_journal(&k).expect("reads").expect("hosted").chosen_up_to;
+    let chosen =
+        |cell: &Cell, id: NodeId| cell.disks[&id].load_journal(&k).expect("reads").expect("hosted").chosen_up_to;
     let missed_from = chosen(&cell, down);
     cell.hosts.remove(&down);
     for n in 0..6u64 {
         let records = vec![Bytes::from(format!("while down {n}"))];
-        assert_eq!(cell.write(leader, k, uuid(5), n, records), CallAnswer::Verdict(Outcome::Accepted { seq: Seq(n), count: 1 }));
+        assert_eq!(
+            cell.write(leader, k, uuid(5), n, records),
+            CallAnswer::Verdict(Outcome::Accepted { seq: Seq(n), count: 1 })
+        );
     }
 
     // Everything restarts; the journal checks in everywhere, and sleeps once quiet.
@@ -678,7 +765,10 @@ fn a_machine_down_during_writes_catches_up_at_its_boot_check_in_and_idle_check_i
     }
     let up_to: Vec<paros_core::Slot> = cell.ids.iter().map(|id| chosen(&cell, *id)).collect();
     assert!(up_to.iter().all(|s| *s == up_to[0]), "every machine holds the same chosen prefix: {up_to:?}");
-    assert!(up_to[0].0 >= missed_from.0 + 6, "including the six writes the machine that was down missed: {up_to:?} from {missed_from:?}");
+    assert!(
+        up_to[0].0 >= missed_from.0 + 6,
+        "including the six writes the machine that was down missed: {up_to:?} from {missed_from:?}"
+    );
     for (id, h) in &cell.hosts {
         assert_eq!(h.dormant_count(), 1, "{id:?}: asleep again");
     }
@@ -691,7 +781,11 @@ fn a_machine_down_during_writes_catches_up_at_its_boot_check_in_and_idle_check_i
     for (id, h) in &cell.hosts {
         assert!(h.stats().wakes >= 1, "{id:?}: checked in");
         assert_eq!(h.dormant_count(), 1, "{id:?}: and asleep again");
-        assert_eq!((h.stats().campaigns, h.stats().writes), (0, 0), "{id:?}: no election, no write (campaigns, writes)");
+        assert_eq!(
+            (h.stats().campaigns, h.stats().writes),
+            (0, 0),
+            "{id:?}: no election, no write (campaigns, writes)"
+        );
     }
 }
 
@@ -740,7 +834,11 @@ fn an_answer_to_an_earlier_life_of_a_journal_is_dropped_counted_and_wakes_nothin
     // A watermark for a round of the life that went to sleep: the dormant journal asked
     // nothing, so it is not woken for it.
     let wakes = cell.hosts[&follower].stats().wakes;
-    let stale = Envelope { journal: k, from: leader, message: Message::Watermark { read: 0, life: first_life, up_to: Slot(1) } };
+    let stale = Envelope {
+        journal: k,
+        from: leader,
+        message: Message::Watermark { read: 0, life: first_life, up_to: Slot(1) },
+    };
     cell.hosts.get_mut(&follower).unwrap().deliver(leader, vec![stale.clone()]);
     let stats = cell.hosts[&follower].stats();
     assert!(cell.hosts[&follower].is_dormant(&k), "a stale answer woke a dormant journal");
@@ -748,13 +846,21 @@ fn an_answer_to_an_earlier_life_of_a_journal_is_dropped_counted_and_wakes_nothin
 
     // A write wakes it everywhere, in a new life here.
     let records = vec![Bytes::from_static(b"x")];
-    assert_eq!(cell.write(leader, k, uuid(5), 0, records), CallAnswer::Verdict(Outcome::Accepted { seq: Seq(0), count: 1 }));
+    assert_eq!(
+        cell.write(leader, k, uuid(5), 0, records),
+        CallAnswer::Verdict(Outcome::Accepted { seq: Seq(0), count: 1 })
+    );
     let woken_life = cell.hosts[&follower].voter(&k).expect("woken").life();
     assert_ne!(woken_life, first_life, "every life of a journal on a machine is its own");
     let late = [
         stale.message,
         Message::CatchUpResponse { entries: Vec::new(), chosen_up_to: Slot(9), life: first_life },
-        Message::TrimmedTo { from: Slot(0), point: Slot(9), state: paros_core::journal::JournalState::default(), life: first_life },
+        Message::TrimmedTo {
+            from: Slot(0),
+            point: Slot(9),
+            state: paros_core::journal::JournalState::default(),
+            life: first_life,
+        },
     ];
     let h = cell.hosts.get_mut(&follower).unwrap();
     h.deliver(leader, late.into_iter().map(|message| Envelope { journal: k, from: leader, message }).collect());
@@ -762,6 +868,13 @@ fn an_answer_to_an_earlier_life_of_a_journal_is_dropped_counted_and_wakes_nothin
     assert_eq!((stats.stale_answers, stats.stale_answers_after_wake), (3, 3));
     assert_eq!(h.voter(&k).unwrap().floor(), Slot(0), "a trim point told to the earlier life is not jumped to");
     // An answer of this life is not stale.
-    h.deliver(leader, vec![Envelope { journal: k, from: leader, message: Message::Watermark { read: 7, life: woken_life, up_to: Slot(1) } }]);
+    h.deliver(
+        leader,
+        vec![Envelope {
+            journal: k,
+            from: leader,
+            message: Message::Watermark { read: 7, life: woken_life, up_to: Slot(1) },
+        }],
+    );
     assert_eq!(h.stats().stale_answers, 3);
 }

@@ -114,9 +114,16 @@ fn a_removed_journal_answers_its_callers_unknown_and_its_data_leaves_the_store()
     drain(&mut host);
     let uuid = LeaderUuid::new(5).expect("non-zero");
     for i in [1, 2] {
-        let t = host.request(NodeRequest::Call { journal: key(i), call: Call::SetLeader { new: uuid, old: None } }).expect("hosted");
+        let t = host
+            .request(NodeRequest::Call { journal: key(i), call: Call::SetLeader { new: uuid, old: None } })
+            .expect("hosted");
         let answers = drain(&mut host);
-        assert!(answers.iter().any(|(at, a)| *at == t && matches!(a, NodeAnswer::Call(CallAnswer::Verdict(Outcome::Won(_))))), "{answers:?}");
+        assert!(
+            answers
+                .iter()
+                .any(|(at, a)| *at == t && matches!(a, NodeAnswer::Call(CallAnswer::Verdict(Outcome::Won(_))))),
+            "{answers:?}"
+        );
     }
     let write = Call::Write { leader: Some(uuid), seq: paros_core::Seq(0), records: vec![Bytes::from_static(b"r")] };
     let pending = host.request(NodeRequest::Call { journal: key(1), call: write.clone() }).expect("hosted");

@@ -41,7 +41,14 @@ impl Machines {
             pumps.insert(*id, Pump::new(host, 0));
         }
         pumps.get_mut(&ids[0]).expect("present").host_mut().campaign(&key());
-        Machines { pumps, persisting: BTreeMap::new(), mail: Vec::new(), answers: BTreeMap::new(), now_ms: 0, seen: Vec::new() }
+        Machines {
+            pumps,
+            persisting: BTreeMap::new(),
+            mail: Vec::new(),
+            answers: BTreeMap::new(),
+            now_ms: 0,
+            seen: Vec::new(),
+        }
     }
 
     /// One pass: every machine steps once (handing back a batch whose disk time is up), then
@@ -101,7 +108,12 @@ impl Machines {
 
     fn call(&mut self, call: Call, disk_steps: u32) -> NodeAnswer {
         let at = self.leader().expect("a leader");
-        let ticket = self.pumps.get_mut(&at).expect("present").request(NodeRequest::Call { journal: key(), call }).expect("hosted");
+        let ticket = self
+            .pumps
+            .get_mut(&at)
+            .expect("present")
+            .request(NodeRequest::Call { journal: key(), call })
+            .expect("hosted");
         for _ in 0..50 {
             self.tick(disk_steps);
             if let Some(a) = self.answers.remove(&(at, ticket)) {
@@ -123,7 +135,10 @@ fn calls_are_decided_through_pumps_with_a_slow_disk() {
         m.tick(3);
     }
     let a = uuid(7);
-    assert!(matches!(m.call(Call::SetLeader { new: a, old: None }, 3), NodeAnswer::Call(CallAnswer::Verdict(Outcome::Won(_)))));
+    assert!(matches!(
+        m.call(Call::SetLeader { new: a, old: None }, 3),
+        NodeAnswer::Call(CallAnswer::Verdict(Outcome::Won(_)))
+    ));
     let records = vec![Bytes::from_static(b"one"), Bytes::from_static(b"two")];
     let answer = m.call(Call::Write { leader: Some(a), seq: Seq(0), records }, 3);
     assert_eq!(answer, NodeAnswer::Call(CallAnswer::Verdict(Outcome::Accepted { seq: Seq(0), count: 2 })));

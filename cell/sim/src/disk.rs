@@ -162,7 +162,12 @@ impl SimDisk {
 
 /// Reads what is durable: a journal reads back only entries it evicted after they were synced.
 impl LogRead for SimDisk {
-    fn read_range(&self, journal: &JournalKey, from: Slot, slots_max: u32) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
+    fn read_range(
+        &self,
+        journal: &JournalKey,
+        from: Slot,
+        slots_max: u32,
+    ) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
         Ok(self.synced.get(journal).map(|d| d.read_range(from, slots_max)).unwrap_or_default())
     }
 
@@ -192,7 +197,8 @@ mod tests {
 
     fn placed() -> SimDisk {
         let mut d = SimDisk::default();
-        let config = JournalConfig { mode: paros_core::journal::WriterMode::Single, voters: vec![NodeId(1)], learners: vec![] };
+        let config =
+            JournalConfig { mode: paros_core::journal::WriterMode::Single, voters: vec![NodeId(1)], learners: vec![] };
         d.place(&[Placement::Put(key(), config)]);
         d.sync().expect("no fault armed");
         d
@@ -226,7 +232,8 @@ mod tests {
     #[test]
     fn placements_ride_the_sync_and_a_crash_loses_an_unsynced_one() {
         let mut d = SimDisk::default();
-        let config = JournalConfig { mode: paros_core::journal::WriterMode::Single, voters: vec![NodeId(1)], learners: vec![] };
+        let config =
+            JournalConfig { mode: paros_core::journal::WriterMode::Single, voters: vec![NodeId(1)], learners: vec![] };
         d.place(&[Placement::Put(key(), config.clone())]);
         d.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(1) }])]);
         d.crash();

@@ -4,10 +4,10 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use paros_sim::check::MUST_REACH_SEEDS_MIN;
-use paros_sim::check::Claim;
-use paros_sim::sweep::{self, SeedResult, Seeds};
 use paros_sim::RunOptions;
+use paros_sim::check::Claim;
+use paros_sim::check::MUST_REACH_SEEDS_MIN;
+use paros_sim::sweep::{self, SeedResult, Seeds};
 
 /// The sweeps allocate per message and per event: mimalloc, as the `paros` binary uses.
 #[global_allocator]
@@ -69,7 +69,10 @@ fn main() -> ExitCode {
             let plan = match (seeds, duration_s, seed_list) {
                 (Some(count), _, _) => Seeds::Range { start, count },
                 (None, Some(secs), _) => Seeds::For { start, budget: std::time::Duration::from_secs(secs) },
-                (None, None, Some(path)) => match std::fs::read_to_string(&path).map_err(|e| e.to_string()).and_then(|t| sweep::parse_seed_list(&t)) {
+                (None, None, Some(path)) => match std::fs::read_to_string(&path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|t| sweep::parse_seed_list(&t))
+                {
                     Ok(list) => Seeds::List(list),
                     Err(e) => {
                         eprintln!("cannot read the seed list {}: {e}", path.display());
@@ -141,11 +144,7 @@ fn run_sweep(plan: &Seeds, jobs: Option<usize>, lin_steps: u64) -> ExitCode {
         s.elapsed_s
     );
     let _ = std::io::stdout().flush();
-    if s.violations() > 0 || !unreached.is_empty() || !under.is_empty() {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    if s.violations() > 0 || !unreached.is_empty() || !under.is_empty() { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
 
 fn run_replay(seed: u64, timeline: bool, history: Option<std::path::PathBuf>, lin_steps: u64) -> ExitCode {

@@ -105,7 +105,8 @@ impl Summary {
                 self.note_stall(seed, r.longest_stall_ns);
                 self.registry.push((seed, r.registry));
                 if r.claims.violations() > 0 {
-                    let details = r.claims.details.iter().map(|(c, d)| format!("claim \"{}\": {d}", c.name())).collect();
+                    let details =
+                        r.claims.details.iter().map(|(c, d)| format!("claim \"{}\": {d}", c.name())).collect();
                     self.failing.push((seed, details));
                 }
             }
@@ -160,16 +161,18 @@ static HOOK: std::sync::Once = std::sync::Once::new();
 
 /// Replaces the panic hook (once per process) with one that keeps the message for the report.
 fn install_quiet_hook() {
-    HOOK.call_once(|| panic::set_hook(Box::new(|info| {
-        let message = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "non-string panic".to_owned());
-        let place = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
-        LAST_PANIC.with(|p| *p.borrow_mut() = Some(format!("{message}{place}")));
-    })));
+    HOOK.call_once(|| {
+        panic::set_hook(Box::new(|info| {
+            let message = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "non-string panic".to_owned());
+            let place = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+            LAST_PANIC.with(|p| *p.borrow_mut() = Some(format!("{message}{place}")));
+        }))
+    });
 }
 
 /// Runs one seed, catching a panic.

@@ -45,24 +45,46 @@ impl H {
         self
     }
 
-
     fn claim(&mut self, new: u128, old: Option<u128>, out: Outcome, call: u64, ret: u64) -> &mut Self {
         let input = OpInput::SetLeader { new: u(new), old: old.map(u) };
         self.op("w", input, Some(OpOutput::Call(CallAnswer::Verdict(out))), call, Some(ret))
     }
 
-    fn write(&mut self, leader: u128, seq: u64, records: &[&str], out: Option<CallAnswer>, call: u64, ret: Option<u64>) -> &mut Self {
+    fn write(
+        &mut self,
+        leader: u128,
+        seq: u64,
+        records: &[&str],
+        out: Option<CallAnswer>,
+        call: u64,
+        ret: Option<u64>,
+    ) -> &mut Self {
         let input = OpInput::Write { leader: Some(u(leader)), seq, records: records.iter().map(|r| rec(r)).collect() };
         self.op("w", input, out.map(OpOutput::Call), call, ret)
     }
 
     fn read(&mut self, from: u64, out: ReadAnswer, call: u64, ret: u64) -> &mut Self {
-        let input = OpInput::Read { from, limit: 0, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Linearizable };
+        let input =
+            OpInput::Read { from, limit: 0, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Linearizable };
         self.op("r", input, Some(OpOutput::Read(out)), call, Some(ret))
     }
 
-    fn stale_page(&mut self, from: u64, at_least: u64, records: &[&str], v: JournalView, call: u64, ret: u64) -> &mut Self {
-        let input = OpInput::Read { from, limit: 0, max_bytes: 0, wait_ticks: 0, consistency: Consistency::AtLeast(Seq(at_least)) };
+    fn stale_page(
+        &mut self,
+        from: u64,
+        at_least: u64,
+        records: &[&str],
+        v: JournalView,
+        call: u64,
+        ret: u64,
+    ) -> &mut Self {
+        let input = OpInput::Read {
+            from,
+            limit: 0,
+            max_bytes: 0,
+            wait_ticks: 0,
+            consistency: Consistency::AtLeast(Seq(at_least)),
+        };
         let page = ReadAnswer::Page { from: Seq(from), records: records.iter().map(|r| rec(r)).collect(), view: v };
         self.op("p", input, Some(OpOutput::Read(page)), call, Some(ret))
     }
@@ -146,9 +168,13 @@ fn a_read_of_a_record_never_written_is_rejected() {
 #[test]
 fn a_lost_acknowledged_write_is_rejected() {
     let mut h = H::default();
-    h.claim(1, None, Outcome::Won(view(1, 0, 0)), 1, 2)
-        .write(1, 0, &["a@0"], accepted(0, 1), 3, Some(4))
-        .page(0, &[], view(1, 0, 0), 5, 6);
+    h.claim(1, None, Outcome::Won(view(1, 0, 0)), 1, 2).write(1, 0, &["a@0"], accepted(0, 1), 3, Some(4)).page(
+        0,
+        &[],
+        view(1, 0, 0),
+        5,
+        6,
+    );
     assert!(matches!(h.verdict(), Verdict::Violation { .. }), "{:?}", h.verdict());
 }
 
@@ -180,27 +206,42 @@ fn a_read_below_the_trim_point_must_be_refused() {
 #[test]
 fn a_refused_retry_where_the_fold_says_duplicate_is_rejected() {
     let mut h = H::default();
-    h.claim(1, None, Outcome::Won(view(1, 0, 0)), 1, 2)
-        .write(1, 0, &["a@0"], accepted(0, 1), 3, Some(4))
-        .write(1, 0, &["a@0"], Some(CallAnswer::Verdict(Outcome::Refused(view(1, 0, 1)))), 5, Some(6));
+    h.claim(1, None, Outcome::Won(view(1, 0, 0)), 1, 2).write(1, 0, &["a@0"], accepted(0, 1), 3, Some(4)).write(
+        1,
+        0,
+        &["a@0"],
+        Some(CallAnswer::Verdict(Outcome::Refused(view(1, 0, 1)))),
+        5,
+        Some(6),
+    );
     assert!(matches!(h.verdict(), Verdict::Violation { .. }), "{:?}", h.verdict());
 }
 
 #[test]
 fn a_duplicate_retry_answered_duplicate_is_linearizable() {
     let mut h = H::default();
-    h.claim(1, None, Outcome::Won(view(1, 0, 0)), 1, 2)
-        .write(1, 0, &["a@0"], accepted(0, 1), 3, Some(4))
-        .write(1, 0, &["a@0"], Some(CallAnswer::Verdict(Outcome::Duplicate { seq: Seq(0), count: 1 })), 5, Some(6));
+    h.claim(1, None, Outcome::Won(view(1, 0, 0)), 1, 2).write(1, 0, &["a@0"], accepted(0, 1), 3, Some(4)).write(
+        1,
+        0,
+        &["a@0"],
+        Some(CallAnswer::Verdict(Outcome::Duplicate { seq: Seq(0), count: 1 })),
+        5,
+        Some(6),
+    );
     assert!(matches!(h.verdict(), Verdict::Linearizable { ops: 3 }), "{:?}", h.verdict());
 }
 
 #[test]
 fn a_retry_with_changed_bytes_answered_duplicate_is_rejected() {
     let mut h = H::default();
-    h.claim(1, None, Outcome::Won(view(1, 0, 0)), 1, 2)
-        .write(1, 0, &["a@0"], accepted(0, 1), 3, Some(4))
-        .write(1, 0, &["~a@0"], Some(CallAnswer::Verdict(Outcome::Duplicate { seq: Seq(0), count: 1 })), 5, Some(6));
+    h.claim(1, None, Outcome::Won(view(1, 0, 0)), 1, 2).write(1, 0, &["a@0"], accepted(0, 1), 3, Some(4)).write(
+        1,
+        0,
+        &["~a@0"],
+        Some(CallAnswer::Verdict(Outcome::Duplicate { seq: Seq(0), count: 1 })),
+        5,
+        Some(6),
+    );
     assert!(matches!(h.verdict(), Verdict::Violation { .. }), "{:?}", h.verdict());
 }
 
@@ -225,19 +266,29 @@ fn an_accepted_batch_resent_at_another_position_is_refused() {
 fn a_call_at_the_nanosecond_of_a_return_is_ordered_by_its_event_index() {
     // The write returns at 5 µs; the read is sent at that same nanosecond.
     let mut after = H::default();
-    after
-        .claim(1, None, Outcome::Won(view(1, 0, 0)), 1, 2)
-        .write(1, 0, &["a@0"], accepted(0, 1), 3, Some(4))
-        .page(0, &[], view(1, 0, 0), 5, 6);
+    after.claim(1, None, Outcome::Won(view(1, 0, 0)), 1, 2).write(1, 0, &["a@0"], accepted(0, 1), 3, Some(4)).page(
+        0,
+        &[],
+        view(1, 0, 0),
+        5,
+        6,
+    );
     (after.0[1].return_ns, after.0[2].call_ns) = (Some(5000), 5000);
     assert!(matches!(after.verdict(), Verdict::Violation { .. }), "a read sent after the return sees the write");
     let mut before = H::default();
-    before
-        .claim(1, None, Outcome::Won(view(1, 0, 0)), 1, 2)
-        .write(1, 0, &["a@0"], accepted(0, 1), 3, Some(5))
-        .page(0, &[], view(1, 0, 0), 4, 6);
+    before.claim(1, None, Outcome::Won(view(1, 0, 0)), 1, 2).write(1, 0, &["a@0"], accepted(0, 1), 3, Some(5)).page(
+        0,
+        &[],
+        view(1, 0, 0),
+        4,
+        6,
+    );
     (before.0[1].return_ns, before.0[2].call_ns) = (Some(5000), 5000);
-    assert!(matches!(before.verdict(), Verdict::Linearizable { .. }), "a read sent before the return may miss it: {:?}", before.verdict());
+    assert!(
+        matches!(before.verdict(), Verdict::Linearizable { .. }),
+        "a read sent before the return may miss it: {:?}",
+        before.verdict()
+    );
 }
 
 #[test]
@@ -253,19 +304,33 @@ fn a_stale_read_may_show_an_old_state() {
 #[test]
 fn a_stale_read_of_a_record_never_acknowledged_there_is_rejected() {
     let mut h = H::default();
-    h.claim(1, None, Outcome::Won(view(1, 0, 0)), 1, 2)
-        .write(1, 0, &["a@0"], accepted(0, 1), 3, Some(4))
-        .stale_page(0, 0, &["forged@0"], view(1, 0, 1), 5, 6);
+    h.claim(1, None, Outcome::Won(view(1, 0, 0)), 1, 2).write(1, 0, &["a@0"], accepted(0, 1), 3, Some(4)).stale_page(
+        0,
+        0,
+        &["forged@0"],
+        view(1, 0, 1),
+        5,
+        6,
+    );
     assert!(matches!(h.verdict(), Verdict::Violation { .. }), "{:?}", h.verdict());
 }
 
 #[test]
 fn a_stale_read_below_its_position_is_rejected() {
     let mut h = H::default();
-    h.claim(1, None, Outcome::Won(view(1, 0, 0)), 1, 2)
-        .write(1, 0, &["a@0"], accepted(0, 1), 3, Some(4))
-        .stale_page(0, 1, &[], view(1, 0, 0), 5, 6);
-    assert!(matches!(h.verdict(), Verdict::Violation { .. }), "at_least(1) is answered from a state holding seq0: {:?}", h.verdict());
+    h.claim(1, None, Outcome::Won(view(1, 0, 0)), 1, 2).write(1, 0, &["a@0"], accepted(0, 1), 3, Some(4)).stale_page(
+        0,
+        1,
+        &[],
+        view(1, 0, 0),
+        5,
+        6,
+    );
+    assert!(
+        matches!(h.verdict(), Verdict::Violation { .. }),
+        "at_least(1) is answered from a state holding seq0: {:?}",
+        h.verdict()
+    );
 }
 
 #[test]
@@ -283,7 +348,15 @@ fn mview(first: u64, next: u64) -> JournalView {
 }
 
 impl H {
-    fn append(&mut self, client: &str, seq: u64, records: &[&str], out: Option<CallAnswer>, call: u64, ret: Option<u64>) -> &mut Self {
+    fn append(
+        &mut self,
+        client: &str,
+        seq: u64,
+        records: &[&str],
+        out: Option<CallAnswer>,
+        call: u64,
+        ret: Option<u64>,
+    ) -> &mut Self {
         let input = OpInput::Write { leader: None, seq, records: records.iter().map(|r| rec(r)).collect() };
         self.op(client, input, out.map(OpOutput::Call), call, ret)
     }
@@ -305,7 +378,13 @@ fn racing() -> H {
         .append("a", 0, &["a2"], accepted(2, 1), 6, Some(8))
         .append("b", 7, &["b3"], accepted(3, 1), 7, Some(9))
         .page(0, &["a1", "a2", "a2", "b3"], mview(0, 4), 10, 11)
-        .op("b", OpInput::Truncate { leader: None, up_to: 1 }, Some(OpOutput::Call(CallAnswer::Verdict(Outcome::Trimmed(mview(1, 4))))), 12, Some(13))
+        .op(
+            "b",
+            OpInput::Truncate { leader: None, up_to: 1 },
+            Some(OpOutput::Call(CallAnswer::Verdict(Outcome::Trimmed(mview(1, 4))))),
+            12,
+            Some(13),
+        )
         .read(0, ReadAnswer::Truncated(mview(1, 4)), 14, 15);
     h
 }
@@ -327,7 +406,11 @@ fn a_multi_writer_append_lands_at_the_tail_whatever_its_seq() {
     assert!(matches!(h.multi(), Verdict::Linearizable { .. }), "{:?}", h.multi());
     let mut wrong = H::default();
     wrong.append("a", 9, &["a1"], accepted(9, 1), 1, Some(2));
-    assert!(matches!(wrong.multi(), Verdict::Violation { .. }), "an append is acknowledged at the tail, not at its seq: {:?}", wrong.multi());
+    assert!(
+        matches!(wrong.multi(), Verdict::Violation { .. }),
+        "an append is acknowledged at the tail, not at its seq: {:?}",
+        wrong.multi()
+    );
 }
 
 #[test]
@@ -347,9 +430,14 @@ fn an_ambiguous_multi_writer_append_seen_twice_is_rejected() {
 #[test]
 fn an_ambiguous_multi_writer_append_lands_only_after_its_call() {
     let mut h = H::default();
-    h.append("a", 0, &["a1"], accepted(0, 1), 1, Some(2))
-        .page(0, &["a1", "b1"], mview(0, 2), 3, 4)
-        .append("b", 0, &["b1"], None, 5, None);
+    h.append("a", 0, &["a1"], accepted(0, 1), 1, Some(2)).page(0, &["a1", "b1"], mview(0, 2), 3, 4).append(
+        "b",
+        0,
+        &["b1"],
+        None,
+        5,
+        None,
+    );
     assert!(matches!(h.multi(), Verdict::Violation { .. }), "b1 was read before it was sent: {:?}", h.multi());
 }
 
@@ -377,7 +465,13 @@ fn calls_shaped_for_the_other_writer_mode_are_wrong_mode() {
     let mut h = H::default();
     h.append("a", 0, &["a1"], accepted(0, 1), 1, Some(2))
         .write(7, 1, &["w"], wrong_mode(mview(0, 1)), 3, Some(4))
-        .op("w", OpInput::Truncate { leader: Some(u(7)), up_to: 1 }, wrong_mode(mview(0, 1)).map(OpOutput::Call), 5, Some(6))
+        .op(
+            "w",
+            OpInput::Truncate { leader: Some(u(7)), up_to: 1 },
+            wrong_mode(mview(0, 1)).map(OpOutput::Call),
+            5,
+            Some(6),
+        )
         .op("w", OpInput::SetLeader { new: u(7), old: None }, wrong_mode(mview(0, 1)).map(OpOutput::Call), 7, Some(8))
         .page(0, &["a1"], mview(0, 1), 9, 10);
     assert!(matches!(h.multi(), Verdict::Linearizable { ops: 5 }), "{:?}", h.multi());
@@ -386,7 +480,11 @@ fn calls_shaped_for_the_other_writer_mode_are_wrong_mode() {
     assert!(matches!(won.multi(), Verdict::Violation { .. }), "nobody leads a multi-writer journal: {:?}", won.multi());
     let mut fenced = H::default();
     fenced.write(7, 0, &["w"], accepted(0, 1), 1, Some(2));
-    assert!(matches!(fenced.multi(), Verdict::Violation { .. }), "a fenced write is not appended: {:?}", fenced.multi());
+    assert!(
+        matches!(fenced.multi(), Verdict::Violation { .. }),
+        "a fenced write is not appended: {:?}",
+        fenced.multi()
+    );
     // An unfenced append to a single-writer journal, led or not.
     let mut single = H::default();
     single
@@ -446,7 +544,8 @@ fn an_unseen_ambiguous_append_is_told_apart_by_the_length_a_byte_bounded_page_im
         .append("y", 0, &["unseen-long"], None, 2, None)
         .append("a", 0, &["a0"], accepted(0, 1), 3, Some(4))
         .append("b", 0, &["b"], accepted(2, 1), 5, Some(6));
-    let input = OpInput::Read { from: 0, limit: 0, max_bytes: 3, wait_ticks: 0, consistency: Consistency::Linearizable };
+    let input =
+        OpInput::Read { from: 0, limit: 0, max_bytes: 3, wait_ticks: 0, consistency: Consistency::Linearizable };
     let page = ReadAnswer::Page { from: Seq(0), records: vec![rec("a0")], view: mview(0, 3) };
     h.op("r", input, Some(OpOutput::Read(page)), 7, Some(8));
     assert!(matches!(h.multi(), Verdict::Linearizable { .. }), "{:?}", h.multi());

@@ -26,7 +26,21 @@ fn a_kept_history_is_the_one_the_run_checked() {
     assert!(!r.history.is_empty(), "the clients called the cell");
     for op in &r.history {
         let line = op.to_json();
-        for field in ["journal", "client", "op", "input", "output", "call", "return", "call_index", "return_index", "to", "server", "probe", "report"] {
+        for field in [
+            "journal",
+            "client",
+            "op",
+            "input",
+            "output",
+            "call",
+            "return",
+            "call_index",
+            "return_index",
+            "to",
+            "server",
+            "probe",
+            "report",
+        ] {
             assert!(line.get(field).is_some(), "every history line has `{field}`: {line}");
         }
         assert_eq!(line["output"].is_null(), op.output.is_none(), "a call without an answer has a null output");

@@ -12,7 +12,11 @@ fn view(first: u64, next: u64) -> JournalView {
 }
 
 fn page(from: u64, n: u64, v: JournalView) -> ReadAnswer {
-    ReadAnswer::Page { from: Seq(from), records: (from..from + n).map(|p| Bytes::from(format!("w0.0.1@{p}"))).collect(), view: v }
+    ReadAnswer::Page {
+        from: Seq(from),
+        records: (from..from + n).map(|p| Bytes::from(format!("w0.0.1@{p}"))).collect(),
+        view: v,
+    }
 }
 
 /// A reader's read from `from` at call index `i`, answered `answer`, reported `report`.
@@ -20,7 +24,13 @@ fn read(i: u64, from: u64, answer: Option<ReadAnswer>, report: ReadReport) -> Hi
     HistoryOp {
         journal: JournalKey::default(),
         client: "r0.0".into(),
-        input: OpInput::Read { from, limit: 16, max_bytes: 4096, wait_ticks: 0, consistency: Consistency::Linearizable },
+        input: OpInput::Read {
+            from,
+            limit: 16,
+            max_bytes: 4096,
+            wait_ticks: 0,
+            consistency: Consistency::Linearizable,
+        },
         return_ns: answer.as_ref().map(|_| 2 * i + 1),
         return_index: answer.as_ref().map(|_| 2 * i + 1),
         server: answer.as_ref().map(|_| NodeId(1)),
@@ -99,7 +109,8 @@ fn reads_without_a_report_are_not_a_readers() {
     for op in &mut h {
         op.report = None;
     }
-    h[2].input = OpInput::Read { from: 100, limit: 1, max_bytes: 1, wait_ticks: 0, consistency: Consistency::Linearizable };
+    h[2].input =
+        OpInput::Read { from: 100, limit: 1, max_bytes: 1, wait_ticks: 0, consistency: Consistency::Linearizable };
     let v = check(&h);
     assert_eq!((v.checked, v.violations.len()), (0, 0));
 }

@@ -36,7 +36,16 @@ fn an_exported_history_has_a_header_and_every_field_and_one_event_order() {
     let h = &header["header"];
     assert_eq!(h["format"], "paros-sim-history/4");
     assert_eq!(h["seed"], SEED);
-    for field in ["tick_ns", "call_timeout_ns", "page_records_max", "page_bytes_max", "write_records_max", "write_bytes_max", "wait_ticks_max", "read_ticks_max"] {
+    for field in [
+        "tick_ns",
+        "call_timeout_ns",
+        "page_records_max",
+        "page_bytes_max",
+        "write_records_max",
+        "write_bytes_max",
+        "wait_ticks_max",
+        "read_ticks_max",
+    ] {
         assert!(h[field].as_u64().is_some_and(|n| n > 0), "the header names `{field}`: {h}");
     }
     let journals: BTreeSet<&str> = h["journals"]
@@ -55,7 +64,21 @@ fn an_exported_history_has_a_header_and_every_field_and_one_event_order() {
     let (mut ties, mut probes, mut reports) = (0, 0, 0);
     let returns: BTreeSet<u64> = ops.iter().filter_map(|o| o["return"].as_u64()).collect();
     for op in ops {
-        for field in ["journal", "client", "op", "input", "output", "call", "return", "call_index", "return_index", "to", "server", "probe", "report"] {
+        for field in [
+            "journal",
+            "client",
+            "op",
+            "input",
+            "output",
+            "call",
+            "return",
+            "call_index",
+            "return_index",
+            "to",
+            "server",
+            "probe",
+            "report",
+        ] {
             assert!(op.get(field).is_some(), "every call line has `{field}`: {op}");
         }
         assert!(journals.contains(op["journal"].as_str().expect("a journal")), "the journal is in the header: {op}");
@@ -82,7 +105,10 @@ fn an_exported_history_has_a_header_and_every_field_and_one_event_order() {
             reports += 1;
             assert_eq!(op["op"], "read", "only reads carry a reader's report: {op}");
             let r = &op["report"];
-            assert!(r == "nothing" || r.get("records").is_some() || r.get("gap").is_some(), "a report is records, a gap or nothing: {op}");
+            assert!(
+                r == "nothing" || r.get("records").is_some() || r.get("gap").is_some(),
+                "a report is records, a gap or nothing: {op}"
+            );
         }
         ties += usize::from(op["call"].as_u64().is_some_and(|t| returns.contains(&t)));
         probes += usize::from(!op["probe"].is_null());

@@ -1,8 +1,8 @@
 //! Every seed that ever failed (`cell/sim/failed-seeds.txt`) replays clean.
 
+use paros_sim::RunOptions;
 use paros_sim::check::Claim;
 use paros_sim::sweep::{self, SeedResult};
-use paros_sim::RunOptions;
 
 #[test]
 fn every_seed_that_ever_failed_replays_clean() {

@@ -122,7 +122,8 @@ impl Run {
     /// # Errors
     /// [`StoreError::Write`] when `key` is not a `log` key.
     pub(crate) fn insert(&mut self, key: &[u8], value: Option<fjall::Slice>) -> Result<(), StoreError> {
-        let (journal, slot) = keys::split_log(key).ok_or_else(|| StoreError::Write(format!("malformed log key {key:02x?}")))?;
+        let (journal, slot) =
+            keys::split_log(key).ok_or_else(|| StoreError::Write(format!("malformed log key {key:02x?}")))?;
         self.journals.entry(journal).or_default().insert(slot, value);
         Ok(())
     }
@@ -149,12 +150,16 @@ impl Run {
     fn range<'r>(&'r self, lo: &[u8], hi: &[u8]) -> Box<dyn Iterator<Item = RunItem<'r>> + 'r> {
         match (keys::split_log(lo), keys::split_log(hi)) {
             (Some((journal, from)), Some((same, to))) if journal == same => match self.journals.get(&journal) {
-                Some(slots) if from <= to => Box::new(slots.range(from..=to).map(move |(s, v)| (keys::log_at(&journal, *s), v))),
+                Some(slots) if from <= to => {
+                    Box::new(slots.range(from..=to).map(move |(s, v)| (keys::log_at(&journal, *s), v)))
+                }
                 _ => Box::new(std::iter::empty()),
             },
             _ => {
                 let (lo, hi) = (lo.to_vec(), hi.to_vec());
-                Box::new(self.iter().filter(move |(k, _)| lo.as_slice() <= k.as_slice() && k.as_slice() <= hi.as_slice()))
+                Box::new(
+                    self.iter().filter(move |(k, _)| lo.as_slice() <= k.as_slice() && k.as_slice() <= hi.as_slice()),
+                )
             }
         }
     }
@@ -348,7 +353,11 @@ pub(crate) fn commit<'c>(
     let mut removed = Vec::new();
     for ((space, key), value) in newest {
         if space == Space::Gens {
-            removed.push(key.get(1..).and_then(|j| <[u8; JOURNAL_LEN]>::try_from(j).ok()).ok_or_else(|| StoreError::Write(format!("malformed removal mark {key:02x?}")))?);
+            removed.push(
+                key.get(1..)
+                    .and_then(|j| <[u8; JOURNAL_LEN]>::try_from(j).ok())
+                    .ok_or_else(|| StoreError::Write(format!("malformed removal mark {key:02x?}")))?,
+            );
             continue;
         }
         match value {
@@ -411,7 +420,8 @@ impl Applier {
                 // Best effort: at the caller's priority the applier only competes with the rounds.
                 let _ = crate::priority::lower_this_thread(nice);
             }
-            let applier = Thread { shared: &for_thread, db: &db, spaces: &spaces, reclaimer: reclaimer.as_ref(), spares };
+            let applier =
+                Thread { shared: &for_thread, db: &db, spaces: &spaces, reclaimer: reclaimer.as_ref(), spares };
             applier.run(pace);
         })?;
         Ok(Applier { shared, thread: Some(thread) })
@@ -442,13 +452,26 @@ fn next_batch(shared: &Shared, pace: Pace) -> Option<Vec<Arc<Round>>> {
             return None;
         }
         let ingest_due = p.ingested_through < p.applied_through && (p.flush_wanted || p.stop);
-        if p.synced_bytes > 0 || p.flush_wanted || ingest_due || p.closed.front().is_some_and(|(_, last)| *last <= p.applied_through) {
+        if p.synced_bytes > 0
+            || p.flush_wanted
+            || ingest_due
+            || p.closed.front().is_some_and(|(_, last)| *last <= p.applied_through)
+        {
             let seen = *first_seen.get_or_insert_with(Instant::now);
             let waited = seen.elapsed();
-            if p.stop || p.flush_wanted || p.synced_bytes >= pace.bytes || !p.closed.is_empty() || waited >= pace.interval {
+            if p.stop
+                || p.flush_wanted
+                || p.synced_bytes >= pace.bytes
+                || !p.closed.is_empty()
+                || waited >= pace.interval
+            {
                 break;
             }
-            p = shared.wake.wait_timeout(p, pace.interval - waited).unwrap_or_else(std::sync::PoisonError::into_inner).0;
+            p = shared
+                .wake
+                .wait_timeout(p, pace.interval - waited)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
             continue;
         }
         if p.stop {
@@ -510,7 +533,8 @@ impl Thread<'_> {
                 reclaim.extend(p.reclaim.pop_front().expect("checked").1);
             }
             let segment_waits = p.closed.front().is_some_and(|(_, last)| *last <= p.applied_through);
-            (p.ingested_through < p.applied_through && (segment_waits || p.flush_wanted || p.stop)).then_some(p.applied_through)
+            (p.ingested_through < p.applied_through && (segment_waits || p.flush_wanted || p.stop))
+                .then_some(p.applied_through)
         };
         if let Some(tx) = self.reclaimer.filter(|_| !reclaim.is_empty()) {
             // A reclaimer gone loses nothing: compaction still destroys what lies below floors.
@@ -538,7 +562,9 @@ impl Thread<'_> {
             // in fjall's journal: make that durable, then drop them.
             self.db.persist(PersistMode::SyncData).map_err(|e| StoreError::Sync(e.to_string()))?;
             for path in done {
-                self.spares.retire(&path).map_err(|e| StoreError::Write(format!("retiring {}: {e}", path.display())))?;
+                self.spares
+                    .retire(&path)
+                    .map_err(|e| StoreError::Write(format!("retiring {}: {e}", path.display())))?;
             }
         }
         Ok(())
@@ -621,7 +647,13 @@ impl<'s> View<'s> {
     /// fjall), the first version of a key found wins. A removal in a newer layer can hide one
     /// key of each older one, so an older layer is read for `limit` plus the removals seen so
     /// far: the smallest `limit` live keys are then always among what was read.
-    pub(crate) fn range(&self, space: Space, lo: &[u8], hi: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Val<'_>)>, StoreError> {
+    pub(crate) fn range(
+        &self,
+        space: Space,
+        lo: &[u8],
+        hi: &[u8],
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Val<'_>)>, StoreError> {
         let ks = self.spaces.of(space);
         let mut merged: BTreeMap<Vec<u8>, Option<Val<'_>>> = BTreeMap::new();
         let mut removals = 0usize;
@@ -662,7 +694,9 @@ impl<'s> View<'s> {
             }
             let since = self.shared.floors.since(&journal);
             let want = limit.saturating_add(removals);
-            for (k, v) in gens::read_journal(&snap, &self.spaces.records, &self.spaces.gens, &journal, since, (from, to), want)? {
+            for (k, v) in
+                gens::read_journal(&snap, &self.spaces.records, &self.spaces.gens, &journal, since, (from, to), want)?
+            {
                 first_wins(&mut merged, &k, Some(Val::Disk(v)));
             }
             return Ok(merged.into_iter().filter_map(|(k, v)| Some((k, v?))).take(limit).collect());

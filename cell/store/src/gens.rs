@@ -64,7 +64,10 @@ pub(crate) fn generation_range(generation: u64) -> (Bound<Vec<u8>>, Bound<Vec<u8
 
 /// Drops every table of `generation` (its files are unlinked once no version refers to them).
 pub(crate) fn drop_generation(records: &Keyspace, generation: u64) -> Result<(), StoreError> {
-    records.tree.drop_range(generation_range(generation)).map_err(|e| StoreError::Write(format!("dropping generation {generation}: {e}")))
+    records
+        .tree
+        .drop_range(generation_range(generation))
+        .map_err(|e| StoreError::Write(format!("dropping generation {generation}: {e}")))
 }
 
 pub(crate) fn journal_row_key(journal: &[u8; JOURNAL_LEN], generation: u64) -> [u8; 1 + JOURNAL_LEN + 8] {
@@ -144,7 +147,11 @@ impl Total {
 }
 
 /// Every row of `journal` in `gens`, by generation.
-pub(crate) fn journal_rows(snap: &Snapshot, gens: &Keyspace, journal: &[u8; JOURNAL_LEN]) -> Result<Vec<(u64, Row)>, StoreError> {
+pub(crate) fn journal_rows(
+    snap: &Snapshot,
+    gens: &Keyspace,
+    journal: &[u8; JOURNAL_LEN],
+) -> Result<Vec<(u64, Row)>, StoreError> {
     let lo = journal_row_key(journal, 0);
     let hi = journal_row_key(journal, u64::MAX);
     let mut out = Vec::new();
@@ -162,7 +169,8 @@ pub(crate) fn since_rows(gens: &Keyspace) -> Result<Vec<([u8; JOURNAL_LEN], u64)
     let mut out = Vec::new();
     for item in gens.prefix([ROW_SINCE]) {
         let (k, v) = item.into_inner().map_err(|e| StoreError::Read(e.to_string()))?;
-        let journal: [u8; JOURNAL_LEN] = k.get(1..).and_then(|j| j.try_into().ok()).ok_or_else(|| malformed("since", &k))?;
+        let journal: [u8; JOURNAL_LEN] =
+            k.get(1..).and_then(|j| j.try_into().ok()).ok_or_else(|| malformed("since", &k))?;
         out.push((journal, u64_at(&v, 0).ok_or_else(|| malformed("since", &k))?));
     }
     Ok(out)
@@ -198,8 +206,10 @@ pub(crate) fn read_journal(
     if limit == 0 || from > to {
         return Ok(Vec::new());
     }
-    let mut rows: Vec<(u64, Row)> =
-        journal_rows(snap, gens, journal)?.into_iter().filter(|(g, r)| *g >= since && r.last >= from && r.first <= to).collect();
+    let mut rows: Vec<(u64, Row)> = journal_rows(snap, gens, journal)?
+        .into_iter()
+        .filter(|(g, r)| *g >= since && r.last >= from && r.first <= to)
+        .collect();
     rows.sort_unstable_by_key(|(g, r)| (r.first, *g));
     let mut found: BTreeMap<u64, (u64, fjall::Slice)> = BTreeMap::new();
     for (generation, row) in rows {
@@ -210,7 +220,8 @@ pub(crate) fn read_journal(
         let hi = record_key(generation, journal, to.min(row.last));
         for item in snap.range(records, lo..=hi).take(limit) {
             let (k, v) = item.into_inner().map_err(|e| StoreError::Read(e.to_string()))?;
-            let (_, _, slot) = split_record(&k).ok_or_else(|| StoreError::Read(format!("malformed records key {k:02x?}")))?;
+            let (_, _, slot) =
+                split_record(&k).ok_or_else(|| StoreError::Read(format!("malformed records key {k:02x?}")))?;
             match found.get(&slot) {
                 Some((newer, _)) if *newer > generation => {}
                 _ => {
@@ -253,7 +264,12 @@ pub(crate) fn ingest(
 }
 
 /// Adds the rows of a generation just ingested (and its `t` row) to `batch`.
-pub(crate) fn stage_rows(batch: &mut fjall::OwnedWriteBatch, gens: &Keyspace, generation: u64, rows: &[([u8; JOURNAL_LEN], Row)]) {
+pub(crate) fn stage_rows(
+    batch: &mut fjall::OwnedWriteBatch,
+    gens: &Keyspace,
+    generation: u64,
+    rows: &[([u8; JOURNAL_LEN], Row)],
+) {
     let mut total = Total::default();
     for (journal, row) in rows {
         total.bytes += row.bytes;

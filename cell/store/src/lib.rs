@@ -60,9 +60,9 @@ use std::time::Duration;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use paros_core::journal::{Command, JournalState};
 use paros_core::{Ballot, Durable, JournalConfig, JournalKey, LogEntry, NodeId, Slot, WriteOp};
-use paros_node::ports::{LogRead, LogStore, Placement, StoreError, StoredJournal};
 /// A store's background work; the type lives with the ports so a dashboard can show it.
 pub use paros_node::ports::StoreActivity;
+use paros_node::ports::{LogRead, LogStore, Placement, StoreError, StoredJournal};
 use serde::{Deserialize, Serialize};
 
 /// The storage format this build writes, recorded in `meta` at first open.
@@ -464,7 +464,8 @@ impl FjallStore {
             )));
         }
         let floors = Arc::new(reclaim::Floors::default());
-        let filter: Arc<dyn fjall::compaction::filter::Factory> = Arc::new(reclaim::BelowFloorFactory(Arc::clone(&floors)));
+        let filter: Arc<dyn fjall::compaction::filter::Factory> =
+            Arc::new(reclaim::BelowFloorFactory(Arc::clone(&floors)));
         let workers_before = priority::worker_threads().map_or(0, |t| t.len());
         // The host syncs once per round itself: batches stay in fjall's journal buffer until then.
         let db = Database::builder(path)
@@ -472,7 +473,9 @@ impl FjallStore {
             .max_journaling_size(opts.journal_bytes_max)
             .worker_threads_unchecked(opts.worker_threads.max(1))
             .cache_size(opts.cache_bytes)
-            .with_compaction_filter_factories(Arc::new(move |name| (name == "records" || name == "anchor").then(|| Arc::clone(&filter))))
+            .with_compaction_filter_factories(Arc::new(move |name| {
+                (name == "records" || name == "anchor").then(|| Arc::clone(&filter))
+            }))
             .open()
             .map_err(read_err)?;
         if let Some(nice) = opts.background_nice {
@@ -484,19 +487,24 @@ impl FjallStore {
                 .manual_journal_persist(true)
                 .max_memtable_size(opts.memtable_bytes)
                 .compaction_strategy(Arc::new(
-                    fjall::compaction::Leveled::default().with_l0_threshold(opts.l0_tables).with_table_target_size(opts.table_bytes),
+                    fjall::compaction::Leveled::default()
+                        .with_l0_threshold(opts.l0_tables)
+                        .with_table_target_size(opts.table_bytes),
                 ))
         };
         let open = |name: &str| db.keyspace(name, options).map_err(read_err);
         let small = |name: &str| {
-            db.keyspace(name, || options().max_memtable_size(opts.memtable_bytes.min(META_MEMTABLE_BYTES_MAX))).map_err(read_err)
+            db.keyspace(name, || options().max_memtable_size(opts.memtable_bytes.min(META_MEMTABLE_BYTES_MAX)))
+                .map_err(read_err)
         };
         let had_log = db.keyspace_exists(LEGACY_LOG);
         let promise = open("promise")?;
         let records = db
             .keyspace("records", || {
                 options()
-                    .with_kv_separation(opts.blob_bytes_min.map(|b| fjall::KvSeparationOptions::default().separation_threshold(b)))
+                    .with_kv_separation(
+                        opts.blob_bytes_min.map(|b| fjall::KvSeparationOptions::default().separation_threshold(b)),
+                    )
                     // `records` is only ever read by range (`apply::View::get` refuses it): a
                     // bloom filter per table would be hashed on every ingestion and never asked.
                     .filter_policy(fjall::config::FilterPolicy::disabled())
@@ -596,11 +604,18 @@ impl FjallStore {
             shared: Arc::clone(&shared),
             collect_dead_percent: opts.collect_dead_percent.clamp(1, 100),
         };
-        let reclaimer =
-            reclaim::Reclaimer::start(disk, opts.reclaim_interval, opts.apply_nice).map_err(|e| StoreError::Read(format!("starting the reclaimer: {e}")))?;
+        let reclaimer = reclaim::Reclaimer::start(disk, opts.reclaim_interval, opts.apply_nice)
+            .map_err(|e| StoreError::Read(format!("starting the reclaimer: {e}")))?;
         let pace = apply::Pace { interval: opts.apply_interval, bytes: opts.apply_bytes };
-        let applier = apply::Applier::start(Arc::clone(&shared), db.clone(), spaces.clone(), (pace, spares), reclaimer.waker(), opts.apply_nice)
-            .map_err(|e| StoreError::Read(format!("starting the applier: {e}")))?;
+        let applier = apply::Applier::start(
+            Arc::clone(&shared),
+            db.clone(),
+            spaces.clone(),
+            (pace, spares),
+            reclaimer.waker(),
+            opts.apply_nice,
+        )
+        .map_err(|e| StoreError::Read(format!("starting the applier: {e}")))?;
 
         let mut store = FjallStore {
             reclaimer,
@@ -658,7 +673,12 @@ impl FjallStore {
     /// A handle on this store's background activity.
     #[must_use]
     pub fn probe(&self) -> StoreProbe {
-        StoreProbe { db: self.db.clone(), records: self.spaces.records.clone(), shared: Arc::clone(&self.shared), path: self.path.clone() }
+        StoreProbe {
+            db: self.db.clone(),
+            records: self.spaces.records.clone(),
+            shared: Arc::clone(&self.shared),
+            path: self.path.clone(),
+        }
     }
 
     /// What this handle has written and synced since it was opened.
@@ -747,7 +767,14 @@ fn read_durable(view: &apply::View<'_>, key: JournalKey) -> Result<Durable, Stor
         let slot = keys::decode_slot(&k).ok_or_else(|| malformed("anchor", &k))?;
         anchors.push((slot, decode(&v, "anchor")?));
     }
-    let mut durable = Durable { promise, floor: row.floor, sealed: row.sealed, chosen_up_to: row.chosen_up_to, anchors, entries: Vec::new() };
+    let mut durable = Durable {
+        promise,
+        floor: row.floor,
+        sealed: row.sealed,
+        chosen_up_to: row.chosen_up_to,
+        anchors,
+        entries: Vec::new(),
+    };
     for (k, v) in view.range(Space::Log, &keys::log(key, durable.boot_start()), &last, usize::MAX)? {
         let slot = keys::decode_slot(&k).ok_or_else(|| malformed("log", &k))?;
         durable.entries.push((slot, decode(&v, "log entry")?));
@@ -771,12 +798,20 @@ impl fmt::Debug for FjallReader {
     }
 }
 
-fn read_log_range(view: &apply::View<'_>, floors: &reclaim::Floors, journal: &JournalKey, from: Slot, slots_max: u32) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
+fn read_log_range(
+    view: &apply::View<'_>,
+    floors: &reclaim::Floors,
+    journal: &JournalKey,
+    from: Slot,
+    slots_max: u32,
+) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
     let prefix = keys::journal(*journal);
     // Below a durable floor, dropped data may resurface (drops leave no tombstone): start at it.
     let from = from.max(Slot(floors.get(&prefix).unwrap_or(0)));
     let mut out = Vec::new();
-    for (k, v) in view.range(Space::Log, &keys::log(*journal, from), &keys::log(*journal, Slot(u64::MAX)), slots_max as usize)? {
+    for (k, v) in
+        view.range(Space::Log, &keys::log(*journal, from), &keys::log(*journal, Slot(u64::MAX)), slots_max as usize)?
+    {
         let slot = keys::decode_slot(&k).ok_or_else(|| malformed("log", &k))?;
         out.push((slot, decode(&v, "log entry")?));
     }
@@ -790,7 +825,12 @@ impl FjallReader {
 }
 
 impl LogRead for FjallReader {
-    fn read_range(&self, journal: &JournalKey, from: Slot, slots_max: u32) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
+    fn read_range(
+        &self,
+        journal: &JournalKey,
+        from: Slot,
+        slots_max: u32,
+    ) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
         read_log_range(&self.view(), &self.floors, journal, from, slots_max)
     }
 
@@ -800,7 +840,12 @@ impl LogRead for FjallReader {
 }
 
 impl LogRead for FjallStore {
-    fn read_range(&self, journal: &JournalKey, from: Slot, slots_max: u32) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
+    fn read_range(
+        &self,
+        journal: &JournalKey,
+        from: Slot,
+        slots_max: u32,
+    ) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
         let floor = self.rows.get(journal).map_or(Slot(0), |r| r.floor);
         read_log_range(&self.view(), &self.floors, journal, from.max(floor), slots_max)
     }
@@ -908,10 +953,7 @@ impl LogStore for FjallStore {
                 ops += 1;
                 match op {
                     WriteOp::Promise(ballot) => {
-                        staged.insert(
-                            (Space::Promise, keys::journal(*journal).to_vec()),
-                            encode(ballot)?,
-                        );
+                        staged.insert((Space::Promise, keys::journal(*journal).to_vec()), encode(ballot)?);
                     }
                     WriteOp::Accept { slot, ballot, command } => {
                         if *slot >= row.floor {
@@ -931,8 +973,7 @@ impl LogStore for FjallStore {
                             staged.insert((Space::Anchor, keys::log(*journal, *slot).to_vec()), encode(state)?);
                         }
                     }
-                    WriteOp::Truncate { floor, sealed }
-                    | WriteOp::TrimmedTo { point: floor, state: sealed } => {
+                    WriteOp::Truncate { floor, sealed } | WriteOp::TrimmedTo { point: floor, state: sealed } => {
                         if *floor > row.floor {
                             // No tombstones: reads ignore what lies below the floor, and the
                             // reclaimer removes it once this floor is durable.
@@ -963,7 +1004,8 @@ impl LogStore for FjallStore {
             self.stats.ops += ops;
             return Ok(());
         }
-        let changes = staged.into_iter().map(|((space, key), value)| wal::Change { space, key, value: Some(value) }).collect();
+        let changes =
+            staged.into_iter().map(|((space, key), value)| wal::Change { space, key, value: Some(value) }).collect();
         self.append_round(changes)?;
 
         self.rows.extend(rows);
@@ -1013,7 +1055,12 @@ impl LogStore for FjallStore {
 const LEGACY_LOG: &str = "log";
 
 /// Copies every entry of an older format's `log` keyspace into one generation, with its rows.
-fn copy_legacy_log(db: &Database, spaces: &apply::Spaces, counter: &gens::Counter, log: &Keyspace) -> Result<(), StoreError> {
+fn copy_legacy_log(
+    db: &Database,
+    spaces: &apply::Spaces,
+    counter: &gens::Counter,
+    log: &Keyspace,
+) -> Result<(), StoreError> {
     let generation = counter.next();
     let mut failure = None;
     let items = log.iter().map_while(|item| match item.into_inner() {
@@ -1076,7 +1123,11 @@ mod tests {
         let sizes: Vec<u64> = (0..3).map(|i| base.for_member(i).memtable_bytes).collect();
         assert_eq!(sizes, [8 << 20, 10 << 20, 12 << 20]);
         let segment = base.wal_segment_bytes * 3 / 2;
-        assert_eq!(base.for_member(2), StoreOptions { memtable_bytes: 12 << 20, wal_segment_bytes: segment, ..base }, "nothing else differs");
+        assert_eq!(
+            base.for_member(2),
+            StoreOptions { memtable_bytes: 12 << 20, wal_segment_bytes: segment, ..base },
+            "nothing else differs"
+        );
         let alike = StoreOptions { member_spread_pct: 0, ..base };
         assert!((0..3).all(|i| alike.for_member(i) == alike), "a spread of 0 keeps every store alike");
     }

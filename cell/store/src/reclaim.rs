@@ -259,8 +259,10 @@ impl Disk {
             return Ok(Vec::new());
         }
         let snap = self.db.snapshot();
-        let dead: Vec<_> =
-            gens::journal_rows(&snap, &self.gens, journal)?.into_iter().filter(|(g, row)| *g < since || row.last < floor).collect();
+        let dead: Vec<_> = gens::journal_rows(&snap, &self.gens, journal)?
+            .into_iter()
+            .filter(|(g, row)| *g < since || row.last < floor)
+            .collect();
         if dead.is_empty() {
             return Ok(Vec::new());
         }
@@ -324,14 +326,23 @@ impl Disk {
             let Some((_, journal, slot)) = gens::split_record(&k) else { continue };
             if journals.last() != Some(&journal) {
                 journals.push(journal);
-                newer = gens::journal_rows(&snap, &self.gens, &journal)?.into_iter().filter(|(g, _)| *g > generation).collect();
+                newer = gens::journal_rows(&snap, &self.gens, &journal)?
+                    .into_iter()
+                    .filter(|(g, _)| *g > generation)
+                    .collect();
             }
-            if !self.floors.live(generation, &journal, slot) || sealed.as_ref().is_some_and(|run| run.holds(&journal, slot)) {
+            if !self.floors.live(generation, &journal, slot)
+                || sealed.as_ref().is_some_and(|run| run.holds(&journal, slot))
+            {
                 continue;
             }
             let mut outranked = false;
             for (g, _) in newer.iter().filter(|(_, row)| row.first <= slot && slot <= row.last) {
-                if snap.get(&self.records, gens::record_key(*g, &journal, slot)).map_err(|e| StoreError::Read(e.to_string()))?.is_some() {
+                if snap
+                    .get(&self.records, gens::record_key(*g, &journal, slot))
+                    .map_err(|e| StoreError::Read(e.to_string()))?
+                    .is_some()
+                {
                     outranked = true;
                     break;
                 }

@@ -213,14 +213,16 @@ pub(crate) fn encode_record(changes: &[Change], salt: u64, out: &mut Vec<u8>) ->
     let start = out.len();
     out.extend_from_slice(&[0; HEADER]);
     for c in changes {
-        let key_len = u16::try_from(c.key.len()).map_err(|_| StoreError::Write(format!("a key of {} bytes", c.key.len())))?;
+        let key_len =
+            u16::try_from(c.key.len()).map_err(|_| StoreError::Write(format!("a key of {} bytes", c.key.len())))?;
         out.push(space_code(c.space));
         out.extend_from_slice(&key_len.to_le_bytes());
         out.extend_from_slice(&c.key);
         match &c.value {
             None => out.push(0),
             Some(v) => {
-                let len = u32::try_from(v.len()).map_err(|_| StoreError::Write(format!("a value of {} bytes", v.len())))?;
+                let len =
+                    u32::try_from(v.len()).map_err(|_| StoreError::Write(format!("a value of {} bytes", v.len())))?;
                 out.push(1);
                 out.extend_from_slice(&len.to_le_bytes());
                 out.extend_from_slice(v);
@@ -332,7 +334,10 @@ fn parse_records(data: &[u8], mut at: usize, salt: Option<u64>) -> Result<Parsed
 ///
 /// # Errors
 /// [`StoreError::Read`] when a segment cannot be read or is corrupt; what `apply` returns.
-pub(crate) fn replay(dir: &Path, mut apply: impl FnMut(Vec<Change>) -> Result<(), StoreError>) -> Result<Vec<PathBuf>, StoreError> {
+pub(crate) fn replay(
+    dir: &Path,
+    mut apply: impl FnMut(Vec<Change>) -> Result<(), StoreError>,
+) -> Result<Vec<PathBuf>, StoreError> {
     if !dir.exists() {
         return Ok(Vec::new());
     }
@@ -408,7 +413,15 @@ impl Wal {
         if let Some(parent) = dir.parent() {
             sync_dir(parent).map_err(err)?;
         }
-        Ok(Wal { dir: dir.to_path_buf(), file, segment: first, salt, written: SEGMENT_HEADER as u64, buf: Vec::new(), segment_bytes_max })
+        Ok(Wal {
+            dir: dir.to_path_buf(),
+            file,
+            segment: first,
+            salt,
+            written: SEGMENT_HEADER as u64,
+            buf: Vec::new(),
+            segment_bytes_max,
+        })
     }
 
     /// The segment being appended to.
@@ -509,7 +522,11 @@ mod tests {
         let a = vec![change(Space::Log, b"k1", Some(b"v1")), change(Space::State, b"k2", None)];
         let b = vec![change(Space::Meta, b"", Some(b""))];
         let bytes = segment(7, &[&a, &b], false);
-        assert_eq!(parse(&bytes).unwrap(), Parsed { records: vec![a.clone(), b.clone()], complete: false }, "no seal: not closed");
+        assert_eq!(
+            parse(&bytes).unwrap(),
+            Parsed { records: vec![a.clone(), b.clone()], complete: false },
+            "no seal: not closed"
+        );
         let sealed = segment(7, &[&a, &b], true);
         assert_eq!(parse(&sealed).unwrap(), Parsed { records: vec![a.clone(), b.clone()], complete: true });
         let first = segment(7, &[&a], false).len();
@@ -522,10 +539,18 @@ mod tests {
         let mut flipped = bytes.clone();
         let last = flipped.len() - 1;
         flipped[last] ^= 1;
-        assert_eq!(parse(&flipped).unwrap(), Parsed { records: vec![a.clone()], complete: false }, "a bad checksum ends the run");
+        assert_eq!(
+            parse(&flipped).unwrap(),
+            Parsed { records: vec![a.clone()], complete: false },
+            "a bad checksum ends the run"
+        );
         let mut preallocated = segment(7, &[&a], false);
         preallocated.extend_from_slice(&[0; 64]);
-        assert_eq!(parse(&preallocated).unwrap(), Parsed { records: vec![a.clone()], complete: false }, "zeros end it, unsealed");
+        assert_eq!(
+            parse(&preallocated).unwrap(),
+            Parsed { records: vec![a.clone()], complete: false },
+            "zeros end it, unsealed"
+        );
         let mut wrong_seal = segment(7, &[&a], false);
         wrong_seal.extend_from_slice(&seal(8));
         assert!(!parse(&wrong_seal).unwrap().complete, "another segment's seal is no seal");
@@ -541,7 +566,11 @@ mod tests {
         let head = segment(2, &[&new], false);
         assert!(head.len() < file.len());
         file[..head.len()].copy_from_slice(&head);
-        assert_eq!(parse(&file).unwrap(), Parsed { records: vec![new.clone()], complete: false }, "the old salt's records end the run");
+        assert_eq!(
+            parse(&file).unwrap(),
+            Parsed { records: vec![new.clone()], complete: false },
+            "the old salt's records end the run"
+        );
         // Even when the new record ends exactly where an old record began.
         let old_first = segment(1, &old_refs[..1], false).len();
         let mut aligned = segment(1, &old_refs, true);
@@ -562,7 +591,11 @@ mod tests {
         assert_eq!(parse(&bytes).unwrap(), Parsed { records: vec![a.clone(), b.clone()], complete: true });
         let mut preallocated = bytes.clone();
         preallocated.extend_from_slice(&[0; 100]);
-        assert_eq!(parse(&preallocated).unwrap(), Parsed { records: vec![a.clone(), b.clone()], complete: true }, "zeros end it");
+        assert_eq!(
+            parse(&preallocated).unwrap(),
+            Parsed { records: vec![a.clone(), b.clone()], complete: true },
+            "zeros end it"
+        );
         preallocated.push(1);
         assert!(!parse(&preallocated).unwrap().complete, "zeros then data are no clean end");
         assert_eq!(parse(&[0; 64]).unwrap(), Parsed { records: vec![], complete: true });

@@ -36,7 +36,8 @@ fn without_a_nice_value_the_workers_keep_the_process_priority() {
     assert!(worker_nice_values().is_empty(), "no store is open yet");
     // The workers inherit the priority of the thread that opens the store.
     let own = nice_of(std::path::Path::new("/proc/thread-self/stat"));
-    let _store = FjallStore::open_with(dir.path(), StoreOptions { background_nice: None, ..StoreOptions::default() }).unwrap();
+    let _store =
+        FjallStore::open_with(dir.path(), StoreOptions { background_nice: None, ..StoreOptions::default() }).unwrap();
     let nice = worker_nice_values();
     assert_eq!(nice.len(), paros_store::WORKER_THREADS, "the default store runs one fjall worker: {nice:?}");
     assert!(nice.iter().all(|&n| n == own), "{nice:?} against the opener's {own}");
@@ -63,7 +64,8 @@ fn own_background_nice_values(want: i32) -> (Vec<i32>, Vec<i32>) {
     let started = std::time::Instant::now();
     loop {
         let (applier, reclaimer) = (nice_values_of("paros-store-apply"), nice_values_of("paros-reclaim"));
-        let settled = !applier.is_empty() && !reclaimer.is_empty() && applier.iter().chain(&reclaimer).all(|&n| n == want);
+        let settled =
+            !applier.is_empty() && !reclaimer.is_empty() && applier.iter().chain(&reclaimer).all(|&n| n == want);
         if settled || started.elapsed() > std::time::Duration::from_secs(5) {
             return (applier, reclaimer);
         }
@@ -76,7 +78,8 @@ fn the_applier_and_the_reclaimer_run_at_the_configured_lower_priority() {
     let dir = tempfile::tempdir().unwrap();
     let own = nice_of(std::path::Path::new("/proc/thread-self/stat"));
     assert!(own < 14, "the test runs below nice 14 (it is {own})");
-    let _store = FjallStore::open_with(dir.path(), StoreOptions { apply_nice: Some(14), ..StoreOptions::default() }).unwrap();
+    let _store =
+        FjallStore::open_with(dir.path(), StoreOptions { apply_nice: Some(14), ..StoreOptions::default() }).unwrap();
     let (applier, reclaimer) = own_background_nice_values(14);
     assert_eq!(applier, vec![14], "one applier, at nice 14");
     assert_eq!(reclaimer, vec![14], "one reclaimer, at nice 14");
@@ -87,7 +90,8 @@ fn the_applier_and_the_reclaimer_run_at_the_configured_lower_priority() {
 fn without_an_apply_nice_value_the_applier_keeps_the_opener_priority() {
     let dir = tempfile::tempdir().unwrap();
     let own = nice_of(std::path::Path::new("/proc/thread-self/stat"));
-    let _store = FjallStore::open_with(dir.path(), StoreOptions { apply_nice: None, ..StoreOptions::default() }).unwrap();
+    let _store =
+        FjallStore::open_with(dir.path(), StoreOptions { apply_nice: None, ..StoreOptions::default() }).unwrap();
     let (applier, reclaimer) = own_background_nice_values(own);
     assert_eq!(applier, vec![own]);
     assert_eq!(reclaimer, vec![own]);

@@ -19,7 +19,12 @@ use paros_store::{FjallStore, StoreOptions};
 /// (checked here), not retained data.
 fn dir_bytes(dir: &Path) -> u64 {
     let spares = std::fs::read_dir(dir.join("wal"))
-        .map(|d| d.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "spare")).map(|e| e.metadata().map_or(0, |m| m.len())).collect())
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "spare"))
+                .map(|e| e.metadata().map_or(0, |m| m.len()))
+                .collect()
+        })
         .unwrap_or_else(|_| Vec::new());
     assert!(spares.len() <= paros_store::WAL_SPARES, "{} spares", spares.len());
     all_bytes(dir, std::fs::Metadata::len) - spares.iter().sum::<u64>()
@@ -46,7 +51,10 @@ fn all_bytes(dir: &Path, measure: fn(&std::fs::Metadata) -> u64) -> u64 {
 /// Truncates `j` (written up to `end`) to its last `KEPT` slots, durably; returns the floor.
 fn truncate_to_the_last(store: &mut FjallStore, j: JournalKey, end: u64) -> u64 {
     let floor = end - KEPT;
-    let ops = vec![WriteOp::Chosen { up_to: Slot(end) }, WriteOp::Truncate { floor: Slot(floor), sealed: state(floor, floor) }];
+    let ops = vec![
+        WriteOp::Chosen { up_to: Slot(end) },
+        WriteOp::Truncate { floor: Slot(floor), sealed: state(floor, floor) },
+    ];
     store.write(&[(j, ops)]).unwrap();
     store.sync().unwrap();
     floor
@@ -181,7 +189,11 @@ fn a_journal_truncated_beside_one_that_never_truncates_still_gives_the_disk_back
     store.place(&[Placement::Put(a, config()), Placement::Put(other, config())]).unwrap();
     let ballot = Ballot { round: 1, node: NodeId(1) };
     for first in (0..EACH).step_by(PER_ROUND as usize) {
-        let ops = |len| (first..first + PER_ROUND).map(|s| WriteOp::Accept { slot: Slot(s), ballot, command: command(s, len) }).collect();
+        let ops = |len| {
+            (first..first + PER_ROUND)
+                .map(|s| WriteOp::Accept { slot: Slot(s), ballot, command: command(s, len) })
+                .collect()
+        };
         store.write(&[(a, ops(RECORD)), (other, ops(OTHER))]).unwrap();
         store.sync().unwrap();
     }
@@ -231,7 +243,9 @@ fn removing_a_journal_gives_its_bytes_back_and_its_next_incarnation_starts_empty
     store.place(&[Placement::Put(j, config())]).unwrap();
     let ballot = Ballot { round: 1, node: NodeId(1) };
     for first in (0..EACH).step_by(PER_ROUND as usize) {
-        let ops = (first..first + PER_ROUND).map(|s| WriteOp::Accept { slot: Slot(s), ballot, command: command(s, RECORD) }).collect();
+        let ops = (first..first + PER_ROUND)
+            .map(|s| WriteOp::Accept { slot: Slot(s), ballot, command: command(s, RECORD) })
+            .collect();
         store.write(&[(j, ops)]).unwrap();
         store.sync().unwrap();
     }

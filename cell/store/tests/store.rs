@@ -30,35 +30,16 @@ fn several_journals_over_batches_equal_the_model_after_reopen() {
     let (a, bb, c) = (jk(1, 1), jk(1, 0x100), jk(0x100, 1));
     let batches = vec![
         vec![
-            (
-                a,
-                vec![
-                    WriteOp::Promise(b(1, 1)),
-                    accept(0, 1, b"a0"),
-                    accept(1, 1, b"a1"),
-                    accept(2, 1, b"a2"),
-                ],
-            ),
+            (a, vec![WriteOp::Promise(b(1, 1)), accept(0, 1, b"a0"), accept(1, 1, b"a1"), accept(2, 1, b"a2")]),
             (
                 bb,
-                vec![
-                    WriteOp::Promise(b(2, 2)),
-                    accept(0, 2, b"b0"),
-                    WriteOp::Learn { slot: Slot(1), command: noop() },
-                ],
+                vec![WriteOp::Promise(b(2, 2)), accept(0, 2, b"b0"), WriteOp::Learn { slot: Slot(1), command: noop() }],
             ),
             (c, vec![accept(5, 1, b"c5")]),
         ],
         vec![
             // Overwrite a slot, raise and fail to lower chosen, promise again.
-            (
-                a,
-                vec![
-                    accept(2, 3, b"a2'"),
-                    WriteOp::Chosen { up_to: Slot(2) },
-                    WriteOp::Chosen { up_to: Slot(1) },
-                ],
-            ),
+            (a, vec![accept(2, 3, b"a2'"), WriteOp::Chosen { up_to: Slot(2) }, WriteOp::Chosen { up_to: Slot(1) }]),
             (a, vec![WriteOp::Promise(b(3, 1)), accept(3, 3, b"a3"), accept(4, 3, b"a4")]),
             // Truncate drops what was on disk and what this batch staged, then refuses below floor.
             (
@@ -118,13 +99,7 @@ fn state_cache_survives_reopen() {
     let second = vec![
         // After reopen the floor still refuses slots below it and the next truncation still drops.
         vec![(a, vec![accept(1, 2, b"below"), accept(7, 2, b"w")])],
-        vec![(
-            a,
-            vec![
-                WriteOp::Chosen { up_to: Slot(7) },
-                WriteOp::Truncate { floor: Slot(7), sealed: state(3, 4) },
-            ],
-        )],
+        vec![(a, vec![WriteOp::Chosen { up_to: Slot(7) }, WriteOp::Truncate { floor: Slot(7), sealed: state(3, 4) }])],
     ];
     let mut store = FjallStore::open(dir.path()).unwrap();
     store.place(&[Placement::Put(a, config())]).unwrap();
@@ -143,15 +118,8 @@ fn state_cache_survives_reopen() {
 fn journals_never_see_each_others_keys() {
     let dir = tempfile::tempdir().unwrap();
     // Ids whose big-endian bytes share prefixes, and tenant/journal swaps.
-    let keys = [
-        jk(1, 1),
-        jk(1, 0x0100),
-        jk(1, 0x0101),
-        jk(0x0100, 1),
-        jk(1, 0x0100_0000_0000_0000),
-        jk(0, 1),
-        jk(1, 0),
-    ];
+    let keys =
+        [jk(1, 1), jk(1, 0x0100), jk(1, 0x0101), jk(0x0100, 1), jk(1, 0x0100_0000_0000_0000), jk(0, 1), jk(1, 0)];
     let mut store = FjallStore::open(dir.path()).unwrap();
     let mut batch = Vec::new();
     for (i, key) in keys.iter().enumerate() {
@@ -268,7 +236,10 @@ fn stores_of_formats_1_and_2_open_keep_their_log_and_are_marked_3() {
                 &mut store,
                 &[
                     vec![(a, vec![WriteOp::Promise(b(1, 1)), accept(0, 1, b"kept"), accept(1, 1, b"too")])],
-                    vec![(c, vec![accept(0, 1, b"other"), accept(1, 1, b"journal")]), (a, vec![accept(2, 1, b"third")])],
+                    vec![
+                        (c, vec![accept(0, 1, b"other"), accept(1, 1, b"journal")]),
+                        (a, vec![accept(2, 1, b"third")]),
+                    ],
                 ],
             );
             store.settle().unwrap();
@@ -355,7 +326,11 @@ fn a_removed_journal_leaves_no_row_behind_and_its_key_can_be_placed_afresh() {
     store.place(&[Placement::Put(a, config())]).unwrap();
     store.sync().unwrap();
     let again = store.load().unwrap().into_iter().find(|j| j.key == a).expect("placed again");
-    assert_eq!(again.durable, paros_core::Durable::default(), "no promise, state or log of the removed journal is left");
+    assert_eq!(
+        again.durable,
+        paros_core::Durable::default(),
+        "no promise, state or log of the removed journal is left"
+    );
 }
 
 /// A generation whose tables exist but whose rows never became durable (a crash between an
@@ -390,6 +365,10 @@ fn tables_of_a_generation_without_rows_are_dropped_at_open() {
     drop(store);
     let db = fjall::Database::builder(dir.path()).open().unwrap();
     let records = db.keyspace("records", fjall::KeyspaceCreateOptions::default).unwrap();
-    assert_eq!(records.iter().map(|k| k.key().unwrap()).filter(|k| orphan(k)).count(), 0, "the leftover generation is gone");
+    assert_eq!(
+        records.iter().map(|k| k.key().unwrap()).filter(|k| orphan(k)).count(),
+        0,
+        "the leftover generation is gone"
+    );
     assert!(records.iter().count() >= 2, "the journal's own generation stays");
 }

@@ -69,7 +69,11 @@ fn batches(journals: &[JournalKey], rounds: u64) -> Vec<Vec<(JournalKey, Vec<Wri
             journals
                 .iter()
                 .map(|j| {
-                    let mut ops = vec![accept(r * 2, b"first"), accept(r * 2 + 1, b"second"), WriteOp::Chosen { up_to: Slot(r * 2 + 2) }];
+                    let mut ops = vec![
+                        accept(r * 2, b"first"),
+                        accept(r * 2 + 1, b"second"),
+                        WriteOp::Chosen { up_to: Slot(r * 2 + 2) },
+                    ];
                     if r == rounds / 2 && j.journal.0 == 2 {
                         ops.push(WriteOp::Truncate { floor: Slot(r), sealed: common::state(0, r) });
                     }
@@ -82,7 +86,11 @@ fn batches(journals: &[JournalKey], rounds: u64) -> Vec<Vec<(JournalKey, Vec<Wri
 
 /// A store in `dir` whose applier never runs, with `rounds` of [`batches`] over `journals`
 /// written and synced (so held only in its log), and the model of them.
-fn synced_while_paused(dir: &Path, journals: &[JournalKey], rounds: u64) -> (FjallStore, BTreeMap<JournalKey, Durable>) {
+fn synced_while_paused(
+    dir: &Path,
+    journals: &[JournalKey],
+    rounds: u64,
+) -> (FjallStore, BTreeMap<JournalKey, Durable>) {
     let synced = batches(journals, rounds);
     let mut store = FjallStore::open_with(dir, paused()).unwrap();
     let placements: Vec<_> = journals.iter().map(|j| Placement::Put(*j, config())).collect();
@@ -102,7 +110,8 @@ fn synced_rounds_fjall_does_not_hold_yet_are_read_and_survive_a_crash() {
     assert!(store.pending_bytes() > 0, "the applier has not run: fjall does not hold the rounds");
     assert_eq!(loaded(&store), want, "reads see the rounds fjall does not hold");
     let reader = store.reader();
-    let from_reader: Vec<u64> = reader.read_range(&journals[0], Slot(0), 100).unwrap().iter().map(|(s, _)| s.0).collect();
+    let from_reader: Vec<u64> =
+        reader.read_range(&journals[0], Slot(0), 100).unwrap().iter().map(|(s, _)| s.0).collect();
     assert_eq!(from_reader, (0..40).collect::<Vec<_>>());
     assert_eq!(reader.load_journal(&journals[1]).unwrap().as_ref(), Some(&want[&journals[1]]));
 
@@ -235,7 +244,10 @@ fn a_crash_after_segments_were_reused_replays_only_their_new_rounds() {
     }
     let current = wal_segments(dir.path()).pop().expect("a segment");
     let reused = std::fs::read(&current).unwrap();
-    assert!(reused.len() >= 2048 && reused[1024..2048] == stale[1024..2048], "the current segment is a spare, older rounds in it");
+    assert!(
+        reused.len() >= 2048 && reused[1024..2048] == stale[1024..2048],
+        "the current segment is a spare, older rounds in it"
+    );
     let image = tempfile::tempdir().unwrap();
     crash_image(dir.path(), image.path());
     drop(store);
@@ -285,7 +297,11 @@ fn a_format_3_store_with_rounds_in_its_log_opens_and_is_marked_4() {
     drop(store);
     let db = fjall::Database::builder(image.path()).open().unwrap();
     let meta = db.keyspace("meta", fjall::KeyspaceCreateOptions::default).unwrap();
-    assert_eq!(meta.get("format").unwrap().unwrap().as_ref(), 4u32.to_be_bytes(), "marked 4: a format 3 build refuses it now");
+    assert_eq!(
+        meta.get("format").unwrap().unwrap().as_ref(),
+        4u32.to_be_bytes(),
+        "marked 4: a format 3 build refuses it now"
+    );
 }
 
 #[test]
@@ -294,7 +310,8 @@ fn a_writer_waits_while_too_much_is_pending() {
     let j = jk(4, 1);
     // Without the bound, 50 ms of rounds would gather before the applier ran.
     let bound = 2048;
-    let opts = StoreOptions { pending_bytes_max: bound, apply_interval: Duration::from_millis(50), ..StoreOptions::default() };
+    let opts =
+        StoreOptions { pending_bytes_max: bound, apply_interval: Duration::from_millis(50), ..StoreOptions::default() };
     let mut store = FjallStore::open_with(dir.path(), opts).unwrap();
     let probe = store.probe();
     store.place(&[Placement::Put(j, config())]).unwrap();

@@ -8,7 +8,14 @@ use crate::position::Seq;
 use crate::record::Record;
 use crate::view::View;
 
-crate::object::objects_only!(SetLeaderRequest, SetLeaderAnswer, WriteRequest, WriteAnswer, TruncateRequest, TruncateAnswer);
+crate::object::objects_only!(
+    SetLeaderRequest,
+    SetLeaderAnswer,
+    WriteRequest,
+    WriteAnswer,
+    TruncateRequest,
+    TruncateAnswer
+);
 
 /// `POST /v1/journals/{name}/leader` request: `{"new", "old"}`.
 ///

@@ -48,21 +48,51 @@ const fn row(code: ErrorCode, status: u16, name: &'static str, when: &'static st
 impl ErrorCode {
     /// API.md's table: the one place a code meets its status and its string.
     pub const TABLE: [ErrorRow; 15] = [
-        row(ErrorCode::Malformed, 400, "malformed", "bad JSON, bad base64, unknown field, bad name, bad uuid, bad query"),
-        row(ErrorCode::Unauthorized, 401, "unauthorized", "missing, malformed, forged, expired, revoked token; wrong algorithm"),
+        row(
+            ErrorCode::Malformed,
+            400,
+            "malformed",
+            "bad JSON, bad base64, unknown field, bad name, bad uuid, bad query",
+        ),
+        row(
+            ErrorCode::Unauthorized,
+            401,
+            "unauthorized",
+            "missing, malformed, forged, expired, revoked token; wrong algorithm",
+        ),
         row(ErrorCode::Forbidden, 403, "forbidden", "the token's scope or journal restriction does not allow the call"),
         row(ErrorCode::UnknownJournal, 404, "unknown_journal", "no such journal in this tenant (or it was deleted)"),
         row(ErrorCode::UnknownToken, 404, "unknown_token", "revoking a token id this tenant never minted"),
         row(ErrorCode::Refused, 409, "refused", "Write refused in place (wrong leader, wrong position, not a retry)"),
         row(ErrorCode::Lost, 409, "lost", "SetLeader lost its compare-and-set"),
-        row(ErrorCode::TruncateRefused, 409, "truncate_refused", "Truncate from a caller that is not the writer in force"),
+        row(
+            ErrorCode::TruncateRefused,
+            409,
+            "truncate_refused",
+            "Truncate from a caller that is not the writer in force",
+        ),
         row(ErrorCode::WrongMode, 409, "wrong_mode", "call shaped for the other writer mode"),
         row(ErrorCode::NameTaken, 409, "name_taken", "signup or journal create with a name in use"),
         row(ErrorCode::Truncated, 410, "truncated", "Write or Read below first_seq"),
         row(ErrorCode::TooLarge, 413, "too_large", "batch over the write limits, or request body over the body limit"),
-        row(ErrorCode::OverQuota, 429, "over_quota", "tenant over its requests/s, bytes/s or journal quota; Retry-After header"),
-        row(ErrorCode::Unavailable, 503, "unavailable", "no quorum / election / no server could answer now; safe to retry"),
-        row(ErrorCode::Ambiguous, 504, "ambiguous", "the call may or may not have taken effect (retry the identical request)"),
+        row(
+            ErrorCode::OverQuota,
+            429,
+            "over_quota",
+            "tenant over its requests/s, bytes/s or journal quota; Retry-After header",
+        ),
+        row(
+            ErrorCode::Unavailable,
+            503,
+            "unavailable",
+            "no quorum / election / no server could answer now; safe to retry",
+        ),
+        row(
+            ErrorCode::Ambiguous,
+            504,
+            "ambiguous",
+            "the call may or may not have taken effect (retry the identical request)",
+        ),
     ];
 
     /// Every code, in table order.
@@ -177,7 +207,14 @@ impl ErrorBody {
     /// A body with no view and no limits.
     #[must_use]
     pub fn new(code: ErrorCode, message: impl Into<String>) -> ErrorBody {
-        ErrorBody { code, message: message.into(), view: None, max_records: None, max_bytes: None, max_body_bytes: None }
+        ErrorBody {
+            code,
+            message: message.into(),
+            view: None,
+            max_records: None,
+            max_bytes: None,
+            max_body_bytes: None,
+        }
     }
 
     /// The body with `view` attached.
@@ -199,7 +236,11 @@ impl ErrorBody {
     /// The three limits, when all three are present.
     #[must_use]
     pub fn limits(&self) -> Option<Limits> {
-        Some(Limits { max_records: self.max_records?, max_bytes: self.max_bytes?, max_body_bytes: self.max_body_bytes? })
+        Some(Limits {
+            max_records: self.max_records?,
+            max_bytes: self.max_bytes?,
+            max_body_bytes: self.max_body_bytes?,
+        })
     }
 
     /// The HTTP status this body is answered with.

@@ -50,5 +50,7 @@ pub use query::InvalidQuery;
 pub use read::{Consistency, Page, ReadQuery, WaitMs};
 pub use record::{InvalidRecord, Record};
 pub use tail::{Gap, Heartbeat, InvalidTailEvent, TailEvent, TailFrame, tail_start};
-pub use tenants::{InvalidOpaque, MintTokenRequest, Scope, SignupAnswer, SignupRequest, TenantId, Token, TokenAnswer, TokenId};
+pub use tenants::{
+    InvalidOpaque, MintTokenRequest, Scope, SignupAnswer, SignupRequest, TenantId, Token, TokenAnswer, TokenId,
+};
 pub use view::View;

@@ -236,7 +236,7 @@ impl SetLeaderOutcome {
 
 /// The plain answers: one success status and body, every error an [`ApiError`].
 pub mod plain {
-    use super::{answer, failure, ApiError, JournalInfo, JournalList, SignupAnswer, TokenAnswer};
+    use super::{ApiError, JournalInfo, JournalList, SignupAnswer, TokenAnswer, answer, failure};
 
     fn only<T: serde::de::DeserializeOwned>(ok: u16, status: u16, body: &[u8]) -> Result<T, ApiError> {
         answer(ok, status, body)?.map_err(|e| ApiError::Answered(Box::new(e)))

@@ -76,7 +76,7 @@ fn hex_digit(b: u8) -> Option<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse, InvalidQuery};
+    use super::{InvalidQuery, parse};
 
     #[test]
     fn escapes_decode_and_broken_escapes_are_refused() {

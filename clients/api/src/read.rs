@@ -68,7 +68,13 @@ impl ReadQuery {
     /// A linearizable read from `from` with the server's defaults.
     #[must_use]
     pub fn from(from: Seq) -> ReadQuery {
-        ReadQuery { from, limit: None, max_bytes: None, wait_ms: WaitMs::default(), consistency: Consistency::default() }
+        ReadQuery {
+            from,
+            limit: None,
+            max_bytes: None,
+            wait_ms: WaitMs::default(),
+            consistency: Consistency::default(),
+        }
     }
 
     /// Parses a query string (without the `?`).
@@ -94,8 +100,9 @@ impl ReadQuery {
         let max_bytes = at_least_one("max_bytes")?;
         let wait_ms = match seq("wait_ms")? {
             None => WaitMs::default(),
-            Some(ms) => WaitMs::new(ms.0)
-                .ok_or(InvalidQuery::BadValue { name: "wait_ms", reason: "at most 1000".into() })?,
+            Some(ms) => {
+                WaitMs::new(ms.0).ok_or(InvalidQuery::BadValue { name: "wait_ms", reason: "at most 1000".into() })?
+            }
         };
         let min_seq = seq("min_seq")?;
         let consistency = match (p.get("consistency").map(String::as_str), min_seq) {

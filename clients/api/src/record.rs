@@ -95,7 +95,9 @@ mod tests {
 
     #[test]
     fn every_tail_length_round_trips_through_padded_base64() {
-        for (bytes, text) in [(&b""[..], ""), (b"f", "Zg=="), (b"fo", "Zm8="), (b"foo", "Zm9v"), (&[0xfb, 0xff][..], "+/8=")] {
+        for (bytes, text) in
+            [(&b""[..], ""), (b"f", "Zg=="), (b"fo", "Zm8="), (b"foo", "Zm9v"), (&[0xfb, 0xff][..], "+/8=")]
+        {
             assert_eq!(Record::from(bytes).to_base64(), text);
             assert_eq!(Record::from_base64(text).map(|r| r.0), Ok(bytes.to_vec()));
         }

@@ -46,13 +46,15 @@ fn positions_above_two_to_the_fifty_three_round_trip_as_exact_integers() {
     let json = r#"{"leader":null,"first_seq":9007199254740993,"next_seq":18446744073709551615}"#;
     let v: View = round_trip(json);
     assert_eq!((v.first_seq, v.next_seq), (Seq((1 << 53) + 1), Seq(u64::MAX)));
-    let w: WriteAnswer = round_trip(&format!(r#"{{"outcome":"accepted","seq":9007199254740993,"count":1,"view":{json}}}"#));
+    let w: WriteAnswer =
+        round_trip(&format!(r#"{{"outcome":"accepted","seq":9007199254740993,"count":1,"view":{json}}}"#));
     assert_eq!(w.seq, Seq(9_007_199_254_740_993));
 }
 
 #[test]
 fn api_md_spaced_examples_parse_to_the_compact_fixtures() {
-    let v: View = serde_json::from_str(r#"{"leader": null, "first_seq": 0, "next_seq": 0}"#).expect("API.md's new view");
+    let v: View =
+        serde_json::from_str(r#"{"leader": null, "first_seq": 0, "next_seq": 0}"#).expect("API.md's new view");
     assert_eq!(v, View::NEW);
     let s: SignupRequest = serde_json::from_str(r#"{"name": "acme"}"#).expect("API.md's signup");
     assert_eq!(serde_json::to_string(&s).expect("serializes"), r#"{"name":"acme"}"#);
@@ -126,12 +128,12 @@ fn set_leader_answer() {
 
 #[test]
 fn write_requests_for_both_modes_with_empty_and_padded_records() {
-    let fenced: WriteRequest = round_trip(&format!(r#"{{"leader":"{UUID_A}","seq":10,"records":["aGVsbG8=","","+/8="]}}"#));
-    assert_eq!(fenced.records.iter().map(|r| r.as_bytes().to_vec()).collect::<Vec<_>>(), vec![
-        b"hello".to_vec(),
-        vec![],
-        vec![0xfb, 0xff]
-    ]);
+    let fenced: WriteRequest =
+        round_trip(&format!(r#"{{"leader":"{UUID_A}","seq":10,"records":["aGVsbG8=","","+/8="]}}"#));
+    assert_eq!(
+        fenced.records.iter().map(|r| r.as_bytes().to_vec()).collect::<Vec<_>>(),
+        vec![b"hello".to_vec(), vec![], vec![0xfb, 0xff]]
+    );
     assert_eq!(fenced.bytes(), 7);
     let append: WriteRequest = round_trip(r#"{"records":["aGk="]}"#);
     assert_eq!((append.leader, append.seq), (None, None));
@@ -179,7 +181,8 @@ fn tail_gap_and_heartbeat_payloads() {
 fn error_bodies_bare_with_a_view_and_with_the_three_limits() {
     let bare: ErrorBody = round_trip(r#"{"code":"unauthorized","message":"token expired"}"#);
     assert_eq!((bare.code, bare.view, bare.limits()), (ErrorCode::Unauthorized, None, None));
-    let refused: ErrorBody = round_trip(&format!(r#"{{"code":"refused","message":"wrong position","view":{VIEW_LED}}}"#));
+    let refused: ErrorBody =
+        round_trip(&format!(r#"{{"code":"refused","message":"wrong position","view":{VIEW_LED}}}"#));
     assert_eq!(refused.view, Some(led()));
     let batch: ErrorBody = round_trip(&format!(
         r#"{{"code":"too_large","message":"batch over the write limits","view":{VIEW_LED},"max_records":1024,"max_bytes":1048576,"max_body_bytes":2097152}}"#
@@ -197,7 +200,9 @@ fn built_error_bodies_serialize_in_api_md_field_order() {
     let b = ErrorBody::new(ErrorCode::TooLarge, "m").with_limits(limits).with_view(View::NEW);
     assert_eq!(
         serde_json::to_string(&b).expect("serializes"),
-        format!(r#"{{"code":"too_large","message":"m","view":{VIEW_NEW},"max_records":1,"max_bytes":2,"max_body_bytes":3}}"#)
+        format!(
+            r#"{{"code":"too_large","message":"m","view":{VIEW_NEW},"max_records":1,"max_bytes":2,"max_body_bytes":3}}"#
+        )
     );
 }
 

@@ -147,7 +147,19 @@ fn journal_names_stop_at_one_hundred_twenty_eight_characters() {
         assert!(JournalName::parse(name).is_ok(), "{name:?} is a journal name");
         assert!(serde_json::from_str::<CreateJournalRequest>(&format!(r#"{{"name":"{name}"}}"#)).is_ok());
     }
-    let bad = ["", "-orders", ".orders", "_orders", "..", "or ders", "or/ders", "orders\n", "ordérs", "a:b", &"J".repeat(129)];
+    let bad = [
+        "",
+        "-orders",
+        ".orders",
+        "_orders",
+        "..",
+        "or ders",
+        "or/ders",
+        "orders\n",
+        "ordérs",
+        "a:b",
+        &"J".repeat(129),
+    ];
     for name in bad {
         assert!(JournalName::parse(name).is_err(), "{name:?} is not a journal name");
         refused::<CreateJournalRequest>(&serde_json::json!({ "name": name }).to_string());

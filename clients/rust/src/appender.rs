@@ -84,7 +84,10 @@ impl AppenderConfig {
             return Err(AppenderConfigError::BatchBytesZero);
         }
         if self.bytes_in_flight_max < self.batch_bytes_max {
-            return Err(AppenderConfigError::InFlightBelowBatch { in_flight: self.bytes_in_flight_max, batch: self.batch_bytes_max });
+            return Err(AppenderConfigError::InFlightBelowBatch {
+                in_flight: self.bytes_in_flight_max,
+                batch: self.batch_bytes_max,
+            });
         }
         if self.bytes_in_flight_max > u64::from(u32::MAX) {
             return Err(AppenderConfigError::InFlightTooLarge(self.bytes_in_flight_max));
@@ -146,7 +149,8 @@ impl<T> BatchBuilder<T> {
     /// record). When it may not, [`seal`](Self::seal) first.
     pub fn fits(&self, len: usize) -> bool {
         self.records.is_empty()
-            || (self.records.len() < self.records_max as usize && self.bytes.saturating_add(len as u64) <= self.bytes_max)
+            || (self.records.len() < self.records_max as usize
+                && self.bytes.saturating_add(len as u64) <= self.bytes_max)
     }
 
     /// Whether the open batch is full by count or bytes: seal it now.
@@ -242,7 +246,10 @@ pub struct AppenderDriver<S: JournalService + 'static> {
 
 impl<S: JournalService + 'static> std::fmt::Debug for AppenderDriver<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AppenderDriver").field("writer", &self.writer).field("gathered", &self.builder.len()).finish_non_exhaustive()
+        f.debug_struct("AppenderDriver")
+            .field("writer", &self.writer)
+            .field("gathered", &self.builder.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -251,7 +258,10 @@ impl Appender {
     ///
     /// # Errors
     /// [`AppenderConfigError`] when `config` is invalid.
-    pub fn new<S: JournalService + 'static>(writer: Writer<S>, config: AppenderConfig) -> Result<(Appender, AppenderDriver<S>), AppenderConfigError>
+    pub fn new<S: JournalService + 'static>(
+        writer: Writer<S>,
+        config: AppenderConfig,
+    ) -> Result<(Appender, AppenderDriver<S>), AppenderConfigError>
     where
         S::Journal: 'static,
     {
@@ -280,7 +290,8 @@ impl Appender {
         if weight as u64 > self.max {
             return Err(AppendError::RecordTooLarge { len: record.len(), max: self.max });
         }
-        let closed = || self.stopped.lock().unwrap_or_else(PoisonError::into_inner).clone().unwrap_or(AppendError::Closed);
+        let closed =
+            || self.stopped.lock().unwrap_or_else(PoisonError::into_inner).clone().unwrap_or(AppendError::Closed);
         let Ok(units) = u32::try_from(weight) else {
             return Err(AppendError::RecordTooLarge { len: record.len(), max: self.max });
         };

@@ -32,11 +32,7 @@ pub struct CheckpointerConfig {
 
 impl Default for CheckpointerConfig {
     fn default() -> Self {
-        CheckpointerConfig {
-            factor: 4,
-            interval_records: 65_536,
-            chunk_bytes: 8 << 10,
-        }
+        CheckpointerConfig { factor: 4, interval_records: 65_536, chunk_bytes: 8 << 10 }
     }
 }
 
@@ -125,17 +121,9 @@ impl Checkpointer {
         }
         if config.chunk_bytes == 0 || config.chunk_bytes > CHUNK_BYTES_LIMIT {
             let chunk_bytes = config.chunk_bytes;
-            return Err(ConfigError::ChunkBytes {
-                chunk_bytes,
-                limit: CHUNK_BYTES_LIMIT,
-            });
+            return Err(ConfigError::ChunkBytes { chunk_bytes, limit: CHUNK_BYTES_LIMIT });
         }
-        Ok(Checkpointer {
-            config,
-            since_records: 0,
-            since_bytes: 0,
-            phase: Phase::Idle,
-        })
+        Ok(Checkpointer { config, since_records: 0, since_bytes: 0, phase: Phase::Idle })
     }
 
     /// The configuration in force.
@@ -189,11 +177,7 @@ impl Checkpointer {
     /// # Errors
     /// [`CheckpointerError::Busy`] when a run is in flight; `PositionOverflow` when the run
     /// would not fit below the last position.
-    pub fn begin<C: Checkpointable>(
-        &mut self,
-        state: &C,
-        tail: Seq,
-    ) -> Result<PlannedRun, CheckpointerError> {
+    pub fn begin<C: Checkpointable>(&mut self, state: &C, tail: Seq) -> Result<PlannedRun, CheckpointerError> {
         if let Some(begin) = self.in_flight() {
             return Err(CheckpointerError::Busy { begin });
         }
@@ -209,19 +193,9 @@ impl Checkpointer {
         records.push(RunRecord::End { chunks, checksum }.encode());
         let end = seq_checked_add(tail, records.len() as u64 - 1)
             .filter(|end| seq_next(*end).is_some())
-            .ok_or(CheckpointerError::PositionOverflow {
-                tail,
-                records: records.len(),
-            })?;
-        self.phase = Phase::Appending {
-            begin: tail,
-            end,
-            acked_to: tail,
-        };
-        Ok(PlannedRun {
-            begin: tail,
-            records,
-        })
+            .ok_or(CheckpointerError::PositionOverflow { tail, records: records.len() })?;
+        self.phase = Phase::Appending { begin: tail, end, acked_to: tail };
+        Ok(PlannedRun { begin: tail, records })
     }
 
     /// Takes note that the journal acknowledged `count` run records starting at `from`.
@@ -233,18 +207,9 @@ impl Checkpointer {
     /// # Errors
     /// [`CheckpointerError::UnexpectedAck`] when no run is being appended or the range is not
     /// within the run, or leaves a hole after what was acknowledged.
-    pub fn acknowledged(
-        &mut self,
-        from: Seq,
-        count: u64,
-    ) -> Result<Option<Truncate>, CheckpointerError> {
+    pub fn acknowledged(&mut self, from: Seq, count: u64) -> Result<Option<Truncate>, CheckpointerError> {
         let unexpected = CheckpointerError::UnexpectedAck { from, count };
-        let Phase::Appending {
-            begin,
-            end,
-            acked_to,
-        } = self.phase
-        else {
+        let Phase::Appending { begin, end, acked_to } = self.phase else {
             return Err(unexpected);
         };
         let stop = seq_checked_add(from, count).ok_or(unexpected.clone())?;
@@ -258,11 +223,7 @@ impl Checkpointer {
             self.since_bytes = 0;
             return Ok(Some(Truncate { up_to: begin }));
         }
-        self.phase = Phase::Appending {
-            begin,
-            end,
-            acked_to,
-        };
+        self.phase = Phase::Appending { begin, end, acked_to };
         Ok(None)
     }
 

@@ -436,10 +436,17 @@ impl CallPolicy {
             // An append lands at the tail, wherever that is: only its count must match.
             (Call::Write { leader: None, seq, records }, Outcome::Accepted { seq: at, count }) => {
                 let len = records.len() as u64;
-                if count == len { Ok(outcome) } else { Err(AnswerError::WrongPosition { seq: at, count, expected: *seq, len }) }
+                if count == len {
+                    Ok(outcome)
+                } else {
+                    Err(AnswerError::WrongPosition { seq: at, count, expected: *seq, len })
+                }
             }
             (Call::Write { leader: None, .. }, Outcome::Duplicate { .. }) => wrong,
-            (Call::Write { seq, records, .. }, Outcome::Accepted { seq: at, count } | Outcome::Duplicate { seq: at, count }) => {
+            (
+                Call::Write { seq, records, .. },
+                Outcome::Accepted { seq: at, count } | Outcome::Duplicate { seq: at, count },
+            ) => {
                 let len = records.len() as u64;
                 if at != *seq || count != len {
                     Err(AnswerError::WrongPosition { seq: at, count, expected: *seq, len })
@@ -454,7 +461,9 @@ impl CallPolicy {
                 }
                 Ok(outcome)
             }
-            (Call::Write { .. }, Outcome::Truncated(_)) if self.ambiguous => return self.finish(Ok(Decided::Ambiguous)),
+            (Call::Write { .. }, Outcome::Truncated(_)) if self.ambiguous => {
+                return self.finish(Ok(Decided::Ambiguous));
+            }
             (Call::Write { .. }, Outcome::Truncated(_)) => Ok(outcome),
             (Call::SetLeader { .. }, Outcome::Won(_)) => Ok(outcome),
             (Call::SetLeader { new, .. }, Outcome::Lost(view)) => {
@@ -635,7 +644,12 @@ impl<S: JournalService> Client<S> {
     pub fn new(service: S, config: ClientConfig, seed: u64) -> Result<Client<S>, ClientConfigError> {
         config.validate()?;
         Ok(Client {
-            inner: Arc::new(Inner { service, config, rng: Mutex::new(Rng::new(seed)), hints: Mutex::new(LeaderHints::new(config.leader_hints_max)) }),
+            inner: Arc::new(Inner {
+                service,
+                config,
+                rng: Mutex::new(Rng::new(seed)),
+                hints: Mutex::new(LeaderHints::new(config.leader_hints_max)),
+            }),
         })
     }
 

@@ -35,9 +35,7 @@ pub struct FolderConfig {
 
 impl Default for FolderConfig {
     fn default() -> Self {
-        FolderConfig {
-            run_bytes_max: 64 << 20,
-        }
+        FolderConfig { run_bytes_max: 64 << 20 }
     }
 }
 
@@ -124,13 +122,7 @@ pub struct Folder<C> {
 impl<C: Checkpointable> Folder<C> {
     /// A folder whose `state` covers every record below `next` (an empty journal: `Seq(0)`).
     pub fn new(state: C, next: Seq, config: FolderConfig) -> Self {
-        Folder {
-            state,
-            next,
-            whole: true,
-            open: None,
-            config,
-        }
+        Folder { state, next, whole: true, open: None, config }
     }
 
     /// The folded state (stale while the folder is not whole).
@@ -166,10 +158,7 @@ impl<C: Checkpointable> Folder<C> {
     /// position; either way nothing is folded.
     pub fn fold_page(&mut self, from: Seq, records: &[Bytes]) -> Result<Vec<FoldEvent>, FoldError> {
         if from > self.next {
-            return Err(FoldError::NotContiguous {
-                expected: self.next,
-                from,
-            });
+            return Err(FoldError::NotContiguous { expected: self.next, from });
         }
         let len = records.len();
         if seq_checked_add(from, len as u64).is_none() {
@@ -189,10 +178,7 @@ impl<C: Checkpointable> Folder<C> {
     /// As [`fold_page`](Self::fold_page).
     pub fn fold(&mut self, at: Seq, record: &[u8]) -> Result<Vec<FoldEvent>, FoldError> {
         if at > self.next {
-            return Err(FoldError::NotContiguous {
-                expected: self.next,
-                from: at,
-            });
+            return Err(FoldError::NotContiguous { expected: self.next, from: at });
         }
         if seq_next(at).is_none() {
             return Err(FoldError::PositionOverflow { from: at, len: 1 });
@@ -211,20 +197,14 @@ impl<C: Checkpointable> Folder<C> {
     /// [`FoldError::NotContiguous`] when `from` is past `next`: records the folder never saw.
     pub fn gap(&mut self, from: Seq, resumed_at: Seq) -> Result<Vec<FoldEvent>, FoldError> {
         if from > self.next {
-            return Err(FoldError::NotContiguous {
-                expected: self.next,
-                from,
-            });
+            return Err(FoldError::NotContiguous { expected: self.next, from });
         }
         let mut events = Vec::new();
         if resumed_at <= self.next {
             return Ok(events);
         }
         self.drop_run(DropReason::Gap { resumed_at }, &mut events);
-        events.push(FoldEvent::Jumped {
-            from: self.next,
-            to: resumed_at,
-        });
+        events.push(FoldEvent::Jumped { from: self.next, to: resumed_at });
         self.next = resumed_at;
         self.whole = false;
         self.check();
@@ -236,12 +216,8 @@ impl<C: Checkpointable> Folder<C> {
             events.push(FoldEvent::Ignored { at });
             return;
         }
-        assert_eq!(
-            at, self.next,
-            "the folder folds each position once, in order"
-        );
-        self.next = seq_next(at)
-            .expect("a page's positions were checked against overflow");
+        assert_eq!(at, self.next, "the folder folds each position once, in order");
+        self.next = seq_next(at).expect("a page's positions were checked against overflow");
         if !run::is_run_record(record) {
             self.drop_run(DropReason::ApplicationRecord { at }, events);
             if self.whole {
@@ -260,11 +236,7 @@ impl<C: Checkpointable> Folder<C> {
             Ok(RunRecord::Begin { covers_up_to }) => {
                 self.drop_run(DropReason::NewBegin { at }, events);
                 if covers_up_to == at {
-                    self.open = Some(OpenRun {
-                        begin: at,
-                        bytes: Vec::new(),
-                        chunks: 0,
-                    });
+                    self.open = Some(OpenRun { begin: at, bytes: Vec::new(), chunks: 0 });
                     events.push(FoldEvent::RunOpened { at });
                 } else {
                     events.push(FoldEvent::MisplacedBegin { at, covers_up_to });
@@ -298,18 +270,12 @@ impl<C: Checkpointable> Folder<C> {
         let begin = run.begin;
         let dropped = |why| FoldEvent::RunDropped { begin, why };
         if chunks != run.chunks {
-            events.push(dropped(DropReason::ChunkCount {
-                declared: chunks,
-                found: run.chunks,
-            }));
+            events.push(dropped(DropReason::ChunkCount { declared: chunks, found: run.chunks }));
             return;
         }
         let found = run::checksum(&run.bytes);
         if checksum != found {
-            events.push(dropped(DropReason::Checksum {
-                declared: checksum,
-                found,
-            }));
+            events.push(dropped(DropReason::Checksum { declared: checksum, found }));
             return;
         }
         if self.whole {
@@ -326,31 +292,20 @@ impl<C: Checkpointable> Folder<C> {
                 self.whole = true;
                 events.push(FoldEvent::Restored { at: begin });
             }
-            Err(e) => events.push(dropped(DropReason::RestoreFailed {
-                reason: e.to_string(),
-            })),
+            Err(e) => events.push(dropped(DropReason::RestoreFailed { reason: e.to_string() })),
         }
     }
 
     fn drop_run(&mut self, why: DropReason, events: &mut Vec<FoldEvent>) {
         if let Some(run) = self.open.take() {
-            events.push(FoldEvent::RunDropped {
-                begin: run.begin,
-                why,
-            });
+            events.push(FoldEvent::RunDropped { begin: run.begin, why });
         }
     }
 
     fn check(&self) {
         if let Some(run) = &self.open {
-            assert!(
-                run.begin < self.next,
-                "an open run begins below the folder's next position"
-            );
-            assert!(
-                run.bytes.len() <= self.config.run_bytes_max,
-                "an open run holds no more than run_bytes_max bytes"
-            );
+            assert!(run.begin < self.next, "an open run begins below the folder's next position");
+            assert!(run.bytes.len() <= self.config.run_bytes_max, "an open run holds no more than run_bytes_max bytes");
         }
     }
 }

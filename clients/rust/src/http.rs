@@ -27,9 +27,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use paros_api::outcome::plain;
 use paros_api::{
-    ApiError, CreateJournalRequest, ErrorCode, JournalInfo, JournalList, JournalName, MintTokenRequest, Page, ReadOutcome,
-    ReadQuery, Record, SetLeaderOutcome, SetLeaderRequest, SignupAnswer, SignupRequest, TailFrame, TenantName, Token,
-    TokenAnswer, TokenId, TruncateOutcome, TruncateRequest, WaitMs, WriteOutcome, WriteRequest,
+    ApiError, CreateJournalRequest, ErrorCode, JournalInfo, JournalList, JournalName, MintTokenRequest, Page,
+    ReadOutcome, ReadQuery, Record, SetLeaderOutcome, SetLeaderRequest, SignupAnswer, SignupRequest, TailFrame,
+    TenantName, Token, TokenAnswer, TokenId, TruncateOutcome, TruncateRequest, WaitMs, WriteOutcome, WriteRequest,
 };
 use paros_core::journal::{JournalView, Outcome, TooLarge};
 use paros_core::{Call, CallAnswer, Consistency, LeaderUuid, NodeId, Seq};
@@ -156,7 +156,8 @@ impl GatewayClient {
         }
         let token = token
             .map(|t| {
-                let mut v = HeaderValue::from_str(&format!("Bearer {}", t.as_str())).map_err(|_| GatewayError::BadToken)?;
+                let mut v =
+                    HeaderValue::from_str(&format!("Bearer {}", t.as_str())).map_err(|_| GatewayError::BadToken)?;
                 v.set_sensitive(true);
                 Ok(v)
             })
@@ -298,7 +299,11 @@ impl GatewayClient {
     ///
     /// # Errors
     /// [`GatewayError`] for an answer that is not a SetLeader outcome.
-    pub async fn set_leader(&self, name: &JournalName, request: &SetLeaderRequest) -> Result<SetLeaderOutcome, GatewayError> {
+    pub async fn set_leader(
+        &self,
+        name: &JournalName,
+        request: &SetLeaderRequest,
+    ) -> Result<SetLeaderOutcome, GatewayError> {
         let a = self.post(&["v1", "journals", name.as_str(), "leader"], request).await?;
         api(&a, SetLeaderOutcome::from_response(a.status, &a.body))
     }
@@ -307,7 +312,11 @@ impl GatewayClient {
     ///
     /// # Errors
     /// [`GatewayError`] for an answer that is not a Truncate outcome.
-    pub async fn truncate(&self, name: &JournalName, request: &TruncateRequest) -> Result<TruncateOutcome, GatewayError> {
+    pub async fn truncate(
+        &self,
+        name: &JournalName,
+        request: &TruncateRequest,
+    ) -> Result<TruncateOutcome, GatewayError> {
         let a = self.post(&["v1", "journals", name.as_str(), "truncate"], request).await?;
         api(&a, TruncateOutcome::from_response(a.status, &a.body))
     }
@@ -343,7 +352,12 @@ impl GatewayClient {
         Ok(tail)
     }
 
-    async fn open_tail(&self, name: &JournalName, from: Option<paros_api::Seq>, last: Option<paros_api::Seq>) -> Result<reqwest::Response, GatewayError> {
+    async fn open_tail(
+        &self,
+        name: &JournalName,
+        from: Option<paros_api::Seq>,
+        last: Option<paros_api::Seq>,
+    ) -> Result<reqwest::Response, GatewayError> {
         let mut url = self.url(&["v1", "journals", name.as_str(), "tail"]);
         if let Some(from) = from {
             url.set_query(Some(&format!("from={from}")));
@@ -372,11 +386,7 @@ impl GatewayClient {
 }
 
 fn transport(e: reqwest::Error) -> GatewayError {
-    if e.is_connect() {
-        GatewayError::NotSent(e.to_string())
-    } else {
-        GatewayError::NoAnswer(e.to_string())
-    }
+    if e.is_connect() { GatewayError::NotSent(e.to_string()) } else { GatewayError::NoAnswer(e.to_string()) }
 }
 
 fn retry_after(resp: &reqwest::Response) -> Option<u64> {
@@ -458,7 +468,8 @@ impl Tail {
                 tokio::time::sleep(backoff).await;
                 match self.connect().await {
                     Ok(()) => break,
-                    Err(e @ (GatewayError::NotSent(_) | GatewayError::NoAnswer(_))) | Err(e @ GatewayError::Api { status: 503, .. }) => {
+                    Err(e @ (GatewayError::NotSent(_) | GatewayError::NoAnswer(_)))
+                    | Err(e @ GatewayError::Api { status: 503, .. }) => {
                         failures += 1;
                         if failures > self.gateway.config.tail_reconnects_max {
                             return Err(e);
@@ -605,7 +616,11 @@ impl HttpService {
         let body = body.expect("API bodies serialize infallibly");
         let g = &self.gateway;
         let req = g
-            .request(Method::POST, g.url(&["v1", "journals", journal.as_str(), segment]), Some(g.config.request_timeout))
+            .request(
+                Method::POST,
+                g.url(&["v1", "journals", journal.as_str(), segment]),
+                Some(g.config.request_timeout),
+            )
             .header(CONTENT_TYPE, "application/json")
             .body(body);
         let a = match g.send(req).await {
@@ -756,7 +771,9 @@ pub fn core_uuid(u: paros_api::LeaderUuid) -> LeaderUuid {
 #[must_use]
 pub fn api_consistency(c: Consistency) -> paros_api::Consistency {
     match c {
-        Consistency::Linearizable | Consistency::AtLeast(Seq(0)) => paros_api::Consistency::Linearizable { min_seq: None },
+        Consistency::Linearizable | Consistency::AtLeast(Seq(0)) => {
+            paros_api::Consistency::Linearizable { min_seq: None }
+        }
         Consistency::AtLeast(Seq(s)) => paros_api::Consistency::AtLeast { min_seq: paros_api::Seq(s - 1) },
     }
 }

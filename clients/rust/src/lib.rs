@@ -38,8 +38,8 @@
 
 pub mod appender;
 pub mod checkpointable;
-pub mod client;
 pub mod checkpointer;
+pub mod client;
 pub mod fake;
 pub mod folder;
 #[cfg(feature = "http")]
@@ -52,18 +52,16 @@ pub mod writer;
 
 pub use appender::{AppendError, Appender, AppenderConfig, AppenderConfigError, AppenderDriver, Batch, BatchBuilder};
 pub use checkpointable::Checkpointable;
+pub use checkpointer::{Checkpointer, CheckpointerConfig, CheckpointerError, ConfigError, PlannedRun, Truncate};
 pub use client::{AnswerError, CallPolicy, Client, ClientConfig, ClientConfigError, Decided, Step};
-pub use checkpointer::{
-    Checkpointer, CheckpointerConfig, CheckpointerError, ConfigError, PlannedRun, Truncate,
-};
+pub use folder::{DropReason, FoldError, FoldEvent, Folder, FolderConfig};
 #[cfg(feature = "http")]
 pub use http::{GatewayClient, GatewayError, HttpConfig, HttpService, SseEvent, SseParser, Tail};
-pub use folder::{DropReason, FoldError, FoldEvent, Folder, FolderConfig};
 pub use reader::{
     ReadAnswer, ReadConsistency, ReadRequest, Reader, ReaderConfig, ReaderConfigError, ReaderCursor, ReaderError,
     ReaderOutcome,
 };
 pub use run::{MAGIC, RecordError, RunDecodeError, RunRecord, check_application_record};
+pub use service::{CallReply, Denial, JournalService, ReadParams, Route};
 pub use types::{JournalView, Seq};
 pub use writer::{Completion, Writer, WriterConfig, WriterConfigError, WriterCore, WriterError, Written};
-pub use service::{CallReply, Denial, JournalService, ReadParams, Route};

@@ -33,12 +33,7 @@ pub struct ReaderConfig {
 
 impl Default for ReaderConfig {
     fn default() -> Self {
-        ReaderConfig {
-            page_records_max: 256,
-            page_bytes_max: 64 << 10,
-            wait_ms: 0,
-            unserved_retries_max: 3,
-        }
+        ReaderConfig { page_records_max: 256, page_bytes_max: 64 << 10, wait_ms: 0, unserved_retries_max: 3 }
     }
 }
 
@@ -62,11 +57,7 @@ pub struct ReadRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReadAnswer {
     /// Records at positions `from`, `from + 1`, …
-    Page {
-        from: Seq,
-        records: Vec<Bytes>,
-        view: JournalView,
-    },
+    Page { from: Seq, records: Vec<Bytes>, view: JournalView },
     /// The requested position is below the journal's first retained one.
     Truncated { view: JournalView },
     /// This server cannot serve the read now; another may.
@@ -81,17 +72,9 @@ pub enum ReadAnswer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReaderOutcome {
     /// Records at `from`, `from + 1`, … (possibly none, at the tail).
-    Records {
-        from: Seq,
-        records: Vec<Bytes>,
-        view: JournalView,
-    },
+    Records { from: Seq, records: Vec<Bytes>, view: JournalView },
     /// Positions `[from, resumed_at)` were truncated; the cursor resumed at `resumed_at`.
-    Gap {
-        from: Seq,
-        resumed_at: Seq,
-        view: JournalView,
-    },
+    Gap { from: Seq, resumed_at: Seq, view: JournalView },
     /// The read was not served; ask again (another server): this is retry `attempt`.
     Retry { attempt: u32 },
     /// `attempts` reads in a row were not served; the retry count starts over.
@@ -111,11 +94,7 @@ pub enum ReaderError {
     InconsistentView { view: JournalView },
     /// A page holding records past the tail its own view names.
     #[error("a page from {} of {len} records runs past its view's next_seq {}", .from.0, .next_seq.0)]
-    PageBeyondTail {
-        from: Seq,
-        len: usize,
-        next_seq: Seq,
-    },
+    PageBeyondTail { from: Seq, len: usize, next_seq: Seq },
     /// A page holding more records than were asked for.
     #[error("a page of {records} records exceeds the limit of {limit}")]
     PageTooLong { records: usize, limit: u32 },
@@ -163,12 +142,7 @@ impl ReaderCursor {
         if config.page_bytes_max == 0 {
             return Err(ReaderConfigError::PageBytesZero);
         }
-        Ok(ReaderCursor {
-            config,
-            cursor: from,
-            tail: None,
-            unserved: 0,
-        })
+        Ok(ReaderCursor { config, cursor: from, tail: None, unserved: 0 })
     }
 
     /// The next position wanted.
@@ -204,11 +178,7 @@ impl ReaderCursor {
     pub fn absorb(&mut self, answer: ReadAnswer) -> Result<ReaderOutcome, ReaderError> {
         let before = self.cursor;
         let outcome = match answer {
-            ReadAnswer::Page {
-                from,
-                records,
-                view,
-            } => self.on_page(from, records, view)?,
+            ReadAnswer::Page { from, records, view } => self.on_page(from, records, view)?,
             ReadAnswer::Truncated { view } => self.on_truncated(view)?,
             ReadAnswer::Unserved => self.on_unserved(),
             ReadAnswer::UnknownJournal => {
@@ -217,10 +187,7 @@ impl ReaderCursor {
             }
             ReadAnswer::Denied(denial) => return Err(ReaderError::Denied(denial)),
         };
-        assert!(
-            self.cursor >= before,
-            "the reader's cursor never moves backwards"
-        );
+        assert!(self.cursor >= before, "the reader's cursor never moves backwards");
         assert!(
             self.unserved <= self.config.unserved_retries_max,
             "unserved reads in a row never exceed the retry bound"
@@ -228,12 +195,7 @@ impl ReaderCursor {
         Ok(outcome)
     }
 
-    fn on_page(
-        &mut self,
-        from: Seq,
-        records: Vec<Bytes>,
-        view: JournalView,
-    ) -> Result<ReaderOutcome, ReaderError> {
+    fn on_page(&mut self, from: Seq, records: Vec<Bytes>, view: JournalView) -> Result<ReaderOutcome, ReaderError> {
         let cursor = self.cursor;
         if from != cursor {
             return Err(ReaderError::PageNotAtCursor { cursor, from });
@@ -242,21 +204,14 @@ impl ReaderCursor {
         let len = records.len();
         let limit = self.config.page_records_max;
         if len > limit as usize {
-            return Err(ReaderError::PageTooLong {
-                records: len,
-                limit,
-            });
+            return Err(ReaderError::PageTooLong { records: len, limit });
         }
         let bytes: usize = records.iter().map(Bytes::len).sum();
         let max_bytes = self.config.page_bytes_max;
         if len > 1 && bytes > max_bytes as usize {
             return Err(ReaderError::PageTooLarge { bytes, max_bytes });
         }
-        let beyond = ReaderError::PageBeyondTail {
-            from,
-            len,
-            next_seq: view.next_seq,
-        };
+        let beyond = ReaderError::PageBeyondTail { from, len, next_seq: view.next_seq };
         let end = seq_checked_add(from, len as u64).ok_or(beyond.clone())?;
         if len > 0 && end > view.next_seq {
             return Err(beyond);
@@ -264,44 +219,27 @@ impl ReaderCursor {
         self.learn(view);
         if len == 0 && view.first_seq > cursor {
             self.cursor = view.first_seq;
-            return Ok(ReaderOutcome::Gap {
-                from: cursor,
-                resumed_at: view.first_seq,
-                view,
-            });
+            return Ok(ReaderOutcome::Gap { from: cursor, resumed_at: view.first_seq, view });
         }
         self.cursor = end;
-        Ok(ReaderOutcome::Records {
-            from,
-            records,
-            view,
-        })
+        Ok(ReaderOutcome::Records { from, records, view })
     }
 
     fn on_truncated(&mut self, view: JournalView) -> Result<ReaderOutcome, ReaderError> {
         check_view(view)?;
         let cursor = self.cursor;
         if view.first_seq <= cursor {
-            return Err(ReaderError::NotTruncated {
-                cursor,
-                first_seq: view.first_seq,
-            });
+            return Err(ReaderError::NotTruncated { cursor, first_seq: view.first_seq });
         }
         self.learn(view);
         self.cursor = view.first_seq;
-        Ok(ReaderOutcome::Gap {
-            from: cursor,
-            resumed_at: view.first_seq,
-            view,
-        })
+        Ok(ReaderOutcome::Gap { from: cursor, resumed_at: view.first_seq, view })
     }
 
     fn on_unserved(&mut self) -> ReaderOutcome {
         if self.unserved < self.config.unserved_retries_max {
             self.unserved += 1;
-            ReaderOutcome::Retry {
-                attempt: self.unserved,
-            }
+            ReaderOutcome::Retry { attempt: self.unserved }
         } else {
             let attempts = self.unserved + 1;
             self.unserved = 0;
@@ -311,19 +249,12 @@ impl ReaderCursor {
 
     fn learn(&mut self, view: JournalView) {
         self.unserved = 0;
-        self.tail = Some(
-            self.tail
-                .map_or(view.next_seq, |tail| tail.max(view.next_seq)),
-        );
+        self.tail = Some(self.tail.map_or(view.next_seq, |tail| tail.max(view.next_seq)));
     }
 }
 
 fn check_view(view: JournalView) -> Result<(), ReaderError> {
-    if view_is_consistent(&view) {
-        Ok(())
-    } else {
-        Err(ReaderError::InconsistentView { view })
-    }
+    if view_is_consistent(&view) { Ok(()) } else { Err(ReaderError::InconsistentView { view }) }
 }
 
 /// How fresh the async [`Reader`]'s reads must be.
@@ -356,7 +287,10 @@ pub struct Reader<S: crate::JournalService> {
 
 impl<S: crate::JournalService> std::fmt::Debug for Reader<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Reader").field("cursor", &self.cursor).field("consistency", &self.consistency).finish_non_exhaustive()
+        f.debug_struct("Reader")
+            .field("cursor", &self.cursor)
+            .field("consistency", &self.consistency)
+            .finish_non_exhaustive()
     }
 }
 
@@ -400,10 +334,13 @@ impl<S: crate::JournalService> Reader<S> {
         loop {
             let request = self.cursor.next_request();
             let servers = self.client.service().servers();
-            let server = (!servers.is_empty()).then(|| servers[(self.start + request.attempt as usize) % servers.len()]);
+            let server =
+                (!servers.is_empty()).then(|| servers[(self.start + request.attempt as usize) % servers.len()]);
             let consistency = match self.consistency {
                 ReadConsistency::Linearizable => paros_core::Consistency::Linearizable,
-                ReadConsistency::Monotonic => paros_core::Consistency::AtLeast(self.cursor.tail().unwrap_or(request.from)),
+                ReadConsistency::Monotonic => {
+                    paros_core::Consistency::AtLeast(self.cursor.tail().unwrap_or(request.from))
+                }
             };
             let params = crate::ReadParams {
                 from: request.from,

@@ -88,11 +88,7 @@ pub enum RecordError {
 /// # Errors
 /// [`RecordError::ReservedPrefix`] when the record starts with the magic.
 pub fn check_application_record(record: &[u8]) -> Result<(), RecordError> {
-    if is_run_record(record) {
-        Err(RecordError::ReservedPrefix)
-    } else {
-        Ok(())
-    }
+    if is_run_record(record) { Err(RecordError::ReservedPrefix) } else { Ok(()) }
 }
 
 /// Whether a record claims to be a run record (starts with the magic), decodable or not.
@@ -145,10 +141,7 @@ impl RunRecord {
     /// that carries the magic but is not a valid version-1 run record.
     pub fn decode(record: &[u8]) -> Result<RunRecord, RunDecodeError> {
         let body = record.strip_prefix(&MAGIC).ok_or(RunDecodeError::NoMagic)?;
-        let short = |need: usize| RunDecodeError::Short {
-            need,
-            have: record.len(),
-        };
+        let short = |need: usize| RunDecodeError::Short { need, have: record.len() };
         let (&version, body) = body.split_first().ok_or(short(HEADER_LEN))?;
         if version != FORMAT_VERSION {
             return Err(RunDecodeError::UnknownVersion(version));
@@ -156,9 +149,7 @@ impl RunRecord {
         let (&kind, body) = body.split_first().ok_or(short(HEADER_LEN))?;
         let mut fields = Fields { rest: body };
         let decoded = match kind {
-            KIND_BEGIN => RunRecord::Begin {
-                covers_up_to: Seq(fields.u64().ok_or(short(BEGIN_LEN))?),
-            },
+            KIND_BEGIN => RunRecord::Begin { covers_up_to: Seq(fields.u64().ok_or(short(BEGIN_LEN))?) },
             KIND_CHUNK => {
                 let len = fields.u32().ok_or(short(CHUNK_HEADER_LEN))? as usize;
                 let need = CHUNK_HEADER_LEN.saturating_add(len);
@@ -194,15 +185,11 @@ impl<'a> Fields<'a> {
     }
 
     fn u32(&mut self) -> Option<u32> {
-        self.take(4)
-            .and_then(|b| b.try_into().ok())
-            .map(u32::from_le_bytes)
+        self.take(4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes)
     }
 
     fn u64(&mut self) -> Option<u64> {
-        self.take(8)
-            .and_then(|b| b.try_into().ok())
-            .map(u64::from_le_bytes)
+        self.take(8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes)
     }
 }
 
@@ -217,26 +204,12 @@ mod tests {
 
     #[test]
     fn each_kind_has_the_documented_length() {
-        let begin = RunRecord::Begin {
-            covers_up_to: Seq(7),
-        }
-        .encode();
+        let begin = RunRecord::Begin { covers_up_to: Seq(7) }.encode();
         let chunk = RunRecord::Chunk(Bytes::from_static(b"abc")).encode();
-        let end = RunRecord::End {
-            chunks: 1,
-            checksum: 9,
-        }
-        .encode();
+        let end = RunRecord::End { chunks: 1, checksum: 9 }.encode();
         assert_eq!(begin.len(), 18, "a Begin record is 18 bytes");
-        assert_eq!(
-            chunk.len(),
-            17,
-            "a Chunk record is 14 bytes plus its state bytes"
-        );
+        assert_eq!(chunk.len(), 17, "a Chunk record is 14 bytes plus its state bytes");
         assert_eq!(end.len(), 22, "an End record is 22 bytes");
-        assert!(
-            begin.starts_with(&MAGIC),
-            "a run record starts with the magic"
-        );
+        assert!(begin.starts_with(&MAGIC), "a run record starts with the magic");
     }
 }

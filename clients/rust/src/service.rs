@@ -102,7 +102,11 @@ pub trait JournalService: Send + Sync {
     /// The journal's current view (its retained range and writer), from a linearizable read of
     /// at most one record at its start: `Page` and `Truncated` both carry it.
     fn inspect(&self, journal: &Self::Journal, route: Route) -> impl Future<Output = ReadAnswer> + Send {
-        self.read(journal, ReadParams { from: Seq(0), limit: 1, max_bytes: 1, wait_ms: 0, consistency: Consistency::Linearizable }, route)
+        self.read(
+            journal,
+            ReadParams { from: Seq(0), limit: 1, max_bytes: 1, wait_ms: 0, consistency: Consistency::Linearizable },
+            route,
+        )
     }
 }
 
@@ -135,4 +139,3 @@ impl ReadAnswer {
         }
     }
 }
-

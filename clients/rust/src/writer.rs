@@ -148,9 +148,13 @@ pub enum WriterError {
 enum BatchState {
     InFlight,
     /// Refused by our own term ahead of an earlier batch; re-sent once the earlier ones land.
-    Early { resends: u32 },
+    Early {
+        resends: u32,
+    },
     /// Re-sent after arriving early; waiting for its answer.
-    Resent { resends: u32 },
+    Resent {
+        resends: u32,
+    },
     Done(Result<Written, WriterError>),
 }
 
@@ -265,7 +269,11 @@ impl WriterCore {
     /// # Errors
     /// [`WriterError::Lost`] (claim again), [`WriterError::Superseded`] when this writer held
     /// a term and lost it, [`WriterError::Undecided`], or an [`AnswerError`].
-    pub fn on_claimed(&mut self, new: LeaderUuid, decided: Result<Decided, AnswerError>) -> Result<JournalView, WriterError> {
+    pub fn on_claimed(
+        &mut self,
+        new: LeaderUuid,
+        decided: Result<Decided, AnswerError>,
+    ) -> Result<JournalView, WriterError> {
         self.check_live()?;
         match decided? {
             Decided::Verdict(Outcome::Won(view)) => {
@@ -336,11 +344,9 @@ impl WriterCore {
         let ours = self.uuid;
         let result = match decided {
             Err(e) => Err(WriterError::Answer(e)),
-            Ok(Decided::Verdict(Outcome::Accepted { seq: at, count: n } | Outcome::Duplicate { seq: at, count: n }))
-                if at == seq && n == count =>
-            {
-                Ok(Written { seq, count })
-            }
+            Ok(Decided::Verdict(
+                Outcome::Accepted { seq: at, count: n } | Outcome::Duplicate { seq: at, count: n },
+            )) if at == seq && n == count => Ok(Written { seq, count }),
             Ok(Decided::Verdict(Outcome::Refused(view) | Outcome::Truncated(view))) if view.leader != ours => {
                 self.supersede(i, view, &mut completion);
                 self.check();
@@ -505,7 +511,12 @@ where
     ///
     /// # Errors
     /// [`WriterConfigError`] when `config` is invalid.
-    pub fn new(client: Client<S>, journal: S::Journal, config: WriterConfig, uuid_seed: u64) -> Result<Self, WriterConfigError> {
+    pub fn new(
+        client: Client<S>,
+        journal: S::Journal,
+        config: WriterConfig,
+        uuid_seed: u64,
+    ) -> Result<Self, WriterConfigError> {
         Ok(Writer { client, journal, core: WriterCore::new(config)?, uuids: Rng::new(uuid_seed), flights: vec![] })
     }
 
@@ -532,7 +543,6 @@ where
         let attempts = client.config().attempts_max.min(self.core.config.inspect_attempts_max);
         async move { inspect_view(client, journal, attempts).await }
     }
-
 
     /// Claims the journal for a new term: `SetLeader(fresh uuid, the leader in force)`.
     /// Returns the `Won` view; batches go at its `next_seq`.
@@ -645,7 +655,11 @@ where
 }
 
 /// See [`Writer::inspect`].
-async fn inspect_view<S: JournalService + 'static>(client: Client<S>, journal: S::Journal, attempts: u32) -> Result<JournalView, WriterError> {
+async fn inspect_view<S: JournalService + 'static>(
+    client: Client<S>,
+    journal: S::Journal,
+    attempts: u32,
+) -> Result<JournalView, WriterError> {
     let servers = client.service().servers();
     let mut rng = Rng::new(client.draw());
     // First at this journal's likely leader, else at a drawn server: a read that wakes a

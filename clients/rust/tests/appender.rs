@@ -15,7 +15,12 @@ use tokio::task::JoinHandle;
 const T0: Duration = Duration::ZERO;
 
 fn config() -> AppenderConfig {
-    AppenderConfig { batch_records_max: 4, batch_bytes_max: 16, linger: Duration::from_millis(5), bytes_in_flight_max: 64 }
+    AppenderConfig {
+        batch_records_max: 4,
+        batch_bytes_max: 16,
+        linger: Duration::from_millis(5),
+        bytes_in_flight_max: 64,
+    }
 }
 
 #[test]
@@ -60,7 +65,10 @@ fn appender_config_validation_names_the_bad_bound() {
     assert_eq!(ok.validate(), Ok(()));
     assert_eq!(AppenderConfig { batch_records_max: 0, ..ok }.validate(), Err(AppenderConfigError::BatchRecordsZero));
     assert_eq!(AppenderConfig { batch_bytes_max: 0, ..ok }.validate(), Err(AppenderConfigError::BatchBytesZero));
-    assert!(matches!(AppenderConfig { bytes_in_flight_max: 8, ..ok }.validate(), Err(AppenderConfigError::InFlightBelowBatch { .. })));
+    assert!(matches!(
+        AppenderConfig { bytes_in_flight_max: 8, ..ok }.validate(),
+        Err(AppenderConfigError::InFlightBelowBatch { .. })
+    ));
     assert!(matches!(
         AppenderConfig { bytes_in_flight_max: 1 << 40, ..ok }.validate(),
         Err(AppenderConfigError::InFlightTooLarge(_))
@@ -189,5 +197,8 @@ async fn a_superseded_appender_fails_every_pending_append_and_stops() {
     assert_eq!(ok + superseded, 40, "no append was dropped silently");
     assert!(superseded > 0);
     assert!(matches!(driver.await.expect("no panic"), Err(AppendError::Writer(WriterError::Superseded { .. }))));
-    assert!(matches!(appender.append(Bytes::from_static(b"late")).await, Err(AppendError::Writer(WriterError::Superseded { .. }))));
+    assert!(matches!(
+        appender.append(Bytes::from_static(b"late")).await,
+        Err(AppendError::Writer(WriterError::Superseded { .. }))
+    ));
 }

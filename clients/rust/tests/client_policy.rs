@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use paros_client::client::{backoff, AnswerError};
-use paros_client::{CallPolicy, ClientConfig, ClientConfigError, Decided, ReadAnswer, Step};
+use paros_client::client::{AnswerError, backoff};
 use paros_client::service::{CallReply, Route};
+use paros_client::{CallPolicy, ClientConfig, ClientConfigError, Decided, ReadAnswer, Step};
 use paros_core::journal::{JournalView, Outcome, TooLarge};
 use paros_core::rng::Rng;
 use paros_core::{Call, CallAnswer, LeaderUuid, NodeId, Seq};
@@ -266,10 +266,7 @@ fn a_read_back_below_the_trim_point_is_ambiguous() {
 fn an_unserved_read_back_is_asked_again() {
     let v = view(Some(u(0xa)), 0, 8);
     let rs = records("r", 3);
-    let pages = vec![
-        ReadAnswer::Unserved,
-        ReadAnswer::Page { from: Seq(5), records: rs.clone(), view: v },
-    ];
+    let pages = vec![ReadAnswer::Unserved, ReadAnswer::Page { from: Seq(5), records: rs.clone(), view: v }];
     // read_back_records_max is 2, but a page of three is still compared in full: the bound is
     // what is asked, the comparison is over what came.
     assert_eq!(read_back(pages), Ok(Decided::Verdict(Outcome::Duplicate { seq: Seq(5), count: 3 })));
@@ -411,7 +408,10 @@ fn an_append_is_acknowledged_wherever_it_landed_but_only_with_its_own_count() {
     let mut p = policy(append(2));
     p.start();
     let dup = Outcome::Duplicate { seq: Seq(41), count: 2 };
-    assert!(matches!(done(p.on_reply(verdict(dup), T0)), Err(AnswerError::WrongVerdict { .. })), "an append is never a duplicate");
+    assert!(
+        matches!(done(p.on_reply(verdict(dup), T0)), Err(AnswerError::WrongVerdict { .. })),
+        "an append is never a duplicate"
+    );
 }
 
 #[test]

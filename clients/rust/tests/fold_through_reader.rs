@@ -4,27 +4,17 @@
 mod common;
 
 use common::{Journal, folder};
-use paros_client::{
-    FoldEvent, JournalView, ReadAnswer, ReaderConfig, ReaderCursor, ReaderOutcome, Seq,
-};
+use paros_client::{FoldEvent, JournalView, ReadAnswer, ReaderConfig, ReaderCursor, ReaderOutcome, Seq};
 use proptest::prelude::*;
 
 /// A server holding `journal` from `first_seq` on, answering pages of at most `limit` records.
 fn answer(journal: &Journal, first_seq: Seq, from: Seq, limit: u32) -> ReadAnswer {
-    let view = JournalView {
-        leader: None,
-        first_seq,
-        next_seq: journal.tail(),
-    };
+    let view = JournalView { leader: None, first_seq, next_seq: journal.tail() };
     if from < first_seq {
         return ReadAnswer::Truncated { view };
     }
     let to = Seq(journal.tail().0.min(from.0 + u64::from(limit)));
-    ReadAnswer::Page {
-        from,
-        records: journal.slice(from, to).to_vec(),
-        view,
-    }
+    ReadAnswer::Page { from, records: journal.slice(from, to).to_vec(), view }
 }
 
 /// Reads the journal to its tail with a cursor from 0 and folds what it reads.
@@ -33,10 +23,7 @@ fn read_and_fold(
     first_seq: Seq,
     page: u32,
 ) -> (paros_client::Folder<common::Tally>, Vec<FoldEvent>) {
-    let config = ReaderConfig {
-        page_records_max: page,
-        ..ReaderConfig::default()
-    };
+    let config = ReaderConfig { page_records_max: page, ..ReaderConfig::default() };
     let mut reader = ReaderCursor::new(Seq(0), config).expect("non-zero page bounds are valid");
     let mut f = folder();
     let mut events = Vec::new();
@@ -49,12 +36,9 @@ fn read_and_fold(
             ReaderOutcome::Records { from, records, .. } => {
                 events.extend(f.fold_page(from, &records).expect("pages arrive in order"))
             }
-            ReaderOutcome::Gap {
-                from, resumed_at, ..
-            } => events.extend(
-                f.gap(from, resumed_at)
-                    .expect("gaps start at the folder's position"),
-            ),
+            ReaderOutcome::Gap { from, resumed_at, .. } => {
+                events.extend(f.gap(from, resumed_at).expect("gaps start at the folder's position"))
+            }
             other => {
                 panic!("an honest server that holds the journal answers every read, not {other:?}")
             }

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use paros_api::{CreateJournalRequest, JournalName, MintTokenRequest, Scope, TailEvent, TenantName, Token, TokenId, WriterMode};
+use paros_api::{
+    CreateJournalRequest, JournalName, MintTokenRequest, Scope, TailEvent, TenantName, Token, TokenId, WriterMode,
+};
 use paros_client::http::{GatewayClient, GatewayError, HttpConfig, HttpService, SseEvent, SseParser};
 use paros_client::{
     CallReply, Client, ClientConfig, Decided, Denial, JournalService, ReadAnswer, ReadConsistency, ReadParams, Reader,
@@ -40,7 +42,11 @@ impl Req {
 }
 
 enum Resp {
-    Reply { status: u16, headers: Vec<(&'static str, String)>, body: String },
+    Reply {
+        status: u16,
+        headers: Vec<(&'static str, String)>,
+        body: String,
+    },
     /// Read the request, then close the socket without a byte of answer.
     Drop,
     /// Answer nothing for this long, then close.
@@ -224,8 +230,11 @@ async fn a_write_travels_as_api_md_says_and_200_accepted_is_an_accepted_verdict(
 #[tokio::test]
 async fn a_multi_writer_write_sends_records_only() {
     let call = Call::Write { leader: None, seq: Seq(0), records: vec![Bytes::from_static(b"x")] };
-    let (reply, reqs) =
-        call_with(|| reply(200, json!({"outcome": "duplicate", "seq": 9, "count": 1, "view": view(None, 0, 10)})), call).await;
+    let (reply, reqs) = call_with(
+        || reply(200, json!({"outcome": "duplicate", "seq": 9, "count": 1, "view": view(None, 0, 10)})),
+        call,
+    )
+    .await;
     assert_eq!(reply, CallReply::Answer(CallAnswer::Verdict(Outcome::Duplicate { seq: Seq(9), count: 1 })));
     assert_eq!(reqs[0].json(), json!({"records": ["eA=="]}));
 }
@@ -315,7 +324,10 @@ async fn a_refused_connection_is_not_sent() {
     drop(listener);
     let service = HttpService::new(&url, None, quick()).unwrap();
     assert_eq!(service.call(&j(), &write_call(), Route::default()).await, CallReply::NotSent);
-    assert_eq!(service.read(&j(), read_params(0, Consistency::Linearizable), Route::default()).await, ReadAnswer::Unserved);
+    assert_eq!(
+        service.read(&j(), read_params(0, Consistency::Linearizable), Route::default()).await,
+        ReadAnswer::Unserved
+    );
 }
 
 #[tokio::test]
@@ -360,7 +372,10 @@ fn read_params(from: u64, consistency: Consistency) -> ReadParams {
 async fn a_read_sends_its_query_and_maps_the_page() {
     let f = fake(|_| reply(200, json!({"from": 2, "records": ["aGk="], "view": view(None, 0, 3)}))).await;
     let answer = f.service().read(&j(), read_params(2, Consistency::AtLeast(Seq(3))), Route::default()).await;
-    assert_eq!(answer, ReadAnswer::Page { from: Seq(2), records: vec![Bytes::from_static(b"hi")], view: core_view(None, 0, 3) });
+    assert_eq!(
+        answer,
+        ReadAnswer::Page { from: Seq(2), records: vec![Bytes::from_static(b"hi")], view: core_view(None, 0, 3) }
+    );
     let r = &f.requests()[0];
     assert_eq!((r.method.as_str(), r.path.as_str()), ("GET", "/v1/journals/orders/records"));
     // core's AtLeast(3) is `next_seq ≥ 3`, API.md's min_seq=2 is `next_seq > 2`.
@@ -370,7 +385,8 @@ async fn a_read_sends_its_query_and_maps_the_page() {
 #[tokio::test]
 async fn a_linearizable_read_with_server_defaults_sends_from_alone() {
     let f = fake(|_| reply(200, json!({"from": 0, "records": [], "view": view(None, 0, 0)}))).await;
-    let params = ReadParams { from: Seq(0), limit: 0, max_bytes: 0, wait_ms: 5000, consistency: Consistency::AtLeast(Seq(0)) };
+    let params =
+        ReadParams { from: Seq(0), limit: 0, max_bytes: 0, wait_ms: 5000, consistency: Consistency::AtLeast(Seq(0)) };
     f.service().read(&j(), params, Route::default()).await;
     assert_eq!(f.requests()[0].query, "from=0&wait_ms=1000", "zero limits are the server's, wait_ms is capped at 1000");
 }
@@ -382,7 +398,10 @@ async fn read_answers_410_503_504_404_and_401_map_to_the_readers_answers() {
         (err(503, "unavailable", None), ReadAnswer::Unserved),
         (err(504, "ambiguous", None), ReadAnswer::Unserved),
         (err(404, "unknown_journal", None), ReadAnswer::UnknownJournal),
-        (err(401, "unauthorized", None), ReadAnswer::Denied(Denial { status: 401, code: "unauthorized", retry_after_s: None })),
+        (
+            err(401, "unauthorized", None),
+            ReadAnswer::Denied(Denial { status: 401, code: "unauthorized", retry_after_s: None }),
+        ),
         (Resp::Drop, ReadAnswer::Unserved),
     ];
     for (resp, want) in cases {
@@ -397,7 +416,11 @@ async fn read_answers_410_503_504_404_and_401_map_to_the_readers_answers() {
 // The policy over HTTP.
 
 fn client(service: HttpService) -> Client<HttpService> {
-    let config = ClientConfig { backoff_base: Duration::from_millis(1), backoff_max: Duration::from_millis(5), ..ClientConfig::default() };
+    let config = ClientConfig {
+        backoff_base: Duration::from_millis(1),
+        backoff_max: Duration::from_millis(5),
+        ..ClientConfig::default()
+    };
     Client::new(service, config, 7).unwrap()
 }
 
@@ -407,7 +430,10 @@ async fn the_client_ends_a_call_at_once_on_a_denial() {
     let decided = client(f.service()).call(&j(), write_call()).await;
     assert_eq!(
         decided,
-        Ok(Decided::Denied { denial: Denial { status: 401, code: "unauthorized", retry_after_s: None }, ambiguous: false })
+        Ok(Decided::Denied {
+            denial: Denial { status: 401, code: "unauthorized", retry_after_s: None },
+            ambiguous: false
+        })
     );
     assert_eq!(f.requests().len(), 1, "a denial is not retried");
 }
@@ -460,8 +486,12 @@ impl Journal {
         let next = self.records.len() as u64;
         match (r.method.as_str(), r.path.rsplit('/').next().unwrap_or("")) {
             ("GET", "records") => {
-                let q: HashMap<&str, u64> =
-                    r.query.split('&').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k, v.parse().unwrap())).collect();
+                let q: HashMap<&str, u64> = r
+                    .query
+                    .split('&')
+                    .filter_map(|kv| kv.split_once('='))
+                    .map(|(k, v)| (k, v.parse().unwrap()))
+                    .collect();
                 let from = q["from"];
                 if from < self.first {
                     return err(410, "truncated", Some(self.view()));
@@ -481,7 +511,8 @@ impl Journal {
             }
             ("POST", "records") => {
                 let b = r.json();
-                let records: Vec<String> = b["records"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_owned()).collect();
+                let records: Vec<String> =
+                    b["records"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_owned()).collect();
                 let seq = b["seq"].as_u64().unwrap();
                 if b["leader"].as_str() != self.leader.as_deref() || seq != next || records.is_empty() {
                     return err(409, "refused", Some(self.view()));
@@ -522,7 +553,8 @@ async fn a_writer_claims_writes_and_truncates_over_http_and_a_reader_reports_the
     assert_eq!(writer.write(batch("a", 3)).await, Ok(Written { seq: Seq(0), count: 3 }));
     assert_eq!(writer.write(batch("b", 2)).await, Ok(Written { seq: Seq(3), count: 2 }));
 
-    let mut reader = Reader::new(c.clone(), j(), Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, 0).unwrap();
+    let mut reader =
+        Reader::new(c.clone(), j(), Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, 0).unwrap();
     match reader.next().await.unwrap() {
         ReaderOutcome::Records { from, records, .. } => {
             assert_eq!(from, Seq(0));
@@ -533,7 +565,8 @@ async fn a_writer_claims_writes_and_truncates_over_http_and_a_reader_reports_the
 
     let trimmed = writer.truncate(Seq(4)).await.expect("trims");
     assert_eq!(trimmed.first_seq, Seq(4));
-    let mut late = Reader::new(c.clone(), j(), Seq(1), ReaderConfig::default(), ReadConsistency::Linearizable, 0).unwrap();
+    let mut late =
+        Reader::new(c.clone(), j(), Seq(1), ReaderConfig::default(), ReadConsistency::Linearizable, 0).unwrap();
     assert!(matches!(late.next().await.unwrap(), ReaderOutcome::Gap { from: Seq(1), resumed_at: Seq(4), .. }));
     match late.next().await.unwrap() {
         ReaderOutcome::Records { from, records, .. } => assert_eq!((from, records), (Seq(4), vec![Bytes::from("b1")])),
@@ -550,8 +583,12 @@ async fn a_writer_claims_writes_and_truncates_over_http_and_a_reader_reports_the
 async fn a_reader_denied_by_the_gateway_stops_with_a_typed_error() {
     let f = fake(|_| err(403, "forbidden", None)).await;
     let mut reader =
-        Reader::new(client(f.service()), j(), Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, 0).unwrap();
-    assert_eq!(reader.next().await, Err(ReaderError::Denied(Denial { status: 403, code: "forbidden", retry_after_s: None })));
+        Reader::new(client(f.service()), j(), Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, 0)
+            .unwrap();
+    assert_eq!(
+        reader.next().await,
+        Err(ReaderError::Denied(Denial { status: 403, code: "forbidden", retry_after_s: None }))
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -579,7 +616,8 @@ async fn the_admin_routes_travel_as_api_md_says() {
     let mint = MintTokenRequest { scope: Scope::Read, journal: Some(j()), expires_in_s: std::num::NonZeroU64::new(60) };
     assert_eq!(g.mint_token(&mint).await.unwrap().token_id.as_str(), "jti-2");
     g.revoke_token(&TokenId::parse("jti/2").unwrap()).await.expect("the id is one path segment");
-    let created = g.create_journal(&CreateJournalRequest { name: j(), mode: Some(WriterMode::MultiWriter) }).await.unwrap();
+    let created =
+        g.create_journal(&CreateJournalRequest { name: j(), mode: Some(WriterMode::MultiWriter) }).await.unwrap();
     assert_eq!(created.mode, WriterMode::MultiWriter);
     assert_eq!(g.list_journals().await.unwrap().journals.len(), 1);
     assert_eq!(g.show_journal(&j()).await.unwrap().view.first_seq, paros_api::Seq(2));

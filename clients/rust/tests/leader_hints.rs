@@ -40,7 +40,11 @@ impl JournalService for Led {
 }
 
 fn write() -> Call {
-    Call::Write { leader: Some(paros_core::LeaderUuid::new(7).unwrap()), seq: Seq(0), records: vec![Bytes::from_static(b"x")] }
+    Call::Write {
+        leader: Some(paros_core::LeaderUuid::new(7).unwrap()),
+        seq: Seq(0),
+        records: vec![Bytes::from_static(b"x")],
+    }
 }
 
 fn client(max: usize) -> Client<Led> {
@@ -111,7 +115,9 @@ impl JournalService for Electing {
             return CallReply::Answer(CallAnswer::Redirect { leader: Some(leader) });
         }
         let outcome = match call {
-            Call::SetLeader { new, .. } => Outcome::Won(JournalView { leader: Some(*new), first_seq: Seq(0), next_seq: Seq(0) }),
+            Call::SetLeader { new, .. } => {
+                Outcome::Won(JournalView { leader: Some(*new), first_seq: Seq(0), next_seq: Seq(0) })
+            }
             _ => Outcome::Accepted { seq: Seq(0), count: 1 },
         };
         CallReply::Answer(CallAnswer::Verdict(outcome))
@@ -119,7 +125,11 @@ impl JournalService for Electing {
 
     async fn read(&self, journal: &u32, _read: ReadParams, route: Route) -> ReadAnswer {
         if self.elect(*journal, route) {
-            ReadAnswer::Page { from: Seq(0), records: Vec::new(), view: JournalView { leader: None, first_seq: Seq(0), next_seq: Seq(0) } }
+            ReadAnswer::Page {
+                from: Seq(0),
+                records: Vec::new(),
+                view: JournalView { leader: None, first_seq: Seq(0), next_seq: Seq(0) },
+            }
         } else {
             ReadAnswer::Unserved
         }

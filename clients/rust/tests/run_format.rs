@@ -7,13 +7,9 @@ use proptest::prelude::*;
 
 fn any_run_record() -> impl Strategy<Value = RunRecord> {
     prop_oneof![
-        any::<u64>().prop_map(|s| RunRecord::Begin {
-            covers_up_to: Seq(s)
-        }),
-        proptest::collection::vec(any::<u8>(), 0..64)
-            .prop_map(|b| RunRecord::Chunk(Bytes::from(b))),
-        (any::<u64>(), any::<u32>())
-            .prop_map(|(chunks, checksum)| RunRecord::End { chunks, checksum }),
+        any::<u64>().prop_map(|s| RunRecord::Begin { covers_up_to: Seq(s) }),
+        proptest::collection::vec(any::<u8>(), 0..64).prop_map(|b| RunRecord::Chunk(Bytes::from(b))),
+        (any::<u64>(), any::<u32>()).prop_map(|(chunks, checksum)| RunRecord::End { chunks, checksum }),
     ]
 }
 
@@ -68,12 +64,7 @@ proptest! {
 
 #[test]
 fn an_unknown_version_is_refused() {
-    let mut record = RunRecord::End {
-        chunks: 0,
-        checksum: 0,
-    }
-    .encode()
-    .to_vec();
+    let mut record = RunRecord::End { chunks: 0, checksum: 0 }.encode().to_vec();
     record[MAGIC.len()] = FORMAT_VERSION + 1;
     assert_eq!(
         RunRecord::decode(&record),
@@ -84,12 +75,7 @@ fn an_unknown_version_is_refused() {
 
 #[test]
 fn an_unknown_kind_is_refused() {
-    let mut record = RunRecord::End {
-        chunks: 0,
-        checksum: 0,
-    }
-    .encode()
-    .to_vec();
+    let mut record = RunRecord::End { chunks: 0, checksum: 0 }.encode().to_vec();
     record[MAGIC.len() + 1] = 9;
     assert_eq!(
         RunRecord::decode(&record),
@@ -100,42 +86,22 @@ fn an_unknown_kind_is_refused() {
 
 #[test]
 fn a_chunk_declaring_more_bytes_than_it_holds_is_refused() {
-    let mut record = RunRecord::Chunk(Bytes::from_static(b"abcd"))
-        .encode()
-        .to_vec();
+    let mut record = RunRecord::Chunk(Bytes::from_static(b"abcd")).encode().to_vec();
     record[MAGIC.len() + 2] = 5;
     assert!(
-        matches!(
-            RunRecord::decode(&record),
-            Err(RunDecodeError::Short { .. })
-        ),
+        matches!(RunRecord::decode(&record), Err(RunDecodeError::Short { .. })),
         "a chunk whose length field exceeds its bytes is refused"
     );
 }
 
 #[test]
 fn the_encoding_is_the_documented_layout() {
-    let begin = RunRecord::Begin {
-        covers_up_to: Seq(0x0102),
-    }
-    .encode();
+    let begin = RunRecord::Begin { covers_up_to: Seq(0x0102) }.encode();
     let mut expected = MAGIC.to_vec();
     expected.extend_from_slice(&[1, 1, 0x02, 0x01, 0, 0, 0, 0, 0, 0]);
-    assert_eq!(
-        begin.as_ref(),
-        &expected[..],
-        "Begin is magic, version 1, kind 1, covers_up_to little-endian"
-    );
-    let end = RunRecord::End {
-        chunks: 2,
-        checksum: 0xAABBCCDD,
-    }
-    .encode();
+    assert_eq!(begin.as_ref(), &expected[..], "Begin is magic, version 1, kind 1, covers_up_to little-endian");
+    let end = RunRecord::End { chunks: 2, checksum: 0xAABBCCDD }.encode();
     let mut expected = MAGIC.to_vec();
     expected.extend_from_slice(&[1, 3, 2, 0, 0, 0, 0, 0, 0, 0, 0xDD, 0xCC, 0xBB, 0xAA]);
-    assert_eq!(
-        end.as_ref(),
-        &expected[..],
-        "End is magic, version 1, kind 3, chunks then checksum little-endian"
-    );
+    assert_eq!(end.as_ref(), &expected[..], "End is magic, version 1, kind 3, chunks then checksum little-endian");
 }

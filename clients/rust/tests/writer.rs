@@ -9,7 +9,6 @@ use paros_client::{Client, ClientConfig, Decided, Writer, WriterConfig, WriterCo
 use paros_core::journal::{JournalView, Outcome};
 use paros_core::{Call, LeaderUuid, NodeId, Seq};
 
-
 fn setup(servers: Vec<NodeId>) -> (Arc<FakeService>, Writer<Arc<FakeService>>) {
     let fake = Arc::new(FakeService::new("j", servers));
     let client = Client::new(Arc::clone(&fake), ClientConfig::default(), 1).expect("valid");
@@ -169,7 +168,12 @@ async fn redirect_following_is_bounded() {
     let fake = Arc::new(FakeService::new("j", vec![NodeId(1), NodeId(2)]));
     let config = ClientConfig { redirects_max: 2, ..ClientConfig::default() };
     let client = Client::new(Arc::clone(&fake), config, 1).expect("valid");
-    fake.script([Fault::Redirect(Some(NodeId(2))), Fault::Redirect(Some(NodeId(1))), Fault::Redirect(Some(NodeId(2))), Fault::Redirect(Some(NodeId(1)))]);
+    fake.script([
+        Fault::Redirect(Some(NodeId(2))),
+        Fault::Redirect(Some(NodeId(1))),
+        Fault::Redirect(Some(NodeId(2))),
+        Fault::Redirect(Some(NodeId(1))),
+    ]);
     let decided = client.call(&"j".to_owned(), Call::SetLeader { new: other(), old: None }).await;
     assert_eq!(decided, Ok(Decided::Unavailable));
     assert_eq!(fake.calls().len(), 3, "the first send and two redirects");

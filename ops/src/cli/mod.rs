@@ -285,18 +285,31 @@ impl Failure {
     pub fn from_decided(decided: &Decided) -> Failure {
         match decided {
             Decided::Verdict(o) => match o {
-                Outcome::Refused(v) => Failure::Refused(format!("refused: the journal's tail is {}, led by {}", v.next_seq.0, leader(v.leader))),
-                Outcome::Truncated(v) => Failure::Refused(format!("truncated: the journal starts at {}", v.first_seq.0)),
-                Outcome::WrongMode(_) => Failure::Refused("wrong_mode: the call is shaped for the other writer mode".into()),
+                Outcome::Refused(v) => Failure::Refused(format!(
+                    "refused: the journal's tail is {}, led by {}",
+                    v.next_seq.0,
+                    leader(v.leader)
+                )),
+                Outcome::Truncated(v) => {
+                    Failure::Refused(format!("truncated: the journal starts at {}", v.first_seq.0))
+                }
+                Outcome::WrongMode(_) => {
+                    Failure::Refused("wrong_mode: the call is shaped for the other writer mode".into())
+                }
                 Outcome::Lost(v) => Failure::Refused(format!("lost: the journal is led by {}", leader(v.leader))),
                 Outcome::TruncateRefused(v) => {
                     Failure::Refused(format!("truncate_refused: the writer in force is {}", leader(v.leader)))
                 }
                 ok => Failure::Other(format!("unexpected verdict {ok:?}")),
             },
-            Decided::TooLarge(t) => Failure::Refused(format!("too_large: at most {} records and {} bytes per write", t.max_records, t.max_bytes)),
+            Decided::TooLarge(t) => Failure::Refused(format!(
+                "too_large: at most {} records and {} bytes per write",
+                t.max_records, t.max_bytes
+            )),
             Decided::Ambiguous => Failure::Ambiguous("ambiguous: the call may or may not have taken effect".into()),
-            Decided::Unavailable => Failure::Unavailable("unavailable: no answer within the client's bounds; nothing was done".into()),
+            Decided::Unavailable => {
+                Failure::Unavailable("unavailable: no answer within the client's bounds; nothing was done".into())
+            }
             Decided::UnknownJournal => Failure::Refused("unknown_journal".into()),
             Decided::Denied { denial, ambiguous } => {
                 let mut msg = format!("denied: {denial}");
@@ -315,7 +328,9 @@ impl Failure {
     #[must_use]
     pub fn from_writer(e: &WriterError) -> Failure {
         match e {
-            WriterError::Superseded { view } => Failure::Refused(format!("fenced: the journal is led by {} now", leader(view.leader))),
+            WriterError::Superseded { view } => {
+                Failure::Refused(format!("fenced: the journal is led by {} now", leader(view.leader)))
+            }
             WriterError::Lost { view } => Failure::Refused(format!("lost the claim to {}", leader(view.leader))),
             WriterError::Halted { at } => Failure::Refused(format!("halted: the batch at {} failed", at.0)),
             WriterError::Failed { seq, decided } => {
@@ -361,8 +376,8 @@ mod tests {
     use super::*;
     use clap::Parser;
     use paros_client::Denial;
-    use paros_core::journal::{JournalView, TooLarge};
     use paros_core::Seq;
+    use paros_core::journal::{JournalView, TooLarge};
 
     #[derive(Parser, Debug)]
     struct T {
@@ -398,7 +413,8 @@ mod tests {
 
     #[test]
     fn write_takes_records_a_leader_and_gateway_flags() {
-        let v = parse(&["write", "orders", "a", "b", "--leader", U, "--batch", "2", "--url", "http://g", "--json"]).unwrap();
+        let v = parse(&["write", "orders", "a", "b", "--leader", U, "--batch", "2", "--url", "http://g", "--json"])
+            .unwrap();
         assert_eq!(
             v,
             Verb::Write {
@@ -415,12 +431,17 @@ mod tests {
     #[test]
     fn token_mint_and_journal_create_parse_their_enums() {
         let v = parse(&["token", "mint", "--scope", "read", "--journal", "orders", "--expires-in-s", "60"]).unwrap();
-        assert!(matches!(v, Verb::Token { command: TokenCommand::Mint { scope: ScopeArg::Read, journal: Some(_), expires_in_s: Some(n), .. } } if n.get() == 60));
+        assert!(
+            matches!(v, Verb::Token { command: TokenCommand::Mint { scope: ScopeArg::Read, journal: Some(_), expires_in_s: Some(n), .. } } if n.get() == 60)
+        );
         let v = parse(&["journal", "create", "orders", "--mode", "multi_writer"]).unwrap();
         assert!(matches!(v, Verb::Journal { command: JournalCommand::Create { mode: ModeArg::MultiWriter, .. } }));
         let v = parse(&["journal", "create", "orders"]).unwrap();
         assert!(matches!(v, Verb::Journal { command: JournalCommand::Create { mode: ModeArg::SingleWriter, .. } }));
-        assert!(matches!(parse(&["journal", "list", "--token", "t"]).unwrap(), Verb::Journal { command: JournalCommand::List { .. } }));
+        assert!(matches!(
+            parse(&["journal", "list", "--token", "t"]).unwrap(),
+            Verb::Journal { command: JournalCommand::List { .. } }
+        ));
     }
 
     #[test]
@@ -451,7 +472,8 @@ mod tests {
         assert!(matches!(v, Verb::Truncate { up_to: 5, leader: Some(_), .. }));
         let v = parse(&["tail", "orders", "--from", "3"]).unwrap();
         assert!(matches!(v, Verb::Tail { from: Some(3), .. }));
-        let v = parse(&["read", "orders", "--from", "3", "--limit", "10", "--wait-ms", "500", "--min-seq", "2"]).unwrap();
+        let v =
+            parse(&["read", "orders", "--from", "3", "--limit", "10", "--wait-ms", "500", "--min-seq", "2"]).unwrap();
         assert!(matches!(v, Verb::Read { from: 3, wait_ms: 500, min_seq: Some(2), .. }));
     }
 
@@ -461,7 +483,8 @@ mod tests {
 
     #[test]
     fn decided_calls_map_to_their_exit_codes() {
-        let denial = |status, code| Decided::Denied { denial: Denial { status, code, retry_after_s: None }, ambiguous: false };
+        let denial =
+            |status, code| Decided::Denied { denial: Denial { status, code, retry_after_s: None }, ambiguous: false };
         let cases = [
             (Decided::Verdict(Outcome::Refused(view())), 3),
             (Decided::Verdict(Outcome::Lost(view())), 3),

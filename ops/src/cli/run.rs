@@ -8,11 +8,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use paros_api::{
-    Consistency, CreateJournalRequest, JournalInfo, JournalName, MintTokenRequest, ReadOutcome, ReadQuery, Record, TailEvent,
-    Token, TokenId, View, WaitMs, WriteOutcome, WriteRequest, WriterMode,
+    Consistency, CreateJournalRequest, JournalInfo, JournalName, MintTokenRequest, ReadOutcome, ReadQuery, Record,
+    TailEvent, Token, TokenId, View, WaitMs, WriteOutcome, WriteRequest, WriterMode,
 };
 use paros_client::http::{api_uuid, core_uuid, core_view};
-use paros_client::{Client, ClientConfig, Decided, GatewayClient, GatewayError, HttpConfig, HttpService, Writer, WriterConfig};
+use paros_client::{
+    Client, ClientConfig, Decided, GatewayClient, GatewayError, HttpConfig, HttpService, Writer, WriterConfig,
+};
 use paros_core::journal::{JournalView, Outcome};
 use paros_core::{Call, Seq};
 use serde_json::json;
@@ -94,19 +96,27 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
                         println!("{}", to_json(&page));
                     } else {
                         print_records(page.from.0, &page.records, base64);
-                        eprintln!("next {} of [{}, {})", page.next_from().map_or(0, |s| s.0), page.view.first_seq, page.view.next_seq);
+                        eprintln!(
+                            "next {} of [{}, {})",
+                            page.next_from().map_or(0, |s| s.0),
+                            page.view.first_seq,
+                            page.view.next_seq
+                        );
                     }
                     Ok(())
                 }
                 ReadOutcome::Truncated(view) => {
                     Err(Failure::Refused(format!("truncated: {journal} starts at {} now", view.first_seq)))
                 }
-                ReadOutcome::Unserved => Err(Failure::Unavailable("unavailable: the read was not served in time".into())),
+                ReadOutcome::Unserved => {
+                    Err(Failure::Unavailable("unavailable: the read was not served in time".into()))
+                }
             }
         }
         Verb::Tail { journal, from, base64, gateway } => {
             let (g, json) = connect(&gateway, env)?;
-            let mut tail = g.tail(&journal, from.map(paros_api::Seq)).await.map_err(|e| Failure::from_gateway(&e, true))?;
+            let mut tail =
+                g.tail(&journal, from.map(paros_api::Seq)).await.map_err(|e| Failure::from_gateway(&e, true))?;
             loop {
                 let frame = tail.next().await.map_err(|e| Failure::from_gateway(&e, true))?;
                 if json {
@@ -116,7 +126,10 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
                 match &frame.event {
                     TailEvent::Records(page) if !json => print_records(page.from.0, &page.records, base64),
                     TailEvent::Gap(gap) => {
-                        eprintln!("gap: positions [{}, {}) were truncated; resuming at {}", gap.from, gap.resumed_at, gap.resumed_at);
+                        eprintln!(
+                            "gap: positions [{}, {}) were truncated; resuming at {}",
+                            gap.from, gap.resumed_at, gap.resumed_at
+                        );
                     }
                     _ => {}
                 }
@@ -173,7 +186,10 @@ async fn journal(command: JournalCommand, env: &dyn Fn(&str) -> Option<String>) 
 }
 
 /// The gateway client for `gateway`'s URL and token (or the environment's), and `--json`.
-pub(super) fn connect(gateway: &Gateway, env: &dyn Fn(&str) -> Option<String>) -> Result<(GatewayClient, bool), Failure> {
+pub(super) fn connect(
+    gateway: &Gateway,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(GatewayClient, bool), Failure> {
     let url = gateway
         .url
         .clone()
@@ -185,12 +201,14 @@ pub(super) fn connect(gateway: &Gateway, env: &dyn Fn(&str) -> Option<String>) -
         .or_else(|| env("PAROS_TOKEN"))
         .map(|t| Token::parse(t.trim()).map_err(|e| Failure::BadArgs(format!("the token: {e}"))))
         .transpose()?;
-    let g = GatewayClient::new(&url, token.as_ref(), HttpConfig::default()).map_err(|e| Failure::from_gateway(&e, true))?;
+    let g =
+        GatewayClient::new(&url, token.as_ref(), HttpConfig::default()).map_err(|e| Failure::from_gateway(&e, true))?;
     Ok((g, gateway.json))
 }
 
 fn client(g: GatewayClient) -> Client<HttpService> {
-    Client::new(HttpService::from_gateway(g), ClientConfig::default(), seed()).expect("the default client config is valid")
+    Client::new(HttpService::from_gateway(g), ClientConfig::default(), seed())
+        .expect("the default client config is valid")
 }
 
 /// A seed nobody else draws: the process's randomly keyed hasher over the clock.
@@ -202,7 +220,12 @@ fn seed() -> u64 {
 }
 
 /// A call through the client policy; `ok` picks the verdicts that succeed.
-async fn decide(g: GatewayClient, journal: &JournalName, call: Call, ok: fn(&Outcome) -> bool) -> Result<JournalView, Failure> {
+async fn decide(
+    g: GatewayClient,
+    journal: &JournalName,
+    call: Call,
+    ok: fn(&Outcome) -> bool,
+) -> Result<JournalView, Failure> {
     let decided = client(g).call(journal, call).await.map_err(|e| Failure::Other(e.to_string()))?;
     match decided {
         Decided::Verdict(o @ (Outcome::Trimmed(v) | Outcome::Won(v))) if ok(&o) => Ok(v),
@@ -219,20 +242,22 @@ struct Written {
 }
 
 async fn claim_and_write(g: GatewayClient, journal: JournalName, batches: Vec<Vec<Bytes>>) -> Result<Written, Failure> {
-    let mut writer = Writer::new(client(g), journal, WriterConfig::default(), seed()).map_err(|e| Failure::Other(e.to_string()))?;
+    let mut writer =
+        Writer::new(client(g), journal, WriterConfig::default(), seed()).map_err(|e| Failure::Other(e.to_string()))?;
     let view = writer.claim().await.map_err(|e| Failure::from_writer(&e))?;
     let leader = writer.core().uuid();
     eprintln!("claimed as leader {}", leader.map(api_uuid).map_or_else(String::new, |u| u.to_string()));
     let mut done = Written { leader, first: None, count: 0, next_seq: view.next_seq.0 };
-    let mut take = |report: Option<(Seq, Result<paros_client::Written, paros_client::WriterError>)>| -> Result<(), Failure> {
-        if let Some((_, result)) = report {
-            let w = result.map_err(|e| Failure::from_writer(&e))?;
-            done.first.get_or_insert(w.seq.0);
-            done.count += w.count;
-            done.next_seq = w.seq.0 + w.count;
-        }
-        Ok(())
-    };
+    let mut take =
+        |report: Option<(Seq, Result<paros_client::Written, paros_client::WriterError>)>| -> Result<(), Failure> {
+            if let Some((_, result)) = report {
+                let w = result.map_err(|e| Failure::from_writer(&e))?;
+                done.first.get_or_insert(w.seq.0);
+                done.count += w.count;
+                done.next_seq = w.seq.0 + w.count;
+            }
+            Ok(())
+        };
     for batch in batches {
         let bytes = batch.iter().map(|r| r.len() as u64).sum();
         while !writer.has_room(bytes) {
@@ -266,7 +291,9 @@ async fn write_as(
             .await
             .map_err(|e| Failure::Other(e.to_string()))?;
         match decided {
-            Decided::Verdict(Outcome::Accepted { seq: at, count: n } | Outcome::Duplicate { seq: at, count: n }) if at == seq && n == count => {
+            Decided::Verdict(Outcome::Accepted { seq: at, count: n } | Outcome::Duplicate { seq: at, count: n })
+                if at == seq && n == count =>
+            {
                 done.first.get_or_insert(seq.0);
                 done.count += n;
                 done.next_seq = seq.0 + n;
@@ -291,7 +318,9 @@ async fn append(g: &GatewayClient, journal: &JournalName, batches: Vec<Vec<Bytes
                     eprintln!("retrying: {e}");
                     tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
                 }
-                Err(e) => return Err(Failure::from_gateway(&e, false).with_prefix(&format!("after {} records", done.count))),
+                Err(e) => {
+                    return Err(Failure::from_gateway(&e, false).with_prefix(&format!("after {} records", done.count)));
+                }
                 Ok(o) => break o,
             }
         };
@@ -347,7 +376,11 @@ fn to_json<T: serde::Serialize>(value: &T) -> String {
 }
 
 fn api_view(v: &JournalView) -> View {
-    View { leader: v.leader.map(api_uuid), first_seq: paros_api::Seq(v.first_seq.0), next_seq: paros_api::Seq(v.next_seq.0) }
+    View {
+        leader: v.leader.map(api_uuid),
+        first_seq: paros_api::Seq(v.first_seq.0),
+        next_seq: paros_api::Seq(v.next_seq.0),
+    }
 }
 
 fn view_text(v: &View) -> String {

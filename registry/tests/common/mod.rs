@@ -9,8 +9,8 @@ use paros_client::{Checkpointable, Seq};
 use paros_core::ids::{JournalId, NodeId, TenantId};
 use paros_core::journal::WriterMode;
 use paros_registry::{
-    BusAddress, CellId, Command, Directory, JournalName, Limits, Member, Quotas, Record, RequestId,
-    Role, TenantName, Verdict, Zone,
+    BusAddress, CellId, Command, Directory, JournalName, Limits, Member, Quotas, Record, RequestId, Role, TenantName,
+    Verdict, Zone,
 };
 
 pub fn tenant_name(s: &str) -> TenantName {
@@ -30,37 +30,19 @@ pub fn addr(n: u64) -> BusAddress {
 }
 
 pub fn member(id: u64, z: &str) -> Member {
-    Member {
-        id: NodeId(id),
-        bus_address: addr(id),
-        zone: zone(z),
-    }
+    Member { id: NodeId(id), bus_address: addr(id), zone: zone(z) }
 }
 
 pub fn init_cell(members: Vec<Member>) -> Command {
-    Command::InitCell {
-        cell: CellId(0xce11),
-        members,
-        registry: JournalId(0x4e6),
-        limits: Limits::default(),
-    }
+    Command::InitCell { cell: CellId(0xce11), members, registry: JournalId(0x4e6), limits: Limits::default() }
 }
 
 pub fn register(id: u64, role: Role, z: &str) -> Command {
-    Command::RegisterMachine {
-        id: NodeId(id),
-        role,
-        bus_address: addr(id),
-        zone: zone(z),
-    }
+    Command::RegisterMachine { id: NodeId(id), role, bus_address: addr(id), zone: zone(z) }
 }
 
 pub fn sign_up(tenant: u64, name: &str) -> Command {
-    Command::SignUp {
-        tenant: TenantId(tenant),
-        name: tenant_name(name),
-        quotas: Quotas::default(),
-    }
+    Command::SignUp { tenant: TenantId(tenant), name: tenant_name(name), quotas: Quotas::default() }
 }
 
 pub fn create(tenant: u64, journal: u64, name: &str, voters: &[u64]) -> Command {
@@ -74,18 +56,11 @@ pub fn create(tenant: u64, journal: u64, name: &str, voters: &[u64]) -> Command 
 }
 
 pub fn delete(tenant: u64, name: &str) -> Command {
-    Command::DeleteJournal {
-        tenant: TenantId(tenant),
-        name: journal_name(name),
-    }
+    Command::DeleteJournal { tenant: TenantId(tenant), name: journal_name(name) }
 }
 
 pub fn encode(id: u128, command: Command) -> Bytes {
-    Record {
-        id: RequestId(id),
-        command,
-    }
-    .encode()
+    Record { id: RequestId(id), command }.encode()
 }
 
 /// A directory fed one record at a time, with fresh request ids and positions.
@@ -105,11 +80,7 @@ impl Book {
     /// named `acme`.
     pub fn formed() -> Self {
         let mut b = Book::new();
-        let v = b.run(init_cell(vec![
-            member(1, "a"),
-            member(2, "b"),
-            member(3, "c"),
-        ]));
+        let v = b.run(init_cell(vec![member(1, "a"), member(2, "b"), member(3, "c")]));
         assert!(v.is_accepted(), "the cell forms: {v:?}");
         let v = b.run(sign_up(100, "acme"));
         assert!(v.is_accepted(), "acme signs up: {v:?}");
@@ -126,9 +97,7 @@ impl Book {
     pub fn run_as(&mut self, id: u128, command: Command) -> Verdict {
         let bytes = encode(id, command);
         self.raw(&bytes);
-        self.dir
-            .answer(RequestId(id))
-            .expect("a verdict is kept for the id just folded")
+        self.dir.answer(RequestId(id)).expect("a verdict is kept for the id just folded")
     }
 
     /// Folds raw bytes as the next record.
@@ -136,9 +105,6 @@ impl Book {
         self.dir.apply(Seq(self.next), bytes);
         self.records.push(Bytes::copy_from_slice(bytes));
         self.next += 1;
-        assert!(
-            self.dir.index_is_consistent(),
-            "the directory's index agrees with its state after every record"
-        );
+        assert!(self.dir.index_is_consistent(), "the directory's index agrees with its state after every record");
     }
 }

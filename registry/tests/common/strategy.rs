@@ -54,13 +54,7 @@ pub fn records() -> impl Strategy<Value = Vec<Bytes>> {
     // Most sequences form the cell first, so that later commands are judged on their merits.
     (any::<bool>(), prop::collection::vec(record, 0..60)).prop_map(|(formed, mut records)| {
         if formed {
-            records.insert(
-                0,
-                encode(
-                    1000,
-                    init_cell(vec![member(1, "a"), member(2, "b"), member(3, "c")]),
-                ),
-            );
+            records.insert(0, encode(1000, init_cell(vec![member(1, "a"), member(2, "b"), member(3, "c")])));
         }
         records
     })

@@ -48,12 +48,8 @@ impl Log {
     /// A reader's fold from scratch: the gap to the floor, then every retained record.
     pub fn fold_fresh(&self) -> Folder<Directory> {
         let mut folder = Folder::new(Directory::new(), Seq(0), FolderConfig::default());
-        folder
-            .gap(Seq(0), Seq(self.floor))
-            .expect("a gap from the start is contiguous");
-        folder
-            .fold_page(Seq(self.floor), self.retained())
-            .expect("the retained records are contiguous");
+        folder.gap(Seq(0), Seq(self.floor)).expect("a gap from the start is contiguous");
+        folder.fold_page(Seq(self.floor), self.retained()).expect("the retained records are contiguous");
         folder
     }
 }
@@ -70,11 +66,7 @@ pub fn drive(coordinator: &mut Coordinator, log: &mut Log, now: u64) -> Vec<Repl
                 "the coordinator's tail follows the log"
             );
             let (seq, count) = log.append(batch);
-            replies.extend(
-                coordinator
-                    .acknowledged(seq, count)
-                    .expect("the acknowledgement matches"),
-            );
+            replies.extend(coordinator.acknowledged(seq, count).expect("the acknowledgement matches"));
             continue;
         }
         if coordinator.due_checkpoint(now) {

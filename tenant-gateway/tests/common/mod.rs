@@ -49,11 +49,20 @@ pub async fn world_opts(config: GatewayConfig, node_counters: bool) -> World {
     let key = KeyPair::generate(KeyId::new("k1").expect("a key id"));
     let nodes: Option<Arc<dyn NodeStats>> = node_counters.then(|| {
         let reader = cell.stats_reader();
-        Arc::new(move || reader.read().iter().map(|s| NodeCounters::of_host(s.node, &s.host).with_store(s.store)).collect::<Vec<_>>()) as Arc<dyn NodeStats>
+        Arc::new(move || {
+            reader.read().iter().map(|s| NodeCounters::of_host(s.node, &s.host).with_store(s.store)).collect::<Vec<_>>()
+        }) as Arc<dyn NodeStats>
     });
-    let gateway = Gateway::start_with_nodes(cell.client.clone(), cell.coordinator(), cell.directory(), config, SigningKeys::new(key.clone()), nodes)
-        .await
-        .expect("the gateway starts");
+    let gateway = Gateway::start_with_nodes(
+        cell.client.clone(),
+        cell.coordinator(),
+        cell.directory(),
+        config,
+        SigningKeys::new(key.clone()),
+        nodes,
+    )
+    .await
+    .expect("the gateway starts");
     let router = gateway.router();
     World { cell, gateway, router, key, dir }
 }
@@ -86,7 +95,13 @@ pub async fn raw(
 }
 
 /// One JSON request: `(status, body as JSON or Null)`.
-pub async fn call(router: &Router, method: &str, uri: &str, token: Option<&str>, body: Option<Value>) -> (StatusCode, Value) {
+pub async fn call(
+    router: &Router,
+    method: &str,
+    uri: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
     let (ct, bytes) = match body {
         Some(v) => (Some("application/json"), serde_json::to_vec(&v).expect("json")),
         None => (None, Vec::new()),
@@ -100,7 +115,11 @@ pub async fn call(router: &Router, method: &str, uri: &str, token: Option<&str>,
 pub async fn signup(router: &Router, name: &str) -> (String, String, String) {
     let (s, v) = call(router, "POST", "/v1/signup", None, Some(serde_json::json!({"name": name}))).await;
     assert_eq!(s, StatusCode::OK, "signup {name}: {v}");
-    (v["tenant"].as_str().unwrap().to_owned(), v["token"].as_str().unwrap().to_owned(), v["token_id"].as_str().unwrap().to_owned())
+    (
+        v["tenant"].as_str().unwrap().to_owned(),
+        v["token"].as_str().unwrap().to_owned(),
+        v["token_id"].as_str().unwrap().to_owned(),
+    )
 }
 
 pub async fn create(router: &Router, token: &str, name: &str, mode: Option<&str>) -> Value {

@@ -133,12 +133,7 @@ impl Fold {
     /// Applies the command chosen at the fold's next slot and returns its verdict.
     ///
     /// `entry_at` looks up the command of a retained slot (for `Duplicate`).
-    pub fn apply<'a>(
-        &mut self,
-        slot: Slot,
-        command: &Command,
-        entry_at: impl Fn(Slot) -> Option<&'a Entry>,
-    ) -> Judged {
+    pub fn apply<'a>(&mut self, slot: Slot, command: &Command, entry_at: impl Fn(Slot) -> Option<&'a Entry>) -> Judged {
         assert_eq!(slot, self.next_slot, "the fold applies slots in order, without holes");
         let before = self.state;
         if self.since.0 >= u64::from(self.anchoring.slots) || self.since.1 >= u64::from(self.anchoring.bytes) {
@@ -193,13 +188,11 @@ impl Fold {
                 let wins = *old == self.state.leader && Some(*new) != self.state.leader;
                 sighted(if wins { Outcome::Won(view) } else { Outcome::Lost(view) })
             }
-            (WriterMode::Single, Command::Control(Control::Truncate { leader, up_to: _ })) => {
-                match leader {
-                    None => sighted(Outcome::WrongMode(view)),
-                    Some(_) if *leader == self.state.leader => sighted(Outcome::Trimmed(view)),
-                    Some(_) => sighted(Outcome::TruncateRefused(view)),
-                }
-            }
+            (WriterMode::Single, Command::Control(Control::Truncate { leader, up_to: _ })) => match leader {
+                None => sighted(Outcome::WrongMode(view)),
+                Some(_) if *leader == self.state.leader => sighted(Outcome::Trimmed(view)),
+                Some(_) => sighted(Outcome::TruncateRefused(view)),
+            },
             (WriterMode::Multi, Command::Write(e)) => sighted(match (e.leader, e.records.is_empty()) {
                 (Some(_), _) => Outcome::WrongMode(view),
                 (None, true) => Outcome::Refused(view),
@@ -251,7 +244,10 @@ impl Fold {
         assert!(after.term >= before.term, "term never decreases");
         assert!(after.next_seq >= before.next_seq, "next_seq never decreases");
         assert!(after.first_seq >= before.first_seq, "first_seq never decreases");
-        assert!(after.leader == before.leader || after.term > before.term, "the leader changes only with a term increase");
+        assert!(
+            after.leader == before.leader || after.term > before.term,
+            "the leader changes only with a term increase"
+        );
         match *outcome {
             Outcome::Accepted { seq, count } => {
                 assert_eq!((seq, after.next_seq), (before.next_seq, before.next_seq.plus(count)));
@@ -265,7 +261,10 @@ impl Fold {
                 assert_eq!((after.term, after.next_seq), (before.term, before.next_seq));
                 assert_eq!(v, after.view(), "Trimmed reports the view after it");
             }
-            Outcome::Refused(v) | Outcome::Truncated(v) | Outcome::WrongMode(v) | Outcome::Lost(v)
+            Outcome::Refused(v)
+            | Outcome::Truncated(v)
+            | Outcome::WrongMode(v)
+            | Outcome::Lost(v)
             | Outcome::TruncateRefused(v) => {
                 assert_eq!(after, before, "a refusal leaves the state bit-identical");
                 assert_eq!(v, before.view(), "a refusal names the view it was judged against");

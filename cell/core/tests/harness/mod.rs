@@ -8,8 +8,8 @@ use bytes::Bytes;
 use paros_core::journal::{JournalState, Outcome, WriterMode};
 use paros_core::rng::Rng;
 use paros_core::{
-    Ballot, Call, CallAnswer, CallId, Consistency, Durable, JournalConfig, LeaderUuid, Life, Message, NodeId, ReadAnswer,
-    ReadId, ReadRequest, Ready, Replica, Seq, Slot, Tunables, Voter, WriteOp,
+    Ballot, Call, CallAnswer, CallId, Consistency, Durable, JournalConfig, LeaderUuid, Life, Message, NodeId,
+    ReadAnswer, ReadId, ReadRequest, Ready, Replica, Seq, Slot, Tunables, Voter, WriteOp,
 };
 
 #[allow(clippy::large_enum_variant, reason = "a handful of machines per test; boxing buys nothing")]
@@ -114,7 +114,8 @@ impl Cluster {
             voters: (0..voters).map(voter_id).collect(),
             learners: (0..learners).map(learner_id).collect(),
         };
-        let mut tunables = Tunables { election_ticks_min: 5, election_ticks_max: 10, call_ticks_max: 40, ..Tunables::default() };
+        let mut tunables =
+            Tunables { election_ticks_min: 5, election_ticks_max: 10, call_ticks_max: 40, ..Tunables::default() };
         tweak(&mut tunables);
         let mut c = Cluster {
             cfg,
@@ -436,7 +437,8 @@ impl Cluster {
             self.tick();
             let ups: Vec<NodeId> = self.machines.keys().copied().filter(|id| self.is_up(*id)).collect();
             let first = (self.chosen_of(ups[0]), self.state_of(ups[0]));
-            let agreed = self.leader().is_some() && ups.iter().all(|id| (self.chosen_of(*id), self.state_of(*id)) == first);
+            let agreed =
+                self.leader().is_some() && ups.iter().all(|id| (self.chosen_of(*id), self.state_of(*id)) == first);
             stable = match stable {
                 (Some(seen), n) if agreed && seen == first => (Some(seen), n + 1),
                 _ if agreed => (Some(first), 1),
@@ -450,7 +452,9 @@ impl Cluster {
         let report: Vec<String> = self
             .up()
             .into_iter()
-            .map(|id| format!("{id:?}: chosen {:?} floor {:?} {:?}", self.chosen_of(id), self.floor_of(id), self.state_of(id)))
+            .map(|id| {
+                format!("{id:?}: chosen {:?} floor {:?} {:?}", self.chosen_of(id), self.floor_of(id), self.state_of(id))
+            })
             .collect();
         panic!("no convergence after {ticks_max} ticks (leader {:?}): {report:#?}", self.leader());
     }
@@ -510,7 +514,9 @@ impl Written {
         let seq = Seq(self.next());
         let count = records.len() as u64;
         match c.call(write(leader, seq.0, records.clone())) {
-            Some(CallAnswer::Verdict(Outcome::Accepted { seq: s, count: n } | Outcome::Duplicate { seq: s, count: n })) => {
+            Some(CallAnswer::Verdict(
+                Outcome::Accepted { seq: s, count: n } | Outcome::Duplicate { seq: s, count: n },
+            )) => {
                 assert_eq!((s, n), (seq, count), "a write is acknowledged where it asked to land");
             }
             other => panic!("appending at {seq:?}: {other:?}"),

@@ -45,7 +45,12 @@ impl Stashed {
     fn checks_in(&self) -> bool {
         match self {
             Stashed::Deliver(_, e) => {
-                matches!(e.message, paros_core::Message::Prepare { .. } | paros_core::Message::Accept { .. } | paros_core::Message::Heartbeat { .. })
+                matches!(
+                    e.message,
+                    paros_core::Message::Prepare { .. }
+                        | paros_core::Message::Accept { .. }
+                        | paros_core::Message::Heartbeat { .. }
+                )
             }
             Stashed::Call(..) | Stashed::Read(..) | Stashed::Campaign(_) | Stashed::Wake(_) => true,
         }
@@ -129,7 +134,9 @@ impl<S: LogStore> Host<S> {
     pub(super) fn sleep_quiet(&mut self) {
         let Some(after) = self.dormant_after else { return };
         let mut due = Vec::new();
-        for (queue, after) in [(&mut self.quiet_queue, after), (&mut self.check_in_queue, after.min(super::CHECK_IN_QUIET_TICKS))] {
+        for (queue, after) in
+            [(&mut self.quiet_queue, after), (&mut self.check_in_queue, after.min(super::CHECK_IN_QUIET_TICKS))]
+        {
             while let Some(&(at, key)) = queue.front() {
                 if at.saturating_add(after) > self.stats.ticks {
                     break;
@@ -171,7 +178,11 @@ impl<S: LogStore> Host<S> {
         if matches!(j, Hosted::Dormant(_)) || self.awake.contains(key) || !j.is_quiet() {
             return Sleep::Never;
         }
-        let owed = self.calls.range((*key, paros_core::CallId(0))..=(*key, paros_core::CallId(u64::MAX))).next().is_some()
+        let owed = self
+            .calls
+            .range((*key, paros_core::CallId(0))..=(*key, paros_core::CallId(u64::MAX)))
+            .next()
+            .is_some()
             || self.reads.range((*key, paros_core::ReadId(0))..=(*key, paros_core::ReadId(u64::MAX))).next().is_some();
         let busy = j.has_ready()
             || self.dirty.contains(key)
@@ -200,8 +211,12 @@ impl<S: LogStore> Host<S> {
                         // Not readable now: it stays dormant; what was asked of it is refused.
                         self.stats.fetch_errors += 1;
                         match input {
-                            Stashed::Call(t, ..) => early(Early::Answer(t, NodeAnswer::Call(paros_core::CallAnswer::Busy))),
-                            Stashed::Read(t, ..) => early(Early::Answer(t, NodeAnswer::Read(paros_core::ReadAnswer::Unserved))),
+                            Stashed::Call(t, ..) => {
+                                early(Early::Answer(t, NodeAnswer::Call(paros_core::CallAnswer::Busy)))
+                            }
+                            Stashed::Read(t, ..) => {
+                                early(Early::Answer(t, NodeAnswer::Read(paros_core::ReadAnswer::Unserved)))
+                            }
                             Stashed::Deliver(..) | Stashed::Campaign(_) | Stashed::Wake(_) => {}
                         }
                         continue;

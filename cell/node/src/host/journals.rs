@@ -222,7 +222,9 @@ impl<S: LogStore> Host<S> {
                 continue;
             }
             // Checked only while some journal is here for a check-in: every Accept passes here.
-            if !self.checking_in.is_empty() && matches!(&e.message, paros_core::Message::Accept { entries, .. } if !entries.is_empty()) {
+            if !self.checking_in.is_empty()
+                && matches!(&e.message, paros_core::Message::Accept { entries, .. } if !entries.is_empty())
+            {
                 // A leader writes through this journal: it is no longer here only for a check-in.
                 self.checking_in.remove(&e.journal);
             }

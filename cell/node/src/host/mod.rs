@@ -12,9 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
-use paros_core::{
-    Applied, CallId, JournalKey, NodeId, ReadAnswer, ReadId, Ready, Tunables, WriteOp,
-};
+use paros_core::{Applied, CallId, JournalKey, NodeId, ReadAnswer, ReadId, Ready, Tunables, WriteOp};
 
 use crate::ports::{Envelope, LogStore, Placement, StoreError};
 use crate::rpc::NodeAnswer;
@@ -30,7 +28,6 @@ use hosted::Hosted;
 pub use journals::PlaceError;
 pub use time::{Clocked, TICK_MS_DEFAULT};
 use time::{Peer, Timer};
-
 
 /// Ticks a journal stays quiet before it goes dormant, by default (60 s at the production
 /// tick of 100 ms; see `dormancy`).
@@ -230,13 +227,28 @@ impl<S: LogStore> Host<S> {
     /// # Errors
     /// [`BootError::Wiped`] when the store is empty under an existing identity,
     /// [`BootError::WrongIdentity`] for another machine's store, or a storage fault.
-    pub fn boot(store: S, expected: Option<NodeId>, fresh: NodeId, tunables: Tunables, seed: u64) -> Result<Host<S>, BootError> {
+    pub fn boot(
+        store: S,
+        expected: Option<NodeId>,
+        fresh: NodeId,
+        tunables: Tunables,
+        seed: u64,
+    ) -> Result<Host<S>, BootError> {
         Host::boot_as(store, expected, fresh, tunables, seed, false)
     }
 
-    fn boot_as(mut store: S, expected: Option<NodeId>, fresh: NodeId, tunables: Tunables, seed: u64, asleep: bool) -> Result<Host<S>, BootError> {
+    fn boot_as(
+        mut store: S,
+        expected: Option<NodeId>,
+        fresh: NodeId,
+        tunables: Tunables,
+        seed: u64,
+        asleep: bool,
+    ) -> Result<Host<S>, BootError> {
         let me = match (store.identity()?, expected) {
-            (Some(found), Some(expected)) if found != expected => return Err(BootError::WrongIdentity { expected, found }),
+            (Some(found), Some(expected)) if found != expected => {
+                return Err(BootError::WrongIdentity { expected, found });
+            }
             (Some(found), _) => found,
             (None, Some(expected)) => return Err(BootError::Wiped(expected)),
             (None, None) => {
@@ -300,7 +312,13 @@ impl<S: LogStore> Host<S> {
     ///
     /// # Errors
     /// As [`Host::boot`].
-    pub fn boot_asleep(store: S, expected: Option<NodeId>, fresh: NodeId, tunables: Tunables, seed: u64) -> Result<Host<S>, BootError> {
+    pub fn boot_asleep(
+        store: S,
+        expected: Option<NodeId>,
+        fresh: NodeId,
+        tunables: Tunables,
+        seed: u64,
+    ) -> Result<Host<S>, BootError> {
         Host::boot_as(store, expected, fresh, tunables, seed, true)
     }
 
@@ -363,7 +381,6 @@ impl<S: LogStore> Host<S> {
         self.keep_writes = keep;
     }
 }
-
 
 /// A read answer for a ticket, for shells that want to match on it.
 #[must_use]

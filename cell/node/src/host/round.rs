@@ -109,7 +109,11 @@ impl<S: LogStore> Host<S> {
         let mut out = RoundOutput::default();
         for (key, ready) in pending.readies {
             for o in ready.messages {
-                out.messages.entry(o.to).or_default().push(Envelope { journal: key, from: self.me, message: o.message });
+                out.messages.entry(o.to).or_default().push(Envelope {
+                    journal: key,
+                    from: self.me,
+                    message: o.message,
+                });
             }
             out.applied.extend(ready.applied.into_iter().map(|a| (key, a)));
             // Removed while its round was in flight: nothing more of it runs.

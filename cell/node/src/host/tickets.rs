@@ -19,7 +19,12 @@ impl<S: LogStore> Host<S> {
         }
     }
 
-    pub(super) fn read(&mut self, ticket: Ticket, journal: JournalKey, read: paros_core::ReadRequest) -> Result<Ticket, NodeAnswer> {
+    pub(super) fn read(
+        &mut self,
+        ticket: Ticket,
+        journal: JournalKey,
+        read: paros_core::ReadRequest,
+    ) -> Result<Ticket, NodeAnswer> {
         match self.journals.get_mut(&journal) {
             None => Err(NodeAnswer::UnknownJournal),
             Some(Hosted::Dormant(_)) => {

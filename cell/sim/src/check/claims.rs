@@ -73,23 +73,33 @@ impl Claim {
             Claim::ReadBelowTrimRefused => "journal read: a read below the trim point is refused",
             Claim::SameFold => "every client folds the same record to the same state",
             Claim::Linearizable => "a client history is linearizable",
-            Claim::Progress => "in the fault-free settle tail every call is answered and every journal with a pending call decides within a bound",
+            Claim::Progress => {
+                "in the fault-free settle tail every call is answered and every journal with a pending call decides within a bound"
+            }
             Claim::ContestedCampaign => {
                 "contested: a campaign whose Promises report different values for one slot at different ballots re-proposes the reported value of the highest ballot, the chosen one if any"
             }
-            Claim::StaleAccept => "contested: an Accept in flight from a deposed leader is never accepted above a higher durable promise",
-            Claim::CrashBeforeSync => "contested: a crash between a round's write and its sync takes back no vote that left the machine",
+            Claim::StaleAccept => {
+                "contested: an Accept in flight from a deposed leader is never accepted above a higher durable promise"
+            }
+            Claim::CrashBeforeSync => {
+                "contested: a crash between a round's write and its sync takes back no vote that left the machine"
+            }
             Claim::GapsReported => "a reader reports every skipped position as a gap",
             Claim::RegistrySameDirectory => "every registry reader folds the same directory",
             Claim::RunWithoutEndNeverRestored => "a checkpoint run without End is never restored",
             Claim::RegistryRestoresAtFloor => "a reader below the floor restores from the checkpoint at the floor",
             Claim::RegistryCoordinatorFenced => "the registry coordinator is fenced by its successor",
-            Claim::FetchedFromDisk => "storage: catch-up and reads below a node's in-memory window are served from its disk",
+            Claim::FetchedFromDisk => {
+                "storage: catch-up and reads below a node's in-memory window are served from its disk"
+            }
             Claim::DormantWakes => "storage: a journal that went dormant wakes from its disk on the next input",
             Claim::AnswerForItsRequest => {
                 "an answer counts only for the request it answers: one to a journal's earlier life on a machine is dropped, one to its current life is taken"
             }
-            Claim::StaleAnswerAfterWake => "dormancy: a reply from a journal's earlier life arrives after it woke, and counts for nothing",
+            Claim::StaleAnswerAfterWake => {
+                "dormancy: a reply from a journal's earlier life arrives after it woke, and counts for nothing"
+            }
             Claim::MultiWriterRace => {
                 "multi-writer: racing appenders are both acknowledged on one journal, each at positions of its own"
             }
@@ -99,15 +109,23 @@ impl Claim {
     /// True for claims a sweep of at least [`MUST_REACH_SEEDS_MIN`] seeds must reach.
     #[must_use]
     pub fn must_reach(self) -> bool {
-        matches!(self, Claim::VoterTrimJump | Claim::ReplicaTrimJump | Claim::ReadBelowTrimRefused | Claim::GapsReported) || self.reach_share_min().is_some()
+        matches!(
+            self,
+            Claim::VoterTrimJump | Claim::ReplicaTrimJump | Claim::ReadBelowTrimRefused | Claim::GapsReported
+        ) || self.reach_share_min().is_some()
     }
 
     /// The share of seeds a sweep must reach this claim in (the contested schedules), if any.
     #[must_use]
     pub fn reach_share_min(self) -> Option<f64> {
         match self {
-            Claim::ContestedCampaign | Claim::StaleAccept | Claim::CrashBeforeSync | Claim::StaleAnswerAfterWake => Some(0.05),
-            Claim::RegistryRestoresAtFloor | Claim::RegistryCoordinatorFenced | Claim::FetchedFromDisk | Claim::DormantWakes => Some(REGISTRY_REACH_SHARE_MIN),
+            Claim::ContestedCampaign | Claim::StaleAccept | Claim::CrashBeforeSync | Claim::StaleAnswerAfterWake => {
+                Some(0.05)
+            }
+            Claim::RegistryRestoresAtFloor
+            | Claim::RegistryCoordinatorFenced
+            | Claim::FetchedFromDisk
+            | Claim::DormantWakes => Some(REGISTRY_REACH_SHARE_MIN),
             Claim::MultiWriterRace => Some(MULTI_WRITER_REACH_SHARE_MIN),
             _ => None,
         }
@@ -188,7 +206,14 @@ impl fmt::Display for Claims {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for claim in Claim::ALL {
             let c = self.count(claim);
-            writeln!(f, "claim \"{}\": checked={} violated={} reached={}", claim.name(), c.checked, c.violated, c.reached)?;
+            writeln!(
+                f,
+                "claim \"{}\": checked={} violated={} reached={}",
+                claim.name(),
+                c.checked,
+                c.violated,
+                c.reached
+            )?;
         }
         Ok(())
     }

@@ -89,7 +89,9 @@ fn report_matches(from: u64, report: ReadReport, output: Option<&OpOutput>) -> R
         ReadReport::Gap { from: f, resumed_at } => {
             let first = match output {
                 Some(OpOutput::Read(ReadAnswer::Truncated(view))) => Some(view.first_seq.0),
-                Some(OpOutput::Read(ReadAnswer::Page { records, view, .. })) if records.is_empty() => Some(view.first_seq.0),
+                Some(OpOutput::Read(ReadAnswer::Page { records, view, .. })) if records.is_empty() => {
+                    Some(view.first_seq.0)
+                }
                 _ => None,
             };
             if f == from && first == Some(resumed_at) && resumed_at > from {

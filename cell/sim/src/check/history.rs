@@ -20,12 +20,28 @@ pub const FORMAT: &str = "paros-sim-history/4";
 /// journal (unfenced), one with a leader for a single-writer journal.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum OpInput {
-    Write { leader: Option<LeaderUuid>, seq: u64, records: Vec<Bytes> },
+    Write {
+        leader: Option<LeaderUuid>,
+        seq: u64,
+        records: Vec<Bytes>,
+    },
     /// `wait_ticks` is in the server's ticks (the header's `tick_ns` each, give or take the
     /// machine's clock skew).
-    Read { from: u64, limit: u32, max_bytes: u32, wait_ticks: u32, consistency: Consistency },
-    Truncate { leader: Option<LeaderUuid>, up_to: u64 },
-    SetLeader { new: LeaderUuid, old: Option<LeaderUuid> },
+    Read {
+        from: u64,
+        limit: u32,
+        max_bytes: u32,
+        wait_ticks: u32,
+        consistency: Consistency,
+    },
+    Truncate {
+        leader: Option<LeaderUuid>,
+        up_to: u64,
+    },
+    SetLeader {
+        new: LeaderUuid,
+        old: Option<LeaderUuid>,
+    },
 }
 
 impl OpInput {
@@ -72,8 +88,15 @@ pub enum Probe {
 }
 
 impl Probe {
-    pub const ALL: [Probe; 7] =
-        [Probe::ChangedBytes, Probe::MovedBatch, Probe::PastTail, Probe::RandomRead, Probe::TrimRace, Probe::WrongMode, Probe::EmptyAppend];
+    pub const ALL: [Probe; 7] = [
+        Probe::ChangedBytes,
+        Probe::MovedBatch,
+        Probe::PastTail,
+        Probe::RandomRead,
+        Probe::TrimRace,
+        Probe::WrongMode,
+        Probe::EmptyAppend,
+    ];
 
     /// The probe's name in the history format and the sweep's counters.
     #[must_use]

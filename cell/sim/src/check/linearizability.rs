@@ -169,8 +169,10 @@ impl<'a> Landing<'a> {
     fn of(history: &'a [HistoryOp], bounds: PageBounds) -> Landing<'a> {
         let mut l = Landing::default();
         for h in history {
-            let (OpInput::Read { limit, max_bytes, consistency: Consistency::Linearizable, .. }, Some(OpOutput::Read(ReadAnswer::Page { from, records, view }))) =
-                (&h.input, &h.output)
+            let (
+                OpInput::Read { limit, max_bytes, consistency: Consistency::Linearizable, .. },
+                Some(OpOutput::Read(ReadAnswer::Page { from, records, view })),
+            ) = (&h.input, &h.output)
             else {
                 continue;
             };
@@ -236,7 +238,8 @@ impl<'a> Landing<'a> {
                 if at + n <= to
                     && records.iter().enumerate().all(|(i, r)| {
                         let p = at + i as u64;
-                        self.observed.get(&p).is_none_or(|o| *o == r) && self.len_min.get(&p).is_none_or(|m| r.len() >= *m)
+                        self.observed.get(&p).is_none_or(|o| *o == r)
+                            && self.len_min.get(&p).is_none_or(|m| r.len() >= *m)
                     })
                 {
                     out.push(at);
@@ -250,7 +253,10 @@ impl<'a> Landing<'a> {
 /// True for an ambiguous append of a multi-writer journal that changes the state wherever it
 /// lands (kept out of the entry list: see [`Landing`]).
 fn lands(h: &HistoryOp, model: &JournalModel) -> bool {
-    model.mode() == WriterMode::Multi && h.is_ambiguous() && matches!(h.input, OpInput::Write { .. }) && !model.inert(&h.input)
+    model.mode() == WriterMode::Multi
+        && h.is_ambiguous()
+        && matches!(h.input, OpInput::Write { .. })
+        && !model.inert(&h.input)
 }
 
 /// Whether `op` takes part in the search. Dropped: reads without an answer, `unserved` or
@@ -291,7 +297,12 @@ fn inert_verdict(h: &HistoryOp) -> bool {
         Some(OpOutput::Read(_)) => true,
         Some(OpOutput::Call(CallAnswer::Verdict(o))) => matches!(
             o,
-            Outcome::Refused(_) | Outcome::Truncated(_) | Outcome::WrongMode(_) | Outcome::Lost(_) | Outcome::TruncateRefused(_) | Outcome::Duplicate { .. }
+            Outcome::Refused(_)
+                | Outcome::Truncated(_)
+                | Outcome::WrongMode(_)
+                | Outcome::Lost(_)
+                | Outcome::TruncateRefused(_)
+                | Outcome::Duplicate { .. }
         ),
         _ => false,
     }
@@ -304,13 +315,17 @@ fn pins(h: &HistoryOp) -> (Option<u64>, Option<u64>) {
     match &h.output {
         Some(OpOutput::Call(CallAnswer::Verdict(o))) => match o {
             Outcome::Accepted { seq, .. } => (None, Some(seq.0)),
-            Outcome::Refused(v) | Outcome::Truncated(v) | Outcome::WrongMode(v) | Outcome::Lost(v) | Outcome::TruncateRefused(v) => {
-                (Some(v.first_seq.0), Some(v.next_seq.0))
-            }
+            Outcome::Refused(v)
+            | Outcome::Truncated(v)
+            | Outcome::WrongMode(v)
+            | Outcome::Lost(v)
+            | Outcome::TruncateRefused(v) => (Some(v.first_seq.0), Some(v.next_seq.0)),
             Outcome::Won(v) | Outcome::Trimmed(v) => (None, Some(v.next_seq.0)),
             Outcome::Duplicate { .. } | Outcome::Noop => (None, None),
         },
-        Some(OpOutput::Read(ReadAnswer::Page { view, .. } | ReadAnswer::Truncated(view))) => (Some(view.first_seq.0), Some(view.next_seq.0)),
+        Some(OpOutput::Read(ReadAnswer::Page { view, .. } | ReadAnswer::Truncated(view))) => {
+            (Some(view.first_seq.0), Some(view.next_seq.0))
+        }
         _ => (None, None),
     }
 }
@@ -373,11 +388,13 @@ fn prepare<'a>(history: &'a [HistoryOp], model: &JournalModel, landing: Option<&
     }
     let observed = landing.map(|l| &l.observed);
     for (i, sighted) in sightings.into_iter().enumerate() {
-        let (Some((c, _)), Some(_), OpInput::Write { records, .. }, Some(observed)) = (ops[i].class, &ops[i].lands_at, ops[i].input, observed)
+        let (Some((c, _)), Some(_), OpInput::Write { records, .. }, Some(observed)) =
+            (ops[i].class, &ops[i].lands_at, ops[i].input, observed)
         else {
             continue;
         };
-        let telling = |k: usize| owners[&records[k]].len() == 1 && records.iter().filter(|r| **r == records[k]).count() == 1;
+        let telling =
+            |k: usize| owners[&records[k]].len() == 1 && records.iter().filter(|r| **r == records[k]).count() == 1;
         let sighted: Vec<u64> = sighted
             .into_iter()
             .filter(|at| (0..records.len()).any(|k| observed.get(&(at + k as u64)) == Some(&&records[k]) && telling(k)))
@@ -423,7 +440,9 @@ fn build_entries(ops: &[Op<'_>]) -> Entries {
 /// and the undo (if the state changed) returned.
 fn try_op(model: &mut JournalModel, op: &Op<'_>, bounds: PageBounds) -> Option<Option<Undo>> {
     match (op.input, op.output) {
-        (OpInput::Read { .. }, Some(OpOutput::Read(answer))) => model.read_matches(op.input, answer, bounds).then_some(None),
+        (OpInput::Read { .. }, Some(OpOutput::Read(answer))) => {
+            model.read_matches(op.input, answer, bounds).then_some(None)
+        }
         (OpInput::Read { .. }, _) => None,
         (_, Some(OpOutput::Call(CallAnswer::Verdict(observed)))) => {
             let (outcome, undo) = model.apply(op.input);
@@ -460,7 +479,8 @@ pub fn stale_read_violation(history: &[HistoryOp]) -> Option<String> {
         }
     }
     for h in history {
-        let (OpInput::Read { from, consistency: Consistency::AtLeast(at_least), .. }, Some(OpOutput::Read(answer))) = (&h.input, &h.output)
+        let (OpInput::Read { from, consistency: Consistency::AtLeast(at_least), .. }, Some(OpOutput::Read(answer))) =
+            (&h.input, &h.output)
         else {
             continue;
         };
@@ -469,8 +489,13 @@ pub fn stale_read_violation(history: &[HistoryOp]) -> Option<String> {
             ReadAnswer::Truncated(v) => v.next_seq >= *at_least && *from < v.first_seq.0 && v.first_seq <= v.next_seq,
             ReadAnswer::Page { from: f, records, view: v } => {
                 let end = from + records.len() as u64;
-                let held = records.iter().enumerate().all(|(i, r)| acked.get(&(from + i as u64)).is_none_or(|a| *a == r));
-                v.next_seq >= *at_least && f.0 == *from && *from >= v.first_seq.0 && end <= v.next_seq.0.max(*from) && held
+                let held =
+                    records.iter().enumerate().all(|(i, r)| acked.get(&(from + i as u64)).is_none_or(|a| *a == r));
+                v.next_seq >= *at_least
+                    && f.0 == *from
+                    && *from >= v.first_seq.0
+                    && end <= v.next_seq.0.max(*from)
+                    && held
                     && (records.is_empty() == (*from >= v.next_seq.0))
             }
         };
@@ -785,7 +810,10 @@ mod tests {
             }
             for &i in &left {
                 // Every answered call that returned before this one was called comes first.
-                if left.iter().any(|j| !ops[*j].is_ambiguous() && ops[*j].return_index.is_some_and(|r| r < ops[i].call_index)) {
+                if left
+                    .iter()
+                    .any(|j| !ops[*j].is_ambiguous() && ops[*j].return_index.is_some_and(|r| r < ops[i].call_index))
+                {
                     continue;
                 }
                 let op = ops[i];
@@ -829,7 +857,9 @@ mod tests {
             let records = if !sent.is_empty() && rng.chance(200_000) {
                 sent[rng.below(sent.len() as u64) as usize].clone()
             } else {
-                (0..rng.between(0, 2)).map(|k| Bytes::from(format!("r{i}.{k}{}", "x".repeat(rng.below(6) as usize)))).collect()
+                (0..rng.between(0, 2))
+                    .map(|k| Bytes::from(format!("r{i}.{k}{}", "x".repeat(rng.below(6) as usize))))
+                    .collect()
             };
             let fenced = (mode == WriterMode::Single) != rng.chance(100_000);
             let leader = fenced.then(|| u(rng.between(1, 2)));
@@ -839,7 +869,10 @@ mod tests {
                     OpInput::Write { leader, seq: rng.below(4), records }
                 }
                 4 => OpInput::Truncate { leader, up_to: rng.below(4) },
-                5 => OpInput::SetLeader { new: u(rng.between(1, 2)), old: rng.chance(500_000).then(|| u(rng.between(1, 2))) },
+                5 => OpInput::SetLeader {
+                    new: u(rng.between(1, 2)),
+                    old: rng.chance(500_000).then(|| u(rng.between(1, 2))),
+                },
                 _ => OpInput::Read {
                     from: rng.below(4),
                     limit: rng.below(3) as u32,
@@ -915,7 +948,11 @@ mod tests {
                         records.reverse();
                         records.truncate(1);
                     }
-                    Some(OpOutput::Read(ReadAnswer::Page { from, records, view: JournalView { next_seq: Seq(view.next_seq.0.max(from.0 + 1)), ..view } }))
+                    Some(OpOutput::Read(ReadAnswer::Page {
+                        from,
+                        records,
+                        view: JournalView { next_seq: Seq(view.next_seq.0.max(from.0 + 1)), ..view },
+                    }))
                 }
                 Some(OpOutput::Call(CallAnswer::Verdict(o))) => Some(OpOutput::Call(CallAnswer::Verdict(match o {
                     Outcome::Refused(v) => Outcome::Accepted { seq: v.next_seq, count: 1 },
@@ -971,7 +1008,9 @@ mod tests {
             match (&verdict, truth) {
                 (Verdict::Linearizable { .. }, true) => legal += 1,
                 (Verdict::Violation { .. }, false) => illegal += 1,
-                _ => panic!("case {case} ({mode:?}): the search says {verdict:?}, brute force says {truth}: {history:#?}"),
+                _ => panic!(
+                    "case {case} ({mode:?}): the search says {verdict:?}, brute force says {truth}: {history:#?}"
+                ),
             }
         }
         assert!(legal > 1000 && illegal > 1000, "both kinds were judged: {legal} legal, {illegal} illegal");

@@ -133,7 +133,9 @@ impl JournalModel {
     #[must_use]
     pub fn inert(&self, input: &OpInput) -> bool {
         match input {
-            OpInput::Write { leader, records, .. } => records.is_empty() || leader.is_some() != (self.mode == WriterMode::Single),
+            OpInput::Write { leader, records, .. } => {
+                records.is_empty() || leader.is_some() != (self.mode == WriterMode::Single)
+            }
             OpInput::Truncate { leader, .. } => leader.is_some() != (self.mode == WriterMode::Single),
             OpInput::SetLeader { .. } => self.mode == WriterMode::Multi,
             OpInput::Read { .. } => true,
@@ -156,7 +158,9 @@ impl JournalModel {
             return (Outcome::WrongMode(view), None);
         }
         match (input, self.mode) {
-            (OpInput::Write { leader: Some(leader), seq, records }, WriterMode::Single) => self.fenced_write(*leader, *seq, records),
+            (OpInput::Write { leader: Some(leader), seq, records }, WriterMode::Single) => {
+                self.fenced_write(*leader, *seq, records)
+            }
             (OpInput::Write { leader: None, records, .. }, WriterMode::Multi) => {
                 if records.is_empty() {
                     return (Outcome::Refused(view), None);
@@ -186,7 +190,9 @@ impl JournalModel {
                 self.first = first;
                 (Outcome::Trimmed(self.view()), Some(undo))
             }
-            (OpInput::Write { .. } | OpInput::Read { .. }, _) => unreachable!("a write's shape was matched to the mode above"),
+            (OpInput::Write { .. } | OpInput::Read { .. }, _) => {
+                unreachable!("a write's shape was matched to the mode above")
+            }
         }
     }
 
@@ -214,7 +220,8 @@ impl JournalModel {
         let seq = self.next;
         self.batches.push(Batch { start: seq, leader, records: records.to_vec() });
         self.next += records.len() as u64;
-        self.digest = mix(mix(mix(self.digest, seq), leader.map_or(0, LeaderUuid::get) as u64), records_digest(records));
+        self.digest =
+            mix(mix(mix(self.digest, seq), leader.map_or(0, LeaderUuid::get) as u64), records_digest(records));
         undo
     }
 
@@ -268,7 +275,8 @@ impl JournalModel {
                 }
                 // Short of the tail: the page must be full by count or by bytes.
                 let limit = if *limit == 0 { bounds.records_max } else { (*limit).min(bounds.records_max) } as usize;
-                let bytes_max = if *max_bytes == 0 { bounds.bytes_max } else { (*max_bytes).min(bounds.bytes_max) } as usize;
+                let bytes_max =
+                    if *max_bytes == 0 { bounds.bytes_max } else { (*max_bytes).min(bounds.bytes_max) } as usize;
                 let bytes: usize = records.iter().map(Bytes::len).sum();
                 let next_len = self.record(end).map_or(0, Bytes::len);
                 records.len() == limit || bytes + next_len > bytes_max
@@ -334,7 +342,11 @@ mod tests {
         let before = m.key();
         let led = JournalView { leader: Some(u(1)), first_seq: Seq(0), next_seq: Seq(0) };
         assert_eq!(m.apply(&append).0, Outcome::WrongMode(led), "an unfenced append under a leader");
-        assert_eq!(m.apply(&OpInput::Truncate { leader: None, up_to: 0 }).0, Outcome::WrongMode(led), "an unfenced truncate");
+        assert_eq!(
+            m.apply(&OpInput::Truncate { leader: None, up_to: 0 }).0,
+            Outcome::WrongMode(led),
+            "an unfenced truncate"
+        );
         assert_eq!(m.key(), before, "WrongMode changes nothing");
     }
 
@@ -342,12 +354,24 @@ mod tests {
     fn a_multi_writer_journal_appends_at_the_tail_whatever_the_seq() {
         let mut m = JournalModel::new(WriterMode::Multi);
         let append = |seq, rs: &[&str]| OpInput::Write { leader: None, seq, records: recs(rs) };
-        assert_eq!(m.apply(&append(7, &["a"])).0, Outcome::Accepted { seq: Seq(0), count: 1 }, "seq 7 is ignored: the tail is 0");
+        assert_eq!(
+            m.apply(&append(7, &["a"])).0,
+            Outcome::Accepted { seq: Seq(0), count: 1 },
+            "seq 7 is ignored: the tail is 0"
+        );
         let (o, undo_bc) = m.apply(&append(0, &["b", "c"]));
         assert_eq!(o, Outcome::Accepted { seq: Seq(1), count: 2 }, "seq 0 is below the tail: appended at it anyway");
         let (o, undo_a) = m.apply(&append(0, &["a"]));
-        assert_eq!(o, Outcome::Accepted { seq: Seq(3), count: 1 }, "the same records again are a second append (at-least-once), never a duplicate");
-        assert!(m.read_matches(&linearizable_read(0), &ReadAnswer::Page { from: Seq(0), records: recs(&["a", "b", "c", "a"]), view: view(0, 4) }, BOUNDS));
+        assert_eq!(
+            o,
+            Outcome::Accepted { seq: Seq(3), count: 1 },
+            "the same records again are a second append (at-least-once), never a duplicate"
+        );
+        assert!(m.read_matches(
+            &linearizable_read(0),
+            &ReadAnswer::Page { from: Seq(0), records: recs(&["a", "b", "c", "a"]), view: view(0, 4) },
+            BOUNDS
+        ));
 
         let (o, undo) = m.apply(&append(4, &[]));
         assert_eq!(o, Outcome::Refused(view(0, 4)), "an empty append is refused");
@@ -367,11 +391,19 @@ mod tests {
 
         let (o, trim) = m.apply(&OpInput::Truncate { leader: None, up_to: 2 });
         assert_eq!(o, Outcome::Trimmed(view(2, 4)), "an unfenced truncate trims");
-        assert_eq!(m.apply(&OpInput::Truncate { leader: None, up_to: 1 }).0, Outcome::Trimmed(view(2, 4)), "first_seq never decreases");
+        assert_eq!(
+            m.apply(&OpInput::Truncate { leader: None, up_to: 1 }).0,
+            Outcome::Trimmed(view(2, 4)),
+            "first_seq never decreases"
+        );
         let (o, undo_d) = m.apply(&append(0, &["d"]));
         assert_eq!(o, Outcome::Accepted { seq: Seq(4), count: 1 }, "an append below first_seq still lands at the tail");
         assert!(m.read_matches(&linearizable_read(0), &ReadAnswer::Truncated(view(2, 5)), BOUNDS));
-        assert!(m.read_matches(&linearizable_read(2), &ReadAnswer::Page { from: Seq(2), records: recs(&["c", "a", "d"]), view: view(2, 5) }, BOUNDS));
+        assert!(m.read_matches(
+            &linearizable_read(2),
+            &ReadAnswer::Page { from: Seq(2), records: recs(&["c", "a", "d"]), view: view(2, 5) },
+            BOUNDS
+        ));
 
         // Taking the changes back in reverse order restores the earlier states exactly.
         m.undo(undo_d.expect("an append changes the state"));
@@ -380,6 +412,10 @@ mod tests {
         m.undo(undo_a.expect("an append changes the state"));
         m.undo(undo_bc.expect("an append changes the state"));
         assert_eq!(m.view(), view(0, 1));
-        assert!(m.read_matches(&linearizable_read(0), &ReadAnswer::Page { from: Seq(0), records: recs(&["a"]), view: view(0, 1) }, BOUNDS));
+        assert!(m.read_matches(
+            &linearizable_read(0),
+            &ReadAnswer::Page { from: Seq(0), records: recs(&["a"]), view: view(0, 1) },
+            BOUNDS
+        ));
     }
 }

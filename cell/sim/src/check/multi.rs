@@ -56,7 +56,11 @@ impl MultiWriterAudit {
             .filter_map(|pos| self.acked.get(&(key, pos)).map(|(c, r)| format!("seq{pos} ({c}: {r:?})")))
             .collect();
         claims.check(Claim::MultiWriterRace, taken.is_empty(), || {
-            format!("{key:?}: {client} was acknowledged {} records at seq{seq}, positions already acknowledged: {}", records.len(), taken.join(", "))
+            format!(
+                "{key:?}: {client} was acknowledged {} records at seq{seq}, positions already acknowledged: {}",
+                records.len(),
+                taken.join(", ")
+            )
         });
         for (i, r) in records.iter().enumerate() {
             let pos = seq + i as u64;
@@ -114,7 +118,9 @@ impl MultiWriterAudit {
         match self.seen.get(&(key, seq)) {
             Some(s) => {
                 let same = s == record;
-                claims.check(Claim::SameFold, same, || format!("{key:?} seq{seq}: {client} was handed {record:?}, another client {s:?}"));
+                claims.check(Claim::SameFold, same, || {
+                    format!("{key:?} seq{seq}: {client} was handed {record:?}, another client {s:?}")
+                });
             }
             None => {
                 self.seen.insert((key, seq), record.clone());
@@ -145,7 +151,11 @@ mod tests {
         assert_eq!(claims.violations(), 0);
 
         m.on_acked(key, "b", 2, &recs(&["b.1.1"]), &mut claims);
-        assert_eq!(claims.count(Claim::MultiWriterRace).violated, 1, "seq2 was acknowledged to b's first batch already");
+        assert_eq!(
+            claims.count(Claim::MultiWriterRace).violated,
+            1,
+            "seq2 was acknowledged to b's first batch already"
+        );
 
         m.on_delivered(key, "r", 1, &Bytes::from("b.1.0"), &mut claims);
         assert_eq!(claims.violations(), 1, "the acknowledged record, handed over");

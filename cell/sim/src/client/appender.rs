@@ -91,7 +91,14 @@ pub struct Appender {
 
 impl Appender {
     #[must_use]
-    pub fn new(name: String, voters: Vec<NodeId>, mut rng: SimRng, params: AppenderParams, tick_ns: u64, start_at: u64) -> Appender {
+    pub fn new(
+        name: String,
+        voters: Vec<NodeId>,
+        mut rng: SimRng,
+        params: AppenderParams,
+        tick_ns: u64,
+        start_at: u64,
+    ) -> Appender {
         let next_truncate_at = params.truncate_gap_ns.map_or(u64::MAX, |(lo, hi)| start_at + rng.between(lo, hi));
         Appender {
             name,
@@ -124,7 +131,8 @@ impl Appender {
 
     fn policy(&mut self, call: Call) -> CallPolicy {
         let rng = Rng::new(self.rng.u64());
-        CallPolicy::new(call, self.voters.clone(), self.hint, self.params.call, rng).expect("the drawn call bounds are valid")
+        CallPolicy::new(call, self.voters.clone(), self.hint, self.params.call, rng)
+            .expect("the drawn call bounds are valid")
     }
 
     /// Every view this appender hears is a state the journal passed: keep the newest bounds.
@@ -156,7 +164,13 @@ impl Appender {
             } else {
                 self.view.next_seq.0
             };
-            self.start_append(now, Call::Write { leader: None, seq: Seq(seq), records: records.clone() }, records, 1, io);
+            self.start_append(
+                now,
+                Call::Write { leader: None, seq: Seq(seq), records: records.clone() },
+                records,
+                1,
+                io,
+            );
             self.probe(io);
         }
         if let Some((lo, hi)) = self.params.truncate_gap_ns

@@ -63,7 +63,13 @@ impl Flight {
             Due::Read(p, route) => {
                 let tick_ms = (self.tick_ns / 1_000_000).max(1);
                 let wait_ticks = u32::try_from(u64::from(p.wait_ms).div_ceil(tick_ms)).unwrap_or(u32::MAX);
-                let request = ReadRequest { from: p.from, limit: p.limit, max_bytes: p.max_bytes, wait_ticks, consistency: p.consistency };
+                let request = ReadRequest {
+                    from: p.from,
+                    limit: p.limit,
+                    max_bytes: p.max_bytes,
+                    wait_ticks,
+                    consistency: p.consistency,
+                };
                 (route, Request::Read(request), true)
             }
         };

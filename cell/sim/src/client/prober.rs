@@ -49,7 +49,15 @@ pub struct Prober {
 impl Prober {
     #[must_use]
     pub fn new(name: String, servers: Vec<NodeId>, rng: SimRng, params: ProberParams, start_at: u64) -> Prober {
-        Prober { name, servers, rng, params, view: JournalView::default(), in_flight: BTreeSet::new(), next_read_at: start_at }
+        Prober {
+            name,
+            servers,
+            rng,
+            params,
+            view: JournalView::default(),
+            in_flight: BTreeSet::new(),
+            next_read_at: start_at,
+        }
     }
 
     #[must_use]
@@ -104,7 +112,11 @@ impl Prober {
         let request = ReadRequest {
             from: Seq(from),
             limit: self.rng.below(u64::from(self.params.limit_max) + 1) as u32,
-            max_bytes: if self.rng.chance(500_000) { 0 } else { self.rng.between(1, u64::from(self.params.bytes_max)) as u32 },
+            max_bytes: if self.rng.chance(500_000) {
+                0
+            } else {
+                self.rng.between(1, u64::from(self.params.bytes_max)) as u32
+            },
             wait_ticks: self.rng.below(u64::from(self.params.wait_ticks_max) + 1) as u32,
             consistency,
         };

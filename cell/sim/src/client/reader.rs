@@ -73,7 +73,14 @@ pub struct Reader {
 
 impl Reader {
     #[must_use]
-    pub fn new(name: String, servers: Vec<NodeId>, mut rng: SimRng, params: ReaderParams, tick_ns: u64, start_at: u64) -> Reader {
+    pub fn new(
+        name: String,
+        servers: Vec<NodeId>,
+        mut rng: SimRng,
+        params: ReaderParams,
+        tick_ns: u64,
+        start_at: u64,
+    ) -> Reader {
         let start = rng.below(servers.len() as u64) as usize;
         let config = ReaderConfig {
             page_records_max: params.limit_max.max(1),

@@ -19,8 +19,9 @@ use std::collections::{BTreeMap, VecDeque};
 
 use bytes::Bytes;
 use paros_client::{
-    CallPolicy, Checkpointable, Checkpointer, CheckpointerConfig, ClientConfig, Decided, AnswerError, Folder, FolderConfig, ReadAnswer,
-    ReaderConfig, ReaderCursor, ReaderOutcome, Seq, WriterConfig, WriterCore, WriterError, Written,
+    AnswerError, CallPolicy, Checkpointable, Checkpointer, CheckpointerConfig, ClientConfig, Decided, Folder,
+    FolderConfig, ReadAnswer, ReaderConfig, ReaderCursor, ReaderOutcome, Seq, WriterConfig, WriterCore, WriterError,
+    Written,
 };
 use paros_core::journal::JournalView;
 use paros_core::rng::Rng;
@@ -157,7 +158,14 @@ fn ns(d: std::time::Duration) -> u64 {
 
 impl Writer {
     #[must_use]
-    pub fn new(name: String, voters: Vec<NodeId>, mut rng: SimRng, params: WriterParams, tick_ns: u64, start_at: u64) -> Writer {
+    pub fn new(
+        name: String,
+        voters: Vec<NodeId>,
+        mut rng: SimRng,
+        params: WriterParams,
+        tick_ns: u64,
+        start_at: u64,
+    ) -> Writer {
         let owner = params.checkpoint.map(|c| Owner {
             folder: Folder::new(Chain::default(), Seq(0), FolderConfig::default()),
             checkpointer: Checkpointer::new(c.config).expect("the drawn checkpoint policy is valid"),
@@ -216,7 +224,8 @@ impl Writer {
 
     fn policy(&mut self, call: Call) -> CallPolicy {
         let rng = Rng::new(self.rng.u64());
-        CallPolicy::new(call, self.voters.clone(), self.hint, self.params.call, rng).expect("the drawn call bounds are valid")
+        CallPolicy::new(call, self.voters.clone(), self.hint, self.params.call, rng)
+            .expect("the drawn call bounds are valid")
     }
 
     fn end_term(&mut self, now: u64) {
@@ -268,7 +277,8 @@ impl Writer {
     }
 
     fn on_claimed(&mut self, now: u64, decided: Result<Decided, AnswerError>, io: &mut ClientIo) {
-        let Phase::Claiming { uuid, mut core, flight } = std::mem::replace(&mut self.phase, Phase::Idle { until: now }) else {
+        let Phase::Claiming { uuid, mut core, flight } = std::mem::replace(&mut self.phase, Phase::Idle { until: now })
+        else {
             return;
         };
         if let Some(s) = flight.answered_by() {
@@ -284,7 +294,8 @@ impl Writer {
                     let config = ReaderConfig { wait_ms: 0, ..ReaderConfig::default() };
                     CatchUp {
                         target: view.next_seq,
-                        cursor: ReaderCursor::new(o.folder.next(), config).expect("the default reader bounds are valid"),
+                        cursor: ReaderCursor::new(o.folder.next(), config)
+                            .expect("the default reader bounds are valid"),
                         in_flight: None,
                         next_at: now,
                         attempts: 0,
@@ -361,7 +372,11 @@ impl Writer {
     }
 
     fn finish_if_drained(&mut self, now: u64, t: &Term, done: bool) -> bool {
-        if done && t.writes.is_empty() && t.truncate.is_none() && t.catch_up.as_ref().is_none_or(|c| c.in_flight.is_none()) {
+        if done
+            && t.writes.is_empty()
+            && t.truncate.is_none()
+            && t.catch_up.as_ref().is_none_or(|c| c.in_flight.is_none())
+        {
             self.end_term(now);
             return true;
         }
@@ -446,7 +461,11 @@ impl Writer {
         let (seq, records) = self.acked[pick].clone();
         if self.rng.chance(self.params.changed_bytes_ppm) {
             let changed = self.changed(seq, &records);
-            self.send_probe(Probe::ChangedBytes, Call::Write { leader: Some(uuid), seq: Seq(seq), records: changed }, io);
+            self.send_probe(
+                Probe::ChangedBytes,
+                Call::Write { leader: Some(uuid), seq: Seq(seq), records: changed },
+                io,
+            );
         }
         // Every view this writer heard is a state the journal passed: its `next_seq` is a lower
         // bound of the tail from now on, so a batch sent below it can never be accepted.
@@ -456,7 +475,11 @@ impl Writer {
             if to >= seq {
                 to += 1;
             }
-            self.send_probe(Probe::MovedBatch, Call::Write { leader: Some(uuid), seq: Seq(to), records: records.clone() }, io);
+            self.send_probe(
+                Probe::MovedBatch,
+                Call::Write { leader: Some(uuid), seq: Seq(to), records: records.clone() },
+                io,
+            );
         }
         if self.rng.chance(self.params.past_tail_ppm) {
             let to = PAST_TAIL_SEQ_MIN + self.rng.below(1 << 20);
@@ -527,17 +550,26 @@ impl Writer {
             }
             return;
         }
-        let Some(seq) = t.writes.iter().find(|(_, w)| w.flight.as_ref().is_some_and(|f| f.token() == Some(token))).map(|(s, _)| *s)
+        let Some(seq) =
+            t.writes.iter().find(|(_, w)| w.flight.as_ref().is_some_and(|f| f.token() == Some(token))).map(|(s, _)| *s)
         else {
             return; // a probe's answer, or one for a call given up
         };
-        let done = t.writes.get_mut(&seq).and_then(|w| w.flight.as_mut()).and_then(|f| f.on_reply(token, now, reply, io));
+        let done =
+            t.writes.get_mut(&seq).and_then(|w| w.flight.as_mut()).and_then(|f| f.on_reply(token, now, reply, io));
         if let Some(decided) = done {
             self.on_write_done(now, t, seq, decided, io);
         }
     }
 
-    fn on_write_done(&mut self, now: u64, t: &mut Term, seq: u64, decided: Result<Decided, AnswerError>, io: &mut ClientIo) {
+    fn on_write_done(
+        &mut self,
+        now: u64,
+        t: &mut Term,
+        seq: u64,
+        decided: Result<Decided, AnswerError>,
+        io: &mut ClientIo,
+    ) {
         if let Some(w) = t.writes.get_mut(&seq)
             && let Some(f) = w.flight.take()
             && let Some(s) = f.answered_by()
@@ -659,7 +691,13 @@ impl Writer {
             return;
         }
         let r = c.cursor.next_request();
-        let request = ReadRequest { from: r.from, limit: r.limit, max_bytes: r.max_bytes, wait_ticks: 0, consistency: Consistency::AtLeast(c.target) };
+        let request = ReadRequest {
+            from: r.from,
+            limit: r.limit,
+            max_bytes: r.max_bytes,
+            wait_ticks: 0,
+            consistency: Consistency::AtLeast(c.target),
+        };
         let to = match self.hint.filter(|_| r.attempt == 0) {
             Some(h) => h,
             None => *self.rng.pick(&self.voters),

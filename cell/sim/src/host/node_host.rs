@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use paros_core::journal::Command;
 use paros_core::{Call, CallAnswer, CallId, JournalConfig, JournalKey, NodeId, ReadId, ReadRequest, Slot};
 use paros_node::ports::{Clock, Envelope as NodeEnvelope, LogRead, LogStore, StoreError, StoredJournal};
-use paros_node::rpc::{NodeAnswer, NodeRequest};
 use paros_node::pump::Batch;
+use paros_node::rpc::{NodeAnswer, NodeRequest};
 use paros_node::{Effects, Pump, Ticket};
 
 use super::{Envelope, Host, JournalProbe, MachineSpec, Packet, RoundOutput, Stepped};
@@ -142,10 +142,12 @@ impl NodeHost {
 
 impl Host for NodeHost {
     fn boot(spec: &MachineSpec, disk: &SimDisk, seed: u64) -> NodeHost {
-        let journals = disk.placed().into_iter().map(|(key, config, durable)| StoredJournal { key, config, durable }).collect();
+        let journals =
+            disk.placed().into_iter().map(|(key, config, durable)| StoredJournal { key, config, durable }).collect();
         let store = BootStore { id: spec.id, journals };
         // With dormancy, a machine boots its journals dormant, as the embedded cell does.
-        let boot = if spec.dormant_after_ticks.is_some() { paros_node::Host::boot_asleep } else { paros_node::Host::boot };
+        let boot =
+            if spec.dormant_after_ticks.is_some() { paros_node::Host::boot_asleep } else { paros_node::Host::boot };
         let mut host = boot(store, Some(spec.id), spec.id, spec.tunables, seed).expect("a simulated machine boots");
         for p in &spec.formation {
             host.place(p.key, p.config.clone()).expect("placement on a booted host");
@@ -245,10 +247,24 @@ impl Host for NodeHost {
             let me = host.id();
             let probe = if config.voters.contains(&me) {
                 let v = paros_core::Voter::recover(me, config, self.tunables, 0, paros_core::Life::default(), durable);
-                JournalProbe { state: *v.state(), chosen_up_to: v.chosen_up_to(), floor: v.floor(), promised: Some(v.promised()), leader: false, leader_hint: None }
+                JournalProbe {
+                    state: *v.state(),
+                    chosen_up_to: v.chosen_up_to(),
+                    floor: v.floor(),
+                    promised: Some(v.promised()),
+                    leader: false,
+                    leader_hint: None,
+                }
             } else {
                 let r = paros_core::Replica::recover(me, config, self.tunables, paros_core::Life::default(), durable);
-                JournalProbe { state: *r.state(), chosen_up_to: r.chosen_up_to(), floor: r.floor(), promised: None, leader: false, leader_hint: None }
+                JournalProbe {
+                    state: *r.state(),
+                    chosen_up_to: r.chosen_up_to(),
+                    floor: r.floor(),
+                    promised: None,
+                    leader: false,
+                    leader_hint: None,
+                }
             };
             self.dormant_probes.borrow_mut().insert(*journal, probe);
             return Some(probe);

@@ -86,7 +86,11 @@ impl RegistryAudit {
                 Some(prev) => {
                     let same = prev == r;
                     claims.check(Claim::RegistrySameDirectory, same, || {
-                        format!("registry seq{at}: {reader} read {} bytes where another reader read {}", r.len(), prev.len())
+                        format!(
+                            "registry seq{at}: {reader} read {} bytes where another reader read {}",
+                            r.len(),
+                            prev.len()
+                        )
                     });
                 }
                 None => {
@@ -139,7 +143,9 @@ impl RegistryAudit {
                 FoldEvent::Skipped { at } | FoldEvent::Applied { at } if self.awaiting.get(reader) == Some(&at.0) => {
                     let at = at.0;
                     claims.check(Claim::RegistryRestoresAtFloor, false, || {
-                        format!("{reader} jumped to the floor seq{at}, where an application record sits, not a run's Begin")
+                        format!(
+                            "{reader} jumped to the floor seq{at}, where an application record sits, not a run's Begin"
+                        )
                     });
                     self.awaiting.remove(reader);
                 }
@@ -209,7 +215,10 @@ impl RegistryAudit {
         self.successor.insert(old, (new, tail.0));
         if let Some(end) = self.written_end.get(&old).copied() {
             claims.check(Claim::RegistryCoordinatorFenced, end <= tail.0, || {
-                format!("a registry write under {old:?} was acknowledged up to seq{end}, past seq{} where {new:?} claimed", tail.0)
+                format!(
+                    "a registry write under {old:?} was acknowledged up to seq{end}, past seq{} where {new:?} claimed",
+                    tail.0
+                )
             });
         }
     }
@@ -285,12 +294,20 @@ mod tests {
         let cut = &run[..run.len() - 1];
         a.on_records(&mut claims, "n1", Seq(10), cut);
         a.on_records(&mut claims, "n1", Seq(10 + cut.len() as u64), &[app(1)]);
-        a.on_events(&mut claims, "n1", &[FoldEvent::Jumped { from: Seq(0), to: Seq(10) }, FoldEvent::Restored { at: Seq(10) }]);
+        a.on_events(
+            &mut claims,
+            "n1",
+            &[FoldEvent::Jumped { from: Seq(0), to: Seq(10) }, FoldEvent::Restored { at: Seq(10) }],
+        );
         assert_eq!(claims.count(Claim::RunWithoutEndNeverRestored).violated, 1, "a restore with no End read is caught");
         let mut claims = Claims::default();
         let mut a = RegistryAudit::default();
         a.on_records(&mut claims, "n1", Seq(10), &run);
-        a.on_events(&mut claims, "n1", &[FoldEvent::Jumped { from: Seq(0), to: Seq(10) }, FoldEvent::Restored { at: Seq(10) }]);
+        a.on_events(
+            &mut claims,
+            "n1",
+            &[FoldEvent::Jumped { from: Seq(0), to: Seq(10) }, FoldEvent::Restored { at: Seq(10) }],
+        );
         let c = claims.count(Claim::RunWithoutEndNeverRestored);
         assert_eq!((c.violated, c.reached), (0, 1), "a whole run restores");
     }
@@ -301,13 +318,33 @@ mod tests {
         let mut a = RegistryAudit::default();
         let mut late = run_at(20);
         a.on_records(&mut claims, "n1", Seq(20), &late);
-        a.on_events(&mut claims, "n1", &[FoldEvent::Jumped { from: Seq(0), to: Seq(10) }, FoldEvent::Restored { at: Seq(20) }]);
-        assert_eq!(claims.count(Claim::RegistryRestoresAtFloor).violated, 1, "a restore past the floor's run is caught");
-        a.on_events(&mut claims, "n2", &[FoldEvent::Jumped { from: Seq(0), to: Seq(30) }, FoldEvent::Skipped { at: Seq(30) }]);
-        assert_eq!(claims.count(Claim::RegistryRestoresAtFloor).violated, 2, "an application record at the floor is caught");
+        a.on_events(
+            &mut claims,
+            "n1",
+            &[FoldEvent::Jumped { from: Seq(0), to: Seq(10) }, FoldEvent::Restored { at: Seq(20) }],
+        );
+        assert_eq!(
+            claims.count(Claim::RegistryRestoresAtFloor).violated,
+            1,
+            "a restore past the floor's run is caught"
+        );
+        a.on_events(
+            &mut claims,
+            "n2",
+            &[FoldEvent::Jumped { from: Seq(0), to: Seq(30) }, FoldEvent::Skipped { at: Seq(30) }],
+        );
+        assert_eq!(
+            claims.count(Claim::RegistryRestoresAtFloor).violated,
+            2,
+            "an application record at the floor is caught"
+        );
         late = run_at(40);
         a.on_records(&mut claims, "n3", Seq(40), &late);
-        a.on_events(&mut claims, "n3", &[FoldEvent::Jumped { from: Seq(0), to: Seq(40) }, FoldEvent::Restored { at: Seq(40) }]);
+        a.on_events(
+            &mut claims,
+            "n3",
+            &[FoldEvent::Jumped { from: Seq(0), to: Seq(40) }, FoldEvent::Restored { at: Seq(40) }],
+        );
         assert_eq!(claims.count(Claim::RegistryRestoresAtFloor).reached, 1, "the floor's run restores");
     }
 
@@ -321,14 +358,26 @@ mod tests {
         a.on_claim_sent(uuid(2));
         a.on_won(&mut claims, uuid(2), Some(uuid(1)), Seq(4));
         a.on_written(&mut claims, uuid(1), Seq(2), 2);
-        assert_eq!(claims.count(Claim::RegistryCoordinatorFenced).violated, 0, "a write below the successor's tail is fine");
+        assert_eq!(
+            claims.count(Claim::RegistryCoordinatorFenced).violated,
+            0,
+            "a write below the successor's tail is fine"
+        );
         a.on_written(&mut claims, uuid(1), Seq(4), 1);
-        assert_eq!(claims.count(Claim::RegistryCoordinatorFenced).violated, 1, "a write past the successor's claim is caught");
+        assert_eq!(
+            claims.count(Claim::RegistryCoordinatorFenced).violated,
+            1,
+            "a write past the successor's claim is caught"
+        );
         let view = JournalView { leader: Some(uuid(2)), first_seq: Seq(0), next_seq: Seq(4) };
         a.on_superseded(&mut claims, uuid(1), view);
         assert_eq!(claims.count(Claim::RegistryCoordinatorFenced).reached, 1);
         let stranger = JournalView { leader: Some(uuid(9)), ..view };
         a.on_superseded(&mut claims, uuid(2), stranger);
-        assert_eq!(claims.count(Claim::RegistryCoordinatorFenced).violated, 2, "a supersede by a leader no claim set is caught");
+        assert_eq!(
+            claims.count(Claim::RegistryCoordinatorFenced).violated,
+            2,
+            "a supersede by a leader no claim set is caught"
+        );
     }
 }

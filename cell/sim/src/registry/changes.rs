@@ -36,9 +36,12 @@ pub fn for_machine(
             let wanted: BTreeMap<JournalKey, JournalConfig> = directory
                 .journals()
                 .filter(|j| j.is_live())
-                .map(|j| (j.key, JournalConfig { mode: j.mode, voters: j.voters.to_vec(), learners: learners.to_vec() }))
+                .map(|j| {
+                    (j.key, JournalConfig { mode: j.mode, voters: j.voters.to_vec(), learners: learners.to_vec() })
+                })
                 .collect();
-            let place = wanted.iter().filter(|(k, c)| hosted.get(*k) != Some(*c)).map(|(k, c)| (*k, c.clone())).collect();
+            let place =
+                wanted.iter().filter(|(k, c)| hosted.get(*k) != Some(*c)).map(|(k, c)| (*k, c.clone())).collect();
             let remove = hosted.keys().filter(|k| *k != keep && !wanted.contains_key(*k)).copied().collect();
             Changes { place, remove }
         }

@@ -12,12 +12,12 @@
 
 use std::time::Duration;
 
+use paros_client::JournalView;
 use paros_client::{
-    AnswerError, CallPolicy, CallReply, ClientConfig, Decided, Folder, FolderConfig, ReadAnswer, ReadParams, ReaderConfig,
-    ReaderCursor, ReaderOutcome, Route, Seq, Step, WriterConfig, WriterCore, WriterError,
+    AnswerError, CallPolicy, CallReply, ClientConfig, Decided, Folder, FolderConfig, ReadAnswer, ReadParams,
+    ReaderConfig, ReaderCursor, ReaderOutcome, Route, Seq, Step, WriterConfig, WriterCore, WriterError,
 };
 use paros_core::rng::Rng;
-use paros_client::JournalView;
 use paros_core::{Call, Consistency, LeaderUuid, NodeId, ReadRequest};
 use paros_registry::{Coordinator, CoordinatorConfig, Directory, Submitted};
 
@@ -70,7 +70,8 @@ impl CallOp {
             read_back_bytes_max: PAGE_BYTES,
             ..ClientConfig::default()
         };
-        let policy = CallPolicy::new(call, servers.to_vec(), Some(hint), config, Rng::new(rng.u64())).expect("a valid client config");
+        let policy = CallPolicy::new(call, servers.to_vec(), Some(hint), config, Rng::new(rng.u64()))
+            .expect("a valid client config");
         let mut op = CallOp { policy, began: now, due: None, waiting: None };
         let step = op.policy.start();
         let done = op.absorb(step, now);
@@ -80,7 +81,9 @@ impl CallOp {
     fn absorb(&mut self, step: Step, now: u64) -> Option<Done> {
         match step {
             Step::Send { route, after } => self.due = Some((now + after.as_nanos() as u64, Pending::Send(route))),
-            Step::Read { params, route, after } => self.due = Some((now + after.as_nanos() as u64, Pending::Read(params, route))),
+            Step::Read { params, route, after } => {
+                self.due = Some((now + after.as_nanos() as u64, Pending::Read(params, route)))
+            }
             Step::Done(result) => return Some(result),
         }
         None
@@ -100,7 +103,13 @@ impl CallOp {
         let (to, request, read) = match pending {
             Pending::Send(route) => (pick(route), RegRequest::Call(self.policy.call().clone()), false),
             Pending::Read(p, route) => {
-                let r = ReadRequest { from: p.from, limit: p.limit, max_bytes: p.max_bytes, wait_ticks: 0, consistency: p.consistency };
+                let r = ReadRequest {
+                    from: p.from,
+                    limit: p.limit,
+                    max_bytes: p.max_bytes,
+                    wait_ticks: 0,
+                    consistency: p.consistency,
+                };
                 (pick(route), RegRequest::Read(r), true)
             }
         };
@@ -138,9 +147,18 @@ struct ReadLoop {
 enum Phase {
     /// Reading the journal's view for the claim's compare-and-set.
     Inspect(ReadLoop),
-    Claim { new: LeaderUuid, old: Option<LeaderUuid>, op: CallOp },
+    Claim {
+        new: LeaderUuid,
+        old: Option<LeaderUuid>,
+        op: CallOp,
+    },
     /// Folding from the floor up to the claimed tail.
-    CatchUp { tail: Seq, cursor: ReaderCursor, folder: Folder<Directory>, read: ReadLoop },
+    CatchUp {
+        tail: Seq,
+        cursor: ReaderCursor,
+        folder: Folder<Directory>,
+        read: ReadLoop,
+    },
     Run(Box<Running>),
     /// Superseded, or failed: the node starts a new actor while it leads.
     Over,
@@ -168,10 +186,26 @@ pub struct CoordinatorActor {
 
 impl CoordinatorActor {
     #[must_use]
-    pub fn new(name: String, me: NodeId, servers: Vec<NodeId>, config: CoordinatorConfig, rng: SimRng) -> CoordinatorActor {
-        let writer = WriterCore::new(WriterConfig { batches_in_flight_max: 1, ..WriterConfig::default() }).expect("a valid writer config");
+    pub fn new(
+        name: String,
+        me: NodeId,
+        servers: Vec<NodeId>,
+        config: CoordinatorConfig,
+        rng: SimRng,
+    ) -> CoordinatorActor {
+        let writer = WriterCore::new(WriterConfig { batches_in_flight_max: 1, ..WriterConfig::default() })
+            .expect("a valid writer config");
         let at = servers.iter().position(|s| *s == me).unwrap_or(0);
-        CoordinatorActor { name, me, servers, config, writer, rng, token: 0, phase: Phase::Inspect(ReadLoop { at, ..ReadLoop::default() }) }
+        CoordinatorActor {
+            name,
+            me,
+            servers,
+            config,
+            writer,
+            rng,
+            token: 0,
+            phase: Phase::Inspect(ReadLoop { at, ..ReadLoop::default() }),
+        }
     }
 
     /// Whether this term is over (superseded or failed).
@@ -212,7 +246,11 @@ impl CoordinatorActor {
             _ => 0,
         };
         let request = ReadRequest { from, limit, max_bytes, wait_ticks: 0, consistency: Consistency::Linearizable };
-        sends.push(Send { token: self.token, to: self.servers[at % self.servers.len()], request: RegRequest::Read(request) });
+        sends.push(Send {
+            token: self.token,
+            to: self.servers[at % self.servers.len()],
+            request: RegRequest::Read(request),
+        });
         self.token
     }
 
@@ -305,11 +343,21 @@ impl CoordinatorActor {
             Ok(view) => {
                 ctx.audit.on_won(ctx.claims, new, old, view.next_seq);
                 ctx.notes.push(format!("{} claimed {new:?} over {old:?} at seq{}", self.name, view.next_seq.0));
-                let config = ReaderConfig { page_records_max: PAGE_RECORDS, page_bytes_max: PAGE_BYTES, wait_ms: 0, unserved_retries_max: 3 };
+                let config = ReaderConfig {
+                    page_records_max: PAGE_RECORDS,
+                    page_bytes_max: PAGE_BYTES,
+                    wait_ms: 0,
+                    unserved_retries_max: 3,
+                };
                 let cursor = ReaderCursor::new(Seq(0), config).expect("valid page bounds");
                 let folder = Folder::new(Directory::new(), Seq(0), FolderConfig::default());
                 let at = self.servers.iter().position(|s| *s == self.me).unwrap_or(0);
-                self.phase = Phase::CatchUp { tail: view.next_seq, cursor, folder, read: ReadLoop { at, ..ReadLoop::default() } };
+                self.phase = Phase::CatchUp {
+                    tail: view.next_seq,
+                    cursor,
+                    folder,
+                    read: ReadLoop { at, ..ReadLoop::default() },
+                };
                 self.catch_up(ctx, None);
             }
             Err(WriterError::Lost { .. } | WriterError::Undecided { .. }) => {
@@ -457,16 +505,14 @@ impl CoordinatorActor {
             }
             while let Some((_, report)) = self.writer.next_report() {
                 match report {
-                    Ok(w) => {
-                        match r.coordinator.acknowledged(w.seq, w.count) {
-                            Ok(mut replies) => {
-                                if let Ok(all) = &mut outcome {
-                                    all.append(&mut replies);
-                                }
+                    Ok(w) => match r.coordinator.acknowledged(w.seq, w.count) {
+                        Ok(mut replies) => {
+                            if let Ok(all) = &mut outcome {
+                                all.append(&mut replies);
                             }
-                            Err(e) => outcome = Err(format!("acknowledged: {e}")),
                         }
-                    }
+                        Err(e) => outcome = Err(format!("acknowledged: {e}")),
+                    },
                     Err(WriterError::Superseded { view }) => {
                         ctx.audit.on_superseded(ctx.claims, uuid, view);
                         let mut replies = r.coordinator.superseded();

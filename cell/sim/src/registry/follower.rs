@@ -41,7 +41,12 @@ impl Follower {
     /// beginning with the one at `first`.
     #[must_use]
     pub fn new(name: String, servers: Vec<NodeId>, first: usize) -> Follower {
-        let config = ReaderConfig { page_records_max: PAGE_RECORDS, page_bytes_max: PAGE_BYTES, wait_ms: 0, unserved_retries_max: 3 };
+        let config = ReaderConfig {
+            page_records_max: PAGE_RECORDS,
+            page_bytes_max: PAGE_BYTES,
+            wait_ms: 0,
+            unserved_retries_max: 3,
+        };
         Follower {
             name,
             at: first % servers.len().max(1),
@@ -73,7 +78,13 @@ impl Follower {
         }
         let r = self.cursor.next_request();
         let wait_ticks = if self.cursor.caught_up() { TAIL_WAIT_TICKS } else { 0 };
-        let request = ReadRequest { from: r.from, limit: r.limit, max_bytes: r.max_bytes, wait_ticks, consistency: Consistency::Linearizable };
+        let request = ReadRequest {
+            from: r.from,
+            limit: r.limit,
+            max_bytes: r.max_bytes,
+            wait_ticks,
+            consistency: Consistency::Linearizable,
+        };
         self.next_token += 1;
         self.waiting = Some(self.next_token);
         Some(Send { token: self.next_token, to: self.servers[self.at], request: RegRequest::Read(request) })
@@ -113,7 +124,8 @@ impl Follower {
             ReaderOutcome::Records { from, records, view } => {
                 audit.on_records(claims, &name, from, &records);
                 audit.on_view(view);
-                let events = self.folder.fold_page(from, &records).expect("the cursor hands pages at the folder's position");
+                let events =
+                    self.folder.fold_page(from, &records).expect("the cursor hands pages at the folder's position");
                 audit.on_events(claims, &name, &events);
                 self.next_at = now;
                 if records.is_empty() {

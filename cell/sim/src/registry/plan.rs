@@ -6,8 +6,8 @@ use paros_client::CheckpointerConfig;
 use paros_core::journal::WriterMode;
 use paros_core::{JournalConfig, JournalId, JournalKey, NodeId, TenantId};
 use paros_registry::{
-    Answer, BusAddress, CellId, Command, CoordinatorConfig, JournalName, Limits, Member, Op, Quotas, Request, RequestId,
-    Role, TenantName, Zone,
+    Answer, BusAddress, CellId, Command, CoordinatorConfig, JournalName, Limits, Member, Op, Quotas, Request,
+    RequestId, Role, TenantName, Zone,
 };
 
 use crate::rng::SimRng;
@@ -114,7 +114,8 @@ impl Plan {
             .filter(|(_, v)| founding.contains(v))
             .map(|(i, v)| Member { id: *v, bus_address: addr(i), zone: zone(i) })
             .collect();
-        let init = Command::InitCell { cell: CellId(0xce11), members, registry: key.journal, limits: Limits::default() };
+        let init =
+            Command::InitCell { cell: CellId(0xce11), members, registry: key.journal, limits: Limits::default() };
         script.push(now(0, id(rng), Op::Command(init)));
         for (i, v) in voters.iter().enumerate().filter(|(_, v)| !founding.contains(v)) {
             let c = Command::RegisterMachine { id: *v, role: Role::Node, bus_address: addr(i), zone: zone(i) };
@@ -128,7 +129,8 @@ impl Plan {
         script.push(now(0, id(rng), Op::Command(Command::SignUp { tenant, name, quotas: Quotas::default() })));
         for (j, (k, c)) in journals.iter().enumerate() {
             let name = JournalName::parse(&format!("w{j}")).expect("a valid journal name");
-            let create = Command::CreateJournal { tenant, journal: k.journal, name, mode: c.mode, voters: c.voters.clone() };
+            let create =
+                Command::CreateJournal { tenant, journal: k.journal, name, mode: c.mode, voters: c.voters.clone() };
             script.push(now(0, id(rng), Op::Command(create)));
         }
         // Churn: scratch journals created (placed by the coordinator) and deleted, and more
@@ -142,7 +144,11 @@ impl Plan {
             if roll < 2 {
                 let name = TenantName::parse(&format!("t{n}")).expect("a valid tenant name");
                 let t = TenantId(rng.u64());
-                script.push(now(at, id(rng), Op::Command(Command::SignUp { tenant: t, name, quotas: Quotas::default() })));
+                script.push(now(
+                    at,
+                    id(rng),
+                    Op::Command(Command::SignUp { tenant: t, name, quotas: Quotas::default() }),
+                ));
             } else if roll < 6 || live.len() < 2 {
                 let journal = JournalId(rng.u64());
                 let s = format!("s{n}");

@@ -31,7 +31,9 @@ fn request_key(from: NodeId, to: NodeId, journal: JournalKey, m: &Message) -> Op
 /// The key of the request the answer `from` sends `to` answers, if it answers one by life.
 fn answer_key(from: NodeId, to: NodeId, journal: JournalKey, m: &Message) -> Option<RequestKey> {
     match m {
-        Message::CatchUpResponse { life, .. } | Message::TrimmedTo { life, .. } => Some((to, from, journal, 0, 0, *life)),
+        Message::CatchUpResponse { life, .. } | Message::TrimmedTo { life, .. } => {
+            Some((to, from, journal, 0, 0, *life))
+        }
         Message::Watermark { read, life, .. } => Some((to, from, journal, 1, *read, *life)),
         _ => None,
     }
@@ -84,7 +86,8 @@ impl Answers {
         if queue.is_empty() {
             self.sent.remove(&key);
         }
-        let began = self.booted.get(&to).copied().unwrap_or(0).max(self.bounds.get(&(to, journal)).copied().unwrap_or(0));
+        let began =
+            self.booted.get(&to).copied().unwrap_or(0).max(self.bounds.get(&(to, journal)).copied().unwrap_or(0));
         Some(asked < began)
     }
 }

@@ -117,7 +117,8 @@ impl Audit {
                 });
                 let digest = command.digest();
                 let quorum = self.quorum[&key];
-                let at = self.accepts.entry((key, *slot)).or_default().entry(*ballot).or_insert((digest, BTreeSet::new()));
+                let at =
+                    self.accepts.entry((key, *slot)).or_default().entry(*ballot).or_insert((digest, BTreeSet::new()));
                 self.claims.check(Claim::OneChosenPerSlot, at.0 == digest, || {
                     format!("{key:?} {slot:?}: two commands accepted at one ballot {ballot:?}")
                 });
@@ -230,13 +231,22 @@ impl Audit {
     /// A leader's Accept leaves: a slot already chosen is proposed with its chosen command, and
     /// a slot its campaign found contested with the value P2c picks (the highest ballot reported
     /// remotely, or its own acceptor's value when that ranks at least as high).
-    fn on_accept_leaving(&mut self, node: NodeId, key: JournalKey, ballot: Ballot, entries: &[(Slot, paros_core::journal::Command)], durable: Option<&Durable>) {
+    fn on_accept_leaving(
+        &mut self,
+        node: NodeId,
+        key: JournalKey,
+        ballot: Ballot,
+        entries: &[(Slot, paros_core::journal::Command)],
+        durable: Option<&Durable>,
+    ) {
         for (slot, command) in entries {
             let digest = command.digest();
             let binding = self.chosen_at.get(&(key, *slot)).is_some_and(|at| *at <= ballot);
             if let Some(chosen) = self.chosen.get(&(key, *slot)).copied().filter(|_| binding) {
                 self.claims.check(Claim::OneChosenPerSlot, chosen == digest, || {
-                    format!("{node:?} on {key:?} proposed {digest:x} at {slot:?} ({ballot:?}) where {chosen:x} was chosen")
+                    format!(
+                        "{node:?} on {key:?} proposed {digest:x} at {slot:?} ({ballot:?}) where {chosen:x} was chosen"
+                    )
                 });
             }
             let Some((b, reports)) = self.campaigns.get(&(node, key)) else { continue };
@@ -249,7 +259,8 @@ impl Audit {
             // P2c over the winning quorum: its remote part's highest value, or, when the
             // candidate's own Promise was in it and ranks at least as high, its own value.
             let best = reported.iter().filter(|r| r.2 == Reporter::Remote).max_by_key(|r| rank(r.0)).copied();
-            let own = durable.and_then(|d| d.entries.binary_search_by_key(slot, |(s, _)| *s).ok().map(|i| &d.entries[i].1));
+            let own =
+                durable.and_then(|d| d.entries.binary_search_by_key(slot, |(s, _)| *s).ok().map(|i| &d.entries[i].1));
             let own_outranks =
                 own.is_some_and(|e| e.command.digest() == digest && best.is_none_or(|b| rank(e.ballot) >= rank(b.0)));
             let chosen_ok = !binding || self.chosen.get(&(key, *slot)).is_none_or(|c| *c == digest);
@@ -267,7 +278,14 @@ impl Audit {
     ///
     /// The candidate's own Promise never crosses the network: its own durable value at each
     /// reported slot stands in for it.
-    pub fn on_promise_delivered(&mut self, to: NodeId, key: JournalKey, message: &Message, candidate: bool, own: Option<&Durable>) {
+    pub fn on_promise_delivered(
+        &mut self,
+        to: NodeId,
+        key: JournalKey,
+        message: &Message,
+        candidate: bool,
+        own: Option<&Durable>,
+    ) {
         let Message::Promise { ballot, accepted, .. } = message else { return };
         if !candidate || ballot.node != to {
             return;
@@ -429,7 +447,9 @@ impl Audit {
             }
             ClientEvent::Restored { .. } | ClientEvent::Reported(_) => {}
             ClientEvent::Refused { why } => {
-                self.claims.check(Claim::ReadBelowTrimRefused, false, || format!("{key:?}: {client} refused an answer: {why}"));
+                self.claims.check(Claim::ReadBelowTrimRefused, false, || {
+                    format!("{key:?}: {client} refused an answer: {why}")
+                });
             }
             ClientEvent::Gap { from, resumed_at } => {
                 let ahead = resumed_at > from;

@@ -66,7 +66,9 @@ impl<H: Host> World<H> {
                     });
                 }
                 ClientEvent::Restored { begin } => {
-                    self.trace.event(self.now, "restored", &[*begin], || format!("{name} restored from the run at seq{begin}"));
+                    self.trace.event(self.now, "restored", &[*begin], || {
+                        format!("{name} restored from the run at seq{begin}")
+                    });
                 }
                 _ => {}
             }
@@ -79,7 +81,9 @@ impl<H: Host> World<H> {
                         self.audit.acked.entry((key, seq + i as u64)).or_insert_with(|| r.clone());
                     }
                 }
-                ClientEvent::Delivered { seq, record } if multi => self.multi.on_delivered(key, name, *seq, record, &mut self.audit.claims),
+                ClientEvent::Delivered { seq, record } if multi => {
+                    self.multi.on_delivered(key, name, *seq, record, &mut self.audit.claims)
+                }
                 _ => self.audit.on_client(key, name, ev),
             }
         }
@@ -155,7 +159,14 @@ impl<H: Host> World<H> {
         let Some(o) = self.requests.remove(&req) else { return };
         let journal = self.clients[o.client].journal;
         let decided = matches!(reply, Reply::Call(paros_core::CallAnswer::Verdict(_)));
-        self.progress.on_end(journal, req, self.now, !matches!(reply, Reply::TimedOut), decided, &mut self.audit.claims);
+        self.progress.on_end(
+            journal,
+            req,
+            self.now,
+            !matches!(reply, Reply::TimedOut),
+            decided,
+            &mut self.audit.claims,
+        );
         let h = &mut self.history[o.history];
         match &reply {
             Reply::Call(a) => h.output = Some(OpOutput::Call(*a)),
@@ -169,7 +180,9 @@ impl<H: Host> World<H> {
             h.server = from;
         }
         let trimmed = match (&h.input, &reply) {
-            (OpInput::Truncate { .. }, Reply::Call(CallAnswer::Verdict(Outcome::Trimmed(view)))) => Some(view.first_seq.0),
+            (OpInput::Truncate { .. }, Reply::Call(CallAnswer::Verdict(Outcome::Trimmed(view)))) => {
+                Some(view.first_seq.0)
+            }
             _ => None,
         };
         if let (OpInput::Read { from: f, .. }, Reply::Read(answer)) = (&h.input, &reply) {
@@ -229,7 +242,9 @@ impl<H: Host> World<H> {
 
 fn op_input(request: &Request) -> OpInput {
     match request {
-        Request::Call(Call::Write { leader, seq, records }) => OpInput::Write { leader: *leader, seq: seq.0, records: records.clone() },
+        Request::Call(Call::Write { leader, seq, records }) => {
+            OpInput::Write { leader: *leader, seq: seq.0, records: records.clone() }
+        }
         Request::Call(Call::Truncate { leader, up_to }) => OpInput::Truncate { leader: *leader, up_to: up_to.0 },
         Request::Call(Call::SetLeader { new, old }) => OpInput::SetLeader { new: *new, old: *old },
         Request::Read(r) => OpInput::Read {

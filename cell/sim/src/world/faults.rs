@@ -29,7 +29,9 @@ impl<H: Host> World<H> {
         let leaders: Vec<usize> = (0..self.machines.len())
             .filter(|m| {
                 let mach = &self.machines[*m];
-                mach.host.as_ref().is_some_and(|h| mach.spec.placements.iter().any(|p| h.probe(&mach.disk, &p.key).is_some_and(|pr| pr.leader)))
+                mach.host.as_ref().is_some_and(|h| {
+                    mach.spec.placements.iter().any(|p| h.probe(&mach.disk, &p.key).is_some_and(|pr| pr.leader))
+                })
             })
             .collect();
         (!leaders.is_empty()).then(|| *self.rng.pick(&leaders))
@@ -47,7 +49,8 @@ impl<H: Host> World<H> {
             return;
         }
         let majority = self.params.voters / 2 + 1;
-        if self.machines[m].spec.role == MachineRole::Voter && self.voters_up() <= majority && self.rng.chance(800_000) {
+        if self.machines[m].spec.role == MachineRole::Voter && self.voters_up() <= majority && self.rng.chance(800_000)
+        {
             return;
         }
         self.crash(m, "random");
@@ -83,7 +86,8 @@ impl<H: Host> World<H> {
         let mut groups = BTreeMap::new();
         let ids: Vec<NodeId> = self.machines.iter().map(|m| m.spec.id).collect();
         if self.params.leader_churn || self.rng.chance(500_000) {
-            let victim = if self.params.leader_churn { self.a_leader().unwrap_or_else(|| self.victim()) } else { self.victim() };
+            let victim =
+                if self.params.leader_churn { self.a_leader().unwrap_or_else(|| self.victim()) } else { self.victim() };
             let alone = self.machines[victim].spec.id;
             for id in &ids {
                 groups.insert(*id, u8::from(*id == alone));

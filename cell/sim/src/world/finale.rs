@@ -95,7 +95,8 @@ impl<H: Host> World<H> {
             view = Some(probe.state);
             let mut slot = probe.floor;
             while slot < probe.chosen_up_to {
-                if let (Some(cmd), Some(j)) = (host.command_at(&mach.disk, &key, slot), self.audit.judged.get(&(key, slot)))
+                if let (Some(cmd), Some(j)) =
+                    (host.command_at(&mach.disk, &key, slot), self.audit.judged.get(&(key, slot)))
                     && let (Outcome::Accepted { seq, .. }, Some(entry)) = (j.outcome, cmd.entry())
                 {
                     for (i, r) in entry.records.iter().enumerate() {
@@ -106,12 +107,8 @@ impl<H: Host> World<H> {
             }
         }
         let Some(state) = view else { return };
-        let acked: Vec<(u64, Bytes)> = self
-            .audit
-            .acked
-            .range((key, 0)..=(key, u64::MAX))
-            .map(|((_, pos), r)| (*pos, r.clone()))
-            .collect();
+        let acked: Vec<(u64, Bytes)> =
+            self.audit.acked.range((key, 0)..=(key, u64::MAX)).map(|((_, pos), r)| (*pos, r.clone())).collect();
         for (pos, record) in acked {
             let in_range = pos < state.next_seq.0;
             self.audit.claims.check(Claim::AckedNeverLost, in_range, || {

@@ -1,8 +1,8 @@
 //! Machines: boot, crash, ticks, and rounds (start, sync, release) against their disks.
 
 use super::{Event, RestartCause, World};
-use crate::client::Reply;
 use crate::check::claims::Claim;
+use crate::client::Reply;
 use crate::disk::SyncFault;
 use crate::host::{Host, Packet, RoundOutput};
 use crate::registry::RegReply;
@@ -37,8 +37,12 @@ impl<H: Host> World<H> {
         mach.epoch += 1;
         mach.round_in_flight = false;
         let id = mach.spec.id;
-        let durable: Vec<_> =
-            mach.spec.placements.iter().map(|p| (p.key, mach.disk.durable(&p.key).map_or(paros_core::Ballot::ZERO, |d| d.promise))).collect();
+        let durable: Vec<_> = mach
+            .spec
+            .placements
+            .iter()
+            .map(|p| (p.key, mach.disk.durable(&p.key).map_or(paros_core::Ballot::ZERO, |d| d.promise)))
+            .collect();
         self.audit.on_crash(id, lost, &durable);
         self.observe_disk(m);
         self.trace.event(self.now, "crash", &[id.0], || format!("{id:?} ({why})"));
@@ -86,14 +90,22 @@ impl<H: Host> World<H> {
                 }
                 LifeEvent::Woke(life) => {
                     self.answers.life_bound(me, *key);
-                    self.trace.event(self.now, "wake", &[m as u64, life.0], || format!("{me:?} {key:?} woke from its disk in {life:?}"));
+                    self.trace.event(self.now, "wake", &[m as u64, life.0], || {
+                        format!("{me:?} {key:?} woke from its disk in {life:?}")
+                    });
                 }
                 LifeEvent::StaleAnswer { from, dormant, after_wake } => {
                     if after_wake {
                         self.audit.claims.reach(Claim::StaleAnswerAfterWake);
                     }
                     self.trace.event(self.now, "stale", &[m as u64, from.0, u64::from(dormant)], || {
-                        let found = if dormant { "dormant" } else if after_wake { "woken since" } else { "in a later life" };
+                        let found = if dormant {
+                            "dormant"
+                        } else if after_wake {
+                            "woken since"
+                        } else {
+                            "in a later life"
+                        };
                         format!("{me:?} {key:?} dropped an answer from {from:?} to an earlier life (found it {found})")
                     });
                 }

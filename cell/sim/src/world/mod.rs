@@ -11,9 +11,9 @@ mod answers;
 mod audit;
 mod clients;
 mod faults;
+mod finale;
 mod machines;
 mod network;
-mod finale;
 mod params;
 mod progress;
 mod queue;
@@ -28,8 +28,8 @@ use std::collections::BTreeMap;
 use paros_core::journal::WriterMode;
 use paros_core::{JournalConfig, JournalId, JournalKey, NodeId, TenantId};
 
-use crate::check::{Claims, HistoryHeader, HistoryOp, ProbeCounts};
 use crate::check::multi::MultiWriterAudit;
+use crate::check::{Claims, HistoryHeader, HistoryOp, ProbeCounts};
 use crate::client::{Appender, Prober, Reader, Reply, Request, Writer, WriterClient};
 use crate::disk::SimDisk;
 use crate::host::{Host, MachineRole, MachineSpec, NodeHost, Packet, Placement};
@@ -217,9 +217,15 @@ impl<H: Host> World<H> {
         }
         let registry_placement = Placement { key: plan.key, config: plan.config.clone() };
         let mut machines = Vec::new();
-        for (id, role) in voter_ids.iter().map(|v| (*v, MachineRole::Voter)).chain(replica_ids.iter().map(|r| (*r, MachineRole::Replica))) {
-            let formation: Vec<Placement> =
-                (plan.config.voters.contains(&id) || plan.config.learners.contains(&id)).then(|| registry_placement.clone()).into_iter().collect();
+        for (id, role) in voter_ids
+            .iter()
+            .map(|v| (*v, MachineRole::Voter))
+            .chain(replica_ids.iter().map(|r| (*r, MachineRole::Replica)))
+        {
+            let formation: Vec<Placement> = (plan.config.voters.contains(&id) || plan.config.learners.contains(&id))
+                .then(|| registry_placement.clone())
+                .into_iter()
+                .collect();
             let placements = journals
                 .iter()
                 .filter(|(_, c)| c.voters.contains(&id) || c.learners.contains(&id))
@@ -256,12 +262,19 @@ impl<H: Host> World<H> {
                 for (a, ap) in wl.appenders.iter().enumerate() {
                     let name = format!("a{w}.{a}");
                     let start = rng.between(0, 500 * MS);
-                    let appender = Appender::new(name.clone(), config.voters.clone(), rng.fork(), *ap, params.tick_ns, start);
-                    clients.push(Client { kind: ClientKind::Writer(WriterClient::Multi(Box::new(appender))), journal: wl.journal, name, next_token: 0 });
+                    let appender =
+                        Appender::new(name.clone(), config.voters.clone(), rng.fork(), *ap, params.tick_ns, start);
+                    clients.push(Client {
+                        kind: ClientKind::Writer(WriterClient::Multi(Box::new(appender))),
+                        journal: wl.journal,
+                        name,
+                        next_token: 0,
+                    });
                 }
             } else {
                 let start = rng.between(0, 500 * MS);
-                let writer = Writer::new(format!("w{w}"), config.voters.clone(), rng.fork(), wl.writer, params.tick_ns, start);
+                let writer =
+                    Writer::new(format!("w{w}"), config.voters.clone(), rng.fork(), wl.writer, params.tick_ns, start);
                 clients.push(Client {
                     kind: ClientKind::Writer(WriterClient::Single(Box::new(writer))),
                     journal: wl.journal,
@@ -274,7 +287,14 @@ impl<H: Host> World<H> {
                 let name = format!("r{w}.{r}");
                 let start = rng.between(0, 500 * MS);
                 clients.push(Client {
-                    kind: ClientKind::Reader(Reader::new(name.clone(), servers, rng.fork(), *rp, params.tick_ns, start)),
+                    kind: ClientKind::Reader(Reader::new(
+                        name.clone(),
+                        servers,
+                        rng.fork(),
+                        *rp,
+                        params.tick_ns,
+                        start,
+                    )),
                     journal: wl.journal,
                     name,
                     next_token: 0,
@@ -425,4 +445,3 @@ impl<H: Host> World<H> {
         }
     }
 }
-

@@ -59,7 +59,13 @@ impl<H: Host> World<H> {
                 if matches!(e.message, Message::Promise { .. }) {
                     // Only a Promise needs the recipient's role and disk: probe for nothing else.
                     let candidate = host.probe(&mach.disk, &e.journal).is_some_and(|p| !p.leader);
-                    self.audit.on_promise_delivered(id, e.journal, &e.message, candidate, mach.disk.durable(&e.journal));
+                    self.audit.on_promise_delivered(
+                        id,
+                        e.journal,
+                        &e.message,
+                        candidate,
+                        mach.disk.durable(&e.journal),
+                    );
                 }
                 self.audit.on_accept_delivered(e.journal, &e.message);
                 let (kind, a, b) = message_fields(&e.message);
@@ -72,7 +78,9 @@ impl<H: Host> World<H> {
         // An answer to a request of an earlier life of its journal here must be dropped, and
         // one to the current life taken (judged only while the journal is hosted here).
         let judged = match &packet {
-            Packet::Protocol(e) if host.hosts(&e.journal) => self.answers.delivered(from, id, e.journal, &e.message).map(|stale| (stale, e.journal)),
+            Packet::Protocol(e) if host.hosts(&e.journal) => {
+                self.answers.delivered(from, id, e.journal, &e.message).map(|stale| (stale, e.journal))
+            }
             _ => None,
         };
         let dropped_before = host.stale_answers();
@@ -83,7 +91,11 @@ impl<H: Host> World<H> {
                 self.audit.claims.reach(Claim::AnswerForItsRequest);
             }
             self.audit.claims.check(Claim::AnswerForItsRequest, dropped == stale, || {
-                let what = if stale { "an answer to an earlier life was taken" } else { "an answer to the current life was dropped" };
+                let what = if stale {
+                    "an answer to an earlier life was taken"
+                } else {
+                    "an answer to the current life was dropped"
+                };
                 format!("{id:?} {journal:?}: {what} (from {from:?})")
             });
         }
@@ -97,13 +109,17 @@ fn message_fields(m: &Message) -> (u64, u64, u64) {
         Message::Prepare { ballot, from } => (1, ballot.round, from.0),
         Message::Promise { ballot, from, accepted, .. } => (2, ballot.round, from.0 ^ accepted.len() as u64),
         Message::Nack { ballot, promised, floor } => (3, ballot.round ^ promised.round, floor.0),
-        Message::Accept { ballot, entries, commit } => (4, ballot.round, entries.first().map_or(0, |e| e.0.0) ^ commit.0),
+        Message::Accept { ballot, entries, commit } => {
+            (4, ballot.round, entries.first().map_or(0, |e| e.0.0) ^ commit.0)
+        }
         Message::Accepted { ballot, slots } => (5, ballot.round, slots.first().map_or(0, |s| s.1)),
         Message::Heartbeat { ballot, commit, quiesce } => (6, ballot.round, commit.0 * 2 + u64::from(*quiesce)),
         Message::HeartbeatAck { ballot, chosen_up_to } => (7, ballot.round, chosen_up_to.0),
         Message::Chosen { entries } => (8, entries.len() as u64, entries.first().map_or(0, |e| e.0.0)),
         Message::CatchUpRequest { from, life } => (9, from.0, life.0),
-        Message::CatchUpResponse { entries, chosen_up_to, .. } => (10, entries.len() as u64, entries.first().map_or(0, |e| e.0.0) ^ (chosen_up_to.0 << 32)),
+        Message::CatchUpResponse { entries, chosen_up_to, .. } => {
+            (10, entries.len() as u64, entries.first().map_or(0, |e| e.0.0) ^ (chosen_up_to.0 << 32))
+        }
         Message::TrimmedTo { from, point, .. } => (11, from.0, point.0),
         Message::WatermarkRequest { read, life } => (12, *read, life.0),
         Message::Watermark { read, up_to, .. } => (13, *read, up_to.0),
@@ -116,7 +132,9 @@ fn describe(m: &Message) -> String {
             let slots: Vec<u64> = entries.iter().map(|e| e.0.0).collect();
             format!("Accept {ballot:?} slots {slots:?} commit {commit:?}")
         }
-        Message::Chosen { entries } => format!("Chosen slots {:?}", entries.iter().map(|e| e.0.0).collect::<Vec<u64>>()),
+        Message::Chosen { entries } => {
+            format!("Chosen slots {:?}", entries.iter().map(|e| e.0.0).collect::<Vec<u64>>())
+        }
         Message::CatchUpResponse { entries, chosen_up_to, .. } => {
             let slots: Vec<u64> = entries.iter().map(|e| e.0.0).collect();
             format!("CatchUpResponse slots {slots:?} chosen_up_to {chosen_up_to:?}")

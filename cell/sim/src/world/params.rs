@@ -123,8 +123,9 @@ impl Params {
         // Writer modes and appenders draw from a side stream of their own (added after seeds were
         // published): a seed whose journals all stay single-writer runs as it did before.
         let mut multi = rng.side(0x6d75_6c74_6977_7269);
-        let modes: Vec<WriterMode> =
-            (0..journals).map(|_| if multi.chance(MULTI_WRITER_PPM) { WriterMode::Multi } else { WriterMode::Single }).collect();
+        let modes: Vec<WriterMode> = (0..journals)
+            .map(|_| if multi.chance(MULTI_WRITER_PPM) { WriterMode::Multi } else { WriterMode::Single })
+            .collect();
         for wl in &mut workloads {
             if modes[wl.journal] == WriterMode::Multi {
                 wl.appenders = (0..multi.between(2, 3)).map(|_| draw_appender(&mut multi)).collect();
@@ -135,7 +136,12 @@ impl Params {
         // catch-up, old pages and retries below it go through the store.
         let mut memory = rng.side(0x7769_6e64_6f77);
         let (window_slots, window_bytes, anchor_slots, anchor_bytes) = if memory.chance(750_000) {
-            (memory.between(0, 8) as u32, memory.between(0, 512) as u32, memory.between(1, 12) as u32, memory.between(16, 1024) as u32)
+            (
+                memory.between(0, 8) as u32,
+                memory.between(0, 512) as u32,
+                memory.between(1, 12) as u32,
+                memory.between(16, 1024) as u32,
+            )
         } else {
             let d = Tunables::default();
             (d.window_slots, d.window_bytes, d.anchor_slots, d.anchor_bytes)

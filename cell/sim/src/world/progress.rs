@@ -43,7 +43,13 @@ impl Progress {
     /// Judges `journals` journals with a grace period after the tail starts and a stall bound.
     #[must_use]
     pub fn new(journals: usize, grace_ns: u64, bound_ns: u64, retry_window_ns: u64) -> Progress {
-        Progress { judged_from_ns: None, grace_ns, bound_ns, retry_window_ns, journals: vec![Journal::default(); journals] }
+        Progress {
+            judged_from_ns: None,
+            grace_ns,
+            bound_ns,
+            retry_window_ns,
+            journals: vec![Journal::default(); journals],
+        }
     }
 
     /// The fault-free tail starts now.
@@ -124,7 +130,12 @@ impl Progress {
     /// The longest stall of the run so far: its length, the journal and when it was measured.
     #[must_use]
     pub fn longest(&self) -> Option<(u64, usize, u64)> {
-        self.journals.iter().enumerate().map(|(j, x)| (x.longest_stall_ns, j, x.longest_ended_ns)).max().filter(|l| l.0 > 0)
+        self.journals
+            .iter()
+            .enumerate()
+            .map(|(j, x)| (x.longest_stall_ns, j, x.longest_ended_ns))
+            .max()
+            .filter(|l| l.0 > 0)
     }
 
     /// The run ended: judges every journal's longest stall (as measured at its last event).

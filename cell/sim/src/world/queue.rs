@@ -44,8 +44,12 @@ impl<E> EventQueue<E> {
                 u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 events wait at once")
             }
         };
-        assert!(time < 1 << (128 - SEQ_BITS - SLOT_BITS) && self.scheduled < 1 << SEQ_BITS, "a run fits its queue's key");
-        let key = (u128::from(time) << (SEQ_BITS + SLOT_BITS)) | (u128::from(self.scheduled) << SLOT_BITS) | u128::from(slot);
+        assert!(
+            time < 1 << (128 - SEQ_BITS - SLOT_BITS) && self.scheduled < 1 << SEQ_BITS,
+            "a run fits its queue's key"
+        );
+        let key =
+            (u128::from(time) << (SEQ_BITS + SLOT_BITS)) | (u128::from(self.scheduled) << SLOT_BITS) | u128::from(slot);
         self.order.push(Reverse(key));
     }
 

@@ -9,7 +9,7 @@ use paros_core::{CallId, NodeId, ReadId};
 use super::{Event, World};
 use crate::host::Host;
 use crate::registry::coordinator::Ctx;
-use crate::registry::{changes, CoordinatorActor, Follower, Plan, RegReply, RegRequest, RegistryAudit, Script, Send};
+use crate::registry::{CoordinatorActor, Follower, Plan, RegReply, RegRequest, RegistryAudit, Script, Send, changes};
 use crate::rng::SimRng;
 
 const MS: u64 = 1_000_000;
@@ -108,7 +108,11 @@ impl<H: Host> World<H> {
             self.registry_send(m, Actor::Follower, send);
         }
         let key = self.registry.plan.key;
-        let leader = self.machines[m].host.as_ref().and_then(|h| h.probe(&self.machines[m].disk, &key)).is_some_and(|p| p.leader);
+        let leader = self.machines[m]
+            .host
+            .as_ref()
+            .and_then(|h| h.probe(&self.machines[m].disk, &key))
+            .is_some_and(|p| p.leader);
         let node = &mut self.registry.nodes[m];
         match &node.coordinator {
             Some(a) if a.is_over() || (a.is_starting() && !leader) => {
@@ -122,7 +126,13 @@ impl<H: Host> World<H> {
             let id = self.machines[m].spec.id;
             let name = format!("coordinator@{id:?}#{}", node.terms);
             let rng = self.registry.rng.fork();
-            let actor = CoordinatorActor::new(name, id, self.registry.plan.founding.clone(), self.registry.plan.coordinator, rng);
+            let actor = CoordinatorActor::new(
+                name,
+                id,
+                self.registry.plan.founding.clone(),
+                self.registry.plan.coordinator,
+                rng,
+            );
             self.registry.nodes[m].coordinator = Some(actor);
         }
         self.registry_coordinator(m, |a, ctx| a.wake(ctx));

@@ -15,11 +15,7 @@ pub fn jk(tenant: u64, journal: u64) -> JournalKey {
 }
 
 pub fn config() -> JournalConfig {
-    JournalConfig {
-        mode: WriterMode::Single,
-        voters: vec![NodeId(1), NodeId(2), NodeId(3)],
-        learners: vec![NodeId(9)],
-    }
+    JournalConfig { mode: WriterMode::Single, voters: vec![NodeId(1), NodeId(2), NodeId(3)], learners: vec![NodeId(9)] }
 }
 
 pub fn write(seq: u64, payload: &[u8]) -> Command {

@@ -28,9 +28,7 @@ impl Checkpointable for Tally {
     }
 
     fn restore(bytes: &[u8]) -> Result<Self, String> {
-        let bytes: [u8; 12] = bytes
-            .try_into()
-            .map_err(|_| format!("{} bytes, not 12", bytes.len()))?;
+        let bytes: [u8; 12] = bytes.try_into().map_err(|_| format!("{} bytes, not 12", bytes.len()))?;
         let count = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
         let digest = u32::from_le_bytes(bytes[8..].try_into().expect("4 bytes"));
         Ok(Tally { count, digest })
@@ -55,10 +53,7 @@ pub struct Journal {
 
 impl Journal {
     pub fn new() -> Self {
-        Journal {
-            records: Vec::new(),
-            owner: Tally::default(),
-        }
+        Journal { records: Vec::new(), owner: Tally::default() }
     }
 
     pub fn tail(&self) -> Seq {
@@ -79,15 +74,9 @@ impl Journal {
     /// The run records a Checkpointer plans for `state` at the tail, with chunks of
     /// `chunk_bytes`; not yet appended.
     pub fn run_of(&self, state: &Tally, chunk_bytes: usize) -> Vec<Bytes> {
-        let config = CheckpointerConfig {
-            chunk_bytes,
-            ..CheckpointerConfig::default()
-        };
+        let config = CheckpointerConfig { chunk_bytes, ..CheckpointerConfig::default() };
         let mut checkpointer = Checkpointer::new(config).expect("a valid configuration");
-        checkpointer
-            .begin(state, self.tail())
-            .expect("an idle checkpointer plans a run")
-            .records
+        checkpointer.begin(state, self.tail()).expect("an idle checkpointer plans a run").records
     }
 
     /// Appends a run of the owner's state; returns its Begin's position.
