@@ -8,17 +8,19 @@
 //! places and removes its journals; one coordinator (the registry journal's writer) serves
 //! requests. Formation (`InitCell`) is a registry command like any other.
 
+pub mod in_cell;
+
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use in_cell::{InCell, InCellConfig};
 use paros_bus::InProcessBus;
 use paros_client::{Client, ClientConfig};
 use paros_core::journal::WriterMode;
 use paros_core::{JournalConfig, JournalId, JournalKey, NodeId, TenantId, Tunables};
-use paros_node::in_cell::{InCell, InCellConfig};
 use paros_node::ports::MonotonicClock;
 use paros_node::shell::{self, NodeHandle, ShellConfig};
 use paros_node::{BootError, Host};

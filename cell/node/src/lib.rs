@@ -2,7 +2,6 @@
 //! round, ports for storage and transport, and an in-memory store with crash semantics.
 
 pub mod host;
-pub mod in_cell;
 pub mod mem_store;
 pub mod ports;
 pub mod pump;

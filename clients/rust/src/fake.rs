@@ -25,7 +25,7 @@ use bytes::Bytes;
 use paros_core::journal::{Command, Entry, Fold, JournalState, JournalView, Outcome, WriterMode};
 use paros_core::{Call, CallAnswer, Consistency, LeaderUuid, NodeId, Seq, Slot};
 
-use crate::reader::ReadAnswer;
+use crate::service::ReadAnswer;
 use crate::service::{CallReply, JournalService, ReadParams, Route};
 
 /// What the fake does with one call, instead of answering it plainly.

@@ -22,8 +22,8 @@
 //! - [`ReaderCursor`]: a read cursor that never moves backwards and reports every truncated
 //!   range it skips as a gap; [`Reader`] reads with it over a service, and follows the tail.
 //! - [`service`]: the port every async part talks through ([`JournalService`]).
-//! - [`client`]: the retry, redirect, backoff and ambiguity-settling policy of one call
-//!   ([`CallPolicy`]) and the async [`Client`] that carries it out.
+//! - [`policy`]: the retry, redirect, backoff and ambiguity-settling policy of one call
+//!   ([`CallPolicy`]); [`client`]: the async [`Client`] that carries it out.
 //! - [`writer`]: the fenced [`Writer`] — claim, pipelined writes at the tail, truncate, stop for
 //!   good when superseded — over its sans-IO [`WriterCore`].
 //! - [`appender`]: record-at-a-time appends gathered into batches ([`BatchBuilder`]) with a
@@ -40,10 +40,13 @@ pub mod appender;
 pub mod checkpointable;
 pub mod checkpointer;
 pub mod client;
+#[cfg(feature = "api")]
+pub mod convert;
 pub mod fake;
 pub mod folder;
 #[cfg(feature = "http")]
 pub mod http;
+pub mod policy;
 pub mod reader;
 pub mod run;
 pub mod service;
@@ -53,15 +56,15 @@ pub mod writer;
 pub use appender::{AppendError, Appender, AppenderConfig, AppenderConfigError, AppenderDriver, Batch, BatchBuilder};
 pub use checkpointable::Checkpointable;
 pub use checkpointer::{Checkpointer, CheckpointerConfig, CheckpointerError, ConfigError, PlannedRun, Truncate};
-pub use client::{AnswerError, CallPolicy, Client, ClientConfig, ClientConfigError, Decided, Step};
+pub use client::Client;
 pub use folder::{DropReason, FoldError, FoldEvent, Folder, FolderConfig};
 #[cfg(feature = "http")]
 pub use http::{GatewayClient, GatewayError, HttpConfig, HttpService, SseEvent, SseParser, Tail};
+pub use policy::{AnswerError, CallPolicy, ClientConfig, ClientConfigError, Decided, Step};
 pub use reader::{
-    ReadAnswer, ReadConsistency, ReadRequest, Reader, ReaderConfig, ReaderConfigError, ReaderCursor, ReaderError,
-    ReaderOutcome,
+    ReadConsistency, ReadRequest, Reader, ReaderConfig, ReaderConfigError, ReaderCursor, ReaderError, ReaderOutcome,
 };
 pub use run::{MAGIC, RecordError, RunDecodeError, RunRecord, check_application_record};
-pub use service::{CallReply, Denial, JournalService, ReadParams, Route};
+pub use service::{CallReply, Denial, JournalService, ReadAnswer, ReadParams, Route};
 pub use types::{JournalView, Seq};
 pub use writer::{Completion, Writer, WriterConfig, WriterConfigError, WriterCore, WriterError, Written};

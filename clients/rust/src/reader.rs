@@ -15,6 +15,7 @@
 use bytes::Bytes;
 use thiserror::Error;
 
+use crate::service::ReadAnswer;
 use crate::types::{seq_checked_add, view_is_consistent};
 use crate::{JournalView, Seq};
 
@@ -51,21 +52,6 @@ pub struct ReadRequest {
     /// How many `Unserved` answers came in a row before this request: a wrapper asks a
     /// different server for each.
     pub attempt: u32,
-}
-
-/// A server's answer to a read, as the wrapper decoded it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReadAnswer {
-    /// Records at positions `from`, `from + 1`, …
-    Page { from: Seq, records: Vec<Bytes>, view: JournalView },
-    /// The requested position is below the journal's first retained one.
-    Truncated { view: JournalView },
-    /// This server cannot serve the read now; another may.
-    Unserved,
-    /// No such journal.
-    UnknownJournal,
-    /// The service refused the read (unauthorized, forbidden, over quota, malformed).
-    Denied(crate::service::Denial),
 }
 
 /// What the reader learned from an answer.
@@ -353,7 +339,7 @@ impl<S: crate::JournalService> Reader<S> {
             let answer = self.client.service().read(&self.journal, params, route).await;
             match self.cursor.absorb(answer)? {
                 ReaderOutcome::Retry { attempt } => {
-                    let delay = crate::client::backoff(self.client.config(), attempt, &mut self.rng);
+                    let delay = crate::policy::backoff(self.client.config(), attempt, &mut self.rng);
                     tokio::time::sleep(delay).await;
                 }
                 outcome => return Ok(outcome),
@@ -383,7 +369,7 @@ impl<S: crate::JournalService> Reader<S> {
                 ReaderOutcome::Records { records, .. } if records.is_empty() => {}
                 ReaderOutcome::Unavailable { .. } => {
                     unavailable = unavailable.saturating_add(1);
-                    let delay = crate::client::backoff(self.client.config(), unavailable, &mut self.rng);
+                    let delay = crate::policy::backoff(self.client.config(), unavailable, &mut self.rng);
                     tokio::time::sleep(delay).await;
                 }
                 outcome => return Ok(outcome),

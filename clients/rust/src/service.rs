@@ -1,7 +1,7 @@
 //! The one port the library's async layer talks through: a journal service that takes decided
 //! calls and reads for one journal and answers each once, or not at all.
 //!
-//! Two implementations: in the cell, over the node RPC (paros-node's `InCell`: used by the
+//! Two implementations: in the cell, over the node RPC (paros-embedded's `InCell`: used by the
 //! registry coordinator, `paros bench` and the tests), and over a gateway's HTTP API. The
 //! library's decisions never depend on which one it talks to; the only difference a caller
 //! sees is that the cell may answer [`CallAnswer::Redirect`] (a gateway follows redirects
@@ -13,9 +13,25 @@
 use std::fmt;
 use std::future::Future;
 
+use bytes::Bytes;
 use paros_core::{Call, CallAnswer, Consistency, NodeId, Seq};
 
-use crate::reader::ReadAnswer;
+use crate::types::JournalView;
+
+/// A server's answer to a read, as the wrapper decoded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadAnswer {
+    /// Records at positions `from`, `from + 1`, …
+    Page { from: Seq, records: Vec<Bytes>, view: JournalView },
+    /// The requested position is below the journal's first retained one.
+    Truncated { view: JournalView },
+    /// This server cannot serve the read now; another may.
+    Unserved,
+    /// No such journal.
+    UnknownJournal,
+    /// The service refused the read (unauthorized, forbidden, over quota, malformed).
+    Denied(Denial),
+}
 
 /// Where one request goes: a server a redirect named, or the service's own choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -38,8 +38,9 @@ use paros_core::rng::Rng;
 use paros_core::{Call, LeaderUuid, Seq};
 use thiserror::Error;
 
-use crate::client::{AnswerError, Client, Decided};
-use crate::reader::ReadAnswer;
+use crate::client::Client;
+use crate::policy::{AnswerError, Decided};
+use crate::service::ReadAnswer;
 use crate::service::{JournalService, Route};
 use crate::types::{seq_checked_add, view_is_consistent};
 
@@ -665,7 +666,7 @@ async fn inspect_view<S: JournalService + 'static>(
     // First at this journal's likely leader, else at a drawn server: a read that wakes a
     // dormant journal elects on the server it reaches, so always starting at the first server
     // would make that one machine the leader of every journal claimed after a quiet spell.
-    let start = crate::client::first_server(&servers, client.leader_hint(&journal).map(|(leader, _)| leader), &mut rng);
+    let start = crate::policy::first_server(&servers, client.leader_hint(&journal).map(|(leader, _)| leader), &mut rng);
     for attempt in 0..attempts {
         let server = (!servers.is_empty()).then(|| servers[(start + attempt as usize) % servers.len()]);
         match client.service().inspect(&journal, Route { server, attempt }).await {
@@ -680,7 +681,7 @@ async fn inspect_view<S: JournalService + 'static>(
                 return Err(WriterError::Undecided { decided: Decided::Denied { denial, ambiguous: false } });
             }
             ReadAnswer::Unserved => {
-                tokio::time::sleep(crate::client::backoff(client.config(), attempt + 1, &mut rng)).await;
+                tokio::time::sleep(crate::policy::backoff(client.config(), attempt + 1, &mut rng)).await;
             }
         }
     }

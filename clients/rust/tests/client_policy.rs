@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use paros_client::client::{AnswerError, backoff};
+use paros_client::policy::{AnswerError, backoff};
 use paros_client::service::{CallReply, Route};
 use paros_client::{CallPolicy, ClientConfig, ClientConfigError, Decided, ReadAnswer, Step};
 use paros_core::journal::{JournalView, Outcome, TooLarge};

@@ -356,7 +356,7 @@ impl Failure {
 }
 
 fn leader(l: Option<paros_core::LeaderUuid>) -> String {
-    l.map_or_else(|| "nobody".to_owned(), |u| paros_client::http::api_uuid(u).to_string())
+    l.map_or_else(|| "nobody".to_owned(), |u| paros_client::convert::api_uuid(u).to_string())
 }
 
 /// Runs one verb to completion and turns its result into the process's exit code.

@@ -11,7 +11,7 @@ use paros_api::{
     Consistency, CreateJournalRequest, JournalInfo, JournalName, MintTokenRequest, ReadOutcome, ReadQuery, Record,
     TailEvent, Token, TokenId, View, WaitMs, WriteOutcome, WriteRequest, WriterMode,
 };
-use paros_client::http::{api_uuid, core_uuid, core_view};
+use paros_client::convert::{api_uuid, core_uuid, core_view};
 use paros_client::{
     Client, ClientConfig, Decided, GatewayClient, GatewayError, HttpConfig, HttpService, Writer, WriterConfig,
 };

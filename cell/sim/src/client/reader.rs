@@ -212,7 +212,7 @@ impl Reader {
     }
 
     fn retry_after(&mut self, now: u64, attempt: u32) {
-        let d = paros_client::client::backoff(&self.params.backoff, attempt, &mut self.backoff_rng);
+        let d = paros_client::policy::backoff(&self.params.backoff, attempt, &mut self.backoff_rng);
         self.next_read_at = now + u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
     }
 }

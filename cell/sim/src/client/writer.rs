@@ -319,7 +319,7 @@ impl Writer {
                 self.view = view;
                 self.lost_claims += 1;
                 if self.lost_claims < self.params.claims_max {
-                    let d = paros_client::client::backoff(&self.params.call, self.lost_claims, &mut self.backoff_rng);
+                    let d = paros_client::policy::backoff(&self.params.call, self.lost_claims, &mut self.backoff_rng);
                     self.phase = Phase::Idle { until: now + ns(d) };
                 } else {
                     self.lost_claims = 0;
@@ -743,7 +743,7 @@ impl Writer {
             }
         }
         c.next_at = match retry {
-            Some(a) => now + ns(paros_client::client::backoff(&self.params.call, a, &mut self.backoff_rng)),
+            Some(a) => now + ns(paros_client::policy::backoff(&self.params.call, a, &mut self.backoff_rng)),
             None => now,
         };
         if o.folder.next() >= c.target {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use paros_client::{CallReply, JournalService, ReadParams, Route};
 use paros_core::{Call, JournalKey, NodeId, ReadRequest};
 
-use crate::rpc::{NodeAnswer, NodeRequest, Rpc, RpcError};
+use paros_node::rpc::{NodeAnswer, NodeRequest, Rpc, RpcError};
 
 /// Bounds of the in-cell service.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,7 +25,7 @@ impl Default for InCellConfig {
         InCellConfig {
             call_deadline: Duration::from_secs(2),
             read_deadline: Duration::from_secs(2),
-            tick_ms: crate::host::TICK_MS_DEFAULT,
+            tick_ms: paros_node::host::TICK_MS_DEFAULT,
         }
     }
 }

@@ -1,0 +1,283 @@
+//! [`GatewayClient`]: the tenant's calls to a gateway besides the journal service's.
+
+use std::fmt;
+use std::time::Duration;
+
+use paros_api::outcome::plain;
+use paros_api::{
+    ApiError, CreateJournalRequest, JournalInfo, JournalList, JournalName, MintTokenRequest, ReadOutcome, ReadQuery,
+    SetLeaderOutcome, SetLeaderRequest, SignupAnswer, SignupRequest, TenantName, Token, TokenAnswer, TokenId,
+    TruncateOutcome, TruncateRequest, WriteOutcome, WriteRequest,
+};
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use reqwest::{Method, RequestBuilder, Url};
+
+use super::sse::{SseParser, Tail};
+use super::{Answer, GatewayError, HttpConfig, api, retry_after, transport};
+
+/// A connection to one gateway as one tenant token: every route of API.md's tenant side.
+///
+/// Cheap to clone (the connection pool is shared).
+#[derive(Clone)]
+pub struct GatewayClient {
+    pub(super) http: reqwest::Client,
+    pub(super) base: Url,
+    pub(super) token: Option<HeaderValue>,
+    pub(super) config: HttpConfig,
+}
+
+impl fmt::Debug for GatewayClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GatewayClient")
+            .field("base", &self.base.as_str())
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl GatewayClient {
+    /// A client of the gateway at `url` (`http://host:port`, maybe with a path prefix),
+    /// sending `token` as `Authorization: Bearer` when given.
+    ///
+    /// # Errors
+    /// [`GatewayError::Url`] for a URL that is not `http` or `https`, [`GatewayError::BadToken`].
+    pub fn new(url: &str, token: Option<&Token>, config: HttpConfig) -> Result<GatewayClient, GatewayError> {
+        let bad = |reason: String| GatewayError::Url { url: url.to_owned(), reason };
+        let base = Url::parse(url).map_err(|e| bad(e.to_string()))?;
+        if !matches!(base.scheme(), "http" | "https") || base.cannot_be_a_base() {
+            return Err(bad("not an http or https URL".into()));
+        }
+        if base.query().is_some() || base.fragment().is_some() {
+            return Err(bad("a gateway URL has no query or fragment".into()));
+        }
+        let token = token
+            .map(|t| {
+                let mut v =
+                    HeaderValue::from_str(&format!("Bearer {}", t.as_str())).map_err(|_| GatewayError::BadToken)?;
+                v.set_sensitive(true);
+                Ok(v)
+            })
+            .transpose()?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .build()
+            .map_err(|e| bad(e.to_string()))?;
+        Ok(GatewayClient { http, base, token, config })
+    }
+
+    /// The bounds this client was built with.
+    #[must_use]
+    pub fn config(&self) -> &HttpConfig {
+        &self.config
+    }
+
+    /// `base` + `/` + the segments, each percent-encoded as a path segment.
+    pub(super) fn url(&self, segments: &[&str]) -> Url {
+        let mut url = self.base.clone();
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.pop_if_empty().extend(segments);
+        }
+        url
+    }
+
+    pub(super) fn request(&self, method: Method, url: Url, timeout: Option<Duration>) -> RequestBuilder {
+        let mut req = self.http.request(method, url);
+        if let Some(t) = timeout {
+            req = req.timeout(t);
+        }
+        if let Some(token) = &self.token {
+            req = req.header(AUTHORIZATION, token.clone());
+        }
+        req
+    }
+
+    pub(super) fn json<T: serde::Serialize>(req: RequestBuilder, body: &T) -> RequestBuilder {
+        let bytes = serde_json::to_vec(body).expect("API bodies serialize infallibly");
+        req.header(CONTENT_TYPE, "application/json").body(bytes)
+    }
+
+    /// Sends and reads the whole answer.
+    pub(super) async fn send(&self, req: RequestBuilder) -> Result<Answer, GatewayError> {
+        let resp = req.send().await.map_err(transport)?;
+        let status = resp.status().as_u16();
+        let retry_after_s = retry_after(&resp);
+        let body = resp.bytes().await.map_err(|e| GatewayError::NoAnswer(e.to_string()))?;
+        Ok(Answer { status, retry_after_s, body })
+    }
+
+    async fn post<T: serde::Serialize>(&self, segments: &[&str], body: &T) -> Result<Answer, GatewayError> {
+        let req = self.request(Method::POST, self.url(segments), Some(self.config.request_timeout));
+        self.send(Self::json(req, body)).await
+    }
+
+    async fn get(&self, segments: &[&str]) -> Result<Answer, GatewayError> {
+        self.send(self.request(Method::GET, self.url(segments), Some(self.config.request_timeout))).await
+    }
+
+    async fn delete(&self, segments: &[&str]) -> Result<Answer, GatewayError> {
+        self.send(self.request(Method::DELETE, self.url(segments), Some(self.config.request_timeout))).await
+    }
+
+    /// `POST /v1/signup`: a new tenant and its owner token.
+    ///
+    /// # Errors
+    /// [`GatewayError`]; `name_taken` as [`GatewayError::Api`].
+    pub async fn signup(&self, name: &TenantName) -> Result<SignupAnswer, GatewayError> {
+        let a = self.post(&["v1", "signup"], &SignupRequest { name: name.clone() }).await?;
+        api(&a, plain::signup(a.status, &a.body))
+    }
+
+    /// `POST /v1/tokens`: mints a token no wider than this client's.
+    ///
+    /// # Errors
+    /// [`GatewayError`].
+    pub async fn mint_token(&self, request: &MintTokenRequest) -> Result<TokenAnswer, GatewayError> {
+        let a = self.post(&["v1", "tokens"], request).await?;
+        api(&a, plain::mint_token(a.status, &a.body))
+    }
+
+    /// `DELETE /v1/tokens/{token_id}` (revoking again succeeds too).
+    ///
+    /// # Errors
+    /// [`GatewayError`]; `unknown_token` as [`GatewayError::Api`].
+    pub async fn revoke_token(&self, token_id: &TokenId) -> Result<(), GatewayError> {
+        let a = self.delete(&["v1", "tokens", token_id.as_str()]).await?;
+        api(&a, plain::revoke_token(a.status, &a.body))
+    }
+
+    /// `POST /v1/journals`.
+    ///
+    /// # Errors
+    /// [`GatewayError`]; `name_taken` as [`GatewayError::Api`].
+    pub async fn create_journal(&self, request: &CreateJournalRequest) -> Result<JournalInfo, GatewayError> {
+        let a = self.post(&["v1", "journals"], request).await?;
+        api(&a, plain::create_journal(a.status, &a.body))
+    }
+
+    /// `GET /v1/journals`: this tenant's journals (or the one a restricted token names).
+    ///
+    /// # Errors
+    /// [`GatewayError`].
+    pub async fn list_journals(&self) -> Result<JournalList, GatewayError> {
+        let a = self.get(&["v1", "journals"]).await?;
+        api(&a, plain::list_journals(a.status, &a.body))
+    }
+
+    /// `GET /v1/journals/{name}`.
+    ///
+    /// # Errors
+    /// [`GatewayError`]; `unknown_journal` as [`GatewayError::Api`].
+    pub async fn show_journal(&self, name: &JournalName) -> Result<JournalInfo, GatewayError> {
+        let a = self.get(&["v1", "journals", name.as_str()]).await?;
+        api(&a, plain::show_journal(a.status, &a.body))
+    }
+
+    /// `DELETE /v1/journals/{name}`.
+    ///
+    /// # Errors
+    /// [`GatewayError`]; `unknown_journal` as [`GatewayError::Api`].
+    pub async fn delete_journal(&self, name: &JournalName) -> Result<(), GatewayError> {
+        let a = self.delete(&["v1", "journals", name.as_str()]).await?;
+        api(&a, plain::delete_journal(a.status, &a.body))
+    }
+
+    /// One `POST /v1/journals/{name}/records`, no retry (for a multi-writer append, which a
+    /// retry would append again).
+    ///
+    /// # Errors
+    /// [`GatewayError`] for an answer that is not a Write outcome (503 included).
+    pub async fn write(&self, name: &JournalName, request: &WriteRequest) -> Result<WriteOutcome, GatewayError> {
+        let a = self.post(&["v1", "journals", name.as_str(), "records"], request).await?;
+        api(&a, WriteOutcome::from_response(a.status, &a.body))
+    }
+
+    /// One `POST /v1/journals/{name}/leader`, no retry.
+    ///
+    /// # Errors
+    /// [`GatewayError`] for an answer that is not a SetLeader outcome.
+    pub async fn set_leader(
+        &self,
+        name: &JournalName,
+        request: &SetLeaderRequest,
+    ) -> Result<SetLeaderOutcome, GatewayError> {
+        let a = self.post(&["v1", "journals", name.as_str(), "leader"], request).await?;
+        api(&a, SetLeaderOutcome::from_response(a.status, &a.body))
+    }
+
+    /// One `POST /v1/journals/{name}/truncate`, no retry.
+    ///
+    /// # Errors
+    /// [`GatewayError`] for an answer that is not a Truncate outcome.
+    pub async fn truncate(
+        &self,
+        name: &JournalName,
+        request: &TruncateRequest,
+    ) -> Result<TruncateOutcome, GatewayError> {
+        let a = self.post(&["v1", "journals", name.as_str(), "truncate"], request).await?;
+        api(&a, TruncateOutcome::from_response(a.status, &a.body))
+    }
+
+    /// One `GET /v1/journals/{name}/records?…`, no retry; waits `query.wait_ms` on top of the
+    /// request timeout.
+    ///
+    /// # Errors
+    /// [`GatewayError`] for an answer that is not a Read outcome.
+    pub async fn read(&self, name: &JournalName, query: &ReadQuery) -> Result<ReadOutcome, GatewayError> {
+        let mut url = self.url(&["v1", "journals", name.as_str(), "records"]);
+        url.set_query(Some(&query.to_query()));
+        let timeout = self.config.request_timeout + Duration::from_millis(u64::from(query.wait_ms.get()));
+        let a = self.send(self.request(Method::GET, url, Some(timeout))).await?;
+        api(&a, ReadOutcome::from_response(a.status, &a.body))
+    }
+
+    /// Opens `GET /v1/journals/{name}/tail`, from `from` (`None`: the journal's tail).
+    ///
+    /// # Errors
+    /// [`GatewayError`] when the stream cannot be opened.
+    pub async fn tail(&self, name: &JournalName, from: Option<paros_api::Seq>) -> Result<Tail, GatewayError> {
+        let mut tail = Tail {
+            gateway: self.clone(),
+            journal: name.clone(),
+            from,
+            last_event_id: None,
+            response: None,
+            parser: SseParser::default(),
+            pending: std::collections::VecDeque::new(),
+        };
+        tail.connect().await?;
+        Ok(tail)
+    }
+
+    pub(super) async fn open_tail(
+        &self,
+        name: &JournalName,
+        from: Option<paros_api::Seq>,
+        last: Option<paros_api::Seq>,
+    ) -> Result<reqwest::Response, GatewayError> {
+        let mut url = self.url(&["v1", "journals", name.as_str(), "tail"]);
+        if let Some(from) = from {
+            url.set_query(Some(&format!("from={from}")));
+        }
+        // No total timeout: a tail lasts; silence is bounded chunk by chunk instead.
+        let mut req = self.request(Method::GET, url, None).header(reqwest::header::ACCEPT, "text/event-stream");
+        if let Some(id) = last {
+            req = req.header("Last-Event-ID", id.to_string());
+        }
+        let resp = tokio::time::timeout(self.config.request_timeout, req.send())
+            .await
+            .map_err(|_| GatewayError::NoAnswer("the tail did not open in time".into()))?
+            .map_err(transport)?;
+        let status = resp.status().as_u16();
+        if status == 200 {
+            return Ok(resp);
+        }
+        let retry_after_s = retry_after(&resp);
+        let body = resp.bytes().await.map_err(|e| GatewayError::NoAnswer(e.to_string()))?;
+        let error = match paros_api::outcome::error_body(status, &body) {
+            Ok(e) => ApiError::Answered(Box::new(e)),
+            Err(c) => ApiError::Contract(c),
+        };
+        Err(GatewayError::Api { status, error, retry_after_s })
+    }
+}

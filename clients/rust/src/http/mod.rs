@@ -1,0 +1,127 @@
+//! The library over a gateway's HTTP API v1 (`shared/API.md`): [`HttpService`], a
+//! [`JournalService`](crate::JournalService) for [`Client`](crate::Client), [`Writer`](crate::Writer) and
+//! [`Reader`](crate::Reader); [`GatewayClient`], the tenant's other calls (signup, tokens,
+//! journals, one-shot calls, the SSE tail); and [`SseParser`], the `text/event-stream` reader.
+//!
+//! Every body, name, position and outcome is paros-api's: this module only moves bytes and
+//! maps statuses to the library's replies.
+//!
+//! | answer | [`CallReply`] | [`ReadAnswer`] |
+//! |---|---|---|
+//! | 200, 409, 410 with a view | `Answer(Verdict(..))` | `Page` / `Truncated` |
+//! | 413 `too_large` | `Answer(TooLarge(..))` | — |
+//! | 404 `unknown_journal` | `UnknownJournal` | `UnknownJournal` |
+//! | 503 `unavailable` | `Answer(Busy)`: nothing was done, retry | `Unserved` |
+//! | 504 `ambiguous`, a timeout or a drop after sending, another 5xx | `NoAnswer` | `Unserved` |
+//! | connection refused, DNS failure, connect timeout | `NotSent` | `Unserved` |
+//! | 400, 401, 403, 429, a 4xx outside the contract | `Denied` | `Denied` |
+//!
+//! Consistency: paros-core's `AtLeast(s)` asks for `next_seq ≥ s`, API.md's `min_seq = m` for
+//! `next_seq > m`; so `AtLeast(s)` travels as `min_seq = s − 1`, and `AtLeast(0)` (which any
+//! server meets) as the default, linearizable.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use paros_api::{ApiError, ErrorCode};
+use reqwest::header::RETRY_AFTER;
+
+
+mod gateway;
+mod service;
+mod sse;
+
+pub use gateway::GatewayClient;
+pub use service::HttpService;
+pub use sse::{SseEvent, SseParser, Tail};
+
+/// The bounds of every request to the gateway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpConfig {
+    /// Establishing a connection (TCP and TLS) at most; past it the request was not sent.
+    pub connect_timeout: Duration,
+    /// One request and its whole answer at most, on top of a read's `wait_ms`.
+    pub request_timeout: Duration,
+    /// The longest silence a tail accepts between two chunks (the gateway sends a heartbeat
+    /// at least every 5 s) before it reconnects.
+    pub tail_idle_timeout: Duration,
+    /// Reconnections of a tail in a row (without a frame between them) before it gives up.
+    pub tail_reconnects_max: u32,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            connect_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(10),
+            tail_idle_timeout: Duration::from_secs(15),
+            tail_reconnects_max: 8,
+        }
+    }
+}
+
+/// Why a request to the gateway did not come to an answer of its call.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// The gateway URL cannot be used.
+    #[error("bad gateway URL {url:?}: {reason}")]
+    Url { url: String, reason: String },
+    /// The token cannot travel in a header.
+    #[error("the token is not a valid header value")]
+    BadToken,
+    /// The request never reached the gateway (connection refused, no such host, connect
+    /// timeout): nothing happened.
+    #[error("the gateway could not be reached: {0}")]
+    NotSent(String),
+    /// The request left and no answer came (a timeout, a dropped connection): it may or may
+    /// not have taken effect.
+    #[error("no answer from the gateway: {0}")]
+    NoAnswer(String),
+    /// The gateway answered an error this call does not turn into an outcome, or an answer
+    /// outside the contract. `retry_after_s` is a 429's `Retry-After`.
+    #[error("{error}")]
+    Api { status: u16, error: ApiError, retry_after_s: Option<u64> },
+    /// A tail stream that is not a tail (bad SSE frame, bad payload).
+    #[error("bad tail stream: {0}")]
+    Tail(String),
+}
+
+impl GatewayError {
+    /// The HTTP status, for an error the gateway answered.
+    #[must_use]
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            GatewayError::Api { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// The API error code, for an error the gateway answered within the contract.
+    #[must_use]
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            GatewayError::Api { error, .. } => error.code(),
+            _ => None,
+        }
+    }
+}
+
+/// One answer as it came back: status, `Retry-After` (seconds) and body.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    retry_after_s: Option<u64>,
+    body: Bytes,
+}
+
+fn transport(e: reqwest::Error) -> GatewayError {
+    if e.is_connect() { GatewayError::NotSent(e.to_string()) } else { GatewayError::NoAnswer(e.to_string()) }
+}
+
+fn retry_after(resp: &reqwest::Response) -> Option<u64> {
+    resp.headers().get(RETRY_AFTER)?.to_str().ok()?.trim().parse().ok()
+}
+
+fn api<T>(a: &Answer, parsed: Result<T, ApiError>) -> Result<T, GatewayError> {
+    parsed.map_err(|error| GatewayError::Api { status: a.status, error, retry_after_s: a.retry_after_s })
+}

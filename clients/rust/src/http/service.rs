@@ -1,0 +1,197 @@
+//! [`HttpService`]: the [`JournalService`] over a gateway.
+
+use std::num::NonZeroU64;
+
+use bytes::Bytes;
+use paros_api::{
+    ApiError, ErrorCode, JournalName, Page, ReadOutcome, ReadQuery, Record, SetLeaderOutcome, SetLeaderRequest, Token,
+    TruncateOutcome, TruncateRequest, WaitMs, WriteOutcome, WriteRequest,
+};
+use paros_core::journal::{Outcome, TooLarge};
+use paros_core::{Call, CallAnswer, NodeId, Seq};
+use reqwest::Method;
+use reqwest::header::CONTENT_TYPE;
+
+use super::gateway::GatewayClient;
+use super::{Answer, GatewayError, HttpConfig};
+use crate::convert::{api_consistency, api_uuid, core_view};
+use crate::service::{CallReply, Denial, JournalService, ReadAnswer, ReadParams, Route};
+
+/// [`JournalService`] over a gateway: journals are named by paros-api's [`JournalName`], the
+/// gateway routes every request (no servers to name), and answers map as the
+/// [module table](self) says.
+#[derive(Debug, Clone)]
+pub struct HttpService {
+    gateway: GatewayClient,
+}
+
+impl HttpService {
+    /// The service of the gateway at `url`, as `token`.
+    ///
+    /// # Errors
+    /// As [`GatewayClient::new`].
+    pub fn new(url: &str, token: Option<&Token>, config: HttpConfig) -> Result<HttpService, GatewayError> {
+        Ok(HttpService { gateway: GatewayClient::new(url, token, config)? })
+    }
+
+    /// The service over an existing gateway client (sharing its connection pool).
+    #[must_use]
+    pub fn from_gateway(gateway: GatewayClient) -> HttpService {
+        HttpService { gateway }
+    }
+
+    /// The gateway client underneath, for the calls that are not journal calls.
+    #[must_use]
+    pub fn gateway(&self) -> &GatewayClient {
+        &self.gateway
+    }
+
+    async fn do_call(&self, journal: &JournalName, call: &Call) -> CallReply {
+        let (segment, body) = match call {
+            Call::SetLeader { new, old } => {
+                ("leader", serde_json::to_vec(&SetLeaderRequest { new: api_uuid(*new), old: old.map(api_uuid) }))
+            }
+            Call::Write { leader, seq, records } => {
+                let records: Vec<Record> = records.iter().map(|r| Record(r.to_vec())).collect();
+                let request = match leader {
+                    Some(l) => WriteRequest::fenced(api_uuid(*l), paros_api::Seq(seq.0), records),
+                    None => WriteRequest::append(records),
+                };
+                ("records", serde_json::to_vec(&request))
+            }
+            Call::Truncate { leader, up_to } => (
+                "truncate",
+                serde_json::to_vec(&TruncateRequest { leader: leader.map(api_uuid), up_to: paros_api::Seq(up_to.0) }),
+            ),
+        };
+        let body = body.expect("API bodies serialize infallibly");
+        let g = &self.gateway;
+        let req = g
+            .request(
+                Method::POST,
+                g.url(&["v1", "journals", journal.as_str(), segment]),
+                Some(g.config.request_timeout),
+            )
+            .header(CONTENT_TYPE, "application/json")
+            .body(body);
+        let a = match g.send(req).await {
+            Ok(a) => a,
+            Err(GatewayError::NotSent(_)) => return CallReply::NotSent,
+            Err(_) => return CallReply::NoAnswer,
+        };
+        call_reply(call, &a)
+    }
+
+    async fn do_read(&self, journal: &JournalName, read: ReadParams) -> ReadAnswer {
+        let wait = u64::from(read.wait_ms).min(u64::from(WaitMs::MAX));
+        let query = ReadQuery {
+            from: paros_api::Seq(read.from.0),
+            limit: NonZeroU64::new(u64::from(read.limit)),
+            max_bytes: NonZeroU64::new(u64::from(read.max_bytes)),
+            wait_ms: WaitMs::new(wait).unwrap_or_default(),
+            consistency: api_consistency(read.consistency),
+        };
+        match self.gateway.read(journal, &query).await {
+            Ok(ReadOutcome::Page(page)) => page_answer(page),
+            Ok(ReadOutcome::Truncated(view)) => ReadAnswer::Truncated { view: core_view(view) },
+            Ok(ReadOutcome::Unserved) => ReadAnswer::Unserved,
+            Err(GatewayError::Api { status, error, retry_after_s }) => match refusal(status, &error, retry_after_s) {
+                Refusal::UnknownJournal => ReadAnswer::UnknownJournal,
+                Refusal::Denied(d) => ReadAnswer::Denied(d),
+                Refusal::Busy | Refusal::Lost => ReadAnswer::Unserved,
+            },
+            Err(_) => ReadAnswer::Unserved,
+        }
+    }
+}
+
+impl JournalService for HttpService {
+    type Journal = JournalName;
+
+    fn servers(&self) -> Vec<NodeId> {
+        Vec::new()
+    }
+
+    async fn call(&self, journal: &JournalName, call: &Call, _route: Route) -> CallReply {
+        self.do_call(journal, call).await
+    }
+
+    async fn read(&self, journal: &JournalName, read: ReadParams, _route: Route) -> ReadAnswer {
+        self.do_read(journal, read).await
+    }
+}
+
+/// What an error answer means to a caller that retries.
+enum Refusal {
+    UnknownJournal,
+    /// Nothing was done; ask again.
+    Busy,
+    /// Maybe done, maybe not.
+    Lost,
+    Denied(Denial),
+}
+
+fn refusal(status: u16, error: &ApiError, retry_after_s: Option<u64>) -> Refusal {
+    match error {
+        ApiError::Answered(e) => match e.code {
+            ErrorCode::UnknownJournal => Refusal::UnknownJournal,
+            ErrorCode::Unavailable => Refusal::Busy,
+            ErrorCode::Ambiguous => Refusal::Lost,
+            code => Refusal::Denied(Denial { status, code: code.as_str(), retry_after_s }),
+        },
+        // A 503 from a proxy is as good as the gateway's; any other 5xx (a proxy's 502 page),
+        // or a 2xx whose body is not the call's, may have come after the call took effect.
+        ApiError::Contract(_) => match status {
+            503 => Refusal::Busy,
+            200..=299 | 500..=599 => Refusal::Lost,
+            _ => Refusal::Denied(Denial { status, code: "contract", retry_after_s }),
+        },
+    }
+}
+
+fn call_reply(call: &Call, a: &Answer) -> CallReply {
+    let verdict = |o: Outcome| CallReply::Answer(CallAnswer::Verdict(o));
+    let parsed = match call {
+        Call::SetLeader { .. } => SetLeaderOutcome::from_response(a.status, &a.body).map(|o| match o {
+            SetLeaderOutcome::Won(v) => verdict(Outcome::Won(core_view(v))),
+            SetLeaderOutcome::Lost(v) => verdict(Outcome::Lost(core_view(v))),
+            SetLeaderOutcome::WrongMode(v) => verdict(Outcome::WrongMode(core_view(v))),
+            SetLeaderOutcome::Ambiguous => CallReply::NoAnswer,
+        }),
+        Call::Write { .. } => WriteOutcome::from_response(a.status, &a.body).map(|o| match o {
+            WriteOutcome::Accepted { seq, count, .. } => verdict(Outcome::Accepted { seq: Seq(seq.0), count }),
+            WriteOutcome::Duplicate { seq, count, .. } => verdict(Outcome::Duplicate { seq: Seq(seq.0), count }),
+            WriteOutcome::Refused(v) => verdict(Outcome::Refused(core_view(v))),
+            WriteOutcome::WrongMode(v) => verdict(Outcome::WrongMode(core_view(v))),
+            WriteOutcome::Truncated(v) => verdict(Outcome::Truncated(core_view(v))),
+            WriteOutcome::TooLarge { limits, .. } => CallReply::Answer(CallAnswer::TooLarge(TooLarge {
+                max_records: u32::try_from(limits.max_records).unwrap_or(u32::MAX),
+                max_bytes: limits.max_bytes,
+            })),
+            WriteOutcome::Ambiguous => CallReply::NoAnswer,
+        }),
+        Call::Truncate { .. } => TruncateOutcome::from_response(a.status, &a.body).map(|o| match o {
+            TruncateOutcome::Trimmed(v) => verdict(Outcome::Trimmed(core_view(v))),
+            TruncateOutcome::TruncateRefused(v) => verdict(Outcome::TruncateRefused(core_view(v))),
+            TruncateOutcome::WrongMode(v) => verdict(Outcome::WrongMode(core_view(v))),
+            TruncateOutcome::Ambiguous => CallReply::NoAnswer,
+        }),
+    };
+    match parsed {
+        Ok(reply) => reply,
+        Err(error) => match refusal(a.status, &error, a.retry_after_s) {
+            Refusal::UnknownJournal => CallReply::UnknownJournal,
+            Refusal::Busy => CallReply::Answer(CallAnswer::Busy),
+            Refusal::Lost => CallReply::NoAnswer,
+            Refusal::Denied(d) => CallReply::Denied(d),
+        },
+    }
+}
+
+fn page_answer(page: Page) -> ReadAnswer {
+    ReadAnswer::Page {
+        from: Seq(page.from.0),
+        records: page.records.into_iter().map(|r| Bytes::from(r.0)).collect(),
+        view: core_view(page.view),
+    }
+}

@@ -1,0 +1,558 @@
+//! The client's retry, redirect and settling policy for one decided call, sans-IO.
+//!
+//! A [`CallPolicy`] decides, for one Write, Truncate or SetLeader, what to send next, to whom
+//! and after how long; the async [`Client`] only carries its [`Step`]s out. It
+//! has no clock (the wrapper reports the time elapsed since the call began, and sleeps the
+//! delays the policy returns) and no randomness of its own (backoff jitter is drawn from a
+//! seeded [`Rng`]), so the simulation replays it bit for bit.
+//!
+//! The rules:
+//! - Every send is the **identical** request: the fold deduplicates a retried Write from the log
+//!   itself (`Duplicate`), so only an identical retry can be recognised.
+//! - `Redirect{leader: Some(n)}` is followed to `n` at once, at most
+//!   [`ClientConfig::redirects_max`] times per call.
+//! - `Redirect{leader: None}`, `Busy` and [`CallReply::NotSent`] mean nothing happened: the next
+//!   server in the rotation is asked after a jittered exponential backoff.
+//! - `NoVerdict` and [`CallReply::NoAnswer`] mean the call *may* have taken effect: from then on
+//!   the call is *ambiguous*, it is re-sent identically and the answer is read in that light
+//!   (below). If the bounds run out while ambiguous the result is [`Decided::Ambiguous`], never
+//!   [`Decided::Unavailable`] (which promises nothing happened).
+//! - Settling an ambiguous Write: `Accepted` (written now) and `Duplicate` (written before)
+//!   are acknowledgements; `Refused(view)` with `view.next_seq` past the write's seq asks the
+//!   wrapper to read `[seq, seq + n)` back and compare byte for byte (equal: it was written,
+//!   reported as `Duplicate`; different: it was not, the refusal stands); `Refused` with the tail
+//!   at or before the seq proves it was not written; `Truncated` makes it unknowable:
+//!   `Ambiguous`.
+//! - An unfenced append (a multi-writer Write, `leader: None`) is acknowledged by `Accepted` at
+//!   any seq with its own count. It is not idempotent (the fold cannot tell a retry from a second
+//!   append), so once it may have taken effect it is never sent again: `NoVerdict` or
+//!   [`CallReply::NoAnswer`] end it as [`Decided::Ambiguous`].
+//! - Settling an ambiguous SetLeader(new, old): `Lost(view)` whose view names `new` as leader is
+//!   our own earlier attempt having won: `Won(view)`. Uuids are fresh per term, so nobody else
+//!   sets `new`.
+//! - Settling an ambiguous Truncate(up_to): `TruncateRefused(view)` whose view already retains
+//!   nothing below `min(up_to, next_seq)` is reported `Trimmed(view)`: the truncation's effect
+//!   holds (first_seq never decreases), whoever applied it.
+//! - [`CallReply::Denied`] (a gateway's 401, 403, 429 or 400) ends the call at once as
+//!   [`Decided::Denied`]: the identical request would be refused again.
+//! - Every bound ([`ClientConfig`]) ends the call: sends, redirects, total deadline.
+//!
+//! Answers are parsed, not trusted: a verdict that cannot answer this call (a `Won` for a
+//! Write, an `Accepted` at another seq, a view with `first_seq > next_seq`) ends the call with
+//! an [`AnswerError`].
+
+use std::time::Duration;
+
+use paros_core::journal::{JournalView, Outcome, TooLarge};
+use paros_core::rng::Rng;
+use paros_core::{Call, CallAnswer, Consistency, NodeId, Seq};
+use thiserror::Error;
+
+use crate::service::{CallReply, Denial, ReadAnswer, ReadParams, Route};
+use crate::types::{seq_checked_add, view_is_consistent};
+
+/// The bounds of one call's retries. Every one is finite: a call always ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientConfig {
+    /// Requests sent for one call at most, counting the first, redirected ones and read-backs.
+    pub attempts_max: u32,
+    /// Redirects followed for one call at most.
+    pub redirects_max: u32,
+    /// The first retry's delay, and the least any retry waits.
+    pub backoff_base: Duration,
+    /// The most any retry waits.
+    pub backoff_max: Duration,
+    /// No retry is scheduled that would start later than this after the call began.
+    pub deadline: Duration,
+    /// The most records one read-back page asks for, when settling an ambiguous write.
+    pub read_back_records_max: u32,
+    /// The most bytes one read-back page asks for (a page holds at least one record).
+    pub read_back_bytes_max: u32,
+    /// The most journals the [`Client`] remembers a likely leader for (the server of each
+    /// journal's last verdict); past it, the oldest-inserted hints are forgotten.
+    pub leader_hints_max: usize,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            attempts_max: 16,
+            redirects_max: 8,
+            backoff_base: Duration::from_millis(10),
+            backoff_max: Duration::from_secs(1),
+            deadline: Duration::from_secs(30),
+            read_back_records_max: 256,
+            read_back_bytes_max: 1 << 20,
+            leader_hints_max: 65_536,
+        }
+    }
+}
+
+/// A [`ClientConfig`] that is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum ClientConfigError {
+    /// `attempts_max` is 0: no request would ever be sent.
+    #[error("a call must be allowed at least one attempt")]
+    AttemptsZero,
+    /// `backoff_base` is zero: retries would spin.
+    #[error("the backoff base must be positive")]
+    BackoffBaseZero,
+    /// `backoff_base` exceeds `backoff_max`.
+    #[error("the backoff base {base:?} exceeds the backoff max {max:?}")]
+    BackoffInverted { base: Duration, max: Duration },
+    /// `deadline` is zero: no retry could ever be scheduled.
+    #[error("the call deadline must be positive")]
+    DeadlineZero,
+    /// A read-back page bound is zero: an ambiguous write could never be read back.
+    #[error("a read-back page must be allowed at least one record and one byte")]
+    ReadBackPageZero,
+}
+
+impl ClientConfig {
+    /// Checks every bound.
+    ///
+    /// # Errors
+    /// The first [`ClientConfigError`] found.
+    pub fn validate(&self) -> Result<(), ClientConfigError> {
+        if self.attempts_max == 0 {
+            return Err(ClientConfigError::AttemptsZero);
+        }
+        if self.backoff_base.is_zero() {
+            return Err(ClientConfigError::BackoffBaseZero);
+        }
+        if self.backoff_base > self.backoff_max {
+            return Err(ClientConfigError::BackoffInverted { base: self.backoff_base, max: self.backoff_max });
+        }
+        if self.deadline.is_zero() {
+            return Err(ClientConfigError::DeadlineZero);
+        }
+        if self.read_back_records_max == 0 || self.read_back_bytes_max == 0 {
+            return Err(ClientConfigError::ReadBackPageZero);
+        }
+        Ok(())
+    }
+}
+
+/// How a call ended, as the library reports it: the fold's verdict, or what the client knows
+/// instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decided {
+    /// The verdict of the call's slot (after settling, when the call was ambiguous).
+    Verdict(Outcome),
+    /// Over the server's batch limits; proposed nowhere.
+    TooLarge(TooLarge),
+    /// The call may or may not have taken effect, and the bounds ran out before it was known.
+    Ambiguous,
+    /// No server took the call within the bounds; it took no effect.
+    Unavailable,
+    /// The service knows no such journal.
+    UnknownJournal,
+    /// The service refused the call (unauthorized, forbidden, over quota, malformed): it is
+    /// not retried. `ambiguous`: an earlier attempt got no answer, so the call may still have
+    /// taken effect; otherwise nothing was done.
+    Denied { denial: Denial, ambiguous: bool },
+}
+
+/// An answer that cannot be an answer to the call it came back for; the call ends.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum AnswerError {
+    /// A verdict of a kind this call cannot get (a `Won` for a Write, a `Noop`, ...).
+    #[error("the verdict {outcome:?} cannot answer this call")]
+    WrongVerdict { outcome: Outcome },
+    /// An `Accepted` or `Duplicate` for other positions than the write's.
+    #[error("an acknowledgement of {count} records at {} answers a write of {len} at {}", .seq.0, .expected.0)]
+    WrongPosition { seq: Seq, count: u64, expected: Seq, len: u64 },
+    /// A view with `first_seq > next_seq`.
+    #[error("a view with first_seq {} past next_seq {} describes no journal", .view.first_seq.0, .view.next_seq.0)]
+    InconsistentView { view: JournalView },
+    /// A read-back page that does not start where it was asked to, or runs past its own tail.
+    #[error("a read-back page from {} of {len} records does not answer a read from {}", .from.0, .asked.0)]
+    WrongPage { asked: Seq, from: Seq, len: usize },
+}
+
+/// What the wrapper does next for this call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Wait `after`, then send [`CallPolicy::call`] (always the identical request) by `route`.
+    Send { route: Route, after: Duration },
+    /// Wait `after`, then read by `route` and hand the answer to [`CallPolicy::on_read`].
+    Read { params: ReadParams, route: Route, after: Duration },
+    /// The call is over.
+    Done(Result<Decided, AnswerError>),
+}
+
+/// The delay before retry number `retry` (1 for the first retry): drawn uniformly from
+/// `[base, min(max, base · 2^retry)]`, so it is never below `base`, never above `max`, and the
+/// window doubles per retry (jitter keeps many clients that failed together from retrying
+/// together).
+pub fn backoff(config: &ClientConfig, retry: u32, rng: &mut Rng) -> Duration {
+    let base = duration_nanos(config.backoff_base);
+    let max = duration_nanos(config.backoff_max).max(base);
+    let ceiling = base.checked_shl(retry.min(63)).filter(|c| c >> retry.min(63) == base).unwrap_or(max).min(max);
+    let span = ceiling - base;
+    let jitter = if span == u64::MAX { rng.next_u64() } else { rng.next_u64() % (span + 1) };
+    Duration::from_nanos(base + jitter)
+}
+
+fn duration_nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Where the ambiguous-write read-back stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ReadBack {
+    /// The refusal that is reported if the records read back differ.
+    refusal: JournalView,
+    /// The next position to compare.
+    at: Seq,
+}
+
+/// The policy of one decided call. See the [module documentation](self) for the rules.
+#[derive(Debug)]
+pub struct CallPolicy {
+    call: Call,
+    config: ClientConfig,
+    rng: Rng,
+    servers: Vec<NodeId>,
+    /// Index into `servers` of the server asked last (meaningful only when `servers` is
+    /// non-empty).
+    at: usize,
+    /// The server named for the next send: a redirect's target, the rotation's pick, or none.
+    server: Option<NodeId>,
+    sent: u32,
+    redirects: u32,
+    /// Retries after a backoff so far (the exponent of the next backoff).
+    retries: u32,
+    ambiguous: bool,
+    read_back: Option<ReadBack>,
+    /// The server that gave the verdict, for the wrapper to ask first next time.
+    answered_by: Option<NodeId>,
+    done: bool,
+}
+
+/// Where a first request goes among `servers`: the position of `hint` when it is one of them,
+/// else a position drawn from `rng` (0 when `servers` is empty). Drawing, not the first server,
+/// spreads the first requests of many journals over the cell.
+pub(crate) fn first_server(servers: &[NodeId], hint: Option<NodeId>, rng: &mut Rng) -> usize {
+    match hint.and_then(|h| servers.iter().position(|s| *s == h)) {
+        Some(i) => i,
+        None if servers.is_empty() => 0,
+        None => (rng.next_u64() % servers.len() as u64) as usize,
+    }
+}
+
+impl CallPolicy {
+    /// The policy for `call`, over `servers` (empty: the service routes by itself), asking
+    /// `hint` first when it is given (the server that answered last time), else a server drawn
+    /// from `rng`.
+    ///
+    /// # Errors
+    /// [`ClientConfigError`] when `config` is invalid.
+    pub fn new(
+        call: Call,
+        servers: Vec<NodeId>,
+        hint: Option<NodeId>,
+        config: ClientConfig,
+        mut rng: Rng,
+    ) -> Result<CallPolicy, ClientConfigError> {
+        config.validate()?;
+        let at = first_server(&servers, hint, &mut rng);
+        let server = hint.or_else(|| servers.get(at).copied());
+        Ok(CallPolicy {
+            call,
+            config,
+            rng,
+            servers,
+            at,
+            server,
+            sent: 0,
+            redirects: 0,
+            retries: 0,
+            ambiguous: false,
+            read_back: None,
+            answered_by: None,
+            done: false,
+        })
+    }
+
+    /// The request every [`Step::Send`] sends.
+    pub fn call(&self) -> &Call {
+        &self.call
+    }
+
+    /// Whether the call is an unfenced append (a multi-writer Write): not idempotent, so it is
+    /// re-sent only when no server can have taken it.
+    pub fn is_append(&self) -> bool {
+        matches!(self.call, Call::Write { leader: None, .. })
+    }
+
+    /// Whether the call may already have taken effect (a request got no answer).
+    pub fn is_ambiguous(&self) -> bool {
+        self.ambiguous
+    }
+
+    /// How many requests were handed out so far.
+    pub fn sent(&self) -> u32 {
+        self.sent
+    }
+
+    /// The server whose answer ended the call, if one did.
+    pub fn answered_by(&self) -> Option<NodeId> {
+        self.answered_by
+    }
+
+    /// The first step: send at once.
+    pub fn start(&mut self) -> Step {
+        if self.sent > 0 || self.done {
+            return self.finish(Ok(Decided::Unavailable));
+        }
+        self.send(Duration::ZERO)
+    }
+
+    /// Takes in what came back from the last [`Step::Send`]; `elapsed` is the time since the
+    /// call began.
+    pub fn on_reply(&mut self, reply: CallReply, elapsed: Duration) -> Step {
+        if self.done {
+            return Step::Done(Ok(Decided::Unavailable));
+        }
+        match reply {
+            CallReply::Answer(CallAnswer::Verdict(outcome)) => {
+                self.answered_by = self.server;
+                self.on_verdict(outcome)
+            }
+            CallReply::Answer(CallAnswer::TooLarge(limits)) => self.finish(Ok(Decided::TooLarge(limits))),
+            CallReply::Answer(CallAnswer::Redirect { leader: Some(node) }) => {
+                if self.redirects >= self.config.redirects_max {
+                    return self.give_up();
+                }
+                self.redirects += 1;
+                self.server = Some(node);
+                if let Some(i) = self.servers.iter().position(|s| *s == node) {
+                    self.at = i;
+                }
+                if self.sent >= self.config.attempts_max || elapsed > self.config.deadline {
+                    return self.give_up();
+                }
+                self.send(Duration::ZERO)
+            }
+            CallReply::Answer(CallAnswer::Redirect { leader: None } | CallAnswer::Busy) | CallReply::NotSent => {
+                self.rotate();
+                self.retry(elapsed)
+            }
+            // An unfenced append that may have landed is never sent again: the fold cannot
+            // tell a retry from a second append.
+            CallReply::Answer(CallAnswer::NoVerdict) | CallReply::NoAnswer if self.is_append() => {
+                self.ambiguous = true;
+                self.finish(Ok(Decided::Ambiguous))
+            }
+            CallReply::Answer(CallAnswer::NoVerdict) => {
+                // The server answered, so it is alive: ask it again.
+                self.ambiguous = true;
+                self.retry(elapsed)
+            }
+            CallReply::NoAnswer => {
+                self.ambiguous = true;
+                self.rotate();
+                self.retry(elapsed)
+            }
+            CallReply::UnknownJournal => self.finish(Ok(Decided::UnknownJournal)),
+            CallReply::Denied(denial) => self.finish(Ok(Decided::Denied { denial, ambiguous: self.ambiguous })),
+        }
+    }
+
+    /// Takes in the answer to the last [`Step::Read`] (the read-back of an ambiguous write).
+    pub fn on_read(&mut self, answer: ReadAnswer, elapsed: Duration) -> Step {
+        let (Some(read_back), Call::Write { seq, records, .. }) = (self.read_back.clone(), &self.call) else {
+            return self.finish(Ok(Decided::Unavailable));
+        };
+        let (seq, count) = (*seq, records.len() as u64);
+        match answer {
+            ReadAnswer::Page { from, records: page, view } => {
+                if !view_is_consistent(&view) {
+                    return self.finish(Err(AnswerError::InconsistentView { view }));
+                }
+                let wrong = AnswerError::WrongPage { asked: read_back.at, from, len: page.len() };
+                let Some(end) = seq_checked_add(from, page.len() as u64) else {
+                    return self.finish(Err(wrong));
+                };
+                if from != read_back.at || (!page.is_empty() && end > view.next_seq) {
+                    return self.finish(Err(wrong));
+                }
+                if page.is_empty() {
+                    // An empty page: trimmed to past the position (the records cannot be
+                    // confirmed any more), or a server that has not applied that far yet.
+                    // A server behind the refusal's tail: ask again.
+                    return if view.first_seq > from {
+                        self.finish(Ok(Decided::Ambiguous))
+                    } else {
+                        self.retry_read(elapsed)
+                    };
+                }
+                let offset = (from.0 - seq.0) as usize;
+                let wanted = &records[offset..];
+                let n = page.len().min(wanted.len());
+                if page[..n] != wanted[..n] {
+                    return self.finish(Ok(Decided::Verdict(Outcome::Refused(read_back.refusal))));
+                }
+                let at = Seq(from.0 + n as u64);
+                if at.0 >= seq.0 + count {
+                    return self.finish(Ok(Decided::Verdict(Outcome::Duplicate { seq, count })));
+                }
+                self.read_back = Some(ReadBack { at, ..read_back });
+                self.read_step(Duration::ZERO)
+            }
+            // Trimmed below the positions being compared: whether they held the write is lost.
+            ReadAnswer::Truncated { view } => {
+                if !view_is_consistent(&view) {
+                    return self.finish(Err(AnswerError::InconsistentView { view }));
+                }
+                self.finish(Ok(Decided::Ambiguous))
+            }
+            ReadAnswer::Unserved => {
+                self.rotate();
+                self.retry_read(elapsed)
+            }
+            ReadAnswer::UnknownJournal => self.finish(Ok(Decided::UnknownJournal)),
+            // The read-back belongs to an ambiguous call: it may have taken effect.
+            ReadAnswer::Denied(denial) => self.finish(Ok(Decided::Denied { denial, ambiguous: true })),
+        }
+    }
+
+    fn on_verdict(&mut self, outcome: Outcome) -> Step {
+        if let Some(view) = outcome.view()
+            && !view_is_consistent(&view)
+        {
+            return self.finish(Err(AnswerError::InconsistentView { view }));
+        }
+        let wrong = Err(AnswerError::WrongVerdict { outcome });
+        let decided = match (&self.call, outcome) {
+            (_, Outcome::WrongMode(_)) => Ok(outcome),
+            // An append lands at the tail, wherever that is: only its count must match.
+            (Call::Write { leader: None, seq, records }, Outcome::Accepted { seq: at, count }) => {
+                let len = records.len() as u64;
+                if count == len {
+                    Ok(outcome)
+                } else {
+                    Err(AnswerError::WrongPosition { seq: at, count, expected: *seq, len })
+                }
+            }
+            (Call::Write { leader: None, .. }, Outcome::Duplicate { .. }) => wrong,
+            (
+                Call::Write { seq, records, .. },
+                Outcome::Accepted { seq: at, count } | Outcome::Duplicate { seq: at, count },
+            ) => {
+                let len = records.len() as u64;
+                if at != *seq || count != len {
+                    Err(AnswerError::WrongPosition { seq: at, count, expected: *seq, len })
+                } else {
+                    Ok(outcome)
+                }
+            }
+            (Call::Write { leader, seq, .. }, Outcome::Refused(view)) => {
+                if self.ambiguous && leader.is_some() && view.next_seq > *seq {
+                    self.read_back = Some(ReadBack { refusal: view, at: *seq });
+                    return self.read_step(Duration::ZERO);
+                }
+                Ok(outcome)
+            }
+            (Call::Write { .. }, Outcome::Truncated(_)) if self.ambiguous => {
+                return self.finish(Ok(Decided::Ambiguous));
+            }
+            (Call::Write { .. }, Outcome::Truncated(_)) => Ok(outcome),
+            (Call::SetLeader { .. }, Outcome::Won(_)) => Ok(outcome),
+            (Call::SetLeader { new, .. }, Outcome::Lost(view)) => {
+                if self.ambiguous && view.leader == Some(*new) {
+                    Ok(Outcome::Won(view))
+                } else {
+                    Ok(outcome)
+                }
+            }
+            (Call::Truncate { .. }, Outcome::Trimmed(_)) => Ok(outcome),
+            (Call::Truncate { up_to, .. }, Outcome::TruncateRefused(view)) => {
+                if self.ambiguous && view.first_seq >= (*up_to).min(view.next_seq) {
+                    Ok(Outcome::Trimmed(view))
+                } else {
+                    Ok(outcome)
+                }
+            }
+            _ => wrong,
+        };
+        self.finish(decided.map(Decided::Verdict))
+    }
+
+    fn rotate(&mut self) {
+        if !self.servers.is_empty() {
+            self.at = (self.at + 1) % self.servers.len();
+            self.server = Some(self.servers[self.at]);
+        } else {
+            self.server = None;
+        }
+    }
+
+    /// The delay before the next retry, or `None` when a bound says stop.
+    fn next_delay(&mut self, elapsed: Duration) -> Option<Duration> {
+        if self.sent >= self.config.attempts_max {
+            return None;
+        }
+        let delay = backoff(&self.config, self.retries + 1, &mut self.rng);
+        if elapsed.saturating_add(delay) > self.config.deadline {
+            return None;
+        }
+        self.retries += 1;
+        Some(delay)
+    }
+
+    fn retry(&mut self, elapsed: Duration) -> Step {
+        match self.next_delay(elapsed) {
+            Some(delay) => self.send(delay),
+            None => self.give_up(),
+        }
+    }
+
+    fn retry_read(&mut self, elapsed: Duration) -> Step {
+        match self.next_delay(elapsed) {
+            Some(delay) => self.read_step(delay),
+            None => self.give_up(),
+        }
+    }
+
+    fn send(&mut self, after: Duration) -> Step {
+        let route = Route { server: self.server, attempt: self.sent };
+        self.sent += 1;
+        Step::Send { route, after }
+    }
+
+    fn read_step(&mut self, after: Duration) -> Step {
+        let (Some(read_back), Call::Write { seq, records, .. }) = (&self.read_back, &self.call) else {
+            return self.finish(Ok(Decided::Unavailable));
+        };
+        if self.sent >= self.config.attempts_max {
+            return self.give_up();
+        }
+        let left = seq.0 + records.len() as u64 - read_back.at.0;
+        let limit = u32::try_from(left).unwrap_or(u32::MAX).min(self.config.read_back_records_max);
+        let params = ReadParams {
+            from: read_back.at,
+            limit,
+            max_bytes: self.config.read_back_bytes_max,
+            wait_ms: 0,
+            // Positions below the refusal's tail never change: any server that has applied that
+            // far may answer.
+            consistency: Consistency::AtLeast(read_back.refusal.next_seq),
+        };
+        let route = Route { server: self.server, attempt: self.sent };
+        self.sent += 1;
+        Step::Read { params, route, after }
+    }
+
+    fn give_up(&mut self) -> Step {
+        let decided = if self.ambiguous { Decided::Ambiguous } else { Decided::Unavailable };
+        self.finish(Ok(decided))
+    }
+
+    fn finish(&mut self, result: Result<Decided, AnswerError>) -> Step {
+        self.done = true;
+        self.read_back = None;
+        Step::Done(result)
+    }
+}
