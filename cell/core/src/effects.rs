@@ -2,7 +2,9 @@
 
 use crate::config::{JournalConfig, Tunables};
 use crate::ids::{Life, NodeId, Slot};
-use crate::learner::Walked;
+use crate::journal::{Anchoring, WriterMode};
+use crate::learner::{Learner, Walked, Window};
+use crate::log::{Durable, Log};
 use crate::message::{Message, Outbound};
 use crate::ready::{Applied, Ready, Released};
 
@@ -105,4 +107,19 @@ pub(crate) fn catch_up_pause(tunables: &Tunables, misses: u32) -> u32 {
 /// The request a laggard of life `life` sends.
 pub(crate) fn catch_up_request(from: Slot, life: Life) -> Message {
     Message::CatchUpRequest { from, life }
+}
+
+/// A journal's log and learner rebuilt from storage, with the effects of walking the chosen
+/// slots since its boot anchor (both wirings boot through this).
+pub(crate) fn recover(mode: WriterMode, tunables: &Tunables, durable: Durable) -> (Log, Learner, Effects) {
+    let start = durable.boot_start();
+    let mut log = Log::with_window(durable.floor, start, durable.entries);
+    let anchoring = Anchoring { slots: tunables.anchor_slots, bytes: tunables.anchor_bytes };
+    let mut learner =
+        Learner::resume(mode, &log, durable.sealed, &durable.anchors, anchoring, Window::of(tunables), durable.floor);
+    let mut effects = Effects::default();
+    let mut walked = Vec::new();
+    learner.recover(&mut log, durable.chosen_up_to, &mut effects.ready.writes, &mut walked);
+    effects.applied(&walked);
+    (log, learner, effects)
 }

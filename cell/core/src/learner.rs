@@ -5,7 +5,7 @@ use crate::ids::{Ballot, Life, NodeId, Slot};
 use crate::journal::{Anchoring, Command, Fold, JournalState, Judged, Outcome, WriterMode};
 use crate::log::{Log, LogEntry, WriteOp};
 use crate::message::Message;
-use crate::ready::Fetch;
+use crate::reads::Fetch;
 
 /// How far the chosen prefix moves before its index is written down again.
 pub const CHOSEN_PERSIST_SLOTS: u64 = 64;
@@ -353,25 +353,6 @@ impl Learner {
         assert!(entries.first().is_some_and(|(s, _)| *s == from), "the chosen prefix is held without holes");
         Some(Served::Message(Message::CatchUpResponse { entries, chosen_up_to: end, life }))
     }
-}
-
-/// A journal's log and learner rebuilt from storage, with the effects of walking the chosen
-/// slots since its boot anchor (both wirings boot through this).
-pub(crate) fn recover(
-    mode: WriterMode,
-    tunables: &Tunables,
-    durable: crate::log::Durable,
-) -> (Log, Learner, crate::effects::Effects) {
-    let start = durable.boot_start();
-    let mut log = Log::with_window(durable.floor, start, durable.entries);
-    let anchoring = Anchoring { slots: tunables.anchor_slots, bytes: tunables.anchor_bytes };
-    let mut learner =
-        Learner::resume(mode, &log, durable.sealed, &durable.anchors, anchoring, Window::of(tunables), durable.floor);
-    let mut effects = crate::effects::Effects::default();
-    let mut walked = Vec::new();
-    learner.recover(&mut log, durable.chosen_up_to, &mut effects.ready.writes, &mut walked);
-    effects.applied(&walked);
-    (log, learner, effects)
 }
 
 /// How a catch-up request is answered.

@@ -10,7 +10,6 @@ use crate::ids::{Life, NodeId, ReadId, Seq, Slot};
 use crate::journal::{Fold, JournalState, JournalView, Located, Outcome, WriterMode};
 use crate::log::{Log, LogEntry};
 use crate::message::{Message, Outbound};
-use crate::ready::Fetch;
 use crate::wire::{Consistency, ReadAnswer, ReadRequest};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -302,6 +301,22 @@ fn collect_window(fold: &Fold, log: &Log, mut seq: Seq, page: &mut Collect) {
             seq = seq.plus(1);
         }
     }
+}
+
+/// An answer the host builds from chosen entries read from its store (they left the journal's
+/// in-memory window). Chosen entries never change, so serving it later than the step that
+/// asked is the same answer; one whose entries were truncated meanwhile is dropped (a
+/// catch-up: the laggard asks again and is told the trim point) or answered `Unserved` (a
+/// page). The host may serve either as soon as it sees it: neither depends on this round's
+/// writes.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Fetch {
+    /// Send `to` a `CatchUpResponse` with the chosen entries `[from, end)` (at most
+    /// `slots_max`, starting exactly at `from`) and `chosen_up_to`, answering its request of
+    /// life `life`.
+    CatchUp { to: NodeId, life: Life, from: Slot, end: Slot, chosen_up_to: Slot, slots_max: u32 },
+    /// Answer read `read` with the page [`PageFetch::build`] makes.
+    Page { read: ReadId, page: Box<PageFetch> },
 }
 
 /// A page that starts below the window: re-fold the chosen entries `[anchor, end)` from the

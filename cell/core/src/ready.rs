@@ -2,10 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::ids::{CallId, Life, NodeId, ReadId, Slot};
+use crate::ids::{CallId, ReadId, Slot};
 use crate::journal::Judged;
 use crate::log::WriteOp;
 use crate::message::Outbound;
+use crate::reads::Fetch;
 use crate::wire::{CallAnswer, ReadAnswer};
 
 /// Everything a journal wants done since the last [`advance`](crate::Voter::advance).
@@ -33,22 +34,6 @@ pub struct Ready {
     pub applied: Vec<Applied>,
     /// Work against the store: answers built from entries evicted from memory.
     pub fetches: Vec<Fetch>,
-}
-
-/// An answer the host builds from chosen entries read from its store (they left the journal's
-/// in-memory window). Chosen entries never change, so serving it later than the step that
-/// asked is the same answer; one whose entries were truncated meanwhile is dropped (a
-/// catch-up: the laggard asks again and is told the trim point) or answered `Unserved` (a
-/// page). The host may serve either as soon as it sees it: neither depends on this round's
-/// writes.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub enum Fetch {
-    /// Send `to` a `CatchUpResponse` with the chosen entries `[from, end)` (at most
-    /// `slots_max`, starting exactly at `from`) and `chosen_up_to`, answering its request of
-    /// life `life`.
-    CatchUp { to: NodeId, life: Life, from: Slot, end: Slot, chosen_up_to: Slot, slots_max: u32 },
-    /// Answer read `read` with the page [`PageFetch::build`](crate::reads::PageFetch::build) makes.
-    Page { read: ReadId, page: Box<crate::reads::PageFetch> },
 }
 
 impl Ready {

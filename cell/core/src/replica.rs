@@ -41,7 +41,7 @@ impl Replica {
         cfg.assert_valid();
         tunables.assert_valid();
         assert!(cfg.learners.contains(&me), "a replica is one of the journal's learners");
-        let (log, learner, effects) = crate::learner::recover(cfg.mode, &tunables, durable);
+        let (log, learner, effects) = crate::effects::recover(cfg.mode, &tunables, durable);
         Replica {
             me,
             life,

@@ -90,7 +90,7 @@ impl Voter {
         tunables.assert_valid();
         assert!(cfg.voters.contains(&me), "a voter is one of the journal's voters");
         let promise = durable.promise;
-        let (log, learner, effects) = crate::learner::recover(cfg.mode, &tunables, durable);
+        let (log, learner, effects) = crate::effects::recover(cfg.mode, &tunables, durable);
         Voter {
             me,
             life,

@@ -12,7 +12,6 @@ use paros_api::{
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use reqwest::{Method, RequestBuilder, Url};
 
-use super::sse::{SseParser, Tail};
 use super::{Answer, GatewayError, HttpConfig, api, retry_after, transport};
 
 /// A connection to one gateway as one tenant token: every route of API.md's tenant side.
@@ -230,25 +229,6 @@ impl GatewayClient {
         let a = self.send(self.request(Method::GET, url, Some(timeout))).await?;
         api(&a, ReadOutcome::from_response(a.status, &a.body))
     }
-
-    /// Opens `GET /v1/journals/{name}/tail`, from `from` (`None`: the journal's tail).
-    ///
-    /// # Errors
-    /// [`GatewayError`] when the stream cannot be opened.
-    pub async fn tail(&self, name: &JournalName, from: Option<paros_api::Seq>) -> Result<Tail, GatewayError> {
-        let mut tail = Tail {
-            gateway: self.clone(),
-            journal: name.clone(),
-            from,
-            last_event_id: None,
-            response: None,
-            parser: SseParser::default(),
-            pending: std::collections::VecDeque::new(),
-        };
-        tail.connect().await?;
-        Ok(tail)
-    }
-
     pub(super) async fn open_tail(
         &self,
         name: &JournalName,

@@ -26,7 +26,6 @@ use bytes::Bytes;
 use paros_api::{ApiError, ErrorCode};
 use reqwest::header::RETRY_AFTER;
 
-
 mod gateway;
 mod service;
 mod sse;

@@ -7,6 +7,26 @@ use paros_api::{JournalName, TailFrame};
 use super::GatewayError;
 use super::gateway::GatewayClient;
 
+impl GatewayClient {
+    /// Opens `GET /v1/journals/{name}/tail`, from `from` (`None`: the journal's tail).
+    ///
+    /// # Errors
+    /// [`GatewayError`] when the stream cannot be opened.
+    pub async fn tail(&self, name: &JournalName, from: Option<paros_api::Seq>) -> Result<Tail, GatewayError> {
+        let mut tail = Tail {
+            gateway: self.clone(),
+            journal: name.clone(),
+            from,
+            last_event_id: None,
+            response: None,
+            parser: SseParser::default(),
+            pending: std::collections::VecDeque::new(),
+        };
+        tail.connect().await?;
+        Ok(tail)
+    }
+}
+
 /// A live tail: frames in order, reconnecting with `Last-Event-ID` when the stream drops.
 #[derive(Debug)]
 pub struct Tail {
