@@ -25,31 +25,111 @@ struct Cli {
     command: Command,
 }
 
+/// `paros bench --help`: the report's fields and the scripts that run the bench in pairs.
+const BENCH_AFTER_LONG_HELP: &str = "\
+The report (--json prints it as one JSON object; without --json, as text):
+  target                      in_cell (the embedded cell, through the node RPC) or http (--target)
+  records_per_s, batches_per_s
+                              acknowledged records and writes per second
+  p50_us, p99_us, p999_us, p9999_us, max_us
+                              latency of acknowledged writes, in µs; max_us is the slowest one
+  fsyncs_per_s                syncs of all three nodes together, per second (0 over HTTP)
+  records_per_fsync           acknowledged records per sync of one node, the three nodes averaged:
+                              how many records one disk sync carried (0 over HTTP)
+  cpu_us_per_record           the process's CPU (user + system, every thread) per acknowledged
+                              record while the writers ran: the figure to compare builds by when
+                              throughput is bound by the CPU
+  acked_records, verified_records
+                              every acknowledged record is read back and checked after the run
+  placement_s, journals_created
+                              from the first CreateJournal to every node hosting every journal
+  round_split                 every node's rounds during the run: queue (first input absorbed ->
+                              batch handed to the store), write, sync, hop (sync's end -> what the
+                              round released is sent), each as p50/p99/p999/max in µs
+  store_compactions, store_compacting_s
+                              fjall's compactions during the run, all nodes
+  store_room_waits, store_room_waited_s
+                              writes that waited for a store's applier, and their wait in all
+  windows                     one entry per whole second: records, p99/p999, and fjall's state at
+                              the second's end (compactions running, flushes waiting, level-0
+                              tables, compactions finished)
+  min_window_ratio            the slowest second's records over the median second's (1.0: flat)
+  rss_peak_bytes              the process's peak resident set
+  rss_peak_write_bytes, rss_peak_read_bytes, read_back_s
+                              peaks while writing and while reading every position back, and the
+                              read-back's time
+  open_s, first_write_s       with --data-dir on a second run: the cell's boot, and the first
+                              acknowledged write
+  rss_per_idle_journal_bytes, idle_placement_s, dormant_journals
+                              with --idle-journals: memory per idle journal (all nodes), their
+                              placement time, and the journals asleep when memory was read
+  over_quota_retries          over HTTP: writes the gateway answered 429 (each waited Retry-After)
+Over HTTP the figures only the embedded cell knows (syncs, rounds, the store, memory) are 0.
+--raw-fjall reports records_per_s, batches_per_s, p50_us, p99_us, p999_us, max_us, fsyncs_per_s and
+records_per_fsync (one sync per batch), and over_5ms and over_15ms (batches slower than 5 and 15 ms:
+the disk's own stalls).
+
+Examples:
+  paros bench --writers 64 --journals 64 --record-bytes 100 --batch 1 --duration-s 10 --json
+  paros bench --raw-fjall --batch 64 --duration-s 10 --json        # the bare-disk baseline
+  paros bench --writers 1 --journals 1 --record-bytes 16384 --batch 16 --stop-after-mib 384 --json
+  paros bench --target http://127.0.0.1:7400 --json     # a running `paros dev`
+
+Scripts in ops/scripts/ (not part of CI). The VM is shared: compare figures only within one run.
+  bench.sh [secs]                  the four reported runs (1 and 64 writers at batch 1, 1 writer at
+                                   batch 64, raw fjall at batch 64), one run of one build
+  ratio.sh [pairs] [secs]          group-commit scaling: 1 writer against 64 writers on 64 journals,
+                                   alternating, medians
+  paired.sh [pairs] [secs]         one writer's p50 over the fdatasync p50, and batch-64 records/s
+                                   over raw fjall's, each paired with its baseline;
+                                   BASE=/path/to/paros runs an older build in the same pairs
+  ab.sh pairs secs BIN_A BIN_B     two builds alternating on the 64-writer run (EXTRA_A, EXTRA_B add
+                                   flags to either; DISK_S=n adds n seconds of raw disk per pair)
+  http-ratio.sh BIN W J SECS       through a fresh `paros dev` over HTTP, then in the cell: the ratio
+  restarts.sh DIR ROUNDS BIN...    restart figures, builds alternating on copies of one data dir
+  idle-restart.sh BIN DIR [SECS]   an idle `paros dev` restarted: its resident set and elections";
+
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Start an embedded 3-node cell and measure writes through the node RPC; or, with
-    /// `--target`, measure a running gateway over HTTP.
+    /// Measure the embedded cell (or, with `--target`, a running gateway) under write load.
+    ///
+    /// Starts an embedded 3-node cell with its registry, creates `--journals` journals through
+    /// the registry, and has `--writers` paros-client `Writer`s write batches of `--batch`
+    /// records of `--record-bytes` bytes for `--duration-s` seconds (writer i writes journal
+    /// i mod journals). Every acknowledged record is read back and verified at the end. With
+    /// `--target http://HOST:PORT` the same writers drive a running gateway over HTTP instead.
+    /// Not part of CI: this is the tool the performance figures come from.
+    #[command(after_long_help = BENCH_AFTER_LONG_HELP)]
     Bench {
+        /// Concurrent write loops. Each journal has one fenced `Writer` with one write in
+        /// flight; loops that share a journal take turns on it.
         #[arg(long, default_value_t = 64)]
         writers: usize,
+        /// Journals written (writer i writes journal i mod journals).
         #[arg(long, default_value_t = 64)]
         journals: usize,
+        /// The size of each record, in bytes.
         #[arg(long, default_value_t = 100)]
         record_bytes: usize,
+        /// Records per write (one Write call, one slot).
         #[arg(long, default_value_t = 1)]
         batch: usize,
+        /// How long the writers write, in seconds (the claims before are not measured).
         #[arg(long, default_value_t = 10)]
         duration_s: u64,
-        /// Keep the cell's data here (default: a temporary directory).
+        /// Keep the cell's data here (default: a temporary directory). A second run on the same
+        /// directory restarts the cell on it and reports `open_s` and `first_write_s`.
         #[arg(long)]
         data_dir: Option<PathBuf>,
-        /// Also place this many journals that stay idle; report their memory cost.
+        /// Also place this many journals that stay idle; report their memory cost
+        /// (`rss_per_idle_journal_bytes`, `idle_placement_s`, `dormant_journals`), read once
+        /// `--dormant-after-s` has passed.
         #[arg(long, default_value_t = 0)]
         idle_journals: usize,
-        /// Print one JSON object instead of text.
+        /// Print one JSON object instead of text (its fields: below).
         #[arg(long)]
         json: bool,
-        /// Append `journal seq count` per acknowledged write to this file.
+        /// Append `journal seq count` per acknowledged write to this file (`paros verify` reads it).
         #[arg(long)]
         ack_log: Option<PathBuf>,
         /// Measure the raw disk instead: one writer, fjall batches of `--batch` records,
@@ -57,7 +137,8 @@ enum Command {
         #[arg(long)]
         raw_fjall: bool,
         /// Drive the gateway at this URL (`http://HOST:PORT`) over HTTP instead of an
-        /// embedded cell: same writers, journals and report (`"target": "http"`).
+        /// embedded cell: same writers, journals and report (`"target": "http"`). Start
+        /// `paros dev --quota-requests-per-s 1000000` to measure the path, not the default quota.
         #[arg(long)]
         target: Option<String>,
         /// With `--target`: the tenant token to write as (default: sign up a fresh tenant).
@@ -84,25 +165,27 @@ enum Command {
         /// alike.
         #[arg(long)]
         store_spread_pct: Option<u16>,
-        /// fjall's L0 table count that starts a compaction into L1 (default: the store's).
+        /// fjall's level-0 tables gathered before a compaction into level 1 (default: the
+        /// store's, 16).
         #[arg(long)]
         store_l0_tables: Option<u8>,
-        /// The memtable bound of each of a store's keyspaces, in MiB (default: the store's).
+        /// The memtable bound of each of a store's keyspaces, in MiB (default: the store's, 16).
         #[arg(long)]
         store_memtable_mib: Option<u64>,
-        /// The size compactions cut their tables at, in MiB (default: the store's).
+        /// The size compactions cut their tables at, in MiB (default: the store's, 64, fjall's).
         #[arg(long)]
         store_table_mib: Option<u64>,
-        /// The store's write-ahead log segment size, in MiB (default: the store's): each closed
-        /// segment's entries become one generation, and they wait in memory until then.
+        /// The store's write-ahead log segment size, in MiB (default: the store's, 16): each
+        /// closed segment's entries become one generation, and they wait in memory until then.
         #[arg(long)]
         store_wal_segment_mib: Option<u64>,
         /// How long synced rounds gather before a store's applier commits them to fjall, in
-        /// microseconds (default: the store's).
+        /// microseconds (default: the store's, 2,000).
         #[arg(long)]
         store_apply_interval_us: Option<u64>,
         /// Stop writing once this many MiB of records are acknowledged (or at
-        /// `--duration-s`, whichever comes first).
+        /// `--duration-s`, whichever comes first); the report then has `rss_peak_write_bytes`,
+        /// `rss_peak_read_bytes` and `read_back_s`.
         #[arg(long)]
         stop_after_mib: Option<u64>,
         /// The cell's nodes put journals quiet this many seconds to sleep (0: never); the
@@ -110,11 +193,11 @@ enum Command {
         #[arg(long, default_value_t = 60)]
         dormant_after_s: u64,
         /// How long each node thread and storage thread polls for its next input before it
-        /// sleeps, in microseconds (0: sleep at once); default: the shell's.
+        /// sleeps, in microseconds (0: sleep at once); default: the shell's, 500.
         #[arg(long)]
         idle_spin_us: Option<u64>,
-        /// Those threads poll only while their node's last round wrote at most this many
-        /// journals; default: the shell's.
+        /// Those threads poll only while their node's recent rounds (about the last eight)
+        /// wrote at most this many journals on average; default: the shell's, 6.
         #[arg(long)]
         spin_round_journals_max: Option<usize>,
     },
