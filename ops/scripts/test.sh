@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: lints, every crate's tests, a simulation smoke sweep, and schemathesis
+# The whole test suite: formatting, lints (the house rules: ops/tests/house.rs), every crate's tests, a simulation smoke sweep, and schemathesis
 # against a running `paros dev`. Needs a Rust toolchain; installs Debian's chromium when missing
 # (the headless /ui test), and schemathesis.sh installs what it needs itself (python3-venv from
 # Debian if missing, schemathesis from PyPI into ~/.cache/paros).
@@ -18,6 +18,9 @@ if ! command -v chromium >/dev/null 2>&1; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
 fi
+
+echo "== rustfmt"
+cargo fmt --all --check
 
 echo "== clippy"
 cargo clippy --workspace --all-targets --release -- -D warnings

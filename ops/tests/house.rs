@@ -312,3 +312,19 @@ fn no_line_is_longer_than_120_columns() {
     }
     assert!(long.is_empty(), "lines over 120 columns:\n{}", long.join("\n"));
 }
+
+#[test]
+fn the_client_builds_no_c_crypto_library() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = Command::new(cargo)
+        .args(["tree", "--offline", "-p", "paros-client", "-e", "normal", "--prefix", "none", "-f", "{p}"])
+        .current_dir(root())
+        .output()
+        .expect("cargo tree runs");
+    assert!(out.status.success(), "cargo tree: {}", String::from_utf8_lossy(&out.stderr));
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(tree.contains("rustls"), "the client's default features speak TLS:\n{tree}");
+    for c in ["aws-lc-sys", "openssl-sys", "native-tls"] {
+        assert!(!tree.lines().any(|l| l.starts_with(c)), "the client's default features build {c}");
+    }
+}

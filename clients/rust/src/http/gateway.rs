@@ -58,6 +58,11 @@ impl GatewayClient {
                 Ok(v)
             })
             .transpose()?;
+        // TLS runs on ring: the process's provider when one is installed, else ring, installed
+        // here (a lost race with another installer leaves that one in force, which is fine).
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
         let http = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .build()
