@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, lints (the house rules: ops/tests/house.rs), every crate's tests, a simulation smoke sweep, and schemathesis
-# against a running `paros dev`. Needs a Rust toolchain; installs Debian's chromium when missing
+# The whole test suite: formatting, lints, every crate's tests (the house rules among them:
+# ops/tests/house.rs), a simulation smoke sweep, and schemathesis against a running `paros dev`. Needs a Rust toolchain; installs Debian's chromium when missing
 # (the headless /ui test), and schemathesis.sh installs what it needs itself (python3-venv from
 # Debian if missing, schemathesis from PyPI into ~/.cache/paros).
 set -euo pipefail
