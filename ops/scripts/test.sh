@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, every crate's tests (the house rules among them:
-# ops/tests/house.rs), a simulation smoke sweep, and schemathesis against a running `paros dev`. Needs a Rust toolchain; installs Debian's chromium when missing
-# (the headless /ui test), and schemathesis.sh installs what it needs itself (python3-venv from
-# Debian if missing, schemathesis from PyPI into ~/.cache/paros).
+# ops/tests/house.rs), a simulation smoke sweep, and schemathesis against a running `paros dev`.
+# Needs a Rust toolchain; installs Debian's chromium when missing (the headless /ui test), and
+# schemathesis.sh installs what it needs itself (python3-venv from Debian if missing,
+# schemathesis from PyPI into ~/.cache/paros).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
