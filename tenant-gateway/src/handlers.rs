@@ -603,8 +603,8 @@ pub(crate) async fn write(
     };
     let decided = forward(&g, t.tenant, &name, key, Call::Write { leader, seq, records }).await?;
     let (outcome, at, count) = match decided {
-        Ok(Decided::Verdict(Outcome::Accepted { seq, count })) => (WriteVerdict::Accepted, seq, count),
-        Ok(Decided::Verdict(Outcome::Duplicate { seq, count })) => (WriteVerdict::Duplicate, seq, count),
+        Ok(Decided::Verdict(Outcome::Accepted { seq, count, .. })) => (WriteVerdict::Accepted, seq, count),
+        Ok(Decided::Verdict(Outcome::Duplicate { seq, count, .. })) => (WriteVerdict::Duplicate, seq, count),
         Ok(Decided::Verdict(Outcome::Refused(v))) => {
             return Err(ApiError::new(ErrorCode::Refused, "the write was refused in place").with_view(api_view(v)));
         }

@@ -213,7 +213,7 @@ async fn concurrent_appends_land_once_each<S: JournalService + 'static>(client: 
     let mut at: Vec<u64> = Vec::new();
     for decided in futures_util::future::join_all(appends).await {
         match decided {
-            Ok(paros_client::Decided::Verdict(paros_core::journal::Outcome::Accepted { seq, count: 2 })) => {
+            Ok(paros_client::Decided::Verdict(paros_core::journal::Outcome::Accepted { seq, count: 2, .. })) => {
                 at.push(seq.0)
             }
             other => panic!("an append answered {other:?}"),

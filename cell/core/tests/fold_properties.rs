@@ -49,7 +49,7 @@ impl Model {
                 } else if seq < self.next_seq {
                     match self.writes.get(&seq) {
                         Some((held, records)) if *held == Some(uuid) && *records == e.records => {
-                            Outcome::Duplicate { seq: e.seq, count: e.records.len() as u64 }
+                            Outcome::Duplicate { seq: e.seq, count: e.records.len() as u64, view }
                         }
                         _ => Outcome::Refused(view),
                     }
@@ -90,7 +90,7 @@ impl Model {
         let seq = self.next_seq;
         self.writes.insert(seq, (e.leader, e.records.clone()));
         self.next_seq += e.records.len() as u64;
-        Outcome::Accepted { seq: Seq(seq), count: e.records.len() as u64 }
+        Outcome::Accepted { seq: Seq(seq), count: e.records.len() as u64, view: self.view() }
     }
 
     fn trim(&mut self, up_to: u64) -> Outcome {
@@ -428,7 +428,7 @@ proptest! {
             let Command::Write(e) = &command else { continue };
             match judged.outcome {
                 Outcome::Accepted { seq, .. } => history.push((seq, e.leader, e.records.clone())),
-                Outcome::Duplicate { seq, count } => {
+                Outcome::Duplicate { seq, count, .. } => {
                     prop_assert_eq!(seq, e.seq);
                     prop_assert_eq!(count, e.records.len() as u64);
                     let original = history.iter().find(|(s, _, _)| *s == e.seq);

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use paros_core::journal::{Outcome, WriterMode};
+use paros_core::journal::{JournalView, Outcome, WriterMode};
 use paros_core::{Call, CallAnswer, JournalConfig, JournalId, JournalKey, LeaderUuid, NodeId, Seq, TenantId, Tunables};
 use paros_node::ports::{Envelope, LogStore};
 use paros_node::pump::Batch;
@@ -141,7 +141,8 @@ fn calls_are_decided_through_pumps_with_a_slow_disk() {
     ));
     let records = vec![Bytes::from_static(b"one"), Bytes::from_static(b"two")];
     let answer = m.call(Call::Write { leader: Some(a), seq: Seq(0), records }, 3);
-    assert_eq!(answer, NodeAnswer::Call(CallAnswer::Verdict(Outcome::Accepted { seq: Seq(0), count: 2 })));
+    let view = JournalView { leader: Some(a), first_seq: Seq(0), next_seq: Seq(2) };
+    assert_eq!(answer, NodeAnswer::Call(CallAnswer::Verdict(Outcome::Accepted { seq: Seq(0), count: 2, view })));
     for p in m.pumps.values() {
         assert!(p.host().stats().syncs > 0, "every machine synced its rounds");
     }

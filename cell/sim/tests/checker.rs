@@ -100,7 +100,13 @@ impl H {
 }
 
 fn accepted(seq: u64, count: u64) -> Option<CallAnswer> {
-    Some(CallAnswer::Verdict(Outcome::Accepted { seq: Seq(seq), count }))
+    // Leader 1's write on a journal nothing was truncated from: the view just past it.
+    Some(CallAnswer::Verdict(Outcome::Accepted { seq: Seq(seq), count, view: view(1, 0, seq + count) }))
+}
+
+/// An unfenced append of `count` records that landed at `seq` (multi-writer: no leader).
+fn appended(seq: u64, count: u64) -> Option<CallAnswer> {
+    Some(CallAnswer::Verdict(Outcome::Accepted { seq: Seq(seq), count, view: mview(0, seq + count) }))
 }
 
 /// Claim, write "a", read it back, one ambiguous write of "b" retried as a Duplicate, a
@@ -112,7 +118,14 @@ fn legal() -> H {
         .page(0, &["a@0"], view(1, 0, 1), 5, 6)
         .write(1, 1, &["b@1"], None, 7, None)
         .page(1, &[], view(1, 0, 1), 8, 9)
-        .write(1, 1, &["b@1"], Some(CallAnswer::Verdict(Outcome::Duplicate { seq: Seq(1), count: 1 })), 10, Some(11))
+        .write(
+            1,
+            1,
+            &["b@1"],
+            Some(CallAnswer::Verdict(Outcome::Duplicate { seq: Seq(1), count: 1, view: view(1, 0, 2) })),
+            10,
+            Some(11),
+        )
         .page(0, &["a@0", "b@1"], view(1, 0, 2), 12, 15)
         .op(
             "w",
@@ -224,7 +237,7 @@ fn a_duplicate_retry_answered_duplicate_is_linearizable() {
         1,
         0,
         &["a@0"],
-        Some(CallAnswer::Verdict(Outcome::Duplicate { seq: Seq(0), count: 1 })),
+        Some(CallAnswer::Verdict(Outcome::Duplicate { seq: Seq(0), count: 1, view: view(1, 0, 1) })),
         5,
         Some(6),
     );
@@ -238,7 +251,7 @@ fn a_retry_with_changed_bytes_answered_duplicate_is_rejected() {
         1,
         0,
         &["~a@0"],
-        Some(CallAnswer::Verdict(Outcome::Duplicate { seq: Seq(0), count: 1 })),
+        Some(CallAnswer::Verdict(Outcome::Duplicate { seq: Seq(0), count: 1, view: view(1, 0, 1) })),
         5,
         Some(6),
     );
@@ -372,11 +385,11 @@ impl H {
 /// truncation trims the first record.
 fn racing() -> H {
     let mut h = H::default();
-    h.append("a", 0, &["a1"], accepted(0, 1), 1, Some(4))
+    h.append("a", 0, &["a1"], appended(0, 1), 1, Some(4))
         .append("b", 0, &["b1", "b2"], None, 2, None)
         .append("a", 0, &["a2"], Some(CallAnswer::NoVerdict), 3, Some(5))
-        .append("a", 0, &["a2"], accepted(2, 1), 6, Some(8))
-        .append("b", 7, &["b3"], accepted(3, 1), 7, Some(9))
+        .append("a", 0, &["a2"], appended(2, 1), 6, Some(8))
+        .append("b", 7, &["b3"], appended(3, 1), 7, Some(9))
         .page(0, &["a1", "a2", "a2", "b3"], mview(0, 4), 10, 11)
         .op(
             "b",
@@ -402,10 +415,10 @@ fn a_multi_writer_history_with_an_ambiguous_append_that_landed_and_one_that_did_
 #[test]
 fn a_multi_writer_append_lands_at_the_tail_whatever_its_seq() {
     let mut h = H::default();
-    h.append("a", 9, &["a1"], accepted(0, 1), 1, Some(2)).append("b", 0, &["b1"], accepted(1, 1), 3, Some(4));
+    h.append("a", 9, &["a1"], appended(0, 1), 1, Some(2)).append("b", 0, &["b1"], appended(1, 1), 3, Some(4));
     assert!(matches!(h.multi(), Verdict::Linearizable { .. }), "{:?}", h.multi());
     let mut wrong = H::default();
-    wrong.append("a", 9, &["a1"], accepted(9, 1), 1, Some(2));
+    wrong.append("a", 9, &["a1"], appended(9, 1), 1, Some(2));
     assert!(
         matches!(wrong.multi(), Verdict::Violation { .. }),
         "an append is acknowledged at the tail, not at its seq: {:?}",
@@ -417,9 +430,9 @@ fn a_multi_writer_append_lands_at_the_tail_whatever_its_seq() {
 fn an_ambiguous_multi_writer_append_seen_twice_is_rejected() {
     // One call, one landing: its record at two positions means the cell appended it twice.
     let mut h = H::default();
-    h.append("a", 0, &["a1"], accepted(0, 1), 1, Some(2))
+    h.append("a", 0, &["a1"], appended(0, 1), 1, Some(2))
         .append("b", 0, &["b1"], None, 3, None)
-        .append("a", 0, &["a2"], accepted(2, 1), 4, Some(5))
+        .append("a", 0, &["a2"], appended(2, 1), 4, Some(5))
         .page(0, &["a1", "b1", "a2", "b1"], mview(0, 4), 6, 7);
     assert!(matches!(h.multi(), Verdict::Violation { .. }), "{:?}", h.multi());
     // Appended again after the first got no verdict, both may land.
@@ -430,7 +443,7 @@ fn an_ambiguous_multi_writer_append_seen_twice_is_rejected() {
 #[test]
 fn an_ambiguous_multi_writer_append_lands_only_after_its_call() {
     let mut h = H::default();
-    h.append("a", 0, &["a1"], accepted(0, 1), 1, Some(2)).page(0, &["a1", "b1"], mview(0, 2), 3, 4).append(
+    h.append("a", 0, &["a1"], appended(0, 1), 1, Some(2)).page(0, &["a1", "b1"], mview(0, 2), 3, 4).append(
         "b",
         0,
         &["b1"],
@@ -444,7 +457,7 @@ fn an_ambiguous_multi_writer_append_lands_only_after_its_call() {
 #[test]
 fn racing_appends_acknowledged_at_one_position_are_rejected() {
     let mut h = H::default();
-    h.append("a", 0, &["a1"], accepted(0, 1), 1, Some(3)).append("b", 0, &["b1"], accepted(0, 1), 2, Some(4));
+    h.append("a", 0, &["a1"], appended(0, 1), 1, Some(3)).append("b", 0, &["b1"], appended(0, 1), 2, Some(4));
     assert!(matches!(h.multi(), Verdict::Violation { .. }), "{:?}", h.multi());
 }
 
@@ -463,7 +476,7 @@ fn calls_shaped_for_the_other_writer_mode_are_wrong_mode() {
     let wrong_mode = |v| Some(CallAnswer::Verdict(Outcome::WrongMode(v)));
     // A fenced write, a fenced truncation and a claim on a multi-writer journal.
     let mut h = H::default();
-    h.append("a", 0, &["a1"], accepted(0, 1), 1, Some(2))
+    h.append("a", 0, &["a1"], appended(0, 1), 1, Some(2))
         .write(7, 1, &["w"], wrong_mode(mview(0, 1)), 3, Some(4))
         .op(
             "w",
@@ -476,7 +489,7 @@ fn calls_shaped_for_the_other_writer_mode_are_wrong_mode() {
         .page(0, &["a1"], mview(0, 1), 9, 10);
     assert!(matches!(h.multi(), Verdict::Linearizable { ops: 5 }), "{:?}", h.multi());
     let mut won = H::default();
-    won.append("a", 0, &["a1"], accepted(0, 1), 1, Some(2)).claim(7, None, Outcome::Won(view(7, 0, 1)), 3, 4);
+    won.append("a", 0, &["a1"], appended(0, 1), 1, Some(2)).claim(7, None, Outcome::Won(view(7, 0, 1)), 3, 4);
     assert!(matches!(won.multi(), Verdict::Violation { .. }), "nobody leads a multi-writer journal: {:?}", won.multi());
     let mut fenced = H::default();
     fenced.write(7, 0, &["w"], accepted(0, 1), 1, Some(2));
@@ -500,12 +513,12 @@ fn calls_shaped_for_the_other_writer_mode_are_wrong_mode() {
 #[test]
 fn an_empty_multi_writer_append_is_refused_in_place() {
     let mut h = H::default();
-    h.append("a", 0, &["a1"], accepted(0, 1), 1, Some(2))
+    h.append("a", 0, &["a1"], appended(0, 1), 1, Some(2))
         .append("a", 1, &[], Some(CallAnswer::Verdict(Outcome::Refused(mview(0, 1)))), 3, Some(4))
         .page(0, &["a1"], mview(0, 1), 5, 6);
     assert!(matches!(h.multi(), Verdict::Linearizable { .. }), "{:?}", h.multi());
     let mut accepted_empty = H::default();
-    accepted_empty.append("a", 0, &[], accepted(0, 0), 1, Some(2));
+    accepted_empty.append("a", 0, &[], appended(0, 0), 1, Some(2));
     assert!(matches!(accepted_empty.multi(), Verdict::Violation { .. }), "{:?}", accepted_empty.multi());
 }
 
@@ -524,14 +537,14 @@ fn many_racing_ambiguous_appends_are_judged_within_the_budget() {
     let mut tail = 0;
     for round in 0..20u64 {
         let rec = format!("k{round}");
-        h.append("k", 0, &[rec.as_str()], accepted(tail + 1, 1), t, Some(t + 1));
+        h.append("k", 0, &[rec.as_str()], appended(tail + 1, 1), t, Some(t + 1));
         tail += 2;
         h.read(tail, ReadAnswer::Page { from: Seq(tail), records: vec![], view: mview(0, tail) }, t + 2, t + 3);
         t += 4;
     }
     assert!(matches!(h.multi(), Verdict::Linearizable { .. }), "{:?}", h.multi());
     // One more acknowledged append than there is room for: rejected, also within the budget.
-    h.append("k", 0, &["late"], accepted(tail - 1, 1), t, Some(t + 1));
+    h.append("k", 0, &["late"], appended(tail - 1, 1), t, Some(t + 1));
     assert!(matches!(h.multi(), Verdict::Violation { .. }), "{:?}", h.multi());
 }
 
@@ -542,8 +555,8 @@ fn an_unseen_ambiguous_append_is_told_apart_by_the_length_a_byte_bounded_page_im
     let mut h = H::default();
     h.append("x", 0, &["s"], None, 1, None)
         .append("y", 0, &["unseen-long"], None, 2, None)
-        .append("a", 0, &["a0"], accepted(0, 1), 3, Some(4))
-        .append("b", 0, &["b"], accepted(2, 1), 5, Some(6));
+        .append("a", 0, &["a0"], appended(0, 1), 3, Some(4))
+        .append("b", 0, &["b"], appended(2, 1), 5, Some(6));
     let input =
         OpInput::Read { from: 0, limit: 0, max_bytes: 3, wait_ticks: 0, consistency: Consistency::Linearizable };
     let page = ReadAnswer::Page { from: Seq(0), records: vec![rec("a0")], view: mview(0, 3) };
@@ -561,9 +574,9 @@ fn a_record_two_ambiguous_appends_share_does_not_say_which_landed_where() {
     let mut h = H::default();
     h.append("x", 0, &["s"], None, 1, None)
         .append("y", 0, &["s", "t"], None, 2, None)
-        .append("a", 0, &["a"], accepted(0, 1), 3, Some(4))
+        .append("a", 0, &["a"], appended(0, 1), 3, Some(4))
         .page(0, &["a", "s", "t"], mview(0, 3), 5, 6)
-        .append("b", 0, &["b"], accepted(4, 1), 7, Some(8))
+        .append("b", 0, &["b"], appended(4, 1), 7, Some(8))
         .page(4, &["b"], mview(0, 5), 9, 10);
     assert!(matches!(h.multi(), Verdict::Linearizable { .. }), "{:?}", h.multi());
 }

@@ -396,7 +396,9 @@ impl CallPolicy {
                 }
                 let at = Seq(from.0 + n as u64);
                 if at.0 >= seq.0 + count {
-                    return self.finish(Ok(Decided::Verdict(Outcome::Duplicate { seq, count })));
+                    // The view of the page that confirmed the last records: the journal as that
+                    // server saw it, like the view a Duplicate verdict is judged against.
+                    return self.finish(Ok(Decided::Verdict(Outcome::Duplicate { seq, count, view })));
                 }
                 self.read_back = Some(ReadBack { at, ..read_back });
                 self.read_step(Duration::ZERO)
@@ -424,11 +426,24 @@ impl CallPolicy {
         {
             return self.finish(Err(AnswerError::InconsistentView { view }));
         }
+        // A write's acknowledgement carries the view at its apply: the tail just past it
+        // (`Accepted`) or at least past it (`Duplicate`).
+        if let Outcome::Accepted { seq, count, view } | Outcome::Duplicate { seq, count, view } = outcome {
+            let past = seq_checked_add(seq, count);
+            let fits = if matches!(outcome, Outcome::Accepted { .. }) {
+                past == Some(view.next_seq)
+            } else {
+                past.is_some_and(|end| end <= view.next_seq)
+            };
+            if !fits {
+                return self.finish(Err(AnswerError::InconsistentView { view }));
+            }
+        }
         let wrong = Err(AnswerError::WrongVerdict { outcome });
         let decided = match (&self.call, outcome) {
             (_, Outcome::WrongMode(_)) => Ok(outcome),
             // An append lands at the tail, wherever that is: only its count must match.
-            (Call::Write { leader: None, seq, records }, Outcome::Accepted { seq: at, count }) => {
+            (Call::Write { leader: None, seq, records }, Outcome::Accepted { seq: at, count, .. }) => {
                 let len = records.len() as u64;
                 if count == len {
                     Ok(outcome)
@@ -439,7 +454,7 @@ impl CallPolicy {
             (Call::Write { leader: None, .. }, Outcome::Duplicate { .. }) => wrong,
             (
                 Call::Write { seq, records, .. },
-                Outcome::Accepted { seq: at, count } | Outcome::Duplicate { seq: at, count },
+                Outcome::Accepted { seq: at, count, .. } | Outcome::Duplicate { seq: at, count, .. },
             ) => {
                 let len = records.len() as u64;
                 if at != *seq || count != len {

@@ -346,7 +346,7 @@ impl WriterCore {
         let result = match decided {
             Err(e) => Err(WriterError::Answer(e)),
             Ok(Decided::Verdict(
-                Outcome::Accepted { seq: at, count: n } | Outcome::Duplicate { seq: at, count: n },
+                Outcome::Accepted { seq: at, count: n, .. } | Outcome::Duplicate { seq: at, count: n, .. },
             )) if at == seq && n == count => Ok(Written { seq, count }),
             Ok(Decided::Verdict(Outcome::Refused(view) | Outcome::Truncated(view))) if view.leader != ours => {
                 self.supersede(i, view, &mut completion);

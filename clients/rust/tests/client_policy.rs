@@ -20,6 +20,16 @@ fn view(leader: Option<LeaderUuid>, first: u64, next: u64) -> JournalView {
     JournalView { leader, first_seq: Seq(first), next_seq: Seq(next) }
 }
 
+/// A write's acknowledgement at `seq` with the view a fold reports (leader 0xa, nothing
+/// truncated; `Accepted`'s tail just past the write, `Duplicate`'s at `next`).
+fn accepted(seq: u64, count: u64) -> Outcome {
+    Outcome::Accepted { seq: Seq(seq), count, view: view(Some(u(0xa)), 0, seq + count) }
+}
+
+fn duplicate(seq: u64, count: u64, next: u64) -> Outcome {
+    Outcome::Duplicate { seq: Seq(seq), count, view: view(Some(u(0xa)), 0, next) }
+}
+
 fn records(tag: &str, n: usize) -> Vec<Bytes> {
     (0..n).map(|i| Bytes::from(format!("{tag}{i}"))).collect()
 }
@@ -64,7 +74,7 @@ fn the_first_send_goes_at_once_to_the_hinted_server() {
 fn a_verdict_ends_the_call_with_that_verdict() {
     let mut p = policy(write(0, 2));
     p.start();
-    let accepted = Outcome::Accepted { seq: Seq(0), count: 2 };
+    let accepted = accepted(0, 2);
     assert_eq!(done(p.on_reply(verdict(accepted), T0)), Ok(Decided::Verdict(accepted)));
     assert_eq!(p.answered_by(), Some(NodeId(1)));
 }
@@ -163,11 +173,27 @@ fn too_large_and_unknown_journal_end_the_call() {
 }
 
 #[test]
+fn an_acknowledgement_whose_view_does_not_hold_the_write_is_an_answer_error() {
+    let short = Outcome::Accepted { seq: Seq(0), count: 2, view: view(Some(u(0xa)), 0, 1) };
+    let beyond = Outcome::Accepted { seq: Seq(0), count: 2, view: view(Some(u(0xa)), 0, 3) };
+    let behind = Outcome::Duplicate { seq: Seq(0), count: 2, view: view(Some(u(0xa)), 0, 1) };
+    for o in [short, beyond, behind] {
+        let mut p = policy(write(0, 2));
+        p.start();
+        let view = o.view().expect("an acknowledgement carries a view");
+        assert_eq!(done(p.on_reply(verdict(o), T0)), Err(AnswerError::InconsistentView { view }), "{o:?}");
+    }
+    let mut p = policy(write(0, 2));
+    p.start();
+    assert_eq!(done(p.on_reply(verdict(duplicate(0, 2, 7)), T0)), Ok(Decided::Verdict(duplicate(0, 2, 7))));
+}
+
+#[test]
 fn an_ambiguous_write_answered_duplicate_was_written() {
     let mut p = policy(write(5, 2));
     p.start();
     p.on_reply(CallReply::NoAnswer, T0);
-    let dup = Outcome::Duplicate { seq: Seq(5), count: 2 };
+    let dup = duplicate(5, 2, 9);
     assert_eq!(done(p.on_reply(verdict(dup), T0)), Ok(Decided::Verdict(dup)));
 }
 
@@ -176,7 +202,7 @@ fn an_ambiguous_write_answered_accepted_was_written_now() {
     let mut p = policy(write(5, 2));
     p.start();
     p.on_reply(CallReply::Answer(CallAnswer::NoVerdict), T0);
-    let acc = Outcome::Accepted { seq: Seq(5), count: 2 };
+    let acc = accepted(5, 2);
     assert_eq!(done(p.on_reply(verdict(acc), T0)), Ok(Decided::Verdict(acc)));
 }
 
@@ -241,7 +267,7 @@ fn a_read_back_equal_byte_for_byte_means_written() {
         ReadAnswer::Page { from: Seq(5), records: rs[..2].to_vec(), view: v },
         ReadAnswer::Page { from: Seq(7), records: rs[2..].to_vec(), view: v },
     ];
-    assert_eq!(read_back(pages), Ok(Decided::Verdict(Outcome::Duplicate { seq: Seq(5), count: 3 })));
+    assert_eq!(read_back(pages), Ok(Decided::Verdict(duplicate(5, 3, 8))));
 }
 
 #[test]
@@ -269,7 +295,7 @@ fn an_unserved_read_back_is_asked_again() {
     let pages = vec![ReadAnswer::Unserved, ReadAnswer::Page { from: Seq(5), records: rs.clone(), view: v }];
     // read_back_records_max is 2, but a page of three is still compared in full: the bound is
     // what is asked, the comparison is over what came.
-    assert_eq!(read_back(pages), Ok(Decided::Verdict(Outcome::Duplicate { seq: Seq(5), count: 3 })));
+    assert_eq!(read_back(pages), Ok(Decided::Verdict(duplicate(5, 3, 8))));
 }
 
 #[test]
@@ -323,7 +349,7 @@ fn a_verdict_that_cannot_answer_the_call_is_an_answer_error() {
     assert_eq!(done(p.on_reply(verdict(won), T0)), Err(AnswerError::WrongVerdict { outcome: won }));
     let mut p = policy(write(0, 1));
     p.start();
-    let elsewhere = Outcome::Accepted { seq: Seq(3), count: 1 };
+    let elsewhere = accepted(3, 1);
     assert!(matches!(done(p.on_reply(verdict(elsewhere), T0)), Err(AnswerError::WrongPosition { .. })));
     let mut p = policy(write(0, 1));
     p.start();
@@ -399,15 +425,15 @@ fn append(n: usize) -> Call {
 fn an_append_is_acknowledged_wherever_it_landed_but_only_with_its_own_count() {
     let mut p = policy(append(2));
     p.start();
-    let landed = Outcome::Accepted { seq: Seq(41), count: 2 };
+    let landed = accepted(41, 2);
     assert_eq!(done(p.on_reply(verdict(landed), T0)), Ok(Decided::Verdict(landed)));
     let mut p = policy(append(2));
     p.start();
-    let short = Outcome::Accepted { seq: Seq(41), count: 1 };
+    let short = accepted(41, 1);
     assert!(matches!(done(p.on_reply(verdict(short), T0)), Err(AnswerError::WrongPosition { .. })));
     let mut p = policy(append(2));
     p.start();
-    let dup = Outcome::Duplicate { seq: Seq(41), count: 2 };
+    let dup = duplicate(41, 2, 43);
     assert!(
         matches!(done(p.on_reply(verdict(dup), T0)), Err(AnswerError::WrongVerdict { .. })),
         "an append is never a duplicate"

@@ -219,7 +219,8 @@ async fn a_write_travels_as_api_md_says_and_200_accepted_is_an_accepted_verdict(
         write_call(),
     )
     .await;
-    assert_eq!(reply, CallReply::Answer(CallAnswer::Verdict(Outcome::Accepted { seq: Seq(3), count: 2 })));
+    let view = core_view(Some(0x0f8b_1c2e_4a5d_4e6f_9a0b_1c2d_3e4f_5a6b), 0, 5);
+    assert_eq!(reply, CallReply::Answer(CallAnswer::Verdict(Outcome::Accepted { seq: Seq(3), count: 2, view })));
     let r = &reqs[0];
     assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/v1/journals/orders/records"));
     assert_eq!(r.headers["authorization"], "Bearer tok.en");
@@ -235,7 +236,8 @@ async fn a_multi_writer_write_sends_records_only() {
         call,
     )
     .await;
-    assert_eq!(reply, CallReply::Answer(CallAnswer::Verdict(Outcome::Duplicate { seq: Seq(9), count: 1 })));
+    let view = core_view(None, 0, 10);
+    assert_eq!(reply, CallReply::Answer(CallAnswer::Verdict(Outcome::Duplicate { seq: Seq(9), count: 1, view })));
     assert_eq!(reqs[0].json(), json!({"records": ["eA=="]}));
 }
 
@@ -448,7 +450,8 @@ async fn the_client_retries_503_and_504_identically_until_a_verdict() {
     })
     .await;
     let decided = client(f.service()).call(&j(), write_call()).await;
-    assert_eq!(decided, Ok(Decided::Verdict(Outcome::Duplicate { seq: Seq(3), count: 2 })));
+    let view = core_view(Some(0x0f8b_1c2e_4a5d_4e6f_9a0b_1c2d_3e4f_5a6b), 0, 5);
+    assert_eq!(decided, Ok(Decided::Verdict(Outcome::Duplicate { seq: Seq(3), count: 2, view })));
     let reqs = f.requests();
     assert_eq!(reqs.len(), 3);
     assert!(reqs.iter().all(|r| r.body == reqs[0].body), "every retry is the identical request");

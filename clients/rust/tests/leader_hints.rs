@@ -10,6 +10,11 @@ use paros_client::{Client, ClientConfig, Decided, ReadAnswer, Writer, WriterConf
 use paros_core::journal::{JournalView, Outcome};
 use paros_core::{Call, CallAnswer, NodeId, Seq};
 
+/// The first record of a multi-writer journal, accepted.
+fn accepted_first() -> Outcome {
+    Outcome::Accepted { seq: Seq(0), count: 1, view: JournalView { leader: None, first_seq: Seq(0), next_seq: Seq(1) } }
+}
+
 /// Journals named by strings; journal `j` is led by `leaders[j]`, every other server redirects
 /// to it. Counts the requests each call took.
 struct Led {
@@ -28,7 +33,7 @@ impl JournalService for Led {
         self.sent.lock().unwrap().push((journal, route.server));
         let leader = self.leaders[journal];
         if route.server == Some(leader) {
-            CallReply::Answer(CallAnswer::Verdict(Outcome::Accepted { seq: Seq(0), count: 1 }))
+            CallReply::Answer(CallAnswer::Verdict(accepted_first()))
         } else {
             CallReply::Answer(CallAnswer::Redirect { leader: Some(leader) })
         }
@@ -118,7 +123,7 @@ impl JournalService for Electing {
             Call::SetLeader { new, .. } => {
                 Outcome::Won(JournalView { leader: Some(*new), first_seq: Seq(0), next_seq: Seq(0) })
             }
-            _ => Outcome::Accepted { seq: Seq(0), count: 1 },
+            _ => accepted_first(),
         };
         CallReply::Answer(CallAnswer::Verdict(outcome))
     }

@@ -298,7 +298,8 @@ fn the_core_abandons_later_batches_when_superseded_and_reports_each_once_in_orde
     let completion = core.complete(Seq(1), Ok(Decided::Verdict(Outcome::Refused(theirs))));
     assert_eq!(completion.abandon, vec![Seq(1), Seq(2), Seq(3)]);
     assert_eq!(core.next_report(), None, "batch 0 is still in flight: reports come in order");
-    core.complete(Seq(0), Ok(Decided::Verdict(Outcome::Accepted { seq: Seq(0), count: 1 })));
+    let ours = JournalView { next_seq: Seq(1), ..theirs };
+    core.complete(Seq(0), Ok(Decided::Verdict(Outcome::Accepted { seq: Seq(0), count: 1, view: ours })));
     let reports: Vec<_> = std::iter::from_fn(|| core.next_report()).collect();
     assert_eq!(reports[0], (Seq(0), Ok(Written { seq: Seq(0), count: 1 })));
     for (i, (seq, r)) in reports[1..].iter().enumerate() {

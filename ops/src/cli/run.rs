@@ -291,9 +291,9 @@ async fn write_as(
             .await
             .map_err(|e| Failure::Other(e.to_string()))?;
         match decided {
-            Decided::Verdict(Outcome::Accepted { seq: at, count: n } | Outcome::Duplicate { seq: at, count: n })
-                if at == seq && n == count =>
-            {
+            Decided::Verdict(
+                Outcome::Accepted { seq: at, count: n, .. } | Outcome::Duplicate { seq: at, count: n, .. },
+            ) if at == seq && n == count => {
                 done.first.get_or_insert(seq.0);
                 done.count += n;
                 done.next_seq = seq.0 + n;

@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use super::types::{Command, Control, Entry, JournalState, Outcome, WriterMode};
+use super::types::{Command, Control, Entry, JournalState, JournalView, Outcome, WriterMode};
 use crate::ids::{LeaderUuid, Seq, Slot};
 
 /// Where an accepted write sits: its slot, its length, and the state just before it.
@@ -145,7 +145,7 @@ impl Fold {
         self.since.1 += command.entry().map_or(0, Entry::bytes);
         let judged = self.judge(command, &entry_at);
         match judged.outcome {
-            Outcome::Accepted { seq, count } => {
+            Outcome::Accepted { seq, count, .. } => {
                 assert!(seq == before.next_seq && count > 0, "an accepted write takes the tail");
                 self.state.next_seq = seq.plus(count);
                 self.positions.push(seq, Position { slot, count, before });
@@ -196,7 +196,7 @@ impl Fold {
             (WriterMode::Multi, Command::Write(e)) => sighted(match (e.leader, e.records.is_empty()) {
                 (Some(_), _) => Outcome::WrongMode(view),
                 (None, true) => Outcome::Refused(view),
-                (None, false) => Outcome::Accepted { seq: self.state.next_seq, count: e.count() },
+                (None, false) => accepted(self.state.next_seq, e.count(), view),
             }),
             (WriterMode::Multi, Command::Control(Control::Truncate { leader: None, .. })) => {
                 sighted(Outcome::Trimmed(view))
@@ -227,7 +227,7 @@ impl Fold {
                 held.leader == Some(uuid) && held.records == e.records
             });
             return sighted(if identical {
-                Outcome::Duplicate { seq: e.seq, count: e.count() }
+                Outcome::Duplicate { seq: e.seq, count: e.count(), view }
             } else {
                 Outcome::Refused(view)
             });
@@ -235,7 +235,7 @@ impl Fold {
         if Some(uuid) != self.state.leader || e.seq != self.state.next_seq || e.records.is_empty() {
             return sighted(Outcome::Refused(view));
         }
-        sighted(Outcome::Accepted { seq: e.seq, count: e.count() })
+        sighted(accepted(e.seq, e.count(), view))
     }
 
     fn check_transition(&self, before: &JournalState, outcome: &Outcome) {
@@ -249,8 +249,9 @@ impl Fold {
             "the leader changes only with a term increase"
         );
         match *outcome {
-            Outcome::Accepted { seq, count } => {
+            Outcome::Accepted { seq, count, view } => {
                 assert_eq!((seq, after.next_seq), (before.next_seq, before.next_seq.plus(count)));
+                assert_eq!(view, after.view(), "Accepted reports the view after it");
                 assert_eq!((after.term, after.first_seq), (before.term, before.first_seq));
             }
             Outcome::Won(v) => {
@@ -269,8 +270,12 @@ impl Fold {
                 assert_eq!(after, before, "a refusal leaves the state bit-identical");
                 assert_eq!(v, before.view(), "a refusal names the view it was judged against");
             }
-            Outcome::Duplicate { .. } | Outcome::Noop => {
-                assert_eq!(after, before, "a duplicate or noop moves nothing");
+            Outcome::Duplicate { view, .. } => {
+                assert_eq!(after, before, "a duplicate moves nothing");
+                assert_eq!(view, before.view(), "a duplicate names the view it was judged against");
+            }
+            Outcome::Noop => {
+                assert_eq!(after, before, "a noop moves nothing");
             }
         }
         if self.mode == WriterMode::Multi {
@@ -397,6 +402,11 @@ impl Positions {
     }
 }
 
+/// The verdict of a write that takes `[seq, seq + count)` of a journal whose view was `before`.
+fn accepted(seq: Seq, count: u64, before: JournalView) -> Outcome {
+    Outcome::Accepted { seq, count, view: JournalView { next_seq: seq.plus(count), ..before } }
+}
+
 #[cfg(test)]
 mod tests {
     //! One test per rule of the fold (DESIGN §3.1), each named by the claim it checks.
@@ -408,6 +418,16 @@ mod tests {
     use super::{Fold, Judged, Located};
     use crate::ids::{LeaderUuid, Seq, Slot};
     use crate::journal::types::{Command, Control, Entry, JournalState, JournalView, Outcome, WriterMode};
+
+    /// A write's verdict and where it landed, its view aside: the fold itself asserts every
+    /// view it reports (`check_transition`).
+    fn verdict_at(o: Outcome) -> (&'static str, Seq, u64) {
+        match o {
+            Outcome::Accepted { seq, count, .. } => ("accepted", seq, count),
+            Outcome::Duplicate { seq, count, .. } => ("duplicate", seq, count),
+            other => panic!("expected a write's acknowledgement, got {other:?}"),
+        }
+    }
 
     /// A fold and the retained log it looks retries up in, as a learner holds them.
     struct Book {
@@ -488,8 +508,8 @@ mod tests {
     fn led_by_a_with_two_writes() -> Book {
         let mut b = Book::new(WriterMode::Single);
         assert!(matches!(b.apply(set_leader(u(0xa), None)), Outcome::Won(_)));
-        assert_eq!(b.apply(w(u(0xa), 0, recs("x", 3))), Outcome::Accepted { seq: Seq(0), count: 3 });
-        assert_eq!(b.apply(w(u(0xa), 3, recs("y", 2))), Outcome::Accepted { seq: Seq(3), count: 2 });
+        assert_eq!(verdict_at(b.apply(w(u(0xa), 0, recs("x", 3)))), ("accepted", Seq(0), 3));
+        assert_eq!(verdict_at(b.apply(w(u(0xa), 3, recs("y", 2)))), ("accepted", Seq(3), 2));
         b
     }
 
@@ -511,8 +531,8 @@ mod tests {
     fn a_byte_identical_retry_at_its_own_start_is_a_duplicate_and_moves_nothing() {
         let mut b = led_by_a_with_two_writes();
         let before = b.state();
-        assert_eq!(b.apply(w(u(0xa), 0, recs("x", 3))), Outcome::Duplicate { seq: Seq(0), count: 3 });
-        assert_eq!(b.apply(w(u(0xa), 3, recs("y", 2))), Outcome::Duplicate { seq: Seq(3), count: 2 });
+        assert_eq!(verdict_at(b.apply(w(u(0xa), 0, recs("x", 3)))), ("duplicate", Seq(0), 3));
+        assert_eq!(verdict_at(b.apply(w(u(0xa), 3, recs("y", 2)))), ("duplicate", Seq(3), 2));
         assert_eq!(b.state(), before);
     }
 
@@ -581,7 +601,7 @@ mod tests {
     fn an_accepted_write_advances_next_seq_by_its_count() {
         let mut b = led_by_a_with_two_writes();
         let before = b.state();
-        assert_eq!(b.apply(w(u(0xa), 5, recs("z", 4))), Outcome::Accepted { seq: Seq(5), count: 4 });
+        assert_eq!(verdict_at(b.apply(w(u(0xa), 5, recs("z", 4)))), ("accepted", Seq(5), 4));
         assert_eq!(b.state(), JournalState { next_seq: Seq(9), ..before });
     }
 
@@ -589,7 +609,7 @@ mod tests {
     fn a_retry_survives_a_leadership_change() {
         let mut b = led_by_a_with_two_writes();
         assert!(matches!(b.apply(set_leader(u(0xb), Some(u(0xa)))), Outcome::Won(_)));
-        assert_eq!(b.apply(w(u(0xa), 3, recs("y", 2))), Outcome::Duplicate { seq: Seq(3), count: 2 });
+        assert_eq!(verdict_at(b.apply(w(u(0xa), 3, recs("y", 2)))), ("duplicate", Seq(3), 2));
         // A is superseded all the same: anything new from it is refused.
         assert_eq!(b.apply(w(u(0xa), 5, recs("late", 1))), Outcome::Refused(b.view()));
     }
@@ -599,7 +619,7 @@ mod tests {
         let mut b = led_by_a_with_two_writes();
         // A truncation up to the write's own start keeps it: still a duplicate.
         assert!(matches!(b.apply(truncate(Some(u(0xa)), 3)), Outcome::Trimmed(_)));
-        assert_eq!(b.apply(w(u(0xa), 3, recs("y", 2))), Outcome::Duplicate { seq: Seq(3), count: 2 });
+        assert_eq!(verdict_at(b.apply(w(u(0xa), 3, recs("y", 2)))), ("duplicate", Seq(3), 2));
         // One past its start trims the start away: the retry is now Truncated, not Duplicate.
         assert!(matches!(b.apply(truncate(Some(u(0xa)), 4)), Outcome::Trimmed(_)));
         assert_eq!(b.apply(w(u(0xa), 3, recs("y", 2))), Outcome::Truncated(view(Some(u(0xa)), 4, 5)));
@@ -652,7 +672,7 @@ mod tests {
         assert!(matches!(b.apply(set_leader(u(0xb), Some(u(0xa)))), Outcome::Won(_)));
         assert_eq!(b.apply(set_leader(u(0xa), Some(u(0xb)))), Outcome::Won(view(Some(u(0xa)), 0, 5)));
         assert_eq!(b.state().term, 3);
-        assert_eq!(b.apply(w(u(0xa), 5, recs("back", 1))), Outcome::Accepted { seq: Seq(5), count: 1 });
+        assert_eq!(verdict_at(b.apply(w(u(0xa), 5, recs("back", 1)))), ("accepted", Seq(5), 1));
     }
 
     // ---- Truncate ----
@@ -684,7 +704,7 @@ mod tests {
         let mut b = led_by_a_with_two_writes();
         assert_eq!(b.apply(truncate(Some(u(0xa)), 1_000)), Outcome::Trimmed(view(Some(u(0xa)), 5, 5)));
         // The tail did not move: the next write still lands at 5.
-        assert_eq!(b.apply(w(u(0xa), 5, recs("z", 1))), Outcome::Accepted { seq: Seq(5), count: 1 });
+        assert_eq!(verdict_at(b.apply(w(u(0xa), 5, recs("z", 1)))), ("accepted", Seq(5), 1));
     }
 
     #[test]
@@ -716,24 +736,24 @@ mod tests {
     #[test]
     fn a_multi_writer_append_lands_at_next_seq_whatever_seq_says() {
         let mut b = Book::new(WriterMode::Multi);
-        assert_eq!(b.apply(write(None, 0, recs("p", 2))), Outcome::Accepted { seq: Seq(0), count: 2 });
-        assert_eq!(b.apply(write(None, 77, recs("q", 3))), Outcome::Accepted { seq: Seq(2), count: 3 });
-        assert_eq!(b.apply(write(None, 0, recs("r", 1))), Outcome::Accepted { seq: Seq(5), count: 1 });
+        assert_eq!(verdict_at(b.apply(write(None, 0, recs("p", 2)))), ("accepted", Seq(0), 2));
+        assert_eq!(verdict_at(b.apply(write(None, 77, recs("q", 3)))), ("accepted", Seq(2), 3));
+        assert_eq!(verdict_at(b.apply(write(None, 0, recs("r", 1)))), ("accepted", Seq(5), 1));
         assert_eq!(b.state().next_seq, Seq(6));
     }
 
     #[test]
     fn a_multi_writer_retry_appends_again() {
         let mut b = Book::new(WriterMode::Multi);
-        assert_eq!(b.apply(write(None, 0, recs("p", 2))), Outcome::Accepted { seq: Seq(0), count: 2 });
+        assert_eq!(verdict_at(b.apply(write(None, 0, recs("p", 2)))), ("accepted", Seq(0), 2));
         // At least once: the same bytes at the same seq are appended, never deduplicated.
-        assert_eq!(b.apply(write(None, 0, recs("p", 2))), Outcome::Accepted { seq: Seq(2), count: 2 });
+        assert_eq!(verdict_at(b.apply(write(None, 0, recs("p", 2)))), ("accepted", Seq(2), 2));
     }
 
     #[test]
     fn a_multi_writer_empty_batch_is_refused() {
         let mut b = Book::new(WriterMode::Multi);
-        assert_eq!(b.apply(write(None, 0, recs("p", 2))), Outcome::Accepted { seq: Seq(0), count: 2 });
+        assert_eq!(verdict_at(b.apply(write(None, 0, recs("p", 2)))), ("accepted", Seq(0), 2));
         assert_eq!(b.apply(write(None, 2, vec![])), Outcome::Refused(view(None, 0, 2)));
         assert_eq!(b.state().next_seq, Seq(2));
     }
@@ -850,7 +870,7 @@ mod tests {
         assert!(matches!(b.apply(truncate(Some(u(0xa)), 3)), Outcome::Trimmed(_)));
         assert_eq!(b.compact(), Slot(2));
         assert!(!b.log.contains_key(&Slot(1)), "the write at 0 is gone");
-        assert_eq!(b.apply(w(u(0xa), 3, recs("y", 2))), Outcome::Duplicate { seq: Seq(3), count: 2 });
+        assert_eq!(verdict_at(b.apply(w(u(0xa), 3, recs("y", 2)))), ("duplicate", Seq(3), 2));
         assert_eq!(b.fold.locate(Seq(3)), Located::At { slot: Slot(2), start: Seq(3) });
     }
 
@@ -885,7 +905,7 @@ mod tests {
         assert_eq!(b.fold.locate(Seq(8)), Located::Tail);
         assert!(b.fold.is_blind_at(Seq(2)) && b.fold.is_blind_at(Seq(7)));
         assert!(!b.fold.is_blind_at(Seq(1)) && !b.fold.is_blind_at(Seq(8)));
-        assert_eq!(b.judge(w(u(0xa), 8, recs("new", 2))).outcome, Outcome::Accepted { seq: Seq(8), count: 2 });
+        assert_eq!(verdict_at(b.judge(w(u(0xa), 8, recs("new", 2))).outcome), ("accepted", Seq(8), 2));
         assert_eq!(b.fold.locate(Seq(9)), Located::At { slot: Slot(10), start: Seq(8) });
         assert_eq!(b.fold.locate(Seq(7)), Located::NotHeld);
     }
@@ -911,6 +931,6 @@ mod tests {
         let mut b = jumped();
         assert!(matches!(b.judge(w(u(0xa), 8, recs("new", 2))).outcome, Outcome::Accepted { .. }));
         let judged = b.judge(w(u(0xa), 8, recs("new", 2)));
-        assert_eq!(judged, Judged { outcome: Outcome::Duplicate { seq: Seq(8), count: 2 }, blind: false });
+        assert_eq!((verdict_at(judged.outcome), judged.blind), (("duplicate", Seq(8), 2), false));
     }
 }

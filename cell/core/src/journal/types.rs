@@ -167,10 +167,12 @@ impl Mix {
 /// The verdict the fold gives one slot's command.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub enum Outcome {
-    /// The batch took `[seq, seq + count)`.
-    Accepted { seq: Seq, count: u64 },
-    /// A byte-identical retry of the write accepted at `seq`: acknowledged, nothing moved.
-    Duplicate { seq: Seq, count: u64 },
+    /// The batch took `[seq, seq + count)`; `view` is the journal's right after it (its
+    /// `next_seq` is `seq + count`), so a writer learns the tail without asking again.
+    Accepted { seq: Seq, count: u64, view: JournalView },
+    /// A byte-identical retry of the write accepted at `seq`: acknowledged, nothing moved;
+    /// `view` is the one it was judged against.
+    Duplicate { seq: Seq, count: u64, view: JournalView },
     /// Refused in place; the view it was judged against.
     Refused(JournalView),
     /// The write starts below `first_seq`: whether it was ever accepted is unknowable here.
@@ -190,19 +192,20 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The view the verdict carries, if it carries one (every verdict but an append's and a
-    /// gap filler's).
+    /// The view the verdict carries: every verdict but a gap filler's.
     #[must_use]
     pub fn view(&self) -> Option<JournalView> {
         match *self {
-            Outcome::Refused(v)
+            Outcome::Accepted { view: v, .. }
+            | Outcome::Duplicate { view: v, .. }
+            | Outcome::Refused(v)
             | Outcome::Truncated(v)
             | Outcome::WrongMode(v)
             | Outcome::Won(v)
             | Outcome::Lost(v)
             | Outcome::Trimmed(v)
             | Outcome::TruncateRefused(v) => Some(v),
-            Outcome::Accepted { .. } | Outcome::Duplicate { .. } | Outcome::Noop => None,
+            Outcome::Noop => None,
         }
     }
 }

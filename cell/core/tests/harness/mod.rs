@@ -473,7 +473,7 @@ pub fn write(leader: LeaderUuid, seq: u64, records: Vec<Bytes>) -> Call {
 
 pub fn accepted(a: Option<CallAnswer>) -> (Seq, u64) {
     match a {
-        Some(CallAnswer::Verdict(Outcome::Accepted { seq, count })) => (seq, count),
+        Some(CallAnswer::Verdict(Outcome::Accepted { seq, count, .. })) => (seq, count),
         other => panic!("expected Accepted, got {other:?}"),
     }
 }
@@ -515,7 +515,7 @@ impl Written {
         let count = records.len() as u64;
         match c.call(write(leader, seq.0, records.clone())) {
             Some(CallAnswer::Verdict(
-                Outcome::Accepted { seq: s, count: n } | Outcome::Duplicate { seq: s, count: n },
+                Outcome::Accepted { seq: s, count: n, .. } | Outcome::Duplicate { seq: s, count: n, .. },
             )) => {
                 assert_eq!((s, n), (seq, count), "a write is acknowledged where it asked to land");
             }

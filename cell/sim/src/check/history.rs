@@ -392,8 +392,8 @@ fn input_json(input: &OpInput) -> Value {
 
 fn outcome_json(o: &Outcome) -> Value {
     match o {
-        Outcome::Accepted { seq, count } => json!({ "accepted": { "seq": seq.0, "count": count } }),
-        Outcome::Duplicate { seq, count } => json!({ "duplicate": { "seq": seq.0, "count": count } }),
+        Outcome::Accepted { seq, count, .. } => json!({ "accepted": { "seq": seq.0, "count": count } }),
+        Outcome::Duplicate { seq, count, .. } => json!({ "duplicate": { "seq": seq.0, "count": count } }),
         Outcome::Refused(v) => json!({ "refused": view_json(v) }),
         Outcome::Truncated(v) => json!({ "truncated": view_json(v) }),
         Outcome::WrongMode(v) => json!({ "wrong_mode": view_json(v) }),

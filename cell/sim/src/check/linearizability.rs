@@ -192,7 +192,7 @@ impl<'a> Landing<'a> {
         for h in history {
             match &h.output {
                 Some(OpOutput::Call(CallAnswer::Verdict(o))) => match o {
-                    Outcome::Accepted { seq, count } => {
+                    Outcome::Accepted { seq, count, .. } => {
                         if matches!(h.input, OpInput::Write { .. }) {
                             acked.insert(seq.0, seq.0 + count);
                         }
@@ -938,8 +938,8 @@ mod tests {
         if rng.chance(500_000) {
             let i = rng.below(n as u64) as usize;
             outputs[i] = match outputs[i].take() {
-                Some(OpOutput::Call(CallAnswer::Verdict(Outcome::Accepted { seq, count }))) => {
-                    Some(OpOutput::Call(CallAnswer::Verdict(Outcome::Accepted { seq: Seq(seq.0 + 1), count })))
+                Some(OpOutput::Call(CallAnswer::Verdict(Outcome::Accepted { seq, count, view }))) => {
+                    Some(OpOutput::Call(CallAnswer::Verdict(Outcome::Accepted { seq: Seq(seq.0 + 1), count, view })))
                 }
                 Some(OpOutput::Read(ReadAnswer::Page { from, mut records, view })) => {
                     if records.is_empty() {
@@ -955,7 +955,11 @@ mod tests {
                     }))
                 }
                 Some(OpOutput::Call(CallAnswer::Verdict(o))) => Some(OpOutput::Call(CallAnswer::Verdict(match o {
-                    Outcome::Refused(v) => Outcome::Accepted { seq: v.next_seq, count: 1 },
+                    Outcome::Refused(v) => Outcome::Accepted {
+                        seq: v.next_seq,
+                        count: 1,
+                        view: JournalView { next_seq: v.next_seq.plus(1), ..v },
+                    },
                     other => Outcome::Refused(other.view().unwrap_or_default()),
                 }))),
                 other => other,

@@ -166,7 +166,8 @@ impl JournalModel {
                     return (Outcome::Refused(view), None);
                 }
                 let seq = self.next;
-                (Outcome::Accepted { seq: Seq(seq), count: records.len() as u64 }, Some(self.append(None, records)))
+                let undo = self.append(None, records);
+                (Outcome::Accepted { seq: Seq(seq), count: records.len() as u64, view: self.view() }, Some(undo))
             }
             (OpInput::SetLeader { new, old }, _) => {
                 if *old != self.leader || Some(*new) == self.leader {
@@ -205,13 +206,14 @@ impl JournalModel {
         }
         if seq < self.next {
             let same = self.batch_at(seq).is_some_and(|b| b.leader == Some(leader) && b.records == records);
-            let o = if same { Outcome::Duplicate { seq: Seq(seq), count } } else { Outcome::Refused(view) };
+            let o = if same { Outcome::Duplicate { seq: Seq(seq), count, view } } else { Outcome::Refused(view) };
             return (o, None);
         }
         if self.leader != Some(leader) || seq != self.next || records.is_empty() {
             return (Outcome::Refused(view), None);
         }
-        (Outcome::Accepted { seq: Seq(seq), count }, Some(self.append(Some(leader), records)))
+        let undo = self.append(Some(leader), records);
+        (Outcome::Accepted { seq: Seq(seq), count, view: self.view() }, Some(undo))
     }
 
     /// Appends `records` at the tail; returns how to take it back.
@@ -356,15 +358,19 @@ mod tests {
         let append = |seq, rs: &[&str]| OpInput::Write { leader: None, seq, records: recs(rs) };
         assert_eq!(
             m.apply(&append(7, &["a"])).0,
-            Outcome::Accepted { seq: Seq(0), count: 1 },
+            Outcome::Accepted { seq: Seq(0), count: 1, view: view(0, 1) },
             "seq 7 is ignored: the tail is 0"
         );
         let (o, undo_bc) = m.apply(&append(0, &["b", "c"]));
-        assert_eq!(o, Outcome::Accepted { seq: Seq(1), count: 2 }, "seq 0 is below the tail: appended at it anyway");
+        assert_eq!(
+            o,
+            Outcome::Accepted { seq: Seq(1), count: 2, view: view(0, 3) },
+            "seq 0 is below the tail: appended at it anyway"
+        );
         let (o, undo_a) = m.apply(&append(0, &["a"]));
         assert_eq!(
             o,
-            Outcome::Accepted { seq: Seq(3), count: 1 },
+            Outcome::Accepted { seq: Seq(3), count: 1, view: view(0, 4) },
             "the same records again are a second append (at-least-once), never a duplicate"
         );
         assert!(m.read_matches(
@@ -397,7 +403,11 @@ mod tests {
             "first_seq never decreases"
         );
         let (o, undo_d) = m.apply(&append(0, &["d"]));
-        assert_eq!(o, Outcome::Accepted { seq: Seq(4), count: 1 }, "an append below first_seq still lands at the tail");
+        assert_eq!(
+            o,
+            Outcome::Accepted { seq: Seq(4), count: 1, view: view(2, 5) },
+            "an append below first_seq still lands at the tail"
+        );
         assert!(m.read_matches(&linearizable_read(0), &ReadAnswer::Truncated(view(2, 5)), BOUNDS));
         assert!(m.read_matches(
             &linearizable_read(2),

@@ -269,7 +269,7 @@ impl Appender {
             self.hint = Some(s);
         }
         let again = match decided {
-            Ok(Decided::Verdict(Outcome::Accepted { seq, count })) => {
+            Ok(Decided::Verdict(Outcome::Accepted { seq, count, .. })) => {
                 self.heard(JournalView { leader: None, first_seq: self.view.first_seq, next_seq: Seq(seq.0 + count) });
                 io.events.push(ClientEvent::Acked { seq: seq.0, records: a.records.clone() });
                 false

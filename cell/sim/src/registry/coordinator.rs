@@ -496,7 +496,7 @@ impl CoordinatorActor {
             // The fence is the core's: a write it *accepted* under our uuid. A `Duplicate` may
             // come from the policy's read-back, which compares bytes only, and a successor
             // writing the same request writes the same bytes.
-            if let Ok(Decided::Verdict(paros_core::journal::Outcome::Accepted { seq, count })) = &done {
+            if let Ok(Decided::Verdict(paros_core::journal::Outcome::Accepted { seq, count, .. })) = &done {
                 ctx.audit.on_written(ctx.claims, uuid, *seq, *count);
             }
             let completion = self.writer.complete(seq, done);

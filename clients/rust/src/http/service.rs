@@ -159,8 +159,12 @@ fn call_reply(call: &Call, a: &Answer) -> CallReply {
             SetLeaderOutcome::Ambiguous => CallReply::NoAnswer,
         }),
         Call::Write { .. } => WriteOutcome::from_response(a.status, &a.body).map(|o| match o {
-            WriteOutcome::Accepted { seq, count, .. } => verdict(Outcome::Accepted { seq: Seq(seq.0), count }),
-            WriteOutcome::Duplicate { seq, count, .. } => verdict(Outcome::Duplicate { seq: Seq(seq.0), count }),
+            WriteOutcome::Accepted { seq, count, view } => {
+                verdict(Outcome::Accepted { seq: Seq(seq.0), count, view: core_view(view) })
+            }
+            WriteOutcome::Duplicate { seq, count, view } => {
+                verdict(Outcome::Duplicate { seq: Seq(seq.0), count, view: core_view(view) })
+            }
             WriteOutcome::Refused(v) => verdict(Outcome::Refused(core_view(v))),
             WriteOutcome::WrongMode(v) => verdict(Outcome::WrongMode(core_view(v))),
             WriteOutcome::Truncated(v) => verdict(Outcome::Truncated(core_view(v))),
