@@ -633,7 +633,7 @@ async fn view_after(g: &Gateway, key: JournalKey, next: u64) -> ApiResult<View> 
         limit: 1,
         max_bytes: 1,
         wait_ms: 1000,
-        consistency: Consistency::AtLeast(Seq(next)),
+        consistency: Consistency::Reached(Seq(next)),
     };
     match g.read(key, params).await {
         ReadAnswer::Page { view, .. } | ReadAnswer::Truncated { view } => Ok(api_view(view)),
@@ -664,24 +664,21 @@ pub(crate) async fn read(
     let limit = clamp(q.limit, cfg.read_records_max);
     let max_bytes = clamp(q.max_bytes, cfg.read_bytes_max);
     let wait_ms = u32::from(q.wait_ms.get());
-    let (consistency, min_seq) = match q.consistency {
-        paros_api::Consistency::Linearizable { min_seq } => (Consistency::Linearizable, min_seq),
-        paros_api::Consistency::AtLeast { min_seq } => (Consistency::AtLeast(Seq(min_seq.0.saturating_add(1))), None),
-    };
+    let (consistency, min_seq) = paros_client::convert::core_consistency(q.consistency);
     let started = tokio::time::Instant::now();
     let mut params = ReadParams { from: Seq(q.from.0), limit, max_bytes, wait_ms, consistency };
     loop {
         match g.read(key, params).await {
             ReadAnswer::Page { from, records, view } => {
                 if let Some(m) = min_seq
-                    && view.next_seq.0 <= m.0
+                    && view.next_seq <= m
                 {
                     // Linearizable and at least `min_seq`: wait for the record there too.
                     let left = Duration::from_millis(u64::from(wait_ms)).saturating_sub(started.elapsed());
                     if left.is_zero() {
                         return Err(ApiError::unavailable("the record at min_seq is not applied yet; retry"));
                     }
-                    params.consistency = Consistency::AtLeast(Seq(m.0.saturating_add(1)));
+                    params.consistency = Consistency::Reached(m.plus(1));
                     params.wait_ms = u32::try_from(left.as_millis()).unwrap_or(wait_ms);
                     continue;
                 }

@@ -78,7 +78,7 @@ impl Reads {
         }
         let stage = match request.consistency {
             Consistency::Linearizable => Stage::Unconfirmed,
-            Consistency::AtLeast(seq) => Stage::Reaching(seq),
+            Consistency::Reached(seq) => Stage::Reaching(seq),
         };
         let deadline = self.tick + u64::from(tunables.read_ticks_max);
         let previous = self.pending.insert(id, Pending { request, stage, deadline });

@@ -50,8 +50,10 @@ pub enum Consistency {
     /// Sees every write acknowledged before the read started: the server confirms a quorum's
     /// accepted watermark and waits until its fold covers it.
     Linearizable,
-    /// Served once this server's fold reached `next_seq ≥ seq` (read-your-writes).
-    AtLeast(Seq),
+    /// Served once this server's fold has reached `next_seq ≥ seq` (read-your-writes). The
+    /// HTTP contract's `at_least` with `min_seq = m` is `Reached(m + 1)`: "the record at `m` is
+    /// applied" (paros-client's `convert` is the one place that translates).
+    Reached(Seq),
 }
 
 /// A page request.

@@ -40,7 +40,7 @@ fn an_at_least_read_waits_until_the_server_applied_through_its_seq() {
         w.append(&mut c, a, recs("second", 3));
         assert_eq!(c.state_of(learner).next_seq, Seq(2), "seed={seed}: the cut-off learner has not applied the write");
 
-        let read = c.submit_read(learner, request(Seq(2), Consistency::AtLeast(Seq(5))));
+        let read = c.submit_read(learner, request(Seq(2), Consistency::Reached(Seq(5))));
         for _ in 0..5 {
             c.tick();
         }
@@ -82,7 +82,7 @@ fn an_at_least_read_the_server_never_reaches_is_unserved_not_stale() {
     let (a, mut w) = claimed(&mut c);
     w.append(&mut c, a, recs("x", 2));
     c.settle(300);
-    let read = c.submit_read(learner_id(0), request(Seq(0), Consistency::AtLeast(Seq(50))));
+    let read = c.submit_read(learner_id(0), request(Seq(0), Consistency::Reached(Seq(50))));
     assert_eq!(await_read(&mut c, read, 40), Some(ReadAnswer::Unserved));
 }
 

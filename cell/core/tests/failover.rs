@@ -35,7 +35,7 @@ fn every_acked_write_survives_the_leader_crashing() {
                     Seq(w.next()),
                     "voters={voters} seed={seed}: {id:?} folded every write"
                 );
-                let got = read_range(&mut c, id, 0, w.next(), Consistency::AtLeast(Seq(w.next())));
+                let got = read_range(&mut c, id, 0, w.next(), Consistency::Reached(Seq(w.next())));
                 assert_eq!(got, w.0, "voters={voters} seed={seed}: {id:?} serves every acked write at its position");
             }
             c.assert_agreement();

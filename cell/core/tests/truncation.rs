@@ -89,14 +89,14 @@ fn a_truncation_lands_every_node_on_the_same_floor_and_reads_below_it_are_trunca
             for id in c.up() {
                 let state = c.state_of(id);
                 for below in [0, 9] {
-                    let answer = c.read_at(id, Seq(below), Consistency::AtLeast(Seq(20)), 60);
+                    let answer = c.read_at(id, Seq(below), Consistency::Reached(Seq(20)), 60);
                     assert_eq!(
                         answer,
                         Some(ReadAnswer::Truncated(state.view())),
                         "voters={voters} seed={seed}: {id:?} at {below}"
                     );
                 }
-                let got = read_range(&mut c, id, 10, 20, Consistency::AtLeast(Seq(20)));
+                let got = read_range(&mut c, id, 10, 20, Consistency::Reached(Seq(20)));
                 assert_eq!(got, w.range(10, 20), "voters={voters} seed={seed}: {id:?} serves the retained tail");
             }
 
@@ -127,11 +127,11 @@ fn a_truncation_lands_every_node_on_the_same_floor_and_reads_below_it_are_trunca
 fn assert_serves_only_the_retained_records(c: &mut Cluster, id: NodeId, w: &Written, below: u64, ctx: &str) {
     let state = c.state_of(id);
     assert_eq!(
-        c.read_at(id, Seq(below), Consistency::AtLeast(state.next_seq), 60),
+        c.read_at(id, Seq(below), Consistency::Reached(state.next_seq), 60),
         Some(ReadAnswer::Truncated(state.view())),
         "{ctx}"
     );
-    let got = read_range(c, id, state.first_seq.0, state.next_seq.0, Consistency::AtLeast(state.next_seq));
+    let got = read_range(c, id, state.first_seq.0, state.next_seq.0, Consistency::Reached(state.next_seq));
     assert_eq!(got, w.range(state.first_seq.0, state.next_seq.0), "{ctx}");
 }
 
@@ -254,7 +254,7 @@ fn a_truncation_of_every_record_puts_the_floor_just_past_the_truncate() {
         let floor = trimmed.last().expect("the truncate applied").next();
         for id in c.up() {
             assert_eq!(c.floor_of(id), floor, "seed={seed}: {id:?} dropped every slot through the truncate");
-            assert_eq!(c.read_at(id, Seq(5), Consistency::AtLeast(Seq(6)), 60), Some(ReadAnswer::Truncated(view)));
+            assert_eq!(c.read_at(id, Seq(5), Consistency::Reached(Seq(6)), 60), Some(ReadAnswer::Truncated(view)));
         }
         w.append(&mut c, a, recs("again", 1));
         c.settle(400);
@@ -286,7 +286,7 @@ fn a_learner_restarted_into_a_quiet_journal_learns_it_is_behind() {
     assert_eq!(c.state_of(learner).next_seq, Seq(0), "the learner rebooted behind");
     c.run(20);
     assert_eq!(c.state_of(learner), c.state_of(leader), "the restarted learner caught up without a new write");
-    let answer = c.read_at(learner, Seq(0), Consistency::AtLeast(Seq(2)), 30);
+    let answer = c.read_at(learner, Seq(0), Consistency::Reached(Seq(2)), 30);
     assert!(matches!(answer, Some(ReadAnswer::Page { .. })), "{answer:?}");
 }
 

@@ -83,7 +83,7 @@ impl H {
             limit: 0,
             max_bytes: 0,
             wait_ticks: 0,
-            consistency: Consistency::AtLeast(Seq(at_least)),
+            consistency: Consistency::Reached(Seq(at_least)),
         };
         let page = ReadAnswer::Page { from: Seq(from), records: records.iter().map(|r| rec(r)).collect(), view: v };
         self.op("p", input, Some(OpOutput::Read(page)), call, Some(ret))

@@ -54,13 +54,26 @@ pub fn core_uuid(u: paros_api::LeaderUuid) -> LeaderUuid {
     LeaderUuid::new(u.get()).expect("an API leader uuid is never nil")
 }
 
-/// paros-core's read consistency as API.md's (see the [HTTP module documentation](crate::http)).
+/// paros-core's read consistency as the HTTP contract's: `Reached(s)` asks for `next_seq ≥ s`,
+/// `at_least` with `min_seq = m` for `next_seq > m`, so `Reached(s)` travels as
+/// `min_seq = s − 1`, and `Reached(0)` (which any server meets) as the default, linearizable.
 #[must_use]
 pub fn api_consistency(c: Consistency) -> paros_api::Consistency {
     match c {
-        Consistency::Linearizable | Consistency::AtLeast(Seq(0)) => {
+        Consistency::Linearizable | Consistency::Reached(Seq(0)) => {
             paros_api::Consistency::Linearizable { min_seq: None }
         }
-        Consistency::AtLeast(Seq(s)) => paros_api::Consistency::AtLeast { min_seq: paros_api::Seq(s - 1) },
+        Consistency::Reached(Seq(s)) => paros_api::Consistency::AtLeast { min_seq: paros_api::Seq(s - 1) },
+    }
+}
+
+/// The HTTP contract's read consistency as paros-core's, and the position a linearizable read
+/// must also see applied (`consistency=linearizable&min_seq=m` waits for both: the core read is
+/// linearizable and its answer must reach `next_seq > m`).
+#[must_use]
+pub fn core_consistency(c: paros_api::Consistency) -> (Consistency, Option<Seq>) {
+    match c {
+        paros_api::Consistency::Linearizable { min_seq } => (Consistency::Linearizable, min_seq.map(|m| Seq(m.0))),
+        paros_api::Consistency::AtLeast { min_seq } => (Consistency::Reached(Seq(min_seq.0.saturating_add(1))), None),
     }
 }

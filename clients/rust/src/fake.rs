@@ -348,7 +348,7 @@ impl JournalService for FakeService {
                 Some(ReadFault::UnknownJournal) => return ReadAnswer::UnknownJournal,
                 None => {}
             }
-            if let Consistency::AtLeast(seq) = read.consistency
+            if let Consistency::Reached(seq) = read.consistency
                 && state.fold.state().next_seq < seq
             {
                 return ReadAnswer::Unserved;

@@ -553,7 +553,7 @@ impl CallPolicy {
             wait_ms: 0,
             // Positions below the refusal's tail never change: any server that has applied that
             // far may answer.
-            consistency: Consistency::AtLeast(read_back.refusal.next_seq),
+            consistency: Consistency::Reached(read_back.refusal.next_seq),
         };
         let route = Route { server: self.server, attempt: self.sent };
         self.sent += 1;

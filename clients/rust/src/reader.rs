@@ -325,7 +325,7 @@ impl<S: crate::JournalService> Reader<S> {
             let consistency = match self.consistency {
                 ReadConsistency::Linearizable => paros_core::Consistency::Linearizable,
                 ReadConsistency::Monotonic => {
-                    paros_core::Consistency::AtLeast(self.cursor.tail().unwrap_or(request.from))
+                    paros_core::Consistency::Reached(self.cursor.tail().unwrap_or(request.from))
                 }
             };
             let params = crate::ReadParams {

@@ -373,7 +373,7 @@ fn read_params(from: u64, consistency: Consistency) -> ReadParams {
 #[tokio::test]
 async fn a_read_sends_its_query_and_maps_the_page() {
     let f = fake(|_| reply(200, json!({"from": 2, "records": ["aGk="], "view": view(None, 0, 3)}))).await;
-    let answer = f.service().read(&j(), read_params(2, Consistency::AtLeast(Seq(3))), Route::default()).await;
+    let answer = f.service().read(&j(), read_params(2, Consistency::Reached(Seq(3))), Route::default()).await;
     assert_eq!(
         answer,
         ReadAnswer::Page { from: Seq(2), records: vec![Bytes::from_static(b"hi")], view: core_view(None, 0, 3) }
@@ -388,7 +388,7 @@ async fn a_read_sends_its_query_and_maps_the_page() {
 async fn a_linearizable_read_with_server_defaults_sends_from_alone() {
     let f = fake(|_| reply(200, json!({"from": 0, "records": [], "view": view(None, 0, 0)}))).await;
     let params =
-        ReadParams { from: Seq(0), limit: 0, max_bytes: 0, wait_ms: 5000, consistency: Consistency::AtLeast(Seq(0)) };
+        ReadParams { from: Seq(0), limit: 0, max_bytes: 0, wait_ms: 5000, consistency: Consistency::Reached(Seq(0)) };
     f.service().read(&j(), params, Route::default()).await;
     assert_eq!(f.requests()[0].query, "from=0&wait_ms=1000", "zero limits are the server's, wait_ms is capped at 1000");
 }

@@ -381,7 +381,7 @@ fn input_json(input: &OpInput) -> Value {
         OpInput::Read { from, limit, max_bytes, wait_ticks, consistency } => {
             let c = match consistency {
                 Consistency::Linearizable => json!("linearizable"),
-                Consistency::AtLeast(s) => json!({ "at_least": s.0 }),
+                Consistency::Reached(s) => json!({ "at_least": s.0 }),
             };
             json!({ "from": from, "limit": limit, "max_bytes": max_bytes, "wait_ticks": wait_ticks, "consistency": c })
         }

@@ -479,7 +479,7 @@ pub fn stale_read_violation(history: &[HistoryOp]) -> Option<String> {
         }
     }
     for h in history {
-        let (OpInput::Read { from, consistency: Consistency::AtLeast(at_least), .. }, Some(OpOutput::Read(answer))) =
+        let (OpInput::Read { from, consistency: Consistency::Reached(at_least), .. }, Some(OpOutput::Read(answer))) =
             (&h.input, &h.output)
         else {
             continue;

@@ -249,7 +249,7 @@ impl JournalModel {
     pub fn read_matches(&self, input: &OpInput, answer: &ReadAnswer, bounds: PageBounds) -> bool {
         let OpInput::Read { from, limit, max_bytes, consistency, .. } = input else { return false };
         let from = *from;
-        if let Consistency::AtLeast(s) = consistency
+        if let Consistency::Reached(s) = consistency
             && self.next < s.0
         {
             return false;

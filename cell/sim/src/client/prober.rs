@@ -107,7 +107,7 @@ impl Prober {
         let consistency = if self.rng.below(100) < self.params.linearizable_pct {
             Consistency::Linearizable
         } else {
-            Consistency::AtLeast(Seq(self.rng.below(next + 4)))
+            Consistency::Reached(Seq(self.rng.below(next + 4)))
         };
         let request = ReadRequest {
             from: Seq(from),

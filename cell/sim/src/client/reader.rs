@@ -144,7 +144,7 @@ impl Reader {
         let consistency = if self.rng.below(100) < self.params.linearizable_pct {
             Consistency::Linearizable
         } else {
-            Consistency::AtLeast(self.cursor.tail().unwrap_or(r.from))
+            Consistency::Reached(self.cursor.tail().unwrap_or(r.from))
         };
         let tick_ms = (self.tick_ns / 1_000_000).max(1);
         let request = ReadRequest {

@@ -696,7 +696,7 @@ impl Writer {
             limit: r.limit,
             max_bytes: r.max_bytes,
             wait_ticks: 0,
-            consistency: Consistency::AtLeast(c.target),
+            consistency: Consistency::Reached(c.target),
         };
         let to = match self.hint.filter(|_| r.attempt == 0) {
             Some(h) => h,

@@ -16,9 +16,7 @@
 //! | connection refused, DNS failure, connect timeout | `NotSent` | `Unserved` |
 //! | 400, 401, 403, 429, a 4xx outside the contract | `Denied` | `Denied` |
 //!
-//! Consistency: paros-core's `AtLeast(s)` asks for `next_seq ≥ s`, API.md's `min_seq = m` for
-//! `next_seq > m`; so `AtLeast(s)` travels as `min_seq = s − 1`, and `AtLeast(0)` (which any
-//! server meets) as the default, linearizable.
+//! Consistency travels as [`convert::api_consistency`](crate::convert::api_consistency) says.
 
 use std::time::Duration;
 
