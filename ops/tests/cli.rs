@@ -52,7 +52,8 @@ fn gateway(handler: Box<Handler>) -> (String, Arc<Mutex<Vec<String>>>) {
             seen.lock().unwrap().push(format!("{method} {target} {body}"));
             let (status, answer) = handler(method, target, &body);
             let out = format!(
-                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+                 connection: close\r\n\r\n{answer}",
                 answer.len()
             );
             let _ = s.write_all(out.as_bytes());

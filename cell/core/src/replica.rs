@@ -196,7 +196,8 @@ impl Replica {
         ready
     }
 
-    /// Takes what may leave now, even while a `Ready` is in flight (see [`Voter::take_released`](crate::Voter::take_released)).
+    /// Takes what may leave now, even while a `Ready` is in flight
+    /// (see [`Voter::take_released`](crate::Voter::take_released)).
     pub fn take_released(&mut self) -> crate::ready::Released {
         self.flush();
         self.effects.release()

@@ -113,7 +113,11 @@ fn a_peer_asked_from_past_its_prefix_learns_it_is_behind_and_catches_up() {
     v.step(PEERS[1], Message::CatchUpRequest { from: Slot(9), life: Life(99) });
     let (sent, _) = round(&mut v);
     assert!(
-        sent.iter().any(|(to, m)| *to == PEERS[1] && matches!(m, Message::CatchUpResponse { entries, chosen_up_to: Slot(3), life: Life(99) } if entries.is_empty())),
+        sent.iter().any(|(to, m)| *to == PEERS[1]
+            && matches!(
+                m,
+                Message::CatchUpResponse { entries, chosen_up_to: Slot(3), life: Life(99) } if entries.is_empty()
+            )),
         "it answers with its own prefix: {sent:?}"
     );
     assert!(!v.is_quiet(), "and knows it is behind");

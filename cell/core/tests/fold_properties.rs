@@ -432,7 +432,11 @@ proptest! {
                     prop_assert_eq!(seq, e.seq);
                     prop_assert_eq!(count, e.records.len() as u64);
                     let original = history.iter().find(|(s, _, _)| *s == e.seq);
-                    prop_assert_eq!(original, Some(&(e.seq, e.leader, e.records.clone())), "a duplicate names an accepted write byte for byte");
+                    prop_assert_eq!(
+                        original,
+                        Some(&(e.seq, e.leader, e.records.clone())),
+                        "a duplicate names an accepted write byte for byte"
+                    );
                     prop_assert!(e.seq >= before.first_seq);
                 }
                 _ => prop_assert!(

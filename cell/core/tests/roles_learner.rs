@@ -280,7 +280,8 @@ fn compaction_drops_the_slots_below_the_first_retained_write_and_seals_their_sta
     assert_eq!(
         writes,
         vec![WriteOp::Truncate { floor: Slot(2), sealed }, WriteOp::Chosen { up_to: Slot(4) }],
-        "the floor is the slot of the write holding first_seq, sealed at the state before it, and the index is written with it"
+        "the floor is the slot of the write holding first_seq, sealed at the state before it, \
+         and the index is written with it"
     );
     assert_eq!(log.floor(), Slot(2));
     assert!(log.get(Slot(1)).is_none() && log.get(Slot(2)).is_some(), "the write holding first_seq is retained");

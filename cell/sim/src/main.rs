@@ -120,7 +120,8 @@ fn run_sweep(plan: &Seeds, jobs: Option<usize>, lin_steps: u64) -> ExitCode {
     if let Some((seed, f)) = s.registry.iter().max_by_key(|(_, f)| f.retained_bytes_max) {
         let over = s.registry.iter().filter(|(_, f)| !f.bounded()).count();
         println!(
-            "registry: sweep max retained {} bytes / {} records (seed {seed}, bound {} bytes); seeds over the bound: {over}",
+            "registry: sweep max retained {} bytes / {} records (seed {seed}, bound {} bytes); \
+             seeds over the bound: {over}",
             f.retained_bytes_max,
             s.registry.iter().map(|(_, f)| f.retained_records_max).max().unwrap_or(0),
             f.bound_bytes()
@@ -184,7 +185,8 @@ fn run_replay(seed: u64, timeline: bool, history: Option<std::path::PathBuf>, li
 /// The registry's figures of one run, as the runner prints them.
 fn registry_line(f: &paros_sim::registry::RegistryFigures) -> String {
     format!(
-        "retained_max={} records / {} bytes (bound 4 x state {} + run {} = {} bytes{}) runs={} truncations={} coordinators={} verdicts={}",
+        "retained_max={} records / {} bytes (bound 4 x state {} + run {} = {} bytes{}) \
+         runs={} truncations={} coordinators={} verdicts={}",
         f.retained_records_max,
         f.retained_bytes_max,
         f.state_bytes_max,

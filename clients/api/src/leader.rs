@@ -28,7 +28,10 @@ pub enum InvalidUuid {
 /// accepted: the server compares the 128 bits and nothing else.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"))]
+#[cfg_attr(
+    feature = "openapi",
+    schema(value_type = String, pattern = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+)]
 pub struct LeaderUuid(u128);
 
 const HYPHENS: [usize; 4] = [8, 13, 18, 23];

@@ -67,9 +67,10 @@ fn api_md_spaced_examples_parse_to_the_compact_fixtures() {
 fn signup_request_and_answer() {
     let r: SignupRequest = round_trip(r#"{"name":"acme"}"#);
     assert_eq!(r.name.as_str(), "acme");
-    let a: SignupAnswer = round_trip(
-        r#"{"tenant":"00c0ffee00c0ffee","name":"acme","token":"eyJhbGciOiJFZERTQSJ9.e30.c2ln","token_id":"tok-1","expires_at":1767225600}"#,
-    );
+    let a: SignupAnswer = round_trip(concat!(
+        r#"{"tenant":"00c0ffee00c0ffee","name":"acme","token":"eyJhbGciOiJFZERTQSJ9.e30.c2ln","#,
+        r#""token_id":"tok-1","expires_at":1767225600}"#,
+    ));
     assert_eq!((a.tenant.as_str(), a.token_id.as_str(), a.expires_at), ("00c0ffee00c0ffee", "tok-1", 1_767_225_600));
 }
 
@@ -105,9 +106,9 @@ fn create_journal_requests_keep_an_omitted_mode_omitted() {
 fn journal_info_and_list() {
     let info: JournalInfo = round_trip(&format!(r#"{{"name":"orders","mode":"single_writer","view":{VIEW_NEW}}}"#));
     assert_eq!(info.view, View::NEW);
-    let list: JournalList = round_trip(&format!(
-        r#"{{"journals":[{{"name":"orders","mode":"single_writer","view":{VIEW_LED}}},{{"name":"Events.v2","mode":"multi_writer","view":{VIEW_NEW}}}]}}"#
-    ));
+    let orders = format!(r#"{{"name":"orders","mode":"single_writer","view":{VIEW_LED}}}"#);
+    let events = format!(r#"{{"name":"Events.v2","mode":"multi_writer","view":{VIEW_NEW}}}"#);
+    let list: JournalList = round_trip(&format!(r#"{{"journals":[{orders},{events}]}}"#));
     assert_eq!(list.journals.len(), 2);
     assert_eq!(round_trip::<JournalList>(r#"{"journals":[]}"#).journals, vec![]);
 }
@@ -184,13 +185,12 @@ fn error_bodies_bare_with_a_view_and_with_the_three_limits() {
     let refused: ErrorBody =
         round_trip(&format!(r#"{{"code":"refused","message":"wrong position","view":{VIEW_LED}}}"#));
     assert_eq!(refused.view, Some(led()));
+    let limits = r#""max_records":1024,"max_bytes":1048576,"max_body_bytes":2097152"#;
     let batch: ErrorBody = round_trip(&format!(
-        r#"{{"code":"too_large","message":"batch over the write limits","view":{VIEW_LED},"max_records":1024,"max_bytes":1048576,"max_body_bytes":2097152}}"#
+        r#"{{"code":"too_large","message":"batch over the write limits","view":{VIEW_LED},{limits}}}"#
     ));
     assert_eq!(batch.limits().map(|l| (l.max_records, l.max_bytes, l.max_body_bytes)), Some((1024, 1 << 20, 2 << 20)));
-    let body: ErrorBody = round_trip(
-        r#"{"code":"too_large","message":"body over the limit","max_records":1024,"max_bytes":1048576,"max_body_bytes":2097152}"#,
-    );
+    let body: ErrorBody = round_trip(&format!(r#"{{"code":"too_large","message":"body over the limit",{limits}}}"#));
     assert_eq!(body.view, None);
 }
 

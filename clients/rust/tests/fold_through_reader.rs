@@ -64,12 +64,18 @@ proptest! {
         }
         let (whole, events) = read_and_fold(&journal, Seq(0), page);
         prop_assert_eq!(whole.state(), &journal.owner, "a reader of the whole history reaches the owner's state");
-        prop_assert!(!events.iter().any(|e| matches!(e, FoldEvent::Restored { .. } | FoldEvent::Diverged { .. })), "a reader of the whole history only verifies runs");
+        prop_assert!(
+            !events.iter().any(|e| matches!(e, FoldEvent::Restored { .. } | FoldEvent::Diverged { .. })),
+            "a reader of the whole history only verifies runs"
+        );
         let (jumped, events) = read_and_fold(&journal, floor, page);
         prop_assert!(jumped.is_whole(), "a reader that jumped to the floor restores from the run there");
         prop_assert_eq!(jumped.state(), &journal.owner, "a reader that jumped reaches the owner's state");
         if floor > Seq(0) {
-            prop_assert!(events.contains(&FoldEvent::Restored { at: floor }), "the jump restores from the run at the floor");
+            prop_assert!(
+                events.contains(&FoldEvent::Restored { at: floor }),
+                "the jump restores from the run at the floor"
+            );
         }
     }
 }

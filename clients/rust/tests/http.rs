@@ -255,7 +255,13 @@ async fn a_410_is_a_truncated_verdict() {
 
 #[tokio::test]
 async fn a_413_is_too_large_with_the_limits() {
-    let body = json!({"code": "too_large", "message": "m", "max_records": 1024, "max_bytes": 1_048_576, "max_body_bytes": 4_000_000});
+    let body = json!({
+        "code": "too_large",
+        "message": "m",
+        "max_records": 1024,
+        "max_bytes": 1_048_576,
+        "max_body_bytes": 4_000_000
+    });
     let (reply, _) = call_with(move || reply(413, body.clone()), write_call()).await;
     assert_eq!(reply, CallReply::Answer(CallAnswer::TooLarge(TooLarge { max_records: 1024, max_bytes: 1 << 20 })));
 }
@@ -602,13 +608,27 @@ async fn the_admin_routes_travel_as_api_md_says() {
     let f = fake(|r| match (r.method.as_str(), r.path.as_str()) {
         ("POST", "/v1/signup") => reply(
             200,
-            json!({"tenant": "t-1", "name": "acme", "token": "jwt.a.b", "token_id": "jti-1", "expires_at": 1_900_000_000u64}),
+            json!({
+                "tenant": "t-1",
+                "name": "acme",
+                "token": "jwt.a.b",
+                "token_id": "jti-1",
+                "expires_at": 1_900_000_000u64
+            }),
         ),
-        ("POST", "/v1/tokens") => reply(200, json!({"token": "jwt.c.d", "token_id": "jti-2", "expires_at": 1_800_000_000u64})),
+        ("POST", "/v1/tokens") => {
+            reply(200, json!({"token": "jwt.c.d", "token_id": "jti-2", "expires_at": 1_800_000_000u64}))
+        }
         ("DELETE", "/v1/tokens/jti%2F2") => Resp::Reply { status: 204, headers: vec![], body: String::new() },
-        ("POST", "/v1/journals") => reply(201, json!({"name": "orders", "mode": "multi_writer", "view": view(None, 0, 0)})),
-        ("GET", "/v1/journals") => reply(200, json!({"journals": [{"name": "orders", "mode": "single_writer", "view": view(None, 0, 0)}]})),
-        ("GET", "/v1/journals/orders") => reply(200, json!({"name": "orders", "mode": "single_writer", "view": view(Some(U1), 2, 5)})),
+        ("POST", "/v1/journals") => {
+            reply(201, json!({"name": "orders", "mode": "multi_writer", "view": view(None, 0, 0)}))
+        }
+        ("GET", "/v1/journals") => {
+            reply(200, json!({"journals": [{"name": "orders", "mode": "single_writer", "view": view(None, 0, 0)}]}))
+        }
+        ("GET", "/v1/journals/orders") => {
+            reply(200, json!({"name": "orders", "mode": "single_writer", "view": view(Some(U1), 2, 5)}))
+        }
         ("DELETE", "/v1/journals/orders") => Resp::Reply { status: 204, headers: vec![], body: String::new() },
         _ => err(404, "unknown_journal", None),
     })
@@ -650,7 +670,8 @@ async fn a_gateway_url_with_a_path_prefix_keeps_it() {
 #[test]
 fn the_sse_parser_joins_split_chunks_and_follows_the_line_rules() {
     let mut p = SseParser::default();
-    let stream = b": hello\r\nevent: records\r\nid: 3\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\nevent: heartbeat\rdata: x\r\rdata: y\n\n";
+    let stream = b": hello\r\nevent: records\r\nid: 3\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\n\
+        event: heartbeat\rdata: x\r\rdata: y\n\n";
     let mut events = vec![];
     for chunk in stream.chunks(3) {
         events.extend(p.push(chunk));

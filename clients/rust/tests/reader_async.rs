@@ -136,7 +136,11 @@ proptest! {
         ops in proptest::collection::vec(op(), 1..60),
         page in 1u32..4,
     ) {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().expect("runtime");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("runtime");
         rt.block_on(async {
             let fake = fake_with(0);
             let mut r = reader(&fake, 0, page);
@@ -148,7 +152,8 @@ proptest! {
             for (k, op) in ops.iter().chain(drain).enumerate() {
                 match op {
                     Op::Write(n) => {
-                        let batch: Vec<Bytes> = (0..*n).map(|i| Bytes::from(format!("w{}-{i}", written.len()))).collect();
+                        let batch: Vec<Bytes> =
+                            (0..*n).map(|i| Bytes::from(format!("w{}-{i}", written.len()))).collect();
                         fake.write_as(batch.clone());
                         written.extend(batch);
                     }

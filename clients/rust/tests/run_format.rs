@@ -30,7 +30,10 @@ proptest! {
     }
 
     #[test]
-    fn a_run_record_with_trailing_bytes_is_refused(record in any_run_record(), extra in proptest::collection::vec(any::<u8>(), 1..8)) {
+    fn a_run_record_with_trailing_bytes_is_refused(
+        record in any_run_record(),
+        extra in proptest::collection::vec(any::<u8>(), 1..8),
+    ) {
         let mut encoded = record.encode().to_vec();
         encoded.extend_from_slice(&extra);
         prop_assert_eq!(
@@ -58,7 +61,11 @@ proptest! {
     #[test]
     fn random_bytes_without_the_magic_are_not_run_records(record in proptest::collection::vec(any::<u8>(), 0..40)) {
         prop_assume!(!record.starts_with(&MAGIC));
-        prop_assert_eq!(RunRecord::decode(&record), Err(RunDecodeError::NoMagic), "a record without the magic is an application record");
+        prop_assert_eq!(
+            RunRecord::decode(&record),
+            Err(RunDecodeError::NoMagic),
+            "a record without the magic is an application record"
+        );
     }
 }
 

@@ -74,10 +74,12 @@ impl Claim {
             Claim::SameFold => "every client folds the same record to the same state",
             Claim::Linearizable => "a client history is linearizable",
             Claim::Progress => {
-                "in the fault-free settle tail every call is answered and every journal with a pending call decides within a bound"
+                "in the fault-free settle tail every call is answered \
+                 and every journal with a pending call decides within a bound"
             }
             Claim::ContestedCampaign => {
-                "contested: a campaign whose Promises report different values for one slot at different ballots re-proposes the reported value of the highest ballot, the chosen one if any"
+                "contested: a campaign whose Promises report different values for one slot at different ballots \
+                 re-proposes the reported value of the highest ballot, the chosen one if any"
             }
             Claim::StaleAccept => {
                 "contested: an Accept in flight from a deposed leader is never accepted above a higher durable promise"
@@ -95,7 +97,8 @@ impl Claim {
             }
             Claim::DormantWakes => "storage: a journal that went dormant wakes from its disk on the next input",
             Claim::AnswerForItsRequest => {
-                "an answer counts only for the request it answers: one to a journal's earlier life on a machine is dropped, one to its current life is taken"
+                "an answer counts only for the request it answers: \
+                 one to a journal's earlier life on a machine is dropped, one to its current life is taken"
             }
             Claim::StaleAnswerAfterWake => {
                 "dormancy: a reply from a journal's earlier life arrives after it woke, and counts for nothing"

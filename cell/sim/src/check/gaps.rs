@@ -45,7 +45,8 @@ pub fn check(ops: &[HistoryOp]) -> GapVerdict {
             v.checked += 1;
             if from > covered {
                 v.violations.push(format!(
-                    "{key:?}: {client} read from seq{from} at call {} but never reported seq{covered}..seq{from}: skipped silently",
+                    "{key:?}: {client} read from seq{from} at call {} \
+                     but never reported seq{covered}..seq{from}: skipped silently",
                     op.call_index
                 ));
                 // One violation per skip: the reader is judged on from here.

@@ -266,7 +266,12 @@ impl HistoryHeader {
                     WriterMode::Single => "single",
                     WriterMode::Multi => "multi",
                 };
-                json!({ "journal": format!("{:?}", j.key), "mode": mode, "voters": nodes(&j.voters), "learners": nodes(&j.learners) })
+                json!({
+                    "journal": format!("{:?}", j.key),
+                    "mode": mode,
+                    "voters": nodes(&j.voters),
+                    "learners": nodes(&j.learners)
+                })
             })
             .collect();
         json!({ "header": {

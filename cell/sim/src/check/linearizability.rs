@@ -501,7 +501,8 @@ pub fn stale_read_violation(history: &[HistoryOp]) -> Option<String> {
         };
         if !ok {
             return Some(format!(
-                "{} read {:?} -> {:?} [call {} ns #{}, return {:?} ns #{:?}]: no state of the journal gives that answer",
+                "{} read {:?} -> {:?} [call {} ns #{}, return {:?} ns #{:?}]: \
+                 no state of the journal gives that answer",
                 h.client, h.input, h.output, h.call_ns, h.call_index, h.return_ns, h.return_index
             ));
         }

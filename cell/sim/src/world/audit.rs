@@ -266,7 +266,10 @@ impl Audit {
             let chosen_ok = !binding || self.chosen.get(&(key, *slot)).is_none_or(|c| *c == digest);
             let ok = (best.is_some_and(|b| b.1 == digest) || own_outranks) && chosen_ok;
             self.claims.check(Claim::ContestedCampaign, ok, || {
-                format!("{node:?} on {key:?} at {ballot:?} re-proposed {digest:x} at {slot:?}; Promises reported {reported:?}, own {own:?}")
+                format!(
+                    "{node:?} on {key:?} at {ballot:?} re-proposed {digest:x} at {slot:?}; \
+                     Promises reported {reported:?}, own {own:?}"
+                )
             });
             if ok && self.contested.insert((node, key, ballot, *slot)) {
                 self.claims.reach(Claim::ContestedCampaign);

@@ -149,7 +149,8 @@ impl Progress {
                 let bound = self.bound_ns;
                 claims.check(Claim::Progress, stall <= bound, || {
                     format!(
-                        "journal {j} had a call pending and decided nothing for {} ms in the fault-free tail (bound {} ms)",
+                        "journal {j} had a call pending and decided nothing for {} ms \
+                         in the fault-free tail (bound {} ms)",
                         stall / 1_000_000,
                         bound / 1_000_000
                     )
