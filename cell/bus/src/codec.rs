@@ -21,7 +21,7 @@ pub enum CodecError {
     #[error("unknown wire version {seen} (this build reads version {WIRE_VERSION})")]
     Version { seen: u8 },
     /// The body does not decode as the expected type: truncated, or not that type at all.
-    #[error("bus message does not decode")]
+    #[error("bus message does not decode: {0}")]
     Decode(#[source] postcard::Error),
     /// The body decodes, with bytes left over after the value.
     #[error("bus message has {extra} bytes after its value")]

@@ -89,6 +89,7 @@ fn a_decode_failure_carries_postcards_error_as_its_source() {
     let err = decode::<NodeAnswer>(&[WIRE_VERSION]).unwrap_err();
     let source = err.source().expect("a decode failure has a source");
     assert_eq!(source.downcast_ref::<postcard::Error>(), Some(&postcard::Error::DeserializeUnexpectedEnd));
+    assert!(err.to_string().ends_with(&format!(": {source}")), "the message says why: {err}");
     assert!(CodecError::Version { seen: 9 }.source().is_none(), "a version mismatch has no source");
 }
 

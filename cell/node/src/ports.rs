@@ -9,18 +9,20 @@ use std::sync::Arc;
 /// A storage fault. Unknown, not "not done": the process must stop and recover from disk.
 ///
 /// One variant per reason; the engine's or the file system's own error, where there is one,
-/// is the [`source`](std::error::Error::source).
+/// is the [`source`](std::error::Error::source). The message repeats the source's own after a
+/// colon: the edges (the shell's storage fault, the embedded cell) print the message alone, and
+/// an operator must read why (a full disk) there.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The storage engine (fjall, in paros-store) failed while doing `op`.
-    #[error("storage engine failed {op}")]
+    #[error("storage engine failed {op}: {source}")]
     Engine {
         op: StoreOp,
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A file or directory of the store's own (its write-ahead log) failed while doing `op`.
-    #[error("storage file {} failed {op}", path.display())]
+    #[error("storage file {} failed {op}: {source}", path.display())]
     File {
         op: StoreOp,
         path: PathBuf,
@@ -28,14 +30,14 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// One of the store's background threads could not be started.
-    #[error("storage thread {thread} could not start")]
+    #[error("storage thread {thread} could not start: {source}")]
     Spawn {
         thread: &'static str,
         #[source]
         source: std::io::Error,
     },
     /// A value could not be encoded for the store.
-    #[error("encoding {what} for the store failed")]
+    #[error("encoding {what} for the store failed: {source}")]
     Encode {
         what: &'static str,
         #[source]
@@ -43,7 +45,7 @@ pub enum StoreError {
     },
     /// Bytes read back from the store are not what their place says they hold: a key that
     /// does not parse, or a value that does not decode (`source`: the decoder's error).
-    #[error("stored {what} under key {key:02x?} is corrupt")]
+    #[error("stored {what} under key {key:02x?} is corrupt{}", Cause(.source.as_deref()))]
     Corrupt {
         what: &'static str,
         key: Vec<u8>,
@@ -69,8 +71,20 @@ pub enum StoreError {
     #[error("store option {option} is {value}, below its minimum {min}")]
     OptionTooSmall { option: &'static str, value: u64, min: u64 },
     /// The store's background applier failed earlier (`source`: how); every write since fails.
-    #[error("the store stopped applying its write-ahead log")]
+    #[error("the store stopped applying its write-ahead log: {0}")]
     Stopped(#[source] Arc<StoreError>),
+}
+
+/// `: <the error>` after a message, when there is an error; nothing when there is none.
+struct Cause<'e>(Option<&'e (dyn std::error::Error + Send + Sync)>);
+
+impl std::fmt::Display for Cause<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(e) => write!(f, ": {e}"),
+            None => Ok(()),
+        }
+    }
 }
 
 /// What a store was doing when its engine or one of its files failed.

@@ -28,6 +28,7 @@ fn a_state_row_that_does_not_decode_is_corrupt_under_its_key_with_the_decoders_e
             assert_eq!(found.as_slice(), key.as_slice(), "the error names the key");
             let source = e.source().expect("the decoder's error is the source");
             assert!(source.downcast_ref::<postcard::Error>().is_some(), "a postcard error, got {source:?}");
+            assert!(e.to_string().ends_with(&format!(": {source}")), "the message says why: {e}");
         }
         other => panic!("expected a corrupt state row, got {other:?}"),
     }
@@ -42,6 +43,8 @@ fn a_state_key_that_names_no_journal_is_corrupt() {
         Err(StoreError::Corrupt { what, key, source }) => {
             assert_eq!((what, key.as_slice()), ("state key", b"short".as_slice()));
             assert!(source.is_none(), "a key that does not parse has no decoder error");
+            let message = StoreError::Corrupt { what, key, source }.to_string();
+            assert!(message.ends_with("is corrupt"), "nothing follows when there is no cause: {message}");
         }
         other => panic!("expected a corrupt state key, got {other:?}"),
     }
