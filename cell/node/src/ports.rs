@@ -1,10 +1,11 @@
 //! The host's ports: storage, transport, clock. Implemented by paros-store (fjall), paros-bus
 //! (in-process, NATS) and by the simulation; the round logic never knows which.
 
-use paros_core::{Durable, JournalConfig, JournalKey, LogEntry, Message, NodeId, Slot, WriteOp};
-use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::Arc;
+
+use paros_core::{Durable, JournalConfig, JournalKey, LogEntry, Message, NodeId, Slot, WriteOp};
+use serde::{Deserialize, Serialize};
 
 /// A storage fault. Unknown, not "not done": the process must stop and recover from disk.
 ///

@@ -43,7 +43,6 @@
 //! ignore `log` keys below the floor, and the [`reclaim`] machinery removes their bytes from
 //! the disk in the background once the floor is durable (dead generations dropped whole,
 //! mostly dead ones collected). See `docs/storage.md`.
-
 //!
 //! # Modules
 //!
