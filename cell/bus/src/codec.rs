@@ -14,13 +14,18 @@ pub const WIRE_VERSION: u8 = 4;
 /// Why a bus message could not be decoded.
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 pub enum CodecError {
+    /// The message has no bytes at all, not even a version byte.
+    #[error("empty bus message")]
+    Empty,
     /// The message names a wire version this build does not read.
-    #[error("unknown wire version {0} (this build reads version {WIRE_VERSION})")]
-    Version(u8),
-    /// The message is empty, truncated, has trailing bytes, or does not encode the expected
-    /// type.
-    #[error("malformed bus message: {0}")]
-    Malformed(String),
+    #[error("unknown wire version {seen} (this build reads version {WIRE_VERSION})")]
+    Version { seen: u8 },
+    /// The body does not decode as the expected type: truncated, or not that type at all.
+    #[error("bus message does not decode: {0}")]
+    Decode(#[source] postcard::Error),
+    /// The body decodes, with bytes left over after the value.
+    #[error("bus message has {extra} bytes after its value")]
+    TrailingBytes { extra: usize },
 }
 
 /// Encodes `value` as one bus message: the version byte, then postcard.
@@ -36,16 +41,17 @@ pub fn encode<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
 /// Decodes one bus message written by [`encode`].
 ///
 /// # Errors
-/// [`CodecError::Version`] for an unknown version byte; [`CodecError::Malformed`] for empty
-/// input, input that does not decode as `T`, or input with bytes left over after `T`.
+/// [`CodecError::Empty`] for empty input; [`CodecError::Version`] for an unknown version byte;
+/// [`CodecError::Decode`] for a body that does not decode as `T`; [`CodecError::TrailingBytes`]
+/// for a body with bytes left over after `T`.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
-    let (&version, body) = bytes.split_first().ok_or_else(|| CodecError::Malformed("empty message".to_owned()))?;
+    let (&version, body) = bytes.split_first().ok_or(CodecError::Empty)?;
     if version != WIRE_VERSION {
-        return Err(CodecError::Version(version));
+        return Err(CodecError::Version { seen: version });
     }
-    let (value, rest) = postcard::take_from_bytes(body).map_err(|e| CodecError::Malformed(e.to_string()))?;
+    let (value, rest) = postcard::take_from_bytes(body).map_err(CodecError::Decode)?;
     if !rest.is_empty() {
-        return Err(CodecError::Malformed(format!("{} trailing bytes", rest.len())));
+        return Err(CodecError::TrailingBytes { extra: rest.len() });
     }
     Ok(value)
 }

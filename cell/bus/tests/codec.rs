@@ -52,28 +52,45 @@ fn an_unknown_version_is_rejected() {
     let mut wire = encode(&vec![write_envelope(vec![Bytes::from_static(b"r")])]);
     for version in [0u8, 1, WIRE_VERSION + 1, 255] {
         wire[0] = version;
-        assert_eq!(decode::<Vec<Envelope>>(&wire), Err(CodecError::Version(version)));
+        assert_eq!(decode::<Vec<Envelope>>(&wire), Err(CodecError::Version { seen: version }));
     }
 }
 
 #[test]
-fn empty_input_is_malformed() {
-    assert!(matches!(decode::<Vec<Envelope>>(&[]), Err(CodecError::Malformed(_))));
+fn empty_input_is_empty() {
+    assert_eq!(decode::<Vec<Envelope>>(&[]), Err(CodecError::Empty));
 }
 
 #[test]
-fn garbage_is_malformed() {
+fn garbage_does_not_decode_and_says_why() {
     // A version byte, then a variant index no NodeRequest has.
-    assert!(matches!(decode::<NodeRequest>(&[WIRE_VERSION, 0x7f]), Err(CodecError::Malformed(_))));
+    let bad_variant = decode::<NodeRequest>(&[WIRE_VERSION, 0x7f]);
+    assert!(matches!(bad_variant, Err(CodecError::Decode(_))), "{bad_variant:?}");
     // Truncated: a valid message cut short.
     let wire = encode(&vec![write_envelope(vec![Bytes::from_static(b"record")])]);
-    assert!(matches!(decode::<Vec<Envelope>>(&wire[..wire.len() - 1]), Err(CodecError::Malformed(_))));
+    assert_eq!(
+        decode::<Vec<Envelope>>(&wire[..wire.len() - 1]),
+        Err(CodecError::Decode(postcard::Error::DeserializeUnexpectedEnd))
+    );
     // Trailing bytes after a whole value.
     let mut long = encode(&NodeAnswer::UnknownJournal);
-    long.push(0);
-    assert!(matches!(decode::<NodeAnswer>(&long), Err(CodecError::Malformed(_))));
+    long.extend_from_slice(&[0, 0]);
+    assert_eq!(decode::<NodeAnswer>(&long), Err(CodecError::TrailingBytes { extra: 2 }));
     // A version byte alone.
-    assert!(matches!(decode::<NodeAnswer>(&[WIRE_VERSION]), Err(CodecError::Malformed(_))));
+    assert_eq!(
+        decode::<NodeAnswer>(&[WIRE_VERSION]),
+        Err(CodecError::Decode(postcard::Error::DeserializeUnexpectedEnd))
+    );
+}
+
+#[test]
+fn a_decode_failure_carries_postcards_error_as_its_source() {
+    use std::error::Error as _;
+    let err = decode::<NodeAnswer>(&[WIRE_VERSION]).unwrap_err();
+    let source = err.source().expect("a decode failure has a source");
+    assert_eq!(source.downcast_ref::<postcard::Error>(), Some(&postcard::Error::DeserializeUnexpectedEnd));
+    assert!(err.to_string().ends_with(&format!(": {source}")), "the message says why: {err}");
+    assert!(CodecError::Version { seen: 9 }.source().is_none(), "a version mismatch has no source");
 }
 
 proptest! {

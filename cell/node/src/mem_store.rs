@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use paros_core::{Durable, JournalConfig, JournalKey, LogEntry, NodeId, Slot, WriteOp};
 
-use crate::ports::{LogRead, LogStore, Placement, StoreError, StoredJournal};
+use crate::ports::{LogRead, LogStore, Placement, StoreError, StoreOp, StoredJournal};
 
 /// A change written and not yet synced, in write order.
 #[derive(Debug)]
@@ -132,7 +132,7 @@ impl LogStore for MemStore {
         let mut d = self.disk.lock().expect("disk lock");
         if std::mem::take(&mut d.fail_next_sync) {
             d.unsynced.clear();
-            return Err(StoreError::Sync("injected sync failure".into()));
+            return Err(StoreError::Engine { op: StoreOp::Sync, source: "injected sync failure".into() });
         }
         d.syncs += 1;
         let pending = std::mem::take(&mut d.unsynced);

@@ -1,21 +1,128 @@
 //! The host's ports: storage, transport, clock. Implemented by paros-store (fjall), paros-bus
 //! (in-process, NATS) and by the simulation; the round logic never knows which.
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
 use paros_core::{Durable, JournalConfig, JournalKey, LogEntry, Message, NodeId, Slot, WriteOp};
 use serde::{Deserialize, Serialize};
 
 /// A storage fault. Unknown, not "not done": the process must stop and recover from disk.
+///
+/// One variant per reason; the engine's or the file system's own error, where there is one,
+/// is the [`source`](std::error::Error::source). The message repeats the source's own after a
+/// colon: the edges (the shell's storage fault, the embedded cell) print the message alone, and
+/// an operator must read why (a full disk) there.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("storage write failed: {0}")]
-    Write(String),
-    #[error("storage sync failed: {0}")]
-    Sync(String),
-    #[error("storage read failed: {0}")]
-    Read(String),
+    /// The storage engine (fjall, in paros-store) failed while doing `op`.
+    #[error("storage engine failed {op}: {source}")]
+    Engine {
+        op: StoreOp,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A file or directory of the store's own (its write-ahead log) failed while doing `op`.
+    #[error("storage file {} failed {op}: {source}", path.display())]
+    File {
+        op: StoreOp,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// One of the store's background threads could not be started.
+    #[error("storage thread {thread} could not start: {source}")]
+    Spawn {
+        thread: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A value could not be encoded for the store.
+    #[error("encoding {what} for the store failed: {source}")]
+    Encode {
+        what: &'static str,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Bytes read back from the store are not what their place says they hold: a key that
+    /// does not parse, or a value that does not decode (`source`: the decoder's error).
+    #[error("stored {what} under key {key:02x?} is corrupt{}", Cause(.source.as_deref()))]
+    Corrupt {
+        what: &'static str,
+        key: Vec<u8>,
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+    /// A file of the store's write-ahead log is damaged in a way a crash cannot explain.
+    #[error("write-ahead log file {} is corrupt: {damage}", path.display())]
+    CorruptLog { path: PathBuf, damage: LogDamage },
+    /// A key, a value or a whole round is larger than the store can frame.
+    #[error("{what} of {bytes} bytes is over the bound of {bytes_max} bytes")]
+    TooLarge { what: &'static str, bytes: usize, bytes_max: u64 },
+    /// A log read whose bounds do not lie in one journal (every read of the log names one).
+    #[error("a log read from {lo:02x?} to {hi:02x?} does not lie in one journal")]
+    RangeAcrossJournals { lo: Vec<u8>, hi: Vec<u8> },
+    /// The store records another machine identity: the promises on disk were made under it.
+    #[error("store already belongs to node {recorded}, refusing to record {offered}")]
+    IdentityTaken { recorded: NodeId, offered: NodeId },
     /// The store's format marker names a layout this build does not read.
     #[error("storage format {found} is not the supported {supported}")]
     Format { found: u32, supported: u32 },
+    /// An option the store was opened with is below the least the engine accepts.
+    #[error("store option {option} is {value}, below its minimum {min}")]
+    OptionTooSmall { option: &'static str, value: u64, min: u64 },
+    /// The store's background applier failed earlier (`source`: how); every write since fails.
+    #[error("the store stopped applying its write-ahead log: {0}")]
+    Stopped(#[source] Arc<StoreError>),
+}
+
+/// `: <the error>` after a message, when there is an error; nothing when there is none.
+struct Cause<'e>(Option<&'e (dyn std::error::Error + Send + Sync)>);
+
+impl std::fmt::Display for Cause<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(e) => write!(f, ": {e}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What a store was doing when its engine or one of its files failed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum StoreOp {
+    /// Opening the database, a keyspace or a file.
+    Open,
+    Read,
+    /// Writing, renaming or removing (not yet durable).
+    Write,
+    /// Making what was written durable (fdatasync).
+    Sync,
+}
+
+impl std::fmt::Display for StoreOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StoreOp::Open => "opening",
+            StoreOp::Read => "reading",
+            StoreOp::Write => "writing",
+            StoreOp::Sync => "syncing",
+        })
+    }
+}
+
+/// How a write-ahead log file is damaged (a record cut short by a crash is no damage).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum LogDamage {
+    /// A record whose checksum holds does not parse.
+    #[error("the record at byte {offset} does not parse")]
+    Record { offset: usize },
+    /// A segment that is not the newest ends without its seal.
+    #[error("a closed segment ends without its seal")]
+    Unsealed,
+    /// A file in the log's directory that is neither a segment nor a spare.
+    #[error("neither a segment nor a spare")]
+    Stray,
 }
 
 /// A store's background work and its size on disk, sampled while it runs (paros-store's
@@ -71,7 +178,8 @@ pub trait LogRead {
     /// entry of a journal not placed here.
     ///
     /// # Errors
-    /// [`StoreError::Read`].
+    /// A read fault ([`StoreError::Engine`]) or stored bytes that do not decode
+    /// ([`StoreError::Corrupt`]).
     fn read_range(&self, journal: &JournalKey, from: Slot, slots_max: u32)
     -> Result<Vec<(Slot, LogEntry)>, StoreError>;
 
@@ -80,7 +188,8 @@ pub trait LogRead {
     /// nothing stored. Called only for a journal whose writes are all synced.
     ///
     /// # Errors
-    /// [`StoreError::Read`].
+    /// A read fault ([`StoreError::Engine`]) or stored bytes that do not decode
+    /// ([`StoreError::Corrupt`]).
     fn load_journal(&self, journal: &JournalKey) -> Result<Option<Durable>, StoreError>;
 }
 
@@ -108,7 +217,8 @@ pub trait LogStore: LogRead + Send + 'static {
     /// The machine identity recorded at first start, if any.
     ///
     /// # Errors
-    /// [`StoreError::Read`] or [`StoreError::Format`].
+    /// A read fault ([`StoreError::Engine`]) or an identity that does not decode
+    /// ([`StoreError::Corrupt`]).
     fn identity(&self) -> Result<Option<NodeId>, StoreError>;
 
     /// Records the machine identity (first start only) and makes it durable.

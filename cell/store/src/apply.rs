@@ -1,14 +1,14 @@
 //! Rounds that are in the write-ahead log but not yet in fjall, and the thread that applies
 //! them.
 //!
-//! A round written by [`crate::FjallStore`] is appended to the [`crate::wal`] and pushed here;
+//! A round written by [`FjallStore`](crate::store::FjallStore) is appended to the [`crate::wal`] and pushed here;
 //! once the log's fdatasync covers it, it is *synced*. The applier takes synced rounds many at
 //! a time: their `promise`, `state`, `anchor` and `meta` rows go to fjall as one batch without
 //! sync, and their `log` entries to a sorted buffer, which is bulk-ingested into fjall's
 //! `records` as one generation (no fjall journal, no memtable, see [`crate::gens`]) whenever a
-//! log segment closes. Reads see the
-//! pending rounds and the buffer over fjall ([`View`]), so a round is readable the moment it
-//! was written, whether or not it was applied.
+//! log segment closes. Reads see the pending rounds and the buffer over fjall
+//! ([`View`](crate::view::View)), so a round is readable the moment it was written, whether or
+//! not it was applied.
 //!
 //! The applier applies only synced rounds: what fjall holds is then always a prefix of what the
 //! log holds durably, and replaying the log over fjall at boot restores exactly the synced
@@ -16,24 +16,24 @@
 //! "Recycling") once its entries are ingested and fjall's own journal has been made durable
 //! over its other rows.
 //!
-//! Bounded: [`StoreOptions::pending_bytes_max`](crate::StoreOptions) of rounds wait here at most;
-//! past it, the writer waits for the applier.
+//! Bounded: [`StoreOptions::pending_bytes_max`](crate::options::StoreOptions) of rounds wait
+//! here at most; past it, the writer waits for the applier.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::ops::Deref;
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use fjall::{Database, Keyspace, PersistMode, Readable};
-use paros_node::ports::StoreError;
+use fjall::{Database, PersistMode};
+use paros_node::ports::{StoreError, StoreOp};
 
-use crate::Space;
+use crate::error::{corrupt, engine, file};
+use crate::floors::Floors;
 use crate::gens::{self, Counter};
 use crate::keys::{self, JOURNAL_LEN, LOG_LEN};
-use crate::reclaim::Floors;
-use crate::wal::Change;
+use crate::spaces::{Space, Spaces};
+use crate::wal::{Change, Spares};
 
 /// One round's changes, sorted by `(space, key)`, each key once.
 #[derive(Debug)]
@@ -51,12 +51,13 @@ impl Round {
         Round { id, bytes, changes }
     }
 
-    fn find(&self, space: Space, key: &[u8]) -> Option<&Change> {
+    /// The change of `key` in `space`, if this round has one.
+    pub(crate) fn find(&self, space: Space, key: &[u8]) -> Option<&Change> {
         self.changes.binary_search_by(|c| (c.space, c.key.as_slice()).cmp(&(space, key))).ok().map(|i| &self.changes[i])
     }
 
     /// The changes of `space` with keys in `lo..=hi`.
-    fn range(&self, space: Space, lo: &[u8], hi: &[u8]) -> &[Change] {
+    pub(crate) fn range(&self, space: Space, lo: &[u8], hi: &[u8]) -> &[Change] {
         let start = self.changes.partition_point(|c| (c.space, c.key.as_slice()) < (space, lo));
         let end = self.changes.partition_point(|c| (c.space, c.key.as_slice()) <= (space, hi));
         &self.changes[start..end.max(start)]
@@ -85,7 +86,7 @@ struct Pending {
     reclaim: VecDeque<(u64, Vec<[u8; JOURNAL_LEN]>)>,
     stop: bool,
     /// Why the applier stopped, if it failed: every later write fails with it.
-    failed: Option<String>,
+    failed: Option<Arc<StoreError>>,
     /// Writes that waited for the applier to make room, and how long they waited in all.
     room_waits: u64,
     room_waited: Duration,
@@ -94,11 +95,11 @@ struct Pending {
 /// `log` changes applied but not yet in fjall: fjall's `records` keyspace is written only by bulk
 /// ingestion of whole sorted runs (no journal, no memtable), once per closed segment.
 #[derive(Default)]
-struct LogBuffer {
+pub(crate) struct LogBuffer {
     /// Changes applied since the last ingestion began.
-    active: Run,
+    pub(crate) active: Run,
     /// The run being ingested now.
-    sealed: Option<Arc<Run>>,
+    pub(crate) sealed: Option<Arc<Run>>,
 }
 
 /// `log` keys (`journal ‖ slot`) with their newest value, or their removal (`None`), held by
@@ -114,16 +115,15 @@ pub(crate) struct Run {
 type Slots = BTreeMap<u64, Option<fjall::Slice>>;
 
 /// A change of a [`Run`], with its whole key.
-type RunItem<'r> = ([u8; LOG_LEN], &'r Option<fjall::Slice>);
+pub(crate) type RunItem<'r> = ([u8; LOG_LEN], &'r Option<fjall::Slice>);
 
 impl Run {
     /// Records the newest change of a `log` key.
     ///
     /// # Errors
-    /// [`StoreError::Write`] when `key` is not a `log` key.
+    /// [`StoreError::Corrupt`] when `key` is not a `log` key.
     pub(crate) fn insert(&mut self, key: &[u8], value: Option<fjall::Slice>) -> Result<(), StoreError> {
-        let (journal, slot) =
-            keys::split_log(key).ok_or_else(|| StoreError::Write(format!("malformed log key {key:02x?}")))?;
+        let (journal, slot) = keys::split_log(key).ok_or_else(|| corrupt("log key", key))?;
         self.journals.entry(journal).or_default().insert(slot, value);
         Ok(())
     }
@@ -147,7 +147,7 @@ impl Run {
 
     /// The changes with keys in `lo..=hi`, in key order: one journal's slots when both bounds
     /// are `log` keys of that journal (every read of `log` is), else a filtered walk of all.
-    fn range<'r>(&'r self, lo: &[u8], hi: &[u8]) -> Box<dyn Iterator<Item = RunItem<'r>> + 'r> {
+    pub(crate) fn range<'r>(&'r self, lo: &[u8], hi: &[u8]) -> Box<dyn Iterator<Item = RunItem<'r>> + 'r> {
         match (keys::split_log(lo), keys::split_log(hi)) {
             (Some((journal, from)), Some((same, to))) if journal == same => match self.journals.get(&journal) {
                 Some(slots) if from <= to => {
@@ -189,8 +189,8 @@ pub(crate) struct Pace {
     pub(crate) bytes: u64,
 }
 
-fn failed(why: &str) -> StoreError {
-    StoreError::Write(format!("applying the write-ahead log to fjall failed: {why}"))
+fn failed(why: &Arc<StoreError>) -> StoreError {
+    StoreError::Stopped(Arc::clone(why))
 }
 
 impl Shared {
@@ -203,6 +203,11 @@ impl Shared {
             floors,
             counter,
         })
+    }
+
+    /// The `log` buffer, read-locked: the active run and the one being ingested.
+    pub(crate) fn logs(&self) -> RwLockReadGuard<'_, LogBuffer> {
+        self.logs.read().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The run being ingested, if any: its generation has no rows yet.
@@ -234,7 +239,7 @@ impl Shared {
             p.room_waits += 1;
             p.room_waited += started.elapsed();
         }
-        p.failed.as_deref().map_or(Ok(()), |why| Err(failed(why)))
+        p.failed.as_ref().map_or(Ok(()), |why| Err(failed(why)))
     }
 
     /// Writes that waited for room since the store opened, and their wait in all.
@@ -254,7 +259,7 @@ impl Shared {
         while (p.synced_bytes > 0 || p.flush_wanted || p.ingested_through < p.applied_through) && p.failed.is_none() {
             p = self.room.wait(p).unwrap_or_else(std::sync::PoisonError::into_inner);
         }
-        p.failed.as_deref().map_or(Ok(()), |why| Err(failed(why)))
+        p.failed.as_ref().map_or(Ok(()), |why| Err(failed(why)))
     }
 
     /// Adds a written (not yet synced) round.
@@ -304,30 +309,6 @@ impl Shared {
     }
 }
 
-/// The keyspaces the applier writes.
-#[derive(Clone)]
-pub(crate) struct Spaces {
-    pub(crate) promise: Keyspace,
-    pub(crate) records: Keyspace,
-    pub(crate) gens: Keyspace,
-    pub(crate) state: Keyspace,
-    pub(crate) anchor: Keyspace,
-    pub(crate) meta: Keyspace,
-}
-
-impl Spaces {
-    pub(crate) fn of(&self, space: Space) -> &Keyspace {
-        match space {
-            Space::Promise => &self.promise,
-            Space::Log => &self.records,
-            Space::Gens => &self.gens,
-            Space::State => &self.state,
-            Space::Anchor => &self.anchor,
-            Space::Meta => &self.meta,
-        }
-    }
-}
-
 /// Commits `rounds` of changes (oldest first) to fjall as one batch, without sync: the newest
 /// change of each key wins. `log` changes are left out (they go to a generation); a `gens`
 /// change is a removal's mark (`x ‖ journal`), written with the generation the journal's next
@@ -356,7 +337,7 @@ pub(crate) fn commit<'c>(
             removed.push(
                 key.get(1..)
                     .and_then(|j| <[u8; JOURNAL_LEN]>::try_from(j).ok())
-                    .ok_or_else(|| StoreError::Write(format!("malformed removal mark {key:02x?}")))?,
+                    .ok_or_else(|| corrupt("removal mark", key))?,
             );
             continue;
         }
@@ -376,7 +357,7 @@ pub(crate) fn commit<'c>(
         }
         shared.floors.publish_since(removed.iter().map(|j| (*j, since)));
     }
-    wb.commit().map_err(|e| StoreError::Write(e.to_string()))?;
+    wb.commit().map_err(engine(StoreOp::Write))?;
     Ok(removed)
 }
 
@@ -394,7 +375,7 @@ pub(crate) fn ingest_run(db: &Database, spaces: &Spaces, shared: &Shared, run: &
     let Some(rows) = gens::ingest(&spaces.records, generation, items)? else { return Ok(()) };
     let mut wb = db.batch();
     gens::stage_rows(&mut wb, &spaces.gens, generation, &rows);
-    wb.commit().map_err(|e| StoreError::Write(format!("writing the rows of generation {generation}: {e}")))
+    wb.commit().map_err(engine(StoreOp::Write))
 }
 
 /// The applier's thread.
@@ -410,7 +391,7 @@ impl Applier {
         shared: Arc<Shared>,
         db: Database,
         spaces: Spaces,
-        (pace, spares): (Pace, crate::wal::Spares),
+        (pace, spares): (Pace, Spares),
         reclaimer: Option<Reclaim>,
         nice: Option<i32>,
     ) -> std::io::Result<Applier> {
@@ -492,7 +473,7 @@ struct Thread<'a> {
     db: &'a Database,
     spaces: &'a Spaces,
     reclaimer: Option<&'a Reclaim>,
-    spares: crate::wal::Spares,
+    spares: Spares,
 }
 
 impl Thread<'_> {
@@ -500,7 +481,7 @@ impl Thread<'_> {
         while let Some(batch) = next_batch(self.shared, pace) {
             if let Err(e) = self.apply(&batch) {
                 let mut p = self.shared.lock();
-                p.failed = Some(e.to_string());
+                p.failed = Some(Arc::new(e));
                 self.shared.room.notify_all();
                 return;
             }
@@ -560,11 +541,9 @@ impl Thread<'_> {
         if !done.is_empty() {
             // The closed segments' `log` changes are in ingested tables (durable) and the rest
             // in fjall's journal: make that durable, then drop them.
-            self.db.persist(PersistMode::SyncData).map_err(|e| StoreError::Sync(e.to_string()))?;
+            self.db.persist(PersistMode::SyncData).map_err(engine(StoreOp::Sync))?;
             for path in done {
-                self.spares
-                    .retire(&path)
-                    .map_err(|e| StoreError::Write(format!("retiring {}: {e}", path.display())))?;
+                self.spares.retire(&path).map_err(file(StoreOp::Write, &path))?;
             }
         }
         Ok(())
@@ -583,137 +562,6 @@ impl Thread<'_> {
         ingest_run(self.db, self.spaces, self.shared, &run)?;
         self.shared.logs.write().unwrap_or_else(std::sync::PoisonError::into_inner).sealed = None;
         Ok(())
-    }
-}
-
-/// Records `value` for `key` unless a newer layer already did.
-fn first_wins<'v>(merged: &mut BTreeMap<Vec<u8>, Option<Val<'v>>>, key: &[u8], value: Option<Val<'v>>) {
-    if let std::collections::btree_map::Entry::Vacant(e) = merged.entry(key.to_vec()) {
-        e.insert(value);
-    }
-}
-
-/// A value read through a [`View`]: from fjall or from a pending round.
-pub(crate) enum Val<'a> {
-    /// From fjall, or from the `log` buffer (a shared slice).
-    Disk(fjall::Slice),
-    Mem(&'a [u8]),
-}
-
-impl Deref for Val<'_> {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Val::Disk(s) => s,
-            Val::Mem(b) => b,
-        }
-    }
-}
-
-/// fjall with the pending rounds and the `log` buffer over it. The rounds are taken first, then
-/// (at each read) the buffer, then a fjall snapshot: a change that leaves one of them reached
-/// the next before it left.
-pub(crate) struct View<'s> {
-    db: &'s Database,
-    shared: &'s Shared,
-    spaces: &'s Spaces,
-    mem: Vec<Arc<Round>>,
-}
-
-fn read_err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Read(e.to_string())
-}
-
-impl<'s> View<'s> {
-    pub(crate) fn new(shared: &'s Shared, db: &'s Database, spaces: &'s Spaces) -> View<'s> {
-        let mem = shared.overlay();
-        View { db, shared, spaces, mem }
-    }
-
-    /// A key of any keyspace but `log`.
-    pub(crate) fn get(&self, space: Space, key: &[u8]) -> Result<Option<Val<'_>>, StoreError> {
-        debug_assert!(space != Space::Log, "log keys are read by range");
-        for round in self.mem.iter().rev() {
-            if let Some(c) = round.find(space, key) {
-                return Ok(c.value.as_deref().map(Val::Mem));
-            }
-        }
-        Ok(self.db.snapshot().get(self.spaces.of(space), key).map_err(read_err)?.map(Val::Disk))
-    }
-
-    /// Up to `limit` keys of `space` in `lo..=hi` with their values, in key order.
-    ///
-    /// Layers are read newest first (pending rounds, the buffer, the run being ingested,
-    /// fjall), the first version of a key found wins. A removal in a newer layer can hide one
-    /// key of each older one, so an older layer is read for `limit` plus the removals seen so
-    /// far: the smallest `limit` live keys are then always among what was read.
-    pub(crate) fn range(
-        &self,
-        space: Space,
-        lo: &[u8],
-        hi: &[u8],
-        limit: usize,
-    ) -> Result<Vec<(Vec<u8>, Val<'_>)>, StoreError> {
-        let ks = self.spaces.of(space);
-        let mut merged: BTreeMap<Vec<u8>, Option<Val<'_>>> = BTreeMap::new();
-        let mut removals = 0usize;
-        for c in self.mem.iter().rev().flat_map(|r| r.range(space, lo, hi)) {
-            removals += usize::from(c.value.is_none());
-            first_wins(&mut merged, &c.key, c.value.as_deref().map(Val::Mem));
-        }
-        if space == Space::Log {
-            let logs = self.shared.logs.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-            for run in std::iter::once(&logs.active).chain(logs.sealed.iter().map(|r| &**r)) {
-                let want = limit.saturating_add(removals);
-                let (mut puts, mut seen_removals) = (0usize, 0usize);
-                for (k, v) in run.range(lo, hi) {
-                    if puts >= want {
-                        break;
-                    }
-                    match v {
-                        Some(v) => {
-                            puts += 1;
-                            first_wins(&mut merged, &k, Some(Val::Disk(v.clone())));
-                        }
-                        None => {
-                            seen_removals += 1;
-                            first_wins(&mut merged, &k, None);
-                        }
-                    }
-                }
-                removals += seen_removals;
-            }
-        }
-        let snap = self.db.snapshot();
-        if space == Space::Log {
-            let (Some((journal, from)), Some((same, to))) = (keys::split_log(lo), keys::split_log(hi)) else {
-                return Err(StoreError::Read(format!("a read of log names no journal: {lo:02x?}..={hi:02x?}")));
-            };
-            if journal != same {
-                return Err(StoreError::Read(format!("a read of log spans journals: {lo:02x?}..={hi:02x?}")));
-            }
-            let since = self.shared.floors.since(&journal);
-            let want = limit.saturating_add(removals);
-            for (k, v) in
-                gens::read_journal(&snap, &self.spaces.records, &self.spaces.gens, &journal, since, (from, to), want)?
-            {
-                first_wins(&mut merged, &k, Some(Val::Disk(v)));
-            }
-            return Ok(merged.into_iter().filter_map(|(k, v)| Some((k, v?))).take(limit).collect());
-        }
-        if merged.is_empty() {
-            let mut out = Vec::new();
-            for item in snap.range(ks, lo..=hi).take(limit) {
-                let (k, v) = item.into_inner().map_err(read_err)?;
-                out.push((k.to_vec(), Val::Disk(v)));
-            }
-            return Ok(out);
-        }
-        for item in snap.range(ks, lo..=hi).take(limit.saturating_add(removals)) {
-            let (k, v) = item.into_inner().map_err(read_err)?;
-            first_wins(&mut merged, &k, Some(Val::Disk(v)));
-        }
-        Ok(merged.into_iter().filter_map(|(k, v)| Some((k, v?))).take(limit).collect())
     }
 }
 

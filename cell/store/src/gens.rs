@@ -26,8 +26,9 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use fjall::{AbstractTree, Keyspace, Readable, Snapshot};
-use paros_node::ports::StoreError;
+use paros_node::ports::{StoreError, StoreOp};
 
+use crate::error::{corrupt, engine};
 use crate::keys::{self, JOURNAL_LEN, LOG_LEN, u64_at};
 
 /// `generation ‖ journal ‖ slot`: the key of `records`.
@@ -64,10 +65,7 @@ pub(crate) fn generation_range(generation: u64) -> (Bound<Vec<u8>>, Bound<Vec<u8
 
 /// Drops every table of `generation` (its files are unlinked once no version refers to them).
 pub(crate) fn drop_generation(records: &Keyspace, generation: u64) -> Result<(), StoreError> {
-    records
-        .tree
-        .drop_range(generation_range(generation))
-        .map_err(|e| StoreError::Write(format!("dropping generation {generation}: {e}")))
+    records.tree.drop_range(generation_range(generation)).map_err(engine(StoreOp::Write))
 }
 
 pub(crate) fn journal_row_key(journal: &[u8; JOURNAL_LEN], generation: u64) -> [u8; 1 + JOURNAL_LEN + 8] {
@@ -88,10 +86,6 @@ pub(crate) fn since_row_key(journal: &[u8; JOURNAL_LEN]) -> [u8; 1 + JOURNAL_LEN
     let mut out = [ROW_SINCE; 1 + JOURNAL_LEN];
     out[1..].copy_from_slice(journal);
     out
-}
-
-fn malformed(what: &str, key: &[u8]) -> StoreError {
-    StoreError::Read(format!("malformed gens {what} row {key:02x?}"))
 }
 
 /// What a generation holds of each journal in it, journals in key order.
@@ -156,9 +150,9 @@ pub(crate) fn journal_rows(
     let hi = journal_row_key(journal, u64::MAX);
     let mut out = Vec::new();
     for item in snap.range(gens, lo..=hi) {
-        let (k, v) = item.into_inner().map_err(|e| StoreError::Read(e.to_string()))?;
-        let generation = u64_at(&k, 1 + JOURNAL_LEN).ok_or_else(|| malformed("journal", &k))?;
-        out.push((generation, Row::decode(&v).ok_or_else(|| malformed("journal", &k))?));
+        let (k, v) = item.into_inner().map_err(engine(StoreOp::Read))?;
+        let generation = u64_at(&k, 1 + JOURNAL_LEN).ok_or_else(|| corrupt("gens journal row", &k))?;
+        out.push((generation, Row::decode(&v).ok_or_else(|| corrupt("gens journal row", &k))?));
     }
     Ok(out)
 }
@@ -168,10 +162,10 @@ pub(crate) fn journal_rows(
 pub(crate) fn since_rows(gens: &Keyspace) -> Result<Vec<([u8; JOURNAL_LEN], u64)>, StoreError> {
     let mut out = Vec::new();
     for item in gens.prefix([ROW_SINCE]) {
-        let (k, v) = item.into_inner().map_err(|e| StoreError::Read(e.to_string()))?;
+        let (k, v) = item.into_inner().map_err(engine(StoreOp::Read))?;
         let journal: [u8; JOURNAL_LEN] =
-            k.get(1..).and_then(|j| j.try_into().ok()).ok_or_else(|| malformed("since", &k))?;
-        out.push((journal, u64_at(&v, 0).ok_or_else(|| malformed("since", &k))?));
+            k.get(1..).and_then(|j| j.try_into().ok()).ok_or_else(|| corrupt("gens since row", &k))?;
+        out.push((journal, u64_at(&v, 0).ok_or_else(|| corrupt("gens since row", &k))?));
     }
     Ok(out)
 }
@@ -180,9 +174,9 @@ pub(crate) fn since_rows(gens: &Keyspace) -> Result<Vec<([u8; JOURNAL_LEN], u64)
 pub(crate) fn totals(gens: &Keyspace) -> Result<BTreeMap<u64, Total>, StoreError> {
     let mut out = BTreeMap::new();
     for item in gens.prefix([ROW_TOTAL]) {
-        let (k, v) = item.into_inner().map_err(|e| StoreError::Read(e.to_string()))?;
-        let generation = u64_at(&k, 1).ok_or_else(|| malformed("total", &k))?;
-        out.insert(generation, Total::decode(&v).ok_or_else(|| malformed("total", &k))?);
+        let (k, v) = item.into_inner().map_err(engine(StoreOp::Read))?;
+        let generation = u64_at(&k, 1).ok_or_else(|| corrupt("gens total row", &k))?;
+        out.insert(generation, Total::decode(&v).ok_or_else(|| corrupt("gens total row", &k))?);
     }
     Ok(out)
 }
@@ -219,9 +213,8 @@ pub(crate) fn read_journal(
         let lo = record_key(generation, journal, from.max(row.first));
         let hi = record_key(generation, journal, to.min(row.last));
         for item in snap.range(records, lo..=hi).take(limit) {
-            let (k, v) = item.into_inner().map_err(|e| StoreError::Read(e.to_string()))?;
-            let (_, _, slot) =
-                split_record(&k).ok_or_else(|| StoreError::Read(format!("malformed records key {k:02x?}")))?;
+            let (k, v) = item.into_inner().map_err(engine(StoreOp::Read))?;
+            let (_, _, slot) = split_record(&k).ok_or_else(|| corrupt("records key", &k))?;
             match found.get(&slot) {
                 Some((newer, _)) if *newer > generation => {}
                 _ => {
@@ -245,7 +238,7 @@ pub(crate) fn ingest(
     if items.peek().is_none() {
         return Ok(None);
     }
-    let err = |e: fjall::Error| StoreError::Write(format!("ingesting generation {generation}: {e}"));
+    let err = engine::<fjall::Error>(StoreOp::Write);
     let mut ingestion = records.start_ingestion().map_err(err)?;
     let mut rows: Rows = Vec::new();
     for (journal, slot, value) in items {

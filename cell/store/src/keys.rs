@@ -43,6 +43,13 @@ pub(crate) fn config(key: JournalKey) -> Vec<u8> {
     out
 }
 
+/// The bounds of every `meta` config key.
+pub(crate) fn config_bounds() -> (Vec<u8>, Vec<u8>) {
+    let mut hi = META_CONFIG.to_vec();
+    hi.extend_from_slice(&[0xff; JOURNAL_LEN]);
+    (META_CONFIG.to_vec(), hi)
+}
+
 /// The big-endian `u64` at `at`, if `bytes` holds one there.
 pub(crate) fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
     let raw: [u8; 8] = bytes.get(at..at + 8)?.try_into().ok()?;

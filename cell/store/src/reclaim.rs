@@ -19,72 +19,19 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use fjall::compaction::filter::{CompactionFilter, CompactionFilterResult, Context, Factory, ItemAccessor, Verdict};
 use fjall::{Database, Keyspace, PersistMode, Readable};
-use paros_node::ports::StoreError;
+use paros_node::ports::{StoreError, StoreOp};
 
 use crate::apply::Shared;
+use crate::error::engine;
+use crate::floors::Floors;
 use crate::gens::{self, Counter, Total};
 use crate::keys::{self, JOURNAL_LEN, LOG_LEN};
-
-/// The durable floor of every journal that has one above slot 0, and the generation each
-/// removed journal's current incarnation starts at, keyed by the journal's key prefix; shared
-/// by the store, the applier, the readers, the compaction filter and the reclaimer.
-#[derive(Debug, Default)]
-pub(crate) struct Floors {
-    floors: RwLock<HashMap<[u8; JOURNAL_LEN], u64>>,
-    since: RwLock<HashMap<[u8; JOURNAL_LEN], u64>>,
-    /// Held by the reclaimer while it judges one journal's rows or collects a generation, by
-    /// the store while it removes a journal and by the applier while it marks a removal, so
-    /// nothing of a later incarnation of the same key is ever judged by an earlier one's floor.
-    pub(crate) gate: Mutex<()>,
-}
-
-impl Floors {
-    pub(crate) fn get(&self, journal: &[u8; JOURNAL_LEN]) -> Option<u64> {
-        self.floors.read().unwrap_or_else(PoisonError::into_inner).get(journal).copied()
-    }
-
-    /// The first generation of the journal's current incarnation (0 if it was never removed).
-    pub(crate) fn since(&self, journal: &[u8; JOURNAL_LEN]) -> u64 {
-        self.since.read().unwrap_or_else(PoisonError::into_inner).get(journal).copied().unwrap_or(0)
-    }
-
-    /// Whether an entry of `journal` at `slot` in `generation` may still be read.
-    pub(crate) fn live(&self, generation: u64, journal: &[u8; JOURNAL_LEN], slot: u64) -> bool {
-        generation >= self.since(journal) && slot >= self.get(journal).unwrap_or(0)
-    }
-
-    /// Publishes durable floors (only ever raises one).
-    pub(crate) fn publish(&self, floors: impl IntoIterator<Item = ([u8; JOURNAL_LEN], u64)>) {
-        raise(&self.floors, floors);
-    }
-
-    /// Publishes where removed journals' current incarnations start (only ever raises one).
-    /// The caller holds `gate`.
-    pub(crate) fn publish_since(&self, since: impl IntoIterator<Item = ([u8; JOURNAL_LEN], u64)>) {
-        raise(&self.since, since);
-    }
-
-    /// Forgets a removed journal's floor, waiting for a judgement of its rows in progress.
-    pub(crate) fn forget(&self, journal: &[u8; JOURNAL_LEN]) {
-        let _gate = self.gate.lock().unwrap_or_else(PoisonError::into_inner);
-        self.floors.write().unwrap_or_else(PoisonError::into_inner).remove(journal);
-    }
-}
-
-/// Raises each journal's value in `map` to the one given, never lowers it.
-fn raise(map: &RwLock<HashMap<[u8; JOURNAL_LEN], u64>>, values: impl IntoIterator<Item = ([u8; JOURNAL_LEN], u64)>) {
-    let mut map = map.write().unwrap_or_else(PoisonError::into_inner);
-    for (journal, value) in values {
-        let at = map.entry(journal).or_insert(0);
-        *at = (*at).max(value);
-    }
-}
 
 /// Makes a [`BelowFloor`] filter for each compaction of `records` and `anchor`.
 pub(crate) struct BelowFloorFactory(pub(crate) Arc<Floors>);
@@ -245,10 +192,6 @@ fn run(disk: &Disk, rx: &Receiver<Vec<[u8; JOURNAL_LEN]>>, interval: Duration) {
     }
 }
 
-fn write_err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Write(e.to_string())
-}
-
 impl Disk {
     /// Deletes `journal`'s generation rows that are wholly dead and counts their bytes dead in
     /// their generations; returns those generations.
@@ -274,12 +217,12 @@ impl Disk {
                 batch.insert(&self.gens, gens::total_row_key(*generation), total.encode());
             }
         }
-        batch.commit().map_err(write_err)?;
+        batch.commit().map_err(engine(StoreOp::Write))?;
         Ok(dead.into_iter().map(|(g, _)| g).collect())
     }
 
     fn total(&self, generation: u64) -> Result<Option<Total>, StoreError> {
-        let raw = self.gens.get(gens::total_row_key(generation)).map_err(|e| StoreError::Read(e.to_string()))?;
+        let raw = self.gens.get(gens::total_row_key(generation)).map_err(engine(StoreOp::Read))?;
         Ok(raw.and_then(|raw| Total::decode(&raw)))
     }
 
@@ -290,8 +233,8 @@ impl Disk {
         if total.dead >= total.bytes {
             let mut batch = self.db.batch();
             batch.remove(&self.gens, gens::total_row_key(generation));
-            batch.commit().map_err(write_err)?;
-            self.db.persist(PersistMode::SyncData).map_err(|e| StoreError::Sync(e.to_string()))?;
+            batch.commit().map_err(engine(StoreOp::Write))?;
+            self.db.persist(PersistMode::SyncData).map_err(engine(StoreOp::Sync))?;
             gens::drop_generation(&self.records, generation)?;
             return Ok(true);
         }
@@ -322,7 +265,7 @@ impl Disk {
         let mut newer: Vec<(u64, gens::Row)> = Vec::new();
         let mut live = Vec::new();
         for item in snap.range(&self.records, gens::generation_range(generation)) {
-            let (k, v) = item.into_inner().map_err(|e| StoreError::Read(e.to_string()))?;
+            let (k, v) = item.into_inner().map_err(engine(StoreOp::Read))?;
             let Some((_, journal, slot)) = gens::split_record(&k) else { continue };
             if journals.last() != Some(&journal) {
                 journals.push(journal);
@@ -340,7 +283,7 @@ impl Disk {
             for (g, _) in newer.iter().filter(|(_, row)| row.first <= slot && slot <= row.last) {
                 if snap
                     .get(&self.records, gens::record_key(*g, &journal, slot))
-                    .map_err(|e| StoreError::Read(e.to_string()))?
+                    .map_err(engine(StoreOp::Read))?
                     .is_some()
                 {
                     outranked = true;
@@ -360,9 +303,9 @@ impl Disk {
             batch.remove(&self.gens, gens::journal_row_key(journal, generation));
         }
         batch.remove(&self.gens, gens::total_row_key(generation));
-        batch.commit().map_err(write_err)?;
+        batch.commit().map_err(engine(StoreOp::Write))?;
         // The rows must point at the new generation durably before the old one's files go.
-        self.db.persist(PersistMode::SyncData).map_err(|e| StoreError::Sync(e.to_string()))?;
+        self.db.persist(PersistMode::SyncData).map_err(engine(StoreOp::Sync))?;
         gens::drop_generation(&self.records, generation)
     }
 }

@@ -14,7 +14,9 @@
 //! |---|---|
 //! | body length | `u32` little-endian; 0 only in the seal |
 //! | CRC-32C of salt (8 bytes LE) ‖ body | `u32` little-endian |
-//! | body | changes, each `space: u8 ‖ key length: u16 LE ‖ key ‖ 0` (a removal) or `‖ 1 ‖ value length: u32 LE ‖ value` |
+//! | body | changes, each `space: u8 ‖ key length: u16 LE ‖ key ‖ change` |
+//!
+//! where `change` is `0` (a removal) or `1 ‖ value length: u32 LE ‖ value`.
 //!
 //! A segment closes with a seal, a header of length 0 whose checksum is that of salt ‖
 //! [`SEAL`], written and synced with its last record. Replay stops at the first header that is
@@ -42,9 +44,10 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use paros_node::ports::StoreError;
+use paros_node::ports::{LogDamage, StoreError, StoreOp};
 
-use crate::Space;
+use crate::error::file;
+use crate::spaces::Space;
 
 /// The directory, under the store's own, that holds the segments.
 pub(crate) const DIR: &str = "wal";
@@ -154,21 +157,18 @@ impl Spares {
     }
 }
 
-fn wal_err(what: &str, e: impl std::fmt::Display) -> StoreError {
-    StoreError::Read(format!("write-ahead log: {what}: {e}"))
-}
-
 /// The segments in `dir`, oldest first.
 fn segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, StoreError> {
     let mut out = Vec::new();
-    for entry in fs::read_dir(dir).map_err(|e| wal_err("listing segments", e))? {
-        let path = entry.map_err(|e| wal_err("listing segments", e))?.path();
+    let err = file(StoreOp::Read, dir);
+    for entry in fs::read_dir(dir).map_err(err)? {
+        let path = entry.map_err(err)?.path();
         if number_of(&path, SPARE).is_some() {
             continue;
         }
         match segment_number(&path) {
             Some(n) => out.push((n, path)),
-            None => return Err(wal_err("unexpected file", path.display())),
+            None => return Err(StoreError::CorruptLog { path, damage: LogDamage::Stray }),
         }
     }
     out.sort();
@@ -208,21 +208,20 @@ fn draw_salt(segment: u64) -> u64 {
 /// Encodes `changes` as one record of a segment salted `salt` at the end of `out`.
 ///
 /// # Errors
-/// [`StoreError::Write`] for a key longer than 65,535 bytes or a value longer than 4 GiB.
+/// [`StoreError::TooLarge`] for a key longer than 65,535 bytes, a value longer than 4 GiB, or
+/// a record whose body would be.
 pub(crate) fn encode_record(changes: &[Change], salt: u64, out: &mut Vec<u8>) -> Result<(), StoreError> {
     let start = out.len();
     out.extend_from_slice(&[0; HEADER]);
     for c in changes {
-        let key_len =
-            u16::try_from(c.key.len()).map_err(|_| StoreError::Write(format!("a key of {} bytes", c.key.len())))?;
+        let key_len = u16::try_from(c.key.len()).map_err(|_| too_large("a key", c.key.len(), u16::MAX.into()))?;
         out.push(space_code(c.space));
         out.extend_from_slice(&key_len.to_le_bytes());
         out.extend_from_slice(&c.key);
         match &c.value {
             None => out.push(0),
             Some(v) => {
-                let len =
-                    u32::try_from(v.len()).map_err(|_| StoreError::Write(format!("a value of {} bytes", v.len())))?;
+                let len = u32::try_from(v.len()).map_err(|_| too_large("a value", v.len(), u32::MAX.into()))?;
                 out.push(1);
                 out.extend_from_slice(&len.to_le_bytes());
                 out.extend_from_slice(v);
@@ -232,12 +231,16 @@ pub(crate) fn encode_record(changes: &[Change], salt: u64, out: &mut Vec<u8>) ->
     let body = out.len() - start - HEADER;
     let Ok(len) = u32::try_from(body) else {
         out.truncate(start);
-        return Err(StoreError::Write(format!("a round of {body} bytes")));
+        return Err(too_large("a round", body, u32::MAX.into()));
     };
     let crc = salted_crc(salt, &out[start + HEADER..]);
     out[start..start + 4].copy_from_slice(&len.to_le_bytes());
     out[start + 4..start + HEADER].copy_from_slice(&crc.to_le_bytes());
     Ok(())
+}
+
+fn too_large(what: &'static str, bytes: usize, bytes_max: u64) -> StoreError {
+    StoreError::TooLarge { what, bytes, bytes_max }
 }
 
 /// A cursor over a record body.
@@ -284,8 +287,8 @@ pub(crate) struct Parsed {
 /// corruption, not a torn write.
 ///
 /// # Errors
-/// [`StoreError::Read`] for such a record.
-pub(crate) fn parse(data: &[u8]) -> Result<Parsed, StoreError> {
+/// [`LogDamage::Record`] for such a record.
+pub(crate) fn parse(data: &[u8]) -> Result<Parsed, LogDamage> {
     match data.get(..SEGMENT_HEADER) {
         Some(head) if head[..8] == MAGIC => {
             let salt = u64::from_le_bytes(head[8..].try_into().expect("8 bytes"));
@@ -296,7 +299,7 @@ pub(crate) fn parse(data: &[u8]) -> Result<Parsed, StoreError> {
 }
 
 /// Parses the records from `at` on: salted by `salt`, or (`None`) a format 3 segment's.
-fn parse_records(data: &[u8], mut at: usize, salt: Option<u64>) -> Result<Parsed, StoreError> {
+fn parse_records(data: &[u8], mut at: usize, salt: Option<u64>) -> Result<Parsed, LogDamage> {
     let mut records = Vec::new();
     while let Some(header) = data.get(at..at + HEADER) {
         let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
@@ -320,7 +323,7 @@ fn parse_records(data: &[u8], mut at: usize, salt: Option<u64>) -> Result<Parsed
         let mut cursor = Body(body);
         let mut changes = Vec::new();
         while !cursor.0.is_empty() {
-            changes.push(cursor.change().ok_or_else(|| wal_err("record", format!("malformed body at byte {at}")))?);
+            changes.push(cursor.change().ok_or(LogDamage::Record { offset: at })?);
         }
         records.push(changes);
         at += HEADER + len;
@@ -333,7 +336,8 @@ fn parse_records(data: &[u8], mut at: usize, salt: Option<u64>) -> Result<Parsed
 /// the segments read. Only the newest may end torn.
 ///
 /// # Errors
-/// [`StoreError::Read`] when a segment cannot be read or is corrupt; what `apply` returns.
+/// [`StoreError::File`] when a segment cannot be read, [`StoreError::CorruptLog`] when one is
+/// corrupt; what `apply` returns.
 pub(crate) fn replay(
     dir: &Path,
     mut apply: impl FnMut(Vec<Change>) -> Result<(), StoreError>,
@@ -345,10 +349,10 @@ pub(crate) fn replay(
     let last = found.len().saturating_sub(1);
     let mut read = Vec::with_capacity(found.len());
     for (i, (_, path)) in found.into_iter().enumerate() {
-        let data = fs::read(&path).map_err(|e| wal_err("reading a segment", e))?;
-        let parsed = parse(&data)?;
+        let data = fs::read(&path).map_err(file(StoreOp::Read, &path))?;
+        let parsed = parse(&data).map_err(|damage| StoreError::CorruptLog { path: path.clone(), damage })?;
         if !parsed.complete && i != last {
-            return Err(wal_err("corrupt segment", path.display()));
+            return Err(StoreError::CorruptLog { path, damage: LogDamage::Unsealed });
         }
         for record in parsed.records {
             apply(record)?;
@@ -382,12 +386,12 @@ impl Wal {
     /// existence durable.
     ///
     /// # Errors
-    /// [`StoreError::Write`] when the directory or the segment cannot be created.
+    /// [`StoreError::File`] when the directory or the segment cannot be created.
     pub(crate) fn create(dir: &Path, first: u64, segment_bytes_max: u64) -> Result<Wal, StoreError> {
-        let err = |e: io::Error| StoreError::Write(format!("write-ahead log: starting segment {first}: {e}"));
-        fs::create_dir_all(dir).map_err(err)?;
+        fs::create_dir_all(dir).map_err(file(StoreOp::Write, dir))?;
         let salt = draw_salt(first);
         let path = segment_path(dir, first);
+        let err = file(StoreOp::Write, &path);
         // The oldest spare: the one retired at a close may be barely written.
         let file = match spares(dir).map_err(err)?.into_iter().next() {
             Some(spare) => {
@@ -456,9 +460,9 @@ impl Wal {
     /// segment's path.
     ///
     /// # Errors
-    /// [`StoreError::Sync`] when the write, the sync or the next segment fails.
+    /// [`StoreError::File`] when the write, the sync or the next segment fails.
     pub(crate) fn sync(&mut self) -> Result<Option<PathBuf>, StoreError> {
-        let err = |e: io::Error| StoreError::Sync(format!("write-ahead log segment {}: {e}", self.segment));
+        let err = |source| StoreError::File { op: StoreOp::Sync, path: segment_path(&self.dir, self.segment), source };
         let closing = self.written + self.buf.len() as u64 >= self.segment_bytes_max;
         if closing {
             self.buf.extend_from_slice(&seal(self.salt));
@@ -476,8 +480,7 @@ impl Wal {
             return Ok(None);
         }
         let closed = segment_path(&self.dir, self.segment);
-        let next = Wal::create(&self.dir, self.segment + 1, self.segment_bytes_max)
-            .map_err(|e| StoreError::Sync(e.to_string()))?;
+        let next = Wal::create(&self.dir, self.segment + 1, self.segment_bytes_max)?;
         *self = next;
         Ok(Some(closed))
     }
@@ -612,7 +615,7 @@ mod tests {
         bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
         bytes.extend_from_slice(&salted_crc(3, &body).to_le_bytes());
         bytes.extend_from_slice(&body);
-        assert!(matches!(parse(&bytes), Err(StoreError::Read(_))));
+        assert_eq!(parse(&bytes), Err(LogDamage::Record { offset: SEGMENT_HEADER }));
     }
 
     #[test]

@@ -53,7 +53,11 @@ proptest! {
         let opts = match tuning {
             0 => StoreOptions::default(),
             1 => StoreOptions { wal_segment_bytes: 256, ..StoreOptions::default() },
-            _ => StoreOptions { apply_interval: std::time::Duration::from_secs(3600), apply_bytes: u64::MAX, ..StoreOptions::default() },
+            _ => StoreOptions {
+                apply_interval: std::time::Duration::from_secs(3600),
+                apply_bytes: u64::MAX,
+                ..StoreOptions::default()
+            },
         };
         let dir = tempfile::tempdir().unwrap();
         let mut store = FjallStore::open_with(dir.path(), opts).unwrap();
@@ -81,7 +85,14 @@ proptest! {
             for (key, durable) in &full {
                 for from in 0..26u64 {
                     for n in [1u32, 3, 64] {
-                        prop_assert_eq!(reader.read_range(key, Slot(from), n).unwrap(), durable.read_range(Slot(from), n), "{:?} from {} x{}", key, from, n);
+                        prop_assert_eq!(
+                            reader.read_range(key, Slot(from), n).unwrap(),
+                            durable.read_range(Slot(from), n),
+                            "{:?} from {} x{}",
+                            key,
+                            from,
+                            n
+                        );
                     }
                 }
             }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use common::{config, jk, loaded, model, noop, state, write};
 use paros_core::{Ballot, JournalKey, NodeId, Slot, WriteOp};
-use paros_node::ports::{LogStore, Placement, StoreError};
+use paros_node::ports::{LogStore, Placement, StoreError, StoreOp};
 use paros_store::{FORMAT, FjallStore, StoreStats};
 
 fn b(round: u64, node: u64) -> Ballot {
@@ -164,7 +164,12 @@ fn identity_round_trips_and_is_never_replaced() {
     assert_eq!(store.identity().unwrap(), None);
     store.set_identity(NodeId(0xabcd)).unwrap();
     store.set_identity(NodeId(0xabcd)).unwrap();
-    assert!(matches!(store.set_identity(NodeId(1)), Err(StoreError::Write(_))));
+    match store.set_identity(NodeId(1)) {
+        Err(StoreError::IdentityTaken { recorded, offered }) => {
+            assert_eq!((recorded, offered), (NodeId(0xabcd), NodeId(1)))
+        }
+        other => panic!("expected the identity to be refused, got {other:?}"),
+    }
     drop(store);
     let store = FjallStore::open(dir.path()).unwrap();
     assert!(!store.is_fresh());
@@ -280,7 +285,7 @@ fn data_without_a_marker_is_refused() {
 fn a_second_handle_on_the_same_directory_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let _store = FjallStore::open(dir.path()).unwrap();
-    assert!(matches!(FjallStore::open(dir.path()), Err(StoreError::Read(_))));
+    assert!(matches!(FjallStore::open(dir.path()), Err(StoreError::Engine { op: StoreOp::Open, .. })));
 }
 
 #[test]
