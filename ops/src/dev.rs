@@ -7,8 +7,37 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use paros_embedded::{CellError, EmbeddedCell};
-use paros_gateway::{Gateway, GatewayConfig, KeyPair, NodeCounters, NodeStats, SigningKeys};
+use paros_embedded::{CellError, EmbeddedCell, NodeSample};
+use paros_gateway::{Gateway, GatewayConfig, KeyPair, NodeCounters, NodeStats, SigningKeys, StoreCounters};
+
+/// One embedded node's sample as the gateway's port shows it.
+#[must_use]
+pub fn node_counters(s: &NodeSample) -> NodeCounters {
+    let (h, st) = (&s.host, &s.store);
+    NodeCounters {
+        node: s.node,
+        rounds: h.rounds,
+        syncs: h.syncs,
+        writes: h.writes,
+        records_accepted: h.records_accepted,
+        campaigns: h.campaigns,
+        leaderships_won: h.leaderships_won,
+        dormant: h.dormant,
+        store: None,
+    }
+    .with_store(StoreCounters {
+        compactions_completed: st.compactions_completed,
+        compacting_us: st.compacting_us,
+        compactions_active: st.compactions_active,
+        flushes_outstanding: st.flushes_outstanding,
+        log_tables: st.log_tables,
+        log_l0_tables: st.log_l0_tables,
+        journal_files: st.journal_files,
+        room_waits: st.room_waits,
+        room_waited_us: st.room_waited_us,
+        disk_bytes: st.disk_bytes,
+    })
+}
 
 /// How long the admin token `paros dev` prints stays valid.
 const ADMIN_TOKEN_VALID_S: u64 = 24 * 3600;
@@ -134,9 +163,7 @@ pub async fn run(
     }
     // The dashboard and /metrics read the nodes' counters through this port.
     let reader = cell.stats_reader();
-    let nodes: Arc<dyn NodeStats> = Arc::new(move || {
-        reader.read().iter().map(|s| NodeCounters::of_host(s.node, &s.host).with_store(s.store)).collect::<Vec<_>>()
-    });
+    let nodes: Arc<dyn NodeStats> = Arc::new(move || reader.read().iter().map(node_counters).collect::<Vec<_>>());
     let gateway = Gateway::start_with_nodes(
         cell.client.clone(),
         cell.coordinator(),
@@ -155,7 +182,8 @@ pub async fn run(
     println!("admin token (valid 24 h): {token}");
     println!("dashboard: http://{addr}/ui#token={token}");
     println!(
-        "try: export PAROS_URL=http://{addr}; eval \"$(paros signup acme | grep ^export)\"; paros journal create orders && paros write orders hello"
+        "try: export PAROS_URL=http://{addr}; eval \"$(paros signup acme | grep ^export)\"; \
+         paros journal create orders && paros write orders hello"
     );
     use std::io::Write as _;
     let _ = std::io::stdout().flush();

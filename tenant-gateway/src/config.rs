@@ -36,6 +36,12 @@ pub struct GatewayConfig {
     pub placement_wait: Duration,
     /// Read requests sent for one Read at most (a read that is not served is asked again).
     pub read_attempts_max: u32,
+    /// How long past its `wait_ms` a linearizable read may take to be served (a quorum round,
+    /// another server after one that did not answer) before it is answered 503.
+    pub read_serve_max: Duration,
+    /// The least time a read with `min_seq` is given to reach a server that has applied it
+    /// (one trip), even with a shorter `wait_ms`; past `wait_ms` and this, it is answered 503.
+    pub read_reach_min: Duration,
     /// Bearer tokens whose signature check is remembered (0: verify every request). A
     /// remembered token is still checked on every use for expiry, revocation, its key's
     /// retirement and its tenant.
@@ -64,6 +70,8 @@ impl Default for GatewayConfig {
             registry_wait: Duration::from_secs(5),
             placement_wait: Duration::from_secs(5),
             read_attempts_max: 8,
+            read_serve_max: Duration::from_secs(2),
+            read_reach_min: Duration::from_millis(100),
             token_cache_max: 10_000,
             overview_journals_max: 50,
             overview_list_max: 100,

@@ -14,30 +14,31 @@
 //! axum::serve(listener, gateway.router()).await?;
 //! ```
 
+mod access;
 pub mod auth;
 mod cell;
 pub mod config;
 pub mod error;
-mod handlers;
+pub mod exposition;
+mod layers;
 pub mod metrics;
+pub mod nodes;
 pub mod openapi;
 mod overview;
 pub mod quota;
+mod router;
+mod routes;
 mod state;
+mod wire;
 
 pub use auth::{KeyError, KeyPair, Principal, mint_admin_token};
-pub use cell::CellPort;
+pub use cell::{CellPort, ReadDeadline};
 pub use config::GatewayConfig;
 pub use error::ApiError;
-pub use metrics::{NodeCounters, NodeStats};
+pub use nodes::{NodeCounters, NodeStats, StoreCounters};
 pub use overview::OverviewQuery;
+pub use router::router;
 pub use state::{Gateway, RetireError, SigningKeys, StartError};
-
-/// The gateway's router: every route of API.md, `/healthz`, `/metrics`, `/v1/openapi.json`,
-/// `/ui` and the admin overview it polls.
-pub fn router(gateway: Gateway) -> axum::Router {
-    handlers::router(gateway)
-}
 
 /// Writes a fresh signing key file to `path` (never overwriting one) and returns the key.
 ///

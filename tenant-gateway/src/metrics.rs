@@ -1,13 +1,13 @@
-//! `/metrics`, in Prometheus text: per-route request counts and latency histograms, per-tenant
-//! records and bytes written and read, auth refusals by reason, and — when the gateway was
-//! given its cell's node counters ([`NodeStats`]) — each node's rounds, syncs, campaigns,
+//! `/metrics`, in Prometheus text (or OpenMetrics, [`crate::exposition`]): per-route request
+//! counts and latency histograms, per-tenant records and bytes written and read, auth refusals
+//! by reason, and — when the gateway was given its cell's node counters ([`NodeStats`]) — each
+//! node's rounds, syncs, campaigns,
 //! leaderships won and dormant journals, and, where the port has them, its store's
 //! compactions, flushes, tables, waits and bytes on disk.
 
 use std::sync::{Arc, Mutex};
 
 use paros_core::{NodeId, TenantId};
-use paros_node::ports::StoreActivity;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric as _};
 use prometheus_client::metrics::TypedMetric as _;
@@ -18,6 +18,8 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::auth::Refusal;
+use crate::exposition::{Exposition, to_prometheus};
+use crate::nodes::{NodeCounters, NodeStats, StoreCounters};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RouteLabels {
@@ -52,72 +54,6 @@ struct NodeLabels {
 
 fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.000_5, 2.0, 16))
-}
-
-/// One node's counters, cumulative since the node booted (the overview's `counters`; the node
-/// id travels beside them).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
-pub struct NodeCounters {
-    #[serde(skip)]
-    pub node: NodeId,
-    /// Rounds run (one storage batch each at most).
-    pub rounds: u64,
-    /// Rounds that wrote a batch and synced.
-    pub syncs: u64,
-    /// Write ops persisted.
-    pub writes: u64,
-    /// Records in write verdicts answered `Accepted` by this node.
-    pub records_accepted: u64,
-    /// Campaigns this node's voters started.
-    pub campaigns: u64,
-    /// Campaigns that won: a voter here became its journal's leader.
-    pub leaderships_won: u64,
-    /// Journals asleep on this node now (metrics only).
-    #[serde(skip)]
-    pub dormant: u64,
-    /// The node's store, when the port can sample it (metrics only).
-    #[serde(skip)]
-    pub store: Option<StoreActivity>,
-}
-
-impl NodeCounters {
-    /// A node host's counters.
-    #[must_use]
-    pub fn of_host(node: NodeId, s: &paros_node::HostStats) -> NodeCounters {
-        NodeCounters {
-            node,
-            rounds: s.rounds,
-            syncs: s.syncs,
-            writes: s.writes,
-            records_accepted: s.records_accepted,
-            campaigns: s.campaigns,
-            leaderships_won: s.leaderships_won,
-            dormant: s.dormant,
-            store: None,
-        }
-    }
-
-    /// The same counters with the node's store activity beside them.
-    #[must_use]
-    pub fn with_store(self, store: StoreActivity) -> NodeCounters {
-        NodeCounters { store: Some(store), ..self }
-    }
-}
-
-/// The port through which a gateway learns its cell's node counters (`paros dev` gives it the
-/// embedded cell's; a gateway started without one shows no node counters).
-pub trait NodeStats: Send + Sync + 'static {
-    /// Every node's counters now.
-    fn node_stats(&self) -> Vec<NodeCounters>;
-}
-
-impl<F> NodeStats for F
-where
-    F: Fn() -> Vec<NodeCounters> + Send + Sync + 'static,
-{
-    fn node_stats(&self) -> Vec<NodeCounters> {
-        self()
-    }
 }
 
 /// The node counters, read from the port at each scrape.
@@ -155,7 +91,7 @@ const NODE_FAMILIES: [Field<NodeCounters>; 5] = [
 ];
 
 /// The store families (only the nodes whose store the port samples): name, help, kind, value.
-const STORE_FAMILIES: [Field<StoreActivity>; 10] = [
+const STORE_FAMILIES: [Field<StoreCounters>; 10] = [
     (
         "node_store_disk_bytes",
         "Bytes each node's store holds on disk: tables, journals, write-ahead segments",
@@ -398,12 +334,64 @@ impl Metrics {
         *self.total.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The Prometheus text exposition.
+    /// The metrics in `format`.
     #[must_use]
-    pub fn render(&self) -> String {
+    pub fn render(&self, format: Exposition) -> String {
         let mut out = String::new();
         let registry = self.registry.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Writing to a String fails only if a collector does; what was written still counts.
         let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
-        out
+        match format {
+            Exposition::OpenMetrics => out,
+            Exposition::Prometheus => to_prometheus(&out),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exposition::tests::parse_prometheus;
+
+    #[test]
+    fn every_family_renders_as_prometheus_text_that_parses() {
+        let nodes: Arc<dyn NodeStats> = Arc::new(|| {
+            let node = NodeCounters { node: NodeId(1), rounds: 4, syncs: 3, dormant: 2, ..NodeCounters::default() };
+            let store = StoreCounters { compacting_us: 1_500_000, disk_bytes: 4096, ..StoreCounters::default() };
+            vec![node.with_store(store), NodeCounters { node: NodeId(2), ..NodeCounters::default() }]
+        });
+        let m = Metrics::new(Some(nodes));
+        m.observe("GET", "/v1/journals", 200, 0.002);
+        m.refused(Refusal::Expired);
+        m.written(TenantId(7), 3, 30);
+        m.read(TenantId(7), &[bytes::Bytes::from_static(b"abc")]);
+
+        let text = m.render(Exposition::Prometheus);
+        let samples = parse_prometheus(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let value = |key: &str| {
+            samples
+                .iter()
+                .find(|(k, _)| {
+                    *k == key.replace("NODE1", &NodeId(1).to_string()).replace("NODE2", &NodeId(2).to_string())
+                })
+                .map(|(_, v)| *v)
+        };
+        assert_eq!(value(r#"paros_gateway_requests_total{method="GET",route="/v1/journals",status="200"}"#), Some(1.0));
+        assert_eq!(value(r#"paros_gateway_auth_refusals_total{reason="expired"}"#), Some(1.0));
+        assert_eq!(value(r#"paros_gateway_node_rounds_total{node="NODE1"}"#), Some(4.0));
+        assert_eq!(value(r#"paros_gateway_node_store_compaction_seconds_total{node="NODE1"}"#), Some(1.5));
+        assert_eq!(value(r#"paros_gateway_node_dormant_journals{node="NODE1"}"#), Some(2.0));
+        assert_eq!(
+            value(r#"paros_gateway_node_store_disk_bytes{node="NODE2"}"#),
+            None,
+            "node 2's store is not sampled"
+        );
+        assert!(text.contains("# TYPE paros_gateway_requests_total counter\n"), "{text}");
+        assert!(text.contains("# TYPE paros_gateway_request_duration_seconds histogram\n"), "{text}");
+
+        let open = m.render(Exposition::OpenMetrics);
+        assert!(open.ends_with("# EOF\n"), "{open}");
+        assert!(open.contains("# TYPE paros_gateway_requests counter\n"), "{open}");
+        assert!(parse_prometheus(&open).is_err(), "OpenMetrics is another format");
     }
 }

@@ -20,12 +20,20 @@ use utoipa::ToSchema;
 
 use crate::auth::{Principal, tenant_text};
 use crate::error::{ApiError, ApiResult};
-use crate::metrics::{NodeCounters, Traffic};
+use crate::metrics::Traffic;
+use crate::nodes::NodeCounters;
 use crate::state::Gateway;
+use crate::wire::no_query;
 
 /// The dashboard page: plain HTML and JavaScript, no build step, nothing fetched from
 /// elsewhere.
 const PAGE: &str = include_str!("ui.html");
+
+/// The page runs only its own inline script and talks only to this gateway.
+const CONTENT_SECURITY_POLICY: &str = concat!(
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; ",
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+);
 
 /// Which page of journals `GET /v1/admin/overview` answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,7 +53,13 @@ impl OverviewQuery {
     pub fn parse(raw: &str) -> Result<OverviewQuery, String> {
         let mut q = OverviewQuery { offset: 0, limit: None };
         let (mut offset_seen, mut limit_seen) = (false, false);
-        for pair in raw.split('&').filter(|p| !p.is_empty()) {
+        if raw.is_empty() {
+            return Ok(q);
+        }
+        for pair in raw.split('&') {
+            if pair.is_empty() {
+                return Err("an empty parameter (`&&` or a trailing `&`)".into());
+            }
             let (name, value) = pair.split_once('=').ok_or_else(|| format!("`{pair}` is not name=value"))?;
             let number =
                 || value.parse::<u64>().map_err(|_| format!("`{name}` is a non-negative integer, not `{value}`"));
@@ -205,7 +219,8 @@ fn machines(d: &Directory, counters: Option<Vec<NodeCounters>>, max: usize) -> (
 }
 
 /// The operator's view of the cell: machines, tenants, one page of journals.
-#[utoipa::path(get, path = "/v1/admin/overview", params(("offset" = Option<u64>, Query), ("limit" = Option<u64>, Query)),
+#[utoipa::path(get, path = "/v1/admin/overview",
+    params(("offset" = Option<u64>, Query), ("limit" = Option<u64>, Query)),
     responses((status = 200, body = OverviewBody), (status = 400, body = paros_api::ErrorBody),
         (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
         (status = 503, body = paros_api::ErrorBody)))]
@@ -289,22 +304,21 @@ fn leader(g: &Gateway, key: JournalKey) -> Option<LeaderNodeBody> {
 
 /// The operator's dashboard page (no token: it asks for the admin token and polls
 /// `/v1/admin/overview` with it).
-#[utoipa::path(get, path = "/ui", responses((status = 200, content_type = "text/html", body = String)))]
-pub(crate) async fn ui() -> Response {
-    (
+#[utoipa::path(get, path = "/ui",
+    responses((status = 200, content_type = "text/html", body = String), (status = 400, body = paros_api::ErrorBody)))]
+pub(crate) async fn ui(RawQuery(query): RawQuery) -> ApiResult<Response> {
+    no_query(query.as_deref())?;
+    Ok((
         [
             (header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8")),
             // The page runs only its own inline script and talks only to this gateway.
-            (
-                header::CONTENT_SECURITY_POLICY,
-                HeaderValue::from_static("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
-            ),
+            (header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY)),
             (header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
         ],
         PAGE,
     )
-        .into_response()
+        .into_response())
 }
 
 #[cfg(test)]
@@ -315,7 +329,17 @@ mod tests {
     fn the_overview_query_is_parsed_strictly() {
         assert_eq!(OverviewQuery::parse(""), Ok(OverviewQuery { offset: 0, limit: None }));
         assert_eq!(OverviewQuery::parse("offset=5&limit=2"), Ok(OverviewQuery { offset: 5, limit: Some(2) }));
-        for bad in ["limit=0", "offset=-1", "offset=1&offset=2", "limit=x", "page=1", "offset", "limit=1&limit=1"] {
+        for bad in [
+            "limit=0",
+            "offset=-1",
+            "offset=1&offset=2",
+            "limit=x",
+            "page=1",
+            "offset",
+            "limit=1&limit=1",
+            "&",
+            "limit=1&",
+        ] {
             assert!(OverviewQuery::parse(bad).is_err(), "{bad} is refused");
         }
     }

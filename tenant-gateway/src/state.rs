@@ -6,19 +6,20 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use paros_api::{LeaderUuid as ApiLeader, Seq as ApiSeq, View};
-use paros_client::{Client, JournalService, ReadAnswer, ReadParams};
-use paros_core::journal::JournalView;
-use paros_core::{Consistency, JournalKey, TenantId};
+use paros_api::JournalName;
+use paros_api::View;
+use paros_client::{AnswerError, Client, Decided, JournalService, ReadAnswer, ReadParams};
+use paros_core::{Call, Consistency, JournalKey, Seq, TenantId};
 use paros_registry::daemon::{CoordinatorHandle, Followed};
 use paros_registry::{Answer, Command, Directory, KeyScope, Op, Refusal, Request, RequestId, Verdict};
 use tokio::sync::watch;
 
 use crate::auth::{KeyPair, TokenCache, random_bytes};
-use crate::cell::{CellPort, ClientPort};
+use crate::cell::{CellPort, ClientPort, ReadDeadline};
 use crate::config::GatewayConfig;
 use crate::error::ApiError;
-use crate::metrics::{Metrics, NodeStats};
+use crate::metrics::Metrics;
+use crate::nodes::NodeStats;
 use crate::quota::QuotaBook;
 
 /// The private halves of the cell's signing keys: `active` signs new tokens; `others` (keys
@@ -104,17 +105,7 @@ impl Drop for TailSlot {
     }
 }
 
-pub(crate) fn api_view(v: JournalView) -> View {
-    View {
-        leader: v.leader.and_then(|l| ApiLeader::new(l.get())),
-        first_seq: ApiSeq(v.first_seq.0),
-        next_seq: ApiSeq(v.next_seq.0),
-    }
-}
-
-pub(crate) fn core_leader(l: ApiLeader) -> paros_core::LeaderUuid {
-    paros_core::LeaderUuid::new(l.get()).expect("an API leader uuid is never nil")
-}
+pub(crate) use paros_client::convert::{api_view, core_uuid as core_leader};
 
 /// A fresh random u64 that is not zero.
 pub(crate) fn random_id() -> u64 {
@@ -161,7 +152,11 @@ impl Gateway {
     {
         let gateway = Gateway {
             inner: Arc::new(Inner {
-                cell: Box::new(ClientPort(client)),
+                cell: Box::new(ClientPort {
+                    client,
+                    placement_wait: config.placement_wait,
+                    read_attempts_max: config.read_attempts_max,
+                }),
                 coordinator,
                 directory,
                 config,
@@ -258,11 +253,6 @@ impl Gateway {
             .map_err(|_| StartError::KeyNotFolded(kid.to_string()))
     }
 
-    /// The router serving this gateway; see [`crate::router`].
-    pub fn router(&self) -> axum::Router {
-        crate::router(self.clone())
-    }
-
     /// The gateway's configuration.
     #[must_use]
     pub fn config(&self) -> &GatewayConfig {
@@ -325,21 +315,52 @@ impl Gateway {
         }
     }
 
-    /// One read, asked again (on the next server) while it is not served, up to the bounds.
-    pub(crate) async fn read(&self, key: JournalKey, params: ReadParams) -> ReadAnswer {
-        let deadline =
-            tokio::time::Instant::now() + Duration::from_millis(u64::from(params.wait_ms)) + Duration::from_secs(2);
-        let mut last = ReadAnswer::Unserved;
-        for attempt in 0..self.inner.config.read_attempts_max.max(1) {
-            last = self.inner.cell.read(key, params, attempt).await;
-            match last {
-                ReadAnswer::Unserved if tokio::time::Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(20 * u64::from(attempt + 1))).await;
-                }
-                _ => return last,
+    /// One call on the journal `name` of `tenant` (its key `key`), through the cell port:
+    /// 404 when the journal is gone meanwhile, 503 when it is listed but still hosted nowhere.
+    pub(crate) async fn call(
+        &self,
+        tenant: TenantId,
+        name: &JournalName,
+        key: JournalKey,
+        call: Call,
+    ) -> Result<Result<Decided, AnswerError>, ApiError> {
+        let listed = || self.directory().is_ok_and(|d| d.journal_by_name(tenant, name).is_some_and(|j| j.key == key));
+        let decided = self.inner.cell.call(key, call, &listed).await;
+        if matches!(decided, Ok(Decided::UnknownJournal)) {
+            return Err(if listed() {
+                ApiError::unavailable("the journal is not placed yet; retry")
+            } else {
+                ApiError::unknown_journal()
+            });
+        }
+        Ok(decided)
+    }
+
+    /// One Read of API.md: `params` within their `wait_ms`; with `reach`, the read is served
+    /// only once the journal's `next_seq` is at least `reach` (a linearizable read with
+    /// `min_seq`: first the wait for that position, then the linearizable read, both within
+    /// the same `wait_ms`).
+    pub(crate) async fn read(&self, key: JournalKey, params: ReadParams, reach: Option<Seq>) -> ReadAnswer {
+        let started = tokio::time::Instant::now();
+        let wait = Duration::from_millis(u64::from(params.wait_ms));
+        let config = &self.inner.config;
+        if let Some(reach) = reach {
+            // From 0, one record: never at the tail of a journal that reached `reach` ≥ 1, so
+            // no server holds it for a long-poll.
+            let reached = ReadParams {
+                from: Seq(0),
+                limit: 1,
+                max_bytes: 1,
+                wait_ms: params.wait_ms,
+                consistency: Consistency::Reached(reach),
+            };
+            let deadline = ReadDeadline::new(started, wait, reached.consistency, config);
+            match self.inner.cell.read(key, reached, deadline).await {
+                ReadAnswer::Page { .. } | ReadAnswer::Truncated { .. } => {}
+                other => return other,
             }
         }
-        last
+        self.inner.cell.read(key, params, ReadDeadline::new(started, wait, params.consistency, config)).await
     }
 
     /// The journal's view now (a linearizable read of at most one record).
@@ -351,7 +372,7 @@ impl Gateway {
             wait_ms: 0,
             consistency: Consistency::Linearizable,
         };
-        match self.read(key, params).await {
+        match self.read(key, params, None).await {
             ReadAnswer::Page { view, .. } | ReadAnswer::Truncated { view } => Ok(api_view(view)),
             ReadAnswer::Unserved | ReadAnswer::Denied(_) => {
                 Err(ApiError::unavailable("no server could answer now; retry"))

@@ -344,3 +344,62 @@ async fn a_suspended_tenants_calls_are_forbidden_until_it_is_resumed() {
 fn rand_id() -> u128 {
     u128::from_le_bytes(auth::random_bytes::<16>())
 }
+
+/// Only the cell's own signing keys sign tokens the gateway accepts. The registry records a
+/// tenant-scoped key (`AddSigningKey { scope: Tenant(..) }`), but a token it signs is refused
+/// (401) whoever it names: its own tenant, another tenant, or admin; and a token id minted with
+/// it is no token id the tenant minted (404 on revoke).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_signed_by_a_tenant_scoped_key_is_refused_for_every_principal() {
+    let w = world().await;
+    let r = &w.router;
+    let (acme, acme_owner, _) = signup(r, "acme").await;
+    let (globex, _, _) = signup(r, "globex").await;
+    create(r, &acme_owner, "orders", None).await;
+    let acme = paros_core::TenantId(u64::from_str_radix(&acme, 16).unwrap());
+    let globex = paros_core::TenantId(u64::from_str_radix(&globex, 16).unwrap());
+
+    let tenant_key = KeyPair::generate(KeyId::new("acme-own").unwrap());
+    let command = paros_registry::Command::AddSigningKey {
+        scope: paros_registry::KeyScope::Tenant(acme),
+        kid: tenant_key.kid().clone(),
+        public_key: bytes::Bytes::copy_from_slice(&tenant_key.public_key()),
+    };
+    let request =
+        paros_registry::Request { id: paros_registry::RequestId(rand_id()), op: paros_registry::Op::Command(command) };
+    assert!(
+        matches!(
+            w.cell.coordinator().request(request).await,
+            Ok(paros_registry::Answer::Verdict(paros_registry::Verdict::Accepted(_)))
+        ),
+        "the registry records a tenant-scoped key"
+    );
+    let kid = tenant_key.kid().clone();
+    w.cell.wait_followers(Duration::from_secs(5), |d| d.signing_key(&kid).is_some()).await.unwrap();
+    // The gateway's own directory shows the key before anything is judged against it.
+    let mut directory = w.cell.directory();
+    let shown = directory.wait_for(|f| f.directory.as_deref().is_some_and(|d| d.signing_key(&kid).is_some()));
+    tokio::time::timeout(Duration::from_secs(5), shown).await.unwrap().unwrap();
+
+    let exp = auth::now_s() + 600;
+    let (own, own_jti) = auth::mint_tenant_token(&tenant_key, acme, Scope::Owner, None, exp);
+    let (other, _) = auth::mint_tenant_token(&tenant_key, globex, Scope::Owner, None, exp);
+    let admin = paros_gateway::mint_admin_token(&tenant_key, 600);
+    for (who, token, uri) in [
+        ("its own tenant", &own, "/v1/journals/orders"),
+        ("another tenant", &other, "/v1/journals"),
+        ("admin", &admin, "/v1/admin/overview"),
+    ] {
+        let (s, v) = call(r, "GET", uri, Some(token), None).await;
+        assert_eq!((s, code(&v)), (StatusCode::UNAUTHORIZED, "unauthorized"), "signed for {who}: {v}");
+    }
+
+    // The same claims signed by the cell's key are accepted: the key's scope is what refused.
+    let (cell_signed, _) = auth::mint_tenant_token(&w.key, acme, Scope::Owner, None, exp);
+    assert_eq!(call(r, "GET", "/v1/journals/orders", Some(&cell_signed), None).await.0, StatusCode::OK);
+    let cell_admin = paros_gateway::mint_admin_token(&w.key, 600);
+    assert_eq!(call(r, "GET", "/v1/admin/overview", Some(&cell_admin), None).await.0, StatusCode::OK);
+
+    let (s, v) = call(r, "DELETE", &format!("/v1/tokens/{}", own_jti.as_str()), Some(&acme_owner), None).await;
+    assert_eq!((s, code(&v)), (StatusCode::NOT_FOUND, "unknown_token"), "a tenant key's token id: {v}");
+}

@@ -67,10 +67,7 @@ async fn read_through<S: JournalService + 'static>(
     let mut seen = Vec::new();
     for _ in 0..1000 {
         match reader.next().await.expect("answers are well formed") {
-            o @ ReaderOutcome::Records { .. } if matches!(&o, ReaderOutcome::Records { records, .. } if records.is_empty()) =>
-            {
-                return seen;
-            }
+            ReaderOutcome::Records { records, .. } if records.is_empty() => return seen,
             o @ (ReaderOutcome::Records { .. } | ReaderOutcome::Gap { .. }) => seen.push(o),
             ReaderOutcome::Retry { .. } => tokio::time::sleep(Duration::from_millis(10)).await,
             other => panic!("the reader got {other:?}"),

@@ -39,15 +39,26 @@ fn operation<'a>(doc: &'a Value, route: &str) -> &'a Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metrics_is_documented_with_the_content_type_it_serves() {
+async fn metrics_is_documented_with_the_content_types_it_serves() {
     let w = world().await;
     let doc = document(&w.router).await;
-    let (s, headers, _) = raw(&w.router, "GET", "/metrics", None, None, Vec::new()).await;
-    assert_eq!(s, StatusCode::OK);
-    let served = headers["content-type"].to_str().unwrap().split(';').next().unwrap().trim().to_owned();
     let documented: Vec<&String> =
         operation(&doc, "get /metrics")["responses"]["200"]["content"].as_object().unwrap().keys().collect();
-    assert_eq!(documented, [&served], "schemathesis found /metrics documented as text/plain");
+    let mut served = Vec::new();
+    for accept in ["*/*", "application/openmetrics-text"] {
+        let request = axum::http::Request::get("/metrics").header("accept", accept);
+        let response = tower::ServiceExt::oneshot(w.router.clone(), request.body(axum::body::Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let content_type = response.headers()["content-type"].to_str().unwrap();
+        served.push(content_type.split(';').next().unwrap().trim().to_owned());
+    }
+    assert_eq!(served, ["text/plain", "application/openmetrics-text"], "Prometheus text unless asked");
+    let mut documented: Vec<String> = documented.into_iter().cloned().collect();
+    documented.sort();
+    served.sort();
+    assert_eq!(documented, served, "schemathesis found /metrics documented with another type than served");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -114,8 +125,8 @@ async fn every_route_documents_the_statuses_its_layers_answer() {
             need.extend(["400", "404"]);
         }
         for status in need {
-            let body = &responses.get(status).unwrap_or_else(|| panic!("{route} documents {status}"))["content"]["application/json"]
-                ["schema"];
+            let response = responses.get(status).unwrap_or_else(|| panic!("{route} documents {status}"));
+            let body = &response["content"]["application/json"]["schema"];
             assert_eq!(body["$ref"], "#/components/schemas/ErrorBody", "{route} {status}");
         }
         assert!(responses["429"]["headers"]["Retry-After"].is_object(), "{route}: 429 carries Retry-After");

@@ -31,7 +31,8 @@ fn chromium() -> String {
     match found {
         Some(p) => p.display().to_string(),
         None => panic!(
-            "`chromium` is not on PATH: the /ui test needs Debian's chromium; run ops/scripts/test.sh, which installs it"
+            "`chromium` is not on PATH: the /ui test needs Debian's chromium; \
+             run ops/scripts/test.sh, which installs it"
         ),
     }
 }

@@ -67,13 +67,15 @@ pub fn api_consistency(c: Consistency) -> paros_api::Consistency {
     }
 }
 
-/// The HTTP contract's read consistency as paros-core's, and the position a linearizable read
-/// must also see applied (`consistency=linearizable&min_seq=m` waits for both: the core read is
-/// linearizable and its answer must reach `next_seq > m`).
+/// The HTTP contract's read consistency as paros-core's, and the `next_seq` a linearizable read
+/// must also reach (`consistency=linearizable&min_seq=m` waits for both: the core read is
+/// linearizable, and the journal must have reached `next_seq ≥ m + 1`).
 #[must_use]
 pub fn core_consistency(c: paros_api::Consistency) -> (Consistency, Option<Seq>) {
     match c {
-        paros_api::Consistency::Linearizable { min_seq } => (Consistency::Linearizable, min_seq.map(|m| Seq(m.0))),
+        paros_api::Consistency::Linearizable { min_seq } => {
+            (Consistency::Linearizable, min_seq.map(|m| Seq(m.0.saturating_add(1))))
+        }
         paros_api::Consistency::AtLeast { min_seq } => (Consistency::Reached(Seq(min_seq.0.saturating_add(1))), None),
     }
 }

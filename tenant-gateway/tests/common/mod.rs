@@ -10,8 +10,8 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt as _;
-use paros_embedded::EmbeddedCell;
-use paros_gateway::{Gateway, GatewayConfig, KeyPair, NodeCounters, NodeStats, SigningKeys};
+use paros_embedded::{EmbeddedCell, NodeSample};
+use paros_gateway::{Gateway, GatewayConfig, KeyPair, NodeCounters, NodeStats, SigningKeys, StoreCounters};
 use paros_registry::KeyId;
 use serde_json::Value;
 use tower::ServiceExt as _;
@@ -49,9 +49,7 @@ pub async fn world_opts(config: GatewayConfig, node_counters: bool) -> World {
     let key = KeyPair::generate(KeyId::new("k1").expect("a key id"));
     let nodes: Option<Arc<dyn NodeStats>> = node_counters.then(|| {
         let reader = cell.stats_reader();
-        Arc::new(move || {
-            reader.read().iter().map(|s| NodeCounters::of_host(s.node, &s.host).with_store(s.store)).collect::<Vec<_>>()
-        }) as Arc<dyn NodeStats>
+        Arc::new(move || reader.read().iter().map(sample_counters).collect::<Vec<_>>()) as Arc<dyn NodeStats>
     });
     let gateway = Gateway::start_with_nodes(
         cell.client.clone(),
@@ -65,6 +63,34 @@ pub async fn world_opts(config: GatewayConfig, node_counters: bool) -> World {
     .expect("the gateway starts");
     let router = gateway.router();
     World { cell, gateway, router, key, dir }
+}
+
+/// An embedded node's sample in the gateway's port types (as `paros dev` converts it).
+pub fn sample_counters(s: &NodeSample) -> NodeCounters {
+    let (h, st) = (&s.host, &s.store);
+    let node = NodeCounters {
+        node: s.node,
+        rounds: h.rounds,
+        syncs: h.syncs,
+        writes: h.writes,
+        records_accepted: h.records_accepted,
+        campaigns: h.campaigns,
+        leaderships_won: h.leaderships_won,
+        dormant: h.dormant,
+        store: None,
+    };
+    node.with_store(StoreCounters {
+        compactions_completed: st.compactions_completed,
+        compacting_us: st.compacting_us,
+        compactions_active: st.compactions_active,
+        flushes_outstanding: st.flushes_outstanding,
+        log_tables: st.log_tables,
+        log_l0_tables: st.log_l0_tables,
+        journal_files: st.journal_files,
+        room_waits: st.room_waits,
+        room_waited_us: st.room_waited_us,
+        disk_bytes: st.disk_bytes,
+    })
 }
 
 pub async fn world() -> World {

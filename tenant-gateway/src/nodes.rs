@@ -1,0 +1,80 @@
+//! The port through which a gateway shows its cell's node counters, in the gateway's own
+//! types: whoever wires a cell to a gateway (`paros dev`, a test) converts the node's and the
+//! store's counters into these, so the gateway never names the node's types.
+
+use paros_core::NodeId;
+
+/// One node's counters, cumulative since the node booted (the overview's `counters`; the node
+/// id travels beside them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+pub struct NodeCounters {
+    #[serde(skip)]
+    pub node: NodeId,
+    /// Rounds run (one storage batch each at most).
+    pub rounds: u64,
+    /// Rounds that wrote a batch and synced.
+    pub syncs: u64,
+    /// Write ops persisted.
+    pub writes: u64,
+    /// Records in write verdicts answered `Accepted` by this node.
+    pub records_accepted: u64,
+    /// Campaigns this node's voters started.
+    pub campaigns: u64,
+    /// Campaigns that won: a voter here became its journal's leader.
+    pub leaderships_won: u64,
+    /// Journals asleep on this node now (metrics only).
+    #[serde(skip)]
+    pub dormant: u64,
+    /// The node's store, when the port can sample it (metrics only).
+    #[serde(skip)]
+    pub store: Option<StoreCounters>,
+}
+
+impl NodeCounters {
+    /// The same counters with the node's store activity beside them.
+    #[must_use]
+    pub fn with_store(self, store: StoreCounters) -> NodeCounters {
+        NodeCounters { store: Some(store), ..self }
+    }
+}
+
+/// A node's store: its background work since it opened and its size now (metrics only).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreCounters {
+    /// Compactions finished.
+    pub compactions_completed: u64,
+    /// Time spent compacting, in microseconds.
+    pub compacting_us: u64,
+    /// Compactions running now.
+    pub compactions_active: u64,
+    /// Sealed memtables waiting to be flushed now.
+    pub flushes_outstanding: u64,
+    /// Tables holding the log, every level.
+    pub log_tables: u64,
+    /// Tables holding the log at level 0.
+    pub log_l0_tables: u64,
+    /// The database's own journal (write-ahead log) files.
+    pub journal_files: u64,
+    /// Writes that waited for the store to apply synced rounds.
+    pub room_waits: u64,
+    /// Their wait in all, in microseconds.
+    pub room_waited_us: u64,
+    /// Bytes the store holds on disk now.
+    pub disk_bytes: u64,
+}
+
+/// The port through which a gateway learns its cell's node counters (`paros dev` gives it the
+/// embedded cell's; a gateway started without one shows no node counters).
+pub trait NodeStats: Send + Sync + 'static {
+    /// Every node's counters now.
+    fn node_stats(&self) -> Vec<NodeCounters>;
+}
+
+impl<F> NodeStats for F
+where
+    F: Fn() -> Vec<NodeCounters> + Send + Sync + 'static,
+{
+    fn node_stats(&self) -> Vec<NodeCounters> {
+        self()
+    }
+}

@@ -1,0 +1,237 @@
+//! The four calls but the tail: SetLeader, Write, Read and Truncate on
+//! `/v1/journals/{name}/…`.
+
+use std::time::Instant;
+
+use axum::Extension;
+use axum::body::Body;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use bytes::Bytes;
+use paros_api::{
+    ErrorCode, Page, ReadQuery, Record, Scope, SetLeaderAnswer, SetLeaderRequest, SetLeaderVerdict, ShapeError,
+    TruncateAnswer, TruncateRequest, TruncateVerdict, View, WriteAnswer, WriteRequest, WriteVerdict,
+};
+use paros_client::{AnswerError, Decided, ReadAnswer, ReadParams};
+use paros_core::journal::Outcome;
+use paros_core::{Call, Consistency, Seq};
+
+use crate::access::{named_journal, tenant_quotas};
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::state::{Gateway, api_view, core_leader};
+use crate::wire::{api_mode, json, json_body, no_query};
+
+/// What every call answers for the outcomes it does not name itself.
+fn undecided(g: &Gateway, d: Result<Decided, AnswerError>) -> ApiError {
+    match d {
+        Ok(Decided::Ambiguous) => ApiError::ambiguous(),
+        Ok(Decided::Unavailable) => ApiError::unavailable("no server took the call now; it took no effect, retry"),
+        Ok(Decided::UnknownJournal) => ApiError::unknown_journal(),
+        Ok(Decided::TooLarge(t)) => ApiError::new(ErrorCode::TooLarge, t.to_string()).with_limits(paros_api::Limits {
+            max_records: u64::from(t.max_records),
+            max_bytes: t.max_bytes,
+            max_body_bytes: g.inner.config.body_limit_bytes,
+        }),
+        Ok(Decided::Verdict(o)) => ApiError::ambiguous().with_message(format!("an unexpected verdict {o:?}")),
+        // The cell never denies (authorization happened here): treat it as no answer.
+        Ok(Decided::Denied { ambiguous: true, .. }) => ApiError::ambiguous(),
+        Ok(Decided::Denied { ambiguous: false, .. }) => {
+            ApiError::unavailable("the cell refused to serve the call now; retry")
+        }
+        Err(e) => ApiError::ambiguous().with_message(format!("the cell's answer could not be judged: {e}")),
+    }
+}
+
+/// Claim or hand over a single-writer journal.
+#[utoipa::path(post, path = "/v1/journals/{name}/leader", params(("name" = inline(paros_api::JournalName), Path)),
+    request_body = paros_api::SetLeaderRequest,
+    responses((status = 200, body = paros_api::SetLeaderAnswer), (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
+        (status = 404, body = paros_api::ErrorBody), (status = 409, body = paros_api::ErrorBody),
+        (status = 503, body = paros_api::ErrorBody), (status = 504, body = paros_api::ErrorBody)))]
+pub(crate) async fn set_leader(
+    State(g): State<Gateway>,
+    Extension(p): Extension<Principal>,
+    path: Result<Path<String>, PathRejection>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let (t, name, key, _) = named_journal(&g, &p, path, Scope::Write)?;
+    let req: SetLeaderRequest = json_body(&g, &headers, body).await?;
+    no_query(query.as_deref())?;
+    let call = Call::SetLeader { new: core_leader(req.new), old: req.old.map(core_leader) };
+    match g.call(t.tenant, &name, key, call).await? {
+        Ok(Decided::Verdict(Outcome::Won(v))) => {
+            Ok(json(StatusCode::OK, &SetLeaderAnswer { outcome: SetLeaderVerdict::Won, view: api_view(v) }))
+        }
+        Ok(Decided::Verdict(Outcome::Lost(v))) => {
+            Err(ApiError::new(ErrorCode::Lost, "SetLeader lost its compare-and-set").with_view(api_view(v)))
+        }
+        Ok(Decided::Verdict(Outcome::WrongMode(v))) => Err(wrong_mode(api_view(v))),
+        other => Err(undecided(&g, other)),
+    }
+}
+
+fn wrong_mode(view: View) -> ApiError {
+    ApiError::new(ErrorCode::WrongMode, "the call is shaped for the other writer mode").with_view(view)
+}
+
+/// Write a batch of records.
+#[utoipa::path(post, path = "/v1/journals/{name}/records", params(("name" = inline(paros_api::JournalName), Path)),
+    request_body = paros_api::WriteRequest,
+    responses((status = 200, body = paros_api::WriteAnswer), (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
+        (status = 404, body = paros_api::ErrorBody), (status = 409, body = paros_api::ErrorBody),
+        (status = 410, body = paros_api::ErrorBody), (status = 413, body = paros_api::ErrorBody),
+        (status = 429, body = paros_api::ErrorBody), (status = 503, body = paros_api::ErrorBody),
+        (status = 504, body = paros_api::ErrorBody)))]
+pub(crate) async fn write(
+    State(g): State<Gateway>,
+    Extension(p): Extension<Principal>,
+    path: Result<Path<String>, PathRejection>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let (t, name, key, mode) = named_journal(&g, &p, path, Scope::Write)?;
+    let req: WriteRequest = json_body(&g, &headers, body).await?;
+    no_query(query.as_deref())?;
+    let shape = req.shape(api_mode(mode));
+    if shape == Err(ShapeError::LeaderWithoutSeq) {
+        return Err(ApiError::malformed("a fenced write names its position: `leader` without `seq`"));
+    }
+    let bytes = req.bytes();
+    let quotas = tenant_quotas(&g, t.tenant)?;
+    g.inner.quotas.charge_bytes(t.tenant, &quotas, bytes, Instant::now());
+    let cfg = g.inner.config;
+    if req.records.len() as u64 > u64::from(cfg.write_records_max) || bytes > cfg.write_bytes_max {
+        let view = g.view(key).await?;
+        return Err(ApiError::new(ErrorCode::TooLarge, "the batch is over the write limits")
+            .with_limits(cfg.limits())
+            .with_view(view));
+    }
+    let shape = match shape {
+        Ok(s) => s,
+        Err(_) => return Err(wrong_mode(g.view(key).await?)),
+    };
+    let records: Vec<Bytes> = req.records.into_iter().map(|Record(r)| Bytes::from(r)).collect();
+    let (leader, seq) = match shape {
+        paros_api::WriteShape::Fenced { leader, seq } => (Some(core_leader(leader)), Seq(seq.0)),
+        paros_api::WriteShape::Append => (None, Seq(0)),
+    };
+    let decided = g.call(t.tenant, &name, key, Call::Write { leader, seq, records }).await?;
+    let (outcome, at, count, view) = match decided {
+        Ok(Decided::Verdict(Outcome::Accepted { seq, count, view })) => (WriteVerdict::Accepted, seq, count, view),
+        Ok(Decided::Verdict(Outcome::Duplicate { seq, count, view })) => (WriteVerdict::Duplicate, seq, count, view),
+        Ok(Decided::Verdict(Outcome::Refused(v))) => {
+            return Err(ApiError::new(ErrorCode::Refused, "the write was refused in place").with_view(api_view(v)));
+        }
+        Ok(Decided::Verdict(Outcome::Truncated(v))) => {
+            return Err(ApiError::new(ErrorCode::Truncated, "the write starts below first_seq").with_view(api_view(v)));
+        }
+        Ok(Decided::Verdict(Outcome::WrongMode(v))) => return Err(wrong_mode(api_view(v))),
+        Ok(Decided::TooLarge(tl)) => {
+            let view = g.view(key).await?;
+            return Err(undecided(&g, Ok(Decided::TooLarge(tl))).with_view(view));
+        }
+        other => return Err(undecided(&g, other)),
+    };
+    if outcome == WriteVerdict::Accepted {
+        g.inner.metrics.written(t.tenant, count, bytes);
+    }
+    // One trip: the verdict carries the view the write was applied in.
+    let answer = WriteAnswer { outcome, seq: paros_api::Seq(at.0), count, view: api_view(view) };
+    Ok(json(StatusCode::OK, &answer))
+}
+
+/// Read records from a position.
+#[utoipa::path(get, path = "/v1/journals/{name}/records",
+    params(("name" = inline(paros_api::JournalName), Path), ("from" = u64, Query), ("limit" = Option<u64>, Query),
+        ("max_bytes" = Option<u64>, Query), ("wait_ms" = Option<u64>, Query), ("consistency" = Option<String>, Query),
+        ("min_seq" = Option<u64>, Query)),
+    responses((status = 200, body = paros_api::Page), (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
+        (status = 404, body = paros_api::ErrorBody), (status = 410, body = paros_api::ErrorBody),
+        (status = 503, body = paros_api::ErrorBody)))]
+pub(crate) async fn read(
+    State(g): State<Gateway>,
+    Extension(p): Extension<Principal>,
+    path: Result<Path<String>, PathRejection>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
+    let (t, _, key, _) = named_journal(&g, &p, path, Scope::Read)?;
+    let q = ReadQuery::parse(query.as_deref().unwrap_or("")).map_err(|e| ApiError::malformed(e.to_string()))?;
+    let cfg = g.inner.config;
+    let clamp = |v: Option<std::num::NonZeroU64>, max: u32| {
+        v.map_or(max, |v| u32::try_from(v.get()).unwrap_or(u32::MAX).min(max))
+    };
+    let (consistency, reach) = paros_client::convert::core_consistency(q.consistency);
+    let params = ReadParams {
+        from: Seq(q.from.0),
+        limit: clamp(q.limit, cfg.read_records_max),
+        max_bytes: clamp(q.max_bytes, cfg.read_bytes_max),
+        wait_ms: u32::from(q.wait_ms.get()),
+        consistency,
+    };
+    match g.read(key, params, reach).await {
+        ReadAnswer::Page { from, records, view } => {
+            g.inner.metrics.read(t.tenant, &records);
+            let page = Page {
+                from: paros_api::Seq(from.0),
+                records: records.into_iter().map(|r| Record(r.to_vec())).collect(),
+                view: api_view(view),
+            };
+            Ok(json(StatusCode::OK, &page))
+        }
+        ReadAnswer::Truncated { view } => {
+            Err(ApiError::new(ErrorCode::Truncated, "from is below first_seq").with_view(api_view(view)))
+        }
+        // A read at least at `min_seq` not served within `wait_ms` (API.md: 503).
+        ReadAnswer::Unserved if consistency != Consistency::Linearizable || reach.is_some() => {
+            Err(ApiError::unavailable("the record at min_seq is not applied within wait_ms; retry"))
+        }
+        // The cell never denies (authorization happened here); a denial is a cell that could
+        // not answer.
+        ReadAnswer::Unserved | ReadAnswer::Denied(_) => {
+            Err(ApiError::unavailable("the read was not served in time; retry"))
+        }
+        ReadAnswer::UnknownJournal => Err(ApiError::unavailable("the journal is not placed yet; retry")),
+    }
+}
+
+/// Truncate a journal's prefix.
+#[utoipa::path(post, path = "/v1/journals/{name}/truncate", params(("name" = inline(paros_api::JournalName), Path)),
+    request_body = paros_api::TruncateRequest,
+    responses((status = 200, body = paros_api::TruncateAnswer), (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
+        (status = 404, body = paros_api::ErrorBody), (status = 409, body = paros_api::ErrorBody),
+        (status = 503, body = paros_api::ErrorBody), (status = 504, body = paros_api::ErrorBody)))]
+pub(crate) async fn truncate(
+    State(g): State<Gateway>,
+    Extension(p): Extension<Principal>,
+    path: Result<Path<String>, PathRejection>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let (t, name, key, mode) = named_journal(&g, &p, path, Scope::Write)?;
+    let req: TruncateRequest = json_body(&g, &headers, body).await?;
+    no_query(query.as_deref())?;
+    let Ok(leader) = req.shape(api_mode(mode)) else { return Err(wrong_mode(g.view(key).await?)) };
+    let call = Call::Truncate { leader: leader.map(core_leader), up_to: Seq(req.up_to.0) };
+    match g.call(t.tenant, &name, key, call).await? {
+        Ok(Decided::Verdict(Outcome::Trimmed(v))) => {
+            Ok(json(StatusCode::OK, &TruncateAnswer { outcome: TruncateVerdict::Trimmed, view: api_view(v) }))
+        }
+        Ok(Decided::Verdict(Outcome::TruncateRefused(v))) => {
+            Err(ApiError::new(ErrorCode::TruncateRefused, "the caller is not the writer in force")
+                .with_view(api_view(v)))
+        }
+        Ok(Decided::Verdict(Outcome::WrongMode(v))) => Err(wrong_mode(api_view(v))),
+        other => Err(undecided(&g, other)),
+    }
+}

@@ -1,0 +1,85 @@
+//! What every route reads and answers the same way: JSON bodies (413 before 400), the query
+//! string of a route that takes none, JSON answers, and the writer mode as it travels.
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http_body_util::BodyExt as _;
+use paros_api::ErrorCode;
+use serde::Serialize;
+
+use crate::error::{ApiError, ApiResult};
+use crate::state::Gateway;
+
+/// Reads the body, refusing (413) one over the limit before it is buffered whole, then (400)
+/// one that is not JSON.
+pub(crate) async fn json_body<T: serde::de::DeserializeOwned>(
+    g: &Gateway,
+    headers: &HeaderMap,
+    body: Body,
+) -> ApiResult<T> {
+    let limit = g.inner.config.body_limit_bytes;
+    let too_large = || {
+        ApiError::new(ErrorCode::TooLarge, format!("the body is over {limit} bytes"))
+            .with_limits(g.inner.config.limits())
+    };
+    if let Some(len) =
+        headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok())
+        && len > limit
+    {
+        return Err(too_large());
+    }
+    let limit_usize = usize::try_from(limit).unwrap_or(usize::MAX);
+    let bytes: Bytes = match http_body_util::Limited::new(body, limit_usize).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => return Err(too_large()),
+        Err(e) => return Err(ApiError::malformed(format!("reading the body: {e}"))),
+    };
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"));
+    if !is_json {
+        return Err(ApiError::malformed("the body is application/json"));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| ApiError::malformed(format!("bad body: {e}")))
+}
+
+/// 400 for a query string on a route that takes no parameter (API.md: unknown query
+/// parameters are `malformed` on every route). An empty query (a bare `?`) names none.
+pub(crate) fn no_query(query: Option<&str>) -> ApiResult<()> {
+    match query {
+        None | Some("") => Ok(()),
+        Some(q) => {
+            let first = q.split('&').next().unwrap_or_default();
+            let name = first.split_once('=').map_or(first, |(name, _)| name);
+            let shown: String = name.chars().take(64).collect();
+            Err(ApiError::malformed(format!("this route takes no query parameters: unknown `{shown}`")))
+        }
+    }
+}
+
+/// A JSON answer.
+pub(crate) fn json<T: Serialize>(status: StatusCode, body: &T) -> Response {
+    let bytes = serde_json::to_vec(body).expect("API bodies serialize");
+    (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], bytes).into_response()
+}
+
+pub(crate) use paros_client::convert::api_mode;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_route_without_parameters_refuses_any_query_but_an_empty_one() {
+        assert!(no_query(None).is_ok());
+        assert!(no_query(Some("")).is_ok());
+        for q in ["x=1", "from=0", "x", "&", "a=1&a=1", "%zz=1"] {
+            let e = no_query(Some(q)).expect_err(q);
+            assert_eq!(e.code(), ErrorCode::Malformed, "{q}");
+        }
+    }
+}
