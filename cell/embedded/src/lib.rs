@@ -8,6 +8,8 @@
 //! places and removes its journals; one coordinator (the registry journal's writer) serves
 //! requests. Formation (`InitCell`) is a registry command like any other.
 
+mod placer;
+
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
@@ -284,7 +286,11 @@ impl EmbeddedCell {
             .iter()
             .zip(&nodes)
             .zip(hosted)
-            .map(|((node, handle), hosted)| FollowedNode { id: *node, control: handle.control(), hosted })
+            .map(|((node, handle), hosted)| FollowedNode {
+                id: *node,
+                placer: placer::NodePlacer(handle.control()),
+                hosted,
+            })
             .collect();
         let (progress, task) = spawn_follower_of(client.clone(), registry, followed, FollowerConfig::default());
         let (followers, follower_tasks) = (vec![progress], vec![task]);
