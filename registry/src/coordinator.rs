@@ -139,7 +139,8 @@ pub enum CoordinatorError {
     NotWhole,
     /// An acknowledgement of records that were not handed out at those positions.
     #[error(
-        "an acknowledgement of [{from:?}, +{count}) does not match the records in flight from {in_flight_from:?} ({in_flight} records)"
+        "an acknowledgement of [{from:?}, +{count}) does not match the records in flight \
+         from {in_flight_from:?} ({in_flight} records)"
     )]
     UnexpectedAck { from: Seq, count: u64, in_flight_from: Seq, in_flight: usize },
     /// The folder refused a page or a gap.

@@ -1,23 +1,23 @@
 //! The registry's async loops: the coordinator (the registry journal's writer, over
-//! paros-client's `Writer`) and the follower every node runs (a `Reader` and `Folder` of the
-//! registry that places and removes the node's journals). Thin: every decision is the sans-IO
-//! [`Coordinator`]'s, [`Folder`]'s or [`follow::changes`]'s.
+//! paros-client's `Writer`) and the follower every node runs (a `Reader` of the registry that
+//! places and removes the node's journals through a [`Placer`]). Thin: every decision is the
+//! sans-IO [`CoordinatorTerm`]'s, [`Restarts`]' or [`Follower`]'s; these loops carry out their
+//! effects.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use paros_client::{
-    Client, Folder, FolderConfig, JournalService, ReadConsistency, Reader, ReaderConfig, ReaderOutcome, Seq, Writer,
-    WriterConfig, WriterError,
-};
-use paros_core::{ConfigPool, JournalConfig, JournalKey, NodeId};
-use paros_node::shell::NodeControl;
+use paros_client::{Client, JournalService, ReadConsistency, Reader, ReaderConfig, Seq, Writer, WriterConfig};
+use paros_core::{JournalConfig, JournalKey, NodeId};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::coordinator::{Answer, Coordinator, CoordinatorConfig, CoordinatorError, Reply, Request, Submitted};
-use crate::directory::{Directory, SharedDirectory};
-use crate::follow;
+use crate::coordinator::{Answer, CoordinatorConfig, Reply, Request, Submitted};
+use crate::directory::Directory;
+use crate::follow::Hosting;
+use crate::follower::{FollowPolicy, FollowedMachine, Follower, FollowerEffect, NextRead};
+use crate::term::{CoordinatorTerm, RestartConfig, Restarts, Succession, TermEffect, TermEnd, TermFailure};
 
 /// A request and where its answer goes.
 type Asked = (Request, oneshot::Sender<Answer>);
@@ -82,18 +82,15 @@ pub enum CoordinatorStop {
     /// Every handle was dropped.
     #[error("no more requests")]
     Closed,
-    #[error("writing the registry: {0}")]
-    Writer(#[from] WriterError),
-    #[error("the registry journal is unknown to the cell")]
-    UnknownJournal,
-    #[error("reading the registry: {0}")]
-    Read(String),
+    /// The last term failed and the restart policy started no other.
     #[error(transparent)]
-    Coordinator(#[from] CoordinatorError),
+    Failed(#[from] TermFailure),
 }
 
 /// Starts the coordinator: claims the registry journal (fencing any earlier coordinator),
 /// folds it from its floor, then serves requests until superseded or every handle is dropped.
+/// Every decision is the sans-IO [`CoordinatorTerm`]'s and [`Restarts`]'; this loop carries out
+/// its effects over a `Writer` and a `Reader`.
 ///
 /// A term that fails (a write halted, the journal unreadable for a while) is started again
 /// after [`CoordinatorLoopConfig::restart_backoff`], at most
@@ -114,21 +111,33 @@ where
 {
     let (tx, mut rx) = mpsc::channel(config.requests_queue_max.max(1));
     let task = tokio::spawn(async move {
-        let mut failures = 0u32;
+        let mut restarts = Restarts::new(RestartConfig {
+            backoff: config.restart_backoff,
+            failures_max: config.restarts_max,
+            succession: Succession::Once,
+        });
         let mut term_seed = seed;
+        let start = tokio::time::Instant::now();
         loop {
-            match coordinate(client.clone(), journal.clone(), config, term_seed, &mut rx).await {
-                Ok(stop) => return stop,
-                Err(stop) if failures >= config.restarts_max => return stop,
-                Err(_) => {
-                    failures += 1;
-                    term_seed = term_seed.rotate_left(17) ^ u64::from(failures);
-                    tokio::time::sleep(config.restart_backoff).await;
-                }
-            }
+            let end = match coordinate(client.clone(), journal.clone(), config, term_seed, start, &mut rx).await {
+                Ok(end) => end,
+                Err(closed) => return closed,
+            };
+            let Some(pause) = restarts.after(&end) else { return end.into() };
+            term_seed = term_seed.rotate_left(17) ^ u64::from(restarts.failures());
+            tokio::time::sleep(pause).await;
         }
     });
     (CoordinatorHandle { tx }, task)
+}
+
+impl From<TermEnd> for CoordinatorStop {
+    fn from(end: TermEnd) -> Self {
+        match end {
+            TermEnd::Superseded { .. } => CoordinatorStop::Superseded,
+            TermEnd::Failed(failure) => CoordinatorStop::Failed(failure),
+        }
+    }
 }
 
 /// Milliseconds since the loop started: the coordinator's clock for time-based checkpoints.
@@ -136,69 +145,92 @@ fn millis(start: tokio::time::Instant) -> u64 {
     u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
+type Waiters = BTreeMap<crate::RequestId, Vec<oneshot::Sender<Answer>>>;
+
+/// Runs one term; `Ok` with how it ended, `Err` when every handle was dropped.
 async fn coordinate<S>(
     client: Client<S>,
     journal: S::Journal,
     config: CoordinatorLoopConfig,
     seed: u64,
+    start: tokio::time::Instant,
     requests: &mut mpsc::Receiver<Asked>,
-) -> Result<CoordinatorStop, CoordinatorStop>
+) -> Result<TermEnd, CoordinatorStop>
 where
     S: JournalService + 'static,
     S::Journal: 'static,
 {
-    let mut writer = Writer::new(client.clone(), journal.clone(), config.writer, seed)
-        .map_err(|e| CoordinatorStop::Read(e.to_string()))?;
-    let view = writer.claim().await?;
-    let folder = Folder::new(Directory::new(), Seq(0), FolderConfig::default());
-    let mut coordinator = Coordinator::new(folder, config.coordinator)?;
-    // Fold everything before our claim: the directory our commands are judged against.
-    let mut reader = Reader::new(client, journal, Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, 0)
-        .map_err(|e| CoordinatorStop::Read(e.to_string()))?;
-    while reader.cursor() < view.next_seq {
-        match reader.next().await.map_err(|e| CoordinatorStop::Read(e.to_string()))? {
-            ReaderOutcome::Records { from, records, .. } => drop(coordinator.fold_page(from, &records)?),
-            ReaderOutcome::Gap { from, resumed_at, .. } => coordinator.gap(from, resumed_at)?,
-            ReaderOutcome::UnknownJournal => return Err(CoordinatorStop::UnknownJournal),
-            ReaderOutcome::Unavailable { .. } | ReaderOutcome::Retry { .. } => {}
-        }
-    }
-    let start = tokio::time::Instant::now();
-    let mut waiters: BTreeMap<crate::RequestId, Vec<oneshot::Sender<Answer>>> = BTreeMap::new();
-    let mut next: Option<Vec<bytes::Bytes>> = None;
+    let mut term = CoordinatorTerm::new(config.coordinator);
+    let mut writer = match Writer::new(client.clone(), journal.clone(), config.writer, seed) {
+        Ok(w) => w,
+        Err(_) => return Ok(TermEnd::Failed(TermFailure::Shell("invalid writer configuration"))),
+    };
+    let Ok(mut reader) =
+        Reader::new(client, journal, Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, 0)
+    else {
+        return Ok(TermEnd::Failed(TermFailure::Shell("invalid reader configuration")));
+    };
+    let mut waiters = Waiters::new();
     let mut poll = tokio::time::interval(config.checkpoint_poll);
     loop {
-        // Hand the writer everything it has room for, and the truncation a finished run asks.
-        loop {
-            if next.is_none() {
-                next = coordinator.next_append();
+        let effects = term.poll(millis(start), |bytes| writer.has_room(bytes));
+        // At most one of these is handed out at a time, and the term waits for its answer.
+        let mut claim = false;
+        let mut read = None;
+        let mut truncate = None;
+        let mut wrote = false;
+        for effect in effects {
+            match effect {
+                TermEffect::Claim => claim = true,
+                TermEffect::Read { from } => read = Some(from),
+                TermEffect::Write(batch) => {
+                    wrote = true;
+                    if let Err(e) = writer.submit(batch) {
+                        term.written(Err(e));
+                    }
+                }
+                TermEffect::Truncate { up_to } => truncate = Some(up_to),
+                TermEffect::Answer(reply) => answer(reply, &mut waiters),
             }
-            let Some(batch) = next.take() else { break };
-            let bytes = batch.iter().map(|r| r.len() as u64).sum();
-            if !writer.has_room(bytes) {
-                next = Some(batch);
-                break;
-            }
-            writer.submit(batch)?;
         }
-        if let Some(t) = coordinator.next_truncate() {
-            match writer.truncate(t.up_to).await {
-                Ok(_) => coordinator.truncate_settled(),
-                Err(WriterError::Superseded { .. }) => return Ok(superseded(&mut coordinator, &mut waiters)),
-                Err(e) => return Err(e.into()),
+        if let Some(end) = term.ended() {
+            if matches!(end, TermEnd::Superseded { .. }) {
+                // Anyone still waiting asked this term: it is not the coordinator any more.
+                for (_, ws) in std::mem::take(&mut waiters) {
+                    for w in ws {
+                        let _ = w.send(Answer::NotCoordinator);
+                    }
+                }
             }
+            return Ok(end.clone());
+        }
+        if claim {
+            term.claimed(writer.claim().await);
+            continue;
+        }
+        if let Some(from) = read {
+            debug_assert_eq!(reader.cursor(), from, "the reader reads where the term folded up to");
+            term.page(reader.next().await);
+            continue;
+        }
+        if let Some(up_to) = truncate {
+            term.truncated(writer.truncate(up_to).await);
+            continue;
+        }
+        if wrote {
+            // The writer may have room for the next batch.
             continue;
         }
         tokio::select! {
-            asked = requests.recv() => {
-                let Some(first) = asked else { return Ok(CoordinatorStop::Closed) };
+            asked = requests.recv(), if term.is_serving() => {
+                let Some(first) = asked else { return Err(CoordinatorStop::Closed) };
                 // Everything already queued joins the same batch: records from many callers
                 // share one slot (group commit), however they trickle in.
                 let mut next_asked = Some(first);
                 let mut taken = 0;
                 while let Some((request, reply)) = next_asked.take() {
                     let id = request.id;
-                    match coordinator.submit(request) {
+                    match term.submit(request) {
                         Submitted::Answered(answer) => drop(reply.send(answer)),
                         Submitted::Waiting => waiters.entry(id).or_default().push(reply),
                     }
@@ -209,40 +241,19 @@ where
                 }
             }
             report = writer.next_report(), if writer.in_flight() > 0 => {
-                let Some((_, result)) = report else { continue };
-                match result {
-                    Ok(written) => answer(coordinator.acknowledged(written.seq, written.count)?, &mut waiters),
-                    Err(WriterError::Superseded { .. }) => return Ok(superseded(&mut coordinator, &mut waiters)),
-                    Err(e) => return Err(e.into()),
+                if let Some((_, result)) = report {
+                    term.written(result);
                 }
-                coordinator.due_checkpoint(millis(start));
             }
-            _ = poll.tick() => {
-                coordinator.due_checkpoint(millis(start));
-            }
+            _ = poll.tick() => {}
         }
     }
 }
 
-fn answer(replies: Vec<Reply>, waiters: &mut BTreeMap<crate::RequestId, Vec<oneshot::Sender<Answer>>>) {
-    for Reply { id, answer } in replies {
-        for w in waiters.remove(&id).unwrap_or_default() {
-            let _ = w.send(answer.clone());
-        }
+fn answer(Reply { id, answer }: Reply, waiters: &mut Waiters) {
+    for w in waiters.remove(&id).unwrap_or_default() {
+        let _ = w.send(answer.clone());
     }
-}
-
-fn superseded(
-    coordinator: &mut Coordinator,
-    waiters: &mut BTreeMap<crate::RequestId, Vec<oneshot::Sender<Answer>>>,
-) -> CoordinatorStop {
-    answer(coordinator.superseded(), waiters);
-    for (_, ws) in std::mem::take(waiters) {
-        for w in ws {
-            let _ = w.send(Answer::NotCoordinator);
-        }
-    }
-    CoordinatorStop::Superseded
 }
 
 /// What a follower has done so far.
@@ -276,181 +287,153 @@ pub struct FollowerConfig {
 
 impl Default for FollowerConfig {
     fn default() -> Self {
+        let policy = FollowPolicy::default();
         FollowerConfig {
             wait_ms: 500,
-            placements_per_request: 1024,
-            apply_interval_min: Duration::from_millis(10),
-            apply_cost_factor: 3,
+            placements_per_request: policy.placements_per_request,
+            apply_interval_min: policy.apply_interval_min,
+            apply_cost_factor: policy.apply_cost_factor,
         }
     }
+}
+
+impl FollowerConfig {
+    fn policy(&self) -> FollowPolicy {
+        FollowPolicy {
+            placements_per_request: self.placements_per_request,
+            apply_interval_min: self.apply_interval_min,
+            apply_cost_factor: self.apply_cost_factor,
+        }
+    }
+}
+
+/// The node stopped: it takes no more placements.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
+#[error("the node stopped")]
+pub struct PlacerStopped;
+
+/// The port a follower places and removes journals through: a node of this process. The
+/// registry defines it; the process that runs nodes implements it for their handles.
+pub trait Placer: Send + Sync + 'static {
+    /// Why the node refused one placement.
+    type Refusal: std::error::Error + Send + 'static;
+
+    /// Places `journals` in one request (they ride the node's next round): one result each,
+    /// in order.
+    fn place_all(
+        &self,
+        journals: Vec<(JournalKey, JournalConfig)>,
+    ) -> impl Future<Output = Result<Vec<Result<(), Self::Refusal>>, PlacerStopped>> + Send;
+
+    /// Removes `journal` from the node: callers waiting on it are answered that it is unknown.
+    fn remove(&self, journal: JournalKey) -> impl Future<Output = Result<(), PlacerStopped>> + Send;
 }
 
 /// Starts the follower of node `me`: folds the registry journal `registry` from its floor
 /// forever and makes the node host exactly the journals the directory places on it (`hosted`
 /// is what it hosts at the start). Progress is published on the returned watch.
 #[must_use]
-pub fn spawn_follower<S>(
+pub fn spawn_follower<S, P>(
     client: Client<S>,
     registry: JournalKey,
     me: NodeId,
-    control: NodeControl,
+    placer: P,
     hosted: BTreeMap<JournalKey, JournalConfig>,
     config: FollowerConfig,
 ) -> (watch::Receiver<Followed>, tokio::task::JoinHandle<String>)
 where
     S: JournalService<Journal = JournalKey> + 'static,
+    P: Placer,
 {
-    spawn_follower_of(client, registry, vec![FollowedNode { id: me, control, hosted }], config)
+    spawn_follower_of(client, registry, vec![FollowedNode { id: me, placer, hosted }], config)
 }
 
 /// A node a follower places journals on, and what it hosts at the start.
 #[derive(Debug)]
-pub struct FollowedNode {
+pub struct FollowedNode<P> {
     pub id: NodeId,
-    pub control: NodeControl,
+    pub placer: P,
     pub hosted: BTreeMap<JournalKey, JournalConfig>,
 }
 
 /// Starts one follower for several nodes of one process (the embedded cell's): the registry
 /// is read and folded once, and each node is made to host what the directory places on it
 /// before the directory is published. One directory in memory instead of one per node.
+/// Every decision is the sans-IO [`Follower`]'s; this loop carries out its effects.
 #[must_use]
-pub fn spawn_follower_of<S>(
+pub fn spawn_follower_of<S, P>(
     client: Client<S>,
     registry: JournalKey,
-    nodes: Vec<FollowedNode>,
+    nodes: Vec<FollowedNode<P>>,
     config: FollowerConfig,
 ) -> (watch::Receiver<Followed>, tokio::task::JoinHandle<String>)
 where
     S: JournalService<Journal = JournalKey> + 'static,
+    P: Placer,
 {
     let (tx, rx) = watch::channel(Followed::default());
     let task = tokio::spawn(async move { follow_loop(client, registry, nodes, config, tx).await });
     (rx, task)
 }
 
-/// One followed node's placements as the follower knows them.
-struct Placed {
-    id: NodeId,
-    control: NodeControl,
-    /// What the node hosts, each configuration shared with the equal ones (a machine with
-    /// 100,000 journals holds a handful of distinct memberships).
-    hosted: BTreeMap<JournalKey, Arc<JournalConfig>>,
-    /// Placements the node refused: not asked again until the directory changes them.
-    refused: BTreeMap<JournalKey, JournalConfig>,
-}
-
-/// Makes `node` host what `directory` places on it; `Err` when the node stopped.
-async fn apply_to(
-    node: &mut Placed,
-    directory: &Directory,
-    registry: &JournalKey,
-    configs: &mut ConfigPool,
-    per_request: usize,
-    followed: &mut Followed,
-) -> Result<(), ()> {
-    let mut changes = follow::changes(directory, node.id, &node.hosted, registry);
-    changes.place.retain(|(k, c)| node.refused.get(k) != Some(c));
-    for chunk in changes.place.chunks(per_request.max(1)) {
-        let results = node.control.place_all(chunk.to_vec()).await.map_err(drop)?;
-        for ((key, config), result) in chunk.iter().zip(results) {
-            match result {
-                Ok(()) => {
-                    node.hosted.insert(*key, configs.share(config.clone()));
-                    followed.placed += 1;
-                }
-                Err(_) => {
-                    node.refused.insert(*key, config.clone());
-                    followed.refused += 1;
-                }
-            }
-        }
-    }
-    for key in changes.remove {
-        node.control.remove(key).await.map_err(drop)?;
-        node.hosted.remove(&key);
-        followed.removed += 1;
-    }
-    Ok(())
-}
-
-async fn follow_loop<S>(
+async fn follow_loop<S, P>(
     client: Client<S>,
     registry: JournalKey,
-    nodes: Vec<FollowedNode>,
+    nodes: Vec<FollowedNode<P>>,
     config: FollowerConfig,
     progress: watch::Sender<Followed>,
 ) -> String
 where
     S: JournalService<Journal = JournalKey> + 'static,
+    P: Placer,
 {
-    let mut configs = ConfigPool::default();
-    let mut nodes: Vec<Placed> = nodes
-        .into_iter()
-        .map(|n| Placed {
-            id: n.id,
-            control: n.control,
-            hosted: n.hosted.into_iter().map(|(k, c)| (k, configs.share(c))).collect(),
-            refused: BTreeMap::new(),
-        })
+    let machines = nodes
+        .iter()
+        .map(|n| FollowedMachine { id: n.id, hosting: Hosting::voter(), hosted: n.hosted.clone() })
         .collect();
-    // Shared with what it publishes: at rest the follower holds one directory, not two.
-    let mut folder = Folder::new(SharedDirectory::default(), Seq(0), FolderConfig::default());
+    let placers: BTreeMap<NodeId, P> = nodes.into_iter().map(|n| (n.id, n.placer)).collect();
+    let mut follower = Follower::new(registry, machines, config.policy());
     let Ok(mut reader) =
         Reader::new(client, registry, Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, config.wait_ms)
     else {
         return "invalid reader configuration".into();
     };
+    let start = tokio::time::Instant::now();
     let mut followed = Followed::default();
-    // Folded and not yet applied (placements, published directory): the next read then does
-    // not wait at the tail, so an empty page applies it at once.
-    let mut unapplied = false;
-    let mut next_apply = tokio::time::Instant::now();
-    // Nothing is applied or published before the fold first reaches the registry's tail. The
-    // nodes host what an earlier run of this follower applied, which can be later than a
-    // directory folded part of the way from the checkpoint (after a restart): applied, that
-    // directory would remove the journals created since the checkpoint, records and all, and
-    // publish a directory that does not know them. Once caught up (the cursor reached the
-    // highest tail an answer named), every directory folded is later than what the nodes host.
-    let mut caught_up = false;
     loop {
-        let outcome =
-            if caught_up && unapplied && folder.is_whole() { reader.next().await } else { reader.follow().await };
-        let outcome = match outcome {
-            Ok(o) => o,
-            Err(e) => return format!("reading the registry: {e}"),
+        let outcome = match follower.next_read() {
+            NextRead::Once => reader.next().await,
+            NextRead::Follow => reader.follow().await,
         };
-        let (folded, moved) = match outcome {
-            ReaderOutcome::Records { from, records, .. } => {
-                (folder.fold_page(from, &records).map(drop), !records.is_empty())
-            }
-            ReaderOutcome::Gap { from, resumed_at, .. } => (folder.gap(from, resumed_at).map(drop), true),
-            ReaderOutcome::UnknownJournal => return "the registry journal is not hosted".into(),
-            ReaderOutcome::Unavailable { .. } | ReaderOutcome::Retry { .. } => (Ok(()), false),
-        };
-        if let Err(e) = folded {
-            return format!("folding the registry: {e}");
+        if let Err(e) = follower.read(outcome, reader.caught_up()) {
+            return e.to_string();
         }
-        // The reader's own judgement, as the simulation's follower uses it.
-        caught_up |= reader.caught_up();
-        followed.folded = folder.next();
-        unapplied |= moved;
-        let due = !moved || tokio::time::Instant::now() >= next_apply;
-        if caught_up && folder.is_whole() && unapplied && due {
-            let started = tokio::time::Instant::now();
-            for node in &mut nodes {
-                if apply_to(node, folder.state(), &registry, &mut configs, config.placements_per_request, &mut followed)
-                    .await
-                    .is_err()
-                {
-                    return "the node stopped".into();
+        for effect in follower.poll(start.elapsed()) {
+            match effect {
+                FollowerEffect::Place { machine, journals } => {
+                    let Some(placer) = placers.get(&machine) else { continue };
+                    let Ok(results) = placer.place_all(journals.clone()).await else {
+                        return "the node stopped".into();
+                    };
+                    let placed: Vec<bool> = results.iter().map(Result::is_ok).collect();
+                    follower.placed(machine, &journals, &placed);
+                }
+                FollowerEffect::Remove { machine, journal } => {
+                    let Some(placer) = placers.get(&machine) else { continue };
+                    if placer.remove(journal).await.is_err() {
+                        return "the node stopped".into();
+                    }
+                    follower.removed(machine, journal);
+                }
+                FollowerEffect::Publish => {
+                    followed.directory = follower.directory();
+                    follower.published(start.elapsed());
                 }
             }
-            followed.directory = Some(folder.state().share());
-            unapplied = false;
-            let spent = started.elapsed();
-            next_apply = tokio::time::Instant::now() + config.apply_interval_min.max(spent * config.apply_cost_factor);
         }
+        let stats = follower.stats();
+        followed.folded = follower.folder().next();
+        (followed.placed, followed.removed, followed.refused) = (stats.placed, stats.removed, stats.refused);
         progress.send_replace(followed.clone());
     }
 }

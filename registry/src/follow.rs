@@ -57,3 +57,59 @@ pub fn changes<C: Borrow<JournalConfig>>(
     let remove = hosted.keys().filter(|k| *k != keep && !placed_here(k)).copied().collect();
     Changes { place, remove }
 }
+
+/// What a followed machine hosts, by its role.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Hosting {
+    /// A node: the live journals it votes for, each run with `learners` (the cell's replicas;
+    /// none in a cell without them).
+    Voter { learners: Vec<NodeId> },
+    /// A replica: every live journal, each run with `learners` (the replica among them).
+    Replica { learners: Vec<NodeId> },
+}
+
+impl Hosting {
+    /// A node of a cell without replicas.
+    #[must_use]
+    pub fn voter() -> Self {
+        Hosting::Voter { learners: Vec::new() }
+    }
+
+    fn learners(&self) -> &[NodeId] {
+        match self {
+            Hosting::Voter { learners } | Hosting::Replica { learners } => learners,
+        }
+    }
+}
+
+/// Whether `config` is how `journal` runs with `learners` (compared in place, no copy).
+fn runs_with(journal: &crate::Journal, config: &JournalConfig, learners: &[NodeId]) -> bool {
+    config.mode == journal.mode && config.voters[..] == journal.voters[..] && config.learners[..] == learners[..]
+}
+
+/// What `node`, a machine `hosting` so and hosting `hosted`, must change to host what
+/// `directory` says it hosts. `keep` is never removed (the registry journal). A voter without
+/// learners is [`changes`].
+#[must_use]
+pub fn changes_for<C: Borrow<JournalConfig>>(
+    directory: &Directory,
+    node: NodeId,
+    hosting: &Hosting,
+    hosted: &BTreeMap<JournalKey, C>,
+    keep: &JournalKey,
+) -> Changes {
+    let learners = hosting.learners();
+    let wanted = |j: &&crate::Journal| match hosting {
+        Hosting::Voter { .. } => j.is_placed_on(node),
+        Hosting::Replica { .. } => j.is_live(),
+    };
+    let place = directory
+        .journals()
+        .filter(wanted)
+        .filter(|j| !hosted.get(&j.key).is_some_and(|c| runs_with(j, c.borrow(), learners)))
+        .map(|j| (j.key, JournalConfig { mode: j.mode, voters: j.voters.to_vec(), learners: learners.to_vec() }))
+        .collect();
+    let stays = |k: &JournalKey| directory.journal(*k).is_some_and(|j| wanted(&j));
+    let remove = hosted.keys().filter(|k| *k != keep && !stays(k)).copied().collect();
+    Changes { place, remove }
+}

@@ -11,16 +11,22 @@
 //! - [`placement`]: which nodes vote for a new journal;
 //! - [`Coordinator`]: the registry's writer logic, sans-IO — requests in, records to append
 //!   out, answers read from the fold, checkpoint-and-truncate through
-//!   [`paros_client::Checkpointer`]. An async loop over the client's `Writer` drives it.
+//!   [`paros_client::Checkpointer`];
+//! - [`term`]: one coordinator term, sans-IO (claim, catch up, serve, end) and the restart
+//!   policy; [`follower`]: the follower every node runs, sans-IO (fold, then place and remove);
+//! - [`daemon`]: the async loops that carry out their effects; the simulation carries out the
+//!   same effects in simulated time.
 
 pub mod command;
 pub mod coordinator;
 pub mod daemon;
 pub mod directory;
 pub mod follow;
+pub mod follower;
 pub mod names;
 pub mod placement;
 mod seq_serde;
+pub mod term;
 pub mod verdict;
 
 pub use command::{

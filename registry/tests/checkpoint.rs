@@ -32,7 +32,10 @@ proptest! {
     }
 
     #[test]
-    fn folding_equals_restoring_mid_way_then_folding_the_rest(records in records(), cut in any::<prop::sample::Index>()) {
+    fn folding_equals_restoring_mid_way_then_folding_the_rest(
+        records in records(),
+        cut in any::<prop::sample::Index>(),
+    ) {
         let whole = fold_all(&records);
         let cut = cut.index(records.len() + 1);
         let head = fold_all(&records[..cut]);
@@ -45,7 +48,10 @@ proptest! {
     }
 
     #[test]
-    fn a_folder_that_meets_a_checkpoint_run_restores_to_the_same_directory(records in records(), cut in any::<prop::sample::Index>()) {
+    fn a_folder_that_meets_a_checkpoint_run_restores_to_the_same_directory(
+        records in records(),
+        cut in any::<prop::sample::Index>(),
+    ) {
         // The owner folds everything, writing a run of its state after `cut` records; a reader
         // that jumps over the prefix restores from that run and folds the rest.
         let cut = cut.index(records.len() + 1);
@@ -68,7 +74,9 @@ proptest! {
     }
 
     #[test]
-    fn garbage_never_restores_into_a_directory_that_encodes_differently(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
+    fn garbage_never_restores_into_a_directory_that_encodes_differently(
+        bytes in prop::collection::vec(any::<u8>(), 0..64),
+    ) {
         if let Ok(dir) = Directory::restore(&bytes) {
             prop_assert_eq!(dir.checkpoint(), bytes, "whatever restores is canonical");
         }

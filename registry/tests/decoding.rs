@@ -13,7 +13,10 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
-    fn arbitrary_bytes_never_panic_the_fold(body in prop::collection::vec(any::<u8>(), 0..96), versioned in any::<bool>()) {
+    fn arbitrary_bytes_never_panic_the_fold(
+        body in prop::collection::vec(any::<u8>(), 0..96),
+        versioned in any::<bool>(),
+    ) {
         let mut b = Book::formed();
         let mut bytes = body;
         if versioned {
@@ -26,7 +29,8 @@ proptest! {
             Err(e) => {
                 prop_assert_eq!(b.dir.undecodable(), before + 1, "an undecodable record is counted");
                 if let Some(id) = e.request_id() {
-                    let refused_malformed = matches!(b.dir.answer(id), Some(Verdict::Refused(Refusal::Malformed { .. })));
+                    let refused_malformed =
+                        matches!(b.dir.answer(id), Some(Verdict::Refused(Refusal::Malformed { .. })));
                     let decided_before = id == RequestId(1_000_000) || id == RequestId(1_000_001);
                     prop_assert!(refused_malformed || decided_before, "refused under its id: {:?}", b.dir.answer(id));
                 }

@@ -9,6 +9,7 @@
 //! requests. Formation (`InitCell`) is a registry command like any other.
 
 pub mod in_cell;
+mod placer;
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -286,7 +287,11 @@ impl EmbeddedCell {
             .iter()
             .zip(&nodes)
             .zip(hosted)
-            .map(|((node, handle), hosted)| FollowedNode { id: *node, control: handle.control(), hosted })
+            .map(|((node, handle), hosted)| FollowedNode {
+                id: *node,
+                placer: placer::NodePlacer(handle.control()),
+                hosted,
+            })
             .collect();
         let (progress, task) = spawn_follower_of(client.clone(), registry, followed, FollowerConfig::default());
         let (followers, follower_tasks) = (vec![progress], vec![task]);

@@ -230,7 +230,10 @@ impl RegistryAudit {
         *e = (*e).max(end);
         if let Some((new, tail)) = self.successor.get(&uuid).copied() {
             claims.check(Claim::RegistryCoordinatorFenced, end <= tail, || {
-                format!("a registry write under {uuid:?} was acknowledged up to seq{end}, past seq{tail} where {new:?} claimed")
+                format!(
+                    "a registry write under {uuid:?} was acknowledged up to seq{end}, \
+                     past seq{tail} where {new:?} claimed"
+                )
             });
         }
     }

@@ -1,25 +1,23 @@
-//! The registry coordinator on one node: paros-registry's `Coordinator` driven by paros-client's
-//! `WriterCore` (the fence) and `CallPolicy` (retries, redirects, settling) over the simulated
-//! network, sans-IO.
+//! The registry coordinator on one node: paros-registry's sans-IO `CoordinatorTerm` (the same
+//! one the daemon runs), its effects carried over the simulated network with paros-client's
+//! `WriterCore` (the fence) and `CallPolicy` (retries, redirects, settling).
 //!
-//! Its life, as the coordinator's module doc asks: read the journal's view; claim it with
-//! `SetLeader(fresh, current)` (fencing whoever wrote before); fold it from the floor to the
-//! claimed tail (restoring from the checkpoint at the floor); then submit the caller's requests,
-//! write the batches the coordinator hands out (one at a time), acknowledge them, checkpoint and
-//! truncate when due. A refusal naming another leader ends it for good (`superseded`); any other
-//! failure of a write ends it too (its tail is no longer known): the node claims afresh while it
-//! leads the registry's consensus.
+//! The term decides (claim, catch up, what to write, when to checkpoint and truncate, when the
+//! term is over); this adapter only carries out its effects: a claim is a view read (rotating
+//! over the founding nodes until one answers) and a `SetLeader` call; a catch-up read is a
+//! `ReaderCursor` page; a write or a truncation is a call. It also reports to the audit what it
+//! saw: claims sent and won, writes acknowledged, supersessions, pages folded.
 
 use std::time::Duration;
 
-use paros_client::JournalView;
 use paros_client::{
-    AnswerError, CallPolicy, CallReply, ClientConfig, Decided, Folder, FolderConfig, ReadAnswer, ReadParams,
-    ReaderConfig, ReaderCursor, ReaderOutcome, Route, Seq, Step, WriterConfig, WriterCore, WriterError,
+    AnswerError, CallPolicy, CallReply, ClientConfig, Decided, JournalView, ReadAnswer, ReadParams, ReaderConfig,
+    ReaderCursor, ReaderOutcome, Route, Seq, Step, WriterConfig, WriterCore, WriterError,
 };
 use paros_core::rng::Rng;
 use paros_core::{Call, Consistency, LeaderUuid, NodeId, ReadRequest};
-use paros_registry::{Coordinator, CoordinatorConfig, Directory, Submitted};
+use paros_registry::term::{CoordinatorTerm, TermEffect, TermEnd};
+use paros_registry::{Answer, CoordinatorConfig, Reply, Submitted};
 
 use super::{PAGE_BYTES, PAGE_RECORDS, RegReply, RegRequest, RegistryAudit, Script, Send};
 use crate::check::Claims;
@@ -135,7 +133,7 @@ impl CallOp {
     }
 }
 
-/// A read the actor sends itself (the view before a claim, or a page while catching up).
+/// The network side of a `Read` or of a claim's view read: which server, and when.
 #[derive(Debug, Default)]
 struct ReadLoop {
     waiting: Option<u64>,
@@ -143,32 +141,24 @@ struct ReadLoop {
     at: usize,
 }
 
-#[derive(Debug)]
-enum Phase {
-    /// Reading the journal's view for the claim's compare-and-set.
-    Inspect(ReadLoop),
-    Claim {
-        new: LeaderUuid,
-        old: Option<LeaderUuid>,
-        op: CallOp,
-    },
-    /// Folding from the floor up to the claimed tail.
-    CatchUp {
-        tail: Seq,
-        cursor: ReaderCursor,
-        folder: Folder<Directory>,
-        read: ReadLoop,
-    },
-    Run(Box<Running>),
-    /// Superseded, or failed: the node starts a new actor while it leads.
-    Over,
+impl ReadLoop {
+    /// The answer did not come or did not serve: ask the next server a little later.
+    fn rotate(&mut self, now: u64) {
+        self.at += 1;
+        self.next_at = now + RETRY_NS;
+    }
 }
 
+/// How the term's `Claim` is being carried out.
 #[derive(Debug)]
-struct Running {
-    coordinator: Coordinator,
-    write: Option<(Seq, CallOp)>,
-    truncate: Option<CallOp>,
+enum Claiming {
+    /// Reading the journal's view for the claim's compare-and-set.
+    Inspect(ReadLoop),
+    Call {
+        new: LeaderUuid,
+        old: Option<LeaderUuid>,
+        op: Box<CallOp>,
+    },
 }
 
 /// The registry coordinator of one node, one term.
@@ -177,11 +167,20 @@ pub struct CoordinatorActor {
     pub name: String,
     me: NodeId,
     servers: Vec<NodeId>,
-    config: CoordinatorConfig,
+    term: CoordinatorTerm,
     writer: WriterCore,
     rng: SimRng,
     token: u64,
-    phase: Phase,
+    claim: Option<Claiming>,
+    /// The catch-up reads: the cursor, the server and time of the next one, and whether the
+    /// term wants one.
+    cursor: ReaderCursor,
+    read: ReadLoop,
+    reading: bool,
+    write: Option<(Seq, CallOp)>,
+    truncate: Option<CallOp>,
+    /// The term's end was reported (figures, trace).
+    over: bool,
 }
 
 impl CoordinatorActor {
@@ -196,55 +195,55 @@ impl CoordinatorActor {
         let writer = WriterCore::new(WriterConfig { batches_in_flight_max: 1, ..WriterConfig::default() })
             .expect("a valid writer config");
         let at = servers.iter().position(|s| *s == me).unwrap_or(0);
+        let reader = ReaderConfig {
+            page_records_max: PAGE_RECORDS,
+            page_bytes_max: PAGE_BYTES,
+            wait_ms: 0,
+            unserved_retries_max: 3,
+        };
         CoordinatorActor {
             name,
             me,
             servers,
-            config,
+            term: CoordinatorTerm::new(config),
             writer,
             rng,
             token: 0,
-            phase: Phase::Inspect(ReadLoop { at, ..ReadLoop::default() }),
+            claim: None,
+            cursor: ReaderCursor::new(Seq(0), reader).expect("valid page bounds"),
+            read: ReadLoop { at, ..ReadLoop::default() },
+            reading: false,
+            write: None,
+            truncate: None,
+            over: false,
         }
     }
 
-    /// Whether this term is over (superseded or failed).
+    /// Whether this term is over (superseded or failed), and how.
     #[must_use]
-    pub fn is_over(&self) -> bool {
-        matches!(self.phase, Phase::Over)
+    pub fn ended(&self) -> Option<&TermEnd> {
+        self.term.ended()
     }
 
-    /// The coordinator's counters, while it runs.
+    /// The coordinator's counters, while it serves.
     #[must_use]
     pub fn stats(&self) -> Option<paros_registry::Stats> {
-        match &self.phase {
-            Phase::Run(r) => Some(r.coordinator.stats()),
-            _ => None,
-        }
+        self.term.is_serving().then(|| self.term.stats())
     }
 
-    /// Whether it is still before its first write (inspecting, claiming, catching up).
+    /// Whether it is still before its first write (claiming, catching up).
     #[must_use]
     pub fn is_starting(&self) -> bool {
-        matches!(self.phase, Phase::Inspect(_) | Phase::Claim { .. } | Phase::CatchUp { .. })
+        self.term.is_starting()
     }
 
-    fn over(&mut self, ctx: &mut Ctx<'_>, why: String) {
-        ctx.notes.push(format!("{} over: {why}", self.name));
-        if let Phase::Run(r) = &mut self.phase {
-            let s = r.coordinator.stats();
-            ctx.audit.figures.runs_planned += s.runs_planned;
-            ctx.audit.figures.truncations += s.truncations;
-        }
-        self.phase = Phase::Over;
+    fn first_server(&self) -> usize {
+        self.servers.iter().position(|s| *s == self.me).unwrap_or(0)
     }
 
-    fn read(&mut self, from: Seq, limit: u32, max_bytes: u32, sends: &mut Vec<Send>) -> u64 {
+    /// Sends a linearizable read of `[from, +limit)` to the server at `at` (rotating).
+    fn send_read(&mut self, at: usize, from: Seq, limit: u32, max_bytes: u32, sends: &mut Vec<Send>) -> u64 {
         self.token += 1;
-        let at = match &self.phase {
-            Phase::Inspect(r) | Phase::CatchUp { read: r, .. } => r.at,
-            _ => 0,
-        };
         let request = ReadRequest { from, limit, max_bytes, wait_ticks: 0, consistency: Consistency::Linearizable };
         sends.push(Send {
             token: self.token,
@@ -254,71 +253,150 @@ impl CoordinatorActor {
         self.token
     }
 
-    /// One step at `ctx.now`.
+    /// One step at `ctx.now`: the script's requests to a serving term, the term's effects, and
+    /// the requests now due on the network.
     pub fn wake(&mut self, ctx: &mut Ctx<'_>) {
         let now = ctx.now;
-        match &mut self.phase {
-            Phase::Inspect(r) if r.waiting.is_none() && r.next_at <= now => {
-                let token = self.read(Seq(0), 1, 1, &mut ctx.sends);
-                if let Phase::Inspect(r) = &mut self.phase {
+        if self.term.is_serving() {
+            let mut replies = Vec::new();
+            let due: Vec<_> = ctx.script.due(now).cloned().collect();
+            for request in due {
+                let id = request.id;
+                match self.term.submit(request) {
+                    Submitted::Answered(Answer::Busy) => break,
+                    Submitted::Answered(answer) => replies.push(Reply { id, answer }),
+                    Submitted::Waiting => {}
+                }
+            }
+            answer(ctx, replies);
+        }
+        loop {
+            let writer = &self.writer;
+            let effects = self.term.poll(now / MS, |bytes| writer.has_room(bytes));
+            if effects.is_empty() {
+                break;
+            }
+            for effect in effects {
+                self.carry_out(ctx, effect);
+            }
+        }
+        self.end_if_over(ctx);
+        self.send_due(ctx);
+    }
+
+    fn carry_out(&mut self, ctx: &mut Ctx<'_>, effect: TermEffect) {
+        let now = ctx.now;
+        match effect {
+            TermEffect::Claim => {
+                self.claim = Some(Claiming::Inspect(ReadLoop { at: self.first_server(), ..ReadLoop::default() }));
+            }
+            TermEffect::Read { from } => {
+                debug_assert_eq!(self.cursor.cursor(), from, "the cursor reads where the term folded up to");
+                self.reading = true;
+            }
+            TermEffect::Write(batch) => match self.writer.begin_write(batch) {
+                Ok(call) => {
+                    let Call::Write { seq, .. } = call else { unreachable!("a write") };
+                    let (op, done) = CallOp::start(call, &self.servers, self.me, &mut self.rng, now);
+                    self.write = Some((seq, op));
+                    if let Some(done) = done {
+                        self.written(ctx, done);
+                    }
+                }
+                Err(e) => self.term.written(Err(e)),
+            },
+            TermEffect::Truncate { up_to } => match self.writer.truncate_call(up_to) {
+                Ok(call) => {
+                    ctx.notes.push(format!("{} truncates to seq{}", self.name, up_to.0));
+                    let (op, done) = CallOp::start(call, &self.servers, self.me, &mut self.rng, now);
+                    self.truncate = Some(op);
+                    if let Some(done) = done {
+                        self.truncated(ctx, done);
+                    }
+                }
+                Err(e) => self.term.truncated(Err(e)),
+            },
+            TermEffect::Answer(reply) => answer(ctx, vec![reply]),
+        }
+    }
+
+    /// Sends what is due: the claim's view read or call, a catch-up read, the write, the
+    /// truncation.
+    fn send_due(&mut self, ctx: &mut Ctx<'_>) {
+        let now = ctx.now;
+        if self.term.ended().is_some() {
+            return;
+        }
+        match &mut self.claim {
+            Some(Claiming::Inspect(r)) if r.waiting.is_none() && r.next_at <= now => {
+                let at = r.at;
+                let token = self.send_read(at, Seq(0), 1, 1, &mut ctx.sends);
+                if let Some(Claiming::Inspect(r)) = &mut self.claim {
                     r.waiting = Some(token);
                 }
             }
-            Phase::CatchUp { cursor, read, .. } if read.waiting.is_none() && read.next_at <= now => {
-                let r = cursor.next_request();
-                let token = self.read(r.from, r.limit, r.max_bytes, &mut ctx.sends);
-                if let Phase::CatchUp { read, .. } = &mut self.phase {
-                    read.waiting = Some(token);
-                }
-            }
-            Phase::Claim { op, .. } => op.poll(now, &self.servers, &mut self.token, &mut ctx.sends),
-            Phase::Run(_) => self.run(ctx),
+            Some(Claiming::Call { op, .. }) => op.poll(now, &self.servers, &mut self.token, &mut ctx.sends),
             _ => {}
+        }
+        if self.reading && self.read.waiting.is_none() && self.read.next_at <= now {
+            let q = self.cursor.next_request();
+            let token = self.send_read(self.read.at, q.from, q.limit, q.max_bytes, &mut ctx.sends);
+            self.read.waiting = Some(token);
+        }
+        if let Some((_, op)) = &mut self.write {
+            op.poll(now, &self.servers, &mut self.token, &mut ctx.sends);
+        }
+        if let Some(op) = &mut self.truncate {
+            op.poll(now, &self.servers, &mut self.token, &mut ctx.sends);
         }
     }
 
     /// The answer to `token` (`None`: timed out).
     pub fn on_reply(&mut self, ctx: &mut Ctx<'_>, token: u64, reply: Option<RegReply>) {
         let now = ctx.now;
-        match &mut self.phase {
-            Phase::Inspect(r) if r.waiting == Some(token) => {
+        if self.read.waiting == Some(token) {
+            self.read.waiting = None;
+            self.page(ctx, reply);
+            return self.wake(ctx);
+        }
+        match &mut self.claim {
+            Some(Claiming::Inspect(r)) if r.waiting == Some(token) => {
                 r.waiting = None;
-                match reply {
+                let view = match reply {
                     Some(RegReply::Read(a)) => match ReadAnswer::from_node(a) {
-                        ReadAnswer::Page { view, .. } | ReadAnswer::Truncated { view } => self.claim(ctx, view),
-                        _ => {
-                            r.at += 1;
-                            r.next_at = now + RETRY_NS;
-                        }
+                        ReadAnswer::Page { view, .. } | ReadAnswer::Truncated { view } => Some(view),
+                        _ => None,
                     },
-                    _ => {
-                        r.at += 1;
-                        r.next_at = now + RETRY_NS;
-                    }
+                    _ => None,
+                };
+                match view {
+                    Some(view) => self.send_claim(ctx, view),
+                    None => r.rotate(now),
                 }
+                return self.wake(ctx);
             }
-            Phase::Claim { new, old, op } => {
+            Some(Claiming::Call { new, old, op }) => {
                 let (new, old) = (*new, *old);
                 if let Some(done) = op.on_reply(now, token, reply.as_ref()) {
                     self.claimed(ctx, new, old, done);
-                } else {
-                    self.wake(ctx);
                 }
             }
-            Phase::CatchUp { read, .. } if read.waiting == Some(token) => {
-                read.waiting = None;
-                if reply.is_none() {
-                    read.at += 1;
-                    read.next_at = now + RETRY_NS;
-                }
-                self.catch_up(ctx, reply);
-            }
-            Phase::Run(_) => self.run_reply(ctx, token, reply.as_ref()),
             _ => {}
         }
+        if let Some((_, op)) = &mut self.write
+            && let Some(done) = op.on_reply(now, token, reply.as_ref())
+        {
+            self.written(ctx, done);
+        }
+        if let Some(op) = &mut self.truncate
+            && let Some(done) = op.on_reply(now, token, reply.as_ref())
+        {
+            self.truncated(ctx, done);
+        }
+        self.wake(ctx);
     }
 
-    fn claim(&mut self, ctx: &mut Ctx<'_>, view: JournalView) {
+    fn send_claim(&mut self, ctx: &mut Ctx<'_>, view: JournalView) {
         let new = loop {
             let raw = u128::from(self.rng.u64()) << 64 | u128::from(self.rng.u64());
             if let Some(u) = LeaderUuid::new(raw) {
@@ -327,227 +405,117 @@ impl CoordinatorActor {
         };
         let call = match self.writer.claim_call(new, view) {
             Ok(c) => c,
-            Err(e) => return self.over(ctx, format!("no claim: {e}")),
+            Err(e) => {
+                self.claim = None;
+                return self.term.claimed(Err(e));
+            }
         };
         ctx.audit.on_claim_sent(new);
         let (op, done) = CallOp::start(call, &self.servers, self.me, &mut self.rng, ctx.now);
-        self.phase = Phase::Claim { new, old: view.leader, op };
-        match done {
-            Some(done) => self.claimed(ctx, new, view.leader, done),
-            None => self.wake(ctx),
+        self.claim = Some(Claiming::Call { new, old: view.leader, op: Box::new(op) });
+        if let Some(done) = done {
+            self.claimed(ctx, new, view.leader, done);
         }
     }
 
     fn claimed(&mut self, ctx: &mut Ctx<'_>, new: LeaderUuid, old: Option<LeaderUuid>, done: Done) {
-        match self.writer.on_claimed(new, done) {
-            Ok(view) => {
-                ctx.audit.on_won(ctx.claims, new, old, view.next_seq);
-                ctx.notes.push(format!("{} claimed {new:?} over {old:?} at seq{}", self.name, view.next_seq.0));
-                let config = ReaderConfig {
-                    page_records_max: PAGE_RECORDS,
-                    page_bytes_max: PAGE_BYTES,
-                    wait_ms: 0,
-                    unserved_retries_max: 3,
-                };
-                let cursor = ReaderCursor::new(Seq(0), config).expect("valid page bounds");
-                let folder = Folder::new(Directory::new(), Seq(0), FolderConfig::default());
-                let at = self.servers.iter().position(|s| *s == self.me).unwrap_or(0);
-                self.phase = Phase::CatchUp {
-                    tail: view.next_seq,
-                    cursor,
-                    folder,
-                    read: ReadLoop { at, ..ReadLoop::default() },
-                };
-                self.catch_up(ctx, None);
-            }
-            Err(WriterError::Lost { .. } | WriterError::Undecided { .. }) => {
-                let at = self.servers.iter().position(|s| *s == self.me).unwrap_or(0);
-                self.phase = Phase::Inspect(ReadLoop { at, next_at: ctx.now + RETRY_NS, waiting: None });
-            }
-            Err(e) => self.over(ctx, format!("the claim failed: {e}")),
+        self.claim = None;
+        let result = self.writer.on_claimed(new, done);
+        if let Ok(view) = &result {
+            ctx.audit.on_won(ctx.claims, new, old, view.next_seq);
+            ctx.notes.push(format!("{} claimed {new:?} over {old:?} at seq{}", self.name, view.next_seq.0));
         }
+        self.term.claimed(result);
     }
 
-    /// Takes in a catch-up page (`None`: nothing yet, or timed out) and moves on once the
-    /// folder reached the claimed tail.
-    fn catch_up(&mut self, ctx: &mut Ctx<'_>, reply: Option<RegReply>) {
+    /// A catch-up page came back (`None`: timed out).
+    fn page(&mut self, ctx: &mut Ctx<'_>, reply: Option<RegReply>) {
         let now = ctx.now;
+        let Some(RegReply::Read(a)) = reply else {
+            // Still reading: the same page, from the next server.
+            self.read.rotate(now);
+            return;
+        };
+        let outcome = self.cursor.absorb(ReadAnswer::from_node(a));
         let name = self.name.clone();
-        let Phase::CatchUp { tail, cursor, folder, read } = &mut self.phase else { return };
-        if let Some(RegReply::Read(a)) = reply {
-            match cursor.absorb(ReadAnswer::from_node(a)) {
-                Ok(ReaderOutcome::Records { from, records, view }) => {
-                    ctx.audit.on_records(ctx.claims, &name, from, &records);
-                    ctx.audit.on_view(view);
-                    let events = folder.fold_page(from, &records).expect("pages at the folder's position");
-                    ctx.audit.on_events(ctx.claims, &name, &events);
-                    if !records.is_empty() {
-                        ctx.audit.on_folded(ctx.claims, &name, folder.next(), folder.is_whole(), folder.state());
-                    }
-                    read.next_at = now;
-                }
-                Ok(ReaderOutcome::Gap { from, resumed_at, view }) => {
-                    ctx.audit.on_view(view);
-                    let events = folder.gap(from, resumed_at).expect("a gap at the folder's position");
-                    ctx.audit.on_events(ctx.claims, &name, &events);
-                    read.next_at = now;
-                }
-                _ => {
-                    read.at += 1;
-                    read.next_at = now + RETRY_NS;
-                }
+        let (records, retry) = match &outcome {
+            Ok(ReaderOutcome::Records { from, records, view }) => {
+                ctx.audit.on_records(ctx.claims, &name, *from, records);
+                ctx.audit.on_view(*view);
+                (!records.is_empty(), false)
             }
-        }
-        if cursor.cursor() < *tail {
-            return self.wake(ctx);
-        }
-        let Phase::CatchUp { folder, .. } = std::mem::replace(&mut self.phase, Phase::Over) else { return };
-        match Coordinator::new(folder, self.config) {
-            Ok(coordinator) => {
-                self.phase = Phase::Run(Box::new(Running { coordinator, write: None, truncate: None }));
-                self.run(ctx);
+            Ok(ReaderOutcome::Gap { view, .. }) => {
+                ctx.audit.on_view(*view);
+                (false, false)
             }
-            Err(e) => self.over(ctx, format!("no coordinator at the claimed tail: {e}")),
+            _ => (false, true),
+        };
+        if retry {
+            self.read.rotate(now);
+        } else {
+            self.read.next_at = now;
+        }
+        self.reading = false;
+        let events = self.term.page(outcome);
+        ctx.audit.on_events(ctx.claims, &name, &events);
+        if records && let Some(folder) = self.term.folder() {
+            ctx.audit.on_folded(ctx.claims, &name, folder.next(), folder.is_whole(), folder.state());
         }
     }
 
-    fn run(&mut self, ctx: &mut Ctx<'_>) {
-        let now = ctx.now;
-        let Phase::Run(r) = &mut self.phase else { return };
-        let mut replies = Vec::new();
-        let due: Vec<_> = ctx.script.due(now).cloned().collect();
-        for request in due {
-            let id = request.id;
-            match r.coordinator.submit(request) {
-                Submitted::Answered(answer) => {
-                    if matches!(answer, paros_registry::Answer::Busy) {
-                        break;
-                    }
-                    replies.push(paros_registry::Reply { id, answer });
-                }
-                Submitted::Waiting => {}
-            }
-        }
-        r.coordinator.due_checkpoint(now / MS);
-        let mut failed = None;
-        if r.write.is_none()
-            && self.writer.in_flight() == 0
-            && let Some(batch) = r.coordinator.next_append()
-        {
-            match self.writer.begin_write(batch) {
-                Ok(call) => {
-                    let Call::Write { seq, .. } = call else { unreachable!("a write") };
-                    let (op, done) = CallOp::start(call, &self.servers, self.me, &mut self.rng, now);
-                    r.write = Some((seq, op));
-                    if done.is_some() {
-                        failed = Some("a write ended before it was sent".to_owned());
-                    }
-                }
-                Err(e) => failed = Some(format!("no write: {e}")),
-            }
-        }
-        if failed.is_none()
-            && r.truncate.is_none()
-            && let Some(t) = r.coordinator.next_truncate()
-        {
-            match self.writer.truncate_call(t.up_to) {
-                Ok(call) => {
-                    ctx.notes.push(format!("{} truncates to seq{}", self.name, t.up_to.0));
-                    let (op, done) = CallOp::start(call, &self.servers, self.me, &mut self.rng, now);
-                    r.truncate = Some(op);
-                    if done.is_some() {
-                        r.truncate = None;
-                        r.coordinator.truncate_settled();
-                    }
-                }
-                Err(e) => failed = Some(format!("no truncation: {e}")),
-            }
-        }
-        if let Some((_, op)) = &mut r.write {
-            op.poll(now, &self.servers, &mut self.token, &mut ctx.sends);
-        }
-        if let Some(op) = &mut r.truncate {
-            op.poll(now, &self.servers, &mut self.token, &mut ctx.sends);
-        }
-        self.answer(ctx, replies);
-        if let Some(why) = failed {
-            self.over(ctx, why);
-        }
-    }
-
-    fn answer(&mut self, ctx: &mut Ctx<'_>, replies: Vec<paros_registry::Reply>) {
-        for reply in replies {
-            if ctx.script.answer(reply.id, &reply.answer) {
-                ctx.audit.figures.verdicts += 1;
-            }
-        }
-    }
-
-    fn run_reply(&mut self, ctx: &mut Ctx<'_>, token: u64, reply: Option<&RegReply>) {
-        let now = ctx.now;
+    /// The write in flight ended with `done`.
+    fn written(&mut self, ctx: &mut Ctx<'_>, done: Done) {
+        let Some((seq, _)) = self.write.take() else { return };
         let Some(uuid) = self.writer.uuid() else { return };
-        let Phase::Run(r) = &mut self.phase else { return };
-        let mut outcome: Result<Vec<paros_registry::Reply>, String> = Ok(Vec::new());
-        if let Some((seq, op)) = &mut r.write
-            && let Some(done) = op.on_reply(now, token, reply)
-        {
-            let seq = *seq;
-            r.write = None;
-            // The fence is the core's: a write it *accepted* under our uuid. A `Duplicate` may
-            // come from the policy's read-back, which compares bytes only, and a successor
-            // writing the same request writes the same bytes.
-            if let Ok(Decided::Verdict(paros_core::journal::Outcome::Accepted { seq, count, .. })) = &done {
-                ctx.audit.on_written(ctx.claims, uuid, *seq, *count);
-            }
-            let completion = self.writer.complete(seq, done);
-            if !completion.resend.is_empty() {
-                outcome = Err("a write must be re-sent".to_owned());
-            }
-            while let Some((_, report)) = self.writer.next_report() {
-                match report {
-                    Ok(w) => match r.coordinator.acknowledged(w.seq, w.count) {
-                        Ok(mut replies) => {
-                            if let Ok(all) = &mut outcome {
-                                all.append(&mut replies);
-                            }
-                        }
-                        Err(e) => outcome = Err(format!("acknowledged: {e}")),
-                    },
-                    Err(WriterError::Superseded { view }) => {
-                        ctx.audit.on_superseded(ctx.claims, uuid, view);
-                        let mut replies = r.coordinator.superseded();
-                        if let Ok(all) = &mut outcome {
-                            all.append(&mut replies);
-                        }
-                        outcome = Err(format!("superseded by {:?}", view.leader));
-                    }
-                    Err(e) => outcome = Err(format!("a write failed: {e}")),
-                }
-            }
+        // The fence is the core's: a write it *accepted* under our uuid. A `Duplicate` may
+        // come from the policy's read-back, which compares bytes only, and a successor
+        // writing the same request writes the same bytes.
+        if let Ok(Decided::Verdict(paros_core::journal::Outcome::Accepted { seq, count, .. })) = &done {
+            ctx.audit.on_written(ctx.claims, uuid, *seq, *count);
         }
-        if let Some(op) = &mut r.truncate
-            && let Some(done) = op.on_reply(now, token, reply)
-        {
-            r.truncate = None;
-            match self.writer.on_truncated(done) {
-                Ok(view) => {
-                    ctx.audit.on_view(view);
-                    r.coordinator.truncate_settled();
-                }
-                Err(WriterError::Superseded { view }) => {
-                    ctx.audit.on_superseded(ctx.claims, uuid, view);
-                    let _ = r.coordinator.superseded();
-                    outcome = Err(format!("superseded by {:?} (truncating)", view.leader));
-                }
-                Err(_) => r.coordinator.truncate_settled(),
-            }
+        let completion = self.writer.complete(seq, done);
+        if !completion.resend.is_empty() {
+            // One batch in flight at a time: one never arrives ahead of another.
+            self.term.shell_failed("a write must be re-sent");
         }
-        match outcome {
-            Ok(replies) => {
-                self.answer(ctx, replies);
-                self.run(ctx);
+        while let Some((_, report)) = self.writer.next_report() {
+            if let Err(WriterError::Superseded { view }) = &report {
+                ctx.audit.on_superseded(ctx.claims, uuid, *view);
             }
-            Err(why) => self.over(ctx, why),
+            self.term.written(report);
+        }
+    }
+
+    /// The truncation in flight ended with `done`.
+    fn truncated(&mut self, ctx: &mut Ctx<'_>, done: Done) {
+        self.truncate = None;
+        let Some(uuid) = self.writer.uuid() else { return };
+        let result = self.writer.on_truncated(done);
+        match &result {
+            Ok(view) => ctx.audit.on_view(*view),
+            Err(WriterError::Superseded { view }) => ctx.audit.on_superseded(ctx.claims, uuid, *view),
+            Err(_) => {}
+        }
+        self.term.truncated(result);
+    }
+
+    /// Once the term ended: its figures and a trace line, once.
+    fn end_if_over(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(end) = self.term.ended() else { return };
+        if std::mem::replace(&mut self.over, true) {
+            return;
+        }
+        ctx.notes.push(format!("{} over: {end}", self.name));
+        let s = self.term.stats();
+        ctx.audit.figures.runs_planned += s.runs_planned;
+        ctx.audit.figures.truncations += s.truncations;
+    }
+}
+
+fn answer(ctx: &mut Ctx<'_>, replies: Vec<Reply>) {
+    for reply in replies {
+        if ctx.script.answer(reply.id, &reply.answer) {
+            ctx.audit.figures.verdicts += 1;
         }
     }
 }

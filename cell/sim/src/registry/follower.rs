@@ -1,9 +1,14 @@
-//! A machine's follower of the registry: a `ReaderCursor` and a `Folder<Directory>` reading the
-//! registry journal from the cell, one page at a time, long-polling at the tail.
+//! A machine's follower of the registry: paros-registry's sans-IO `Follower` (the same one the
+//! daemon runs), its reads carried over the simulated network by a `ReaderCursor`, one page at a
+//! time, long-polling at the tail. The world carries out what it places and removes.
 
-use paros_client::{Folder, FolderConfig, ReadAnswer, ReaderConfig, ReaderCursor, ReaderOutcome, Seq};
+use std::time::Duration;
+
+use paros_client::{ReadAnswer, ReaderConfig, ReaderCursor, ReaderOutcome, Seq};
 use paros_core::{Consistency, NodeId, ReadRequest};
-use paros_registry::Directory;
+use paros_registry::follower::{
+    FollowError, FollowPolicy, FollowedMachine, Follower as Driver, FollowerEffect, NextRead,
+};
 
 use super::{PAGE_BYTES, PAGE_RECORDS, RegRequest, RegistryAudit, Send};
 use crate::check::Claims;
@@ -16,31 +21,32 @@ const RETRY_NS: u64 = 20 * MS;
 /// Ticks a read at the tail waits for a record (a long poll).
 const TAIL_WAIT_TICKS: u32 = 5;
 
-/// One machine's registry reader.
+/// One machine's registry follower.
 #[derive(Debug)]
 pub struct Follower {
     pub name: String,
     servers: Vec<NodeId>,
     at: usize,
     cursor: ReaderCursor,
-    folder: Folder<Directory>,
+    driver: Driver,
     waiting: Option<u64>,
     next_token: u64,
     next_at: u64,
-}
-
-/// What folding an answer changed.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-pub struct Folded {
-    /// The folder moved (records or a gap).
-    pub moved: bool,
+    /// Why the follower stopped, once it did (as the daemon's follower task ends).
+    stopped: Option<FollowError>,
 }
 
 impl Follower {
-    /// A follower starting from scratch (`Seq(0)`, an empty directory), reading from `servers`
-    /// beginning with the one at `first`.
+    /// A follower starting from scratch (`Seq(0)`, an empty directory) for `machine`, reading
+    /// from `servers` beginning with the one at `first`.
     #[must_use]
-    pub fn new(name: String, servers: Vec<NodeId>, first: usize) -> Follower {
+    pub fn new(
+        name: String,
+        registry: paros_core::JournalKey,
+        machine: FollowedMachine,
+        servers: Vec<NodeId>,
+        first: usize,
+    ) -> Follower {
         let config = ReaderConfig {
             page_records_max: PAGE_RECORDS,
             page_bytes_max: PAGE_BYTES,
@@ -52,32 +58,29 @@ impl Follower {
             at: first % servers.len().max(1),
             servers,
             cursor: ReaderCursor::new(Seq(0), config).expect("valid page bounds"),
-            folder: Folder::new(Directory::new(), Seq(0), FolderConfig::default()),
+            driver: Driver::new(registry, vec![machine], FollowPolicy::default()),
             waiting: None,
             next_token: 0,
             next_at: 0,
+            stopped: None,
         }
     }
 
-    /// The directory, once the follower is whole and caught up with the tail it last heard of.
-    #[must_use]
-    pub fn current(&self) -> Option<&Directory> {
-        (self.folder.is_whole() && self.cursor.caught_up()).then(|| self.folder.state())
-    }
-
-    /// The folder (its position, whether it is whole).
-    #[must_use]
-    pub fn folder(&self) -> &Folder<Directory> {
-        &self.folder
+    /// The sans-IO follower: what to place and remove ([`Driver::poll`]), and its reports.
+    pub fn driver(&mut self) -> &mut Driver {
+        &mut self.driver
     }
 
     /// The read to send now, if one is due.
     pub fn wake(&mut self, now: u64) -> Option<Send> {
-        if self.waiting.is_some() || now < self.next_at || self.servers.is_empty() {
+        if self.stopped.is_some() || self.waiting.is_some() || now < self.next_at || self.servers.is_empty() {
             return None;
         }
         let r = self.cursor.next_request();
-        let wait_ticks = if self.cursor.caught_up() { TAIL_WAIT_TICKS } else { 0 };
+        let wait_ticks = match self.driver.next_read() {
+            NextRead::Follow if self.cursor.caught_up() => TAIL_WAIT_TICKS,
+            NextRead::Follow | NextRead::Once => 0,
+        };
         let request = ReadRequest {
             from: r.from,
             limit: r.limit,
@@ -95,7 +98,8 @@ impl Follower {
         self.next_at = now + RETRY_NS;
     }
 
-    /// The answer to the read named `token` (`None`: it timed out).
+    /// The answer to the read named `token` (`None`: it timed out), then what the machine must
+    /// place and remove now.
     pub fn on_answer(
         &mut self,
         now: u64,
@@ -103,48 +107,46 @@ impl Follower {
         answer: Option<paros_core::ReadAnswer>,
         audit: &mut RegistryAudit,
         claims: &mut Claims,
-    ) -> Folded {
+    ) -> Vec<FollowerEffect> {
         if self.waiting != Some(token) {
-            return Folded::default();
+            return Vec::new();
         }
         self.waiting = None;
         let Some(answer) = answer else {
             self.rotate(now);
-            return Folded::default();
+            return Vec::new();
         };
-        let outcome = match self.cursor.absorb(ReadAnswer::from_node(answer)) {
-            Ok(o) => o,
-            Err(_) => {
-                self.rotate(now);
-                return Folded::default();
-            }
-        };
+        let outcome = self.cursor.absorb(ReadAnswer::from_node(answer));
         let name = self.name.clone();
-        match outcome {
-            ReaderOutcome::Records { from, records, view } => {
-                audit.on_records(claims, &name, from, &records);
-                audit.on_view(view);
-                let events =
-                    self.folder.fold_page(from, &records).expect("the cursor hands pages at the folder's position");
-                audit.on_events(claims, &name, &events);
+        let records = match &outcome {
+            Err(_) => false,
+            Ok(ReaderOutcome::Records { from, records, view }) => {
+                audit.on_records(claims, &name, *from, records);
+                audit.on_view(*view);
                 self.next_at = now;
-                if records.is_empty() {
-                    return Folded::default();
-                }
-                audit.on_folded(claims, &name, self.folder.next(), self.folder.is_whole(), self.folder.state());
-                Folded { moved: true }
+                !records.is_empty()
             }
-            ReaderOutcome::Gap { from, resumed_at, view } => {
-                audit.on_view(view);
-                let events = self.folder.gap(from, resumed_at).expect("a gap starts at the folder's position");
-                audit.on_events(claims, &name, &events);
+            Ok(ReaderOutcome::Gap { view, .. }) => {
+                audit.on_view(*view);
                 self.next_at = now;
-                Folded { moved: true }
+                false
             }
-            ReaderOutcome::Retry { .. } | ReaderOutcome::Unavailable { .. } | ReaderOutcome::UnknownJournal => {
+            Ok(ReaderOutcome::Retry { .. } | ReaderOutcome::Unavailable { .. } | ReaderOutcome::UnknownJournal) => {
                 self.rotate(now);
-                Folded::default()
+                false
+            }
+        };
+        match self.driver.read(outcome, self.cursor.caught_up()) {
+            Ok(events) => audit.on_events(claims, &name, &events),
+            Err(e) => {
+                self.stopped = Some(e);
+                return Vec::new();
             }
         }
+        let folder = self.driver.folder();
+        if records {
+            audit.on_folded(claims, &name, folder.next(), folder.is_whole(), folder.state());
+        }
+        self.driver.poll(Duration::from_nanos(now))
     }
 }

@@ -5,18 +5,18 @@
 //! - [`plan`]: what a seed decides up front: the registry journal, the founding nodes, and the
 //!   scripted stream of requests (register machines, sign up tenants, create the workload's
 //!   journals under the ids the world drew, create and delete scratch journals);
-//! - [`follower`]: a machine's reader of the registry (`ReaderCursor` + `Folder<Directory>`);
-//!   once caught up it says what to place and remove ([`changes`]);
-//! - [`coordinator`]: paros-registry's sans-IO `Coordinator` driven by paros-client's
-//!   `WriterCore` and `CallPolicy` over the simulated network: claim, catch up, write,
-//!   checkpoint, truncate, stop for good once superseded;
+//! - [`follower`]: a machine's follower: paros-registry's sans-IO `Follower` (the daemon's),
+//!   its reads carried by a `ReaderCursor`;
+//! - [`coordinator`]: a node's coordinator term: paros-registry's sans-IO `CoordinatorTerm`
+//!   (the daemon's), its claim, reads, writes and truncations carried by paros-client's
+//!   `WriterCore` and `CallPolicy` over the simulated network;
 //! - [`audit`]: the registry's four claims.
 //!
-//! Every actor here is sans-IO: it hands out [`Send`]s and takes answers; the world
-//! (`world/registry.rs`) carries them over the network and owns the clock.
+//! What the registry decides is decided in paros-registry, as in the daemon; these adapters
+//! only hand out [`Send`]s and take answers; the world (`world/registry.rs`) carries them over
+//! the network, places and removes what the followers say, and owns the clock.
 
 pub mod audit;
-pub mod changes;
 pub mod coordinator;
 pub mod follower;
 pub mod plan;

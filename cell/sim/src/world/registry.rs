@@ -3,19 +3,24 @@
 //! simulated network (loss, delay, partitions), and the follower's changes applied to the host.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use paros_core::{CallId, NodeId, ReadId};
 
+use paros_registry::follow::Hosting;
+use paros_registry::follower::{FollowedMachine, FollowerEffect};
+use paros_registry::term::{RestartConfig, Restarts, Succession};
+
 use super::{Event, World};
-use crate::host::Host;
+use crate::host::{Host, MachineRole};
 use crate::registry::coordinator::Ctx;
-use crate::registry::{CoordinatorActor, Follower, Plan, RegReply, RegRequest, RegistryAudit, Script, Send, changes};
+use crate::registry::{CoordinatorActor, Follower, Plan, RegReply, RegRequest, RegistryAudit, Script, Send};
 use crate::rng::SimRng;
 
-const MS: u64 = 1_000_000;
-
-/// After a coordinator's term ends, the node waits this long before claiming again.
-const RECLAIM_NS: u64 = 50 * MS;
+/// A node's coordinator terms: after one ends, the node waits this long before claiming again
+/// (while it leads the registry journal), however often.
+const RESTARTS: RestartConfig =
+    RestartConfig { backoff: Duration::from_millis(50), failures_max: u32::MAX, succession: Succession::WhileLeading };
 
 #[derive(Clone, Copy, Debug)]
 enum Actor {
@@ -31,13 +36,21 @@ struct Owner {
     token: u64,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct NodeActors {
     follower: Option<Follower>,
     coordinator: Option<CoordinatorActor>,
     /// Coordinator terms started on this machine (the current one's number).
     terms: u64,
-    over_at: u64,
+    restarts: Restarts,
+    /// When the next term may claim (`None`: no more terms).
+    claim_at: Option<u64>,
+}
+
+impl Default for NodeActors {
+    fn default() -> Self {
+        NodeActors { follower: None, coordinator: None, terms: 0, restarts: Restarts::new(RESTARTS), claim_at: Some(0) }
+    }
 }
 
 /// The registry's part of the world.
@@ -83,11 +96,21 @@ impl RegistryWorld {
 impl<H: Host> World<H> {
     /// `m` booted: it follows the registry from scratch.
     pub(super) fn registry_boot(&mut self, m: usize) {
-        let id = self.machines[m].spec.id;
-        let servers = self.registry.plan.founding.clone();
+        let mach = &self.machines[m];
+        let (id, role) = (mach.spec.id, mach.spec.role);
+        let hosted = mach.host.as_ref().map(Host::hosted).unwrap_or_default();
+        let plan = &self.registry.plan;
+        let learners = plan.replicas.clone();
+        let hosting = match role {
+            MachineRole::Voter => Hosting::Voter { learners },
+            MachineRole::Replica => Hosting::Replica { learners },
+        };
+        let machine = FollowedMachine { id, hosting, hosted };
+        let servers = plan.founding.clone();
         let first = servers.iter().position(|s| *s == id).unwrap_or(m);
+        let follower = Follower::new(format!("follower@{id:?}"), plan.key, machine, servers, first);
         let node = &mut self.registry.nodes[m];
-        node.follower = Some(Follower::new(format!("follower@{id:?}"), servers, first));
+        node.follower = Some(follower);
         node.coordinator = None;
     }
 
@@ -114,14 +137,18 @@ impl<H: Host> World<H> {
             .and_then(|h| h.probe(&self.machines[m].disk, &key))
             .is_some_and(|p| p.leader);
         let node = &mut self.registry.nodes[m];
-        match &node.coordinator {
-            Some(a) if a.is_over() || (a.is_starting() && !leader) => {
+        if let Some(a) = &node.coordinator {
+            if let Some(end) = a.ended() {
+                let pause = node.restarts.after(end);
+                node.claim_at = pause.map(|p| now + p.as_nanos() as u64);
                 node.coordinator = None;
-                node.over_at = now;
+            } else if a.is_starting() && !leader {
+                // Not the leader any more: the term stops before it writes.
+                node.claim_at = Some(now + RESTARTS.backoff.as_nanos() as u64);
+                node.coordinator = None;
             }
-            _ => {}
         }
-        if leader && node.coordinator.is_none() && now >= node.over_at + RECLAIM_NS {
+        if leader && node.coordinator.is_none() && node.claim_at.is_some_and(|at| now >= at) {
             node.terms += 1;
             let id = self.machines[m].spec.id;
             let name = format!("coordinator@{id:?}#{}", node.terms);
@@ -214,8 +241,8 @@ impl<H: Host> World<H> {
                 let now = self.now;
                 let r = &mut self.registry;
                 let Some(f) = r.nodes[m].follower.as_mut() else { return };
-                f.on_answer(now, o.token, read, &mut r.audit, &mut self.audit.claims);
-                self.registry_apply(m);
+                let effects = f.on_answer(now, o.token, read, &mut r.audit, &mut self.audit.claims);
+                self.registry_apply(m, effects);
                 if let Some(send) = self.registry.nodes[m].follower.as_mut().and_then(|f| f.wake(now)) {
                     self.registry_send(m, Actor::Follower, send);
                 }
@@ -229,33 +256,35 @@ impl<H: Host> World<H> {
         }
     }
 
-    /// `m`'s follower is caught up: `m` places and removes what the directory says.
-    fn registry_apply(&mut self, m: usize) {
-        let plan = &self.registry.plan;
-        let Some(directory) = self.registry.nodes[m].follower.as_ref().and_then(Follower::current) else { return };
-        let mach = &mut self.machines[m];
-        let Some(host) = mach.host.as_mut() else { return };
-        let hosted = host.hosted();
-        let (id, role) = (mach.spec.id, mach.spec.role);
-        let changes = changes::for_machine(directory, id, role, &hosted, &plan.key, &plan.replicas);
-        if changes.is_empty() {
-            return;
-        }
-        let mut placed = Vec::new();
-        for (key, config) in changes.place {
-            if host.place(key, config) {
-                placed.push(key);
+    /// `m` places and removes what its follower says, then tells the follower it did.
+    fn registry_apply(&mut self, m: usize, effects: Vec<FollowerEffect>) {
+        let now = self.now;
+        let mut changed = false;
+        for effect in effects {
+            let mach = &mut self.machines[m];
+            let (Some(host), Some(f)) = (mach.host.as_mut(), self.registry.nodes[m].follower.as_mut()) else { return };
+            let id = mach.spec.id;
+            match effect {
+                FollowerEffect::Place { machine, journals } => {
+                    let placed: Vec<bool> = journals.iter().map(|(k, c)| host.place(*k, c.clone())).collect();
+                    f.driver().placed(machine, &journals, &placed);
+                    for ((key, _), _) in journals.iter().zip(&placed).filter(|(_, ok)| **ok) {
+                        self.trace.event(now, "place", &[id.0, key.journal.0], || format!("{id:?} places {key:?}"));
+                    }
+                    changed = true;
+                }
+                FollowerEffect::Remove { machine, journal } => {
+                    host.remove(&journal);
+                    f.driver().removed(machine, journal);
+                    let key = journal;
+                    self.trace.event(now, "remove", &[id.0, key.journal.0], || format!("{id:?} removes {key:?}"));
+                    changed = true;
+                }
+                FollowerEffect::Publish => f.driver().published(Duration::from_nanos(now)),
             }
         }
-        for key in &changes.remove {
-            host.remove(key);
+        if changed {
+            self.kick(m);
         }
-        for key in placed {
-            self.trace.event(self.now, "place", &[id.0, key.journal.0], || format!("{id:?} places {key:?}"));
-        }
-        for key in changes.remove {
-            self.trace.event(self.now, "remove", &[id.0, key.journal.0], || format!("{id:?} removes {key:?}"));
-        }
-        self.kick(m);
     }
 }
