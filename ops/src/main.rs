@@ -471,7 +471,8 @@ fn raw_fjall_bench(
         println!("{out}");
     } else {
         println!(
-            "raw fjall baseline: batch {batch}, {record_bytes} B records: {:.0} records/s, p50 {} µs, p99 {} µs, p999 {} µs, max {} µs; {} batches over 5 ms, {} over 15 ms",
+            "raw fjall baseline: batch {batch}, {record_bytes} B records: {:.0} records/s, \
+             p50 {} µs, p99 {} µs, p999 {} µs, max {} µs; {} batches over 5 ms, {} over 15 ms",
             r.records as f64 / secs,
             r.p50_us,
             r.p99_us,

@@ -431,9 +431,11 @@ mod tests {
     #[test]
     fn token_mint_and_journal_create_parse_their_enums() {
         let v = parse(&["token", "mint", "--scope", "read", "--journal", "orders", "--expires-in-s", "60"]).unwrap();
-        assert!(
-            matches!(v, Verb::Token { command: TokenCommand::Mint { scope: ScopeArg::Read, journal: Some(_), expires_in_s: Some(n), .. } } if n.get() == 60)
-        );
+        let Verb::Token { command: TokenCommand::Mint { scope, journal, expires_in_s, .. } } = v else {
+            panic!("a token mint: {v:?}")
+        };
+        assert!(matches!(scope, ScopeArg::Read) && journal.is_some(), "{scope:?} {journal:?}");
+        assert_eq!(expires_in_s.map(|n| n.get()), Some(60));
         let v = parse(&["journal", "create", "orders", "--mode", "multi_writer"]).unwrap();
         assert!(matches!(v, Verb::Journal { command: JournalCommand::Create { mode: ModeArg::MultiWriter, .. } }));
         let v = parse(&["journal", "create", "orders"]).unwrap();
