@@ -259,7 +259,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
     match cli.command {
-        Command::Tenant(verb) => cli::run(verb, &runtime),
+        Command::Tenant(verb) => match cli::run(verb, &runtime) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(f) => {
+                eprintln!("paros: {}", error_chain(&f));
+                ExitCode::from(f.exit_code())
+            }
+        },
         Command::Dev { data_dir, listen, quota_requests_per_s, rotate_key, retire_keys } => {
             let keys = dev::KeyOptions { rotate: rotate_key, retire: retire_keys };
             match runtime.block_on(dev::run(&data_dir, listen, quota_requests_per_s, keys)) {
@@ -385,6 +391,22 @@ async fn cell_init(dir: &std::path::Path, members: usize) -> Result<String, paro
     let _ = cell.stop();
     let id = formed?;
     Ok(format!("formed cell {:x}: {} founding nodes {nodes:?}, registry journal {registry:?}", id.0, nodes.len()))
+}
+
+/// An error and its sources, outermost first, joined by `: `. A source whose message its
+/// parent already ends with (a library error that prints its own source) is not repeated.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut next = e.source();
+    while let Some(source) = next {
+        let more = source.to_string();
+        if !text.ends_with(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        next = source.source();
+    }
+    text
 }
 
 fn fail(e: &bench::BenchError) -> ExitCode {
