@@ -262,7 +262,7 @@ fn main() -> ExitCode {
         Command::Tenant(verb) => match cli::run(verb, &runtime) {
             Ok(()) => ExitCode::SUCCESS,
             Err(f) => {
-                eprintln!("paros: {}", error_chain(&f));
+                eprintln!("paros: {}", cli::error_chain(&f));
                 ExitCode::from(f.exit_code())
             }
         },
@@ -391,22 +391,6 @@ async fn cell_init(dir: &std::path::Path, members: usize) -> Result<String, paro
     let _ = cell.stop();
     let id = formed?;
     Ok(format!("formed cell {:x}: {} founding nodes {nodes:?}, registry journal {registry:?}", id.0, nodes.len()))
-}
-
-/// An error and its sources, outermost first, joined by `: `. A source whose message its
-/// parent already ends with (a library error that prints its own source) is not repeated.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut next = e.source();
-    while let Some(source) = next {
-        let more = source.to_string();
-        if !text.ends_with(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        next = source.source();
-    }
-    text
 }
 
 fn fail(e: &bench::BenchError) -> ExitCode {

@@ -521,13 +521,29 @@ pub fn run(verb: Verb, runtime: &tokio::runtime::Runtime) -> Result<(), Failure>
     runtime.block_on(execute(verb, &env))
 }
 
+/// An error and its sources, outermost first, joined by `: `: what `main` prints for a
+/// [`Failure`]. A source whose message its parent already ends with (a library error that
+/// prints its own source) is not repeated.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut next = e.source();
+    while let Some(source) = next {
+        let more = source.to_string();
+        if !text.ends_with(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        next = source.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
     use paros_client::Denial;
-    use paros_core::Seq;
-    use paros_core::journal::{JournalView, TooLarge};
+    use paros_core::journal::TooLarge;
 
     #[derive(Parser, Debug)]
     struct T {
@@ -688,5 +704,62 @@ mod tests {
             let text = format!("{e:?}");
             assert_eq!(Failure::from_gateway(e, read_only).exit_code(), code, "{text}");
         }
+    }
+
+    fn chain_of(f: &Failure) -> String {
+        error_chain(f)
+    }
+
+    /// A failure's message says what happened; its cause follows it in the chain `main`
+    /// prints, and a wrapper's exit class is its failure's.
+    #[test]
+    fn a_failure_names_what_happened_and_its_cause_follows() {
+        let batch = Failure::from_writer(WriterError::Failed { seq: Seq(3), decided: Decided::Ambiguous });
+        assert_eq!(chain_of(&batch), "the batch at 3: ambiguous: the call may or may not have taken effect");
+        assert_eq!(batch.exit_code(), 4);
+
+        let lost = Failure::from_gateway(GatewayError::NoAnswer("timed out".into()), false);
+        assert_eq!(
+            chain_of(&lost),
+            "ambiguous: the call may or may not have taken effect: no answer from the gateway: timed out"
+        );
+        let source = std::error::Error::source(&lost).expect("the gateway error is the source");
+        assert!(matches!(source.downcast_ref::<GatewayError>(), Some(GatewayError::NoAnswer(_))), "{source:?}");
+
+        let quota = Failure::Appending {
+            records: 2,
+            failure: Box::new(Failure::from_gateway(
+                GatewayError::Api {
+                    status: 429,
+                    error: paros_api::ApiError::Answered(Box::new(paros_api::ErrorBody::new(
+                        paros_api::ErrorCode::OverQuota,
+                        "slow down",
+                    ))),
+                    retry_after_s: Some(3),
+                },
+                false,
+            )),
+        };
+        assert_eq!(
+            chain_of(&quota),
+            "after 2 records: unavailable: nothing was done (retry after 3 s): over_quota (429): slow down"
+        );
+        assert_eq!(quota.exit_code(), 5);
+
+        let u = paros_client::convert::core_uuid(LeaderUuid::parse(U).unwrap());
+        let fenced = Failure::from_writer(WriterError::Superseded { view: JournalView { leader: Some(u), ..view() } });
+        assert_eq!(chain_of(&fenced), format!("fenced: the journal is led by {U} now"));
+
+        let stdin = Failure::Io { what: "reading stdin", source: std::io::Error::other("closed") };
+        assert_eq!((chain_of(&stdin).as_str(), stdin.exit_code()), ("reading stdin: closed", 2));
+    }
+
+    /// A source whose parent already prints it is not printed twice.
+    #[test]
+    fn the_chain_does_not_repeat_a_source_its_parent_prints() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("outer: {0}")]
+        struct Outer(#[source] std::io::Error);
+        assert_eq!(error_chain(&Outer(std::io::Error::other("inner"))), "outer: inner");
     }
 }
