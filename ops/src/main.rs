@@ -259,7 +259,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
     match cli.command {
-        Command::Tenant(verb) => cli::run(verb, &runtime),
+        Command::Tenant(verb) => match cli::run(verb, &runtime) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(f) => {
+                eprintln!("paros: {}", cli::error_chain(&f));
+                ExitCode::from(f.exit_code())
+            }
+        },
         Command::Dev { data_dir, listen, quota_requests_per_s, rotate_key, retire_keys } => {
             let keys = dev::KeyOptions { rotate: rotate_key, retire: retire_keys };
             match runtime.block_on(dev::run(&data_dir, listen, quota_requests_per_s, keys)) {

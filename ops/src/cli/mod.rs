@@ -10,12 +10,14 @@
 mod run;
 
 use std::num::NonZeroU64;
-use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
-use paros_api::{JournalName, LeaderUuid, Scope, TenantName, WriterMode};
-use paros_client::{Decided, GatewayError, WriterError};
-use paros_core::journal::Outcome;
+use paros_api::{
+    InvalidOpaque, InvalidRecord, JournalName, LeaderUuid, Scope, TenantName, View, WriteOutcome, WriterMode,
+};
+use paros_client::{AnswerError, Decided, GatewayError, WriterConfigError, WriterError};
+use paros_core::Seq;
+use paros_core::journal::{JournalView, Outcome};
 
 pub use run::execute;
 
@@ -208,150 +210,301 @@ impl From<ModeArg> for WriterMode {
     }
 }
 
-/// How a verb failed, and the exit code that says so.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// How a verb failed: one variant per reason, with the typed cause as its source where there is
+/// one. [`Failure::exit_code`] derives the exit class from the reason; the message of a variant
+/// says what happened and leaves its source's message to the chain the caller prints.
+#[derive(Debug, thiserror::Error)]
 pub enum Failure {
-    /// Exit 2.
-    #[error("{0}")]
-    BadArgs(String),
-    /// Exit 3: refused, lost, fenced, truncated, too large, no such journal or name taken.
-    #[error("{0}")]
-    Refused(String),
-    /// Exit 4: may or may not have taken effect.
-    #[error("{0}")]
-    Ambiguous(String),
-    /// Exit 5: nothing was done; try again later.
-    #[error("{0}")]
-    Unavailable(String),
-    /// Exit 6: the token does not allow it.
-    #[error("{0}")]
-    Denied(String),
-    /// Exit 1.
-    #[error("{0}")]
-    Other(String),
+    /// Neither `--url` nor `PAROS_URL` names the gateway. Exit 2.
+    #[error("no gateway URL: give --url or set PAROS_URL")]
+    NoUrl,
+    /// The token (`--token` or `PAROS_TOKEN`) is not one. Exit 2.
+    #[error("the token")]
+    BadToken {
+        #[source]
+        source: InvalidOpaque,
+    },
+    /// `token revoke` was given something that is not a token id. Exit 2.
+    #[error("token id {id:?}")]
+    BadTokenId {
+        id: String,
+        #[source]
+        source: InvalidOpaque,
+    },
+    /// A `--base64` record that does not decode. Exit 2.
+    #[error("{record:?}")]
+    BadRecord {
+        record: String,
+        #[source]
+        source: InvalidRecord,
+    },
+    /// `write` got no records (none as arguments, an empty stdin). Exit 2.
+    #[error("no records to write")]
+    NoRecords,
+    /// `write --leader` on a multi-writer journal. Exit 2.
+    #[error("a multi-writer journal takes no --leader")]
+    LeaderOnMultiWriter,
+    /// `--wait-ms` above the API's bound. Exit 2.
+    #[error("--wait-ms is at most 1000 (not {wait_ms})")]
+    WaitTooLong { wait_ms: u64 },
+    /// The input the verb was given (the records on stdin) could not be read. Exit 2.
+    #[error("{what}")]
+    Io {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A request to the gateway came to no answer of its call; the exit class follows the
+    /// error (and `read_only`: a request that changes nothing is unavailable, not ambiguous,
+    /// when its answer is lost).
+    #[error("{}", gateway_text(.error, .read_only))]
+    Gateway {
+        #[source]
+        error: GatewayError,
+        read_only: bool,
+    },
+    /// A call the client policy decided without the verdict the verb wanted: a refusing
+    /// verdict (exit 3), too large or no such journal (3), ambiguous (4), unavailable (5), a
+    /// denial (by its status), or a verdict no call of this verb gets (1).
+    #[error("{}", decided_text(.decided))]
+    Decided { decided: Decided },
+    /// Another writer took the journal while this one wrote. Exit 3.
+    #[error("fenced: the journal is led by {} now", leader(.view.leader))]
+    Fenced { view: JournalView },
+    /// The claim's compare-and-set lost to another writer. Exit 3.
+    #[error("lost the claim to {}", leader(.view.leader))]
+    ClaimLost { view: JournalView },
+    /// The writer stopped after the batch at `at` failed. Exit 3.
+    #[error("halted: the batch at {} failed", .at.0)]
+    Halted { at: Seq },
+    /// The writer refused a call the verb made of it. Exit 1.
+    #[error("the writer refused the call")]
+    Writer {
+        #[source]
+        error: WriterError,
+    },
+    /// The writer's configuration was refused. Exit 1.
+    #[error("the writer's configuration")]
+    WriterConfig {
+        #[source]
+        error: WriterConfigError,
+    },
+    /// An answer that cannot answer the call it came back for. Exit 1.
+    #[error("an answer outside the contract")]
+    Answer {
+        #[source]
+        error: AnswerError,
+    },
+    /// The read's `--from` is below the journal's first retained position. Exit 3.
+    #[error("truncated: {journal} starts at {} now", .view.first_seq)]
+    ReadTruncated { journal: JournalName, view: View },
+    /// The read was not served within its bounds. Exit 5.
+    #[error("unavailable: the read was not served in time")]
+    ReadUnserved,
+    /// A multi-writer append answered with an outcome other than its acknowledgement, after
+    /// `after` records were appended: ambiguous (exit 4), too large or refused (3).
+    #[error("{}", append_text(.outcome, .after))]
+    Append { outcome: WriteOutcome, after: u64 },
+    /// A JSON document the verb prints could not be made. Exit 1.
+    #[error("{what}")]
+    Json {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A single-writer batch at `seq` failed; the exit class is the failure's.
+    #[error("the batch at {seq}")]
+    Batch {
+        seq: u64,
+        #[source]
+        failure: Box<Failure>,
+    },
+    /// A multi-writer append failed after `records` records; the exit class is the failure's.
+    #[error("after {records} records")]
+    Appending {
+        records: u64,
+        #[source]
+        failure: Box<Failure>,
+    },
 }
 
+/// The exit classes, as the module doc lists them.
+const OTHER: u8 = 1;
+const BAD_ARGS: u8 = 2;
+const REFUSED: u8 = 3;
+const AMBIGUOUS: u8 = 4;
+const UNAVAILABLE: u8 = 5;
+const DENIED: u8 = 6;
+
 impl Failure {
+    /// The process's exit code for this failure: 1 other, 2 bad arguments, 3 refused, 4
+    /// ambiguous, 5 unavailable, 6 denied.
     #[must_use]
     pub fn exit_code(&self) -> u8 {
         match self {
-            Failure::Other(_) => 1,
-            Failure::BadArgs(_) => 2,
-            Failure::Refused(_) => 3,
-            Failure::Ambiguous(_) => 4,
-            Failure::Unavailable(_) => 5,
-            Failure::Denied(_) => 6,
+            Failure::NoUrl
+            | Failure::BadToken { .. }
+            | Failure::BadTokenId { .. }
+            | Failure::BadRecord { .. }
+            | Failure::NoRecords
+            | Failure::LeaderOnMultiWriter
+            | Failure::WaitTooLong { .. }
+            | Failure::Io { .. } => BAD_ARGS,
+            Failure::Gateway { error, read_only } => gateway_code(error, *read_only),
+            Failure::Decided { decided } => decided_code(decided),
+            Failure::Fenced { .. } | Failure::ClaimLost { .. } | Failure::Halted { .. } => REFUSED,
+            Failure::ReadTruncated { .. } => REFUSED,
+            Failure::ReadUnserved => UNAVAILABLE,
+            Failure::Append { outcome, .. } => match outcome {
+                WriteOutcome::Ambiguous => AMBIGUOUS,
+                WriteOutcome::TooLarge { .. }
+                | WriteOutcome::Refused(_)
+                | WriteOutcome::WrongMode(_)
+                | WriteOutcome::Truncated(_) => REFUSED,
+                WriteOutcome::Accepted { .. } | WriteOutcome::Duplicate { .. } => OTHER,
+            },
+            Failure::Writer { .. } | Failure::WriterConfig { .. } | Failure::Answer { .. } | Failure::Json { .. } => {
+                OTHER
+            }
+            Failure::Batch { failure, .. } | Failure::Appending { failure, .. } => failure.exit_code(),
         }
     }
 
     /// A gateway error. `read_only`: the request changes nothing, so a lost answer is
     /// unavailability, not ambiguity.
     #[must_use]
-    pub fn from_gateway(e: &GatewayError, read_only: bool) -> Failure {
-        let msg = e.to_string();
-        match e {
-            GatewayError::Url { .. } | GatewayError::BadToken => Failure::BadArgs(msg),
-            GatewayError::NotSent(_) => Failure::Unavailable(msg),
-            GatewayError::NoAnswer(_) if read_only => Failure::Unavailable(msg),
-            GatewayError::NoAnswer(_) => Failure::Ambiguous(msg),
-            GatewayError::Tail(_) => Failure::Other(msg),
-            GatewayError::Api { status, error, retry_after_s } => {
-                if error.code().is_none() && !matches!(status, 503 | 504) {
-                    return Failure::Other(msg);
-                }
-                let msg = match retry_after_s {
-                    Some(s) => format!("{msg} (retry after {s} s)"),
-                    None => msg,
-                };
-                Failure::from_status(*status, msg, read_only)
-            }
-        }
-    }
-
-    fn from_status(status: u16, msg: String, read_only: bool) -> Failure {
-        match status {
-            400 => Failure::BadArgs(msg),
-            401 | 403 => Failure::Denied(msg),
-            429 | 503 => Failure::Unavailable(msg),
-            504 if read_only => Failure::Unavailable(msg),
-            504 => Failure::Ambiguous(msg),
-            404 | 409 | 410 | 413 => Failure::Refused(msg),
-            _ => Failure::Other(msg),
-        }
+    pub fn from_gateway(error: GatewayError, read_only: bool) -> Failure {
+        Failure::Gateway { error, read_only }
     }
 
     /// A call the client policy decided without an acknowledgement.
     #[must_use]
-    pub fn from_decided(decided: &Decided) -> Failure {
-        match decided {
-            Decided::Verdict(o) => match o {
-                Outcome::Refused(v) => Failure::Refused(format!(
-                    "refused: the journal's tail is {}, led by {}",
-                    v.next_seq.0,
-                    leader(v.leader)
-                )),
-                Outcome::Truncated(v) => {
-                    Failure::Refused(format!("truncated: the journal starts at {}", v.first_seq.0))
-                }
-                Outcome::WrongMode(_) => {
-                    Failure::Refused("wrong_mode: the call is shaped for the other writer mode".into())
-                }
-                Outcome::Lost(v) => Failure::Refused(format!("lost: the journal is led by {}", leader(v.leader))),
-                Outcome::TruncateRefused(v) => {
-                    Failure::Refused(format!("truncate_refused: the writer in force is {}", leader(v.leader)))
-                }
-                ok => Failure::Other(format!("unexpected verdict {ok:?}")),
-            },
-            Decided::TooLarge(t) => Failure::Refused(format!(
-                "too_large: at most {} records and {} bytes per write",
-                t.max_records, t.max_bytes
-            )),
-            Decided::Ambiguous => Failure::Ambiguous("ambiguous: the call may or may not have taken effect".into()),
-            Decided::Unavailable => {
-                Failure::Unavailable("unavailable: no answer within the client's bounds; nothing was done".into())
-            }
-            Decided::UnknownJournal => Failure::Refused("unknown_journal".into()),
-            Decided::Denied { denial, ambiguous } => {
-                let mut msg = format!("denied: {denial}");
-                if *ambiguous {
-                    msg.push_str(" (after an attempt that got no answer: the call may have taken effect)");
-                }
-                if denial.code == "contract" {
-                    return Failure::Other(msg);
-                }
-                Failure::from_status(denial.status, msg, false)
-            }
-        }
+    pub fn from_decided(decided: Decided) -> Failure {
+        Failure::Decided { decided }
     }
 
     /// A writer's error.
     #[must_use]
-    pub fn from_writer(e: &WriterError) -> Failure {
-        match e {
-            WriterError::Superseded { view } => {
-                Failure::Refused(format!("fenced: the journal is led by {} now", leader(view.leader)))
-            }
-            WriterError::Lost { view } => Failure::Refused(format!("lost the claim to {}", leader(view.leader))),
-            WriterError::Halted { at } => Failure::Refused(format!("halted: the batch at {} failed", at.0)),
+    pub fn from_writer(error: WriterError) -> Failure {
+        match error {
+            WriterError::Superseded { view } => Failure::Fenced { view },
+            WriterError::Lost { view } => Failure::ClaimLost { view },
+            WriterError::Halted { at } => Failure::Halted { at },
             WriterError::Failed { seq, decided } => {
-                let f = Failure::from_decided(decided);
-                f.with_prefix(&format!("the batch at {}", seq.0))
+                Failure::Batch { seq: seq.0, failure: Box::new(Failure::Decided { decided }) }
             }
-            WriterError::Undecided { decided } => Failure::from_decided(decided),
-            other => Failure::Other(other.to_string()),
+            WriterError::Undecided { decided } => Failure::Decided { decided },
+            WriterError::Answer(error) => Failure::Answer { error },
+            error => Failure::Writer { error },
         }
     }
+}
 
-    fn with_prefix(self, prefix: &str) -> Failure {
-        let wrap = |m: String| format!("{prefix}: {m}");
-        match self {
-            Failure::BadArgs(m) => Failure::BadArgs(wrap(m)),
-            Failure::Refused(m) => Failure::Refused(wrap(m)),
-            Failure::Ambiguous(m) => Failure::Ambiguous(wrap(m)),
-            Failure::Unavailable(m) => Failure::Unavailable(wrap(m)),
-            Failure::Denied(m) => Failure::Denied(wrap(m)),
-            Failure::Other(m) => Failure::Other(wrap(m)),
+fn gateway_code(e: &GatewayError, read_only: bool) -> u8 {
+    match e {
+        GatewayError::Url { .. } | GatewayError::BadToken => BAD_ARGS,
+        GatewayError::NotSent(_) => UNAVAILABLE,
+        GatewayError::NoAnswer(_) if read_only => UNAVAILABLE,
+        GatewayError::NoAnswer(_) => AMBIGUOUS,
+        GatewayError::Tail(_) => OTHER,
+        GatewayError::Api { status, error, .. } => {
+            if error.code().is_none() && !matches!(status, 503 | 504) {
+                OTHER
+            } else {
+                status_code(*status, read_only)
+            }
         }
+    }
+}
+
+fn status_code(status: u16, read_only: bool) -> u8 {
+    match status {
+        400 => BAD_ARGS,
+        401 | 403 => DENIED,
+        429 | 503 => UNAVAILABLE,
+        504 if read_only => UNAVAILABLE,
+        504 => AMBIGUOUS,
+        404 | 409 | 410 | 413 => REFUSED,
+        _ => OTHER,
+    }
+}
+
+/// What a gateway error came to, by its exit class; the error's own message follows it.
+fn gateway_text(e: &GatewayError, read_only: &bool) -> String {
+    let class = match gateway_code(e, *read_only) {
+        BAD_ARGS if matches!(e, GatewayError::Url { .. } | GatewayError::BadToken) => "cannot talk to the gateway",
+        BAD_ARGS => "bad request",
+        REFUSED => "refused",
+        AMBIGUOUS => "ambiguous: the call may or may not have taken effect",
+        UNAVAILABLE if matches!(e, GatewayError::NoAnswer(_)) => "unavailable",
+        UNAVAILABLE => "unavailable: nothing was done",
+        DENIED => "denied",
+        _ => "unexpected answer",
+    };
+    match e {
+        GatewayError::Api { retry_after_s: Some(s), .. } => format!("{class} (retry after {s} s)"),
+        _ => class.to_owned(),
+    }
+}
+
+fn decided_code(decided: &Decided) -> u8 {
+    match decided {
+        Decided::Verdict(
+            Outcome::Refused(_)
+            | Outcome::Truncated(_)
+            | Outcome::WrongMode(_)
+            | Outcome::Lost(_)
+            | Outcome::TruncateRefused(_),
+        )
+        | Decided::TooLarge(_)
+        | Decided::UnknownJournal => REFUSED,
+        Decided::Verdict(_) => OTHER,
+        Decided::Ambiguous => AMBIGUOUS,
+        Decided::Unavailable => UNAVAILABLE,
+        Decided::Denied { denial, .. } if denial.code == "contract" => OTHER,
+        Decided::Denied { denial, .. } => status_code(denial.status, false),
+    }
+}
+
+fn decided_text(decided: &Decided) -> String {
+    match decided {
+        Decided::Verdict(o) => match o {
+            Outcome::Refused(v) => {
+                format!("refused: the journal's tail is {}, led by {}", v.next_seq.0, leader(v.leader))
+            }
+            Outcome::Truncated(v) => format!("truncated: the journal starts at {}", v.first_seq.0),
+            Outcome::WrongMode(_) => "wrong_mode: the call is shaped for the other writer mode".into(),
+            Outcome::Lost(v) => format!("lost: the journal is led by {}", leader(v.leader)),
+            Outcome::TruncateRefused(v) => format!("truncate_refused: the writer in force is {}", leader(v.leader)),
+            ok => format!("unexpected verdict {ok:?}"),
+        },
+        Decided::TooLarge(t) => {
+            format!("too_large: at most {} records and {} bytes per write", t.max_records, t.max_bytes)
+        }
+        Decided::Ambiguous => "ambiguous: the call may or may not have taken effect".into(),
+        Decided::Unavailable => "unavailable: no answer within the client's bounds; nothing was done".into(),
+        Decided::UnknownJournal => "unknown_journal".into(),
+        Decided::Denied { denial, ambiguous } => {
+            let mut msg = format!("denied: {denial}");
+            if *ambiguous {
+                msg.push_str(" (after an attempt that got no answer: the call may have taken effect)");
+            }
+            msg
+        }
+    }
+}
+
+fn append_text(outcome: &WriteOutcome, after: &u64) -> String {
+    match outcome {
+        WriteOutcome::Ambiguous => format!("after {after} records: the next batch may or may not have been appended"),
+        WriteOutcome::TooLarge { limits, .. } => format!(
+            "too_large: at most {} records, {} bytes, {} body bytes per write",
+            limits.max_records, limits.max_bytes, limits.max_body_bytes
+        ),
+        WriteOutcome::Refused(v) | WriteOutcome::WrongMode(v) | WriteOutcome::Truncated(v) => {
+            format!("refused: the journal's tail is {}", v.next_seq)
+        }
+        ok => format!("after {after} records: unexpected outcome {ok:?}"),
     }
 }
 
@@ -359,16 +512,30 @@ fn leader(l: Option<paros_core::LeaderUuid>) -> String {
     l.map_or_else(|| "nobody".to_owned(), |u| paros_client::convert::api_uuid(u).to_string())
 }
 
-/// Runs one verb to completion and turns its result into the process's exit code.
-pub fn run(verb: Verb, runtime: &tokio::runtime::Runtime) -> ExitCode {
+/// Runs one verb to completion; the caller prints a failure's chain and exits with its code.
+///
+/// # Errors
+/// The verb's [`Failure`].
+pub fn run(verb: Verb, runtime: &tokio::runtime::Runtime) -> Result<(), Failure> {
     let env = |k: &str| std::env::var(k).ok();
-    match runtime.block_on(execute(verb, &env)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(f) => {
-            eprintln!("paros: {f}");
-            ExitCode::from(f.exit_code())
+    runtime.block_on(execute(verb, &env))
+}
+
+/// An error and its sources, outermost first, joined by `: `: what `main` prints for a
+/// [`Failure`]. A source whose message its parent already ends with (a library error that
+/// prints its own source) is not repeated.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut next = e.source();
+    while let Some(source) = next {
+        let more = source.to_string();
+        if !text.ends_with(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
         }
+        next = source.source();
     }
+    text
 }
 
 #[cfg(test)]
@@ -376,8 +543,7 @@ mod tests {
     use super::*;
     use clap::Parser;
     use paros_client::Denial;
-    use paros_core::Seq;
-    use paros_core::journal::{JournalView, TooLarge};
+    use paros_core::journal::TooLarge;
 
     #[derive(Parser, Debug)]
     struct T {
@@ -503,12 +669,12 @@ mod tests {
             (denial(409, "contract"), 1),
         ];
         for (decided, code) in cases {
-            assert_eq!(Failure::from_decided(&decided).exit_code(), code, "{decided:?}");
+            assert_eq!(Failure::from_decided(decided).exit_code(), code, "{decided:?}");
         }
         let fenced = WriterError::Superseded { view: view() };
-        assert_eq!(Failure::from_writer(&fenced).exit_code(), 3);
+        assert_eq!(Failure::from_writer(fenced).exit_code(), 3);
         let failed = WriterError::Failed { seq: Seq(3), decided: Decided::Ambiguous };
-        assert_eq!(Failure::from_writer(&failed).exit_code(), 4);
+        assert_eq!(Failure::from_writer(failed).exit_code(), 4);
     }
 
     #[test]
@@ -535,7 +701,65 @@ mod tests {
             (GatewayError::Tail("bad".into()), true, 1),
         ];
         for (e, read_only, code) in cases {
-            assert_eq!(Failure::from_gateway(&e, read_only).exit_code(), code, "{e:?}");
+            let text = format!("{e:?}");
+            assert_eq!(Failure::from_gateway(e, read_only).exit_code(), code, "{text}");
         }
+    }
+
+    fn chain_of(f: &Failure) -> String {
+        error_chain(f)
+    }
+
+    /// A failure's message says what happened; its cause follows it in the chain `main`
+    /// prints, and a wrapper's exit class is its failure's.
+    #[test]
+    fn a_failure_names_what_happened_and_its_cause_follows() {
+        let batch = Failure::from_writer(WriterError::Failed { seq: Seq(3), decided: Decided::Ambiguous });
+        assert_eq!(chain_of(&batch), "the batch at 3: ambiguous: the call may or may not have taken effect");
+        assert_eq!(batch.exit_code(), 4);
+
+        let lost = Failure::from_gateway(GatewayError::NoAnswer("timed out".into()), false);
+        assert_eq!(
+            chain_of(&lost),
+            "ambiguous: the call may or may not have taken effect: no answer from the gateway: timed out"
+        );
+        let source = std::error::Error::source(&lost).expect("the gateway error is the source");
+        assert!(matches!(source.downcast_ref::<GatewayError>(), Some(GatewayError::NoAnswer(_))), "{source:?}");
+
+        let quota = Failure::Appending {
+            records: 2,
+            failure: Box::new(Failure::from_gateway(
+                GatewayError::Api {
+                    status: 429,
+                    error: paros_api::ApiError::Answered(Box::new(paros_api::ErrorBody::new(
+                        paros_api::ErrorCode::OverQuota,
+                        "slow down",
+                    ))),
+                    retry_after_s: Some(3),
+                },
+                false,
+            )),
+        };
+        assert_eq!(
+            chain_of(&quota),
+            "after 2 records: unavailable: nothing was done (retry after 3 s): over_quota (429): slow down"
+        );
+        assert_eq!(quota.exit_code(), 5);
+
+        let u = paros_client::convert::core_uuid(LeaderUuid::parse(U).unwrap());
+        let fenced = Failure::from_writer(WriterError::Superseded { view: JournalView { leader: Some(u), ..view() } });
+        assert_eq!(chain_of(&fenced), format!("fenced: the journal is led by {U} now"));
+
+        let stdin = Failure::Io { what: "reading stdin", source: std::io::Error::other("closed") };
+        assert_eq!((chain_of(&stdin).as_str(), stdin.exit_code()), ("reading stdin: closed", 2));
+    }
+
+    /// A source whose parent already prints it is not printed twice.
+    #[test]
+    fn the_chain_does_not_repeat_a_source_its_parent_prints() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("outer: {0}")]
+        struct Outer(#[source] std::io::Error);
+        assert_eq!(error_chain(&Outer(std::io::Error::other("inner"))), "outer: inner");
     }
 }

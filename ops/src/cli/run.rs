@@ -30,7 +30,7 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
     match verb {
         Verb::Signup { name, gateway } => {
             let (g, json) = connect(&gateway, env)?;
-            let a = g.signup(&name).await.map_err(|e| Failure::from_gateway(&e, false))?;
+            let a = g.signup(&name).await.map_err(|e| Failure::from_gateway(e, false))?;
             if json {
                 println!("{}", to_json(&a));
             } else {
@@ -44,7 +44,7 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
         Verb::Token { command: TokenCommand::Mint { scope, journal, expires_in_s, gateway } } => {
             let (g, json) = connect(&gateway, env)?;
             let request = MintTokenRequest { scope: scope.into(), journal, expires_in_s };
-            let a = g.mint_token(&request).await.map_err(|e| Failure::from_gateway(&e, false))?;
+            let a = g.mint_token(&request).await.map_err(|e| Failure::from_gateway(e, false))?;
             if json {
                 println!("{}", to_json(&a));
             } else {
@@ -56,8 +56,9 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
         }
         Verb::Token { command: TokenCommand::Revoke { token_id, gateway } } => {
             let (g, json) = connect(&gateway, env)?;
-            let id = TokenId::parse(&token_id).map_err(|e| Failure::BadArgs(format!("token id {token_id:?}: {e}")))?;
-            g.revoke_token(&id).await.map_err(|e| Failure::from_gateway(&e, false))?;
+            let id =
+                TokenId::parse(&token_id).map_err(|source| Failure::BadTokenId { id: token_id.clone(), source })?;
+            g.revoke_token(&id).await.map_err(|e| Failure::from_gateway(e, false))?;
             print_done(json, "revoked", id.as_str());
             Ok(())
         }
@@ -67,13 +68,13 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
             let records = if records.is_empty() { stdin_lines()? } else { records };
             let records = decode(records, base64)?;
             if records.is_empty() {
-                return Err(Failure::BadArgs("no records to write".into()));
+                return Err(Failure::NoRecords);
             }
             let batches: Vec<Vec<Bytes>> = records.chunks(batch as usize).map(<[Bytes]>::to_vec).collect();
-            let info = g.show_journal(&journal).await.map_err(|e| Failure::from_gateway(&e, true))?;
+            let info = g.show_journal(&journal).await.map_err(|e| Failure::from_gateway(e, true))?;
             let written = match (info.mode, leader) {
                 (WriterMode::MultiWriter, Some(_)) => {
-                    return Err(Failure::BadArgs("a multi-writer journal takes no --leader".into()));
+                    return Err(Failure::LeaderOnMultiWriter);
                 }
                 (WriterMode::MultiWriter, None) => append(&g, &journal, batches).await?,
                 (WriterMode::SingleWriter, None) => claim_and_write(g, journal, batches).await?,
@@ -84,13 +85,13 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
         }
         Verb::Read { journal, from, limit, max_bytes, wait_ms, min_seq, base64, gateway } => {
             let (g, json) = connect(&gateway, env)?;
-            let wait_ms = WaitMs::new(wait_ms).ok_or_else(|| Failure::BadArgs("--wait-ms is at most 1000".into()))?;
+            let wait_ms = WaitMs::new(wait_ms).ok_or(Failure::WaitTooLong { wait_ms })?;
             let consistency = match min_seq {
                 Some(s) => Consistency::AtLeast { min_seq: paros_api::Seq(s) },
                 None => Consistency::Linearizable { min_seq: None },
             };
             let query = ReadQuery { from: paros_api::Seq(from), limit, max_bytes, wait_ms, consistency };
-            match g.read(&journal, &query).await.map_err(|e| Failure::from_gateway(&e, true))? {
+            match g.read(&journal, &query).await.map_err(|e| Failure::from_gateway(e, true))? {
                 ReadOutcome::Page(page) => {
                     if json {
                         println!("{}", to_json(&page));
@@ -105,22 +106,19 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
                     }
                     Ok(())
                 }
-                ReadOutcome::Truncated(view) => {
-                    Err(Failure::Refused(format!("truncated: {journal} starts at {} now", view.first_seq)))
-                }
-                ReadOutcome::Unserved => {
-                    Err(Failure::Unavailable("unavailable: the read was not served in time".into()))
-                }
+                ReadOutcome::Truncated(view) => Err(Failure::ReadTruncated { journal, view }),
+                ReadOutcome::Unserved => Err(Failure::ReadUnserved),
             }
         }
         Verb::Tail { journal, from, base64, gateway } => {
             let (g, json) = connect(&gateway, env)?;
             let mut tail =
-                g.tail(&journal, from.map(paros_api::Seq)).await.map_err(|e| Failure::from_gateway(&e, true))?;
+                g.tail(&journal, from.map(paros_api::Seq)).await.map_err(|e| Failure::from_gateway(e, true))?;
             loop {
-                let frame = tail.next().await.map_err(|e| Failure::from_gateway(&e, true))?;
+                let frame = tail.next().await.map_err(|e| Failure::from_gateway(e, true))?;
                 if json {
-                    let data: serde_json::Value = serde_json::from_str(&frame.event.data()).unwrap_or_default();
+                    let data: serde_json::Value = serde_json::from_str(&frame.event.data())
+                        .map_err(|source| Failure::Json { what: "a tail frame's data", source })?;
                     println!("{}", json!({"event": frame.event.name(), "id": frame.id.0, "data": data}));
                 }
                 match &frame.event {
@@ -159,12 +157,12 @@ async fn journal(command: JournalCommand, env: &dyn Fn(&str) -> Option<String>) 
             let info = g
                 .create_journal(&CreateJournalRequest { name, mode: Some(mode.into()) })
                 .await
-                .map_err(|e| Failure::from_gateway(&e, false))?;
+                .map_err(|e| Failure::from_gateway(e, false))?;
             print_info(json, &info);
         }
         JournalCommand::List { gateway } => {
             let (g, json) = connect(&gateway, env)?;
-            let list = g.list_journals().await.map_err(|e| Failure::from_gateway(&e, true))?;
+            let list = g.list_journals().await.map_err(|e| Failure::from_gateway(e, true))?;
             if json {
                 println!("{}", to_json(&list));
             } else {
@@ -173,12 +171,12 @@ async fn journal(command: JournalCommand, env: &dyn Fn(&str) -> Option<String>) 
         }
         JournalCommand::Show { name, gateway } => {
             let (g, json) = connect(&gateway, env)?;
-            let info = g.show_journal(&name).await.map_err(|e| Failure::from_gateway(&e, true))?;
+            let info = g.show_journal(&name).await.map_err(|e| Failure::from_gateway(e, true))?;
             print_info(json, &info);
         }
         JournalCommand::Delete { name, gateway } => {
             let (g, json) = connect(&gateway, env)?;
-            g.delete_journal(&name).await.map_err(|e| Failure::from_gateway(&e, false))?;
+            g.delete_journal(&name).await.map_err(|e| Failure::from_gateway(e, false))?;
             print_done(json, "deleted", name.as_str());
         }
     }
@@ -190,19 +188,15 @@ pub(super) fn connect(
     gateway: &Gateway,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(GatewayClient, bool), Failure> {
-    let url = gateway
-        .url
-        .clone()
-        .or_else(|| env("PAROS_URL"))
-        .ok_or_else(|| Failure::BadArgs("no gateway URL: give --url or set PAROS_URL".into()))?;
+    let url = gateway.url.clone().or_else(|| env("PAROS_URL")).ok_or(Failure::NoUrl)?;
     let token = gateway
         .token
         .clone()
         .or_else(|| env("PAROS_TOKEN"))
-        .map(|t| Token::parse(t.trim()).map_err(|e| Failure::BadArgs(format!("the token: {e}"))))
+        .map(|t| Token::parse(t.trim()).map_err(|source| Failure::BadToken { source }))
         .transpose()?;
     let g =
-        GatewayClient::new(&url, token.as_ref(), HttpConfig::default()).map_err(|e| Failure::from_gateway(&e, true))?;
+        GatewayClient::new(&url, token.as_ref(), HttpConfig::default()).map_err(|e| Failure::from_gateway(e, true))?;
     Ok((g, gateway.json))
 }
 
@@ -226,10 +220,10 @@ async fn decide(
     call: Call,
     ok: fn(&Outcome) -> bool,
 ) -> Result<JournalView, Failure> {
-    let decided = client(g).call(journal, call).await.map_err(|e| Failure::Other(e.to_string()))?;
+    let decided = client(g).call(journal, call).await.map_err(|error| Failure::Answer { error })?;
     match decided {
         Decided::Verdict(o @ (Outcome::Trimmed(v) | Outcome::Won(v))) if ok(&o) => Ok(v),
-        other => Err(Failure::from_decided(&other)),
+        other => Err(Failure::from_decided(other)),
     }
 }
 
@@ -242,16 +236,16 @@ struct Written {
 }
 
 async fn claim_and_write(g: GatewayClient, journal: JournalName, batches: Vec<Vec<Bytes>>) -> Result<Written, Failure> {
-    let mut writer =
-        Writer::new(client(g), journal, WriterConfig::default(), seed()).map_err(|e| Failure::Other(e.to_string()))?;
-    let view = writer.claim().await.map_err(|e| Failure::from_writer(&e))?;
+    let mut writer = Writer::new(client(g), journal, WriterConfig::default(), seed())
+        .map_err(|error| Failure::WriterConfig { error })?;
+    let view = writer.claim().await.map_err(Failure::from_writer)?;
     let leader = writer.core().uuid();
     eprintln!("claimed as leader {}", leader.map(api_uuid).map_or_else(String::new, |u| u.to_string()));
     let mut done = Written { leader, first: None, count: 0, next_seq: view.next_seq.0 };
     let mut take =
         |report: Option<(Seq, Result<paros_client::Written, paros_client::WriterError>)>| -> Result<(), Failure> {
             if let Some((_, result)) = report {
-                let w = result.map_err(|e| Failure::from_writer(&e))?;
+                let w = result.map_err(Failure::from_writer)?;
                 done.first.get_or_insert(w.seq.0);
                 done.count += w.count;
                 done.next_seq = w.seq.0 + w.count;
@@ -263,7 +257,7 @@ async fn claim_and_write(g: GatewayClient, journal: JournalName, batches: Vec<Ve
         while !writer.has_room(bytes) {
             take(writer.next_report().await)?;
         }
-        writer.submit(batch).map_err(|e| Failure::from_writer(&e))?;
+        writer.submit(batch).map_err(Failure::from_writer)?;
     }
     while writer.in_flight() > 0 {
         take(writer.next_report().await)?;
@@ -280,7 +274,7 @@ async fn write_as(
 ) -> Result<Written, Failure> {
     let view = core_view(info.view);
     if view.leader != Some(leader) {
-        return Err(Failure::from_decided(&Decided::Verdict(Outcome::Refused(view))));
+        return Err(Failure::from_decided(Decided::Verdict(Outcome::Refused(view))));
     }
     let client = client(g);
     let mut done = Written { leader: Some(leader), first: None, count: 0, next_seq: view.next_seq.0 };
@@ -289,7 +283,7 @@ async fn write_as(
         let decided = client
             .call(&journal, Call::Write { leader: Some(leader), seq, records })
             .await
-            .map_err(|e| Failure::Other(e.to_string()))?;
+            .map_err(|error| Failure::Answer { error })?;
         match decided {
             Decided::Verdict(
                 Outcome::Accepted { seq: at, count: n, .. } | Outcome::Duplicate { seq: at, count: n, .. },
@@ -298,7 +292,7 @@ async fn write_as(
                 done.count += n;
                 done.next_seq = seq.0 + n;
             }
-            other => return Err(Failure::from_decided(&other).with_prefix(&format!("the batch at {}", seq.0))),
+            other => return Err(Failure::Batch { seq: seq.0, failure: Box::new(Failure::from_decided(other)) }),
         }
     }
     Ok(done)
@@ -319,7 +313,8 @@ async fn append(g: &GatewayClient, journal: &JournalName, batches: Vec<Vec<Bytes
                     tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
                 }
                 Err(e) => {
-                    return Err(Failure::from_gateway(&e, false).with_prefix(&format!("after {} records", done.count)));
+                    let failure = Box::new(Failure::from_gateway(e, false));
+                    return Err(Failure::Appending { records: done.count, failure });
                 }
                 Ok(o) => break o,
             }
@@ -330,21 +325,7 @@ async fn append(g: &GatewayClient, journal: &JournalName, batches: Vec<Vec<Bytes
                 done.count += count;
                 done.next_seq = view.next_seq.0;
             }
-            WriteOutcome::Ambiguous => {
-                return Err(Failure::Ambiguous(format!(
-                    "after {} records: the next batch may or may not have been appended",
-                    done.count
-                )));
-            }
-            WriteOutcome::TooLarge { limits, .. } => {
-                return Err(Failure::Refused(format!(
-                    "too_large: at most {} records, {} bytes, {} body bytes per write",
-                    limits.max_records, limits.max_bytes, limits.max_body_bytes
-                )));
-            }
-            WriteOutcome::Refused(v) | WriteOutcome::WrongMode(v) | WriteOutcome::Truncated(v) => {
-                return Err(Failure::Refused(format!("refused: the journal's tail is {}", v.next_seq)));
-            }
+            outcome => return Err(Failure::Append { outcome, after: done.count }),
         }
     }
     Ok(done)
@@ -355,7 +336,7 @@ fn stdin_lines() -> Result<Vec<String>, Failure> {
         .lock()
         .lines()
         .collect::<Result<_, _>>()
-        .map_err(|e| Failure::BadArgs(format!("reading stdin: {e}")))
+        .map_err(|source| Failure::Io { what: "reading stdin", source })
 }
 
 fn decode(records: Vec<String>, base64: bool) -> Result<Vec<Bytes>, Failure> {
@@ -363,7 +344,9 @@ fn decode(records: Vec<String>, base64: bool) -> Result<Vec<Bytes>, Failure> {
         .into_iter()
         .map(|r| {
             if base64 {
-                Record::from_base64(&r).map(|r| Bytes::from(r.0)).map_err(|e| Failure::BadArgs(format!("{r:?}: {e}")))
+                Record::from_base64(&r)
+                    .map(|rec| Bytes::from(rec.0))
+                    .map_err(|source| Failure::BadRecord { record: r, source })
             } else {
                 Ok(Bytes::from(r))
             }
@@ -457,7 +440,7 @@ mod tests {
         assert!(json);
         assert!(format!("{g:?}").contains("http://flag:2/"));
         let none = |_: &str| None;
-        assert!(matches!(connect(&Gateway::default(), &none), Err(Failure::BadArgs(_))));
+        assert!(matches!(connect(&Gateway::default(), &none), Err(Failure::NoUrl)));
         let bad = Gateway { url: Some("not a url".into()), ..Gateway::default() };
         assert_eq!(connect(&bad, &none).unwrap_err().exit_code(), 2);
         let bad_token = Gateway { url: Some("http://x".into()), token: Some("has space".into()), json: false };
