@@ -68,6 +68,9 @@ pub struct HostStats {
     pub fetches: u64,
     pub fetched_entries: u64,
     pub fetch_errors: u64,
+    /// Fetches refused because [`Host::set_fetches_max`] were already out with the workers
+    /// (a page answered `Unserved`, a catch-up not sent).
+    pub fetches_refused: u64,
     /// Journals that went dormant, and dormant journals woken by an input.
     pub dormancies: u64,
     pub wakes: u64,
@@ -177,8 +180,13 @@ pub struct Host<S: LogStore> {
     timer: Timer,
     /// Placements and removals not yet handed to a round.
     placements: Vec<Placement>,
-    /// Fetches taken from the journals and not yet served.
+    /// Fetches taken from the journals and not yet handed out.
     fetches: Vec<(JournalKey, paros_core::Fetch)>,
+    /// Fetches handed out and not answered yet, at most `fetches_max`.
+    fetches_out: usize,
+    fetches_max: usize,
+    /// Fetched answers handed back, released by the next step.
+    fetched: Vec<crate::fetch::Fetched>,
     /// Ticks of quiet before a journal goes dormant (`None`: never).
     dormant_after: Option<u64>,
     /// When each quiet journal last went quiet, and the same in tick order.
@@ -278,6 +286,9 @@ impl<S: LogStore> Host<S> {
             timer: Timer { tick_ms: TICK_MS_DEFAULT, next_due_ms: None },
             placements: Vec::new(),
             fetches: Vec::new(),
+            fetches_out: 0,
+            fetches_max: crate::fetch::FETCHES_MAX,
+            fetched: Vec::new(),
             dormant_after: Some(DORMANT_AFTER_TICKS),
             quiet_at: HashMap::new(),
             quiet_queue: VecDeque::new(),

@@ -2,10 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use paros_core::{Fetch, JournalKey, Message, NodeId, ReadAnswer, Ready, WriteOp};
+use paros_core::{JournalKey, NodeId, Ready, WriteOp};
 
 use super::{Early, Host, PendingRound, RoundOutput};
-use crate::ports::{Envelope, LogRead, LogStore, StoreError};
+use crate::fetch::{FetchJob, Fetched, FetchedAnswer};
+use crate::ports::{Envelope, LogStore, StoreError};
 use crate::rpc::NodeAnswer;
 
 impl<S: LogStore> Host<S> {
@@ -18,7 +19,11 @@ impl<S: LogStore> Host<S> {
         let reader = self.store().reader();
         self.wake_dormant(&reader, &mut early);
         let pending = self.begin_round(&mut early);
-        self.serve_fetches(&reader, &mut early);
+        for job in self.take_fetches(&mut early) {
+            self.fetched(job.run(&reader));
+        }
+        let fetched = std::mem::take(&mut self.fetched);
+        self.release_fetched(fetched, &mut early);
         if !pending.batch.is_empty() || !pending.placements.is_empty() {
             let store = self.store_mut();
             store.place(&pending.placements)?;
@@ -34,6 +39,8 @@ impl<S: LogStore> Host<S> {
     /// journals whose round is in flight: proposer messages, heartbeats, chosen values and
     /// answers (see [`Ready`]). The shell calls it after absorbing inputs while a sync runs.
     pub fn release(&mut self, mut early: impl FnMut(Early)) {
+        let fetched = std::mem::take(&mut self.fetched);
+        self.release_fetched(fetched, &mut early);
         let mut out: BTreeMap<NodeId, Vec<Envelope>> = BTreeMap::new();
         for key in std::mem::take(&mut self.touched) {
             let j = self.journals.get_mut(&key).expect("a touched journal is hosted");
@@ -133,47 +140,65 @@ impl<S: LogStore> Host<S> {
         out
     }
 
-    /// Serves the fetches the journals asked for since the last call (see [`Fetch`]) by reading
-    /// `reader`: catch-up answers leave through `early` as messages, pages as answers. A
-    /// catch-up whose entries are gone (truncated meanwhile) or unreadable is dropped (the
-    /// laggard asks again); such a page is answered `Unserved`.
-    pub fn serve_fetches(&mut self, reader: &dyn LogRead, mut early: impl FnMut(Early)) {
-        let mut out: BTreeMap<NodeId, Vec<Envelope>> = BTreeMap::new();
+    /// Hands out the store reads the journals asked for since the last call (see [`Fetch`]),
+    /// to run off this thread ([`FetchJob::run`]) and hand back with [`Host::fetched`]. At most
+    /// [`Host::set_fetches_max`] are out at once; the rest are refused at once (a page is
+    /// answered `Unserved` through `early`, a catch-up sends nothing and the laggard asks
+    /// again), so the round never waits for the disk nor for a worker.
+    pub fn take_fetches(&mut self, mut early: impl FnMut(Early)) -> Vec<FetchJob> {
+        let mut jobs = Vec::new();
+        let mut refused = Vec::new();
         for (key, fetch) in std::mem::take(&mut self.fetches) {
-            self.stats.fetches += 1;
-            match fetch {
-                Fetch::CatchUp { to, life, from, end, chosen_up_to, slots_max } => {
-                    let want = slots_max.min(u32::try_from(end.0.saturating_sub(from.0)).unwrap_or(u32::MAX));
-                    let Ok(read) = reader.read_range(&key, from, want) else {
-                        self.stats.fetch_errors += 1;
-                        continue;
-                    };
-                    self.stats.fetched_entries += read.len() as u64;
-                    let entries: Vec<_> = read
-                        .into_iter()
-                        .zip(from.0..end.0)
-                        .take_while(|((slot, _), want)| slot.0 == *want)
-                        .map(|((slot, e), _)| (slot, e.command))
-                        .collect();
-                    if entries.is_empty() {
-                        continue;
-                    }
-                    let message = Message::CatchUpResponse { entries, chosen_up_to, life };
-                    out.entry(to).or_default().push(Envelope { journal: key, from: self.me, message });
-                }
-                Fetch::Page { read, page } => {
-                    let mut entries = 0u64;
-                    let built = page.build(&self.tunables, |from, n| {
-                        let got = reader.read_range(&key, from, n)?;
-                        entries += got.len() as u64;
-                        Ok::<_, StoreError>(got)
-                    });
-                    self.stats.fetched_entries += entries;
-                    let answer = built.unwrap_or_else(|_| {
-                        self.stats.fetch_errors += 1;
-                        ReadAnswer::Unserved
-                    });
-                    if let Some(t) = self.reads.remove(&(key, read)) {
+            let job = FetchJob::new(key, self.me, fetch, self.tunables);
+            if self.fetches_out < self.fetches_max {
+                self.fetches_out += 1;
+                jobs.push(job);
+            } else {
+                refused.push(job.refuse());
+            }
+        }
+        self.release_fetched(refused, &mut early);
+        jobs
+    }
+
+    /// The answer of a job from [`Host::take_fetches`], run (or refused) by a worker: released
+    /// by the next step.
+    ///
+    /// # Panics
+    /// When no job is out.
+    pub fn fetched(&mut self, fetched: Fetched) {
+        assert!(self.fetches_out > 0, "a fetched answer belongs to a job handed out");
+        self.fetches_out -= 1;
+        self.fetched.push(fetched);
+    }
+
+    /// Store reads handed out and not answered yet.
+    #[must_use]
+    pub fn fetches_out(&self) -> usize {
+        self.fetches_out
+    }
+
+    /// At most `n` store reads are out with workers at once (at least one).
+    pub fn set_fetches_max(&mut self, n: usize) {
+        self.fetches_max = n.max(1);
+    }
+
+    /// Releases fetched answers: catch-up answers leave as messages, pages answer their reads.
+    pub(super) fn release_fetched(&mut self, fetched: Vec<Fetched>, early: &mut impl FnMut(Early)) {
+        let mut out: BTreeMap<NodeId, Vec<Envelope>> = BTreeMap::new();
+        for f in fetched {
+            if f.refused {
+                self.stats.fetches_refused += 1;
+            } else {
+                self.stats.fetches += 1;
+                self.stats.fetched_entries += f.entries;
+                self.stats.fetch_errors += u64::from(f.failed);
+            }
+            match f.answer {
+                FetchedAnswer::CatchUp(Some((to, envelope))) => out.entry(to).or_default().push(envelope),
+                FetchedAnswer::CatchUp(None) => {}
+                FetchedAnswer::Page(read, answer) => {
+                    if let Some(t) = self.reads.remove(&(f.key, read)) {
                         early(Early::Answer(t, NodeAnswer::Read(answer)));
                     }
                 }
@@ -193,6 +218,6 @@ impl<S: LogStore> Host<S> {
     /// True when some journal was stepped since the last [`Host::release`].
     #[must_use]
     pub fn has_release(&self) -> bool {
-        !self.touched.is_empty() || !self.stash.is_empty()
+        !self.touched.is_empty() || !self.stash.is_empty() || !self.fetched.is_empty()
     }
 }

@@ -86,6 +86,9 @@ pub struct Stepped {
     pub wakes: u64,
     /// Journals that went dormant, woke, or dropped an answer to an earlier life in the step.
     pub lives: Vec<(JournalKey, paros_node::LifeEvent)>,
+    /// The step handed out store reads (entries evicted from memory) to the machine's read
+    /// workers: the world runs them a moment later ([`Host::run_reads`]).
+    pub reading: bool,
 }
 
 /// What a step releases: messages, answers, and the slots its completed rounds applied.
@@ -147,6 +150,11 @@ pub trait Host: Sized {
     /// # Panics
     /// When `synced` is passed with no round in flight.
     fn step(&mut self, disk: &mut SimDisk, synced: bool) -> Stepped;
+
+    /// The machine's read workers run the oldest batch of store reads a step handed out
+    /// ([`Stepped::reading`]) against `disk`, as it is now; their answers are released by the
+    /// next step.
+    fn run_reads(&mut self, disk: &SimDisk);
 
     /// The journal's state here, if it is placed here.
     fn probe(&self, disk: &crate::disk::SimDisk, journal: &JournalKey) -> Option<JournalProbe>;

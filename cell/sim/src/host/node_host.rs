@@ -86,6 +86,10 @@ struct SimClock {
 /// The tick period of a simulated machine's clock.
 const SIM_TICK_MS: u64 = 10;
 
+/// Store reads out with a simulated machine's read workers at once: small, so a burst of cold
+/// reads meets the bound and is answered `Unserved` now and then.
+const SIM_READS_QUEUED_MAX: usize = 8;
+
 impl Clock for SimClock {
     fn now_ms(&self) -> u64 {
         self.ms
@@ -108,6 +112,9 @@ pub struct NodeHost {
     clock_due: bool,
     clock: SimClock,
     tunables: paros_core::Tunables,
+    /// Store reads handed out by steps, one batch a step, oldest first: the world runs each
+    /// batch a moment after its step ([`Host::run_reads`]).
+    reading: std::collections::VecDeque<Vec<paros_node::FetchJob>>,
     /// Probes of dormant journals, rebuilt from the disk once per sleep: nothing writes a
     /// dormant journal's rows, so its probe holds until it wakes (or is removed).
     dormant_probes: std::cell::RefCell<rustc_hash::FxHashMap<JournalKey, JournalProbe>>,
@@ -155,6 +162,7 @@ impl Host for NodeHost {
         host.set_tick_ms(SIM_TICK_MS);
         host.set_dormancy(spec.dormant_after_ticks);
         host.record_lives(true);
+        host.set_fetches_max(SIM_READS_QUEUED_MAX);
         let clock = SimClock::default();
         let pump = Pump::new(host, clock.now_ms());
         NodeHost {
@@ -165,6 +173,7 @@ impl Host for NodeHost {
             clock_due: false,
             clock,
             tunables: spec.tunables,
+            reading: std::collections::VecDeque::new(),
             dormant_probes: std::cell::RefCell::default(),
         }
     }
@@ -219,6 +228,11 @@ impl Host for NodeHost {
             self.dormant_probes.get_mut().remove(key);
         }
         let mut stepped = Stepped { completed: effects.completed, fetches, wakes, lives, ..Stepped::default() };
+        let handed_out = std::mem::take(&mut effects.fetches);
+        if !handed_out.is_empty() {
+            stepped.reading = true;
+            self.reading.push_back(handed_out);
+        }
         stepped.output.answers = std::mem::take(&mut self.immediate);
         if let Some(persist) = &effects.persist {
             disk.place(&persist.placements);
@@ -233,6 +247,12 @@ impl Host for NodeHost {
         }
         self.translate(effects, &mut stepped.output);
         stepped
+    }
+
+    fn run_reads(&mut self, disk: &SimDisk) {
+        for job in self.reading.pop_front().unwrap_or_default() {
+            self.pump.fetched(job.run(disk));
+        }
     }
 
     fn probe(&self, disk: &SimDisk, journal: &JournalKey) -> Option<JournalProbe> {

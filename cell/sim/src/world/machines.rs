@@ -128,6 +128,12 @@ impl<H: Host> World<H> {
             self.trace.quiet(self.now, "round", &[m as u64, writes as u64]);
             self.after(duration, Event::RoundDone(m, epoch));
         }
+        if stepped.reading {
+            let (lo, hi) = self.params.read_ns;
+            let epoch = self.machines[m].epoch;
+            let delay = self.rng.between(lo, hi);
+            self.after(delay, Event::ReadsDone(m, epoch));
+        }
         if stepped.completed || !stepped.output.applied.is_empty() {
             self.audit_round(m, &stepped.output);
         }
@@ -153,6 +159,18 @@ impl<H: Host> World<H> {
             }
             Ok(()) => self.step(m, true),
         }
+    }
+
+    /// `m`'s read workers answer the oldest batch of store reads its steps handed out; the
+    /// next step releases the answers.
+    pub(super) fn on_reads_done(&mut self, m: usize, epoch: u64) {
+        let mach = &mut self.machines[m];
+        if mach.epoch != epoch {
+            return;
+        }
+        let Some(host) = mach.host.as_mut() else { return };
+        host.run_reads(&mach.disk);
+        self.kick(m);
     }
 
     pub(super) fn observe_disk(&mut self, m: usize) {

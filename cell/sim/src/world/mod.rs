@@ -127,9 +127,24 @@ enum RestartCause {
 enum Event {
     Tick(usize, u64),
     RoundDone(usize, u64),
-    Packet { to: usize, from: NodeId, packet: Packet },
-    Request { to: usize, req: u64, journal: JournalKey, request: Request },
-    Reply { req: u64, from: NodeId, reply: Reply },
+    /// A machine's read workers answer the store reads one of its steps handed out.
+    ReadsDone(usize, u64),
+    Packet {
+        to: usize,
+        from: NodeId,
+        packet: Packet,
+    },
+    Request {
+        to: usize,
+        req: u64,
+        journal: JournalKey,
+        request: Request,
+    },
+    Reply {
+        req: u64,
+        from: NodeId,
+        reply: Reply,
+    },
     Timeout(u64),
     ClientWake(usize),
     Crash,
@@ -140,8 +155,15 @@ enum Event {
     SettleStart,
     ClientsStop,
     ConvergeCheck,
-    RegistryRequest { to: usize, req: u64, request: crate::registry::RegRequest },
-    RegistryReply { req: u64, reply: Option<crate::registry::RegReply> },
+    RegistryRequest {
+        to: usize,
+        req: u64,
+        request: crate::registry::RegRequest,
+    },
+    RegistryReply {
+        req: u64,
+        reply: Option<crate::registry::RegReply>,
+    },
     RegistryTimeout(u64),
 }
 
@@ -409,6 +431,7 @@ impl<H: Host> World<H> {
         match event {
             Event::Tick(m, epoch) => self.on_tick(m, epoch),
             Event::RoundDone(m, epoch) => self.on_round_done(m, epoch),
+            Event::ReadsDone(m, epoch) => self.on_reads_done(m, epoch),
             Event::Packet { to, from, packet } => self.on_packet(to, from, packet),
             Event::Request { to, req, journal, request } => self.on_request(to, req, journal, request),
             Event::Reply { req, from, reply } => self.resolve(req, Some(from), reply),
