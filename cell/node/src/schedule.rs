@@ -1,8 +1,8 @@
 //! The node loop's schedule as a pure policy: when the node thread steps its [`Pump`](crate::Pump)
 //! and when it waits, how long a waiting thread polls before it sleeps, and how many inputs one
-//! step absorbs. The thread shell ([`crate::shell`]) asks it with readings of a monotonic clock;
-//! the simulation asks the very same type with simulated time. No clock, no IO: the same
-//! readings give the same answers.
+//! step absorbs. The thread shell ([`crate::shell`]) feeds it how long each wait lasted on a
+//! monotonic clock; the simulation's node host feeds the very same type simulated time. No
+//! clock, no IO: the same inputs give the same answers.
 //!
 //! Why a thread polls at all: a thread woken from sleep on a virtual machine costs tens of
 //! microseconds per hand-off, and a write crosses six. Polling pays only while work comes
@@ -58,7 +58,6 @@ pub struct Spin {
     round_journals_max: usize,
     waits_are_short: bool,
     rounds: RoundSizes,
-    wait_began_us: Option<u64>,
 }
 
 impl Spin {
@@ -66,19 +65,18 @@ impl Spin {
     /// `round_journals_max` journals on average (`idle_us` zero: never polls).
     #[must_use]
     pub fn new(idle_us: u64, round_journals_max: usize) -> Spin {
-        Spin { idle_us, round_journals_max, waits_are_short: false, rounds: RoundSizes::default(), wait_began_us: None }
+        Spin { idle_us, round_journals_max, waits_are_short: false, rounds: RoundSizes::default() }
     }
 
-    /// A wait begins at `now_us`: how many microseconds to poll before sleeping.
-    pub fn wait(&mut self, now_us: u64) -> u64 {
-        self.wait_began_us = Some(now_us);
+    /// How many microseconds a wait beginning now polls before it sleeps.
+    #[must_use]
+    pub fn poll_us(&self) -> u64 {
         if self.waits_are_short && self.rounds.at_most(self.round_journals_max) { self.idle_us } else { 0 }
     }
 
-    /// The wait begun by [`Spin::wait`] ended at `now_us`, woken by `by`.
-    pub fn woke(&mut self, now_us: u64, by: Wake) {
-        let waited = self.wait_began_us.take().map_or(u64::MAX, |began| now_us.saturating_sub(began));
-        self.waits_are_short = by == Wake::Work && waited <= self.idle_us;
+    /// A wait ended after `waited_us` microseconds, woken by `by`.
+    pub fn woke(&mut self, waited_us: u64, by: Wake) {
+        self.waits_are_short = by == Wake::Work && waited_us <= self.idle_us;
     }
 
     /// A round that writes `journals` journals began.
@@ -115,22 +113,24 @@ impl Schedule {
         Schedule { spin, inputs_per_round_max: inputs_per_round_max.max(1) }
     }
 
-    /// What to do at `now_us`, given whether the pump wants a step ([`Pump::wants_step`]) and
+    /// What to do next, given whether the pump wants a step ([`Pump::wants_step`]) and
     /// whether a round's batch is out with the store.
     ///
     /// [`Pump::wants_step`]: crate::Pump::wants_step
-    pub fn next(&mut self, now_us: u64, wants_step: bool, persisting: bool) -> Next {
+    #[must_use]
+    pub fn next(&self, wants_step: bool, persisting: bool) -> Next {
         let inputs_max = self.inputs_per_round_max;
         if wants_step && !persisting {
             Next::Step { inputs_max }
         } else {
-            Next::Wait { spin_us: self.spin.wait(now_us), inputs_max }
+            Next::Wait { spin_us: self.spin.poll_us(), inputs_max }
         }
     }
 
-    /// The wait [`Schedule::next`] asked for ended at `now_us`, woken by `by`.
-    pub fn woke(&mut self, now_us: u64, by: Wake) {
-        self.spin.woke(now_us, by);
+    /// The wait [`Schedule::next`] asked for ended after `waited_us` microseconds, woken by
+    /// `by`.
+    pub fn woke(&mut self, waited_us: u64, by: Wake) {
+        self.spin.woke(waited_us, by);
     }
 
     /// A step handed out a round's batch of `journals` journals: it goes to the store now.
@@ -156,53 +156,52 @@ mod tests {
     /// A spin whose last wait ended with `by` after `waited_us`, over `rounds`.
     fn after(round_journals_max: usize, rounds: RoundSizes, by: Wake, waited_us: u64) -> Spin {
         let mut spin = Spin { rounds, ..Spin::new(IDLE_US, round_journals_max) };
-        let _ = spin.wait(1_000);
-        spin.woke(1_000 + waited_us, by);
+        spin.woke(waited_us, by);
         spin
     }
 
     #[test]
     fn a_thread_polls_only_after_short_waits_that_brought_work_and_small_rounds() {
-        assert_eq!(Spin::new(IDLE_US, 4).wait(0), 0, "a fresh thread has not waited yet: sleep");
-        assert_eq!(after(4, RoundSizes::default(), Wake::Work, 10).wait(0), IDLE_US, "no round yet: poll");
-        assert_eq!(after(4, steady(1), Wake::Work, 10).wait(0), IDLE_US, "one writer: poll");
-        assert_eq!(after(4, steady(4), Wake::Work, 10).wait(0), IDLE_US, "at the bound: poll");
-        assert_eq!(after(4, steady(5), Wake::Work, 10).wait(0), 0, "rounds of many journals: sleep");
-        assert_eq!(after(4, steady(1), Wake::Work, IDLE_US + 1).wait(0), 0, "the last wait was long: sleep");
-        assert_eq!(after(4, steady(1), Wake::Idle, 10).wait(0), 0, "a ping or a timer: sleep");
-        assert_eq!(after(9, steady(9), Wake::Work, 10).wait(0), IDLE_US, "the bound is configuration");
-        assert_eq!(Spin { rounds: steady(1), ..Spin::new(0, 4) }.wait(0), 0, "no idle spin: never poll");
+        assert_eq!(Spin::new(IDLE_US, 4).poll_us(), 0, "a fresh thread has not waited yet: sleep");
+        assert_eq!(after(4, RoundSizes::default(), Wake::Work, 10).poll_us(), IDLE_US, "no round yet: poll");
+        assert_eq!(after(4, steady(1), Wake::Work, 10).poll_us(), IDLE_US, "one writer: poll");
+        assert_eq!(after(4, steady(4), Wake::Work, 10).poll_us(), IDLE_US, "at the bound: poll");
+        assert_eq!(after(4, steady(5), Wake::Work, 10).poll_us(), 0, "rounds of many journals: sleep");
+        assert_eq!(after(4, steady(1), Wake::Work, IDLE_US + 1).poll_us(), 0, "the last wait was long: sleep");
+        assert_eq!(after(4, steady(1), Wake::Idle, 10).poll_us(), 0, "a ping or a timer: sleep");
+        assert_eq!(after(9, steady(9), Wake::Work, 10).poll_us(), IDLE_US, "the bound is configuration");
+        assert_eq!(Spin { rounds: steady(1), ..Spin::new(0, 4) }.poll_us(), 0, "no idle spin: never poll");
     }
 
     #[test]
     fn one_small_round_among_large_ones_does_not_start_a_poll() {
         let mut spin = after(2, steady(12), Wake::Work, 10);
         spin.round(1);
-        assert_eq!(spin.wait(0), 0, "busy node, one small round: still sleep");
+        assert_eq!(spin.poll_us(), 0, "busy node, one small round: still sleep");
         spin.woke(10, Wake::Work);
         for _ in 0..32 {
             spin.round(1);
         }
-        assert_eq!(spin.wait(0), IDLE_US, "the load went: poll again");
+        assert_eq!(spin.poll_us(), IDLE_US, "the load went: poll again");
         let huge = steady(usize::MAX);
         assert!(huge.at_most(usize::MAX) && !huge.at_most(1 << 20), "no overflow at the extremes");
     }
 
     #[test]
     fn the_loop_steps_only_with_work_and_no_round_out_with_the_store() {
-        let mut schedule = Schedule::new(Spin::new(IDLE_US, 4), 0);
-        assert_eq!(schedule.next(0, true, false), Next::Step { inputs_max: 1 }, "at least one input a step");
-        assert!(matches!(schedule.next(0, true, true), Next::Wait { .. }), "one round in flight at a time");
-        assert!(matches!(schedule.next(0, false, false), Next::Wait { .. }), "nothing to do: wait");
+        let schedule = Schedule::new(Spin::new(IDLE_US, 4), 0);
+        assert_eq!(schedule.next(true, false), Next::Step { inputs_max: 1 }, "at least one input a step");
+        assert!(matches!(schedule.next(true, true), Next::Wait { .. }), "one round in flight at a time");
+        assert!(matches!(schedule.next(false, false), Next::Wait { .. }), "nothing to do: wait");
         // Same readings, same answers: the simulation replays what the thread decides.
         let run = || {
             let mut s = Schedule::new(Spin::new(IDLE_US, 4), 16);
             let mut seen = Vec::new();
-            for (now, wants, persisting, by) in
-                [(0, false, false, Wake::Work), (100, true, true, Wake::Work), (2_000, false, false, Wake::Idle)]
+            for (wants, persisting, by) in
+                [(false, false, Wake::Work), (true, true, Wake::Work), (false, false, Wake::Idle)]
             {
-                let next = s.next(now, wants, persisting);
-                s.woke(now + 50, by);
+                let next = s.next(wants, persisting);
+                s.woke(50, by);
                 s.persist(2);
                 seen.push(next);
             }

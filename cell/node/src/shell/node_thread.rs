@@ -85,8 +85,6 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
     let spin = Spin::new(micros(config.idle_spin), config.spin_round_journals_max);
     let mut schedule = Schedule::new(spin, config.inputs_per_round_max);
     let storage = StoreWorker::<S>::spawn(me, spin);
-    let started = Instant::now();
-    let now_us = || micros(started.elapsed());
     // The round whose batch the storage thread is persisting, if any: inputs keep flowing and
     // answers keep leaving while the disk syncs.
     let mut persisting: Option<Persisting<S>> = None;
@@ -96,7 +94,7 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
     loop {
         let mut input = None;
         let mut done = None;
-        let inputs_max = match schedule.next(now_us(), pump.wants_step(), persisting.is_some()) {
+        let inputs_max = match schedule.next(pump.wants_step(), persisting.is_some()) {
             Next::Step { inputs_max } => {
                 input = inbox.try_recv().ok();
                 inputs_max
@@ -104,6 +102,7 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
             Next::Wait { spin_us, inputs_max } => {
                 // Look without sleeping first (bounded by the spin): the next input or the
                 // round's end usually comes within it.
+                let waited = Instant::now();
                 let polled =
                     spin_for(Duration::from_micros(spin_us), || poll_once(&mut inbox, &mut persisting, &mut answers));
                 let mut woke = Wake::Idle;
@@ -140,7 +139,7 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
                 if input.as_ref().is_some_and(is_work) || done.is_some() {
                     woke = Wake::Work;
                 }
-                schedule.woke(now_us(), woke);
+                schedule.woke(micros(waited.elapsed()), woke);
                 inputs_max
             }
         };

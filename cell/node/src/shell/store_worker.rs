@@ -45,16 +45,16 @@ impl<S: LogStore> StoreWorker<S> {
         let thread = std::thread::Builder::new()
             .name(format!("paros-store-{node}"))
             .spawn(move || {
-                let started = Instant::now();
                 loop {
-                    let poll_us = spin.wait(micros(started.elapsed()));
+                    let poll_us = spin.poll_us();
+                    let waited = Instant::now();
                     let next = spin_for(Duration::from_micros(poll_us), || match queue.try_recv() {
                         Ok(job) => Some(Some(job)),
                         Err(std::sync::mpsc::TryRecvError::Empty) => None,
                         Err(std::sync::mpsc::TryRecvError::Disconnected) => Some(None),
                     });
                     let Some(job) = next.unwrap_or_else(|| queue.recv().ok()) else { return };
-                    spin.woke(micros(started.elapsed()), Wake::Work);
+                    spin.woke(micros(waited.elapsed()), Wake::Work);
                     let Job { mut store, placements, batch, needs_sync, done } = job;
                     spin.round(batch.len());
                     let result = persist(&mut store, &placements, &batch, needs_sync);

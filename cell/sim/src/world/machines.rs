@@ -8,6 +8,7 @@ use crate::host::{Host, Packet, RoundOutput};
 use crate::registry::RegReply;
 use paros_core::{CallId, ReadId};
 use paros_node::LifeEvent;
+use paros_node::ports::LogStore;
 
 impl<H: Host> World<H> {
     pub(super) fn boot(&mut self, m: usize) {
@@ -74,7 +75,7 @@ impl<H: Host> World<H> {
     fn step(&mut self, m: usize, synced: bool) {
         let mach = &mut self.machines[m];
         let Some(host) = mach.host.as_mut() else { return };
-        let stepped = host.step(&mut mach.disk, synced);
+        let stepped = host.step(synced);
         for _ in 0..stepped.fetches {
             self.audit.claims.reach(Claim::FetchedFromDisk);
         }
@@ -147,7 +148,8 @@ impl<H: Host> World<H> {
         }
         assert!(mach.host.as_ref().is_some_and(Host::is_syncing), "a machine with a round in flight is up and syncing");
         let needs_sync = mach.round_writes > 0;
-        let result = if needs_sync { mach.disk.sync() } else { Ok(()) };
+        // The storage thread's sync, through the store port the host wrote the round with.
+        let result = if needs_sync { LogStore::sync(&mut mach.disk) } else { Ok(()) };
         mach.round_in_flight = false;
         self.observe_disk(m);
         match result {
@@ -169,7 +171,7 @@ impl<H: Host> World<H> {
             return;
         }
         let Some(host) = mach.host.as_mut() else { return };
-        host.run_reads(&mach.disk);
+        host.run_reads();
         self.kick(m);
     }
 
@@ -209,7 +211,7 @@ impl<H: Host> World<H> {
         for (_, packet) in &out.packets {
             if let Packet::Protocol(e) = packet {
                 let durable = self.machines[m].disk.durable(&e.journal);
-                self.audit.on_leaving(from, e.journal, &e.message, durable);
+                self.audit.on_leaving(from, e.journal, &e.message, durable.as_deref());
             }
         }
         for (to, packet) in out.packets {
