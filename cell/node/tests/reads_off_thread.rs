@@ -233,3 +233,104 @@ async fn a_read_that_finds_the_read_queue_full_is_answered_unserved_at_once() {
     assert!(matches!(node.ask(first_record()).await, NodeAnswer::Read(ReadAnswer::Page { .. })));
     let _ = node.handle.stop();
 }
+
+/// The sans-IO hand-off the shell and the simulation both drive: a one-voter pump over a
+/// memory store, each round persisted at once.
+struct Driver {
+    pump: paros_node::Pump<MemStore>,
+    reader: MemStore,
+    now_ms: u64,
+    answers: Vec<(paros_node::Ticket, NodeAnswer)>,
+    jobs: Vec<paros_node::FetchJob>,
+}
+
+impl Driver {
+    fn new() -> Driver {
+        let tunables = Tunables { window_slots: 4, window_bytes: 64, anchor_slots: 5, ..Tunables::default() };
+        let disk = MemStore::new();
+        let mut host = Host::boot(disk.clone(), None, ME, tunables, 0x78).expect("boots");
+        host.place(SLOW, JournalConfig { mode: WriterMode::Single, voters: vec![ME], learners: vec![] })
+            .expect("placed");
+        host.campaign(&SLOW);
+        let mut d =
+            Driver { pump: paros_node::Pump::new(host, 0), reader: disk, now_ms: 0, answers: vec![], jobs: vec![] };
+        d.ask(NodeRequest::Call { journal: SLOW, call: Call::SetLeader { new: uuid(), old: None } });
+        for seq in 0..24 {
+            let records = vec![Bytes::from(format!("record {seq}"))];
+            let write = Call::Write { leader: Some(uuid()), seq: Seq(seq), records };
+            d.ask(NodeRequest::Call { journal: SLOW, call: write });
+        }
+        d.answers.clear();
+        d
+    }
+
+    /// Steps until the pump rests, persisting each round at once; keeps answers and jobs.
+    fn settle(&mut self) {
+        let mut synced = None;
+        for _ in 0..64 {
+            self.now_ms += 1;
+            let effects = self.pump.step(self.now_ms, synced.take(), &self.reader);
+            self.answers.extend(effects.answers);
+            self.jobs.extend(effects.fetches);
+            if let Some(p) = effects.persist {
+                let mut store = self.pump.host_mut().lend_store();
+                store.place(&p.placements).expect("memory");
+                store.write(&p.batch).expect("memory");
+                store.sync().expect("memory");
+                self.pump.host_mut().return_store(store);
+                synced = Some(p.batch);
+            } else if !self.pump.wants_step() {
+                return;
+            }
+        }
+    }
+
+    fn ask(&mut self, request: NodeRequest) -> paros_node::Ticket {
+        let ticket = self.pump.request(request).expect("hosted");
+        self.settle();
+        ticket
+    }
+
+    fn answer(&self, ticket: paros_node::Ticket) -> Option<&NodeAnswer> {
+        self.answers.iter().find(|(t, _)| *t == ticket).map(|(_, a)| a)
+    }
+}
+
+#[test]
+fn a_step_hands_a_read_below_the_window_out_and_answers_it_only_when_its_answer_comes_back() {
+    let mut d = Driver::new();
+    let read = d.ask(first_record());
+    assert_eq!(d.jobs.len(), 1, "the read is handed out as a job");
+    assert!(d.answer(read).is_none(), "and not answered by the round");
+    assert_eq!(d.pump.host().fetches_out(), 1);
+    for _ in 0..4 {
+        d.settle();
+    }
+    assert!(d.answer(read).is_none(), "steps do not wait for it, nor answer it");
+    let job = d.jobs.pop().expect("one job");
+    d.pump.fetched(job.run(&d.reader));
+    assert!(d.pump.wants_step(), "an answer handed back wants a step");
+    d.settle();
+    let Some(NodeAnswer::Read(ReadAnswer::Page { from, records, .. })) = d.answer(read) else {
+        panic!("a page: {:?}", d.answer(read))
+    };
+    assert_eq!((*from, records.clone()), (Seq(0), vec![Bytes::from("record 0")]));
+    assert_eq!(d.pump.host().fetches_out(), 0);
+}
+
+#[test]
+fn past_the_bound_a_read_below_the_window_is_answered_unserved_in_the_same_step() {
+    let mut d = Driver::new();
+    d.pump.host_mut().set_fetches_max(1);
+    let first = d.pump.request(first_record()).expect("hosted");
+    let second = d.pump.request(first_record()).expect("hosted");
+    d.settle();
+    assert_eq!(d.jobs.len(), 1, "one read out at a time");
+    assert!(d.answer(first).is_none());
+    assert_eq!(d.answer(second), Some(&NodeAnswer::Read(ReadAnswer::Unserved)), "the other is refused at once");
+    assert_eq!(d.pump.host().stats().fetches_refused, 1);
+    let job = d.jobs.pop().expect("one job");
+    d.pump.fetched(job.run(&d.reader));
+    d.settle();
+    assert!(matches!(d.answer(first), Some(NodeAnswer::Read(ReadAnswer::Page { .. }))));
+}
