@@ -7,7 +7,9 @@
 //! clock reading whenever it likes — after each input, after a batch of them, when the next
 //! tick is due — and once more with the batch of a [`Persist`] it was handed, when that batch
 //! is durable. Each step returns [`Effects`] to perform: messages to send, answers to give,
-//! at most one batch to persist (one round in flight at a time).
+//! at most one batch to persist (one round in flight at a time), and store reads to run off
+//! the driver's thread ([`FetchJob`]), whose answers it hands back with [`Pump::fetched`] for
+//! a later step to release. No step reads the store for a page or a catch-up.
 
 use paros_core::{Applied, JournalKey, NodeId, WriteOp};
 
