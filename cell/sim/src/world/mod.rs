@@ -127,24 +127,10 @@ enum RestartCause {
 enum Event {
     Tick(usize, u64),
     RoundDone(usize, u64),
-    /// A machine's read workers answer the store reads one of its steps handed out.
     ReadsDone(usize, u64),
-    Packet {
-        to: usize,
-        from: NodeId,
-        packet: Packet,
-    },
-    Request {
-        to: usize,
-        req: u64,
-        journal: JournalKey,
-        request: Request,
-    },
-    Reply {
-        req: u64,
-        from: NodeId,
-        reply: Reply,
-    },
+    Packet { to: usize, from: NodeId, packet: Packet },
+    Request { to: usize, req: u64, journal: JournalKey, request: Request },
+    Reply { req: u64, from: NodeId, reply: Reply },
     Timeout(u64),
     ClientWake(usize),
     Crash,
@@ -155,15 +141,8 @@ enum Event {
     SettleStart,
     ClientsStop,
     ConvergeCheck,
-    RegistryRequest {
-        to: usize,
-        req: u64,
-        request: crate::registry::RegRequest,
-    },
-    RegistryReply {
-        req: u64,
-        reply: Option<crate::registry::RegReply>,
-    },
+    RegistryRequest { to: usize, req: u64, request: crate::registry::RegRequest },
+    RegistryReply { req: u64, reply: Option<crate::registry::RegReply> },
     RegistryTimeout(u64),
 }
 
