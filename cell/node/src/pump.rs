@@ -7,10 +7,13 @@
 //! clock reading whenever it likes — after each input, after a batch of them, when the next
 //! tick is due — and once more with the batch of a [`Persist`] it was handed, when that batch
 //! is durable. Each step returns [`Effects`] to perform: messages to send, answers to give,
-//! at most one batch to persist (one round in flight at a time).
+//! at most one batch to persist (one round in flight at a time), and store reads to run off
+//! the driver's thread ([`FetchJob`]), whose answers it hands back with [`Pump::fetched`] for
+//! a later step to release. No step reads the store for a page or a catch-up.
 
 use paros_core::{Applied, JournalKey, NodeId, WriteOp};
 
+use crate::fetch::{FetchJob, Fetched};
 use crate::host::{Early, Host, PendingRound, RoundOutput, Ticket};
 use crate::ports::{Envelope, LogRead, LogStore};
 use crate::rpc::{NodeAnswer, NodeRequest};
@@ -48,6 +51,9 @@ pub struct Effects {
     pub applied: Vec<(JournalKey, Applied)>,
     /// True when this step completed a round.
     pub completed: bool,
+    /// Store reads to run off the node's thread ([`FetchJob::run`]); hand each answer back with
+    /// [`Pump::fetched`].
+    pub fetches: Vec<FetchJob>,
 }
 
 impl Effects {
@@ -135,9 +141,16 @@ impl<S: LogStore> Pump<S> {
         self.host.request(request)
     }
 
+    /// The answer of a store read a step handed out ([`Effects::fetches`]), run by a worker:
+    /// released by the next step.
+    pub fn fetched(&mut self, fetched: Fetched) {
+        self.host.fetched(fetched);
+    }
+
     /// One turn of the loop at clock reading `now_ms`. `synced` is the batch of the last
-    /// [`Persist`], now durable. Entries journals evicted from memory are read from `reader`
-    /// (the store's read handle: [`LogStore::reader`]).
+    /// [`Persist`], now durable. A dormant journal an input wakes is read back from `reader`
+    /// (the store's read handle: [`LogStore::reader`]); entries journals evicted from memory
+    /// are not read here but handed out ([`Effects::fetches`]).
     ///
     /// # Panics
     /// When `synced` is handed back with no round in flight.
@@ -173,7 +186,7 @@ impl<S: LogStore> Pump<S> {
                 self.syncing = Some(pending);
             }
         }
-        self.host.serve_fetches(reader, |e| effects.released(me, &mut looped, e));
+        effects.fetches = self.host.take_fetches(|e| effects.released(me, &mut looped, e));
         for envelopes in looped {
             self.host.deliver(me, envelopes);
         }

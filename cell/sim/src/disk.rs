@@ -2,16 +2,20 @@
 //! a crash loses whatever was not synced, and a failed sync is unknown (the batch may or may not
 //! have reached the platter) and stops the process.
 //!
-//! The surface mirrors the node host's `LogStore` port (`place` and `write` one atomic batch of
-//! many journals, `sync` once, `load` at boot), so a host written against that port can run on
-//! it. Placements ride the same sync as writes: a machine reboots with exactly the journals it
-//! durably placed (and not the ones it durably removed), and a journal's writes only become
-//! durable while it is placed.
+//! It is a `LogStore`, the port the daemon's fjall store implements: the node host boots from
+//! it, writes each round's batch through it and reads evicted entries back through its
+//! `LogRead`. Placements ride the same sync as writes: a machine reboots with exactly the
+//! journals it durably placed (and not the ones it durably removed), and a journal's writes only
+//! become durable while it is placed.
+//!
+//! Clones share one disk (as `paros_node::MemStore`'s do): the world keeps a handle that
+//! outlives the machine's crashes and arms faults on it; the host holds another.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use paros_core::{Durable, JournalConfig, JournalKey, LogEntry, Slot, WriteOp};
-use paros_node::ports::{LogRead, Placement, StoreError};
+use paros_core::{Durable, JournalConfig, JournalKey, LogEntry, NodeId, Slot, WriteOp};
+use paros_node::ports::{LogRead, LogStore, Placement, StoreError, StoredJournal};
 
 /// What the world decided the next sync does.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -22,13 +26,17 @@ pub enum SyncFault {
     FailPersisted,
 }
 
-/// The sync failed: the process must stop and recover from disk.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct SyncFailed;
-
-/// One machine's storage: every journal's durable state, plus written-but-unsynced batches.
+/// One machine's storage: a shared handle (see the module's doc).
 #[derive(Clone, Debug, Default)]
 pub struct SimDisk {
+    state: Arc<Mutex<DiskState>>,
+}
+
+/// Every journal's durable state, plus written-but-unsynced batches.
+#[derive(Debug, Default)]
+struct DiskState {
+    /// The machine's identity, durable once recorded.
+    identity: Option<NodeId>,
     synced: BTreeMap<JournalKey, Durable>,
     /// The journals durably placed here, with their configuration.
     placed: BTreeMap<JournalKey, JournalConfig>,
@@ -46,42 +54,23 @@ enum Unsynced {
     Op(JournalKey, WriteOp),
 }
 
-impl SimDisk {
-    /// Places and removes journals (before the round's writes). Volatile until [`SimDisk::sync`].
-    pub fn place(&mut self, placements: &[Placement]) {
-        self.unsynced.extend(placements.iter().cloned().map(Unsynced::Place));
-    }
+/// One journal's durable state, read in place: the disk stays locked while it is held, so
+/// drop it before touching the disk again.
+#[derive(Debug)]
+pub struct DurableRef<'a> {
+    state: MutexGuard<'a, DiskState>,
+    key: JournalKey,
+}
 
-    /// Writes one batch of many journals' writes. Volatile until [`SimDisk::sync`].
-    pub fn write(&mut self, batch: &[(JournalKey, Vec<WriteOp>)]) {
-        for (key, ops) in batch {
-            self.unsynced.extend(ops.iter().map(|op| Unsynced::Op(*key, op.clone())));
-        }
-    }
+impl std::ops::Deref for DurableRef<'_> {
+    type Target = Durable;
 
-    /// Makes every write so far durable.
-    ///
-    /// # Errors
-    /// [`SyncFailed`] when the world armed a fault for this sync; the batch was then lost or
-    /// persisted as the fault says, and the caller must stop.
-    pub fn sync(&mut self) -> Result<(), SyncFailed> {
-        self.syncs += 1;
-        match self.armed.take() {
-            None => {
-                self.persist();
-                Ok(())
-            }
-            Some(SyncFault::FailPersisted) => {
-                self.persist();
-                Err(SyncFailed)
-            }
-            Some(SyncFault::FailLost) => {
-                self.unsynced.clear();
-                Err(SyncFailed)
-            }
-        }
+    fn deref(&self) -> &Durable {
+        self.state.synced.get(&self.key).expect("a durable ref is made only for a journal on the disk")
     }
+}
 
+impl DiskState {
     fn persist(&mut self) {
         for change in std::mem::take(&mut self.unsynced) {
             match change {
@@ -103,60 +92,74 @@ impl SimDisk {
             }
         }
     }
+}
+
+impl SimDisk {
+    fn state(&self) -> MutexGuard<'_, DiskState> {
+        // Single-threaded: a poisoned lock only follows a panic that already failed the run.
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 
     /// The journals durably placed here, with their configuration and durable state: what the
     /// machine boots with.
     #[must_use]
     pub fn placed(&self) -> Vec<(JournalKey, JournalConfig, Durable)> {
-        self.placed.iter().map(|(k, c)| (*k, c.clone(), self.load(k).for_boot())).collect()
+        let state = self.state();
+        state
+            .placed
+            .iter()
+            .map(|(k, c)| (*k, c.clone(), state.synced.get(k).cloned().unwrap_or_default().for_boot()))
+            .collect()
     }
 
     /// The process died: everything written and not synced is gone.
-    pub fn crash(&mut self) {
-        self.unsynced.clear();
-        self.armed = None;
+    pub fn crash(&self) {
+        let mut state = self.state();
+        state.unsynced.clear();
+        state.armed = None;
     }
 
     /// The disk is replaced by an empty one (only ever done to a replica, which holds no promise).
-    pub fn wipe(&mut self) {
-        self.synced.clear();
-        self.placed.clear();
-        self.unsynced.clear();
-        self.armed = None;
+    pub fn wipe(&self) {
+        let mut state = self.state();
+        let observed = std::mem::take(&mut state.observed);
+        let syncs = state.syncs;
+        *state = DiskState { observed, syncs, ..DiskState::default() };
     }
 
     /// Arms a fault for the next sync.
-    pub fn arm(&mut self, fault: SyncFault) {
-        self.armed = Some(fault);
+    pub fn arm(&self, fault: SyncFault) {
+        self.state().armed = Some(fault);
     }
 
     /// What storage gives back for `key` at boot (empty for a journal never written here).
     #[must_use]
     pub fn load(&self, key: &JournalKey) -> Durable {
-        self.synced.get(key).cloned().unwrap_or_default()
+        self.state().synced.get(key).cloned().unwrap_or_default()
     }
 
-    /// The durable state of `key`, without copying.
+    /// The durable state of `key`, without copying (see [`DurableRef`]).
     #[must_use]
-    pub fn durable(&self, key: &JournalKey) -> Option<&Durable> {
-        self.synced.get(key)
+    pub fn durable(&self, key: &JournalKey) -> Option<DurableRef<'_>> {
+        let state = self.state();
+        state.synced.contains_key(key).then_some(DurableRef { state, key: *key })
     }
 
     /// Writes (and placements) waiting for a sync.
     #[must_use]
     pub fn unsynced_len(&self) -> usize {
-        self.unsynced.len()
+        self.state().unsynced.len()
     }
 
     /// Syncs attempted so far.
     #[must_use]
     pub fn syncs(&self) -> u64 {
-        self.syncs
+        self.state().syncs
     }
 
     /// The writes that became durable since the last call, in the order they were written.
-    pub fn take_observed(&mut self) -> Vec<(JournalKey, WriteOp)> {
-        std::mem::take(&mut self.observed)
+    pub fn take_observed(&self) -> Vec<(JournalKey, WriteOp)> {
+        std::mem::take(&mut self.state().observed)
     }
 }
 
@@ -168,14 +171,15 @@ impl LogRead for SimDisk {
         from: Slot,
         slots_max: u32,
     ) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
-        Ok(self.synced.get(journal).map(|d| d.read_range(from, slots_max)).unwrap_or_default())
+        Ok(self.state().synced.get(journal).map(|d| d.read_range(from, slots_max)).unwrap_or_default())
     }
 
     /// What was written, synced or not (as fjall reads its memtables; a crash still loses
     /// what was not synced).
     fn load_journal(&self, journal: &JournalKey) -> Result<Option<Durable>, StoreError> {
-        let mut durable = self.synced.get(journal).cloned();
-        for change in &self.unsynced {
+        let state = self.state();
+        let mut durable = state.synced.get(journal).cloned();
+        for change in &state.unsynced {
             if let Unsynced::Op(key, op) = change
                 && key == journal
             {
@@ -186,10 +190,70 @@ impl LogRead for SimDisk {
     }
 }
 
+impl LogStore for SimDisk {
+    type Reader = SimDisk;
+
+    fn reader(&self) -> SimDisk {
+        self.clone()
+    }
+
+    fn identity(&self) -> Result<Option<NodeId>, StoreError> {
+        Ok(self.state().identity)
+    }
+
+    /// Durable at once, as the trait asks.
+    fn set_identity(&mut self, node: NodeId) -> Result<(), StoreError> {
+        self.state().identity = Some(node);
+        Ok(())
+    }
+
+    /// Places and removes journals (before the round's writes). Volatile until the sync.
+    fn place(&mut self, placements: &[Placement]) -> Result<(), StoreError> {
+        self.state().unsynced.extend(placements.iter().cloned().map(Unsynced::Place));
+        Ok(())
+    }
+
+    /// Writes one batch of many journals' writes. Volatile until the sync.
+    fn write(&mut self, batch: &[(JournalKey, Vec<WriteOp>)]) -> Result<(), StoreError> {
+        let mut state = self.state();
+        for (key, ops) in batch {
+            state.unsynced.extend(ops.iter().map(|op| Unsynced::Op(*key, op.clone())));
+        }
+        Ok(())
+    }
+
+    /// Makes every write so far durable.
+    ///
+    /// # Errors
+    /// [`StoreError::Sync`] when the world armed a fault for this sync; the batch was then lost
+    /// or persisted as the fault says, and the caller must stop.
+    fn sync(&mut self) -> Result<(), StoreError> {
+        let mut state = self.state();
+        state.syncs += 1;
+        let fault = state.armed.take();
+        match fault {
+            None | Some(SyncFault::FailPersisted) => state.persist(),
+            Some(SyncFault::FailLost) => state.unsynced.clear(),
+        }
+        match fault {
+            None => Ok(()),
+            Some(f) => Err(StoreError::Sync(format!("injected fault: {f:?}"))),
+        }
+    }
+
+    fn load(&self) -> Result<Vec<StoredJournal>, StoreError> {
+        Ok(self.placed().into_iter().map(|(key, config, durable)| StoredJournal { key, config, durable }).collect())
+    }
+
+    fn load_configs(&self) -> Result<Vec<(JournalKey, JournalConfig)>, StoreError> {
+        Ok(self.state().placed.iter().map(|(k, c)| (*k, c.clone())).collect())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use paros_core::{Ballot, NodeId, Slot};
+    use paros_core::Ballot;
 
     fn key() -> JournalKey {
         JournalKey::default()
@@ -199,7 +263,7 @@ mod tests {
         let mut d = SimDisk::default();
         let config =
             JournalConfig { mode: paros_core::journal::WriterMode::Single, voters: vec![NodeId(1)], learners: vec![] };
-        d.place(&[Placement::Put(key(), config)]);
+        d.place(&[Placement::Put(key(), config)]).expect("a write to memory");
         d.sync().expect("no fault armed");
         d
     }
@@ -208,9 +272,9 @@ mod tests {
     fn a_crash_loses_what_was_not_synced() {
         let mut d = placed();
         let b = Ballot { round: 1, node: NodeId(1) };
-        d.write(&[(key(), vec![WriteOp::Promise(b)])]);
+        d.write(&[(key(), vec![WriteOp::Promise(b)])]).expect("a write to memory");
         d.sync().expect("no fault armed");
-        d.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(3) }])]);
+        d.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(3) }])]).expect("a write to memory");
         d.crash();
         let back = d.load(&key());
         assert_eq!((back.promise, back.chosen_up_to), (b, Slot(0)));
@@ -219,13 +283,13 @@ mod tests {
     #[test]
     fn a_failed_sync_may_still_have_persisted_the_batch() {
         let mut d = placed();
-        d.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(2) }])]);
+        d.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(2) }])]).expect("a write to memory");
         d.arm(SyncFault::FailPersisted);
-        assert_eq!(d.sync(), Err(SyncFailed));
+        assert!(d.sync().is_err(), "an armed fault fails the sync");
         assert_eq!(d.load(&key()).chosen_up_to, Slot(2));
-        d.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(5) }])]);
+        d.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(5) }])]).expect("a write to memory");
         d.arm(SyncFault::FailLost);
-        assert_eq!(d.sync(), Err(SyncFailed));
+        assert!(d.sync().is_err(), "an armed fault fails the sync");
         assert_eq!(d.load(&key()).chosen_up_to, Slot(2));
     }
 
@@ -234,20 +298,36 @@ mod tests {
         let mut d = SimDisk::default();
         let config =
             JournalConfig { mode: paros_core::journal::WriterMode::Single, voters: vec![NodeId(1)], learners: vec![] };
-        d.place(&[Placement::Put(key(), config.clone())]);
-        d.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(1) }])]);
+        d.place(&[Placement::Put(key(), config.clone())]).expect("a write to memory");
+        d.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(1) }])]).expect("a write to memory");
         d.crash();
         assert!(d.placed().is_empty(), "an unsynced placement is lost in a crash");
-        d.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(1) }])]);
+        d.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(1) }])]).expect("a write to memory");
         d.sync().expect("no fault armed");
         assert!(d.durable(&key()).is_none(), "the writes of a journal never placed are dropped");
-        d.place(&[Placement::Put(key(), config.clone())]);
-        d.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(2) }])]);
+        d.place(&[Placement::Put(key(), config.clone())]).expect("a write to memory");
+        d.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(2) }])]).expect("a write to memory");
         d.sync().expect("no fault armed");
         assert_eq!(d.placed(), vec![(key(), config, d.load(&key()))]);
         assert_eq!(d.load(&key()).chosen_up_to, Slot(2));
-        d.place(&[Placement::Remove(key())]);
+        d.place(&[Placement::Remove(key())]).expect("a write to memory");
         d.sync().expect("no fault armed");
         assert!(d.placed().is_empty() && d.durable(&key()).is_none(), "a durable removal drops the journal's data");
+    }
+
+    #[test]
+    fn clones_share_one_disk_and_the_identity_survives_a_crash_but_not_a_wipe() {
+        let mut host_side = placed();
+        let world_side = host_side.clone();
+        host_side.set_identity(NodeId(7)).expect("a write to memory");
+        host_side.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(4) }])]).expect("a write to memory");
+        assert_eq!(world_side.unsynced_len(), 1, "the world sees the host's writes");
+        world_side.arm(SyncFault::FailLost);
+        assert!(host_side.sync().is_err(), "the world's fault fails the host's sync");
+        world_side.crash();
+        assert_eq!(host_side.identity().expect("memory"), Some(NodeId(7)), "the identity is durable at once");
+        world_side.wipe();
+        assert_eq!(host_side.identity().expect("memory"), None, "a new drive has no identity");
+        assert!(LogStore::load(&host_side).expect("memory").is_empty(), "nor any journal");
     }
 }

@@ -21,6 +21,8 @@
 //! asked something here. A journal a peer's election or leader reached has checked in; one a
 //! peer's check-in woke before its own turn came takes its turn then (room permitting).
 
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+
 use paros_core::{Call, JournalKey, NodeId, ReadRequest};
 
 use super::{Early, Host, Hosted, Ticket};
@@ -64,23 +66,120 @@ impl Stashed {
     }
 }
 
+/// Journals out of memory, the inputs waiting for them, and the quiet ones on their way out.
+///
+/// Invariants: `count` is the number of journals hosted dormant; a journal is due to sleep
+/// only at the tick its latest quiet spell began (`quiet_at`: an older queue entry is stale);
+/// at most `check_ins_max` journals are woken for a check-in by this machine's own turn.
+#[derive(Debug)]
+pub(super) struct Dormancy {
+    /// Ticks of quiet before a journal goes dormant (`None`: never).
+    pub(super) after: Option<u64>,
+    /// When each quiet journal last went quiet, and the same in tick order.
+    pub(super) quiet_at: HashMap<JournalKey, u64>,
+    pub(super) quiet_queue: VecDeque<(u64, JournalKey)>,
+    /// Inputs for dormant journals, replayed when they are woken at the next step.
+    pub(super) stash: Vec<Stashed>,
+    /// Journals hosted dormant now.
+    pub(super) count: usize,
+    /// Journals booted dormant and not checked in since (neither woken for their turn nor by
+    /// a peer's election or leader), and how many to wake per tick.
+    pub(super) boot_wakes: BTreeSet<JournalKey>,
+    pub(super) boot_wakes_per_tick: usize,
+    /// Journals woken only for a check-in, asked nothing since: to check in after this boot,
+    /// or by a peer's message (a peer's check-in elects the journal everywhere) and given no
+    /// entries to accept since. They sleep again after
+    /// [`CHECK_IN_QUIET_TICKS`](super::CHECK_IN_QUIET_TICKS) of quiet, not `after`: a restart
+    /// with 100,000 journals would otherwise hold every one in memory, on the machine that
+    /// checks in and on its peers, for a whole `after`.
+    pub(super) checking_in: HashSet<JournalKey>,
+    pub(super) check_ins_max: usize,
+    pub(super) check_in_queue: VecDeque<(u64, JournalKey)>,
+    /// The configurations dormant journals keep, shared between equal ones.
+    pub(super) configs: paros_core::ConfigPool,
+    /// Awake journals whose life began with a wake from dormancy (for `HostStats`).
+    pub(super) woken: HashSet<JournalKey>,
+}
+
+impl Default for Dormancy {
+    fn default() -> Self {
+        Dormancy {
+            after: Some(super::DORMANT_AFTER_TICKS),
+            quiet_at: HashMap::new(),
+            quiet_queue: VecDeque::new(),
+            stash: Vec::new(),
+            count: 0,
+            boot_wakes: BTreeSet::new(),
+            boot_wakes_per_tick: super::BOOT_WAKES_PER_TICK,
+            checking_in: HashSet::new(),
+            check_ins_max: super::CHECK_INS_MAX,
+            check_in_queue: VecDeque::new(),
+            configs: paros_core::ConfigPool::default(),
+            woken: HashSet::new(),
+        }
+    }
+}
+
+impl Dormancy {
+    /// `key` went quiet at tick `now`: queue it to sleep later (sooner while it is here only
+    /// for a check-in). Nothing when dormancy is off.
+    fn note_quiet(&mut self, key: JournalKey, now: u64) {
+        if self.after.is_some() {
+            self.quiet_at.insert(key, now);
+            if self.checking_in.contains(&key) {
+                self.check_in_queue.push_back((now, key));
+            } else {
+                self.quiet_queue.push_back((now, key));
+            }
+        }
+    }
+
+    /// The quiet spells long enough at tick `now`: `(tick it began, journal)`, oldest first.
+    /// A spell is stale when the journal went quiet again since ([`Dormancy::ends_spell`]).
+    fn due(&mut self, now: u64) -> Vec<(u64, JournalKey)> {
+        let Some(after) = self.after else { return Vec::new() };
+        let mut due = Vec::new();
+        for (queue, after) in
+            [(&mut self.quiet_queue, after), (&mut self.check_in_queue, after.min(super::CHECK_IN_QUIET_TICKS))]
+        {
+            while let Some(&(at, key)) = queue.front() {
+                if at.saturating_add(after) > now {
+                    break;
+                }
+                queue.pop_front();
+                due.push((at, key));
+            }
+        }
+        due
+    }
+
+    /// True when `key`'s latest quiet spell began at `at`; that spell is then over.
+    fn ends_spell(&mut self, key: &JournalKey, at: u64) -> bool {
+        let current = self.quiet_at.get(key) == Some(&at);
+        if current {
+            self.quiet_at.remove(key);
+        }
+        current
+    }
+}
+
 impl<S: LogStore> Host<S> {
     /// Journals quiet for `ticks` ticks go dormant (`None`: never). The default is
     /// [`DORMANT_AFTER_TICKS`](super::DORMANT_AFTER_TICKS).
     pub fn set_dormancy(&mut self, ticks: Option<u64>) {
-        self.dormant_after = ticks;
+        self.dormancy.after = ticks;
     }
 
     /// Ticks of quiet before a journal goes dormant (`None`: never).
     #[must_use]
     pub fn dormancy(&self) -> Option<u64> {
-        self.dormant_after
+        self.dormancy.after
     }
 
     /// The number of journals dormant here.
     #[must_use]
     pub fn dormant_count(&self) -> usize {
-        self.dormant
+        self.dormancy.count
     }
 
     /// True when `key` is hosted here and dormant.
@@ -92,7 +191,7 @@ impl<S: LogStore> Host<S> {
     /// Journals booted dormant are woken this many per tick, once each, so every one checks in
     /// with its peers (a machine that was down catches up) without a boot storm.
     pub fn set_boot_wakes_per_tick(&mut self, n: usize) {
-        self.boot_wakes_per_tick = n;
+        self.dormancy.boot_wakes_per_tick = n;
     }
 
     /// At most this many journals are awake here for a check-in at once (counted with those a
@@ -102,16 +201,16 @@ impl<S: LogStore> Host<S> {
     /// them wakes at once for a call, a read or a peer's message (which this bound cannot
     /// refuse: a peer's check-ins are bounded by the peer's own setting).
     pub fn set_check_ins_max(&mut self, n: usize) {
-        self.check_ins_max = n;
+        self.dormancy.check_ins_max = n;
     }
 
     /// Wakes the next journals booted dormant (called each tick).
     pub(super) fn wake_booted(&mut self) {
-        let room = self.check_ins_max.saturating_sub(self.checking_in.len());
-        for _ in 0..self.boot_wakes_per_tick.min(room) {
-            let Some(key) = self.boot_wakes.pop_first() else { break };
+        let room = self.dormancy.check_ins_max.saturating_sub(self.dormancy.checking_in.len());
+        for _ in 0..self.dormancy.boot_wakes_per_tick.min(room) {
+            let Some(key) = self.dormancy.boot_wakes.pop_first() else { break };
             if self.is_dormant(&key) {
-                self.stash.push(Stashed::Wake(key));
+                self.dormancy.stash.push(Stashed::Wake(key));
             }
         }
     }
@@ -119,45 +218,23 @@ impl<S: LogStore> Host<S> {
     /// A journal went quiet at this tick: it may go dormant later (sooner if it was woken only
     /// to check in after a boot).
     pub(super) fn note_quiet(&mut self, key: JournalKey) {
-        if self.dormant_after.is_some() {
-            let now = self.stats.ticks;
-            self.quiet_at.insert(key, now);
-            if self.checking_in.contains(&key) {
-                self.check_in_queue.push_back((now, key));
-            } else {
-                self.quiet_queue.push_back((now, key));
-            }
-        }
+        self.dormancy.note_quiet(key, self.stats.ticks);
     }
 
     /// Puts to sleep the journals quiet for long enough (called each tick).
     pub(super) fn sleep_quiet(&mut self) {
-        let Some(after) = self.dormant_after else { return };
-        let mut due = Vec::new();
-        for (queue, after) in
-            [(&mut self.quiet_queue, after), (&mut self.check_in_queue, after.min(super::CHECK_IN_QUIET_TICKS))]
-        {
-            while let Some(&(at, key)) = queue.front() {
-                if at.saturating_add(after) > self.stats.ticks {
-                    break;
-                }
-                queue.pop_front();
-                due.push((at, key));
-            }
-        }
-        for (at, key) in due {
-            if self.quiet_at.get(&key) != Some(&at) {
+        for (at, key) in self.dormancy.due(self.stats.ticks) {
+            if !self.dormancy.ends_spell(&key, at) {
                 continue;
             }
-            self.quiet_at.remove(&key);
             match self.sleep_check(&key) {
                 Sleep::Now => {
-                    let config = self.configs.share(self.journals[&key].config().clone());
+                    let config = self.dormancy.configs.share(self.journals[&key].config().clone());
                     self.journals.insert(key, Hosted::Dormant(config));
-                    self.checking_in.remove(&key);
-                    self.woken.remove(&key);
+                    self.dormancy.checking_in.remove(&key);
+                    self.dormancy.woken.remove(&key);
                     self.note_life(key, super::LifeEvent::Slept);
-                    self.dormant += 1;
+                    self.dormancy.count += 1;
                     self.stats.dormancies += 1;
                 }
                 // Quiet but busy this tick (in the round in flight, an answer owed): look again.
@@ -165,7 +242,7 @@ impl<S: LogStore> Host<S> {
                 // The chosen index it applied is not written yet: write it with the next round.
                 Sleep::WriteChosen => {
                     self.journals.get_mut(&key).expect("checked hosted").write_chosen();
-                    self.dirty.insert(key);
+                    self.round.dirty.insert(key);
                     self.note_quiet(key);
                 }
                 Sleep::Never => {}
@@ -175,19 +252,14 @@ impl<S: LogStore> Host<S> {
 
     fn sleep_check(&self, key: &JournalKey) -> Sleep {
         let Some(j) = self.journals.get(key) else { return Sleep::Never };
-        if matches!(j, Hosted::Dormant(_)) || self.awake.contains(key) || !j.is_quiet() {
+        if matches!(j, Hosted::Dormant(_)) || self.round.awake.contains(key) || !j.is_quiet() {
             return Sleep::Never;
         }
-        let owed = self
-            .calls
-            .range((*key, paros_core::CallId(0))..=(*key, paros_core::CallId(u64::MAX)))
-            .next()
-            .is_some()
-            || self.reads.range((*key, paros_core::ReadId(0))..=(*key, paros_core::ReadId(u64::MAX))).next().is_some();
+        let owed = self.tickets.owes(key);
         let busy = j.has_ready()
-            || self.dirty.contains(key)
-            || self.touched.contains(key)
-            || self.round_keys.contains(key)
+            || self.round.dirty.contains(key)
+            || self.round.touched.contains(key)
+            || self.round.keys.contains(key)
             || owed;
         if busy {
             Sleep::Later
@@ -202,7 +274,7 @@ impl<S: LogStore> Host<S> {
     /// inputs in the order they arrived. Answers owed at once (an unknown journal, a call to a
     /// replica, a journal the store could not read) go to `early`.
     pub fn wake_dormant(&mut self, reader: &dyn LogRead, mut early: impl FnMut(Early)) {
-        for input in std::mem::take(&mut self.stash) {
+        for input in std::mem::take(&mut self.dormancy.stash) {
             let key = input.key();
             if self.is_dormant(&key) {
                 let durable = match reader.load_journal(&key) {
@@ -223,10 +295,10 @@ impl<S: LogStore> Host<S> {
                     }
                 };
                 let Some(Hosted::Dormant(config)) = self.journals.remove(&key) else { unreachable!("checked dormant") };
-                self.dormant -= 1;
+                self.dormancy.count -= 1;
                 self.stats.wakes += 1;
                 self.install(key, std::sync::Arc::unwrap_or_clone(config), durable);
-                self.woken.insert(key);
+                self.dormancy.woken.insert(key);
                 if let Some(life) = self.journals.get(&key).and_then(Hosted::life) {
                     self.note_life(key, super::LifeEvent::Woke(life));
                 }
@@ -234,14 +306,15 @@ impl<S: LogStore> Host<S> {
                 // check-in request, an answer) finds it awake anyway: if its own check-in is
                 // still to come, it checks in now, room permitting.
                 let turn = if input.checks_in() {
-                    self.boot_wakes.remove(&key);
+                    self.dormancy.boot_wakes.remove(&key);
                     false
                 } else {
-                    self.checking_in.len() < self.check_ins_max && self.boot_wakes.remove(&key)
+                    self.dormancy.checking_in.len() < self.dormancy.check_ins_max
+                        && self.dormancy.boot_wakes.remove(&key)
                 };
                 if matches!(input, Stashed::Wake(_) | Stashed::Deliver(..)) {
                     // Until it is given entries (see `deliver`) or asked something here.
-                    self.checking_in.insert(key);
+                    self.dormancy.checking_in.insert(key);
                 }
                 if matches!(input, Stashed::Call(..) | Stashed::Read(..)) {
                     // No one leads a journal that slept here, and calls and reads are served
@@ -282,4 +355,28 @@ enum Sleep {
     Later,
     WriteChosen,
     Never,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_journal_sleeps_only_after_its_latest_quiet_spell_and_sooner_while_checking_in() {
+        let (a, b) = (JournalKey::default(), JournalKey { journal: paros_core::JournalId(2), ..JournalKey::default() });
+        let mut d = Dormancy { after: Some(100), ..Dormancy::default() };
+        d.note_quiet(a, 0);
+        d.checking_in.insert(b);
+        d.note_quiet(b, 0);
+        assert!(d.due(9).is_empty(), "not quiet long enough");
+        assert_eq!(d.due(10), vec![(0, b)], "a journal here only to check in sleeps after CHECK_IN_QUIET_TICKS");
+        d.note_quiet(a, 50);
+        assert_eq!(d.due(100), vec![(0, a)]);
+        assert!(!d.ends_spell(&a, 0), "a spell superseded by a later one is stale");
+        assert_eq!(d.due(150), vec![(50, a)]);
+        assert!(d.ends_spell(&a, 50) && !d.ends_spell(&a, 50), "a spell ends once");
+        let mut off = Dormancy { after: None, ..Dormancy::default() };
+        off.note_quiet(a, 0);
+        assert!(off.due(u64::MAX).is_empty(), "dormancy off: nothing ever sleeps");
+    }
 }

@@ -2,7 +2,7 @@
 
 use paros_core::{JournalConfig, JournalKey, Life, NodeId, Replica, Voter};
 
-use super::{Host, Hosted, Peer, Ticket};
+use super::{Host, Hosted, Ticket};
 use crate::ports::{Envelope, LogStore, Placement};
 use crate::rpc::NodeAnswer;
 
@@ -27,7 +27,7 @@ impl<S: LogStore> Host<S> {
     /// The number of journals that currently need ticks.
     #[must_use]
     pub fn awake_count(&self) -> usize {
-        self.awake.len()
+        self.round.awake.len()
     }
 
     /// The voter of `key`, if this machine votes in it.
@@ -70,17 +70,15 @@ impl<S: LogStore> Host<S> {
     }
 
     fn note_peers(&mut self, config: &JournalConfig) {
-        for n in config.voters.iter().chain(&config.learners).filter(|n| **n != self.me) {
-            self.peers.entry(*n).or_insert(Peer { heard_tick: self.stats.ticks, down: false });
-        }
+        self.liveness.note(config, self.me, self.stats.ticks);
     }
 
     /// Hosts a journal dormant: its state stays in the store until its first input.
     pub(super) fn install_dormant(&mut self, key: JournalKey, config: JournalConfig) {
         self.note_peers(&config);
-        let config = self.configs.share(config);
+        let config = self.dormancy.configs.share(config);
         self.journals.insert(key, Hosted::Dormant(config));
-        self.dormant += 1;
+        self.dormancy.count += 1;
     }
 
     /// Builds a journal here — placed, booted or woken — in a new life (see [`Life`]).
@@ -88,7 +86,7 @@ impl<S: LogStore> Host<S> {
         let seed = self.journal_seed(&key);
         let life = Life::mint(self.seed, self.lives);
         self.lives += 1;
-        self.woken.remove(&key);
+        self.dormancy.woken.remove(&key);
         self.note_peers(&config);
         let hosted = if config.voters.contains(&self.me) {
             Hosted::Voter(Box::new(Voter::recover(self.me, config, self.tunables, seed, life, durable)))
@@ -96,8 +94,8 @@ impl<S: LogStore> Host<S> {
             Hosted::Replica(Box::new(Replica::recover(self.me, config, self.tunables, life, durable)))
         };
         self.journals.insert(key, hosted);
-        self.dirty.insert(key);
-        self.awake.insert(key);
+        self.round.dirty.insert(key);
+        self.round.awake.insert(key);
     }
 
     /// Places a journal here with its configuration. It runs at once; its configuration
@@ -130,7 +128,7 @@ impl<S: LogStore> Host<S> {
         if !(config.voters.contains(&self.me) || config.learners.contains(&self.me)) {
             return Err(PlaceError::NotAMember(key, self.me));
         }
-        self.placements.push(Placement::Put(key, config.clone()));
+        self.round.placements.push(Placement::Put(key, config.clone()));
         if asleep {
             self.install_dormant(key, config);
         } else {
@@ -145,56 +143,34 @@ impl<S: LogStore> Host<S> {
     pub fn remove(&mut self, key: &JournalKey) -> Vec<(Ticket, NodeAnswer)> {
         match self.journals.remove(key) {
             None => return Vec::new(),
-            Some(Hosted::Dormant(_)) => self.dormant -= 1,
+            Some(Hosted::Dormant(_)) => self.dormancy.count -= 1,
             Some(_) => {}
         }
-        self.quiet_at.remove(key);
-        self.woken.remove(key);
-        self.checking_in.remove(key);
-        self.dirty.remove(key);
-        self.awake.remove(key);
-        self.touched.remove(key);
-        self.placements.push(Placement::Remove(*key));
-        let mut owed = Vec::new();
-        self.calls.retain(|(k, _), t| {
-            let keep = k != key;
-            if !keep {
-                owed.push((*t, NodeAnswer::UnknownJournal));
-            }
-            keep
-        });
-        self.reads.retain(|(k, _), t| {
-            let keep = k != key;
-            if !keep {
-                owed.push((*t, NodeAnswer::UnknownJournal));
-            }
-            keep
-        });
-        owed
+        self.dormancy.quiet_at.remove(key);
+        self.dormancy.woken.remove(key);
+        self.dormancy.checking_in.remove(key);
+        self.round.forget(key);
+        self.round.placements.push(Placement::Remove(*key));
+        self.tickets.forget(key).into_iter().map(|t| (t, NodeAnswer::UnknownJournal)).collect()
     }
 
     /// Asks this machine's voter of `key` to campaign now (first leader, no timeout wait).
     pub fn campaign(&mut self, key: &JournalKey) {
         if let Some(Hosted::Dormant(_)) = self.journals.get(key) {
-            self.stash.push(super::dormancy::Stashed::Campaign(*key));
+            self.dormancy.stash.push(super::dormancy::Stashed::Campaign(*key));
             return;
         }
         if let Some(j @ Hosted::Voter(_)) = self.journals.get_mut(key) {
             j.campaign(&mut self.stats);
-            self.checking_in.remove(key);
-            self.dirty.insert(*key);
-            self.touched.insert(*key);
-            self.awake.insert(*key);
+            self.dormancy.checking_in.remove(key);
+            self.round.stepped(*key, false);
         }
     }
 
     /// Protocol messages from a peer. A message for a journal not hosted here is dropped and
     /// counted; it never creates one.
     pub fn deliver(&mut self, from: NodeId, envelopes: Vec<Envelope>) {
-        if let Some(p) = self.peers.get_mut(&from) {
-            p.heard_tick = self.stats.ticks;
-            p.down = false;
-        }
+        self.liveness.heard(from, self.stats.ticks);
         for e in envelopes {
             let Some(j) = self.journals.get_mut(&e.journal) else {
                 self.stats.unknown_journal_drops += 1;
@@ -207,7 +183,7 @@ impl<S: LogStore> Host<S> {
                 // crash, a sleep or a removal): it counts for nothing, and does not wake a
                 // dormant journal (which has asked nothing).
                 let dormant = j.life().is_none();
-                let after_wake = !dormant && self.woken.contains(&e.journal);
+                let after_wake = !dormant && self.dormancy.woken.contains(&e.journal);
                 if dormant {
                     self.stats.stale_answers_dormant += 1;
                 } else {
@@ -218,22 +194,18 @@ impl<S: LogStore> Host<S> {
                 continue;
             }
             if let Hosted::Dormant(_) = j {
-                self.stash.push(super::dormancy::Stashed::Deliver(from, e));
+                self.dormancy.stash.push(super::dormancy::Stashed::Deliver(from, e));
                 continue;
             }
             // Checked only while some journal is here for a check-in: every Accept passes here.
-            if !self.checking_in.is_empty()
+            if !self.dormancy.checking_in.is_empty()
                 && matches!(&e.message, paros_core::Message::Accept { entries, .. } if !entries.is_empty())
             {
                 // A leader writes through this journal: it is no longer here only for a check-in.
-                self.checking_in.remove(&e.journal);
+                self.dormancy.checking_in.remove(&e.journal);
             }
             j.step(from, e.message, &mut self.stats);
-            self.dirty.insert(e.journal);
-            self.touched.insert(e.journal);
-            if !j.is_quiet() {
-                self.awake.insert(e.journal);
-            }
+            self.round.stepped(e.journal, j.is_quiet());
         }
     }
 }

@@ -6,28 +6,35 @@
 //! for a `Ready`: ten thousand idle journals cost memory, not work. All of this is sans-IO
 //! apart from the [`LogStore`] port, so the simulation drives the same code the daemon runs.
 //!
-//! One concern a file: `journals` (the hosted journals, their placement and protocol dispatch),
-//! `round` (the round pipeline), `time` (ticks from the clock and peer liveness), `tickets`
-//! (requests and the answers owed on them), `hosted` (a voter or a replica behind one face).
+//! One part a file, each owning its data: `journals` (the hosted journals, their placement and
+//! protocol dispatch), `round` (which journals have work and the round pipeline), `tickets`
+//! (requests and the answers owed on them), `fetches` (store reads handed to workers and their
+//! answers), `liveness` (ticks from the clock and peer machines heard), `dormancy` (journals
+//! out of memory), `hosted` (a voter or a replica behind one face).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::BTreeMap;
 
-use paros_core::{Applied, CallId, JournalKey, NodeId, ReadAnswer, ReadId, Ready, Tunables, WriteOp};
+use paros_core::{Applied, JournalKey, NodeId, ReadAnswer, Ready, Tunables, WriteOp};
 
 use crate::ports::{Envelope, LogStore, Placement, StoreError};
 use crate::rpc::NodeAnswer;
 
 mod dormancy;
+mod fetches;
 mod hosted;
 mod journals;
+mod liveness;
 mod round;
 mod tickets;
-mod time;
 
+use dormancy::Dormancy;
+use fetches::Fetches;
 use hosted::Hosted;
 pub use journals::PlaceError;
-pub use time::{Clocked, TICK_MS_DEFAULT};
-use time::{Peer, Timer};
+use liveness::Liveness;
+pub use liveness::{Clocked, TICK_MS_DEFAULT};
+use round::Round;
+use tickets::Tickets;
 
 /// Ticks a journal stays quiet before it goes dormant, by default (60 s at the production
 /// tick of 100 ms; see `dormancy`).
@@ -68,6 +75,9 @@ pub struct HostStats {
     pub fetches: u64,
     pub fetched_entries: u64,
     pub fetch_errors: u64,
+    /// Fetches refused because [`Host::set_fetches_max`] were already out with the workers
+    /// (a page answered `Unserved`, a catch-up not sent).
+    pub fetches_refused: u64,
     /// Journals that went dormant, and dormant journals woken by an input.
     pub dormancies: u64,
     pub wakes: u64,
@@ -143,6 +153,11 @@ pub enum BootError {
 }
 
 /// Every journal on one machine, and the machine's store.
+///
+/// The host wires its parts; each owns its fields and keeps its own invariants: [`Round`]
+/// (which journals have work, the round in flight), [`Tickets`] (calls and reads owed an
+/// answer), [`Fetches`] (store reads out with workers), [`Liveness`] (the tick timer and the
+/// peers heard), [`Dormancy`] (journals out of memory and the inputs waiting for them).
 #[derive(Debug)]
 pub struct Host<S: LogStore> {
     me: NodeId,
@@ -150,59 +165,19 @@ pub struct Host<S: LogStore> {
     store: Option<S>,
     tunables: Tunables,
     journals: BTreeMap<JournalKey, Hosted>,
-    /// Journals that may have a `Ready` this round.
-    dirty: BTreeSet<JournalKey>,
-    /// Journals that need ticks (not quiet).
-    awake: BTreeSet<JournalKey>,
-    /// Journals stepped since the last release.
-    touched: BTreeSet<JournalKey>,
-    in_flight: bool,
-    calls: BTreeMap<(JournalKey, CallId), Ticket>,
-    reads: BTreeMap<(JournalKey, ReadId), Ticket>,
-    next_id: u64,
     /// This boot's nonce: fresh randomness per boot (the simulation draws it from its seed).
     /// Journal lives are minted from it ([`paros_core::Life::mint`]).
     seed: u64,
     /// Lives minted so far in this boot.
     lives: u64,
-    /// Awake journals whose life began with a wake from dormancy (for [`HostStats`]).
-    woken: HashSet<JournalKey>,
     /// Journals' sleeps, wakes and stale answers, when recorded ([`Host::record_lives`]).
     life_events: Option<Vec<(JournalKey, LifeEvent)>>,
     stats: HostStats,
-    keep_writes: bool,
-    /// Every machine that shares a journal with this one, and when it was last heard.
-    peers: BTreeMap<NodeId, Peer>,
-    /// When the next tick is due, in the [`Clock`](crate::ports::Clock)'s milliseconds.
-    timer: Timer,
-    /// Placements and removals not yet handed to a round.
-    placements: Vec<Placement>,
-    /// Fetches taken from the journals and not yet served.
-    fetches: Vec<(JournalKey, paros_core::Fetch)>,
-    /// Ticks of quiet before a journal goes dormant (`None`: never).
-    dormant_after: Option<u64>,
-    /// When each quiet journal last went quiet, and the same in tick order.
-    quiet_at: HashMap<JournalKey, u64>,
-    quiet_queue: VecDeque<(u64, JournalKey)>,
-    /// Inputs for dormant journals, replayed when they are woken at the next step.
-    stash: Vec<dormancy::Stashed>,
-    /// Journals with writes or a placement in the round being persisted.
-    round_keys: BTreeSet<JournalKey>,
-    dormant: usize,
-    /// Journals booted dormant and not checked in since (neither woken for their turn nor by
-    /// a peer's election or leader), and how many to wake per tick.
-    boot_wakes: BTreeSet<JournalKey>,
-    boot_wakes_per_tick: usize,
-    /// Journals woken only for a check-in, asked nothing since: to check in after this boot,
-    /// or by a peer's message (a peer's check-in elects the journal everywhere) and given no
-    /// entries to accept since. They sleep again after [`CHECK_IN_QUIET_TICKS`] of quiet, not
-    /// `dormant_after`: a restart with 100,000 journals would otherwise hold every one in
-    /// memory, on the machine that checks in and on its peers, for a whole `dormant_after`.
-    checking_in: HashSet<JournalKey>,
-    check_ins_max: usize,
-    check_in_queue: VecDeque<(u64, JournalKey)>,
-    /// The configurations dormant journals keep, shared between equal ones.
-    configs: paros_core::ConfigPool,
+    round: Round,
+    tickets: Tickets,
+    fetches: Fetches,
+    liveness: Liveness,
+    dormancy: Dormancy,
 }
 
 /// Ticks of quiet after which a journal woken only for a check-in (its own after a boot, or a
@@ -261,40 +236,20 @@ impl<S: LogStore> Host<S> {
             store: Some(store),
             tunables,
             journals: BTreeMap::new(),
-            dirty: BTreeSet::new(),
-            awake: BTreeSet::new(),
-            touched: BTreeSet::new(),
-            in_flight: false,
-            calls: BTreeMap::new(),
-            reads: BTreeMap::new(),
-            next_id: 1,
             seed,
             lives: 0,
-            woken: HashSet::new(),
             life_events: None,
             stats: HostStats::default(),
-            keep_writes: false,
-            peers: BTreeMap::new(),
-            timer: Timer { tick_ms: TICK_MS_DEFAULT, next_due_ms: None },
-            placements: Vec::new(),
-            fetches: Vec::new(),
-            dormant_after: Some(DORMANT_AFTER_TICKS),
-            quiet_at: HashMap::new(),
-            quiet_queue: VecDeque::new(),
-            stash: Vec::new(),
-            round_keys: BTreeSet::new(),
-            dormant: 0,
-            boot_wakes: BTreeSet::new(),
-            boot_wakes_per_tick: BOOT_WAKES_PER_TICK,
-            checking_in: HashSet::new(),
-            check_ins_max: CHECK_INS_MAX,
-            check_in_queue: VecDeque::new(),
-            configs: paros_core::ConfigPool::default(),
+            round: Round::default(),
+            tickets: Tickets::default(),
+            fetches: Fetches::default(),
+            liveness: Liveness::default(),
+            dormancy: Dormancy::default(),
         };
         if asleep {
             for (key, config) in host.store_mut().load_configs()? {
                 host.install_dormant(key, config);
-                host.boot_wakes.insert(key);
+                host.dormancy.boot_wakes.insert(key);
             }
         } else {
             for stored in host.store_mut().load()? {
@@ -330,7 +285,7 @@ impl<S: LogStore> Host<S> {
 
     #[must_use]
     pub fn stats(&self) -> HostStats {
-        HostStats { dormant: self.dormant as u64, ..self.stats }
+        HostStats { dormant: self.dormancy.count as u64, ..self.stats }
     }
 
     /// # Panics
@@ -378,7 +333,7 @@ impl<S: LogStore> Host<S> {
 
     /// Keep each round's writes in [`RoundOutput::writes`] (audits in the simulation).
     pub fn keep_writes(&mut self, keep: bool) {
-        self.keep_writes = keep;
+        self.round.keep_writes = keep;
     }
 }
 

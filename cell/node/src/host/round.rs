@@ -1,12 +1,74 @@
-//! The round pipeline: one `Ready` per journal with work, one batch, one sync, then release.
+//! The round pipeline: one `Ready` per journal with work, one batch, one sync, then release;
+//! and [`Round`], the part that knows which journals have work.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use paros_core::{Fetch, JournalKey, Message, NodeId, ReadAnswer, Ready, WriteOp};
+use paros_core::{JournalKey, NodeId, Ready, WriteOp};
 
 use super::{Early, Host, PendingRound, RoundOutput};
-use crate::ports::{Envelope, LogRead, LogStore, StoreError};
-use crate::rpc::NodeAnswer;
+use crate::ports::Placement;
+use crate::ports::{Envelope, LogStore, StoreError};
+
+/// Which journals have work, and the round in flight.
+///
+/// Invariants: at most one round is in flight (`begin`/`complete` alternate); `keys` is empty
+/// unless a round is in flight; a journal forgotten (removed) is in none of the sets.
+#[derive(Debug, Default)]
+pub(super) struct Round {
+    /// Journals that may have a `Ready` this round.
+    pub(super) dirty: BTreeSet<JournalKey>,
+    /// Journals that need ticks (not quiet).
+    pub(super) awake: BTreeSet<JournalKey>,
+    /// Journals stepped since the last release.
+    pub(super) touched: BTreeSet<JournalKey>,
+    pub(super) in_flight: bool,
+    /// Journals with writes or a placement in the round being persisted.
+    pub(super) keys: BTreeSet<JournalKey>,
+    /// Placements and removals not yet handed to a round.
+    pub(super) placements: Vec<Placement>,
+    /// Keep each round's writes in [`RoundOutput::writes`] (audits).
+    pub(super) keep_writes: bool,
+}
+
+impl Round {
+    /// `key` was given an input: it may have a `Ready` and something to release, and needs
+    /// ticks unless it is `quiet`.
+    pub(super) fn stepped(&mut self, key: JournalKey, quiet: bool) {
+        self.dirty.insert(key);
+        self.touched.insert(key);
+        if !quiet {
+            self.awake.insert(key);
+        }
+    }
+
+    /// `key` left this machine: nothing of it is pending here.
+    pub(super) fn forget(&mut self, key: &JournalKey) {
+        self.dirty.remove(key);
+        self.awake.remove(key);
+        self.touched.remove(key);
+    }
+
+    /// A round begins: the journals that may have a `Ready`.
+    ///
+    /// # Panics
+    /// While a round is in flight.
+    pub(super) fn begin(&mut self) -> BTreeSet<JournalKey> {
+        assert!(!self.in_flight, "one round in flight at a time");
+        self.in_flight = true;
+        self.touched.clear();
+        std::mem::take(&mut self.dirty)
+    }
+
+    /// The round in flight completed.
+    ///
+    /// # Panics
+    /// With no round in flight.
+    pub(super) fn complete(&mut self) {
+        assert!(self.in_flight, "complete_round follows begin_round");
+        self.in_flight = false;
+        self.keys.clear();
+    }
+}
 
 impl<S: LogStore> Host<S> {
     /// One round, persisted on this thread: [`Host::begin_round`], one storage batch and one
@@ -18,7 +80,10 @@ impl<S: LogStore> Host<S> {
         let reader = self.store().reader();
         self.wake_dormant(&reader, &mut early);
         let pending = self.begin_round(&mut early);
-        self.serve_fetches(&reader, &mut early);
+        for job in self.take_fetches(&mut early) {
+            self.fetched(job.run(&reader));
+        }
+        self.release_fetched(&mut early);
         if !pending.batch.is_empty() || !pending.placements.is_empty() {
             let store = self.store_mut();
             store.place(&pending.placements)?;
@@ -34,11 +99,12 @@ impl<S: LogStore> Host<S> {
     /// journals whose round is in flight: proposer messages, heartbeats, chosen values and
     /// answers (see [`Ready`]). The shell calls it after absorbing inputs while a sync runs.
     pub fn release(&mut self, mut early: impl FnMut(Early)) {
+        self.release_fetched(&mut early);
         let mut out: BTreeMap<NodeId, Vec<Envelope>> = BTreeMap::new();
-        for key in std::mem::take(&mut self.touched) {
+        for key in std::mem::take(&mut self.round.touched) {
             let j = self.journals.get_mut(&key).expect("a touched journal is hosted");
             let released = j.take_released();
-            self.fetches.extend(released.fetches.into_iter().map(|f| (key, f)));
+            self.fetches.ask(key, released.fetches);
             for o in released.messages {
                 out.entry(o.to).or_default().push(Envelope { journal: key, from: self.me, message: o.message });
             }
@@ -55,12 +121,10 @@ impl<S: LogStore> Host<S> {
     /// [`Host::complete_round`]. Inputs may be delivered meanwhile; no round may begin until
     /// this one completes.
     pub fn begin_round(&mut self, mut early: impl FnMut(Early)) -> PendingRound {
-        assert!(!self.in_flight, "one round in flight at a time");
-        self.in_flight = true;
+        let dirty = self.round.begin();
         self.stats.rounds += 1;
-        self.touched.clear();
         let mut readies: Vec<(JournalKey, Ready)> = Vec::new();
-        for key in std::mem::take(&mut self.dirty) {
+        for key in dirty {
             let j = self.journals.get_mut(&key).expect("a dirty journal is hosted");
             self.stats.journals_visited += 1;
             if j.has_ready() {
@@ -73,8 +137,8 @@ impl<S: LogStore> Host<S> {
             .filter(|(_, r)| !r.writes.is_empty())
             .map(|(k, r)| (*k, std::mem::take(&mut r.writes)))
             .collect();
-        let placements = std::mem::take(&mut self.placements);
-        self.round_keys = readies.iter().map(|(k, _)| *k).chain(placements.iter().map(|p| *p.key())).collect();
+        let placements = std::mem::take(&mut self.round.placements);
+        self.round.keys = readies.iter().map(|(k, _)| *k).chain(placements.iter().map(|p| *p.key())).collect();
         let needs_sync = !placements.is_empty() || batch.iter().any(|(_, w)| w.iter().any(WriteOp::needs_sync));
         if !batch.is_empty() || !placements.is_empty() {
             self.stats.writes += batch.iter().map(|(_, w)| w.len() as u64).sum::<u64>();
@@ -90,7 +154,7 @@ impl<S: LogStore> Host<S> {
             for o in go {
                 early_out.entry(o.to).or_default().push(Envelope { journal: *key, from: self.me, message: o.message });
             }
-            self.fetches.extend(std::mem::take(&mut ready.fetches).into_iter().map(|f| (*key, f)));
+            self.fetches.ask(*key, std::mem::take(&mut ready.fetches));
             let (answers, reads) = (std::mem::take(&mut ready.answers), std::mem::take(&mut ready.reads));
             self.answer(*key, answers, reads, &mut early);
         }
@@ -103,9 +167,7 @@ impl<S: LogStore> Host<S> {
     /// Completes a round whose batch is durable: releases the acceptor replies and advances
     /// every journal of the round.
     pub fn complete_round(&mut self, pending: PendingRound) -> RoundOutput {
-        assert!(self.in_flight, "complete_round follows begin_round");
-        self.in_flight = false;
-        self.round_keys.clear();
+        self.round.complete();
         let mut out = RoundOutput::default();
         for (key, ready) in pending.readies {
             for o in ready.messages {
@@ -119,80 +181,52 @@ impl<S: LogStore> Host<S> {
             // Removed while its round was in flight: nothing more of it runs.
             let Some(j) = self.journals.get_mut(&key) else { continue };
             j.advance(&mut self.stats);
-            self.touched.insert(key);
+            self.round.touched.insert(key);
             if j.has_ready() {
-                self.dirty.insert(key);
+                self.round.dirty.insert(key);
             }
             if !j.is_quiet() {
-                self.awake.insert(key);
+                self.round.awake.insert(key);
             }
         }
-        if self.keep_writes {
+        if self.round.keep_writes {
             out.writes = pending.batch;
         }
         out
     }
 
-    /// Serves the fetches the journals asked for since the last call (see [`Fetch`]) by reading
-    /// `reader`: catch-up answers leave through `early` as messages, pages as answers. A
-    /// catch-up whose entries are gone (truncated meanwhile) or unreadable is dropped (the
-    /// laggard asks again); such a page is answered `Unserved`.
-    pub fn serve_fetches(&mut self, reader: &dyn LogRead, mut early: impl FnMut(Early)) {
-        let mut out: BTreeMap<NodeId, Vec<Envelope>> = BTreeMap::new();
-        for (key, fetch) in std::mem::take(&mut self.fetches) {
-            self.stats.fetches += 1;
-            match fetch {
-                Fetch::CatchUp { to, life, from, end, chosen_up_to, slots_max } => {
-                    let want = slots_max.min(u32::try_from(end.0.saturating_sub(from.0)).unwrap_or(u32::MAX));
-                    let Ok(read) = reader.read_range(&key, from, want) else {
-                        self.stats.fetch_errors += 1;
-                        continue;
-                    };
-                    self.stats.fetched_entries += read.len() as u64;
-                    let entries: Vec<_> = read
-                        .into_iter()
-                        .zip(from.0..end.0)
-                        .take_while(|((slot, _), want)| slot.0 == *want)
-                        .map(|((slot, e), _)| (slot, e.command))
-                        .collect();
-                    if entries.is_empty() {
-                        continue;
-                    }
-                    let message = Message::CatchUpResponse { entries, chosen_up_to, life };
-                    out.entry(to).or_default().push(Envelope { journal: key, from: self.me, message });
-                }
-                Fetch::Page { read, page } => {
-                    let mut entries = 0u64;
-                    let built = page.build(&self.tunables, |from, n| {
-                        let got = reader.read_range(&key, from, n)?;
-                        entries += got.len() as u64;
-                        Ok::<_, StoreError>(got)
-                    });
-                    self.stats.fetched_entries += entries;
-                    let answer = built.unwrap_or_else(|_| {
-                        self.stats.fetch_errors += 1;
-                        ReadAnswer::Unserved
-                    });
-                    if let Some(t) = self.reads.remove(&(key, read)) {
-                        early(Early::Answer(t, NodeAnswer::Read(answer)));
-                    }
-                }
-            }
-        }
-        for (to, envelopes) in out {
-            early(Early::Messages(to, envelopes));
-        }
-    }
-
     /// True when some journal has effects waiting for a round.
     #[must_use]
     pub fn has_work(&self) -> bool {
-        !self.dirty.is_empty() || !self.placements.is_empty()
+        !self.round.dirty.is_empty() || !self.round.placements.is_empty()
     }
 
     /// True when some journal was stepped since the last [`Host::release`].
     #[must_use]
     pub fn has_release(&self) -> bool {
-        !self.touched.is_empty() || !self.stash.is_empty()
+        !self.round.touched.is_empty() || !self.dormancy.stash.is_empty() || self.fetches.has_answers()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounds_alternate_and_a_forgotten_journal_has_no_work() {
+        let (a, b) = (JournalKey::default(), JournalKey { journal: paros_core::JournalId(2), ..JournalKey::default() });
+        let mut round = Round::default();
+        round.stepped(a, true);
+        round.stepped(b, false);
+        assert!(round.awake.contains(&b) && !round.awake.contains(&a), "only a journal not quiet needs ticks");
+        round.forget(&b);
+        assert!(!round.dirty.contains(&b) && !round.touched.contains(&b) && !round.awake.contains(&b));
+        assert_eq!(round.begin(), BTreeSet::from([a]), "the round takes every journal with work");
+        assert!(round.dirty.is_empty() && round.touched.is_empty());
+        assert!(std::panic::catch_unwind(move || round.begin()).is_err(), "no second round in flight");
+        let mut round = Round::default();
+        let _ = round.begin();
+        round.complete();
+        let _ = round.begin();
     }
 }

@@ -1,17 +1,18 @@
 //! A machine as the world sees it: the one seam between the simulation and the code under test.
 //!
 //! The world never touches a [`paros_core::Voter`] directly. It hands a machine packets, ticks,
-//! calls and reads, asks it to take a step of its event loop against its [`SimDisk`] (a step
-//! may write a round's batch; the world syncs it later and steps again), crashes it by dropping
+//! calls and reads, asks it to take a step of its event loop (a step may write a round's batch
+//! to its [`SimDisk`]; the world syncs the disk later and steps again), crashes it by dropping
 //! it, and boots it again from its disk. [`NodeHost`] implements this over `paros_node::Pump`,
-//! the event loop the daemon's shell runs, around the node host itself, with the simulated disk
-//! in place of fjall. There is no simulation-only copy of loop, round or protocol logic.
+//! the event loop the daemon's shell runs, on the shell's schedule, around the node host
+//! itself, with the simulated disk as its `LogStore` in place of fjall. There is no
+//! simulation-only copy of loop, round or protocol logic.
 
 mod node_host;
 
 use std::collections::BTreeMap;
 
-pub use node_host::{BootStore, NodeHost};
+pub use node_host::NodeHost;
 
 use paros_core::journal::{Command, JournalState};
 use paros_core::{
@@ -86,6 +87,9 @@ pub struct Stepped {
     pub wakes: u64,
     /// Journals that went dormant, woke, or dropped an answer to an earlier life in the step.
     pub lives: Vec<(JournalKey, paros_node::LifeEvent)>,
+    /// The step handed out store reads (entries evicted from memory) to the machine's read
+    /// workers: the world runs them a moment later ([`Host::run_reads`]).
+    pub reading: bool,
 }
 
 /// What a step releases: messages, answers, and the slots its completed rounds applied.
@@ -142,11 +146,16 @@ pub trait Host: Sized {
     /// True while a round's batch waits for its sync.
     fn is_syncing(&self) -> bool;
 
-    /// One step of the event loop; `synced` says the round in flight is now durable on `disk`.
+    /// One step of the event loop; `synced` says the round in flight is now durable on its disk.
     ///
     /// # Panics
     /// When `synced` is passed with no round in flight.
-    fn step(&mut self, disk: &mut SimDisk, synced: bool) -> Stepped;
+    fn step(&mut self, synced: bool) -> Stepped;
+
+    /// The machine's read workers run the oldest batch of store reads a step handed out
+    /// ([`Stepped::reading`]) against its disk, as it is now; their answers are released by
+    /// the next step.
+    fn run_reads(&mut self);
 
     /// The journal's state here, if it is placed here.
     fn probe(&self, disk: &crate::disk::SimDisk, journal: &JournalKey) -> Option<JournalProbe>;

@@ -1,80 +1,22 @@
 //! [`Host`] over `paros_node::Pump` and the node host itself: the simulation runs the event loop
 //! the daemon's shell runs — each step's clock reading, release, one batch per round and one
-//! sync, loopback of self-addressed messages — with the simulated disk behind it. This adapter
-//! only translates: packets to envelopes, tickets to call and read ids, a `Persist` to the disk.
+//! sync, loopback of self-addressed messages, store reads handed to read workers — on the
+//! shell's own schedule (`paros_node::schedule`), with the simulated disk as the host's
+//! `LogStore`. This adapter only translates: packets to envelopes, tickets to call and read
+//! ids, the world's events to the wakes the shell's thread would see.
 
 use std::collections::BTreeMap;
 
 use paros_core::journal::Command;
 use paros_core::{Call, CallAnswer, CallId, JournalConfig, JournalKey, NodeId, ReadId, ReadRequest, Slot};
-use paros_node::ports::{Clock, Envelope as NodeEnvelope, LogRead, LogStore, StoreError, StoredJournal};
+use paros_node::ports::{Clock, Envelope as NodeEnvelope, LogRead, LogStore};
 use paros_node::pump::Batch;
 use paros_node::rpc::{NodeAnswer, NodeRequest};
+use paros_node::schedule::{Next, Schedule, Spin, Wake};
 use paros_node::{Effects, Pump, Ticket};
 
 use super::{Envelope, Host, JournalProbe, MachineSpec, Packet, RoundOutput, Stepped};
 use crate::disk::SimDisk;
-
-/// The store the node host boots from: a snapshot of the simulated disk. Rounds never write
-/// through it — the adapter persists each round's batch on the world's [`SimDisk`] itself, so
-/// the world keeps one disk per machine that outlives crashes.
-#[derive(Debug)]
-pub struct BootStore {
-    id: NodeId,
-    journals: Vec<StoredJournal>,
-}
-
-impl LogRead for BootStore {
-    /// Never used: the adapter hands the pump the simulated disk to read from.
-    fn read_range(&self, _: &JournalKey, _: Slot, _: u32) -> Result<Vec<(Slot, paros_core::LogEntry)>, StoreError> {
-        Ok(Vec::new())
-    }
-
-    fn load_journal(&self, _: &JournalKey) -> Result<Option<paros_core::Durable>, StoreError> {
-        Ok(None)
-    }
-}
-
-impl LogStore for BootStore {
-    type Reader = NoReader;
-
-    fn reader(&self) -> NoReader {
-        NoReader
-    }
-
-    fn identity(&self) -> Result<Option<NodeId>, StoreError> {
-        Ok(Some(self.id))
-    }
-    fn set_identity(&mut self, _: NodeId) -> Result<(), StoreError> {
-        Ok(())
-    }
-    fn place(&mut self, _: &[paros_node::ports::Placement]) -> Result<(), StoreError> {
-        unreachable!("the adapter persists rounds on the simulated disk")
-    }
-    fn write(&mut self, _: &[(JournalKey, Vec<paros_core::WriteOp>)]) -> Result<(), StoreError> {
-        unreachable!("the adapter persists rounds on the simulated disk")
-    }
-    fn sync(&mut self) -> Result<(), StoreError> {
-        unreachable!("the adapter persists rounds on the simulated disk")
-    }
-    fn load(&self) -> Result<Vec<StoredJournal>, StoreError> {
-        Ok(self.journals.clone())
-    }
-}
-
-/// The boot store's reader: the adapter reads the simulated disk instead.
-#[derive(Debug)]
-pub struct NoReader;
-
-impl LogRead for NoReader {
-    fn read_range(&self, _: &JournalKey, _: Slot, _: u32) -> Result<Vec<(Slot, paros_core::LogEntry)>, StoreError> {
-        Ok(Vec::new())
-    }
-
-    fn load_journal(&self, _: &JournalKey) -> Result<Option<paros_core::Durable>, StoreError> {
-        Ok(None)
-    }
-}
 
 /// A simulated machine's clock: it advances one tick period per tick event the world
 /// schedules for the machine (clock skew lives in the event period, see the world).
@@ -85,6 +27,10 @@ struct SimClock {
 
 /// The tick period of a simulated machine's clock.
 const SIM_TICK_MS: u64 = 10;
+
+/// Store reads out with a simulated machine's read workers at once: small, so a burst of cold
+/// reads meets the bound and is answered `Unserved` now and then.
+const SIM_READS_QUEUED_MAX: usize = 8;
 
 impl Clock for SimClock {
     fn now_ms(&self) -> u64 {
@@ -99,15 +45,27 @@ enum Owed {
 
 /// A machine made of the node host, its event loop and a simulated disk.
 pub struct NodeHost {
-    pump: Pump<BootStore>,
+    pump: Pump<SimDisk>,
     owed: BTreeMap<Ticket, Owed>,
-    /// The batch of the round in flight, written to the disk and waiting for its sync.
-    persisting: Option<Batch>,
+    /// The round in flight: the store lent out for it (the world syncs the disk, as the
+    /// shell's storage thread does) and its batch, written and waiting for the sync.
+    persisting: Option<(SimDisk, Batch)>,
+    /// The store's read handle, as the shell's node thread and read workers hold one.
+    reader: SimDisk,
+    /// When the node thread steps and when it waits: the shell's own policy.
+    schedule: Schedule,
+    /// What ended the wait since the last step (an input, a tick, a persisted round, a read
+    /// answered, a control request), and when the wait began, in the machine clock's µs.
+    woken: Option<Wake>,
+    waiting_since_us: u64,
     immediate: Vec<(CallId, CallAnswer)>,
     /// A tick period passed since the last step.
     clock_due: bool,
     clock: SimClock,
     tunables: paros_core::Tunables,
+    /// Store reads handed out by steps, one batch a step, oldest first: the world runs each
+    /// batch a moment after its step ([`Host::run_reads`]).
+    reading: std::collections::VecDeque<Vec<paros_node::FetchJob>>,
     /// Probes of dormant journals, rebuilt from the disk once per sleep: nothing writes a
     /// dormant journal's rows, so its probe holds until it wakes (or is removed).
     dormant_probes: std::cell::RefCell<rustc_hash::FxHashMap<JournalKey, JournalProbe>>,
@@ -120,6 +78,13 @@ impl std::fmt::Debug for NodeHost {
 }
 
 impl NodeHost {
+    /// Something the shell's thread waits for arrived: its wait ends (work outranks idle).
+    fn wake(&mut self, by: Wake) {
+        if self.woken != Some(Wake::Work) {
+            self.woken = Some(by);
+        }
+    }
+
     fn translate(&mut self, effects: Effects, out: &mut RoundOutput) {
         out.packets.extend(effects.pings.into_iter().map(|p| (p, Packet::Alive)));
         for (to, envelopes) in effects.messages {
@@ -142,29 +107,38 @@ impl NodeHost {
 
 impl Host for NodeHost {
     fn boot(spec: &MachineSpec, disk: &SimDisk, seed: u64) -> NodeHost {
-        let journals =
-            disk.placed().into_iter().map(|(key, config, durable)| StoredJournal { key, config, durable }).collect();
-        let store = BootStore { id: spec.id, journals };
         // With dormancy, a machine boots its journals dormant, as the embedded cell does.
         let boot =
             if spec.dormant_after_ticks.is_some() { paros_node::Host::boot_asleep } else { paros_node::Host::boot };
-        let mut host = boot(store, Some(spec.id), spec.id, spec.tunables, seed).expect("a simulated machine boots");
+        // No identity is asserted: a replica may come back on a wiped disk under its own id.
+        let mut host = boot(disk.clone(), None, spec.id, spec.tunables, seed).expect("a simulated machine boots");
+        assert_eq!(host.id(), spec.id, "a machine's disk holds its own identity");
+        let reader = host.store().reader();
+        let config = paros_node::shell::ShellConfig::default();
+        let spin =
+            Spin::new(u64::try_from(config.idle_spin.as_micros()).unwrap_or(u64::MAX), config.spin_round_journals_max);
         for p in &spec.formation {
             host.place(p.key, p.config.clone()).expect("placement on a booted host");
         }
         host.set_tick_ms(SIM_TICK_MS);
         host.set_dormancy(spec.dormant_after_ticks);
         host.record_lives(true);
+        host.set_fetches_max(SIM_READS_QUEUED_MAX);
         let clock = SimClock::default();
         let pump = Pump::new(host, clock.now_ms());
         NodeHost {
             pump,
             owed: BTreeMap::new(),
             persisting: None,
+            reader,
+            schedule: Schedule::new(spin, config.inputs_per_round_max),
+            woken: None,
+            waiting_since_us: 0,
             immediate: Vec::new(),
             clock_due: false,
             clock,
             tunables: spec.tunables,
+            reading: std::collections::VecDeque::new(),
             dormant_probes: std::cell::RefCell::default(),
         }
     }
@@ -174,15 +148,20 @@ impl Host for NodeHost {
             Packet::Alive => Vec::new(),
             Packet::Protocol(e) => vec![NodeEnvelope { journal: e.journal, from, message: e.message }],
         };
+        // As the shell's thread judges it: liveness predicts no more work soon.
+        let work = envelopes.iter().any(|e| !e.message.is_liveness());
+        self.wake(if work { Wake::Work } else { Wake::Idle });
         self.pump.deliver(from, envelopes);
     }
 
     fn tick(&mut self) {
         self.clock.ms += SIM_TICK_MS;
         self.clock_due = true;
+        self.wake(Wake::Idle);
     }
 
     fn call(&mut self, journal: JournalKey, id: CallId, call: Call) {
+        self.wake(Wake::Work);
         match self.pump.request(NodeRequest::Call { journal, call }) {
             Ok(ticket) => {
                 self.owed.insert(ticket, Owed::Call(id));
@@ -193,24 +172,43 @@ impl Host for NodeHost {
     }
 
     fn read(&mut self, journal: JournalKey, id: ReadId, request: ReadRequest) {
+        self.wake(Wake::Work);
         if let Ok(ticket) = self.pump.request(NodeRequest::Read { journal, read: request }) {
             self.owed.insert(ticket, Owed::Read(id));
         }
     }
 
+    /// As the shell's thread decides: step at once while the pump has work and no round is out
+    /// with the disk; else only once something ended the wait, and only if there is something
+    /// to do.
     fn wants_step(&self) -> bool {
-        self.pump.wants_step() || self.clock_due || !self.immediate.is_empty()
+        match self.schedule.next(self.pump.wants_step(), self.pump.is_syncing()) {
+            Next::Step { .. } => true,
+            Next::Wait { .. } => {
+                self.woken.is_some() && (self.pump.wants_step() || self.clock_due || !self.immediate.is_empty())
+            }
+        }
     }
 
     fn is_syncing(&self) -> bool {
         self.pump.is_syncing()
     }
 
-    fn step(&mut self, disk: &mut SimDisk, synced: bool) -> Stepped {
-        let synced = synced.then(|| self.persisting.take().expect("a synced round was persisting"));
+    fn step(&mut self, synced: bool) -> Stepped {
+        let synced = synced.then(|| {
+            let (store, batch) = self.persisting.take().expect("a synced round was persisting");
+            self.pump.host_mut().return_store(store);
+            self.wake(Wake::Work);
+            batch
+        });
+        let now_us = self.clock.ms.saturating_mul(1000);
+        if let Some(by) = self.woken.take() {
+            self.schedule.woke(now_us.saturating_sub(self.waiting_since_us), by);
+        }
+        self.waiting_since_us = now_us;
         let ticked = std::mem::take(&mut self.clock_due);
         let (fetches, wakes) = (self.pump.host().stats().fetches, self.pump.host().stats().wakes);
-        let mut effects = self.pump.step(self.clock.now_ms(), synced, &*disk);
+        let mut effects = self.pump.step(self.clock.now_ms(), synced, &self.reader);
         assert!(!ticked || effects.ticked, "a tick period of the machine's clock delivers one tick");
         let fetches = self.pump.host().stats().fetches - fetches;
         let wakes = self.pump.host().stats().wakes - wakes;
@@ -219,20 +217,33 @@ impl Host for NodeHost {
             self.dormant_probes.get_mut().remove(key);
         }
         let mut stepped = Stepped { completed: effects.completed, fetches, wakes, lives, ..Stepped::default() };
+        let handed_out = std::mem::take(&mut effects.fetches);
+        if !handed_out.is_empty() {
+            stepped.reading = true;
+            self.reading.push_back(handed_out);
+        }
         stepped.output.answers = std::mem::take(&mut self.immediate);
-        if let Some(persist) = &effects.persist {
-            disk.place(&persist.placements);
-            disk.write(&persist.batch);
+        if let Some(persist) = effects.persist.take() {
+            assert!(self.persisting.is_none(), "one round is in flight at a time");
+            self.schedule.persist(persist.batch.len());
+            // Written as the shell's storage thread writes it; the world syncs it later.
+            let mut store = self.pump.host_mut().lend_store();
+            store.place(&persist.placements).expect("placing on a simulated disk never fails");
+            store.write(&persist.batch).expect("writing to a simulated disk never fails");
             let ops: usize = persist.batch.iter().map(|(_, w)| w.len()).sum();
             let writes = if persist.needs_sync { ops + persist.placements.len() } else { 0 };
             stepped.persisting = Some(writes);
-        }
-        if let Some(persist) = effects.persist.take() {
-            assert!(self.persisting.is_none(), "one round is in flight at a time");
-            self.persisting = Some(persist.batch);
+            self.persisting = Some((store, persist.batch));
         }
         self.translate(effects, &mut stepped.output);
         stepped
+    }
+
+    fn run_reads(&mut self) {
+        self.wake(Wake::Work);
+        for job in self.reading.pop_front().unwrap_or_default() {
+            self.pump.fetched(job.run(&self.reader));
+        }
     }
 
     fn probe(&self, disk: &SimDisk, journal: &JournalKey) -> Option<JournalProbe> {
@@ -313,6 +324,7 @@ impl Host for NodeHost {
     }
 
     fn place(&mut self, journal: JournalKey, config: JournalConfig) -> bool {
+        self.wake(Wake::Idle);
         // As the node shell does: with dormancy a journal is placed asleep.
         let host = self.pump.host_mut();
         if host.dormancy().is_some() {
@@ -322,6 +334,7 @@ impl Host for NodeHost {
     }
 
     fn remove(&mut self, journal: &JournalKey) {
+        self.wake(Wake::Idle);
         self.dormant_probes.get_mut().remove(journal);
         for (ticket, _) in self.pump.host_mut().remove(journal) {
             self.owed.remove(&ticket);

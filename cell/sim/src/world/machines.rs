@@ -8,6 +8,7 @@ use crate::host::{Host, Packet, RoundOutput};
 use crate::registry::RegReply;
 use paros_core::{CallId, ReadId};
 use paros_node::LifeEvent;
+use paros_node::ports::LogStore;
 
 impl<H: Host> World<H> {
     pub(super) fn boot(&mut self, m: usize) {
@@ -74,7 +75,7 @@ impl<H: Host> World<H> {
     fn step(&mut self, m: usize, synced: bool) {
         let mach = &mut self.machines[m];
         let Some(host) = mach.host.as_mut() else { return };
-        let stepped = host.step(&mut mach.disk, synced);
+        let stepped = host.step(synced);
         for _ in 0..stepped.fetches {
             self.audit.claims.reach(Claim::FetchedFromDisk);
         }
@@ -128,6 +129,12 @@ impl<H: Host> World<H> {
             self.trace.quiet(self.now, "round", &[m as u64, writes as u64]);
             self.after(duration, Event::RoundDone(m, epoch));
         }
+        if stepped.reading {
+            let (lo, hi) = self.params.read_ns;
+            let epoch = self.machines[m].epoch;
+            let delay = self.rng.between(lo, hi);
+            self.after(delay, Event::ReadsDone(m, epoch));
+        }
         if stepped.completed || !stepped.output.applied.is_empty() {
             self.audit_round(m, &stepped.output);
         }
@@ -141,7 +148,8 @@ impl<H: Host> World<H> {
         }
         assert!(mach.host.as_ref().is_some_and(Host::is_syncing), "a machine with a round in flight is up and syncing");
         let needs_sync = mach.round_writes > 0;
-        let result = if needs_sync { mach.disk.sync() } else { Ok(()) };
+        // The storage thread's sync, through the store port the host wrote the round with.
+        let result = if needs_sync { LogStore::sync(&mut mach.disk) } else { Ok(()) };
         mach.round_in_flight = false;
         self.observe_disk(m);
         match result {
@@ -153,6 +161,18 @@ impl<H: Host> World<H> {
             }
             Ok(()) => self.step(m, true),
         }
+    }
+
+    /// `m`'s read workers answer the oldest batch of store reads its steps handed out; the
+    /// next step releases the answers.
+    pub(super) fn on_reads_done(&mut self, m: usize, epoch: u64) {
+        let mach = &mut self.machines[m];
+        if mach.epoch != epoch {
+            return;
+        }
+        let Some(host) = mach.host.as_mut() else { return };
+        host.run_reads();
+        self.kick(m);
     }
 
     pub(super) fn observe_disk(&mut self, m: usize) {
@@ -191,7 +211,7 @@ impl<H: Host> World<H> {
         for (_, packet) in &out.packets {
             if let Packet::Protocol(e) = packet {
                 let durable = self.machines[m].disk.durable(&e.journal);
-                self.audit.on_leaving(from, e.journal, &e.message, durable);
+                self.audit.on_leaving(from, e.journal, &e.message, durable.as_deref());
             }
         }
         for (to, packet) in out.packets {

@@ -127,6 +127,7 @@ enum RestartCause {
 enum Event {
     Tick(usize, u64),
     RoundDone(usize, u64),
+    ReadsDone(usize, u64),
     Packet { to: usize, from: NodeId, packet: Packet },
     Request { to: usize, req: u64, journal: JournalKey, request: Request },
     Reply { req: u64, from: NodeId, reply: Reply },
@@ -409,6 +410,7 @@ impl<H: Host> World<H> {
         match event {
             Event::Tick(m, epoch) => self.on_tick(m, epoch),
             Event::RoundDone(m, epoch) => self.on_round_done(m, epoch),
+            Event::ReadsDone(m, epoch) => self.on_reads_done(m, epoch),
             Event::Packet { to, from, packet } => self.on_packet(to, from, packet),
             Event::Request { to, req, journal, request } => self.on_request(to, req, journal, request),
             Event::Reply { req, from, reply } => self.resolve(req, Some(from), reply),

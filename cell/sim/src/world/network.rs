@@ -64,7 +64,7 @@ impl<H: Host> World<H> {
                         e.journal,
                         &e.message,
                         candidate,
-                        mach.disk.durable(&e.journal),
+                        mach.disk.durable(&e.journal).as_deref(),
                     );
                 }
                 self.audit.on_accept_delivered(e.journal, &e.message);

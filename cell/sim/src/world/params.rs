@@ -71,6 +71,8 @@ pub struct Params {
     pub dormant_after_ticks: Option<u64>,
     pub net: NetParams,
     pub fsync_ns: (u64, u64),
+    /// How long a machine's read workers take to answer the store reads a step handed out.
+    pub read_ns: (u64, u64),
     pub sync_fail_ppm: u64,
     /// Pause between random crashes (`None`: no random crashes) and how long one lasts.
     pub crash_gap_ns: Option<(u64, u64)>,
@@ -203,6 +205,7 @@ impl Params {
                 accept_drop_ppm,
             },
             fsync_ns: (50_000, rng.between(500_000, 3 * MS)),
+            read_ns: (20_000, 400_000),
             sync_fail_ppm: if rng.chance(500_000) { rng.between(20, 400) } else { 0 },
             crash_gap_ns: rng.chance(800_000).then(|| (S / 2, rng.between(2, 6) * S)),
             down_ns: (50 * MS, rng.between(500, 3000) * MS),

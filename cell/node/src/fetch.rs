@@ -1,0 +1,138 @@
+//! Store reads off the node's thread. A journal asks for entries it evicted from memory — a
+//! catch-up answer for a laggard peer, a read page below its in-memory window — and the host
+//! hands each out as a [`FetchJob`]: a worker runs it against a [`LogRead`], and its
+//! [`Fetched`] answer comes back to the host as an input of a later step
+//! ([`Pump::fetched`](crate::Pump::fetched)). A round never waits for the disk: one cold read
+//! stalls its own caller, not every journal on the machine.
+//!
+//! Catch-up answers travel this way too: a laggard's catch-up reads up to a page of entries
+//! below the window, the same cold read a page does, and its answer is a message the network
+//! may delay anyway.
+
+use paros_core::{Fetch, JournalKey, Message, NodeId, ReadAnswer, ReadId, Tunables};
+
+use crate::ports::{Envelope, LogRead, StoreError};
+
+/// Store reads a host hands out at once, at most, by default (`Host::set_fetches_max`): jobs
+/// queued for the workers or being read.
+pub const FETCHES_MAX: usize = 64;
+
+/// One store read a journal asked for, to run on a worker (never on the node's thread).
+#[derive(Debug)]
+#[must_use = "a fetch job must be run or refused, and its answer handed back"]
+pub struct FetchJob {
+    key: JournalKey,
+    me: NodeId,
+    fetch: Fetch,
+    tunables: Tunables,
+}
+
+/// What a [`FetchJob`] found, handed back to its host.
+#[derive(Debug)]
+#[must_use = "a fetched answer must be handed back to its host"]
+pub struct Fetched {
+    pub(crate) key: JournalKey,
+    pub(crate) answer: FetchedAnswer,
+    /// Entries read from the store.
+    pub(crate) entries: u64,
+    /// The store failed to read.
+    pub(crate) failed: bool,
+    /// Not read at all: no worker had room.
+    pub(crate) refused: bool,
+}
+
+/// The answer a fetch produced.
+#[derive(Debug)]
+pub(crate) enum FetchedAnswer {
+    /// A catch-up answer for a peer (`None`: nothing to send; the laggard asks again).
+    CatchUp(Option<(NodeId, Envelope)>),
+    /// A read page for read `ReadId` of the journal.
+    Page(ReadId, ReadAnswer),
+}
+
+impl FetchJob {
+    pub(crate) fn new(key: JournalKey, me: NodeId, fetch: Fetch, tunables: Tunables) -> FetchJob {
+        FetchJob { key, me, fetch, tunables }
+    }
+
+    /// The journal whose entries this job reads.
+    #[must_use]
+    pub fn key(&self) -> JournalKey {
+        self.key
+    }
+
+    /// True for a read page (a caller waits on it), false for a catch-up answer.
+    #[must_use]
+    pub fn is_page(&self) -> bool {
+        matches!(self.fetch, Fetch::Page { .. })
+    }
+
+    /// Runs the read against `reader`. A catch-up whose entries are gone (truncated meanwhile)
+    /// or unreadable yields nothing to send (the laggard asks again); such a page is answered
+    /// `Unserved`.
+    pub fn run(self, reader: &dyn LogRead) -> Fetched {
+        let FetchJob { key, me, fetch, tunables } = self;
+        match fetch {
+            Fetch::CatchUp { to, life, from, end, chosen_up_to, slots_max } => {
+                let want = slots_max.min(u32::try_from(end.0.saturating_sub(from.0)).unwrap_or(u32::MAX));
+                let Ok(read) = reader.read_range(&key, from, want) else {
+                    return Fetched {
+                        key,
+                        answer: FetchedAnswer::CatchUp(None),
+                        entries: 0,
+                        failed: true,
+                        refused: false,
+                    };
+                };
+                let read_len = read.len() as u64;
+                let entries: Vec<_> = read
+                    .into_iter()
+                    .zip(from.0..end.0)
+                    .take_while(|((slot, _), want)| slot.0 == *want)
+                    .map(|((slot, e), _)| (slot, e.command))
+                    .collect();
+                let send = (!entries.is_empty()).then(|| {
+                    let message = Message::CatchUpResponse { entries, chosen_up_to, life };
+                    (to, Envelope { journal: key, from: me, message })
+                });
+                Fetched { key, answer: FetchedAnswer::CatchUp(send), entries: read_len, failed: false, refused: false }
+            }
+            Fetch::Page { read, page } => {
+                let mut entries = 0u64;
+                let built = page.build(&tunables, |from, n| {
+                    let got = reader.read_range(&key, from, n)?;
+                    entries += got.len() as u64;
+                    Ok::<_, StoreError>(got)
+                });
+                let failed = built.is_err();
+                let answer = built.unwrap_or(ReadAnswer::Unserved);
+                Fetched { key, answer: FetchedAnswer::Page(read, answer), entries, failed, refused: false }
+            }
+        }
+    }
+
+    /// The answer when no worker has room: a page is answered `Unserved` (the caller retries),
+    /// a catch-up sends nothing (the laggard asks again). Never blocks, never drops silently:
+    /// the host counts it ([`HostStats::fetches_refused`](crate::HostStats::fetches_refused)).
+    pub fn refuse(self) -> Fetched {
+        let answer = match self.fetch {
+            Fetch::CatchUp { .. } => FetchedAnswer::CatchUp(None),
+            Fetch::Page { read, .. } => FetchedAnswer::Page(read, ReadAnswer::Unserved),
+        };
+        Fetched { key: self.key, answer, entries: 0, failed: false, refused: true }
+    }
+}
+
+impl Fetched {
+    /// The journal the answer is for.
+    #[must_use]
+    pub fn key(&self) -> JournalKey {
+        self.key
+    }
+
+    /// True when the job was refused (no worker had room) rather than run.
+    #[must_use]
+    pub fn was_refused(&self) -> bool {
+        self.refused
+    }
+}

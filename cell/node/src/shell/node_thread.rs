@@ -1,0 +1,304 @@
+//! The node thread's loop: waits for the bus inbox, control requests, the round being
+//! persisted and the store reads' answers, as [`Schedule`] says; steps the [`Pump`]; hands each
+//! round's batch to the storage thread and each store read to the read threads; sends what
+//! each step releases.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::poll::{micros, spin_for};
+use super::read_pool::ReadPool;
+use super::store_worker::{Done, Persisting, StoreWorker};
+use super::{Control, EXIT_STORAGE_FAULT, ShellConfig};
+use crate::fetch::Fetched;
+use crate::host::{Host, HostStats, Ticket};
+use crate::ports::{Clock, LogStore, StoreError, Transport};
+use crate::pump::{Persist, Pump};
+use crate::rpc::{Incoming, Responder};
+use crate::schedule::{Next, Schedule, Spin, Wake};
+use crate::timing::RoundTimes;
+
+/// What a node's thread listens to.
+pub(super) struct Inputs {
+    pub(super) inbox: tokio::sync::mpsc::Receiver<Incoming>,
+    pub(super) controls: tokio::sync::mpsc::Receiver<Control>,
+    pub(super) stopped: tokio::sync::oneshot::Receiver<()>,
+}
+
+fn apply_control<S: LogStore>(pump: &mut Pump<S>, responders: &mut BTreeMap<Ticket, Responder>, control: Control) {
+    match control {
+        Control::Place { journals, reply } => {
+            let host = pump.host_mut();
+            let me = host.id();
+            let results = journals
+                .into_iter()
+                .map(|(key, config)| {
+                    // With dormancy a new journal is placed asleep: its first call elects.
+                    if host.dormancy().is_some() {
+                        return host.place_asleep(key, config);
+                    }
+                    let first = config.voters.first() == Some(&me);
+                    let placed = host.place(key, config);
+                    // The first leader is chosen by placement: the first voter campaigns at
+                    // once, the others wait for its heartbeat (no election storm when
+                    // thousands of journals are placed together).
+                    if placed.is_ok() && first {
+                        host.campaign(&key);
+                    }
+                    placed
+                })
+                .collect();
+            let _ = reply.send(results);
+        }
+        Control::Remove { key, reply } => {
+            for (ticket, answer) in pump.host_mut().remove(&key) {
+                if let Some(r) = responders.remove(&ticket) {
+                    let _ = r.send(answer);
+                }
+            }
+            let _ = reply.send(());
+        }
+        Control::Campaign { key } => pump.host_mut().campaign(&key),
+    }
+}
+
+/// The node thread's loop, until it is stopped or its inbox closes; returns the host.
+pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
+    host: Host<S>,
+    mut transport: T,
+    inputs: Inputs,
+    clock: &C,
+    config: ShellConfig,
+    (stats, times): (&Mutex<HostStats>, &Mutex<RoundTimes>),
+) -> Host<S> {
+    let Inputs { mut inbox, mut controls, mut stopped } = inputs;
+    let me = host.id();
+    let mut responders: BTreeMap<Ticket, Responder> = BTreeMap::new();
+    let reader = host.store().reader();
+    let reads_max = config.reads_queued_max.max(1);
+    let (answered, mut answers) = tokio::sync::mpsc::channel::<Fetched>(reads_max);
+    let readers = (0..config.read_workers.max(1)).map(|_| host.store().reader()).collect();
+    let reads = ReadPool::spawn(me, readers, reads_max, &answered);
+    drop(answered);
+    let mut pump = Pump::new(host, clock.now_ms());
+    let spin = Spin::new(micros(config.idle_spin), config.spin_round_journals_max);
+    let mut schedule = Schedule::new(spin, config.inputs_per_round_max);
+    let storage = StoreWorker::<S>::spawn(me, spin);
+    // The round whose batch the storage thread is persisting, if any: inputs keep flowing and
+    // answers keep leaving while the disk syncs.
+    let mut persisting: Option<Persisting<S>> = None;
+    // When the oldest input not yet in a round's batch arrived, and when the last sync ended.
+    let mut first_input: Option<Instant> = None;
+    let mut synced_at: Option<Instant> = None;
+    loop {
+        let mut input = None;
+        let mut done = None;
+        let inputs_max = match schedule.next(pump.wants_step(), persisting.is_some()) {
+            Next::Step { inputs_max } => {
+                input = inbox.try_recv().ok();
+                inputs_max
+            }
+            Next::Wait { spin_us, inputs_max } => {
+                // Look without sleeping first (bounded by the spin): the next input or the
+                // round's end usually comes within it.
+                let waited = Instant::now();
+                let polled =
+                    spin_for(Duration::from_micros(spin_us), || poll_once(&mut inbox, &mut persisting, &mut answers));
+                let mut woke = Wake::Idle;
+                match polled {
+                    Some(Woke::Input(m)) => input = Some(m),
+                    Some(Woke::Persisted(d)) => done = Some(d),
+                    Some(Woke::Fetched(f)) => {
+                        pump.fetched(f);
+                        woke = Wake::Work;
+                    }
+                    None => tokio::select! {
+                        m = inbox.recv() => match m {
+                            Some(m) => input = Some(m),
+                            None if persisting.is_none() => break,
+                            None => {}
+                        },
+                        d = async { persisting.as_mut().expect("guarded").await }, if persisting.is_some() => {
+                            persisting = None;
+                            done = Some(d.expect("the storage thread does not panic"));
+                        }
+                        Some(f) = answers.recv() => {
+                            pump.fetched(f);
+                            woke = Wake::Work;
+                        }
+                        Some(c) = controls.recv() => apply_control(&mut pump, &mut responders, c),
+                        () = tokio::time::sleep(Duration::from_millis(
+                            pump.next_due_ms().saturating_sub(clock.now_ms()),
+                        )) => {}
+                        _ = &mut stopped, if persisting.is_none() => break,
+                    },
+                }
+                // A timer's wake is not an input coming soon, nor is a ping or a heartbeat; a
+                // persisted round is (its answers release more work).
+                if input.as_ref().is_some_and(is_work) || done.is_some() {
+                    woke = Wake::Work;
+                }
+                schedule.woke(micros(waited.elapsed()), woke);
+                inputs_max
+            }
+        };
+        let synced = done.map(|(store, batch, result)| {
+            let spent = match result {
+                Ok(spent) => spent,
+                Err(e) => storage_fault(me, &e),
+            };
+            {
+                let mut t = times.lock().expect("times lock");
+                t.write.record(micros(spent.write));
+                if let Some(sync) = spent.sync {
+                    t.sync.record(micros(sync));
+                }
+            }
+            synced_at = Some(spent.ended);
+            pump.host_mut().return_store(store);
+            batch
+        });
+        for _ in 0..config.control_queue_max {
+            let Ok(c) = controls.try_recv() else { break };
+            apply_control(&mut pump, &mut responders, c);
+        }
+        while let Ok(f) = answers.try_recv() {
+            pump.fetched(f);
+        }
+        let mut absorbed = 0;
+        if input.is_some() && first_input.is_none() {
+            first_input = Some(Instant::now());
+        }
+        while let Some(i) = input {
+            match i {
+                Incoming::Protocol { from, envelopes } => pump.deliver(from, envelopes),
+                Incoming::Request { request, reply } => match pump.request(request) {
+                    Ok(ticket) => {
+                        responders.insert(ticket, reply);
+                    }
+                    Err(answer) => {
+                        let _ = reply.send(answer);
+                    }
+                },
+            }
+            absorbed += 1;
+            if absorbed >= inputs_max {
+                break;
+            }
+            input = inbox.try_recv().ok();
+        }
+        let effects = pump.step(clock.now_ms(), synced, &reader);
+        if let Some(Persist { placements, batch, needs_sync }) = effects.persist {
+            if let Some(at) = first_input.take() {
+                times.lock().expect("times lock").queue.record(micros(at.elapsed()));
+            }
+            schedule.persist(batch.len());
+            persisting = Some(storage.persist(pump.host_mut().lend_store(), placements, batch, needs_sync));
+        }
+        for job in effects.fetches {
+            if let Some(refused) = reads.submit(job) {
+                pump.fetched(refused);
+            }
+        }
+        for peer in effects.pings {
+            transport.send(peer, Vec::new());
+        }
+        for (to, envelopes) in effects.messages {
+            transport.send(to, envelopes);
+        }
+        for (ticket, answer) in effects.answers {
+            if let Some(r) = responders.remove(&ticket) {
+                let _ = r.send(answer);
+            }
+        }
+        if let Some(at) = synced_at.take() {
+            times.lock().expect("times lock").hop.record(micros(at.elapsed()));
+        }
+        *stats.lock().expect("stats lock") = pump.host().stats();
+    }
+    storage.stop();
+    reads.stop();
+    // Every read handed out comes back, so the host's count of reads out is right if it runs
+    // again (its callers are gone with this loop).
+    while let Ok(f) = answers.try_recv() {
+        pump.fetched(f);
+    }
+    pump.into_host()
+}
+
+/// What woke a waiting node thread without a sleep.
+enum Woke<S> {
+    Input(Incoming),
+    Persisted(Done<S>),
+    Fetched(Fetched),
+}
+
+/// One look at what a waiting node thread waits for.
+fn poll_once<S>(
+    inbox: &mut tokio::sync::mpsc::Receiver<Incoming>,
+    persisting: &mut Option<Persisting<S>>,
+    answers: &mut tokio::sync::mpsc::Receiver<Fetched>,
+) -> Option<Woke<S>> {
+    if let Some(p) = persisting.as_mut() {
+        match p.try_recv() {
+            Ok(done) => {
+                *persisting = None;
+                return Some(Woke::Persisted(done));
+            }
+            Err(tokio::sync::oneshot::error::TryRecvError::Empty) => {}
+            Err(tokio::sync::oneshot::error::TryRecvError::Closed) => panic!("the storage thread does not panic"),
+        }
+    }
+    if let Ok(f) = answers.try_recv() {
+        return Some(Woke::Fetched(f));
+    }
+    inbox.try_recv().ok().map(Woke::Input)
+}
+
+/// Whether an input is work that more input usually follows soon (a request, or a protocol
+/// message other than liveness), rather than a ping or a heartbeat.
+fn is_work(input: &Incoming) -> bool {
+    match input {
+        Incoming::Request { .. } => true,
+        Incoming::Protocol { envelopes, .. } => envelopes.iter().any(|e| !e.message.is_liveness()),
+    }
+}
+
+fn storage_fault(me: paros_core::NodeId, e: &StoreError) -> ! {
+    eprintln!("paros: storage fault on node {me}: {e}; stopping (exit {EXIT_STORAGE_FAULT})");
+    std::process::exit(EXIT_STORAGE_FAULT);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_inputs_that_carry_work_keep_a_node_polling() {
+        use crate::ports::Envelope;
+        use paros_core::{Ballot, JournalKey, Message, NodeId, Slot};
+        let from = NodeId(2);
+        let envelope = |message| Envelope { journal: JournalKey::default(), from, message };
+        let protocol = |envelopes| Incoming::Protocol { from, envelopes };
+        let ballot = Ballot { round: 1, node: from };
+        let heartbeat = envelope(Message::Heartbeat { ballot, commit: Slot(3), quiesce: false });
+        let ack = envelope(Message::HeartbeatAck { ballot, chosen_up_to: Slot(3) });
+        let accept = envelope(Message::Accept { ballot, entries: Vec::new(), commit: Slot(3) });
+        assert!(!is_work(&protocol(Vec::new())), "a ping");
+        assert!(!is_work(&protocol(vec![heartbeat.clone(), ack])), "liveness only");
+        assert!(is_work(&protocol(vec![heartbeat, accept])), "an accept among heartbeats");
+        let (reply, _answer) = tokio::sync::oneshot::channel();
+        let read = crate::rpc::NodeRequest::Read {
+            journal: JournalKey::default(),
+            read: paros_core::wire::ReadRequest {
+                from: paros_core::Seq(0),
+                limit: 1,
+                max_bytes: 0,
+                wait_ticks: 0,
+                consistency: paros_core::wire::Consistency::Linearizable,
+            },
+        };
+        assert!(is_work(&Incoming::Request { request: read, reply }), "a request");
+    }
+}

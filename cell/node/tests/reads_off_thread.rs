@@ -1,0 +1,336 @@
+//! Reads below a journal's in-memory window run on the node's read threads, never on the node
+//! thread: while a read waits on a slow disk, every other journal on the machine keeps
+//! acknowledging writes; a read that finds every read thread busy and the queue full is
+//! answered `Unserved` at once (the caller retries), never held and never dropped.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use paros_core::journal::{Outcome, WriterMode};
+use paros_core::wire::{Consistency, ReadRequest};
+use paros_core::{
+    Call, CallAnswer, Durable, JournalConfig, JournalId, JournalKey, LeaderUuid, LogEntry, NodeId, ReadAnswer, Seq,
+    Slot, TenantId, Tunables, WriteOp,
+};
+use paros_node::ports::{Envelope, LogRead, LogStore, MonotonicClock, Placement, StoreError, StoredJournal, Transport};
+use paros_node::rpc::{Incoming, NodeAnswer, NodeRequest};
+use paros_node::shell::{self, NodeHandle, ShellConfig};
+use paros_node::{Host, MemStore};
+
+const ME: NodeId = NodeId(0x7701);
+const SLOW: JournalKey = JournalKey { tenant: TenantId(0x71), journal: JournalId(1) };
+const BUSY: JournalKey = JournalKey { tenant: TenantId(0x71), journal: JournalId(2) };
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A door range reads wait at while it is shut.
+#[derive(Debug, Default)]
+struct Gate {
+    shut: Mutex<bool>,
+    opened: Condvar,
+    /// Range reads waiting at the door now.
+    waiting: AtomicUsize,
+}
+
+impl Gate {
+    fn set(&self, shut: bool) {
+        *self.shut.lock().expect("gate lock") = shut;
+        self.opened.notify_all();
+    }
+
+    fn pass(&self) {
+        let mut shut = self.shut.lock().expect("gate lock");
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        while *shut {
+            shut = self.opened.wait(shut).expect("gate lock");
+        }
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A memory store whose range reads block while its gate is shut: a disk that stalls.
+#[derive(Clone, Debug)]
+struct GatedStore {
+    disk: MemStore,
+    gate: Arc<Gate>,
+}
+
+impl LogRead for GatedStore {
+    fn read_range(
+        &self,
+        journal: &JournalKey,
+        from: Slot,
+        slots_max: u32,
+    ) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
+        self.gate.pass();
+        self.disk.read_range(journal, from, slots_max)
+    }
+
+    fn load_journal(&self, journal: &JournalKey) -> Result<Option<Durable>, StoreError> {
+        self.disk.load_journal(journal)
+    }
+}
+
+impl LogStore for GatedStore {
+    type Reader = GatedStore;
+
+    fn reader(&self) -> GatedStore {
+        self.clone()
+    }
+    fn identity(&self) -> Result<Option<NodeId>, StoreError> {
+        self.disk.identity()
+    }
+    fn set_identity(&mut self, node: NodeId) -> Result<(), StoreError> {
+        self.disk.set_identity(node)
+    }
+    fn place(&mut self, placements: &[Placement]) -> Result<(), StoreError> {
+        self.disk.place(placements)
+    }
+    fn write(&mut self, batch: &[(JournalKey, Vec<WriteOp>)]) -> Result<(), StoreError> {
+        self.disk.write(batch)
+    }
+    fn sync(&mut self) -> Result<(), StoreError> {
+        self.disk.sync()
+    }
+    fn load(&self) -> Result<Vec<StoredJournal>, StoreError> {
+        self.disk.load()
+    }
+}
+
+/// A one-machine cell: nothing to send anywhere.
+struct Nowhere;
+
+impl Transport for Nowhere {
+    fn send(&mut self, _: NodeId, _: Vec<Envelope>) {}
+}
+
+struct Node {
+    handle: NodeHandle<GatedStore>,
+    inbox: tokio::sync::mpsc::Sender<Incoming>,
+    gate: Arc<Gate>,
+}
+
+fn uuid() -> LeaderUuid {
+    LeaderUuid::new(0x77).expect("non-zero")
+}
+
+impl Node {
+    /// A machine that is the only voter of two journals, with a window of four slots.
+    async fn start(config: ShellConfig) -> Node {
+        let tunables = Tunables { window_slots: 4, window_bytes: 64, anchor_slots: 5, ..Tunables::default() };
+        let gate = Arc::new(Gate::default());
+        let store = GatedStore { disk: MemStore::new(), gate: Arc::clone(&gate) };
+        let mut host = Host::boot(store, None, ME, tunables, 0x77).expect("boots");
+        for key in [SLOW, BUSY] {
+            host.place(key, JournalConfig { mode: WriterMode::Single, voters: vec![ME], learners: vec![] })
+                .expect("placed");
+            host.campaign(&key);
+        }
+        let (inbox, rx) = tokio::sync::mpsc::channel(64);
+        let config = ShellConfig { tick: Duration::from_millis(5), dormant_after: None, ..config };
+        let handle = shell::spawn(host, Nowhere, rx, MonotonicClock::new(), config);
+        let node = Node { handle, inbox, gate };
+        for key in [SLOW, BUSY] {
+            let won = node.ask(NodeRequest::Call { journal: key, call: Call::SetLeader { new: uuid(), old: None } });
+            assert!(matches!(won.await, NodeAnswer::Call(CallAnswer::Verdict(Outcome::Won(_)))), "{key:?} claimed");
+        }
+        node
+    }
+
+    /// Sends `request`; the answer arrives on the receiver.
+    async fn send(&self, request: NodeRequest) -> tokio::sync::oneshot::Receiver<NodeAnswer> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.inbox.send(Incoming::Request { request, reply }).await.expect("the node runs");
+        answer
+    }
+
+    async fn ask(&self, request: NodeRequest) -> NodeAnswer {
+        let answer = self.send(request).await;
+        tokio::time::timeout(WAIT, answer).await.expect("answered in time").expect("answered")
+    }
+
+    async fn write(&self, key: JournalKey, seq: u64) -> NodeAnswer {
+        let records = vec![Bytes::from(format!("record {seq}"))];
+        self.ask(NodeRequest::Call { journal: key, call: Call::Write { leader: Some(uuid()), seq: Seq(seq), records } })
+            .await
+    }
+
+    /// Enough writes on `SLOW` that its first records leave memory.
+    async fn fill_past_the_window(&self) {
+        for seq in 0..24 {
+            let accepted = NodeAnswer::Call(CallAnswer::Verdict(Outcome::Accepted { seq: Seq(seq), count: 1 }));
+            assert_eq!(self.write(SLOW, seq).await, accepted);
+        }
+    }
+
+    /// Waits until `n` range reads wait at the gate.
+    async fn reads_waiting(&self, n: usize) {
+        for _ in 0..1000 {
+            if self.gate.waiting.load(Ordering::SeqCst) == n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("{n} reads never reached the disk: {:?}", self.handle.stats());
+    }
+}
+
+/// Waits until the node's counters (published after each step) satisfy `ok`.
+async fn stats_reach(node: &Node, ok: impl Fn(&paros_node::HostStats) -> bool) -> paros_node::HostStats {
+    for _ in 0..1000 {
+        let stats = node.handle.stats();
+        if ok(&stats) {
+            return stats;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("the counters never got there: {:?}", node.handle.stats());
+}
+
+fn first_record() -> NodeRequest {
+    let read =
+        ReadRequest { from: Seq(0), limit: 1, max_bytes: 0, wait_ticks: 0, consistency: Consistency::AtLeast(Seq(1)) };
+    NodeRequest::Read { journal: SLOW, read }
+}
+
+#[tokio::test]
+async fn a_read_below_the_window_waits_on_a_read_thread_while_other_journals_keep_writing() {
+    let node = Node::start(ShellConfig::default()).await;
+    node.fill_past_the_window().await;
+    node.gate.set(true);
+    let mut read = node.send(first_record()).await;
+    node.reads_waiting(1).await;
+    // The disk holds the read; the node thread does not wait for it.
+    for seq in 0..8 {
+        let accepted = NodeAnswer::Call(CallAnswer::Verdict(Outcome::Accepted { seq: Seq(seq), count: 1 }));
+        assert_eq!(node.write(BUSY, seq).await, accepted, "another journal writes while a read waits on the disk");
+    }
+    assert!(read.try_recv().is_err(), "the read is still waiting on the disk");
+    node.gate.set(false);
+    let answer = tokio::time::timeout(WAIT, read).await.expect("answered in time").expect("answered");
+    let NodeAnswer::Read(ReadAnswer::Page { from, records, .. }) = answer else { panic!("a page: {answer:?}") };
+    assert_eq!((from, records), (Seq(0), vec![Bytes::from("record 0")]), "the worker read the evicted record");
+    let stats = stats_reach(&node, |s| s.fetches >= 1).await;
+    assert_eq!(stats.fetches_refused, 0, "served by a worker, not refused");
+    let _ = node.handle.stop();
+}
+
+#[tokio::test]
+async fn a_read_that_finds_the_read_queue_full_is_answered_unserved_at_once() {
+    let node = Node::start(ShellConfig { read_workers: 1, reads_queued_max: 1, ..ShellConfig::default() }).await;
+    node.fill_past_the_window().await;
+    node.gate.set(true);
+    let first = node.send(first_record()).await;
+    node.reads_waiting(1).await;
+    assert_eq!(node.ask(first_record()).await, NodeAnswer::Read(ReadAnswer::Unserved), "no room: retry later");
+    let stats = stats_reach(&node, |s| s.fetches_refused >= 1).await;
+    assert_eq!((stats.fetches_refused, stats.fetches), (1, 0), "the refusal is counted; nothing served yet");
+    node.gate.set(false);
+    let answer = tokio::time::timeout(WAIT, first).await.expect("answered in time").expect("answered");
+    assert!(matches!(answer, NodeAnswer::Read(ReadAnswer::Page { .. })), "the read that got room is served");
+    // Room again: the next read below the window is served.
+    assert!(matches!(node.ask(first_record()).await, NodeAnswer::Read(ReadAnswer::Page { .. })));
+    let _ = node.handle.stop();
+}
+
+/// The sans-IO hand-off the shell and the simulation both drive: a one-voter pump over a
+/// memory store, each round persisted at once.
+struct Driver {
+    pump: paros_node::Pump<MemStore>,
+    reader: MemStore,
+    now_ms: u64,
+    answers: Vec<(paros_node::Ticket, NodeAnswer)>,
+    jobs: Vec<paros_node::FetchJob>,
+}
+
+impl Driver {
+    fn new() -> Driver {
+        let tunables = Tunables { window_slots: 4, window_bytes: 64, anchor_slots: 5, ..Tunables::default() };
+        let disk = MemStore::new();
+        let mut host = Host::boot(disk.clone(), None, ME, tunables, 0x78).expect("boots");
+        host.place(SLOW, JournalConfig { mode: WriterMode::Single, voters: vec![ME], learners: vec![] })
+            .expect("placed");
+        host.campaign(&SLOW);
+        let mut d =
+            Driver { pump: paros_node::Pump::new(host, 0), reader: disk, now_ms: 0, answers: vec![], jobs: vec![] };
+        d.ask(NodeRequest::Call { journal: SLOW, call: Call::SetLeader { new: uuid(), old: None } });
+        for seq in 0..24 {
+            let records = vec![Bytes::from(format!("record {seq}"))];
+            let write = Call::Write { leader: Some(uuid()), seq: Seq(seq), records };
+            d.ask(NodeRequest::Call { journal: SLOW, call: write });
+        }
+        d.answers.clear();
+        d
+    }
+
+    /// Steps until the pump rests, persisting each round at once; keeps answers and jobs.
+    fn settle(&mut self) {
+        let mut synced = None;
+        for _ in 0..64 {
+            self.now_ms += 1;
+            let effects = self.pump.step(self.now_ms, synced.take(), &self.reader);
+            self.answers.extend(effects.answers);
+            self.jobs.extend(effects.fetches);
+            if let Some(p) = effects.persist {
+                let mut store = self.pump.host_mut().lend_store();
+                store.place(&p.placements).expect("memory");
+                store.write(&p.batch).expect("memory");
+                store.sync().expect("memory");
+                self.pump.host_mut().return_store(store);
+                synced = Some(p.batch);
+            } else if !self.pump.wants_step() {
+                return;
+            }
+        }
+    }
+
+    fn ask(&mut self, request: NodeRequest) -> paros_node::Ticket {
+        let ticket = self.pump.request(request).expect("hosted");
+        self.settle();
+        ticket
+    }
+
+    fn answer(&self, ticket: paros_node::Ticket) -> Option<&NodeAnswer> {
+        self.answers.iter().find(|(t, _)| *t == ticket).map(|(_, a)| a)
+    }
+}
+
+#[test]
+fn a_step_hands_a_read_below_the_window_out_and_answers_it_only_when_its_answer_comes_back() {
+    let mut d = Driver::new();
+    let read = d.ask(first_record());
+    assert_eq!(d.jobs.len(), 1, "the read is handed out as a job");
+    assert!(d.answer(read).is_none(), "and not answered by the round");
+    assert_eq!(d.pump.host().fetches_out(), 1);
+    for _ in 0..4 {
+        d.settle();
+    }
+    assert!(d.answer(read).is_none(), "steps do not wait for it, nor answer it");
+    let job = d.jobs.pop().expect("one job");
+    d.pump.fetched(job.run(&d.reader));
+    assert!(d.pump.wants_step(), "an answer handed back wants a step");
+    d.settle();
+    let Some(NodeAnswer::Read(ReadAnswer::Page { from, records, .. })) = d.answer(read) else {
+        panic!("a page: {:?}", d.answer(read))
+    };
+    assert_eq!((*from, records.clone()), (Seq(0), vec![Bytes::from("record 0")]));
+    assert_eq!(d.pump.host().fetches_out(), 0);
+}
+
+#[test]
+fn past_the_bound_a_read_below_the_window_is_answered_unserved_in_the_same_step() {
+    let mut d = Driver::new();
+    d.pump.host_mut().set_fetches_max(1);
+    let first = d.pump.request(first_record()).expect("hosted");
+    let second = d.pump.request(first_record()).expect("hosted");
+    d.settle();
+    assert_eq!(d.jobs.len(), 1, "one read out at a time");
+    assert!(d.answer(first).is_none());
+    assert_eq!(d.answer(second), Some(&NodeAnswer::Read(ReadAnswer::Unserved)), "the other is refused at once");
+    assert_eq!(d.pump.host().stats().fetches_refused, 1);
+    let job = d.jobs.pop().expect("one job");
+    d.pump.fetched(job.run(&d.reader));
+    d.settle();
+    assert!(matches!(d.answer(first), Some(NodeAnswer::Read(ReadAnswer::Page { .. }))));
+}
