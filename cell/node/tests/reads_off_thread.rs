@@ -8,7 +8,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use paros_core::journal::{Outcome, WriterMode};
+use paros_core::journal::{JournalView, Outcome, WriterMode};
 use paros_core::wire::{Consistency, ReadRequest};
 use paros_core::{
     Call, CallAnswer, Durable, JournalConfig, JournalId, JournalKey, LeaderUuid, LogEntry, NodeId, ReadAnswer, Seq,
@@ -115,6 +115,12 @@ fn uuid() -> LeaderUuid {
     LeaderUuid::new(0x77).expect("non-zero")
 }
 
+/// The write of one record at `seq` by [`uuid`], accepted on a journal never truncated.
+fn accepted(seq: u64) -> Outcome {
+    let view = JournalView { leader: Some(uuid()), first_seq: Seq(0), next_seq: Seq(seq + 1) };
+    Outcome::Accepted { seq: Seq(seq), count: 1, view }
+}
+
 impl Node {
     /// A machine that is the only voter of two journals, with a window of four slots.
     async fn start(config: ShellConfig) -> Node {
@@ -159,7 +165,7 @@ impl Node {
     /// Enough writes on `SLOW` that its first records leave memory.
     async fn fill_past_the_window(&self) {
         for seq in 0..24 {
-            let accepted = NodeAnswer::Call(CallAnswer::Verdict(Outcome::Accepted { seq: Seq(seq), count: 1 }));
+            let accepted = NodeAnswer::Call(CallAnswer::Verdict(accepted(seq)));
             assert_eq!(self.write(SLOW, seq).await, accepted);
         }
     }
@@ -190,7 +196,7 @@ async fn stats_reach(node: &Node, ok: impl Fn(&paros_node::HostStats) -> bool) -
 
 fn first_record() -> NodeRequest {
     let read =
-        ReadRequest { from: Seq(0), limit: 1, max_bytes: 0, wait_ticks: 0, consistency: Consistency::AtLeast(Seq(1)) };
+        ReadRequest { from: Seq(0), limit: 1, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Reached(Seq(1)) };
     NodeRequest::Read { journal: SLOW, read }
 }
 
@@ -203,7 +209,7 @@ async fn a_read_below_the_window_waits_on_a_read_thread_while_other_journals_kee
     node.reads_waiting(1).await;
     // The disk holds the read; the node thread does not wait for it.
     for seq in 0..8 {
-        let accepted = NodeAnswer::Call(CallAnswer::Verdict(Outcome::Accepted { seq: Seq(seq), count: 1 }));
+        let accepted = NodeAnswer::Call(CallAnswer::Verdict(accepted(seq)));
         assert_eq!(node.write(BUSY, seq).await, accepted, "another journal writes while a read waits on the disk");
     }
     assert!(read.try_recv().is_err(), "the read is still waiting on the disk");

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use paros_core::{Durable, JournalConfig, JournalKey, LogEntry, NodeId, Slot, WriteOp};
-use paros_node::ports::{LogRead, LogStore, Placement, StoreError, StoredJournal};
+use paros_node::ports::{LogRead, LogStore, Placement, StoreError, StoreOp, StoredJournal};
 
 /// What the world decided the next sync does.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -225,7 +225,7 @@ impl LogStore for SimDisk {
     /// Makes every write so far durable.
     ///
     /// # Errors
-    /// [`StoreError::Sync`] when the world armed a fault for this sync; the batch was then lost
+    /// [`StoreError::Engine`] (a failed sync) when the world armed a fault for this sync; the batch was then lost
     /// or persisted as the fault says, and the caller must stop.
     fn sync(&mut self) -> Result<(), StoreError> {
         let mut state = self.state();
@@ -237,7 +237,7 @@ impl LogStore for SimDisk {
         }
         match fault {
             None => Ok(()),
-            Some(f) => Err(StoreError::Sync(format!("injected fault: {f:?}"))),
+            Some(f) => Err(StoreError::Engine { op: StoreOp::Sync, source: format!("injected fault: {f:?}").into() }),
         }
     }
 
