@@ -1,4 +1,4 @@
-//! paros-gateway: the tenant gateway — API v1 (`shared/API.md`) over HTTP, on axum.
+//! paros-gateway: the tenant gateway — API v1 (`docs/http-api.md`) over HTTP, on axum.
 //!
 //! The gateway is the only door for tenants (DESIGN §9). It authenticates every request
 //! (EdDSA JWTs, [`auth`]), applies the tenant's quotas ([`quota`]), resolves journal names

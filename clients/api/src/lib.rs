@@ -1,4 +1,4 @@
-//! paros-api: the public HTTP contract of paros, API v1 (`shared/API.md`), as types.
+//! paros-api: the public HTTP contract of paros, API v1 (`docs/http-api.md`), as types.
 //!
 //! Everything that travels between a tenant and the gateway has one type here, and text
 //! becomes a type only through a check: [`TenantName`], [`JournalName`], [`LeaderUuid`],

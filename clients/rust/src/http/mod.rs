@@ -1,4 +1,4 @@
-//! The library over a gateway's HTTP API v1 (`shared/API.md`): [`HttpService`], a
+//! The library over a gateway's HTTP API v1 (`docs/http-api.md`): [`HttpService`], a
 //! [`JournalService`](crate::JournalService) for [`Client`](crate::Client), [`Writer`](crate::Writer) and
 //! [`Reader`](crate::Reader); [`GatewayClient`], the tenant's other calls (signup, tokens,
 //! journals, one-shot calls, the SSE tail); and [`SseParser`], the `text/event-stream` reader.
