@@ -11,7 +11,7 @@ use paros_api::{
     Consistency, CreateJournalRequest, JournalInfo, JournalName, MintTokenRequest, ReadOutcome, ReadQuery, Record,
     TailEvent, Token, TokenId, View, WaitMs, WriteOutcome, WriteRequest, WriterMode,
 };
-use paros_client::convert::{api_uuid, core_uuid, core_view};
+use paros_client::convert::{api_uuid, api_view, core_uuid, core_view};
 use paros_client::{
     Client, ClientConfig, Decided, GatewayClient, GatewayError, HttpConfig, HttpService, Writer, WriterConfig,
 };
@@ -358,14 +358,6 @@ fn to_json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("API bodies serialize infallibly")
 }
 
-fn api_view(v: &JournalView) -> View {
-    View {
-        leader: v.leader.map(api_uuid),
-        first_seq: paros_api::Seq(v.first_seq.0),
-        next_seq: paros_api::Seq(v.next_seq.0),
-    }
-}
-
 fn view_text(v: &View) -> String {
     let leader = v.leader.map_or_else(|| "-".to_owned(), |l| l.to_string());
     format!("leader {leader} first_seq {} next_seq {}", v.first_seq, v.next_seq)
@@ -396,7 +388,7 @@ fn print_done(json: bool, what: &str, name: &str) {
 }
 
 fn print_view(json: bool, outcome: &str, view: &JournalView) {
-    let v = api_view(view);
+    let v = api_view(*view);
     if json {
         println!("{}", json!({"outcome": outcome, "view": v}));
     } else {

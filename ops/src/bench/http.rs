@@ -1,0 +1,117 @@
+//! A run against a running gateway over HTTP.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use paros_client::{Client, ClientConfig, Decided, Denial, GatewayClient, HttpConfig, HttpService, WriterError};
+
+use paros_embedded::random_u64;
+
+use super::*;
+
+/// Journal creates over HTTP in flight at once.
+pub(super) const HTTP_CREATES_IN_FLIGHT_MAX: usize = 16;
+
+/// A tenant name no earlier run took: `bench-` and 16 hex digits.
+pub(super) fn fresh_tenant_name() -> paros_api::TenantName {
+    paros_api::TenantName::parse(&format!("bench-{:016x}", random_u64())).expect("a valid tenant name")
+}
+
+/// The bench's journals at the gateway, `j0`, `j1`, …: created with `POST /v1/journals`, or
+/// reused when the tenant holds them already (409 `name_taken`). How many were created.
+pub(super) async fn http_journals(
+    g: &GatewayClient,
+    journals: usize,
+    shared: &Arc<Shared>,
+) -> Result<(Vec<(usize, paros_api::JournalName)>, usize), BenchError> {
+    let mut pending = tokio::task::JoinSet::new();
+    let mut created = 0;
+    let mut names = Vec::new();
+    let mut join = |done: Result<Result<bool, BenchError>, tokio::task::JoinError>| -> Result<(), BenchError> {
+        if done.map_err(|e| BenchError::Gateway(e.to_string()))?? {
+            created += 1;
+        }
+        Ok(())
+    };
+    for i in 0..journals {
+        let name = paros_api::JournalName::parse(&format!("{}{i}", BENCH_TENANT.1)).expect("a valid journal name");
+        names.push((i, name.clone()));
+        if pending.len() >= HTTP_CREATES_IN_FLIGHT_MAX {
+            join(pending.join_next().await.expect("a task is pending"))?;
+        }
+        let (g, shared) = (g.clone(), Arc::clone(shared));
+        pending.spawn(async move {
+            let request = paros_api::CreateJournalRequest { name, mode: None };
+            loop {
+                match g.create_journal(&request).await {
+                    Ok(_) => return Ok(true),
+                    Err(e) if e.code() == Some(paros_api::ErrorCode::NameTaken) => return Ok(false),
+                    Err(paros_client::GatewayError::Api { status: 429 | 503, retry_after_s, error }) => {
+                        // Over the requests/s quota, or the registry slow to show it: wait.
+                        if !matches!(
+                            error.code(),
+                            Some(paros_api::ErrorCode::OverQuota | paros_api::ErrorCode::Unavailable)
+                        ) {
+                            return Err(BenchError::Registry(format!("creating journal {i}: {error}")));
+                        }
+                        if error.code() == Some(paros_api::ErrorCode::OverQuota) {
+                            shared.over_quota.fetch_add(1, Ordering::Relaxed);
+                        }
+                        tokio::time::sleep(Duration::from_secs(retry_after_s.unwrap_or(1))).await;
+                    }
+                    Err(e) => return Err(BenchError::Registry(format!("creating journal {i}: {e}"))),
+                }
+            }
+        });
+    }
+    while let Some(done) = pending.join_next().await {
+        join(done)?;
+    }
+    Ok((names, created))
+}
+
+pub(super) async fn run_http(args: BenchArgs, url: &str) -> Result<Report, BenchError> {
+    if args.data_dir.is_some() || args.idle_journals > 0 {
+        return Err(BenchError::Args(
+            "--data-dir and --idle-journals are the embedded cell's: not with --target".into(),
+        ));
+    }
+    let gateway = |e: paros_client::GatewayError| BenchError::Gateway(e.to_string());
+    let config = HttpConfig::default();
+    let token = match &args.token {
+        Some(t) => paros_api::Token::parse(t).map_err(|e| BenchError::Args(format!("--token: {e}")))?,
+        None => {
+            let anonymous = GatewayClient::new(url, None, config).map_err(gateway)?;
+            anonymous.signup(&fresh_tenant_name()).await.map_err(gateway)?.token
+        }
+    };
+    let g = GatewayClient::new(url, Some(&token), config).map_err(gateway)?;
+    let shared = shared(&args)?;
+    let started = Instant::now();
+    let (names, journals_created) = http_journals(&g, args.journals, &shared).await?;
+    let client = Client::new(HttpService::from_gateway(g), ClientConfig::default(), random_u64())
+        .map_err(|e| BenchError::Args(e.to_string()))?;
+    let journals = claim_all(&client, names, &shared).await?;
+    let placement_s = started.elapsed().as_secs_f64();
+    let elapsed = drive(&journals, &args, &shared).await?;
+    let verified = verify(&client, &journals, &shared, args.record_bytes).await?;
+    let mut report = report(&args, &shared, elapsed, verified);
+    report.target = "http";
+    report.placement_s = placement_s;
+    report.journals_created = journals_created;
+    Ok(report)
+}
+
+/// How long to wait before asking again, when `e` is the gateway's 429 `over_quota`.
+pub(super) fn over_quota(e: &WriterError) -> Option<Duration> {
+    match e {
+        WriterError::Failed { decided: Decided::Denied { denial, .. }, .. }
+        | WriterError::Undecided { decided: Decided::Denied { denial, .. } } => quota_wait(denial),
+        _ => None,
+    }
+}
+
+pub(super) fn quota_wait(denial: &Denial) -> Option<Duration> {
+    (denial.status == 429).then(|| Duration::from_secs(denial.retry_after_s.unwrap_or(1).max(1)))
+}

@@ -1,0 +1,130 @@
+//! A run against the embedded cell, through the node RPC.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use paros_embedded::EmbeddedCell;
+
+use super::*;
+
+pub(super) async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
+    let temp;
+    let dir: &Path = match &args.data_dir {
+        Some(d) => d,
+        None => {
+            temp = tempfile::tempdir()?;
+            temp.path()
+        }
+    };
+    let opening = Instant::now();
+    let defaults = paros_embedded::embedded_tunables().1;
+    let shell = paros_node::shell::ShellConfig {
+        dormant_after: args.dormant_after,
+        idle_spin: args.idle_spin.unwrap_or(defaults.idle_spin),
+        spin_round_journals_max: args.spin_round_journals_max.unwrap_or(defaults.spin_round_journals_max),
+        ..defaults
+    };
+    let cell = EmbeddedCell::open_tuned(
+        dir,
+        paros_embedded::EMBEDDED_MEMBERS,
+        paros_registry::daemon::CoordinatorLoopConfig::default(),
+        args.store,
+        shell,
+    )
+    .await?;
+    let open_s = opening.elapsed().as_secs_f64();
+    let (keys, journals_created, placement) = bench_journals(&cell, args.journals, true).await?;
+    let placement_s = placement.as_secs_f64();
+    let mut dormant_journals = 0;
+    let (rss_per_idle_journal_bytes, idle_placement_s) = if args.idle_journals > 0 {
+        // Let the bench's own journals settle first, so only the idle ones are counted.
+        tokio::time::sleep(IDLE_SETTLE).await;
+        let before = rss_bytes("VmRSS:");
+        let (_, _, placed) = named_journals(&cell, IDLE_TENANT, args.idle_journals, true).await?;
+        // Long enough for them to elect, go quiet and (with dormancy) leave memory.
+        tokio::time::sleep(IDLE_SETTLE + args.dormant_after.unwrap_or_default()).await;
+        dormant_journals = cell.node_stats().iter().map(|s| s.dormant).sum();
+        (rss_bytes("VmRSS:").saturating_sub(before) / args.idle_journals as u64, placed.as_secs_f64())
+    } else {
+        (0, 0.0)
+    };
+    let shared = shared(&args)?;
+    let journals = claim_all(&cell.client, keys, &shared).await?;
+    let syncs_before: u64 = cell.node_stats().iter().map(|s| s.syncs).sum();
+    let times_before = cell.round_times();
+    let probes = cell.store_probes();
+    let activity_before = sum_activity(&probes);
+    let sampler = {
+        let (probes, shared) = (probes.clone(), Arc::clone(&shared));
+        tokio::spawn(async move {
+            let mut samples = Vec::new();
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            tick.tick().await;
+            while !shared.stop.load(Ordering::Relaxed) {
+                tick.tick().await;
+                samples.push(sum_activity(&probes));
+            }
+            samples
+        })
+    };
+    let cpu_before = cpu_s();
+    let elapsed = drive(&journals, &args, &shared).await?;
+    let cpu_spent = cpu_s() - cpu_before;
+    let syncs_after: u64 = cell.node_stats().iter().map(|s| s.syncs).sum();
+    let mut split = paros_node::timing::RoundTimes::default();
+    for (after, before) in cell.round_times().iter().zip(&times_before) {
+        split.merge(&after.since(before));
+    }
+    let activity_after = sum_activity(&probes);
+    let samples = sampler.await.unwrap_or_default();
+    let rss_peak_write_bytes = rss_bytes("VmHWM:");
+    // Linux resets the peak resident set on this write: the read-back's peak is its own.
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let read_started = Instant::now();
+    let verified = verify(&cell.client, &journals, &shared, args.record_bytes).await?;
+    let read_back_s = read_started.elapsed().as_secs_f64();
+    let rss_peak_read_bytes = rss_bytes("VmHWM:");
+    let _hosts = cell.stop();
+    let mut report = report(&args, &shared, elapsed, verified);
+    report.cpu_us_per_record =
+        if report.acked_records > 0 { cpu_spent * 1e6 / report.acked_records as f64 } else { 0.0 };
+    report.open_s = open_s;
+    report.first_write_s =
+        shared.first_ack.lock().expect("lock").map_or(0.0, |t| t.duration_since(opening).as_secs_f64());
+    report.rss_peak_write_bytes = rss_peak_write_bytes;
+    report.rss_peak_read_bytes = rss_peak_read_bytes;
+    report.read_back_s = read_back_s;
+    let syncs = (syncs_after - syncs_before) as f64;
+    let nodes = 3.0;
+    report.fsyncs_per_s = syncs / elapsed;
+    report.records_per_fsync = if syncs > 0.0 { report.acked_records as f64 / (syncs / nodes) } else { 0.0 };
+    report.placement_s = placement_s;
+    report.journals_created = journals_created;
+    report.idle_journals = args.idle_journals;
+    report.rss_peak_bytes = rss_peak_write_bytes.max(rss_peak_read_bytes);
+    report.rss_per_idle_journal_bytes = rss_per_idle_journal_bytes;
+    report.idle_placement_s = idle_placement_s;
+    report.dormant_journals = dormant_journals;
+    report.round_split = RoundSplit {
+        rounds: split.write.count(),
+        queue: Split::of(&split.queue),
+        write: Split::of(&split.write),
+        sync: Split::of(&split.sync),
+        hop: Split::of(&split.hop),
+    };
+    report.store_compactions = activity_after.compactions_completed - activity_before.compactions_completed;
+    report.store_compacting_s = (activity_after.compacting_us - activity_before.compacting_us) as f64 / 1e6;
+    report.store_room_waits = activity_after.room_waits - activity_before.room_waits;
+    report.store_room_waited_s = (activity_after.room_waited_us - activity_before.room_waited_us) as f64 / 1e6;
+    let mut done_before = activity_before.compactions_completed;
+    for (w, a) in report.windows.iter_mut().zip(&samples) {
+        w.compactions_active = a.compactions_active;
+        w.flushes_outstanding = a.flushes_outstanding;
+        w.log_l0_tables = a.log_l0_tables;
+        w.compactions_done = a.compactions_completed.saturating_sub(done_before);
+        done_before = a.compactions_completed;
+    }
+    Ok(report)
+}
