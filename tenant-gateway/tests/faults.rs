@@ -11,7 +11,7 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use paros_client::service::{CallReply, JournalService, ReadParams, Route};
 use paros_client::{Client, ClientConfig, ReadAnswer};
-use paros_core::{Call, JournalKey, NodeId};
+use paros_core::{Call, CallId, JournalKey, NodeId};
 use paros_embedded::CellService;
 use paros_gateway::{Gateway, KeyPair, SigningKeys};
 use paros_registry::KeyId;
@@ -39,14 +39,14 @@ impl JournalService for Faulty {
         self.inner.servers()
     }
 
-    async fn call(&self, journal: &JournalKey, call: &Call, route: Route) -> CallReply {
+    async fn call(&self, journal: &JournalKey, id: CallId, call: &Call, route: Route) -> CallReply {
         match self.mode.load(Ordering::SeqCst) {
             LOSE_ANSWERS => {
-                let _ = self.inner.call(journal, call, route).await;
+                let _ = self.inner.call(journal, id, call, route).await;
                 CallReply::NoAnswer
             }
             UNREACHABLE => CallReply::NotSent,
-            _ => self.inner.call(journal, call, route).await,
+            _ => self.inner.call(journal, id, call, route).await,
         }
     }
 

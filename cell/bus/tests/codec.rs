@@ -40,6 +40,7 @@ fn an_envelope_batch_with_a_write_round_trips() {
 fn requests_and_answers_round_trip() {
     let request = NodeRequest::Call {
         journal: key(),
+        id: paros_core::CallId(u64::MAX - 3),
         call: Call::Write { leader: LeaderUuid::new(5), seq: Seq(0), records: vec![Bytes::from_static(b"x")] },
     };
     assert_eq!(decode::<NodeRequest>(&encode(&request)), Ok(request));

@@ -20,7 +20,11 @@ fn catch_up(from: NodeId, round: u64) -> Envelope {
 }
 
 fn truncate_request() -> NodeRequest {
-    NodeRequest::Call { journal: key(), call: Call::Truncate { leader: None, up_to: Seq(3) } }
+    NodeRequest::Call {
+        journal: key(),
+        id: paros_core::CallId(1),
+        call: Call::Truncate { leader: None, up_to: Seq(3) },
+    }
 }
 
 #[tokio::test]

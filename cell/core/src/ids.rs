@@ -191,10 +191,13 @@ impl Life {
     }
 }
 
-/// The host's handle for a journal call it is waiting on; echoed in the answer.
+/// One call's id, minted by its caller (paros-client's `CallPolicy` draws one per call) and
+/// kept to the answer: every send of the call carries it, the node owes its answer under it,
+/// and the voter holds the proposal under it. A resend with the same id to a node still owing
+/// the call waits for the same answer instead of proposing the call again.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
 pub struct CallId(pub u64);
 
-/// The host's handle for a read it is waiting on; echoed in the answer.
+/// One read's id, minted by its sender for each send and kept to the answer.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
 pub struct ReadId(pub u64);

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use crate::ids::{JournalKey, LeaderUuid, NodeId, Seq};
+use crate::ids::{CallId, JournalKey, LeaderUuid, NodeId, ReadId, Seq};
 use crate::journal::{Command, Control, Entry, JournalView, Outcome, TooLarge};
 
 /// A call that is decided in the log.
@@ -84,10 +84,10 @@ pub enum ReadAnswer {
 /// A request to one node.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub enum NodeRequest {
-    /// A Write, Truncate or SetLeader for one journal.
-    Call { journal: JournalKey, call: Call },
-    /// A Read of one journal.
-    Read { journal: JournalKey, read: ReadRequest },
+    /// A Write, Truncate or SetLeader for one journal; `id` is the caller's for the whole call.
+    Call { journal: JournalKey, id: CallId, call: Call },
+    /// A Read of one journal; `id` is the sender's for this send.
+    Read { journal: JournalKey, id: ReadId, read: ReadRequest },
 }
 
 /// A node's answer.

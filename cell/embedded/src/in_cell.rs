@@ -5,7 +5,10 @@
 use std::time::Duration;
 
 use paros_client::{CallReply, JournalService, ReadParams, Route};
-use paros_core::{Call, JournalKey, NodeId, ReadRequest};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use paros_core::{Call, CallId, JournalKey, NodeId, ReadId, ReadRequest};
 
 use paros_node::rpc::{NodeAnswer, NodeRequest, Rpc, RpcError};
 
@@ -36,6 +39,8 @@ pub struct InCell<R: Rpc> {
     rpc: R,
     servers: Vec<NodeId>,
     config: InCellConfig,
+    /// The next read's id: one per send, counting from a random start, shared by clones.
+    next_read: Arc<AtomicU64>,
 }
 
 impl<R: Rpc> InCell<R> {
@@ -45,7 +50,7 @@ impl<R: Rpc> InCell<R> {
     pub fn new(rpc: R, servers: Vec<NodeId>, config: InCellConfig) -> InCell<R> {
         assert!(!servers.is_empty(), "an in-cell service asks at least one node");
         assert!(config.tick_ms > 0, "a tick lasts at least a millisecond");
-        InCell { rpc, servers, config }
+        InCell { rpc, servers, config, next_read: Arc::new(AtomicU64::new(crate::random_u64())) }
     }
 
     /// The node a request goes to: the one named, else one in rotation by attempt.
@@ -65,9 +70,9 @@ impl<R: Rpc> JournalService for InCell<R> {
         self.servers.clone()
     }
 
-    async fn call(&self, journal: &JournalKey, call: &Call, route: Route) -> CallReply {
+    async fn call(&self, journal: &JournalKey, id: CallId, call: &Call, route: Route) -> CallReply {
         let to = self.pick(route);
-        let request = NodeRequest::Call { journal: *journal, call: call.clone() };
+        let request = NodeRequest::Call { journal: *journal, id, call: call.clone() };
         match self.rpc.request(to, request, self.config.call_deadline).await {
             Ok(NodeAnswer::Call(answer)) => CallReply::Answer(answer),
             Ok(NodeAnswer::UnknownJournal) => CallReply::UnknownJournal,
@@ -87,7 +92,8 @@ impl<R: Rpc> JournalService for InCell<R> {
             consistency: read.consistency,
         };
         let deadline = self.config.read_deadline + Duration::from_millis(u64::from(read.wait_ms));
-        match self.rpc.request(to, NodeRequest::Read { journal: *journal, read: request }, deadline).await {
+        let id = ReadId(self.next_read.fetch_add(1, Ordering::Relaxed));
+        match self.rpc.request(to, NodeRequest::Read { journal: *journal, id, read: request }, deadline).await {
             Ok(NodeAnswer::Read(answer)) => paros_client::ReadAnswer::from_node(answer),
             Ok(NodeAnswer::UnknownJournal) => paros_client::ReadAnswer::UnknownJournal,
             Ok(NodeAnswer::Call(_)) | Err(_) => paros_client::ReadAnswer::Unserved,

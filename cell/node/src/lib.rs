@@ -12,6 +12,6 @@ pub mod shell;
 pub mod timing;
 
 pub use fetch::{FetchJob, Fetched};
-pub use host::{BootError, Clocked, Early, Host, HostStats, LifeEvent, PendingRound, PlaceError, RoundOutput, Ticket};
+pub use host::{BootError, Clocked, Early, Host, HostStats, LifeEvent, Owed, PendingRound, PlaceError, RoundOutput};
 pub use mem_store::MemStore;
 pub use pump::{Effects, Persist, Pump};

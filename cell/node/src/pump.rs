@@ -14,7 +14,7 @@
 use paros_core::{Applied, JournalKey, NodeId, WriteOp};
 
 use crate::fetch::{FetchJob, Fetched};
-use crate::host::{Early, Host, PendingRound, RoundOutput, Ticket};
+use crate::host::{Early, Host, Owed, PendingRound, RoundOutput};
 use crate::ports::{Envelope, LogRead, LogStore};
 use crate::rpc::{NodeAnswer, NodeRequest};
 
@@ -39,8 +39,8 @@ pub struct Effects {
     /// Protocol envelopes per peer machine. Those addressed to this machine never appear here:
     /// the pump hands them back to its own host within the step.
     pub messages: Vec<(NodeId, Vec<Envelope>)>,
-    /// Answers owed on tickets from [`Pump::request`].
-    pub answers: Vec<(Ticket, NodeAnswer)>,
+    /// Answers owed to requests from [`Pump::request`].
+    pub answers: Vec<(Owed, NodeAnswer)>,
     /// The clock reading delivered a tick.
     pub ticked: bool,
     /// A tick happened: every peer machine should hear an empty message (machine liveness).
@@ -61,7 +61,7 @@ impl Effects {
         match e {
             Early::Messages(to, envelopes) if to == me => looped.push(envelopes),
             Early::Messages(to, envelopes) => self.messages.push((to, envelopes)),
-            Early::Answer(ticket, answer) => self.answers.push((ticket, answer)),
+            Early::Answer(owed, answer) => self.answers.push((owed, answer)),
         }
     }
 
@@ -133,11 +133,11 @@ impl<S: LogStore> Pump<S> {
         self.host.deliver(from, envelopes);
     }
 
-    /// A client request: a ticket answered by a later step, or an answer now.
+    /// A client request: owed an answer by a later step, or answered now.
     ///
     /// # Errors
     /// The immediate answer (unknown journal, too large, busy…) when the request goes no further.
-    pub fn request(&mut self, request: NodeRequest) -> Result<Ticket, NodeAnswer> {
+    pub fn request(&mut self, request: NodeRequest) -> Result<Owed, NodeAnswer> {
         self.host.request(request)
     }
 

@@ -18,6 +18,12 @@ use paros_node::pump::Batch;
 use paros_node::rpc::NodeRequest;
 use paros_node::{Early, Host, MemStore, PendingRound, Pump, RoundOutput};
 
+/// A fresh id for each request a test sends (the ids callers draw; unique in this process).
+fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 const A: NodeId = NodeId(0x6601);
 const B: NodeId = NodeId(0x6602);
 const C: NodeId = NodeId(0x6603);
@@ -181,7 +187,7 @@ fn a_watermark_leaves_only_after_the_round_that_wrote_what_it_reports_is_synced(
     let (mut reader, _) = boot(A);
     let read =
         ReadRequest { from: Seq(0), limit: 0, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Linearizable };
-    reader.request(NodeRequest::Read { journal: key(), read }).expect("hosted");
+    reader.request(NodeRequest::Read { journal: key(), id: paros_core::ReadId(next_id()), read }).expect("hosted");
     let mut asked = Vec::new();
     let out = reader.round(|e| asked.push(e)).expect("round");
     let to_b: Vec<Envelope> = asked

@@ -10,12 +10,18 @@ use paros_core::{
 };
 use paros_node::ports::Envelope;
 use paros_node::rpc::{NodeAnswer, NodeRequest};
-use paros_node::{BootError, Early, Host, MemStore, Ticket};
+use paros_node::{BootError, Early, Host, MemStore, Owed};
+
+/// A fresh id for each request a test sends (the ids callers draw; unique in this process).
+fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
 
 struct Cell {
     hosts: BTreeMap<NodeId, Host<MemStore>>,
     disks: BTreeMap<NodeId, MemStore>,
-    answers: BTreeMap<(NodeId, Ticket), NodeAnswer>,
+    answers: BTreeMap<(NodeId, Owed), NodeAnswer>,
     ids: Vec<NodeId>,
     tunables: Tunables,
 }
@@ -136,7 +142,7 @@ impl Cell {
                     wait_ticks: 0,
                     consistency: Consistency::Linearizable,
                 };
-                let t = self.request(at, NodeRequest::Read { journal: k, read });
+                let t = self.request(at, NodeRequest::Read { journal: k, id: paros_core::ReadId(next_id()), read });
                 match self.wait(at, t) {
                     NodeAnswer::Read(a) => a,
                     other => panic!("{other:?}"),
@@ -148,7 +154,11 @@ impl Cell {
     fn write(&mut self, at: NodeId, k: JournalKey, leader: LeaderUuid, seq: u64, records: Vec<Bytes>) -> CallAnswer {
         let t = self.request(
             at,
-            NodeRequest::Call { journal: k, call: Call::Write { leader: Some(leader), seq: Seq(seq), records } },
+            NodeRequest::Call {
+                journal: k,
+                id: paros_core::CallId(next_id()),
+                call: Call::Write { leader: Some(leader), seq: Seq(seq), records },
+            },
         );
         match self.wait(at, t) {
             NodeAnswer::Call(a) => a,
@@ -170,11 +180,11 @@ impl Cell {
         panic!("not every journal elected a leader");
     }
 
-    fn request(&mut self, at: NodeId, req: NodeRequest) -> Ticket {
+    fn request(&mut self, at: NodeId, req: NodeRequest) -> Owed {
         self.hosts.get_mut(&at).unwrap().request(req).expect("a hosted journal")
     }
 
-    fn wait(&mut self, at: NodeId, t: Ticket) -> NodeAnswer {
+    fn wait(&mut self, at: NodeId, t: Owed) -> NodeAnswer {
         for _ in 0..100 {
             if let Some(a) = self.answers.remove(&(at, t)) {
                 return a;
@@ -201,7 +211,14 @@ fn accepted(leader: LeaderUuid, seq: u64, count: u64) -> CallAnswer {
 
 fn claim(cell: &mut Cell, k: JournalKey, u: LeaderUuid) -> NodeId {
     let l = cell.leader_of(&k).expect("a leader");
-    let t = cell.request(l, NodeRequest::Call { journal: k, call: Call::SetLeader { new: u, old: None } });
+    let t = cell.request(
+        l,
+        NodeRequest::Call {
+            journal: k,
+            id: paros_core::CallId(next_id()),
+            call: Call::SetLeader { new: u, old: None },
+        },
+    );
     assert!(matches!(cell.wait(l, t), NodeAnswer::Call(CallAnswer::Verdict(Outcome::Won(_)))));
     l
 }
@@ -217,7 +234,7 @@ fn a_restarted_cell_holds_every_acknowledged_write_and_the_same_folds() {
         for n in 0..10u64 {
             let records = vec![Bytes::from(format!("{i}-{n}"))];
             let call = Call::Write { leader: Some(uuid(i as u128 + 1)), seq: Seq(n), records: records.clone() };
-            let t = cell.request(l, NodeRequest::Call { journal: *k, call });
+            let t = cell.request(l, NodeRequest::Call { journal: *k, id: paros_core::CallId(next_id()), call });
             match cell.wait(l, t) {
                 NodeAnswer::Call(CallAnswer::Verdict(Outcome::Accepted { seq, .. })) => assert_eq!(seq, Seq(n)),
                 other => panic!("{other:?}"),
@@ -253,7 +270,7 @@ fn a_restarted_cell_holds_every_acknowledged_write_and_the_same_folds() {
         let at = ids[0];
         let read =
             ReadRequest { from: Seq(0), limit: 0, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Linearizable };
-        let t = cell.request(at, NodeRequest::Read { journal: *k, read });
+        let t = cell.request(at, NodeRequest::Read { journal: *k, id: paros_core::ReadId(next_id()), read });
         match cell.wait(at, t) {
             NodeAnswer::Read(ReadAnswer::Page { records, .. }) => {
                 assert_eq!(records, acked[k], "every acknowledged record is back")
@@ -418,7 +435,7 @@ fn a_failed_sync_fails_the_round_and_nothing_leaves() {
     cell.settle_leaders(&[k]);
     let l = claim(&mut cell, k, uuid(9));
     let call = Call::Write { leader: Some(uuid(9)), seq: Seq(0), records: vec![Bytes::from_static(b"x")] };
-    cell.request(l, NodeRequest::Call { journal: k, call });
+    cell.request(l, NodeRequest::Call { journal: k, id: paros_core::CallId(next_id()), call });
     cell.disks[&l].fail_next_sync();
     let host = cell.hosts.get_mut(&l).unwrap();
     assert!(host.round(|_| {}).is_err(), "a failed sync is an error the shell stops on");
@@ -437,7 +454,11 @@ fn a_message_for_an_unknown_journal_is_dropped_and_counted() {
     assert_eq!(h.stats().unknown_journal_drops, 1);
     assert_eq!(h.journal_count(), 1, "no journal is created implicitly");
     assert!(matches!(
-        h.request(NodeRequest::Call { journal: key(78), call: Call::Truncate { leader: None, up_to: Seq(0) } }),
+        h.request(NodeRequest::Call {
+            journal: key(78),
+            id: paros_core::CallId(next_id()),
+            call: Call::Truncate { leader: None, up_to: Seq(0) }
+        }),
         Err(NodeAnswer::UnknownJournal)
     ));
 }
@@ -467,7 +488,7 @@ fn idle_journals_cost_no_work_per_round() {
                 seq: Seq(n),
                 records: vec![Bytes::from_static(b"r")],
             };
-            let t = cell.request(l, NodeRequest::Call { journal: *k, call });
+            let t = cell.request(l, NodeRequest::Call { journal: *k, id: paros_core::CallId(next_id()), call });
             assert!(matches!(cell.wait(l, t), NodeAnswer::Call(CallAnswer::Verdict(Outcome::Accepted { .. }))));
         }
         // Time passes too: every machine ticks once per write round.
@@ -520,7 +541,10 @@ fn many_concurrent_writers_share_one_sync() {
                 seq: Seq(round),
                 records: vec![Bytes::from_static(b"g")],
             };
-            tickets.push((leaders[i], cell.request(leaders[i], NodeRequest::Call { journal: *k, call })));
+            tickets.push((
+                leaders[i],
+                cell.request(leaders[i], NodeRequest::Call { journal: *k, id: paros_core::CallId(next_id()), call }),
+            ));
         }
         for (l, t) in std::mem::take(&mut tickets) {
             assert!(matches!(cell.wait(l, t), NodeAnswer::Call(CallAnswer::Verdict(Outcome::Accepted { .. }))));
@@ -636,7 +660,14 @@ fn journals_woken_to_check_in_after_a_boot_sleep_again_without_waiting_out_the_d
     }
     // Asleep is not gone: a call wakes the journal where it lands, which elects itself.
     let (k, at) = (keys[0], cell.ids[0]);
-    let t = cell.request(at, NodeRequest::Call { journal: k, call: Call::SetLeader { new: uuid(41), old: None } });
+    let t = cell.request(
+        at,
+        NodeRequest::Call {
+            journal: k,
+            id: paros_core::CallId(next_id()),
+            call: Call::SetLeader { new: uuid(41), old: None },
+        },
+    );
     assert!(matches!(cell.wait(at, t), NodeAnswer::Call(CallAnswer::Verdict(Outcome::Won(_)))));
     assert_eq!(
         cell.write(at, k, uuid(41), 0, vec![Bytes::from_static(b"after the check-in")]),
@@ -804,7 +835,14 @@ fn a_call_during_a_check_in_elects_and_lands() {
     }
     let v = cell.hosts[&at].voter(&k).expect("awake");
     assert!(v.is_quiet_without_a_leader() && v.is_checking_in(), "checking in, no leader known");
-    let t = cell.request(at, NodeRequest::Call { journal: k, call: Call::SetLeader { new: uuid(9), old: None } });
+    let t = cell.request(
+        at,
+        NodeRequest::Call {
+            journal: k,
+            id: paros_core::CallId(next_id()),
+            call: Call::SetLeader { new: uuid(9), old: None },
+        },
+    );
     match cell.wait(at, t) {
         NodeAnswer::Call(CallAnswer::Verdict(Outcome::Won(_))) => {}
         other => panic!("the call is served here, not redirected: {other:?}"),
@@ -871,4 +909,40 @@ fn an_answer_to_an_earlier_life_of_a_journal_is_dropped_counted_and_wakes_nothin
         }],
     );
     assert_eq!(h.stats().stale_answers, 3);
+}
+
+#[test]
+fn a_resend_under_its_id_waits_for_the_one_answer_and_another_call_under_it_is_busy() {
+    let k = key(0);
+    let mut cell = Cell::new(1);
+    cell.settle_leaders(&[k]);
+    let u = uuid(7);
+    let l = claim(&mut cell, k, u);
+    for _ in 0..3 {
+        cell.round();
+        cell.tick();
+    }
+    let before = cell.hosts[&l].voter(&k).unwrap().chosen_up_to();
+    let write = |r: &'static [u8]| Call::Write { leader: Some(u), seq: Seq(0), records: vec![Bytes::from_static(r)] };
+    let id = paros_core::CallId(next_id());
+    let first = cell.request(l, NodeRequest::Call { journal: k, id, call: write(b"a") });
+    let again = cell.request(l, NodeRequest::Call { journal: k, id, call: write(b"a") });
+    assert_eq!(first, again, "a resend under the call's id is owed the same answer");
+    let other = cell.hosts.get_mut(&l).unwrap().request(NodeRequest::Call { journal: k, id, call: write(b"b") });
+    assert_eq!(other, Err(NodeAnswer::Call(CallAnswer::Busy)), "another call under an owed id is refused");
+    assert_eq!(cell.wait(l, first), NodeAnswer::Call(accepted(u, 0, 1)));
+    for _ in 0..3 {
+        cell.round();
+        cell.tick();
+    }
+    let after = cell.hosts[&l].voter(&k).unwrap().chosen_up_to();
+    assert_eq!(after.0, before.0 + 1, "the call was proposed once, not once per send");
+    // Answered, the id is free: a later resend is a new request, judged a duplicate.
+    let late = cell.request(l, NodeRequest::Call { journal: k, id, call: write(b"a") });
+    match cell.wait(l, late) {
+        NodeAnswer::Call(CallAnswer::Verdict(Outcome::Duplicate { seq, count, .. })) => {
+            assert_eq!((seq, count), (Seq(0), 1));
+        }
+        other => panic!("{other:?}"),
+    }
 }

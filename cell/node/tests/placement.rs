@@ -9,6 +9,12 @@ use paros_node::ports::LogStore;
 use paros_node::rpc::{NodeAnswer, NodeRequest};
 use paros_node::{Early, Host, MemStore, PlaceError};
 
+/// A fresh id for each request a test sends (the ids callers draw; unique in this process).
+fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 const ME: NodeId = NodeId(0x51);
 
 fn key(i: u64) -> JournalKey {
@@ -25,7 +31,7 @@ fn boot(disk: &MemStore) -> Host<MemStore> {
 }
 
 /// Rounds until nothing is left to do; every answer given on the way.
-fn drain(host: &mut Host<MemStore>) -> Vec<(u64, NodeAnswer)> {
+fn drain(host: &mut Host<MemStore>) -> Vec<(paros_node::Owed, NodeAnswer)> {
     let mut answers = Vec::new();
     for _ in 0..50 {
         let out = host
@@ -115,7 +121,11 @@ fn a_removed_journal_answers_its_callers_unknown_and_its_data_leaves_the_store()
     let uuid = LeaderUuid::new(5).expect("non-zero");
     for i in [1, 2] {
         let t = host
-            .request(NodeRequest::Call { journal: key(i), call: Call::SetLeader { new: uuid, old: None } })
+            .request(NodeRequest::Call {
+                journal: key(i),
+                id: paros_core::CallId(next_id()),
+                call: Call::SetLeader { new: uuid, old: None },
+            })
             .expect("hosted");
         let answers = drain(&mut host);
         assert!(
@@ -126,10 +136,15 @@ fn a_removed_journal_answers_its_callers_unknown_and_its_data_leaves_the_store()
         );
     }
     let write = Call::Write { leader: Some(uuid), seq: paros_core::Seq(0), records: vec![Bytes::from_static(b"r")] };
-    let pending = host.request(NodeRequest::Call { journal: key(1), call: write.clone() }).expect("hosted");
+    let pending = host
+        .request(NodeRequest::Call { journal: key(1), id: paros_core::CallId(next_id()), call: write.clone() })
+        .expect("hosted");
     let owed = host.remove(&key(1));
     assert_eq!(owed, vec![(pending, NodeAnswer::UnknownJournal)], "the call waiting on it is answered");
-    assert_eq!(host.request(NodeRequest::Call { journal: key(1), call: write }), Err(NodeAnswer::UnknownJournal));
+    assert_eq!(
+        host.request(NodeRequest::Call { journal: key(1), id: paros_core::CallId(next_id()), call: write }),
+        Err(NodeAnswer::UnknownJournal)
+    );
     drain(&mut host);
     let stored: Vec<JournalKey> = disk.load().expect("load").into_iter().map(|j| j.key).collect();
     assert_eq!(stored, vec![key(2)], "the removed journal's rows are gone; the other's stay");

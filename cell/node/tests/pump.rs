@@ -9,7 +9,13 @@ use paros_core::{Call, CallAnswer, JournalConfig, JournalId, JournalKey, LeaderU
 use paros_node::ports::{Envelope, LogStore};
 use paros_node::pump::Batch;
 use paros_node::rpc::{NodeAnswer, NodeRequest};
-use paros_node::{Effects, Host, MemStore, Pump, Ticket};
+use paros_node::{Effects, Host, MemStore, Owed, Pump};
+
+/// A fresh id for each request a test sends (the ids callers draw; unique in this process).
+fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
 
 const TICK_MS: u64 = 10;
 
@@ -22,7 +28,7 @@ struct Machines {
     /// Each machine's batch in flight, and how many more steps it stays "on the disk".
     persisting: BTreeMap<NodeId, (Batch, u32)>,
     mail: Vec<(NodeId, NodeId, Vec<Envelope>)>,
-    answers: BTreeMap<(NodeId, Ticket), NodeAnswer>,
+    answers: BTreeMap<(NodeId, Owed), NodeAnswer>,
     now_ms: u64,
     /// Every step's effects, per machine, for the assertions.
     seen: Vec<(NodeId, bool, Effects)>,
@@ -112,7 +118,7 @@ impl Machines {
             .pumps
             .get_mut(&at)
             .expect("present")
-            .request(NodeRequest::Call { journal: key(), call })
+            .request(NodeRequest::Call { journal: key(), id: paros_core::CallId(next_id()), call })
             .expect("hosted");
         for _ in 0..50 {
             self.tick(disk_steps);

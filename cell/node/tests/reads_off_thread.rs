@@ -19,6 +19,12 @@ use paros_node::rpc::{Incoming, NodeAnswer, NodeRequest};
 use paros_node::shell::{self, NodeHandle, ShellConfig};
 use paros_node::{Host, MemStore};
 
+/// A fresh id for each request a test sends (the ids callers draw; unique in this process).
+fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 const ME: NodeId = NodeId(0x7701);
 const SLOW: JournalKey = JournalKey { tenant: TenantId(0x71), journal: JournalId(1) };
 const BUSY: JournalKey = JournalKey { tenant: TenantId(0x71), journal: JournalId(2) };
@@ -138,7 +144,11 @@ impl Node {
         let handle = shell::spawn(host, Nowhere, rx, MonotonicClock::new(), config);
         let node = Node { handle, inbox, gate };
         for key in [SLOW, BUSY] {
-            let won = node.ask(NodeRequest::Call { journal: key, call: Call::SetLeader { new: uuid(), old: None } });
+            let won = node.ask(NodeRequest::Call {
+                journal: key,
+                id: paros_core::CallId(next_id()),
+                call: Call::SetLeader { new: uuid(), old: None },
+            });
             assert!(matches!(won.await, NodeAnswer::Call(CallAnswer::Verdict(Outcome::Won(_)))), "{key:?} claimed");
         }
         node
@@ -158,8 +168,12 @@ impl Node {
 
     async fn write(&self, key: JournalKey, seq: u64) -> NodeAnswer {
         let records = vec![Bytes::from(format!("record {seq}"))];
-        self.ask(NodeRequest::Call { journal: key, call: Call::Write { leader: Some(uuid()), seq: Seq(seq), records } })
-            .await
+        self.ask(NodeRequest::Call {
+            journal: key,
+            id: paros_core::CallId(next_id()),
+            call: Call::Write { leader: Some(uuid()), seq: Seq(seq), records },
+        })
+        .await
     }
 
     /// Enough writes on `SLOW` that its first records leave memory.
@@ -197,7 +211,7 @@ async fn stats_reach(node: &Node, ok: impl Fn(&paros_node::HostStats) -> bool) -
 fn first_record() -> NodeRequest {
     let read =
         ReadRequest { from: Seq(0), limit: 1, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Reached(Seq(1)) };
-    NodeRequest::Read { journal: SLOW, read }
+    NodeRequest::Read { journal: SLOW, id: paros_core::ReadId(next_id()), read }
 }
 
 #[tokio::test]
@@ -246,7 +260,7 @@ struct Driver {
     pump: paros_node::Pump<MemStore>,
     reader: MemStore,
     now_ms: u64,
-    answers: Vec<(paros_node::Ticket, NodeAnswer)>,
+    answers: Vec<(paros_node::Owed, NodeAnswer)>,
     jobs: Vec<paros_node::FetchJob>,
 }
 
@@ -260,11 +274,15 @@ impl Driver {
         host.campaign(&SLOW);
         let mut d =
             Driver { pump: paros_node::Pump::new(host, 0), reader: disk, now_ms: 0, answers: vec![], jobs: vec![] };
-        d.ask(NodeRequest::Call { journal: SLOW, call: Call::SetLeader { new: uuid(), old: None } });
+        d.ask(NodeRequest::Call {
+            journal: SLOW,
+            id: paros_core::CallId(next_id()),
+            call: Call::SetLeader { new: uuid(), old: None },
+        });
         for seq in 0..24 {
             let records = vec![Bytes::from(format!("record {seq}"))];
             let write = Call::Write { leader: Some(uuid()), seq: Seq(seq), records };
-            d.ask(NodeRequest::Call { journal: SLOW, call: write });
+            d.ask(NodeRequest::Call { journal: SLOW, id: paros_core::CallId(next_id()), call: write });
         }
         d.answers.clear();
         d
@@ -291,13 +309,13 @@ impl Driver {
         }
     }
 
-    fn ask(&mut self, request: NodeRequest) -> paros_node::Ticket {
+    fn ask(&mut self, request: NodeRequest) -> paros_node::Owed {
         let ticket = self.pump.request(request).expect("hosted");
         self.settle();
         ticket
     }
 
-    fn answer(&self, ticket: paros_node::Ticket) -> Option<&NodeAnswer> {
+    fn answer(&self, ticket: paros_node::Owed) -> Option<&NodeAnswer> {
         self.answers.iter().find(|(t, _)| *t == ticket).map(|(_, a)| a)
     }
 }

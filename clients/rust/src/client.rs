@@ -157,7 +157,7 @@ impl<S: JournalService> Client<S> {
                     if !after.is_zero() {
                         sleep(after).await;
                     }
-                    let reply = self.inner.service.call(journal, policy.call(), route).await;
+                    let reply = self.inner.service.call(journal, policy.id(), policy.call(), route).await;
                     policy.on_reply(reply, started.elapsed())
                 }
                 Step::Read { params, route, after } => {

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use paros_core::journal::{Command, Entry, Fold, JournalState, JournalView, Outcome, WriterMode};
-use paros_core::{Call, CallAnswer, Consistency, LeaderUuid, NodeId, Seq, Slot};
+use paros_core::{Call, CallAnswer, CallId, Consistency, LeaderUuid, NodeId, Seq, Slot};
 
 use crate::service::ReadAnswer;
 use crate::service::{CallReply, JournalService, ReadParams, Route};
@@ -76,6 +76,8 @@ struct State {
     bytes_in_flight: u64,
     peak_bytes_in_flight: u64,
     calls: Vec<(Call, Route)>,
+    /// The id each call arrived with, in the order of `calls`.
+    call_ids: Vec<CallId>,
     reads: u64,
     /// Calls are applied in the order they arrived, whatever order their delays end in: the
     /// ticket whose turn it is, and the tickets that are over.
@@ -125,6 +127,7 @@ impl FakeService {
                 bytes_in_flight: 0,
                 peak_bytes_in_flight: 0,
                 calls: vec![],
+                call_ids: vec![],
                 reads: 0,
                 turn: 0,
                 tickets: 0,
@@ -166,6 +169,11 @@ impl FakeService {
     /// Every call received, with its route, in order.
     pub fn calls(&self) -> Vec<(Call, Route)> {
         lock(&self.state).calls.clone()
+    }
+
+    /// The id each call received carried, in order.
+    pub fn call_ids(&self) -> Vec<CallId> {
+        lock(&self.state).call_ids.clone()
     }
 
     /// The reads received.
@@ -270,7 +278,7 @@ impl JournalService for FakeService {
         self.servers.clone()
     }
 
-    async fn call(&self, journal: &String, call: &Call, route: Route) -> CallReply {
+    async fn call(&self, journal: &String, id: CallId, call: &Call, route: Route) -> CallReply {
         let bytes = match call {
             Call::Write { records, .. } => records.iter().map(|r| r.len() as u64).sum(),
             _ => 0,
@@ -278,6 +286,7 @@ impl JournalService for FakeService {
         let (delay, ticket, fault) = {
             let mut state = lock(&self.state);
             state.calls.push((call.clone(), route));
+            state.call_ids.push(id);
             state.bytes_in_flight += bytes;
             state.peak_bytes_in_flight = state.peak_bytes_in_flight.max(state.bytes_in_flight);
             let ticket = state.tickets;

@@ -45,7 +45,7 @@ use std::time::Duration;
 
 use paros_core::journal::{JournalView, Outcome, TooLarge};
 use paros_core::rng::Rng;
-use paros_core::{Call, CallAnswer, Consistency, NodeId, Seq};
+use paros_core::{Call, CallAnswer, CallId, Consistency, NodeId, Seq};
 use thiserror::Error;
 
 use crate::service::{CallReply, Denial, ReadAnswer, ReadParams, Route};
@@ -211,6 +211,9 @@ struct ReadBack {
 #[derive(Debug)]
 pub struct CallPolicy {
     call: Call,
+    /// The call's one id, drawn once: every send carries it to the node, which owes the
+    /// answer under it (a resend to a node still owing it waits for the same answer).
+    id: CallId,
     config: ClientConfig,
     rng: Rng,
     servers: Vec<NodeId>,
@@ -258,8 +261,10 @@ impl CallPolicy {
         config.validate()?;
         let at = first_server(&servers, hint, &mut rng);
         let server = hint.or_else(|| servers.get(at).copied());
+        let id = CallId(rng.next_u64());
         Ok(CallPolicy {
             call,
+            id,
             config,
             rng,
             servers,
@@ -278,6 +283,12 @@ impl CallPolicy {
     /// The request every [`Step::Send`] sends.
     pub fn call(&self) -> &Call {
         &self.call
+    }
+
+    /// The id every [`Step::Send`] carries: one per call, kept across its resends.
+    #[must_use]
+    pub fn id(&self) -> CallId {
+        self.id
     }
 
     /// Whether the call is an unfenced append (a multi-writer Write): not idempotent, so it is

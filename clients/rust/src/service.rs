@@ -14,7 +14,7 @@ use std::fmt;
 use std::future::Future;
 
 use bytes::Bytes;
-use paros_core::{Call, CallAnswer, Consistency, NodeId, Seq};
+use paros_core::{Call, CallAnswer, CallId, Consistency, NodeId, Seq};
 
 use crate::types::JournalView;
 
@@ -107,8 +107,17 @@ pub trait JournalService: Send + Sync {
     fn servers(&self) -> Vec<NodeId>;
 
     /// Sends one decided call and waits, within the service's own request deadline, for its
-    /// answer.
-    fn call(&self, journal: &Self::Journal, call: &Call, route: Route) -> impl Future<Output = CallReply> + Send;
+    /// answer. `id` is the call's own, the same on every send of it ([`CallPolicy::id`]); a
+    /// service that reaches the nodes directly carries it to them.
+    ///
+    /// [`CallPolicy::id`]: crate::CallPolicy::id
+    fn call(
+        &self,
+        journal: &Self::Journal,
+        id: CallId,
+        call: &Call,
+        route: Route,
+    ) -> impl Future<Output = CallReply> + Send;
 
     /// Sends one read and waits for its page (`wait_ms` plus the service's deadline at most).
     /// A read that got no answer is [`ReadAnswer::Unserved`]: reads change nothing, so a lost
@@ -135,8 +144,14 @@ impl<T: JournalService + ?Sized> JournalService for std::sync::Arc<T> {
         (**self).servers()
     }
 
-    fn call(&self, journal: &Self::Journal, call: &Call, route: Route) -> impl Future<Output = CallReply> + Send {
-        (**self).call(journal, call, route)
+    fn call(
+        &self,
+        journal: &Self::Journal,
+        id: CallId,
+        call: &Call,
+        route: Route,
+    ) -> impl Future<Output = CallReply> + Send {
+        (**self).call(journal, id, call, route)
     }
 
     fn read(&self, journal: &Self::Journal, read: ReadParams, route: Route) -> impl Future<Output = ReadAnswer> + Send {

@@ -18,7 +18,7 @@ use paros_client::{
     ReaderConfig, ReaderError, ReaderOutcome, Route, Writer, WriterConfig, WriterError, Written,
 };
 use paros_core::journal::{JournalView, Outcome, TooLarge};
-use paros_core::{Call, CallAnswer, Consistency, LeaderUuid, Seq};
+use paros_core::{Call, CallAnswer, CallId, Consistency, LeaderUuid, Seq};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -205,7 +205,7 @@ fn err(status: u16, code: &str, view: Option<Value>) -> Resp {
 
 async fn call_with(resp: impl Fn() -> Resp + Send + Sync + 'static, call: Call) -> (CallReply, Vec<Req>) {
     let f = fake(move |_| resp()).await;
-    let reply = f.service().call(&j(), &call, Route::default()).await;
+    let reply = f.service().call(&j(), CallId(1), &call, Route::default()).await;
     (reply, f.requests())
 }
 
@@ -331,7 +331,7 @@ async fn a_refused_connection_is_not_sent() {
     let url = format!("http://{}", listener.local_addr().unwrap());
     drop(listener);
     let service = HttpService::new(&url, None, quick()).unwrap();
-    assert_eq!(service.call(&j(), &write_call(), Route::default()).await, CallReply::NotSent);
+    assert_eq!(service.call(&j(), CallId(1), &write_call(), Route::default()).await, CallReply::NotSent);
     assert_eq!(
         service.read(&j(), read_params(0, Consistency::Linearizable), Route::default()).await,
         ReadAnswer::Unserved

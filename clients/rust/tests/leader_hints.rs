@@ -8,7 +8,7 @@ use bytes::Bytes;
 use paros_client::service::{CallReply, JournalService, ReadParams, Route};
 use paros_client::{Client, ClientConfig, Decided, ReadAnswer, Writer, WriterConfig};
 use paros_core::journal::{JournalView, Outcome};
-use paros_core::{Call, CallAnswer, NodeId, Seq};
+use paros_core::{Call, CallAnswer, CallId, NodeId, Seq};
 
 /// The first record of a multi-writer journal, accepted.
 fn accepted_first() -> Outcome {
@@ -29,7 +29,7 @@ impl JournalService for Led {
         vec![NodeId(1), NodeId(2), NodeId(3)]
     }
 
-    async fn call(&self, journal: &&'static str, _call: &Call, route: Route) -> CallReply {
+    async fn call(&self, journal: &&'static str, _id: CallId, _call: &Call, route: Route) -> CallReply {
         self.sent.lock().unwrap().push((journal, route.server));
         let leader = self.leaders[journal];
         if route.server == Some(leader) {
@@ -114,7 +114,7 @@ impl JournalService for Electing {
         vec![NodeId(1), NodeId(2), NodeId(3)]
     }
 
-    async fn call(&self, journal: &u32, call: &Call, route: Route) -> CallReply {
+    async fn call(&self, journal: &u32, _id: CallId, call: &Call, route: Route) -> CallReply {
         if !self.elect(*journal, route) {
             let leader = self.leaders.lock().unwrap()[journal];
             return CallReply::Answer(CallAnswer::Redirect { leader: Some(leader) });

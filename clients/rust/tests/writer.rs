@@ -111,6 +111,10 @@ async fn a_lost_answer_is_settled_by_the_identical_resend_as_a_duplicate() {
     let writes: Vec<_> = fake.calls().into_iter().filter(|(c, _)| matches!(c, Call::Write { .. })).collect();
     assert_eq!(writes.len(), 2);
     assert_eq!(writes[0].0, writes[1].0, "the retry is the identical request");
+    let ids = fake.call_ids();
+    let (claim, first, resend) = (ids[0], ids[1], ids[2]);
+    assert_eq!(first, resend, "under the call's one id");
+    assert_ne!(claim, first, "each call draws its own id");
 }
 
 #[tokio::test(start_paused = true)]

@@ -23,9 +23,9 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
-use paros_core::{Call, JournalKey, NodeId, ReadRequest};
+use paros_core::{Call, CallId, JournalKey, NodeId, ReadId, ReadRequest};
 
-use super::{Early, Host, Hosted, Ticket};
+use super::{Early, Host, Hosted};
 use crate::ports::{Envelope, LogRead, LogStore};
 use crate::rpc::NodeAnswer;
 
@@ -33,8 +33,8 @@ use crate::rpc::NodeAnswer;
 #[derive(Debug)]
 pub(super) enum Stashed {
     Deliver(NodeId, Envelope),
-    Call(Ticket, JournalKey, Call),
-    Read(Ticket, JournalKey, ReadRequest),
+    Call(CallId, JournalKey, Call),
+    Read(ReadId, JournalKey, ReadRequest),
     Campaign(JournalKey),
     /// Wake it and let it run (a journal booted dormant checks in with its peers once).
     Wake(JournalKey),
@@ -255,7 +255,7 @@ impl<S: LogStore> Host<S> {
         if matches!(j, Hosted::Dormant(_)) || self.round.awake.contains(key) || !j.is_quiet() {
             return Sleep::Never;
         }
-        let owed = self.tickets.owes(key);
+        let owed = self.owing.owes(key);
         let busy = j.has_ready()
             || self.round.dirty.contains(key)
             || self.round.touched.contains(key)
@@ -282,14 +282,18 @@ impl<S: LogStore> Host<S> {
                     Err(_) => {
                         // Not readable now: it stays dormant; what was asked of it is refused.
                         self.stats.fetch_errors += 1;
-                        match input {
-                            Stashed::Call(t, ..) => {
-                                early(Early::Answer(t, NodeAnswer::Call(paros_core::CallAnswer::Busy)))
+                        let refused = match input {
+                            Stashed::Call(id, k, _) => {
+                                self.owing.take_call(k, id).map(|o| (o, NodeAnswer::Call(paros_core::CallAnswer::Busy)))
                             }
-                            Stashed::Read(t, ..) => {
-                                early(Early::Answer(t, NodeAnswer::Read(paros_core::ReadAnswer::Unserved)))
-                            }
-                            Stashed::Deliver(..) | Stashed::Campaign(_) | Stashed::Wake(_) => {}
+                            Stashed::Read(id, k, _) => self
+                                .owing
+                                .take_read(k, id)
+                                .map(|o| (o, NodeAnswer::Read(paros_core::ReadAnswer::Unserved))),
+                            Stashed::Deliver(..) | Stashed::Campaign(_) | Stashed::Wake(_) => None,
+                        };
+                        if let Some((owed, answer)) = refused {
+                            early(Early::Answer(owed, answer));
                         }
                         continue;
                     }
@@ -333,14 +337,14 @@ impl<S: LogStore> Host<S> {
             }
             match input {
                 Stashed::Deliver(from, e) => self.deliver(from, vec![e]),
-                Stashed::Call(t, k, call) => {
-                    if let Err(answer) = self.call(t, k, call) {
-                        early(Early::Answer(t, answer));
+                Stashed::Call(id, k, call) => {
+                    if let Some((owed, answer)) = self.call_owed(k, id, call) {
+                        early(Early::Answer(owed, answer));
                     }
                 }
-                Stashed::Read(t, k, read) => {
-                    if let Err(answer) = self.read(t, k, read) {
-                        early(Early::Answer(t, answer));
+                Stashed::Read(id, k, read) => {
+                    if let Some((owed, answer)) = self.read_owed(k, id, read) {
+                        early(Early::Answer(owed, answer));
                     }
                 }
                 Stashed::Campaign(k) => self.campaign(&k),

@@ -118,7 +118,7 @@ impl<S: LogStore> Host<S> {
                 FetchedAnswer::CatchUp(Some((to, envelope))) => out.entry(to).or_default().push(envelope),
                 FetchedAnswer::CatchUp(None) => {}
                 FetchedAnswer::Page(read, answer) => {
-                    if let Some(t) = self.tickets.take_read(f.key, read) {
+                    if let Some(t) = self.owing.take_read(f.key, read) {
                         early(Early::Answer(t, NodeAnswer::Read(answer)));
                     }
                 }

@@ -2,7 +2,7 @@
 
 use paros_core::{JournalConfig, JournalKey, Life, NodeId, Replica, Voter};
 
-use super::{Host, Hosted, Ticket};
+use super::{Host, Hosted, Owed};
 use crate::ports::{Envelope, LogStore, Placement};
 use crate::rpc::NodeAnswer;
 
@@ -140,7 +140,7 @@ impl<S: LogStore> Host<S> {
     /// Removes a journal from this machine: it stops at once (its pending calls and reads are
     /// answered `UnknownJournal`, returned here for the caller to deliver), and the removal of
     /// its data rides the next round. Removing a journal not hosted here does nothing.
-    pub fn remove(&mut self, key: &JournalKey) -> Vec<(Ticket, NodeAnswer)> {
+    pub fn remove(&mut self, key: &JournalKey) -> Vec<(Owed, NodeAnswer)> {
         match self.journals.remove(key) {
             None => return Vec::new(),
             Some(Hosted::Dormant(_)) => self.dormancy.count -= 1,
@@ -151,7 +151,7 @@ impl<S: LogStore> Host<S> {
         self.dormancy.checking_in.remove(key);
         self.round.forget(key);
         self.round.placements.push(Placement::Remove(*key));
-        self.tickets.forget(key).into_iter().map(|t| (t, NodeAnswer::UnknownJournal)).collect()
+        self.owing.forget(key).into_iter().map(|o| (o, NodeAnswer::UnknownJournal)).collect()
     }
 
     /// Asks this machine's voter of `key` to campaign now (first leader, no timeout wait).

@@ -7,8 +7,8 @@
 //! apart from the [`LogStore`] port, so the simulation drives the same code the daemon runs.
 //!
 //! One part a file, each owning its data: `journals` (the hosted journals, their placement and
-//! protocol dispatch), `round` (which journals have work and the round pipeline), `tickets`
-//! (requests and the answers owed on them), `fetches` (store reads handed to workers and their
+//! protocol dispatch), `round` (which journals have work and the round pipeline), `owed`
+//! (requests and the answers owed on them, under the callers' ids), `fetches` (store reads handed to workers and their
 //! answers), `liveness` (ticks from the clock and peer machines heard), `dormancy` (journals
 //! out of memory), `hosted` (a voter or a replica behind one face).
 
@@ -24,8 +24,8 @@ mod fetches;
 mod hosted;
 mod journals;
 mod liveness;
+mod owed;
 mod round;
-mod tickets;
 
 use dormancy::Dormancy;
 use fetches::Fetches;
@@ -33,15 +33,13 @@ use hosted::Hosted;
 pub use journals::PlaceError;
 use liveness::Liveness;
 pub use liveness::{Clocked, TICK_MS_DEFAULT};
+pub use owed::Owed;
+use owed::Owing;
 use round::Round;
-use tickets::Tickets;
 
 /// Ticks a journal stays quiet before it goes dormant, by default (60 s at the production
 /// tick of 100 ms; see `dormancy`).
 pub const DORMANT_AFTER_TICKS: u64 = 600;
-
-/// A request ticket: the host's handle for an answer it owes.
-pub type Ticket = u64;
 
 /// Counters a test or a dashboard reads. Cumulative since boot.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -124,8 +122,8 @@ pub struct PendingRound {
 pub enum Early {
     /// Protocol messages for one peer that state nothing this round's writes make true.
     Messages(NodeId, Vec<Envelope>),
-    /// The answer owed on a ticket.
-    Answer(Ticket, NodeAnswer),
+    /// The answer owed to a request.
+    Answer(Owed, NodeAnswer),
 }
 
 /// What one round hands to the shell after its sync: safe to send now.
@@ -155,7 +153,7 @@ pub enum BootError {
 /// Every journal on one machine, and the machine's store.
 ///
 /// The host wires its parts; each owns its fields and keeps its own invariants: [`Round`]
-/// (which journals have work, the round in flight), [`Tickets`] (calls and reads owed an
+/// (which journals have work, the round in flight), [`Owing`] (calls and reads owed an
 /// answer), [`Fetches`] (store reads out with workers), [`Liveness`] (the tick timer and the
 /// peers heard), [`Dormancy`] (journals out of memory and the inputs waiting for them).
 #[derive(Debug)]
@@ -174,7 +172,7 @@ pub struct Host<S: LogStore> {
     life_events: Option<Vec<(JournalKey, LifeEvent)>>,
     stats: HostStats,
     round: Round,
-    tickets: Tickets,
+    owing: Owing,
     fetches: Fetches,
     liveness: Liveness,
     dormancy: Dormancy,
@@ -241,7 +239,7 @@ impl<S: LogStore> Host<S> {
             life_events: None,
             stats: HostStats::default(),
             round: Round::default(),
-            tickets: Tickets::default(),
+            owing: Owing::default(),
             fetches: Fetches::default(),
             liveness: Liveness::default(),
             dormancy: Dormancy::default(),
@@ -337,7 +335,7 @@ impl<S: LogStore> Host<S> {
     }
 }
 
-/// A read answer for a ticket, for shells that want to match on it.
+/// A read answer, for shells that want to match on it.
 #[must_use]
 pub fn read_answer(answer: &NodeAnswer) -> Option<&ReadAnswer> {
     match answer {

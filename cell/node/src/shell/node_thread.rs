@@ -12,7 +12,7 @@ use super::read_pool::ReadPool;
 use super::store_worker::{Done, Persisting, StoreWorker};
 use super::{Control, EXIT_STORAGE_FAULT, ShellConfig};
 use crate::fetch::Fetched;
-use crate::host::{Host, HostStats, Ticket};
+use crate::host::{Host, HostStats, Owed};
 use crate::ports::{Clock, LogStore, StoreError, Transport};
 use crate::pump::{Persist, Pump};
 use crate::rpc::{Incoming, Responder};
@@ -26,7 +26,7 @@ pub(super) struct Inputs {
     pub(super) stopped: tokio::sync::oneshot::Receiver<()>,
 }
 
-fn apply_control<S: LogStore>(pump: &mut Pump<S>, responders: &mut BTreeMap<Ticket, Responder>, control: Control) {
+fn apply_control<S: LogStore>(pump: &mut Pump<S>, responders: &mut BTreeMap<Owed, Responder>, control: Control) {
     match control {
         Control::Place { journals, reply } => {
             let host = pump.host_mut();
@@ -52,8 +52,8 @@ fn apply_control<S: LogStore>(pump: &mut Pump<S>, responders: &mut BTreeMap<Tick
             let _ = reply.send(results);
         }
         Control::Remove { key, reply } => {
-            for (ticket, answer) in pump.host_mut().remove(&key) {
-                if let Some(r) = responders.remove(&ticket) {
+            for (owed, answer) in pump.host_mut().remove(&key) {
+                if let Some(r) = responders.remove(&owed) {
                     let _ = r.send(answer);
                 }
             }
@@ -74,7 +74,7 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
 ) -> Host<S> {
     let Inputs { mut inbox, mut controls, mut stopped } = inputs;
     let me = host.id();
-    let mut responders: BTreeMap<Ticket, Responder> = BTreeMap::new();
+    let mut responders: BTreeMap<Owed, Responder> = BTreeMap::new();
     let reader = host.store().reader();
     let reads_max = config.reads_queued_max.max(1);
     let (answered, mut answers) = tokio::sync::mpsc::channel::<Fetched>(reads_max);
@@ -174,8 +174,10 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
             match i {
                 Incoming::Protocol { from, envelopes } => pump.deliver(from, envelopes),
                 Incoming::Request { request, reply } => match pump.request(request) {
-                    Ok(ticket) => {
-                        responders.insert(ticket, reply);
+                    // A resend of a call still owed takes its answer here; the earlier
+                    // send's caller, who gave up on it, is told `Dropped`.
+                    Ok(owed) => {
+                        responders.insert(owed, reply);
                     }
                     Err(answer) => {
                         let _ = reply.send(answer);
@@ -207,8 +209,8 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
         for (to, envelopes) in effects.messages {
             transport.send(to, envelopes);
         }
-        for (ticket, answer) in effects.answers {
-            if let Some(r) = responders.remove(&ticket) {
+        for (owed, answer) in effects.answers {
+            if let Some(r) = responders.remove(&owed) {
                 let _ = r.send(answer);
             }
         }
@@ -291,6 +293,7 @@ mod tests {
         let (reply, _answer) = tokio::sync::oneshot::channel();
         let read = crate::rpc::NodeRequest::Read {
             journal: JournalKey::default(),
+            id: paros_core::ReadId(1),
             read: paros_core::wire::ReadRequest {
                 from: paros_core::Seq(0),
                 limit: 1,

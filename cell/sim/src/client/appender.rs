@@ -242,7 +242,7 @@ impl Appender {
             Some(l) => l,
             None => *self.rng.pick(&self.voters),
         };
-        io.send_probe(to, Request::Call(call), probe);
+        io.send_probe(to, Request::Call(None, call), probe);
     }
 
     /// The reply to `token` arrived (or timed out).

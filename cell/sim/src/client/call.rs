@@ -59,7 +59,7 @@ impl Flight {
         }
         self.due = None;
         let (route, request, read) = match due {
-            Due::Call(route) => (route, Request::Call(self.policy.call().clone()), false),
+            Due::Call(route) => (route, Request::Call(Some(self.policy.id()), self.policy.call().clone()), false),
             Due::Read(p, route) => {
                 let tick_ms = (self.tick_ns / 1_000_000).max(1);
                 let wait_ticks = u32::try_from(u64::from(p.wait_ms).div_ceil(tick_ms)).unwrap_or(u32::MAX);

@@ -78,7 +78,9 @@ impl WriterClient {
 /// A request a client sends to one machine.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Request {
-    Call(Call),
+    /// A call under its own id (a `CallPolicy`'s, the same on every send of the call), or
+    /// under the send's own (`None`: the world's request number).
+    Call(Option<paros_core::CallId>, Call),
     Read(ReadRequest),
 }
 

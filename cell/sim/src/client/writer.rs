@@ -512,7 +512,7 @@ impl Writer {
             Some(l) => l,
             None => *self.rng.pick(&self.voters),
         };
-        io.send_probe(to, Request::Call(call), probe);
+        io.send_probe(to, Request::Call(None, call), probe);
     }
 
     fn record(&mut self, position: u64) -> Bytes {

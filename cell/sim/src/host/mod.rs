@@ -16,8 +16,8 @@ pub use node_host::NodeHost;
 
 use paros_core::journal::{Command, JournalState};
 use paros_core::{
-    Applied, Ballot, Call, CallAnswer, CallId, JournalConfig, JournalKey, Message, NodeId, ReadAnswer, ReadId,
-    ReadRequest, Slot, Tunables,
+    Applied, Ballot, Call, CallAnswer, CallId, JournalConfig, JournalKey, Message, NodeId, ReadAnswer, ReadRequest,
+    Slot, Tunables,
 };
 
 use crate::disk::SimDisk;
@@ -96,8 +96,9 @@ pub struct Stepped {
 #[derive(Debug, Default)]
 pub struct RoundOutput {
     pub packets: Vec<(NodeId, Packet)>,
-    pub answers: Vec<(CallId, CallAnswer)>,
-    pub reads: Vec<(ReadId, ReadAnswer)>,
+    /// Answers by the world's request number they answer.
+    pub answers: Vec<(u64, CallAnswer)>,
+    pub reads: Vec<(u64, ReadAnswer)>,
     pub applied: Vec<(JournalKey, Applied)>,
 }
 
@@ -135,10 +136,10 @@ pub trait Host: Sized {
     fn tick(&mut self);
 
     /// A Write, Truncate or SetLeader for `journal`, answered in a later step.
-    fn call(&mut self, journal: JournalKey, id: CallId, call: Call);
+    fn call(&mut self, journal: JournalKey, req: u64, id: CallId, call: Call);
 
     /// A read of `journal`, answered in a later step.
-    fn read(&mut self, journal: JournalKey, id: ReadId, request: ReadRequest);
+    fn read(&mut self, journal: JournalKey, req: u64, request: ReadRequest);
 
     /// True when a step now would do something.
     fn wants_step(&self) -> bool;

@@ -13,7 +13,7 @@ use paros_node::ports::{Clock, Envelope as NodeEnvelope, LogRead, LogStore};
 use paros_node::pump::Batch;
 use paros_node::rpc::{NodeAnswer, NodeRequest};
 use paros_node::schedule::{Next, Schedule, Spin, Wake};
-use paros_node::{Effects, Pump, Ticket};
+use paros_node::{Effects, Owed, Pump};
 
 use super::{Envelope, Host, JournalProbe, MachineSpec, Packet, RoundOutput, Stepped};
 use crate::disk::SimDisk;
@@ -38,15 +38,12 @@ impl Clock for SimClock {
     }
 }
 
-enum Owed {
-    Call(CallId),
-    Read(ReadId),
-}
-
 /// A machine made of the node host, its event loop and a simulated disk.
 pub struct NodeHost {
     pump: Pump<SimDisk>,
-    owed: BTreeMap<Ticket, Owed>,
+    /// The world's request number each owed answer goes to; a resend of a call still owed
+    /// takes its answer, as the shell's newest responder does.
+    owed: BTreeMap<Owed, u64>,
     /// The round in flight: the store lent out for it (the world syncs the disk, as the
     /// shell's storage thread does) and its batch, written and waiting for the sync.
     persisting: Option<(SimDisk, Batch)>,
@@ -58,7 +55,7 @@ pub struct NodeHost {
     /// answered, a control request), and when the wait began, in the machine clock's µs.
     woken: Option<Wake>,
     waiting_since_us: u64,
-    immediate: Vec<(CallId, CallAnswer)>,
+    immediate: Vec<(u64, CallAnswer)>,
     /// A tick period passed since the last step.
     clock_due: bool,
     clock: SimClock,
@@ -92,12 +89,12 @@ impl NodeHost {
                 out.packets.push((to, Packet::Protocol(Envelope { journal: e.journal, message: e.message })));
             }
         }
-        for (ticket, answer) in effects.answers {
-            match (self.owed.remove(&ticket), answer) {
-                (Some(Owed::Call(id)), NodeAnswer::Call(a)) => out.answers.push((id, a)),
-                (Some(Owed::Read(id)), NodeAnswer::Read(a)) => out.reads.push((id, a)),
-                (owed, answer) => {
-                    assert!(owed.is_none(), "an answer matches the request it owes: {answer:?}");
+        for (owed, answer) in effects.answers {
+            match (owed, self.owed.remove(&owed), answer) {
+                (Owed::Call(..), Some(req), NodeAnswer::Call(a)) => out.answers.push((req, a)),
+                (Owed::Read(..), Some(req), NodeAnswer::Read(a)) => out.reads.push((req, a)),
+                (_, req, answer) => {
+                    assert!(req.is_none(), "an answer matches the request it owes: {answer:?}");
                 }
             }
         }
@@ -160,21 +157,21 @@ impl Host for NodeHost {
         self.wake(Wake::Idle);
     }
 
-    fn call(&mut self, journal: JournalKey, id: CallId, call: Call) {
+    fn call(&mut self, journal: JournalKey, req: u64, id: CallId, call: Call) {
         self.wake(Wake::Work);
-        match self.pump.request(NodeRequest::Call { journal, call }) {
-            Ok(ticket) => {
-                self.owed.insert(ticket, Owed::Call(id));
+        match self.pump.request(NodeRequest::Call { journal, id, call }) {
+            Ok(owed) => {
+                self.owed.insert(owed, req);
             }
-            Err(NodeAnswer::Call(a)) => self.immediate.push((id, a)),
+            Err(NodeAnswer::Call(a)) => self.immediate.push((req, a)),
             Err(_) => {}
         }
     }
 
-    fn read(&mut self, journal: JournalKey, id: ReadId, request: ReadRequest) {
+    fn read(&mut self, journal: JournalKey, req: u64, request: ReadRequest) {
         self.wake(Wake::Work);
-        if let Ok(ticket) = self.pump.request(NodeRequest::Read { journal, read: request }) {
-            self.owed.insert(ticket, Owed::Read(id));
+        if let Ok(owed) = self.pump.request(NodeRequest::Read { journal, id: ReadId(req), read: request }) {
+            self.owed.insert(owed, req);
         }
     }
 
@@ -336,8 +333,8 @@ impl Host for NodeHost {
     fn remove(&mut self, journal: &JournalKey) {
         self.wake(Wake::Idle);
         self.dormant_probes.get_mut().remove(journal);
-        for (ticket, _) in self.pump.host_mut().remove(journal) {
-            self.owed.remove(&ticket);
+        for (owed, _) in self.pump.host_mut().remove(journal) {
+            self.owed.remove(&owed);
         }
     }
 

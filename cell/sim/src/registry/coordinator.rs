@@ -99,7 +99,9 @@ impl CallOp {
         let pick = |route: Route| route.server.unwrap_or(servers[route.attempt as usize % servers.len()]);
         *token += 1;
         let (to, request, read) = match pending {
-            Pending::Send(route) => (pick(route), RegRequest::Call(self.policy.call().clone()), false),
+            Pending::Send(route) => {
+                (pick(route), RegRequest::Call(self.policy.id(), self.policy.call().clone()), false)
+            }
             Pending::Read(p, route) => {
                 let r = ReadRequest {
                     from: p.from,

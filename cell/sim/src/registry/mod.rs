@@ -31,7 +31,8 @@ use paros_core::{Call, CallAnswer, NodeId, ReadAnswer, ReadRequest};
 /// A request of a registry actor.
 #[derive(Clone, Debug)]
 pub enum RegRequest {
-    Call(Call),
+    /// A call under its `CallPolicy`'s id.
+    Call(paros_core::CallId, Call),
     Read(ReadRequest),
 }
 

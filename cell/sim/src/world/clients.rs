@@ -2,7 +2,7 @@
 //! recording every call in the history.
 
 use paros_core::journal::{Outcome, WriterMode};
-use paros_core::{Call, CallAnswer, CallId, JournalKey, NodeId, ReadId};
+use paros_core::{Call, CallAnswer, CallId, JournalKey, NodeId};
 
 use super::{ClientKind, Event, Outstanding, World};
 use crate::check::{HistoryHeader, HistoryOp, JournalHeader, OpInput, OpOutput};
@@ -90,7 +90,7 @@ impl<H: Host> World<H> {
         let journal = self.clients[c].journal;
         for out in io.sends {
             let trim = match &out.request {
-                Request::Call(Call::Truncate { up_to, .. }) => Some(up_to.0),
+                Request::Call(_, Call::Truncate { up_to, .. }) => Some(up_to.0),
                 _ => None,
             };
             self.send_request(c, out);
@@ -104,7 +104,7 @@ impl<H: Host> World<H> {
         let Outgoing { token, to, request, probe } = out;
         let Some(&m) = self.index.get(&to) else { return };
         let (journal, mode) = (self.journals[self.clients[c].journal].0, self.journals[self.clients[c].journal].1.mode);
-        if let (WriterMode::Multi, Request::Call(Call::Write { leader: None, records, .. })) = (mode, &request) {
+        if let (WriterMode::Multi, Request::Call(_, Call::Write { leader: None, records, .. })) = (mode, &request) {
             self.multi.on_sent(journal, records);
         }
         let req = self.next_request;
@@ -127,7 +127,7 @@ impl<H: Host> World<H> {
         self.requests.insert(req, Outstanding { client: c, token, history: self.history.len() - 1 });
         let name = &self.clients[c].name;
         self.trace.event(self.now, "request", &[req, to.0], || format!("{name} -> {to:?} #{req} {request:?}"));
-        if matches!(request, Request::Call(_)) {
+        if matches!(request, Request::Call(..)) {
             self.progress.on_call(self.clients[c].journal, req, self.now);
         }
         let timeout = self.params.call_timeout_ns;
@@ -141,8 +141,8 @@ impl<H: Host> World<H> {
     pub(super) fn on_request(&mut self, to: usize, req: u64, journal: JournalKey, request: Request) {
         let Some(host) = self.machines[to].host.as_mut() else { return };
         match request {
-            Request::Call(call) => host.call(journal, CallId(req), call),
-            Request::Read(read) => host.read(journal, ReadId(req), read),
+            Request::Call(id, call) => host.call(journal, req, id.unwrap_or(CallId(req)), call),
+            Request::Read(read) => host.read(journal, req, read),
         }
         self.kick(to);
     }
@@ -242,11 +242,11 @@ impl<H: Host> World<H> {
 
 fn op_input(request: &Request) -> OpInput {
     match request {
-        Request::Call(Call::Write { leader, seq, records }) => {
+        Request::Call(_, Call::Write { leader, seq, records }) => {
             OpInput::Write { leader: *leader, seq: seq.0, records: records.clone() }
         }
-        Request::Call(Call::Truncate { leader, up_to }) => OpInput::Truncate { leader: *leader, up_to: up_to.0 },
-        Request::Call(Call::SetLeader { new, old }) => OpInput::SetLeader { new: *new, old: *old },
+        Request::Call(_, Call::Truncate { leader, up_to }) => OpInput::Truncate { leader: *leader, up_to: up_to.0 },
+        Request::Call(_, Call::SetLeader { new, old }) => OpInput::SetLeader { new: *new, old: *old },
         Request::Read(r) => OpInput::Read {
             from: r.from.0,
             limit: r.limit,

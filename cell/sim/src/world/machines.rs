@@ -6,7 +6,6 @@ use crate::client::Reply;
 use crate::disk::SyncFault;
 use crate::host::{Host, Packet, RoundOutput};
 use crate::registry::RegReply;
-use paros_core::{CallId, ReadId};
 use paros_node::LifeEvent;
 use paros_node::ports::LogStore;
 
@@ -218,14 +217,14 @@ impl<H: Host> World<H> {
             let Some(&t) = self.index.get(&to) else { continue };
             self.send_packet(from, t, packet);
         }
-        for (CallId(req), answer) in out.answers {
+        for (req, answer) in out.answers {
             if self.registry.owns(req) {
                 self.registry_answer(req, from, RegReply::Call(answer));
             } else {
                 self.send_reply(req, from, Reply::Call(answer));
             }
         }
-        for (ReadId(req), answer) in out.reads {
+        for (req, answer) in out.reads {
             if self.registry.owns(req) {
                 self.registry_answer(req, from, RegReply::Read(answer));
             } else {

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use paros_core::{CallId, NodeId, ReadId};
+use paros_core::NodeId;
 
 use paros_registry::follow::Hosting;
 use paros_registry::follower::{FollowedMachine, FollowerEffect};
@@ -208,8 +208,8 @@ impl<H: Host> World<H> {
         let key = self.registry.plan.key;
         let Some(host) = self.machines[to].host.as_mut() else { return };
         match request {
-            RegRequest::Call(call) => host.call(key, CallId(req), call),
-            RegRequest::Read(read) => host.read(key, ReadId(req), read),
+            RegRequest::Call(id, call) => host.call(key, req, id, call),
+            RegRequest::Read(read) => host.read(key, req, read),
         }
         self.kick(to);
     }

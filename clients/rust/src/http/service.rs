@@ -8,7 +8,7 @@ use paros_api::{
     TruncateOutcome, TruncateRequest, WaitMs, WriteOutcome, WriteRequest,
 };
 use paros_core::journal::{Outcome, TooLarge};
-use paros_core::{Call, CallAnswer, NodeId, Seq};
+use paros_core::{Call, CallAnswer, CallId, NodeId, Seq};
 use reqwest::Method;
 use reqwest::header::CONTENT_TYPE;
 
@@ -112,7 +112,8 @@ impl JournalService for HttpService {
         Vec::new()
     }
 
-    async fn call(&self, journal: &JournalName, call: &Call, _route: Route) -> CallReply {
+    /// The HTTP contract carries no call id: the gateway's own client draws one per request.
+    async fn call(&self, journal: &JournalName, _id: CallId, call: &Call, _route: Route) -> CallReply {
         self.do_call(journal, call).await
     }
 
