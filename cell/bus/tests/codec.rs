@@ -2,8 +2,10 @@
 
 use bytes::Bytes;
 use paros_bus::{CodecError, WIRE_VERSION, decode, encode};
-use paros_core::journal::{Command, Entry};
-use paros_core::{Call, CallAnswer, JournalId, JournalKey, LeaderUuid, Life, Message, NodeId, Seq, Slot, TenantId};
+use paros_core::journal::{Command, Control, Digested, Entry};
+use paros_core::{
+    Ballot, Call, CallAnswer, JournalId, JournalKey, LeaderUuid, Life, Message, NodeId, Seq, Slot, TenantId,
+};
 use paros_node::ports::Envelope;
 use paros_node::rpc::{NodeAnswer, NodeRequest};
 use proptest::prelude::*;
@@ -46,6 +48,36 @@ fn requests_and_answers_round_trip() {
     assert_eq!(decode::<NodeRequest>(&encode(&request)), Ok(request));
     let answer = NodeAnswer::Call(CallAnswer::Redirect { leader: Some(NodeId(3)) });
     assert_eq!(decode::<NodeAnswer>(&encode(&answer)), Ok(answer));
+}
+
+/// `Message` as far as `Accept`, with bare commands: the layout an `Accept` has on the wire.
+#[derive(serde::Serialize)]
+enum BareAccept {
+    _Prepare,
+    _Promise,
+    _Nack,
+    Accept { ballot: Ballot, entries: Vec<(Slot, Command)>, commit: Slot },
+}
+
+#[test]
+fn an_accept_carries_bare_commands_on_the_wire_and_decoding_computes_their_digests() {
+    let write = Command::Write(Entry {
+        leader: LeaderUuid::new(7),
+        seq: Seq(40),
+        records: vec![Bytes::from_static(b"one"), Bytes::from(vec![9u8; 300])],
+    });
+    let entries = vec![(Slot(5), write), (Slot(6), Command::Control(Control::Noop))];
+    let (ballot, commit) = (Ballot { round: 3, node: NodeId(2) }, Slot(5));
+    let digested = entries.iter().map(|(s, c)| (*s, Digested::new(c.clone()))).collect();
+    let accept = Message::Accept { ballot, entries: digested, commit };
+    let wire = encode(&accept);
+    assert_eq!(wire, encode(&BareAccept::Accept { ballot, entries: entries.clone(), commit }), "no digest is sent");
+    let Ok(Message::Accept { entries: decoded, .. }) = decode::<Message>(&wire) else { panic!("an Accept") };
+    for ((slot, command), (decoded_slot, d)) in entries.iter().zip(&decoded) {
+        assert_eq!((decoded_slot, d.command()), (slot, command));
+        assert_eq!(d.digest(), command.digest(), "the receiver computes the digest as it decodes");
+    }
+    assert_eq!(decode::<Message>(&wire), Ok(accept));
 }
 
 #[test]

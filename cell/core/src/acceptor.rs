@@ -1,7 +1,7 @@
 //! The acceptor: a durable promise and the accepted values of one journal's slots.
 
 use crate::ids::{Ballot, Slot};
-use crate::journal::Command;
+use crate::journal::Digested;
 use crate::log::{Log, LogEntry, WriteOp};
 use crate::message::{Message, Reported};
 
@@ -72,7 +72,7 @@ impl Acceptor {
         log: &mut Log,
         chosen_up_to: Slot,
         ballot: Ballot,
-        entries: &[(Slot, Command)],
+        entries: &[(Slot, Digested)],
         writes: &mut Vec<WriteOp>,
     ) -> Message {
         if ballot < self.promised {
@@ -90,16 +90,16 @@ impl Acceptor {
             }
             // Kept: a slot known chosen here, or one this ballot already put there.
             let keep = |held: &LogEntry| *slot < chosen_up_to || held.ballot.is_none() || held.ballot == Some(ballot);
-            match log.put_unless(*slot, keep, || LogEntry { ballot: Some(ballot), command: command.clone() }) {
-                Some(held) if *slot < chosen_up_to || held.ballot.is_none() => {
-                    slots.push((*slot, held.command.digest()));
+            match log.put_unless(*slot, keep, || (Some(ballot), command.clone())) {
+                Some((held, held_digest)) if *slot < chosen_up_to || held.ballot.is_none() => {
+                    slots.push((*slot, held_digest));
                 }
-                Some(held) => {
-                    assert_eq!(held.command.digest(), digest, "one ballot proposes one command per slot");
+                Some((_, held_digest)) => {
+                    assert_eq!(held_digest, digest, "one ballot proposes one command per slot");
                     slots.push((*slot, digest));
                 }
                 None => {
-                    writes.push(WriteOp::Accept { slot: *slot, ballot, command: command.clone() });
+                    writes.push(WriteOp::Accept { slot: *slot, ballot, command: command.command().clone() });
                     slots.push((*slot, digest));
                 }
             }

@@ -2,7 +2,7 @@
 
 use crate::config::Tunables;
 use crate::ids::{Ballot, Life, NodeId, Slot};
-use crate::journal::{Anchoring, Command, Fold, JournalState, Judged, Outcome, WriterMode};
+use crate::journal::{Anchoring, Command, Digested, Fold, JournalState, Judged, Outcome, WriterMode};
 use crate::log::{Log, LogEntry, WriteOp};
 use crate::message::Message;
 use crate::reads::Fetch;
@@ -221,8 +221,26 @@ impl Learner {
         }
     }
 
-    /// `command` is known chosen at `slot` (from a peer, a leader's `Chosen`, or our own quorum).
+    /// `command` is known chosen at `slot`, as a peer or a leader's `Chosen` says: its digest is
+    /// computed here, once, if the log takes it.
     pub fn learn(&mut self, log: &mut Log, slot: Slot, command: &Command, writes: &mut Vec<WriteOp>) {
+        self.learn_with(log, slot, command, || Digested::new(command.clone()), writes);
+    }
+
+    /// `command` is known chosen at `slot` by our own quorum: it keeps the digest it was
+    /// proposed with.
+    pub fn learn_digested(&mut self, log: &mut Log, slot: Slot, command: &Digested, writes: &mut Vec<WriteOp>) {
+        self.learn_with(log, slot, command.command(), || command.clone(), writes);
+    }
+
+    fn learn_with(
+        &mut self,
+        log: &mut Log,
+        slot: Slot,
+        command: &Command,
+        digested: impl FnOnce() -> Digested,
+        writes: &mut Vec<WriteOp>,
+    ) {
         if slot < self.chosen_up_to() || slot < log.floor() {
             return;
         }
@@ -230,7 +248,7 @@ impl Learner {
         if log.get(slot).is_some_and(|e| e.ballot.is_none()) {
             return;
         }
-        log.put(slot, LogEntry { ballot: None, command: command.clone() });
+        log.put(slot, None, digested());
         writes.push(WriteOp::Learn { slot, command: command.clone() });
     }
 
@@ -265,13 +283,13 @@ impl Learner {
     /// Applies the chosen slot at the prefix end, compacting if it trimmed.
     fn apply_next(&mut self, log: &mut Log, writes: &mut Vec<WriteOp>, walked: &mut Vec<Walked>) {
         let slot = self.chosen_up_to();
-        let entry = log.get(slot).expect("a chosen slot above the floor is held");
+        let (entry, digest) = log.get_with_digest(slot).expect("a chosen slot above the floor is held");
         let (command, ballot) = (&entry.command, entry.ballot);
         let judged = self.fold.apply(slot, command, |s| log.entry_at(s));
         if let Some((slot, state)) = self.fold.take_new_anchor() {
             writes.push(WriteOp::Anchor { slot, state });
         }
-        walked.push(Walked { slot, digest: command.digest(), judged, ballot });
+        walked.push(Walked { slot, digest, judged, ballot });
         if matches!(judged.outcome, Outcome::Trimmed(_)) {
             self.compact(log, slot, writes);
         }

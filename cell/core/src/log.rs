@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{Ballot, Slot};
-use crate::journal::{Command, Entry, JournalState};
+use crate::journal::{Command, Digested, Entry, JournalState};
 
 /// One retained slot: the command held for it and the ballot it was accepted at.
 ///
@@ -161,17 +161,26 @@ fn entry_bytes(e: &LogEntry) -> u64 {
     e.command.entry().map_or(0, crate::journal::Entry::bytes)
 }
 
-/// An entry in the window with its record bytes, counted once when it came: evicting it then
-/// reads only the tree, not the records (by then long out of the cache).
+/// An entry in the window with its command's digest and its record bytes, both taken once when
+/// it came: the learner's walk reads the digest from here, and evicting the entry reads only the
+/// tree, not the records (by then long out of the cache).
 #[derive(Clone, Debug)]
 struct Held {
     entry: LogEntry,
+    digest: u64,
     bytes: u64,
 }
 
 impl Held {
-    fn new(entry: LogEntry) -> Held {
-        Held { bytes: entry_bytes(&entry), entry }
+    fn new(ballot: Option<Ballot>, command: Digested) -> Held {
+        let digest = command.digest();
+        let entry = LogEntry { ballot, command: command.into_command() };
+        Held { bytes: entry_bytes(&entry), digest, entry }
+    }
+
+    /// An entry read back from storage: its digest is computed here, once.
+    fn read_back(entry: LogEntry) -> Held {
+        Held::new(entry.ballot, Digested::new(entry.command))
     }
 }
 
@@ -187,7 +196,7 @@ impl Log {
     pub fn with_window(floor: Slot, start: Slot, entries: Vec<(Slot, LogEntry)>) -> Log {
         assert!(start >= floor, "the window starts at or above the floor");
         let entries: BTreeMap<Slot, Held> =
-            entries.into_iter().filter(|(s, _)| *s >= start).map(|(s, e)| (s, Held::new(e))).collect();
+            entries.into_iter().filter(|(s, _)| *s >= start).map(|(s, e)| (s, Held::read_back(e))).collect();
         let bytes = entries.values().map(|h| h.bytes).sum();
         Log { floor, start, entries, bytes }
     }
@@ -215,16 +224,23 @@ impl Log {
         self.entries.get(&slot).map(|h| &h.entry)
     }
 
+    /// The entry held at `slot` with its command's digest (taken when it was put).
+    #[must_use]
+    pub fn get_with_digest(&self, slot: Slot) -> Option<(&LogEntry, u64)> {
+        self.entries.get(&slot).map(|h| (&h.entry, h.digest))
+    }
+
     /// The write held at `slot`, if the slot holds a write.
     #[must_use]
     pub fn entry_at(&self, slot: Slot) -> Option<&Entry> {
         self.entries.get(&slot).and_then(|h| h.entry.command.entry())
     }
 
-    /// Holds `entry` at `slot`. Slots below the window are chosen and held elsewhere: ignored.
-    pub fn put(&mut self, slot: Slot, entry: LogEntry) {
+    /// Holds `command` at `slot`, accepted at `ballot` (`None`: known chosen). Slots below the
+    /// window are chosen and held elsewhere: ignored.
+    pub fn put(&mut self, slot: Slot, ballot: Option<Ballot>, command: Digested) {
         if slot >= self.start {
-            let held = Held::new(entry);
+            let held = Held::new(ballot, command);
             self.bytes += held.bytes;
             if let Some(old) = self.entries.insert(slot, held) {
                 self.bytes -= old.bytes;
@@ -232,30 +248,36 @@ impl Log {
         }
     }
 
-    /// Holds `make()` at `slot` unless the entry held there passes `keep`, with one descent of
-    /// the tree for the look and the write. Returns the entry kept, or `None` when `make()` is
-    /// held now. Slots below the window are chosen and held elsewhere: the caller checks
-    /// [`Log::start`] first (below it nothing is held and nothing is put).
+    /// Holds `make()` (a ballot and a command) at `slot` unless the entry held there passes
+    /// `keep`, with one descent of the tree for the look and the write. Returns the entry kept
+    /// with its digest, or `None` when `make()` is held now. Slots below the window are chosen
+    /// and held elsewhere: the caller checks [`Log::start`] first (below it nothing is held and
+    /// nothing is put).
     pub fn put_unless(
         &mut self,
         slot: Slot,
         keep: impl FnOnce(&LogEntry) -> bool,
-        make: impl FnOnce() -> LogEntry,
-    ) -> Option<&LogEntry> {
+        make: impl FnOnce() -> (Option<Ballot>, Digested),
+    ) -> Option<(&LogEntry, u64)> {
         use std::collections::btree_map::Entry as At;
         if slot < self.start {
             return None;
         }
         match self.entries.entry(slot) {
-            At::Occupied(held) if keep(&held.get().entry) => Some(&held.into_mut().entry),
+            At::Occupied(held) if keep(&held.get().entry) => {
+                let held = held.into_mut();
+                Some((&held.entry, held.digest))
+            }
             At::Occupied(mut held) => {
-                let new = Held::new(make());
+                let (ballot, command) = make();
+                let new = Held::new(ballot, command);
                 self.bytes += new.bytes;
                 self.bytes -= held.insert(new).bytes;
                 None
             }
             At::Vacant(free) => {
-                let new = Held::new(make());
+                let (ballot, command) = make();
+                let new = Held::new(ballot, command);
                 self.bytes += new.bytes;
                 free.insert(new);
                 None
@@ -359,6 +381,12 @@ mod tests {
         }
     }
 
+    /// What [`Log::put_unless`] makes: the entry's ballot and its command, digested.
+    fn made(slot: u64, len: usize) -> (Option<Ballot>, Digested) {
+        let e = entry(slot, len);
+        (e.ballot, Digested::new(e.command))
+    }
+
     fn log_of(slots: std::ops::Range<u64>, len: usize) -> Log {
         Log::from_durable(Slot(0), slots.map(|s| (Slot(s), entry(s, len))).collect())
     }
@@ -391,7 +419,8 @@ mod tests {
         let mut log = Log::default();
         let mut starts = Vec::new();
         for slot in 0..1000u64 {
-            log.put(Slot(slot), entry(slot, 1));
+            let (ballot, command) = made(slot, 1);
+            log.put(Slot(slot), ballot, command);
             let keep = Slot(slot + 1);
             let start = log.evict_over(keep, keep, 64, u32::MAX);
             let below_keep = held(&log).into_iter().filter(|s| *s < keep.0).count();
@@ -410,20 +439,36 @@ mod tests {
     fn put_unless_keeps_what_passes_and_counts_the_bytes_of_what_it_replaces() {
         let mut log = log_of(5..8, 10);
         // Kept: the entry held is handed back, nothing changes.
-        let kept = log.put_unless(Slot(6), |e| e.ballot.is_none(), || entry(6, 99)).cloned();
-        assert_eq!(kept, Some(entry(6, 10)));
+        let kept = log.put_unless(Slot(6), |e| e.ballot.is_none(), || made(6, 99)).map(|(e, d)| (e.clone(), d));
+        assert_eq!(kept, Some((entry(6, 10), entry(6, 10).command.digest())));
         assert_eq!(log.bytes(), 30);
         // Replaced, and put where nothing was held.
-        assert_eq!(log.put_unless(Slot(6), |_| false, || entry(6, 4)), None);
-        assert_eq!(log.put_unless(Slot(9), |_| true, || entry(9, 7)), None);
+        assert_eq!(log.put_unless(Slot(6), |_| false, || made(6, 4)), None);
+        assert_eq!(log.put_unless(Slot(9), |_| true, || made(9, 7)), None);
         assert_eq!(log.get(Slot(6)), Some(&entry(6, 4)));
         assert_eq!(log.get(Slot(9)), Some(&entry(9, 7)));
         assert_eq!(log.bytes(), 10 + 4 + 10 + 7);
         // Below the window nothing is put.
         log.evict_below(Slot(7));
-        assert_eq!(log.put_unless(Slot(5), |_| false, || entry(5, 1)), None);
+        assert_eq!(log.put_unless(Slot(5), |_| false, || made(5, 1)), None);
         assert_eq!(log.get(Slot(5)), None);
         assert_eq!(log.bytes(), 17);
+    }
+
+    #[test]
+    fn the_digest_held_with_an_entry_is_its_commands_whether_put_or_read_back_at_boot() {
+        // The walk reports this digest for the slot, and a leader credits a held call by it.
+        let mut log = log_of(0..3, 5);
+        let (ballot, command) = made(3, 2);
+        log.put(Slot(3), ballot, command);
+        log.put_unless(Slot(4), |_| false, || made(4, 6));
+        for (slot, len) in [(0, 5), (1, 5), (2, 5), (3, 2), (4, 6)] {
+            let (held, digest) = log.get_with_digest(Slot(slot)).expect("held");
+            assert_eq!(held, &entry(slot, len));
+            assert_eq!(digest, entry(slot, len).command.digest(), "slot {slot}");
+        }
+        let (_, kept) = log.put_unless(Slot(1), |_| true, || made(1, 9)).expect("kept");
+        assert_eq!(kept, entry(1, 5).command.digest(), "the digest of the entry kept");
     }
 
     #[test]

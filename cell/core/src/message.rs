@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{Ballot, Life, NodeId, Slot};
-use crate::journal::{Command, JournalState};
+use crate::journal::{Command, Digested, JournalState};
 
 /// One slot's value as an acceptor reports it in a [`Message::Promise`].
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -28,8 +28,9 @@ pub enum Message {
     /// `floor` (it no longer knows those slots and will not pretend it accepted nothing there).
     Nack { ballot: Ballot, promised: Ballot, floor: Slot },
     /// Proposer → acceptors: accept these slots' commands under `ballot`; everything below
-    /// `commit` is chosen.
-    Accept { ballot: Ballot, entries: Vec<(Slot, Command)>, commit: Slot },
+    /// `commit` is chosen. Each command carries the digest its leader computed; on the wire it
+    /// is the bare command, and the receiver computes the digest once as it decodes it.
+    Accept { ballot: Ballot, entries: Vec<(Slot, Digested)>, commit: Slot },
     /// Acceptor → proposer: accepted these slots under `ballot`, each with the digest of the
     /// command it holds there.
     Accepted { ballot: Ballot, slots: Vec<(Slot, u64)> },

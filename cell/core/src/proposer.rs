@@ -5,15 +5,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::{JournalConfig, Tunables};
 use crate::ids::{Ballot, NodeId, Slot};
-use crate::journal::{Command, Control};
+use crate::journal::{Command, Control, Digested};
 use crate::message::{Message, Outbound, Reported};
 use crate::rng::Rng;
 
-/// A slot this leader proposed and has not yet seen chosen.
+/// A slot this leader proposed and has not yet seen chosen, with the digest an `Accepted` must
+/// name to count for it.
 #[derive(Clone, Debug)]
 struct Inflight {
-    command: Command,
-    digest: u64,
+    command: Digested,
     acks: BTreeSet<NodeId>,
     sent_tick: u64,
 }
@@ -29,7 +29,7 @@ struct Leadership {
     next_slot: Slot,
     inflight: BTreeMap<Slot, Inflight>,
     /// Proposed this round, not yet sent.
-    unsent: Vec<(Slot, Command)>,
+    unsent: Vec<(Slot, Digested)>,
     /// The tick each voter was last heard at this ballot (check-quorum).
     heard: BTreeMap<NodeId, u64>,
     /// Each voter's chosen prefix as it last acknowledged a heartbeat.
@@ -205,7 +205,7 @@ impl Proposer {
             idle_ticks: 0,
         };
         for (slot, command) in merged.commands {
-            leadership.add(slot, command, self.tick);
+            leadership.add(slot, Digested::new(command), self.tick);
         }
         self.role = Role::Leader(leadership);
         self.leader_hint = Some(self.me);
@@ -226,7 +226,7 @@ impl Proposer {
     }
 
     /// Proposes `command` in the next slot. The caller checked [`Proposer::window_open`].
-    pub fn propose(&mut self, command: Command) -> Slot {
+    pub fn propose(&mut self, command: Digested) -> Slot {
         let tick = self.tick;
         let Role::Leader(l) = &mut self.role else { panic!("only a leader proposes") };
         let slot = l.next_slot;
@@ -243,7 +243,7 @@ impl Proposer {
         from: NodeId,
         ballot: Ballot,
         slots: &[(Slot, u64)],
-    ) -> Vec<(Slot, Command)> {
+    ) -> Vec<(Slot, Digested)> {
         let tick = self.tick;
         let Role::Leader(l) = &mut self.role else { return Vec::new() };
         if ballot != self.ballot {
@@ -253,7 +253,7 @@ impl Proposer {
         let mut chosen = Vec::new();
         for (slot, digest) in slots {
             let Some(f) = l.inflight.get_mut(slot) else { continue };
-            if f.digest != *digest {
+            if f.command.digest() != *digest {
                 continue; // never credit an ack for another command at this (slot, ballot)
             }
             f.acks.insert(from);
@@ -437,10 +437,9 @@ pub fn merge_promises(
 }
 
 impl Leadership {
-    fn add(&mut self, slot: Slot, command: Command, tick: u64) {
-        let digest = command.digest();
+    fn add(&mut self, slot: Slot, command: Digested, tick: u64) {
         self.unsent.push((slot, command.clone()));
-        let previous = self.inflight.insert(slot, Inflight { command, digest, acks: BTreeSet::new(), sent_tick: tick });
+        let previous = self.inflight.insert(slot, Inflight { command, acks: BTreeSet::new(), sent_tick: tick });
         assert!(previous.is_none(), "a leader proposes each slot once per ballot");
     }
 
@@ -454,7 +453,7 @@ impl Leadership {
         me: NodeId,
         out: &mut Vec<Outbound>,
     ) {
-        let mut per_voter: BTreeMap<NodeId, Vec<(Slot, Command)>> = BTreeMap::new();
+        let mut per_voter: BTreeMap<NodeId, Vec<(Slot, Digested)>> = BTreeMap::new();
         for (slot, f) in &mut self.inflight {
             if tick.saturating_sub(f.sent_tick) < 2 {
                 continue;

@@ -6,7 +6,7 @@ use crate::acceptor::Acceptor;
 use crate::config::{JournalConfig, Tunables};
 use crate::effects::{CatchUp, Effects, catch_up_request};
 use crate::ids::{Ballot, CallId, Life, NodeId, ReadId, Slot};
-use crate::journal::{Command, JournalState, Outcome};
+use crate::journal::{Command, Digested, JournalState, Outcome};
 use crate::learner::{Learner, Walked};
 use crate::log::{Durable, Log, WriteOp};
 use crate::message::Message;
@@ -41,6 +41,7 @@ pub struct Voter {
     learner: Learner,
     reads: Reads,
     held: BTreeMap<Slot, Held>,
+    /// Admitted calls waiting for the pipeline window, as commands and their deadlines.
     queued: VecDeque<(CallId, Command, u64)>,
     effects: Effects,
     /// Self-addressed messages to handle before the round closes.
@@ -207,13 +208,17 @@ impl Voter {
         self.check_in.is_some()
     }
 
-    /// True when a `ready()` now would carry something.
+    /// True when a `ready()` now would carry something: effects, proposals or reads to send, or
+    /// this node's own acceptor replies, which count only at the `advance()` of a round (a
+    /// round with no writes will do). Without that round a reply that wrote nothing would never
+    /// be delivered: this node's watermark, on a journal of one voter the whole quorum.
     #[must_use]
     pub fn has_ready(&self) -> bool {
         !self.effects.ready.is_empty()
             || !self.feed.is_empty()
             || self.reads.wants_round()
             || self.proposer.has_unsent()
+            || !self.deferred.is_empty()
     }
 
     /// Quiesces as a follower (the host wakes a dormant journal this way: asleep, as it left,
@@ -529,6 +534,9 @@ impl Voter {
     fn drain_queue(&mut self) {
         while self.proposer.window_open(&self.tunables) {
             let Some((id, command, deadline)) = self.queued.pop_front() else { break };
+            // The one digest of this command: the proposer, this node's acceptor (the Accept
+            // carries it) and the learner's walk all use it.
+            let command = Digested::new(command);
             let digest = command.digest();
             let slot = self.proposer.propose(command);
             let ballot = self.proposer.ballot();
@@ -619,7 +627,7 @@ impl Voter {
                 let chosen = self.proposer.on_accepted(&self.cfg, from, ballot, &slots);
                 for (slot, command) in &chosen {
                     if self.log.get(*slot).is_none_or(|e| e.ballot != Some(ballot)) {
-                        self.learner.learn(&mut self.log, *slot, command, writes);
+                        self.learner.learn_digested(&mut self.log, *slot, command, writes);
                     }
                 }
                 if !chosen.is_empty() {

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use paros_core::Served;
-use paros_core::journal::{Command, Control, Entry, JournalState, WriterMode};
+use paros_core::journal::{Command, Control, Digested, Entry, JournalState, WriterMode};
 use paros_core::log::Log;
 use paros_core::{Acceptor, Ballot, LeaderUuid, Learner, Life, LogEntry, Message, NodeId, Seq, Slot, WriteOp};
 
@@ -31,7 +31,7 @@ fn an_accept_at_the_floor_slot_is_held_before_it_is_acknowledged() {
         let mut acceptor = Acceptor::new(ballot(1));
         let mut writes = Vec::new();
         let command = write("at-the-floor");
-        let reply = acceptor.on_accept(&mut log, floor, ballot(2), &[(floor, command.clone())], &mut writes);
+        let reply = acceptor.on_accept(&mut log, floor, ballot(2), &[(floor, command.clone().into())], &mut writes);
 
         assert_eq!(reply, Message::Accepted { ballot: ballot(2), slots: vec![(floor, command.digest())] }, "{floor:?}");
         assert_eq!(
@@ -148,7 +148,7 @@ fn a_slot_known_chosen_keeps_its_command_and_a_merely_accepted_one_is_replaced()
     let chosen_up_to = Slot(2);
     let mut acceptor = Acceptor::new(ballot(1));
     let mut writes = Vec::new();
-    let entries: Vec<(Slot, Command)> = (0..4).map(|s| (Slot(s), other.clone())).collect();
+    let entries: Vec<(Slot, Digested)> = (0..4).map(|s| (Slot(s), other.clone().into())).collect();
     let reply = acceptor.on_accept(&mut log, chosen_up_to, ballot(3), &entries, &mut writes);
 
     let Message::Accepted { ballot: b, slots } = reply else { panic!("accepted: {reply:?}") };

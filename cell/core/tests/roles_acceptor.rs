@@ -78,12 +78,12 @@ fn the_promise_is_written_once_per_raise_and_never_decreases() {
 
     writes.clear();
     acceptor.on_prepare(&log, Slot(0), ballot(1), Slot(0), &mut writes);
-    acceptor.on_accept(&mut log, Slot(0), ballot(1), &[(Slot(0), write("old"))], &mut writes);
+    acceptor.on_accept(&mut log, Slot(0), ballot(1), &[(Slot(0), write("old").into())], &mut writes);
     assert_eq!(acceptor.promised(), ballot(2), "lower ballots never lower the promise");
     assert!(writes.is_empty(), "lower ballots write nothing: {writes:?}");
 
-    acceptor.on_accept(&mut log, Slot(0), ballot(3), &[(Slot(0), write("new"))], &mut writes);
-    acceptor.on_accept(&mut log, Slot(0), ballot(3), &[(Slot(1), write("newer"))], &mut writes);
+    acceptor.on_accept(&mut log, Slot(0), ballot(3), &[(Slot(0), write("new").into())], &mut writes);
+    acceptor.on_accept(&mut log, Slot(0), ballot(3), &[(Slot(1), write("newer").into())], &mut writes);
     let promises: Vec<&WriteOp> = writes.iter().filter(|w| matches!(w, WriteOp::Promise(_))).collect();
     assert_eq!(promises, vec![&WriteOp::Promise(ballot(3))], "an Accept above the promise raises it, once");
     assert_eq!(acceptor.promised(), ballot(3));
@@ -141,7 +141,7 @@ fn an_accept_below_the_promise_is_nacked_and_writes_nothing() {
         &mut log,
         Slot(2),
         ballot(4),
-        &[(Slot(2), write("late")), (Slot(3), write("late"))],
+        &[(Slot(2), write("late").into()), (Slot(3), write("late").into())],
         &mut writes,
     );
     assert_eq!(
@@ -160,7 +160,7 @@ fn an_accept_at_the_promise_is_held_persisted_and_acknowledged_with_its_digest()
     let mut acceptor = Acceptor::new(ballot(5));
     let mut writes = Vec::new();
     let command = write("at-the-promise");
-    let reply = acceptor.on_accept(&mut log, Slot(0), ballot(5), &[(Slot(1), command.clone())], &mut writes);
+    let reply = acceptor.on_accept(&mut log, Slot(0), ballot(5), &[(Slot(1), command.clone().into())], &mut writes);
     assert_eq!(reply, Message::Accepted { ballot: ballot(5), slots: vec![(Slot(1), command.digest())] });
     assert_eq!(log.get(Slot(1)), Some(&accepted_at(5, &command)), "the command is held at the Accept's ballot");
     assert_eq!(
@@ -176,7 +176,7 @@ fn an_accept_at_a_higher_ballot_replaces_a_value_accepted_at_a_lower_one() {
     let mut acceptor = Acceptor::new(ballot(1));
     let mut writes = Vec::new();
     let new = write("new");
-    let reply = acceptor.on_accept(&mut log, Slot(0), ballot(2), &[(Slot(3), new.clone())], &mut writes);
+    let reply = acceptor.on_accept(&mut log, Slot(0), ballot(2), &[(Slot(3), new.clone().into())], &mut writes);
     assert_eq!(reply, Message::Accepted { ballot: ballot(2), slots: vec![(Slot(3), new.digest())] });
     assert_eq!(log.get(Slot(3)), Some(&accepted_at(2, &new)), "the higher ballot's value replaces the lower one's");
     assert!(writes.contains(&WriteOp::Accept { slot: Slot(3), ballot: ballot(2), command: new }), "{writes:?}");
@@ -189,7 +189,7 @@ fn an_accept_below_the_floor_is_acknowledged_without_a_write() {
     let mut acceptor = Acceptor::new(ballot(1));
     let mut writes = Vec::new();
     let proposed = write("compacted");
-    let reply = acceptor.on_accept(&mut log, Slot(4), ballot(2), &[(Slot(3), proposed.clone())], &mut writes);
+    let reply = acceptor.on_accept(&mut log, Slot(4), ballot(2), &[(Slot(3), proposed.clone().into())], &mut writes);
     assert_eq!(
         reply,
         Message::Accepted { ballot: ballot(2), slots: vec![(Slot(3), proposed.digest())] },
@@ -206,7 +206,7 @@ fn a_slot_below_the_chosen_index_keeps_its_command_and_answers_its_digest() {
     let mut log = log_with(0, &[0, 1], &chosen);
     let mut acceptor = Acceptor::new(ballot(1));
     let mut writes = Vec::new();
-    let reply = acceptor.on_accept(&mut log, Slot(2), ballot(3), &[(Slot(1), other)], &mut writes);
+    let reply = acceptor.on_accept(&mut log, Slot(2), ballot(3), &[(Slot(1), other.into())], &mut writes);
     assert_eq!(
         reply,
         Message::Accepted { ballot: ballot(3), slots: vec![(Slot(1), chosen.digest())] },
@@ -231,7 +231,7 @@ fn a_slot_learned_as_chosen_keeps_its_command_and_answers_its_digest() {
     let mut log = Log::from_durable(Slot(0), vec![(Slot(5), learned(&chosen))]);
     let mut acceptor = Acceptor::new(ballot(1));
     let mut writes = Vec::new();
-    let reply = acceptor.on_accept(&mut log, Slot(2), ballot(3), &[(Slot(5), other)], &mut writes);
+    let reply = acceptor.on_accept(&mut log, Slot(2), ballot(3), &[(Slot(5), other.into())], &mut writes);
     assert_eq!(
         reply,
         Message::Accepted { ballot: ballot(3), slots: vec![(Slot(5), chosen.digest())] },
@@ -250,8 +250,8 @@ fn a_repeated_accept_at_the_same_ballot_is_acknowledged_without_a_second_write()
     let mut log = Log::default();
     let mut acceptor = Acceptor::new(ballot(2));
     let mut writes = Vec::new();
-    let first = acceptor.on_accept(&mut log, Slot(0), ballot(2), &[(Slot(0), command.clone())], &mut writes);
-    let again = acceptor.on_accept(&mut log, Slot(0), ballot(2), &[(Slot(0), command.clone())], &mut writes);
+    let first = acceptor.on_accept(&mut log, Slot(0), ballot(2), &[(Slot(0), command.clone().into())], &mut writes);
+    let again = acceptor.on_accept(&mut log, Slot(0), ballot(2), &[(Slot(0), command.clone().into())], &mut writes);
     assert_eq!(first, again, "a re-sent Accept is answered as the first was");
     assert_eq!(again, Message::Accepted { ballot: ballot(2), slots: vec![(Slot(0), command.digest())] });
     assert_eq!(writes.len(), 1, "the value is written once: {writes:?}");
@@ -262,8 +262,8 @@ fn a_repeated_accept_at_the_same_ballot_is_acknowledged_without_a_second_write()
 fn a_second_command_for_one_slot_at_one_ballot_is_a_broken_proposer() {
     let mut log = Log::default();
     let mut acceptor = Acceptor::new(ballot(2));
-    acceptor.on_accept(&mut log, Slot(0), ballot(2), &[(Slot(0), write("first"))], &mut Vec::new());
-    acceptor.on_accept(&mut log, Slot(0), ballot(2), &[(Slot(0), write("second"))], &mut Vec::new());
+    acceptor.on_accept(&mut log, Slot(0), ballot(2), &[(Slot(0), write("first").into())], &mut Vec::new());
+    acceptor.on_accept(&mut log, Slot(0), ballot(2), &[(Slot(0), write("second").into())], &mut Vec::new());
 }
 
 #[test]

@@ -336,7 +336,7 @@ fn a_jump_to_a_point_at_the_floor_is_ignored() {
 #[test]
 fn a_jump_moves_floor_prefix_and_fold_base_and_writes_only_the_trim_point() {
     let mut log = learned_then_accepted(&[NOOP, NOOP]);
-    log.put(Slot(7), accepted_at(2, &NOOP));
+    log.put(Slot(7), Some(ballot(2)), NOOP.into());
     let mut learner = fresh(&log);
     let mut writes = Vec::new();
     let state = JournalState { leader: Some(uuid()), term: 3, next_seq: Seq(9), first_seq: Seq(4) };

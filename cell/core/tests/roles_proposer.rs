@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use paros_core::journal::{Command, Control, Entry, WriterMode};
+use paros_core::journal::{Command, Control, Digested, Entry, WriterMode};
 use paros_core::message::Reported;
 use paros_core::{
     Ballot, Elected, JournalConfig, LeaderUuid, Merged, Message, NodeId, Outbound, Proposer, Seq, Slot, Tunables,
@@ -63,10 +63,18 @@ fn leader(cfg: &JournalConfig) -> Proposer {
     proposer
 }
 
+/// The commands each voter is asked to accept; each must carry its own digest.
 fn accepts(out: &[Outbound]) -> Vec<(NodeId, Vec<(Slot, Command)>)> {
+    let commands = |entries: &[(Slot, Digested)]| -> Vec<(Slot, Command)> {
+        let carried = |c: &Digested| {
+            assert_eq!(c.digest(), c.command().digest(), "an Accept carries its command's own digest");
+            c.command().clone()
+        };
+        entries.iter().map(|(s, c)| (*s, carried(c))).collect()
+    };
     out.iter()
         .filter_map(|o| match &o.message {
-            Message::Accept { entries, .. } => Some((o.to, entries.clone())),
+            Message::Accept { entries, .. } => Some((o.to, commands(entries))),
             _ => None,
         })
         .collect()
@@ -272,7 +280,7 @@ fn a_won_campaign_re_proposes_the_merge_and_proposes_past_it() {
         "node 3's prefix is ahead of ours: learn from it"
     );
     assert_eq!(proposer.commit_point(), Slot(2), "slots below the merge's start are chosen");
-    assert_eq!(proposer.propose(write("next")), Slot(4), "new proposals go past the re-proposed suffix");
+    assert_eq!(proposer.propose(write("next").into()), Slot(4), "new proposals go past the re-proposed suffix");
     let mut out = Vec::new();
     proposer.flush(&cfg, Slot(1), &mut out);
     let expected = vec![(Slot(2), c.clone()), (Slot(3), c), (Slot(4), write("next"))];
@@ -291,7 +299,7 @@ fn an_ack_for_another_command_is_never_credited() {
     let mut proposer = leader(&cfg);
     let b = proposer.ballot();
     let (mine, other) = (write("mine"), write("other"));
-    let slot = proposer.propose(mine.clone());
+    let slot = proposer.propose(mine.clone().into());
     for v in [node(2), node(3)] {
         assert!(
             proposer.on_accepted(&cfg, v, b, &[(slot, other.digest())]).is_empty(),
@@ -302,7 +310,7 @@ fn an_ack_for_another_command_is_never_credited() {
         proposer.on_accepted(&cfg, node(1), b, &[(slot, mine.digest())]).is_empty(),
         "one matching ack is not a quorum"
     );
-    assert_eq!(proposer.on_accepted(&cfg, node(2), b, &[(slot, mine.digest())]), vec![(slot, mine)]);
+    assert_eq!(proposer.on_accepted(&cfg, node(2), b, &[(slot, mine.digest())]), vec![(slot, mine.into())]);
 }
 
 #[test]
@@ -311,7 +319,7 @@ fn an_ack_at_another_ballot_is_never_credited() {
     let mut proposer = leader(&cfg);
     let stale = Ballot { round: proposer.ballot().round - 1, ..proposer.ballot() };
     let command = write("mine");
-    let slot = proposer.propose(command.clone());
+    let slot = proposer.propose(command.clone().into());
     for v in [node(1), node(2), node(3)] {
         assert!(
             proposer.on_accepted(&cfg, v, stale, &[(slot, command.digest())]).is_empty(),
@@ -326,14 +334,14 @@ fn a_slot_is_chosen_at_exactly_a_quorum_of_distinct_acks_and_only_once() {
     let mut proposer = leader(&cfg);
     let b = proposer.ballot();
     let command = write("mine");
-    let slot = proposer.propose(command.clone());
+    let slot = proposer.propose(command.clone().into());
     let ack = [(slot, command.digest())];
     for v in [node(1), node(1), node(2), node(2)] {
         assert!(proposer.on_accepted(&cfg, v, b, &ack).is_empty(), "two distinct acks are not a quorum of five");
     }
     assert_eq!(
         proposer.on_accepted(&cfg, node(3), b, &ack),
-        vec![(slot, command)],
+        vec![(slot, command.into())],
         "the third distinct ack chooses the slot"
     );
     assert!(proposer.on_accepted(&cfg, node(4), b, &ack).is_empty(), "a slot is reported chosen once");
@@ -475,7 +483,7 @@ fn a_leader_with_work_in_flight_never_quiesces() {
     let tunables = Tunables::default();
     let mut proposer = leader(&cfg);
     let b = proposer.ballot();
-    proposer.propose(write("pending"));
+    proposer.propose(write("pending").into());
     proposer.flush(&cfg, Slot(0), &mut Vec::new());
     for t in 0..20 {
         proposer.on_heartbeat_ack(node(2), b, Slot(0));

@@ -45,6 +45,11 @@ fn ballot_of(node: NodeId, round: u64) -> Ballot {
     Ballot { round, node }
 }
 
+/// A leader's Accept of a gap filler at each of `slots`.
+fn accept_noops(ballot: Ballot, slots: &[u64]) -> Message {
+    Message::Accept { ballot, entries: slots.iter().map(|s| (Slot(*s), NOOP.into())).collect(), commit: Slot(0) }
+}
+
 fn envelope(from: NodeId, message: Message) -> Envelope {
     Envelope { journal: key(), from, message }
 }
@@ -139,8 +144,7 @@ fn a_promise_leaves_only_after_the_round_that_wrote_the_promise_is_synced() {
 fn an_accepted_leaves_only_after_the_round_that_wrote_the_values_is_synced() {
     let (mut host, disk) = boot(B);
     let ballot = ballot_of(A, 2);
-    let entries = vec![(Slot(0), NOOP), (Slot(1), NOOP)];
-    let (early, pending) = begin(&mut host, A, vec![Message::Accept { ballot, entries, commit: Slot(0) }]);
+    let (early, pending) = begin(&mut host, A, vec![accept_noops(ballot, &[0, 1])]);
     let accepts =
         pending.batch.iter().flat_map(|(_, ops)| ops).filter(|op| matches!(op, WriteOp::Accept { .. })).count();
     assert_eq!(accepts, 2, "the round writes both values");
@@ -148,7 +152,7 @@ fn an_accepted_leaves_only_after_the_round_that_wrote_the_values_is_synced() {
     // The leader pipelines a second Accept while the first round is on its way to the disk:
     // its reply waits for the next round, and this one's still for its sync.
     let mut meanwhile = Vec::new();
-    host.deliver(A, vec![envelope(A, Message::Accept { ballot, entries: vec![(Slot(2), NOOP)], commit: Slot(0) })]);
+    host.deliver(A, vec![envelope(A, accept_noops(ballot, &[2]))]);
     host.release(|e| meanwhile.push(e));
     assert_eq!(early_replies(&meanwhile), Vec::new(), "nothing acknowledged while the batch is out");
     persist(&mut host, &pending);
@@ -204,7 +208,7 @@ fn a_watermark_leaves_only_after_the_round_that_wrote_what_it_reports_is_synced(
     let (mut host, disk) = boot(B);
     let ballot = ballot_of(C, 2);
     let mut early = Vec::new();
-    host.deliver(C, vec![envelope(C, Message::Accept { ballot, entries: vec![(Slot(0), NOOP)], commit: Slot(0) })]);
+    host.deliver(C, vec![envelope(C, accept_noops(ballot, &[0]))]);
     host.deliver(A, to_b);
     host.release(|e| early.push(e));
     let pending = host.begin_round(|e| early.push(e));
@@ -228,7 +232,7 @@ fn a_whole_round_syncs_before_it_hands_out_the_replies() {
     let (mut host, disk) = boot(B);
     let ballot = ballot_of(A, 4);
     host.deliver(A, vec![envelope(A, Message::Prepare { ballot, from: Slot(0) })]);
-    host.deliver(A, vec![envelope(A, Message::Accept { ballot, entries: vec![(Slot(0), NOOP)], commit: Slot(0) })]);
+    host.deliver(A, vec![envelope(A, accept_noops(ballot, &[0]))]);
     let mut early = Vec::new();
     let before = disk.counts().1;
     let out = host.round(|e| early.push(e)).expect("round");
@@ -308,13 +312,13 @@ fn a_pump_hands_out_acceptor_replies_only_in_the_step_that_hands_their_batch_bac
     let (mut pump, disk) = pump();
     let ballot = ballot_of(A, 5);
     pump.deliver(A, vec![envelope(A, Message::Prepare { ballot, from: Slot(0) })]);
-    pump.deliver(A, vec![envelope(A, Message::Accept { ballot, entries: vec![(Slot(0), NOOP)], commit: Slot(0) })]);
+    pump.deliver(A, vec![envelope(A, accept_noops(ballot, &[0]))]);
     let mut first = step(&mut pump, None);
     let persist = first.persist.take().expect("the step begins a round with the promise and the value");
     assert!(persist.needs_sync);
     assert_eq!(effect_replies(&first), Vec::new(), "nothing acknowledged in the step that begins the round");
     // The disk is slow: steps go on, more input arrives, and no reply leaves.
-    pump.deliver(A, vec![envelope(A, Message::Accept { ballot, entries: vec![(Slot(1), NOOP)], commit: Slot(0) })]);
+    pump.deliver(A, vec![envelope(A, accept_noops(ballot, &[1]))]);
     for _ in 0..3 {
         let meanwhile = step(&mut pump, None);
         assert_eq!(effect_replies(&meanwhile), Vec::new(), "no reply while the batch is out");

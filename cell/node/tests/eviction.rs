@@ -64,7 +64,7 @@ fn a_follower_keeps_chosen_entries_past_its_window_until_their_index_is_synced()
 
     // Leader A's values for eight windows' worth of slots: accepted and synced.
     let ballot = Ballot { round: 2, node: A };
-    let entries = (0..SLOTS).map(|s| (Slot(s), NOOP)).collect();
+    let entries = (0..SLOTS).map(|s| (Slot(s), NOOP.into())).collect();
     let (_, synced) = round_with(&mut host, &disk, A, Message::Accept { ballot, entries, commit: Slot(0) });
     assert!(synced, "the values and the promise are synced");
     // Its heartbeat says they are all chosen: this round writes only the chosen index (and

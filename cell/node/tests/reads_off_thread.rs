@@ -210,7 +210,7 @@ async fn stats_reach(node: &Node, ok: impl Fn(&paros_node::HostStats) -> bool) -
 
 fn first_record() -> NodeRequest {
     let read =
-        ReadRequest { from: Seq(0), limit: 1, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Reached(Seq(1)) };
+        ReadRequest { from: Seq(0), limit: 1, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Linearizable };
     NodeRequest::Read { journal: SLOW, id: paros_core::ReadId(next_id()), read }
 }
 

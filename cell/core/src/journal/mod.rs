@@ -9,4 +9,4 @@ mod fold;
 mod types;
 
 pub use fold::{Anchoring, Fold, Judged, Located};
-pub use types::{Command, Control, Entry, JournalState, JournalView, Limits, Outcome, TooLarge, WriterMode};
+pub use types::{Command, Control, Digested, Entry, JournalState, JournalView, Limits, Outcome, TooLarge, WriterMode};

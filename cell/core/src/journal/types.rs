@@ -129,6 +129,61 @@ impl Command {
     }
 }
 
+/// A command with its [digest](Command::digest), computed once when the command is made (a
+/// leader proposing it) or arrives (decoded from the wire, learned, read back at boot) and
+/// carried with it from then on, so no role hashes the same records twice.
+///
+/// On the wire it is the bare command: serializing writes only the command, and decoding one
+/// computes its digest. The fields are private, so the digest carried is always the command's.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Digested {
+    command: Command,
+    digest: u64,
+}
+
+impl Digested {
+    /// `command` with its digest, computed here.
+    #[must_use]
+    pub fn new(command: Command) -> Digested {
+        let digest = command.digest();
+        Digested { command, digest }
+    }
+
+    #[must_use]
+    pub fn command(&self) -> &Command {
+        &self.command
+    }
+
+    /// The digest of [`command`](Self::command), as [`Command::digest`] gives it.
+    #[must_use]
+    pub fn digest(&self) -> u64 {
+        self.digest
+    }
+
+    #[must_use]
+    pub fn into_command(self) -> Command {
+        self.command
+    }
+}
+
+impl From<Command> for Digested {
+    fn from(command: Command) -> Digested {
+        Digested::new(command)
+    }
+}
+
+impl Serialize for Digested {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.command.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Digested {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Digested, D::Error> {
+        Command::deserialize(deserializer).map(Digested::new)
+    }
+}
+
 /// A word-at-a-time mixing hash: fast over record bytes, not a security boundary.
 struct Mix(u64);
 
@@ -248,7 +303,7 @@ impl Limits {
 mod tests {
     use bytes::Bytes;
 
-    use super::{Command, Control, Entry, JournalState, Limits, TooLarge};
+    use super::{Command, Control, Digested, Entry, JournalState, Limits, TooLarge};
     use crate::ids::{LeaderUuid, Seq};
 
     fn entry(records: Vec<Bytes>) -> Entry {
@@ -326,6 +381,23 @@ mod tests {
             for y in &digests[i + 1..] {
                 assert_ne!(x, y, "{commands:?}");
             }
+        }
+    }
+
+    #[test]
+    fn a_digested_command_carries_the_digest_of_its_own_command() {
+        let a = LeaderUuid::new(1).expect("non-zero");
+        let commands = [
+            Command::Write(entry(vec![Bytes::from("ab"), Bytes::from("cdefghijk")])),
+            Command::Control(Control::Noop),
+            Command::Control(Control::SetLeader { new: a, old: None }),
+            Command::Control(Control::Truncate { leader: Some(a), up_to: Seq(3) }),
+        ];
+        for command in commands {
+            let digested = Digested::new(command.clone());
+            assert_eq!(digested.digest(), command.digest(), "{command:?}");
+            assert_eq!(Digested::from(command.clone()), digested);
+            assert_eq!(digested.into_command(), command);
         }
     }
 

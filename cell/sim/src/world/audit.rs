@@ -236,11 +236,12 @@ impl Audit {
         node: NodeId,
         key: JournalKey,
         ballot: Ballot,
-        entries: &[(Slot, paros_core::journal::Command)],
+        entries: &[(Slot, paros_core::journal::Digested)],
         durable: Option<&Durable>,
     ) {
         for (slot, command) in entries {
-            let digest = command.digest();
+            // The audit hashes the command itself, not the digest the leader carries with it.
+            let digest = command.command().digest();
             let binding = self.chosen_at.get(&(key, *slot)).is_some_and(|at| *at <= ballot);
             if let Some(chosen) = self.chosen.get(&(key, *slot)).copied().filter(|_| binding) {
                 self.claims.check(Claim::OneChosenPerSlot, chosen == digest, || {
