@@ -137,9 +137,10 @@ impl<S: LogStore> Host<S> {
         Ok(())
     }
 
-    /// Removes a journal from this machine: it stops at once (its pending calls and reads are
-    /// answered `UnknownJournal`, returned here for the caller to deliver), and the removal of
-    /// its data rides the next round. Removing a journal not hosted here does nothing.
+    /// Removes a journal from this machine: it stops at once (its pending calls and reads,
+    /// those held for its wake too, are answered `UnknownJournal`, returned here for the
+    /// caller to deliver), and the removal of its data rides the next round. Removing a
+    /// journal not hosted here does nothing.
     pub fn remove(&mut self, key: &JournalKey) -> Vec<(Ticket, NodeAnswer)> {
         match self.journals.remove(key) {
             None => return Vec::new(),
@@ -151,7 +152,10 @@ impl<S: LogStore> Host<S> {
         self.dormancy.checking_in.remove(key);
         self.round.forget(key);
         self.round.placements.push(Placement::Remove(*key));
-        self.tickets.forget(key).into_iter().map(|t| (t, NodeAnswer::UnknownJournal)).collect()
+        let mut owed = self.tickets.forget(key);
+        // Calls and reads held while it was being woken are owed an answer too.
+        owed.extend(self.forget_held(key));
+        owed.into_iter().map(|t| (t, NodeAnswer::UnknownJournal)).collect()
     }
 
     /// Asks this machine's voter of `key` to campaign now (first leader, no timeout wait).

@@ -64,11 +64,13 @@ pub struct ShellConfig {
     /// At most this many journals awake for check-ins at once (`Host::set_check_ins_max`).
     pub check_ins_max: usize,
     /// Threads that read the store for entries journals evicted from memory (read pages below
-    /// a journal's window, catch-up answers for laggards), off the node thread (at least one).
+    /// a journal's window, catch-up answers for laggards) and for the wakes of dormant
+    /// journals, off the node thread (at least one).
     pub read_workers: usize,
     /// Store reads out with the read workers at once, queued or reading
     /// (`Host::set_fetches_max`, and the workers' queue): past it a read page is answered
-    /// `Unserved` (the caller retries) and a catch-up is not sent (the laggard asks again).
+    /// `Unserved` (the caller retries), a catch-up is not sent (the laggard asks again), and a
+    /// wake waits for room (the inputs of its journal stay held).
     pub reads_queued_max: usize,
 }
 

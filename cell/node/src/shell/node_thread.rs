@@ -1,7 +1,7 @@
 //! The node thread's loop: waits for the bus inbox, control requests, the round being
 //! persisted and the store reads' answers, as [`Schedule`] says; steps the [`Pump`]; hands each
-//! round's batch to the storage thread and each store read to the read threads; sends what
-//! each step releases.
+//! round's batch to the storage thread and each store read (pages, catch-ups, wakes of dormant
+//! journals) to the read threads; sends what each step releases. It never reads the store.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -76,7 +76,6 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
     let Inputs { mut inbox, mut controls, mut stopped } = inputs;
     let me = host.id();
     let mut responders: BTreeMap<Ticket, Responder> = BTreeMap::new();
-    let reader = host.store().reader();
     let reads_max = config.reads_queued_max.max(1);
     let (answered, mut answers) = tokio::sync::mpsc::channel::<Fetched>(reads_max);
     let readers = (0..config.read_workers.max(1)).map(|_| host.store().reader()).collect();
@@ -195,7 +194,7 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
             }
             input = inbox.try_recv().ok();
         }
-        let effects = pump.step(clock.now_ms(), synced, &reader);
+        let effects = pump.step(clock.now_ms(), synced);
         if let Some(Persist { placements, batch, needs_sync }) = effects.persist {
             if let Some(at) = first_input.take() {
                 times.lock().expect("times lock").queue.record(micros(at.elapsed()));
