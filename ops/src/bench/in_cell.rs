@@ -7,7 +7,11 @@ use std::time::{Duration, Instant};
 
 use paros_embedded::EmbeddedCell;
 
-use super::*;
+use super::drive::{claim_all, drive, verify};
+use super::report::{Report, RoundSplit, Split, report, sum_activity};
+use super::{
+    BenchArgs, BenchError, IDLE_SETTLE, IDLE_TENANT, bench_journals, cpu_s, named_journals, rss_bytes, shared,
+};
 
 pub(super) async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
     let temp;
