@@ -138,10 +138,11 @@ async fn retire(gateway: &Gateway, dir: &Path, kids: &[String]) -> Result<(), De
     Ok(())
 }
 
-/// Runs `paros dev` until SIGINT or SIGTERM.
+/// Runs `paros dev` until SIGINT or SIGTERM, or until a node stops on a storage fault.
 ///
 /// # Errors
-/// [`DevError`] when the cell, the key or the listener will not come up.
+/// [`DevError`] when the cell, the key or the listener will not come up;
+/// [`CellError::NodeFault`] when a node stopped on a storage fault.
 /// `quota_requests_per_s`: the requests/s quota new tenants get instead of the gateway's
 /// default (a benchmark's tenant, say).
 /// `keys`: rotate the signing key, retire old ones.
@@ -152,6 +153,26 @@ pub async fn run(
     keys: KeyOptions,
 ) -> Result<(), DevError> {
     let cell = EmbeddedCell::open(dir).await?;
+    // A node's storage fault ends the run (the caller exits with 75), whatever it was doing.
+    let ran = tokio::select! {
+        ran = serve(&cell, dir, listen, quota_requests_per_s, keys) => ran,
+        fault = cell.fault() => Err(CellError::NodeFault(fault).into()),
+    };
+    if ran.is_ok() {
+        eprintln!("paros dev: stopping");
+    }
+    drop(cell.stop());
+    ran
+}
+
+/// The cell formed, the gateway up and serving until SIGINT or SIGTERM.
+async fn serve(
+    cell: &EmbeddedCell,
+    dir: &Path,
+    listen: SocketAddr,
+    quota_requests_per_s: Option<u32>,
+    keys: KeyOptions,
+) -> Result<(), DevError> {
     match cell.init().await {
         Ok(_) | Err(CellError::AlreadyFormed(_)) => {}
         Err(e) => return Err(e.into()),
@@ -201,8 +222,6 @@ pub async fn run(
         result = served => result.map_err(|e| DevError::Listen(addr, e))?,
         () = async { stopping.notified().await; tokio::time::sleep(SHUTDOWN_GRACE).await } => {}
     }
-    eprintln!("paros dev: stopping");
-    drop(cell.stop());
     Ok(())
 }
 

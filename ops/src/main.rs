@@ -270,6 +270,7 @@ fn main() -> ExitCode {
             let keys = dev::KeyOptions { rotate: rotate_key, retire: retire_keys };
             match runtime.block_on(dev::run(&data_dir, listen, quota_requests_per_s, keys)) {
                 Ok(()) => ExitCode::SUCCESS,
+                Err(dev::DevError::Cell(paros_embedded::CellError::NodeFault(f))) => storage_fault(&f),
                 Err(e) => {
                     eprintln!("paros dev: {e}");
                     ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1))
@@ -362,6 +363,7 @@ fn main() -> ExitCode {
                     println!("{line}");
                     ExitCode::SUCCESS
                 }
+                Err(paros_embedded::CellError::NodeFault(f)) => storage_fault(&f),
                 Err(e) => {
                     eprintln!("paros cell init: {e}");
                     ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1))
@@ -374,6 +376,7 @@ fn main() -> ExitCode {
                     println!("verify: {n} acknowledged records present exactly once at their positions");
                     ExitCode::SUCCESS
                 }
+                Err(verify::VerifyError::Cell(paros_embedded::CellError::NodeFault(f))) => storage_fault(&f),
                 Err(e) => {
                     eprintln!("paros verify: {e}");
                     ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1))
@@ -383,9 +386,20 @@ fn main() -> ExitCode {
     }
 }
 
+/// A node of the embedded cell stopped on a storage fault: the process exits with
+/// [`EXIT_STORAGE_FAULT`](paros_node::shell::EXIT_STORAGE_FAULT), the fault's cause printed.
+fn storage_fault(fault: &paros_node::shell::NodeFault) -> ExitCode {
+    let code = paros_node::shell::EXIT_STORAGE_FAULT;
+    eprintln!("paros: {fault}; stopping (exit {code})");
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
 async fn cell_init(dir: &std::path::Path, members: usize) -> Result<String, paros_embedded::CellError> {
     let cell = paros_embedded::EmbeddedCell::open_with(dir, members).await?;
-    let formed = cell.init().await;
+    let formed = tokio::select! {
+        formed = cell.init() => formed,
+        fault = cell.fault() => Err(paros_embedded::CellError::NodeFault(fault)),
+    };
     let registry = cell.registry();
     let nodes = cell.manifest.nodes.clone();
     let _ = cell.stop();
@@ -394,6 +408,9 @@ async fn cell_init(dir: &std::path::Path, members: usize) -> Result<String, paro
 }
 
 fn fail(e: &bench::BenchError) -> ExitCode {
+    if let bench::BenchError::Cell(paros_embedded::CellError::NodeFault(f)) = e {
+        return storage_fault(f);
+    }
     eprintln!("paros bench: {e}");
     let code = match e {
         bench::BenchError::Cell(c) => c.exit_code(),
@@ -521,10 +538,20 @@ mod verify {
     pub async fn run(dir: &Path, ack_log: &Path, size: usize) -> Result<u64, VerifyError> {
         let text = std::fs::read_to_string(ack_log).map_err(|e| VerifyError::AckLog(e.to_string()))?;
         let cell = EmbeddedCell::open(dir).await?;
-        let acks = ack_entries(&text);
+        let checked = tokio::select! {
+            checked = check(&cell, &text, size) => checked,
+            fault = cell.fault() => Err(CellError::NodeFault(fault).into()),
+        };
+        let _ = cell.stop();
+        checked
+    }
+
+    /// Every acknowledged write of the ack log `text`, read back from `cell`.
+    async fn check(cell: &EmbeddedCell, text: &str, size: usize) -> Result<u64, VerifyError> {
+        let acks = ack_entries(text);
         let count = acks.iter().map(|&(j, _, _)| j).max().map_or(0, |m| m + 1);
         let (keys, _, _) =
-            bench_journals(&cell, count, false).await.map_err(|e| VerifyError::Mismatch(e.to_string()))?;
+            bench_journals(cell, count, false).await.map_err(|e| VerifyError::Mismatch(e.to_string()))?;
         let mut read = Vec::new();
         for (i, key) in keys {
             let all = read_all(&cell.client, key).await.map_err(VerifyError::Mismatch)?;
@@ -547,7 +574,6 @@ mod verify {
                 checked += 1;
             }
         }
-        let _ = cell.stop();
         Ok(checked)
     }
 }

@@ -23,7 +23,7 @@ use paros_client::{Client, ClientConfig};
 use paros_core::journal::WriterMode;
 use paros_core::{JournalConfig, JournalId, JournalKey, NodeId, TenantId, Tunables};
 use paros_node::ports::MonotonicClock;
-use paros_node::shell::{self, NodeHandle, ShellConfig};
+use paros_node::shell::{self, NodeFault, NodeHandle, ShellConfig};
 use paros_node::{BootError, Host};
 use paros_registry::daemon::{
     CoordinatorHandle, CoordinatorLoopConfig, CoordinatorStop, Followed, FollowedNode, FollowerConfig,
@@ -75,6 +75,9 @@ pub enum CellError {
     Boot { node: NodeId, source: BootError },
     #[error("storage fault: {0}")]
     Store(#[from] paros_node::ports::StoreError),
+    /// A node of the running cell stopped on a storage fault.
+    #[error("{0}")]
+    NodeFault(Arc<NodeFault>),
     #[error("placement refused: {0}")]
     Place(#[from] paros_node::PlaceError),
     #[error("a node stopped while the cell was opening")]
@@ -100,7 +103,7 @@ impl CellError {
                 shell::EXIT_REFUSED
             }
             CellError::Manifest(..) | CellError::Place(_) | CellError::AlreadyFormed(_) | CellError::Refused(_) => 2,
-            CellError::Store(_) | CellError::Dir(..) => shell::EXIT_STORAGE_FAULT,
+            CellError::Store(_) | CellError::NodeFault(_) | CellError::Dir(..) => shell::EXIT_STORAGE_FAULT,
             _ => 1,
         }
     }
@@ -125,6 +128,9 @@ pub struct EmbeddedCell {
     coordinator_task: tokio::task::JoinHandle<CoordinatorStop>,
     followers: Vec<watch::Receiver<Followed>>,
     follower_tasks: Vec<tokio::task::JoinHandle<String>>,
+    /// The first storage fault of any node (`None` while there is none); each node's fault is
+    /// forwarded here by a task that ends with the node.
+    faults: watch::Sender<Option<Arc<NodeFault>>>,
 }
 
 /// Sends requests to the cell's registry coordinator.
@@ -296,6 +302,22 @@ impl EmbeddedCell {
         let (progress, task) = spawn_follower_of(client.clone(), registry, followed, FollowerConfig::default());
         let (followers, follower_tasks) = (vec![progress], vec![task]);
         let (coordinator, coordinator_task) = spawn_coordinator(client.clone(), registry, coordinator, random_u64());
+        let (faults, _) = watch::channel(None);
+        for node in &nodes {
+            let (mut watch, faults) = (node.faults(), faults.clone());
+            tokio::spawn(async move {
+                if let Some(fault) = watch.stopped().await {
+                    // The first fault stays: it is the one that stopped the cell.
+                    faults.send_if_modified(|first| {
+                        let fresh = first.is_none();
+                        if fresh {
+                            *first = Some(fault);
+                        }
+                        fresh
+                    });
+                }
+            });
+        }
         let nodes = Arc::new(Mutex::new(nodes));
         let probes = Arc::new(Mutex::new(probes));
         Ok(EmbeddedCell {
@@ -308,7 +330,24 @@ impl EmbeddedCell {
             coordinator_task,
             followers,
             follower_tasks,
+            faults,
         })
+    }
+
+    /// Waits until a node of the cell stops on a storage fault, and returns the first such
+    /// fault. Never ends while no node faults. The cell does not stop by itself: the process
+    /// running it should (`main` exits with [`shell::EXIT_STORAGE_FAULT`]); the other nodes
+    /// keep serving meanwhile.
+    pub async fn fault(&self) -> Arc<NodeFault> {
+        let mut faults = self.faults.subscribe();
+        let fault = faults.wait_for(Option::is_some).await.expect("the cell holds the sender").clone();
+        fault.expect("waited for a fault")
+    }
+
+    /// The first storage fault of a node of the cell, if any node had one.
+    #[must_use]
+    pub fn faulted(&self) -> Option<Arc<NodeFault>> {
+        self.faults.borrow().clone()
     }
 
     /// The registry journal's key.
@@ -424,8 +463,11 @@ impl EmbeddedCell {
     }
 
     /// Stops the registry loops and every node; returns the hosts (stores still open).
-    #[must_use]
-    pub fn stop(self) -> Vec<Host<FjallStore>> {
+    ///
+    /// # Errors
+    /// The storage fault of a node that stopped on one (the first, in node order): it has no
+    /// host to give back. Every node is stopped all the same.
+    pub fn stop(self) -> Result<Vec<Host<FjallStore>>, Arc<NodeFault>> {
         self.coordinator_task.abort();
         for t in &self.follower_tasks {
             t.abort();
@@ -435,7 +477,8 @@ impl EmbeddedCell {
         }
         self.probes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
         let nodes = std::mem::take(&mut *self.nodes.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-        nodes.into_iter().map(NodeHandle::stop).collect()
+        let stopped: Vec<_> = nodes.into_iter().map(NodeHandle::stop).collect();
+        stopped.into_iter().collect()
     }
 }
 
@@ -600,7 +643,7 @@ mod tests {
         let registry = cell.registry();
         // The follower removes it right after folding the delete; give the rounds a moment.
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let hosts = cell.stop();
+        let hosts = cell.stop().expect("no node faulted");
         for h in &hosts {
             assert!(h.voter(&key).is_none(), "{:?} no longer hosts the deleted journal", h.id());
             assert!(h.voter(&registry).is_some(), "the registry journal stays");

@@ -7,14 +7,15 @@
 //!
 //! Catch-up answers travel this way too: a laggard's catch-up reads up to a page of entries
 //! below the window, the same cold read a page does, and its answer is a message the network
-//! may delay anyway.
+//! may delay anyway. So does the wake of a dormant journal (`LogRead::load_journal`, see
+//! `host::dormancy`): the inputs that woke it wait, stashed, until its state comes back.
 
-use paros_core::{Fetch, JournalKey, Message, NodeId, ReadAnswer, ReadId, Tunables};
+use paros_core::{Durable, Fetch, JournalKey, Message, NodeId, ReadAnswer, ReadId, Tunables};
 
 use crate::ports::{Envelope, LogRead, StoreError};
 
 /// Store reads a host hands out at once, at most, by default (`Host::set_fetches_max`): jobs
-/// queued for the workers or being read.
+/// queued for the workers or being read, wakes of dormant journals included.
 pub const FETCHES_MAX: usize = 64;
 
 /// One store read a journal asked for, to run on a worker (never on the node's thread).
@@ -23,8 +24,17 @@ pub const FETCHES_MAX: usize = 64;
 pub struct FetchJob {
     key: JournalKey,
     me: NodeId,
-    fetch: Fetch,
+    read: Read,
     tunables: Tunables,
+}
+
+/// What a [`FetchJob`] reads.
+#[derive(Debug)]
+enum Read {
+    /// Entries a journal evicted from memory (a catch-up answer, a read page).
+    Fetch(Fetch),
+    /// Everything a dormant journal wakes with, for its wake numbered so.
+    Wake(u64),
 }
 
 /// What a [`FetchJob`] found, handed back to its host.
@@ -48,11 +58,19 @@ pub(crate) enum FetchedAnswer {
     CatchUp(Option<(NodeId, Envelope)>),
     /// A read page for read `ReadId` of the journal.
     Page(ReadId, ReadAnswer),
+    /// The state the dormant journal wakes with, for its wake numbered so (`None`: not read,
+    /// because the store failed or the job was refused).
+    Woken(u64, Option<Box<Durable>>),
 }
 
 impl FetchJob {
     pub(crate) fn new(key: JournalKey, me: NodeId, fetch: Fetch, tunables: Tunables) -> FetchJob {
-        FetchJob { key, me, fetch, tunables }
+        FetchJob { key, me, read: Read::Fetch(fetch), tunables }
+    }
+
+    /// The wake numbered `wake` of dormant journal `key`: what boot would read for it.
+    pub(crate) fn wake(key: JournalKey, me: NodeId, wake: u64, tunables: Tunables) -> FetchJob {
+        FetchJob { key, me, read: Read::Wake(wake), tunables }
     }
 
     /// The journal whose entries this job reads.
@@ -61,17 +79,38 @@ impl FetchJob {
         self.key
     }
 
-    /// True for a read page (a caller waits on it), false for a catch-up answer.
+    /// True for a read page (a caller waits on it), false for a catch-up answer or a wake.
     #[must_use]
     pub fn is_page(&self) -> bool {
-        matches!(self.fetch, Fetch::Page { .. })
+        matches!(self.read, Read::Fetch(Fetch::Page { .. }))
+    }
+
+    /// True for the wake of a dormant journal (the inputs that woke it wait on it).
+    #[must_use]
+    pub fn is_wake(&self) -> bool {
+        matches!(self.read, Read::Wake(_))
     }
 
     /// Runs the read against `reader`. A catch-up whose entries are gone (truncated meanwhile)
     /// or unreadable yields nothing to send (the laggard asks again); such a page is answered
-    /// `Unserved`.
+    /// `Unserved`; such a wake leaves the journal dormant, and what was asked of it is refused.
     pub fn run(self, reader: &dyn LogRead) -> Fetched {
-        let FetchJob { key, me, fetch, tunables } = self;
+        let FetchJob { key, me, read, tunables } = self;
+        let fetch = match read {
+            Read::Fetch(fetch) => fetch,
+            Read::Wake(wake) => {
+                let loaded = reader.load_journal(&key);
+                let failed = loaded.is_err();
+                let durable = loaded.ok().map(|d| Box::new(d.unwrap_or_default()));
+                return Fetched {
+                    key,
+                    answer: FetchedAnswer::Woken(wake, durable),
+                    entries: 0,
+                    failed,
+                    refused: false,
+                };
+            }
+        };
         match fetch {
             Fetch::CatchUp { to, life, from, end, chosen_up_to, slots_max } => {
                 let want = slots_max.min(u32::try_from(end.0.saturating_sub(from.0)).unwrap_or(u32::MAX));
@@ -112,12 +151,14 @@ impl FetchJob {
     }
 
     /// The answer when no worker has room: a page is answered `Unserved` (the caller retries),
-    /// a catch-up sends nothing (the laggard asks again). Never blocks, never drops silently:
-    /// the host counts it ([`HostStats::fetches_refused`](crate::HostStats::fetches_refused)).
+    /// a catch-up sends nothing (the laggard asks again), a wake is asked again later (its
+    /// stashed inputs wait). Never blocks, never drops silently: the host counts a refused
+    /// page or catch-up ([`HostStats::fetches_refused`](crate::HostStats::fetches_refused)).
     pub fn refuse(self) -> Fetched {
-        let answer = match self.fetch {
-            Fetch::CatchUp { .. } => FetchedAnswer::CatchUp(None),
-            Fetch::Page { read, .. } => FetchedAnswer::Page(read, ReadAnswer::Unserved),
+        let answer = match self.read {
+            Read::Fetch(Fetch::CatchUp { .. }) => FetchedAnswer::CatchUp(None),
+            Read::Fetch(Fetch::Page { read, .. }) => FetchedAnswer::Page(read, ReadAnswer::Unserved),
+            Read::Wake(wake) => FetchedAnswer::Woken(wake, None),
         };
         Fetched { key: self.key, answer, entries: 0, failed: false, refused: true }
     }

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 ///
 /// One variant per reason; the engine's or the file system's own error, where there is one,
 /// is the [`source`](std::error::Error::source). The message repeats the source's own after a
-/// colon: the edges (the shell's storage fault, the embedded cell) print the message alone, and
-/// an operator must read why (a full disk) there.
+/// colon: the edges (the binary's `main` on a node's storage fault, the embedded cell) print the
+/// message alone, and an operator must read why (a full disk) there.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The storage engine (fjall, in paros-store) failed while doing `op`.
@@ -233,19 +233,19 @@ pub trait LogStore: LogRead + Send + 'static {
     /// [`LogStore::sync`]: placing ten thousand journals costs one sync, not ten thousand.
     ///
     /// # Errors
-    /// Any storage fault; the host then stops the process.
+    /// Any storage fault; the node then stops and reports it to its owner (`shell::NodeFault`).
     fn place(&mut self, placements: &[Placement]) -> Result<(), StoreError>;
 
     /// Writes one atomic batch of many journals' writes. Not durable until [`LogStore::sync`].
     ///
     /// # Errors
-    /// Any storage fault; the host then stops the process.
+    /// Any storage fault; the node then stops and reports it to its owner (`shell::NodeFault`).
     fn write(&mut self, batch: &[(JournalKey, Vec<WriteOp>)]) -> Result<(), StoreError>;
 
     /// Makes every write so far durable (fdatasync).
     ///
     /// # Errors
-    /// Any storage fault; the host then stops the process.
+    /// Any storage fault; the node then stops and reports it to its owner (`shell::NodeFault`).
     fn sync(&mut self) -> Result<(), StoreError>;
 
     /// Reads back every journal placed here: config, promise, floor, sealed state, chosen

@@ -9,13 +9,14 @@
 //! is durable. Each step returns [`Effects`] to perform: messages to send, answers to give,
 //! at most one batch to persist (one round in flight at a time), and store reads to run off
 //! the driver's thread ([`FetchJob`]), whose answers it hands back with [`Pump::fetched`] for
-//! a later step to release. No step reads the store for a page or a catch-up.
+//! a later step to release. No step reads the store: not for a page, a catch-up, nor the wake
+//! of a dormant journal.
 
 use paros_core::{Applied, JournalKey, NodeId, WriteOp};
 
 use crate::fetch::{FetchJob, Fetched};
 use crate::host::{Early, Host, Owed, PendingRound, RoundOutput};
-use crate::ports::{Envelope, LogRead, LogStore};
+use crate::ports::{Envelope, LogStore};
 use crate::rpc::{NodeAnswer, NodeRequest};
 
 /// One round's writes, every journal's, to persist as one atomic batch.
@@ -51,8 +52,8 @@ pub struct Effects {
     pub applied: Vec<(JournalKey, Applied)>,
     /// True when this step completed a round.
     pub completed: bool,
-    /// Store reads to run off the node's thread ([`FetchJob::run`]); hand each answer back with
-    /// [`Pump::fetched`].
+    /// Store reads to run off the node's thread ([`FetchJob::run`]): pages and catch-ups below
+    /// a window, wakes of dormant journals; hand each answer back with [`Pump::fetched`].
     pub fetches: Vec<FetchJob>,
 }
 
@@ -148,13 +149,13 @@ impl<S: LogStore> Pump<S> {
     }
 
     /// One turn of the loop at clock reading `now_ms`. `synced` is the batch of the last
-    /// [`Persist`], now durable. A dormant journal an input wakes is read back from `reader`
-    /// (the store's read handle: [`LogStore::reader`]); entries journals evicted from memory
-    /// are not read here but handed out ([`Effects::fetches`]).
+    /// [`Persist`], now durable. The store is not read here: a dormant journal an input wakes,
+    /// and entries journals evicted from memory, are handed out ([`Effects::fetches`]), and
+    /// a later step takes their answers ([`Pump::fetched`]).
     ///
     /// # Panics
     /// When `synced` is handed back with no round in flight.
-    pub fn step(&mut self, now_ms: u64, synced: Option<Batch>, reader: &dyn LogRead) -> Effects {
+    pub fn step(&mut self, now_ms: u64, synced: Option<Batch>) -> Effects {
         let me = self.host.id();
         let mut effects = Effects::default();
         let mut looped: Vec<Vec<Envelope>> = Vec::new();
@@ -170,7 +171,7 @@ impl<S: LogStore> Pump<S> {
             let out = self.host.complete_round(pending);
             effects.completed_round(me, &mut looped, out);
         }
-        self.host.wake_dormant(reader, |e| effects.released(me, &mut looped, e));
+        self.host.wake_dormant(|e| effects.released(me, &mut looped, e));
         if self.host.has_release() {
             self.host.release(|e| effects.released(me, &mut looped, e));
         }

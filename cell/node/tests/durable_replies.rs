@@ -288,8 +288,7 @@ fn pump() -> (Pump<MemStore>, MemStore) {
 
 /// One step at clock reading 0 (no tick is ever due), handing back `synced` if given.
 fn step(pump: &mut Pump<MemStore>, synced: Option<Batch>) -> paros_node::Effects {
-    let reader = pump.host().store().reader();
-    pump.step(0, synced, &reader)
+    pump.step(0, synced)
 }
 
 /// Writes a persist's batch to the pump's store and syncs when asked, as the driver does.

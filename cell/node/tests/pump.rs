@@ -80,8 +80,7 @@ impl Machines {
             };
             let handed_back = synced.is_some();
             let pump = self.pumps.get_mut(&id).expect("present");
-            let reader = pump.host().store().reader();
-            let mut effects = pump.step(self.now_ms, synced, &reader);
+            let mut effects = pump.step(self.now_ms, synced);
             if let Some(p) = effects.persist.take() {
                 assert!(!self.persisting.contains_key(&id), "one round in flight at a time");
                 self.persisting.insert(id, (p.batch, disk_steps));
@@ -197,11 +196,10 @@ fn a_tick_pings_every_peer_once_and_a_second_reading_of_the_same_time_does_not()
     let mut m = Machines::new();
     let id = *m.pumps.keys().next().expect("three machines");
     let pump = m.pumps.get_mut(&id).expect("present");
-    let reader = pump.host().store().reader();
-    let first = pump.step(TICK_MS, None, &reader);
+    let first = pump.step(TICK_MS, None);
     assert!(first.ticked);
     assert_eq!(first.pings.len(), 2, "both peers hear that this machine is up");
-    let again = pump.step(TICK_MS, None, &reader);
+    let again = pump.step(TICK_MS, None);
     assert!(!again.ticked && again.pings.is_empty(), "one reading, one tick");
     assert!(pump.next_due_ms() > TICK_MS, "the next tick is due later");
 }

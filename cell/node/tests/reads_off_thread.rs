@@ -1,7 +1,9 @@
 //! Reads below a journal's in-memory window run on the node's read threads, never on the node
 //! thread: while a read waits on a slow disk, every other journal on the machine keeps
 //! acknowledging writes; a read that finds every read thread busy and the queue full is
-//! answered `Unserved` at once (the caller retries), never held and never dropped.
+//! answered `Unserved` at once (the caller retries), never held and never dropped. The wake of
+//! a dormant journal reads the store the same way: while it waits on the disk, its inputs are
+//! held (one wake per journal) and every other journal keeps acknowledging writes.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -55,7 +57,8 @@ impl Gate {
     }
 }
 
-/// A memory store whose range reads block while its gate is shut: a disk that stalls.
+/// A memory store whose range reads, and whose reads of [`SLOW`] for a wake, block while its
+/// gate is shut: a disk that stalls.
 #[derive(Clone, Debug)]
 struct GatedStore {
     disk: MemStore,
@@ -74,6 +77,9 @@ impl LogRead for GatedStore {
     }
 
     fn load_journal(&self, journal: &JournalKey) -> Result<Option<Durable>, StoreError> {
+        if *journal == SLOW {
+            self.gate.pass();
+        }
         self.disk.load_journal(journal)
     }
 }
@@ -128,8 +134,14 @@ fn accepted(seq: u64) -> Outcome {
 }
 
 impl Node {
-    /// A machine that is the only voter of two journals, with a window of four slots.
+    /// A machine that is the only voter of two journals, with a window of four slots, and no
+    /// dormancy.
     async fn start(config: ShellConfig) -> Node {
+        Node::start_dormant(config, None).await
+    }
+
+    /// As [`Node::start`], journals quiet for `dormant_after` leaving memory.
+    async fn start_dormant(config: ShellConfig, dormant_after: Option<Duration>) -> Node {
         let tunables = Tunables { window_slots: 4, window_bytes: 64, anchor_slots: 5, ..Tunables::default() };
         let gate = Arc::new(Gate::default());
         let store = GatedStore { disk: MemStore::new(), gate: Arc::clone(&gate) };
@@ -140,7 +152,7 @@ impl Node {
             host.campaign(&key);
         }
         let (inbox, rx) = tokio::sync::mpsc::channel(64);
-        let config = ShellConfig { tick: Duration::from_millis(5), dormant_after: None, ..config };
+        let config = ShellConfig { tick: Duration::from_millis(5), dormant_after, ..config };
         let handle = shell::spawn(host, Nowhere, rx, MonotonicClock::new(), config);
         let node = Node { handle, inbox, gate };
         for key in [SLOW, BUSY] {
@@ -167,13 +179,7 @@ impl Node {
     }
 
     async fn write(&self, key: JournalKey, seq: u64) -> NodeAnswer {
-        let records = vec![Bytes::from(format!("record {seq}"))];
-        self.ask(NodeRequest::Call {
-            journal: key,
-            id: paros_core::CallId(next_id()),
-            call: Call::Write { leader: Some(uuid()), seq: Seq(seq), records },
-        })
-        .await
+        self.ask(write_request(key, seq)).await
     }
 
     /// Enough writes on `SLOW` that its first records leave memory.
@@ -206,6 +212,16 @@ async fn stats_reach(node: &Node, ok: impl Fn(&paros_node::HostStats) -> bool) -
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     panic!("the counters never got there: {:?}", node.handle.stats());
+}
+
+/// The write of `record {seq}` at `seq` on `key` by [`uuid`].
+fn write_request(key: JournalKey, seq: u64) -> NodeRequest {
+    let records = vec![Bytes::from(format!("record {seq}"))];
+    NodeRequest::Call {
+        journal: key,
+        id: paros_core::CallId(next_id()),
+        call: Call::Write { leader: Some(uuid()), seq: Seq(seq), records },
+    }
 }
 
 fn first_record() -> NodeRequest {
@@ -254,6 +270,39 @@ async fn a_read_that_finds_the_read_queue_full_is_answered_unserved_at_once() {
     let _ = node.handle.stop();
 }
 
+#[tokio::test]
+async fn a_wake_waits_on_a_read_thread_while_other_journals_keep_writing() {
+    let node = Node::start_dormant(ShellConfig::default(), Some(Duration::from_millis(50))).await;
+    assert_eq!(node.write(SLOW, 0).await, NodeAnswer::Call(CallAnswer::Verdict(accepted(0))));
+    stats_reach(&node, |s| s.dormant == 2).await;
+    node.gate.set(true);
+    // A write wakes SLOW: its state is read on a read thread, which the disk holds.
+    let mut write = node.send(write_request(SLOW, 1)).await;
+    node.reads_waiting(1).await;
+    // A read of SLOW arriving meanwhile is held with the write; SLOW is not woken twice (the
+    // other read thread is free, and no second read of it reaches the disk).
+    let mut read = node.send(first_record()).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(node.gate.waiting.load(Ordering::SeqCst), 1, "one wake of SLOW at a time");
+    // The node thread does not wait for the disk: BUSY wakes too (its read is not held) and
+    // its writes are acknowledged.
+    for seq in 0..8 {
+        let accepted = NodeAnswer::Call(CallAnswer::Verdict(accepted(seq)));
+        assert_eq!(node.write(BUSY, seq).await, accepted, "another journal writes while a wake waits on the disk");
+    }
+    assert!(write.try_recv().is_err() && read.try_recv().is_err(), "SLOW's inputs wait for its wake");
+    let stats = node.handle.stats();
+    assert_eq!((stats.wakes, stats.dormant), (1, 1), "BUSY woke; SLOW is still dormant, waking");
+    node.gate.set(false);
+    let answer = tokio::time::timeout(WAIT, write).await.expect("answered in time").expect("answered");
+    assert_eq!(answer, NodeAnswer::Call(CallAnswer::Verdict(accepted(1))), "the write that woke SLOW lands");
+    let answer = tokio::time::timeout(WAIT, read).await.expect("answered in time").expect("answered");
+    let NodeAnswer::Read(ReadAnswer::Page { from, records, .. }) = answer else { panic!("a page: {answer:?}") };
+    assert_eq!((from, records), (Seq(0), vec![Bytes::from("record 0")]), "the read held with it is served");
+    assert!(stats_reach(&node, |s| s.wakes >= 2).await.fetch_errors == 0);
+    let _ = node.handle.stop();
+}
+
 /// The sans-IO hand-off the shell and the simulation both drive: a one-voter pump over a
 /// memory store, each round persisted at once.
 struct Driver {
@@ -262,18 +311,36 @@ struct Driver {
     now_ms: u64,
     answers: Vec<(paros_node::Owed, NodeAnswer)>,
     jobs: Vec<paros_node::FetchJob>,
+    /// The batch persisted by the last step, handed back to the next.
+    synced: Option<paros_node::pump::Batch>,
 }
 
 impl Driver {
     fn new() -> Driver {
-        let tunables = Tunables { window_slots: 4, window_bytes: 64, anchor_slots: 5, ..Tunables::default() };
+        Driver::with(Tunables::default(), None)
+    }
+
+    /// [`Driver::new`] with `tunables` (its window and anchors aside), and with journals quiet
+    /// for `dormant_after` ticks leaving memory: a tick then passes at every step.
+    fn with(tunables: Tunables, dormant_after: Option<u64>) -> Driver {
+        let tunables = Tunables { window_slots: 4, window_bytes: 64, anchor_slots: 5, ..tunables };
         let disk = MemStore::new();
         let mut host = Host::boot(disk.clone(), None, ME, tunables, 0x78).expect("boots");
+        if dormant_after.is_some() {
+            host.set_dormancy(dormant_after);
+            host.set_tick_ms(1);
+        }
         host.place(SLOW, JournalConfig { mode: WriterMode::Single, voters: vec![ME], learners: vec![] })
             .expect("placed");
         host.campaign(&SLOW);
-        let mut d =
-            Driver { pump: paros_node::Pump::new(host, 0), reader: disk, now_ms: 0, answers: vec![], jobs: vec![] };
+        let mut d = Driver {
+            pump: paros_node::Pump::new(host, 0),
+            reader: disk,
+            now_ms: 0,
+            answers: vec![],
+            jobs: vec![],
+            synced: None,
+        };
         d.ask(NodeRequest::Call {
             journal: SLOW,
             id: paros_core::CallId(next_id()),
@@ -290,10 +357,15 @@ impl Driver {
 
     /// Steps until the pump rests, persisting each round at once; keeps answers and jobs.
     fn settle(&mut self) {
-        let mut synced = None;
-        for _ in 0..64 {
+        self.run(64, true);
+    }
+
+    /// Steps `steps` times, or until the pump rests if `until_rest`, persisting each round at
+    /// once; keeps answers and jobs.
+    fn run(&mut self, steps: usize, until_rest: bool) {
+        for _ in 0..steps {
             self.now_ms += 1;
-            let effects = self.pump.step(self.now_ms, synced.take(), &self.reader);
+            let effects = self.pump.step(self.now_ms, self.synced.take());
             self.answers.extend(effects.answers);
             self.jobs.extend(effects.fetches);
             if let Some(p) = effects.persist {
@@ -302,8 +374,8 @@ impl Driver {
                 store.write(&p.batch).expect("memory");
                 store.sync().expect("memory");
                 self.pump.host_mut().return_store(store);
-                synced = Some(p.batch);
-            } else if !self.pump.wants_step() {
+                self.synced = Some(p.batch);
+            } else if until_rest && !self.pump.wants_step() {
                 return;
             }
         }
@@ -357,4 +429,84 @@ fn past_the_bound_a_read_below_the_window_is_answered_unserved_in_the_same_step(
     d.pump.fetched(job.run(&d.reader));
     d.settle();
     assert!(matches!(d.answer(first), Some(NodeAnswer::Read(ReadAnswer::Page { .. }))));
+}
+
+#[test]
+fn a_step_hands_a_wake_out_once_and_its_journal_answers_only_once_the_answer_comes_back() {
+    let mut d = Driver::with(Tunables { calls_max: 2, ..Tunables::default() }, Some(3));
+    for _ in 0..200 {
+        if d.pump.host().is_dormant(&SLOW) {
+            break;
+        }
+        d.run(1, false);
+    }
+    assert!(d.pump.host().is_dormant(&SLOW), "the quiet journal went dormant");
+    let write = |seq: u64| {
+        let records = vec![Bytes::from(format!("record {seq}"))];
+        NodeRequest::Call {
+            journal: SLOW,
+            id: paros_core::CallId(next_id()),
+            call: Call::Write { leader: Some(uuid()), seq: Seq(seq), records },
+        }
+    };
+    let call = d.ask(write(24));
+    let wakes = |d: &Driver| d.jobs.iter().filter(|j| j.is_wake()).count();
+    assert_eq!(wakes(&d), 1, "the wake is handed out as a job");
+    assert!(d.pump.host().is_waking(&SLOW) && d.pump.host().is_dormant(&SLOW), "dormant until it comes back");
+    assert_eq!(d.pump.host().fetches_out(), 1);
+    // More inputs while it wakes: held with the first, no second wake; past the journal's
+    // bound of calls a call is answered `Busy` at once.
+    let read = d.ask(first_record());
+    let held = d.ask(write(25));
+    let busy = d.ask(write(26));
+    d.run(10, false);
+    assert_eq!(wakes(&d), 1, "one wake at a time");
+    assert!(d.answer(call).is_none() && d.answer(read).is_none() && d.answer(held).is_none(), "held");
+    assert_eq!(d.answer(busy), Some(&NodeAnswer::Call(CallAnswer::Busy)), "past the bound of held calls");
+    assert_eq!(d.pump.host().stats().wakes, 0, "steps do not read the store");
+
+    let job = d.jobs.pop().expect("the wake");
+    assert!(job.is_wake());
+    d.pump.fetched(job.run(&d.reader));
+    assert!(d.pump.wants_step(), "a wake's answer wants a step");
+    d.settle();
+    assert!(!d.pump.host().is_dormant(&SLOW) && !d.pump.host().is_waking(&SLOW), "woken");
+    assert_eq!(d.pump.host().stats().wakes, 1);
+    let view = |next: u64| JournalView { leader: Some(uuid()), first_seq: Seq(0), next_seq: Seq(next) };
+    let landed = |seq: u64| CallAnswer::Verdict(Outcome::Accepted { seq: Seq(seq), count: 1, view: view(seq + 1) });
+    assert_eq!(d.answer(call), Some(&NodeAnswer::Call(landed(24))), "the call that woke it lands");
+    assert_eq!(d.answer(held), Some(&NodeAnswer::Call(landed(25))), "and the one held after it, in order");
+    // The read below the window, held with them, is a page read on a worker in turn.
+    assert!(d.answer(read).is_none());
+    for job in std::mem::take(&mut d.jobs) {
+        assert!(job.is_page(), "no second wake");
+        d.pump.fetched(job.run(&d.reader));
+    }
+    d.settle();
+    let Some(NodeAnswer::Read(ReadAnswer::Page { from, records, .. })) = d.answer(read) else {
+        panic!("a page: {:?}", d.answer(read))
+    };
+    assert_eq!((*from, records.clone()), (Seq(0), vec![Bytes::from("record 0")]));
+}
+
+#[test]
+fn a_journal_removed_while_it_wakes_answers_what_it_held_and_its_wake_counts_for_nothing() {
+    let mut d = Driver::with(Tunables::default(), Some(3));
+    for _ in 0..200 {
+        if d.pump.host().is_dormant(&SLOW) {
+            break;
+        }
+        d.run(1, false);
+    }
+    assert!(d.pump.host().is_dormant(&SLOW), "the quiet journal went dormant");
+    let read = d.ask(first_record());
+    let wake = d.jobs.pop().expect("the wake");
+    assert!(wake.is_wake() && d.pump.host().is_waking(&SLOW));
+    let removed = d.pump.host_mut().remove(&SLOW);
+    assert_eq!(removed, vec![(read, NodeAnswer::UnknownJournal)], "the held read is answered");
+    d.pump.fetched(wake.run(&d.reader));
+    d.settle();
+    assert_eq!(d.pump.host().journal_count(), 0, "the late wake brings nothing back");
+    assert_eq!((d.pump.host().fetches_out(), d.pump.host().stats().wakes), (0, 0));
+    assert!(d.answer(read).is_none(), "answered once, by the removal");
 }

@@ -7,12 +7,13 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use paros_client::{
-    Client, JournalService, ReadConsistency, Reader, ReaderConfig, ReaderError, ReaderOutcome, Writer, WriterConfig,
+    Client, Decided, Denial, JournalService, ReadConsistency, Reader, ReaderConfig, ReaderError, ReaderOutcome, Writer,
+    WriterConfig, WriterError,
 };
-
 use paros_embedded::random_u64;
 
-use super::*;
+use super::report::progress_bar;
+use super::{BenchArgs, BenchError, JournalWriter, Journals, Shared, record_bytes};
 
 /// Claims `writer`'s journal, waiting out the gateway's quota.
 pub(super) async fn claim<S>(writer: &mut Writer<S>, index: usize, shared: &Shared) -> Result<(), BenchError>
@@ -246,4 +247,17 @@ where
             Err(e) => return Err(e.to_string()),
         }
     }
+}
+
+/// How long to wait before asking again, when `e` is the gateway's 429 `over_quota`.
+fn over_quota(e: &WriterError) -> Option<Duration> {
+    match e {
+        WriterError::Failed { decided: Decided::Denied { denial, .. }, .. }
+        | WriterError::Undecided { decided: Decided::Denied { denial, .. } } => quota_wait(denial),
+        _ => None,
+    }
+}
+
+fn quota_wait(denial: &Denial) -> Option<Duration> {
+    (denial.status == 429).then(|| Duration::from_secs(denial.retry_after_s.unwrap_or(1).max(1)))
 }

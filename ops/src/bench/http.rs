@@ -4,11 +4,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use paros_client::{Client, ClientConfig, Decided, Denial, GatewayClient, HttpConfig, HttpService, WriterError};
-
+use paros_client::{Client, ClientConfig, GatewayClient, HttpConfig, HttpService};
 use paros_embedded::random_u64;
 
-use super::*;
+use super::drive::{claim_all, drive, verify};
+use super::report::{Report, report};
+use super::{BENCH_TENANT, BenchArgs, BenchError, Shared, shared};
 
 /// Journal creates over HTTP in flight at once.
 pub(super) const HTTP_CREATES_IN_FLIGHT_MAX: usize = 16;
@@ -101,17 +102,4 @@ pub(super) async fn run_http(args: BenchArgs, url: &str) -> Result<Report, Bench
     report.placement_s = placement_s;
     report.journals_created = journals_created;
     Ok(report)
-}
-
-/// How long to wait before asking again, when `e` is the gateway's 429 `over_quota`.
-pub(super) fn over_quota(e: &WriterError) -> Option<Duration> {
-    match e {
-        WriterError::Failed { decided: Decided::Denied { denial, .. }, .. }
-        | WriterError::Undecided { decided: Decided::Denied { denial, .. } } => quota_wait(denial),
-        _ => None,
-    }
-}
-
-pub(super) fn quota_wait(denial: &Denial) -> Option<Duration> {
-    (denial.status == 429).then(|| Duration::from_secs(denial.retry_after_s.unwrap_or(1).max(1)))
 }

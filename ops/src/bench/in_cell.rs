@@ -7,7 +7,11 @@ use std::time::{Duration, Instant};
 
 use paros_embedded::EmbeddedCell;
 
-use super::*;
+use super::drive::{claim_all, drive, verify};
+use super::report::{Report, RoundSplit, Split, report, sum_activity};
+use super::{
+    BenchArgs, BenchError, IDLE_SETTLE, IDLE_TENANT, bench_journals, cpu_s, named_journals, rss_bytes, shared,
+};
 
 pub(super) async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
     let temp;
@@ -35,14 +39,26 @@ pub(super) async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
     )
     .await?;
     let open_s = opening.elapsed().as_secs_f64();
-    let (keys, journals_created, placement) = bench_journals(&cell, args.journals, true).await?;
+    // A node's storage fault ends the run (the binary exits with 75), whatever it was doing.
+    let measured = tokio::select! {
+        measured = measure(&cell, &args, opening, open_s) => measured,
+        fault = cell.fault() => Err(paros_embedded::CellError::NodeFault(fault).into()),
+    };
+    let _hosts = cell.stop();
+    measured
+}
+
+/// The run on the opened `cell`: journals placed and claimed, the writers driven, every
+/// acknowledged record read back.
+async fn measure(cell: &EmbeddedCell, args: &BenchArgs, opening: Instant, open_s: f64) -> Result<Report, BenchError> {
+    let (keys, journals_created, placement) = bench_journals(cell, args.journals, true).await?;
     let placement_s = placement.as_secs_f64();
     let mut dormant_journals = 0;
     let (rss_per_idle_journal_bytes, idle_placement_s) = if args.idle_journals > 0 {
         // Let the bench's own journals settle first, so only the idle ones are counted.
         tokio::time::sleep(IDLE_SETTLE).await;
         let before = rss_bytes("VmRSS:");
-        let (_, _, placed) = named_journals(&cell, IDLE_TENANT, args.idle_journals, true).await?;
+        let (_, _, placed) = named_journals(cell, IDLE_TENANT, args.idle_journals, true).await?;
         // Long enough for them to elect, go quiet and (with dormancy) leave memory.
         tokio::time::sleep(IDLE_SETTLE + args.dormant_after.unwrap_or_default()).await;
         dormant_journals = cell.node_stats().iter().map(|s| s.dormant).sum();
@@ -50,7 +66,7 @@ pub(super) async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
     } else {
         (0, 0.0)
     };
-    let shared = shared(&args)?;
+    let shared = shared(args)?;
     let journals = claim_all(&cell.client, keys, &shared).await?;
     let syncs_before: u64 = cell.node_stats().iter().map(|s| s.syncs).sum();
     let times_before = cell.round_times();
@@ -70,7 +86,7 @@ pub(super) async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
         })
     };
     let cpu_before = cpu_s();
-    let elapsed = drive(&journals, &args, &shared).await?;
+    let elapsed = drive(&journals, args, &shared).await?;
     let cpu_spent = cpu_s() - cpu_before;
     let syncs_after: u64 = cell.node_stats().iter().map(|s| s.syncs).sum();
     let mut split = paros_node::timing::RoundTimes::default();
@@ -86,8 +102,7 @@ pub(super) async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
     let verified = verify(&cell.client, &journals, &shared, args.record_bytes).await?;
     let read_back_s = read_started.elapsed().as_secs_f64();
     let rss_peak_read_bytes = rss_bytes("VmHWM:");
-    let _hosts = cell.stop();
-    let mut report = report(&args, &shared, elapsed, verified);
+    let mut report = report(args, &shared, elapsed, verified);
     report.cpu_us_per_record =
         if report.acked_records > 0 { cpu_spent * 1e6 / report.acked_records as f64 } else { 0.0 };
     report.open_s = open_s;

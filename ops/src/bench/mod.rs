@@ -28,11 +28,9 @@ use paros_registry::{Accepted, Directory, JournalName, Op, Quotas, TenantName};
 pub use paros_embedded::read_all;
 use paros_embedded::{CellError, EmbeddedCell, random_u64};
 
-use drive::*;
-use http::*;
-use in_cell::*;
-use report::*;
-pub use report::{Report, RoundSplit, Split};
+use http::run_http;
+use in_cell::run_in_cell;
+pub use report::Report;
 
 /// The benchmark's shape.
 #[derive(Clone, Debug)]

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::*;
+use super::{BenchArgs, Shared};
 
 /// What `paros bench --json` prints.
 #[derive(Clone, Debug, Serialize)]

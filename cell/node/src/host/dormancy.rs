@@ -8,10 +8,20 @@
 //! round). What the store reads back is then what this journal holds.
 //! Waking is a reboot of that one journal: its promise, floor, anchors and the entries from its
 //! boot anchor come back; what only lived in memory (who leads, the exact positions below the
-//! boot anchor) is relearned, as after a restart. A journal woken by a call or a read campaigns
-//! at once, so the first write after a quiet spell costs an election round, not an election
-//! timeout; one woken by a message comes back quiesced, as it left (a Prepare or an Accept
-//! wakes it fully).
+//! boot anchor) is relearned, as after a restart.
+//!
+//! A journal woken by a call or a read campaigns at once, so the first write after a quiet
+//! spell costs an election round, not an election timeout; one woken by a message comes back
+//! quiesced, as it left (a Prepare or an Accept wakes it fully).
+//!
+//! The store read of a wake never runs on the node's thread: the first input for a dormant
+//! journal asks for one wake, handed out as a [`FetchJob`](crate::FetchJob) like a page below
+//! a window (bounded by the same `Host::set_fetches_max`; past it the wake waits for room, it is
+//! never refused). Until its answer comes back the journal stays dormant and every input for it
+//! is held, in arrival order, up to a bound per journal (calls past `Tunables::calls_max` are
+//! answered `Busy`, reads past `Tunables::reads_max` `Unserved`, other inputs past
+//! [`HELD_MESSAGES_MAX`] are dropped, as a lossy network may); a journal is never woken twice
+//! at once. The step after its answer came back rebuilds it and replays what was held.
 //!
 //! After a boot every journal checks in once (`Voter::check_in`): it asks each peer for what it
 //! missed, again until each has answered, and elects nobody unless it holds accepted entries no
@@ -23,11 +33,17 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
-use paros_core::{Call, CallId, JournalKey, NodeId, ReadId, ReadRequest};
+use paros_core::{Call, CallId, Durable, JournalKey, NodeId, ReadId, ReadRequest};
 
+use super::fetches::Woken;
 use super::{Early, Host, Hosted};
-use crate::ports::{Envelope, LogRead, LogStore};
+use crate::ports::{Envelope, LogStore};
 use crate::rpc::NodeAnswer;
+
+/// Protocol messages, campaigns and check-in wakes held for one journal while it is being woken,
+/// at most; later ones are dropped (the protocol tolerates a lost message, and one campaign or
+/// wake held is as good as many).
+pub const HELD_MESSAGES_MAX: usize = 64;
 
 /// An input for a dormant journal, replayed once it is woken.
 #[derive(Debug)]
@@ -66,6 +82,17 @@ impl Stashed {
     }
 }
 
+/// A journal being woken: its wake's number, and the inputs held for it in arrival order (the
+/// first decides how it comes back), counted by kind for the bound.
+#[derive(Debug)]
+pub(super) struct Waking {
+    wake: u64,
+    held: Vec<Stashed>,
+    calls: usize,
+    reads: usize,
+    messages: usize,
+}
+
 /// Journals out of memory, the inputs waiting for them, and the quiet ones on their way out.
 ///
 /// Invariants: `count` is the number of journals hosted dormant; a journal is due to sleep
@@ -78,8 +105,13 @@ pub(super) struct Dormancy {
     /// When each quiet journal last went quiet, and the same in tick order.
     pub(super) quiet_at: HashMap<JournalKey, u64>,
     pub(super) quiet_queue: VecDeque<(u64, JournalKey)>,
-    /// Inputs for dormant journals, replayed when they are woken at the next step.
+    /// Inputs for dormant journals since the last wake pass ([`Host::wake_dormant`]).
     pub(super) stash: Vec<Stashed>,
+    /// Journals being woken (their store read asked for and not answered yet), with the
+    /// inputs held for each.
+    pub(super) waking: HashMap<JournalKey, Waking>,
+    /// The next wake's number: a wake's answer counts only for the wake it was asked for.
+    pub(super) next_wake: u64,
     /// Journals hosted dormant now.
     pub(super) count: usize,
     /// Journals booted dormant and not checked in since (neither woken for their turn nor by
@@ -108,6 +140,8 @@ impl Default for Dormancy {
             quiet_at: HashMap::new(),
             quiet_queue: VecDeque::new(),
             stash: Vec::new(),
+            waking: HashMap::new(),
+            next_wake: 0,
             count: 0,
             boot_wakes: BTreeSet::new(),
             boot_wakes_per_tick: super::BOOT_WAKES_PER_TICK,
@@ -206,7 +240,9 @@ impl<S: LogStore> Host<S> {
 
     /// Wakes the next journals booted dormant (called each tick).
     pub(super) fn wake_booted(&mut self) {
-        let room = self.dormancy.check_ins_max.saturating_sub(self.dormancy.checking_in.len());
+        // Journals still being woken may be here to check in once awake: they take room too.
+        let room =
+            self.dormancy.check_ins_max.saturating_sub(self.dormancy.checking_in.len() + self.dormancy.waking.len());
         for _ in 0..self.dormancy.boot_wakes_per_tick.min(room) {
             let Some(key) = self.dormancy.boot_wakes.pop_first() else { break };
             if self.is_dormant(&key) {
@@ -270,87 +306,165 @@ impl<S: LogStore> Host<S> {
         }
     }
 
-    /// Wakes the dormant journals the stashed inputs are for, from `reader`, and replays the
-    /// inputs in the order they arrived. Answers owed at once (an unknown journal, a call to a
-    /// replica, a journal the store could not read) go to `early`.
-    pub fn wake_dormant(&mut self, reader: &dyn LogRead, mut early: impl FnMut(Early)) {
-        for input in std::mem::take(&mut self.dormancy.stash) {
-            let key = input.key();
-            if self.is_dormant(&key) {
-                let durable = match reader.load_journal(&key) {
-                    Ok(d) => d.unwrap_or_default(),
-                    Err(_) => {
-                        // Not readable now: it stays dormant; what was asked of it is refused.
-                        self.stats.fetch_errors += 1;
-                        let refused = match input {
-                            Stashed::Call(id, k, _) => {
-                                self.owing.take_call(k, id).map(|o| (o, NodeAnswer::Call(paros_core::CallAnswer::Busy)))
-                            }
-                            Stashed::Read(id, k, _) => self
-                                .owing
-                                .take_read(k, id)
-                                .map(|o| (o, NodeAnswer::Read(paros_core::ReadAnswer::Unserved))),
-                            Stashed::Deliver(..) | Stashed::Campaign(_) | Stashed::Wake(_) => None,
-                        };
-                        if let Some((owed, answer)) = refused {
-                            early(Early::Answer(owed, answer));
-                        }
-                        continue;
-                    }
-                };
-                let Some(Hosted::Dormant(config)) = self.journals.remove(&key) else { unreachable!("checked dormant") };
-                self.dormancy.count -= 1;
-                self.stats.wakes += 1;
-                self.install(key, std::sync::Arc::unwrap_or_clone(config), durable);
-                self.dormancy.woken.insert(key);
-                if let Some(life) = self.journals.get(&key).and_then(Hosted::life) {
-                    self.note_life(key, super::LifeEvent::Woke(life));
-                }
-                // An input that checks in ends its turn after this boot. Any other (a peer's
-                // check-in request, an answer) finds it awake anyway: if its own check-in is
-                // still to come, it checks in now, room permitting.
-                let turn = if input.checks_in() {
-                    self.dormancy.boot_wakes.remove(&key);
-                    false
-                } else {
-                    self.dormancy.checking_in.len() < self.dormancy.check_ins_max
-                        && self.dormancy.boot_wakes.remove(&key)
-                };
-                if matches!(input, Stashed::Wake(_) | Stashed::Deliver(..)) {
-                    // Until it is given entries (see `deliver`) or asked something here.
-                    self.dormancy.checking_in.insert(key);
-                }
-                if matches!(input, Stashed::Call(..) | Stashed::Read(..)) {
-                    // No one leads a journal that slept here, and calls and reads are served
-                    // by a leader: elect now, not after an election timeout.
-                    self.campaign(&key);
-                } else if let Some(Hosted::Voter(v)) = self.journals.get_mut(&key) {
-                    if matches!(input, Stashed::Wake(_)) || turn {
-                        // Asks its peers what it missed, without an election.
-                        v.check_in();
-                    } else if matches!(input, Stashed::Deliver(..)) {
-                        // Woken by a message: asleep as it left, until something needs it (a
-                        // stray acknowledgement must not start an election of a quiet journal).
-                        v.sleep();
-                    }
-                }
+    /// Wakes the dormant journals the stashed inputs are for, and replays the inputs in the
+    /// order they arrived. The store is not read here: the first input for a dormant journal
+    /// asks for its wake, which [`Host::take_fetches`] hands out as a
+    /// [`FetchJob`](crate::FetchJob); its inputs are held meanwhile (within the bounds the
+    /// module describes), and the pass after its answer came back ([`Host::fetched`]) rebuilds
+    /// the journal and replays them. Answers owed at once (an unknown journal, a call to a
+    /// replica, a held input past its bound, a journal the store could not read) go to `early`.
+    /// A pass costs the inputs it was given and the wakes answered, not the inputs held.
+    pub fn wake_dormant(&mut self, mut early: impl FnMut(Early)) {
+        // The journals whose wake came back, with what was held for them: only the answer to
+        // the wake in force counts (not one asked before the journal was removed, and maybe
+        // placed again).
+        for Woken { key, wake, durable } in self.fetches.take_woken() {
+            if self.dormancy.waking.get(&key).is_none_or(|w| w.wake != wake) {
+                continue;
             }
-            match input {
-                Stashed::Deliver(from, e) => self.deliver(from, vec![e]),
-                Stashed::Call(id, k, call) => {
-                    if let Some((owed, answer)) = self.call_owed(k, id, call) {
-                        early(Early::Answer(owed, answer));
+            let Waking { held, .. } = self.dormancy.waking.remove(&key).expect("checked waking");
+            match durable {
+                Some(durable) => {
+                    if let Some(first) = held.first() {
+                        self.wake(key, first, *durable);
+                    }
+                    for input in held {
+                        self.replay(input, &mut early);
                     }
                 }
-                Stashed::Read(id, k, read) => {
-                    if let Some((owed, answer)) = self.read_owed(k, id, read) {
-                        early(Early::Answer(owed, answer));
+                None => {
+                    // Not readable now: it stays dormant; what was asked of it is refused (the
+                    // next input asks again).
+                    self.stats.fetch_errors += 1;
+                    for input in held {
+                        if let Some(e) = self.refuse_held(&input) {
+                            early(e);
+                        }
                     }
                 }
-                Stashed::Campaign(k) => self.campaign(&k),
-                Stashed::Wake(_) => {}
             }
         }
+        for input in std::mem::take(&mut self.dormancy.stash) {
+            if self.is_dormant(&input.key()) {
+                self.hold(input, &mut early);
+            } else {
+                self.replay(input, &mut early);
+            }
+        }
+    }
+
+    /// Gives `input` to its journal, now awake (or gone: then a call or a read is answered
+    /// `UnknownJournal`).
+    fn replay(&mut self, input: Stashed, early: &mut impl FnMut(Early)) {
+        match input {
+            Stashed::Deliver(from, e) => self.deliver(from, vec![e]),
+            Stashed::Call(id, k, call) => {
+                if let Some((owed, answer)) = self.call_owed(k, id, call) {
+                    early(Early::Answer(owed, answer));
+                }
+            }
+            Stashed::Read(id, k, read) => {
+                if let Some((owed, answer)) = self.read_owed(k, id, read) {
+                    early(Early::Answer(owed, answer));
+                }
+            }
+            Stashed::Campaign(k) => self.campaign(&k),
+            Stashed::Wake(_) => {}
+        }
+    }
+
+    /// Holds `input` for its dormant journal until the journal is woken, asking for the wake
+    /// if none is under way; past the journal's bound it is refused (or dropped) instead.
+    fn hold(&mut self, input: Stashed, early: &mut impl FnMut(Early)) {
+        let key = input.key();
+        let waking = match self.dormancy.waking.entry(key) {
+            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                let wake = self.dormancy.next_wake;
+                self.dormancy.next_wake += 1;
+                self.fetches.ask_wake(key, wake);
+                v.insert(Waking { wake, held: Vec::new(), calls: 0, reads: 0, messages: 0 })
+            }
+        };
+        let (count, max) = match input {
+            Stashed::Call(..) => (&mut waking.calls, self.tunables.calls_max as usize),
+            Stashed::Read(..) => (&mut waking.reads, self.tunables.reads_max as usize),
+            Stashed::Deliver(..) | Stashed::Campaign(_) | Stashed::Wake(_) => (&mut waking.messages, HELD_MESSAGES_MAX),
+        };
+        if *count >= max {
+            if let Some(e) = self.refuse_held(&input) {
+                early(e);
+            }
+            return;
+        }
+        *count += 1;
+        waking.held.push(input);
+    }
+
+    /// Refuses a held input for now (the caller retries): a call is answered `Busy`, a read
+    /// `Unserved`, and neither is owed any more; nobody waits on the other inputs.
+    fn refuse_held(&mut self, input: &Stashed) -> Option<Early> {
+        let (owed, answer) = match *input {
+            Stashed::Call(id, k, _) => (self.owing.take_call(k, id)?, NodeAnswer::Call(paros_core::CallAnswer::Busy)),
+            Stashed::Read(id, k, _) => {
+                (self.owing.take_read(k, id)?, NodeAnswer::Read(paros_core::ReadAnswer::Unserved))
+            }
+            Stashed::Deliver(..) | Stashed::Campaign(_) | Stashed::Wake(_) => return None,
+        };
+        Some(Early::Answer(owed, answer))
+    }
+
+    /// Rebuilds dormant journal `key` from `durable`, read back from the store for `input`,
+    /// the first input that waited for it (which decides how it comes back).
+    fn wake(&mut self, key: JournalKey, input: &Stashed, durable: Durable) {
+        let Some(Hosted::Dormant(config)) = self.journals.remove(&key) else { unreachable!("checked dormant") };
+        self.dormancy.count -= 1;
+        self.stats.wakes += 1;
+        self.install(key, std::sync::Arc::unwrap_or_clone(config), durable);
+        self.dormancy.woken.insert(key);
+        if let Some(life) = self.journals.get(&key).and_then(Hosted::life) {
+            self.note_life(key, super::LifeEvent::Woke(life));
+        }
+        // An input that checks in ends its turn after this boot. Any other (a peer's check-in
+        // request, an answer) finds it awake anyway: if its own check-in is still to come, it
+        // checks in now, room permitting.
+        let turn = if input.checks_in() {
+            self.dormancy.boot_wakes.remove(&key);
+            false
+        } else {
+            self.dormancy.checking_in.len() < self.dormancy.check_ins_max && self.dormancy.boot_wakes.remove(&key)
+        };
+        if matches!(input, Stashed::Wake(_) | Stashed::Deliver(..)) {
+            // Until it is given entries (see `deliver`) or asked something here.
+            self.dormancy.checking_in.insert(key);
+        }
+        if matches!(input, Stashed::Call(..) | Stashed::Read(..)) {
+            // No one leads a journal that slept here, and calls and reads are served by a
+            // leader: elect now, not after an election timeout.
+            self.campaign(&key);
+        } else if let Some(Hosted::Voter(v)) = self.journals.get_mut(&key) {
+            if matches!(input, Stashed::Wake(_)) || turn {
+                // Asks its peers what it missed, without an election.
+                v.check_in();
+            } else if matches!(input, Stashed::Deliver(..)) {
+                // Woken by a message: asleep as it left, until something needs it (a stray
+                // acknowledgement must not start an election of a quiet journal).
+                v.sleep();
+            }
+        }
+    }
+
+    /// `key` left this machine: its held inputs go (the calls and reads among them stay owed
+    /// until the caller forgets what `key` owes).
+    pub(super) fn forget_held(&mut self, key: &JournalKey) {
+        self.fetches.forget_wakes(key);
+        self.dormancy.waking.remove(key);
+    }
+
+    /// True when `key` is dormant and its wake is under way.
+    #[must_use]
+    pub fn is_waking(&self, key: &JournalKey) -> bool {
+        self.dormancy.waking.contains_key(key)
     }
 }
 

@@ -137,9 +137,10 @@ impl<S: LogStore> Host<S> {
         Ok(())
     }
 
-    /// Removes a journal from this machine: it stops at once (its pending calls and reads are
-    /// answered `UnknownJournal`, returned here for the caller to deliver), and the removal of
-    /// its data rides the next round. Removing a journal not hosted here does nothing.
+    /// Removes a journal from this machine: it stops at once (its pending calls and reads,
+    /// those held for its wake too, are answered `UnknownJournal`, returned here for the
+    /// caller to deliver), and the removal of its data rides the next round. Removing a
+    /// journal not hosted here does nothing.
     pub fn remove(&mut self, key: &JournalKey) -> Vec<(Owed, NodeAnswer)> {
         match self.journals.remove(key) {
             None => return Vec::new(),
@@ -151,6 +152,8 @@ impl<S: LogStore> Host<S> {
         self.dormancy.checking_in.remove(key);
         self.round.forget(key);
         self.round.placements.push(Placement::Remove(*key));
+        // Calls and reads held while it was being woken are owed too, and counted there.
+        self.forget_held(key);
         self.owing.forget(key).into_iter().map(|o| (o, NodeAnswer::UnknownJournal)).collect()
     }
 

@@ -78,7 +78,18 @@ impl<S: LogStore> Host<S> {
     /// A storage fault. Nothing in the `RoundOutput` may then leave: stop the process.
     pub fn round(&mut self, mut early: impl FnMut(Early)) -> Result<RoundOutput, StoreError> {
         let reader = self.store().reader();
-        self.wake_dormant(&reader, &mut early);
+        // Wakes of dormant journals (and any other store read out) run here, each at once, so
+        // the journals they wake run in this round as they would have.
+        loop {
+            self.wake_dormant(&mut early);
+            let jobs = self.take_fetches(&mut early);
+            if jobs.is_empty() {
+                break;
+            }
+            for job in jobs {
+                self.fetched(job.run(&reader));
+            }
+        }
         let pending = self.begin_round(&mut early);
         for job in self.take_fetches(&mut early) {
             self.fetched(job.run(&reader));

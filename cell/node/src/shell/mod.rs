@@ -13,10 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use paros_core::{JournalConfig, JournalKey};
+use paros_core::{JournalConfig, JournalKey, NodeId};
 
 use crate::host::{Host, HostStats, PlaceError};
-use crate::ports::{Clock, LogStore, Transport};
+use crate::ports::{Clock, LogStore, StoreError, Transport};
 use crate::rpc::Incoming;
 use crate::timing::RoundTimes;
 
@@ -25,7 +25,8 @@ mod poll;
 mod read_pool;
 mod store_worker;
 
-/// Exit code for a storage fault: restart the process, it recovers from disk.
+/// Exit code for a storage fault: restart the process, it recovers from disk. The node
+/// reports the fault to its owner ([`NodeHandle::faults`]); the process's `main` exits with it.
 pub const EXIT_STORAGE_FAULT: i32 = 75;
 /// Exit code for a refusal to boot: do not restart.
 pub const EXIT_REFUSED: i32 = 78;
@@ -63,11 +64,13 @@ pub struct ShellConfig {
     /// At most this many journals awake for check-ins at once (`Host::set_check_ins_max`).
     pub check_ins_max: usize,
     /// Threads that read the store for entries journals evicted from memory (read pages below
-    /// a journal's window, catch-up answers for laggards), off the node thread (at least one).
+    /// a journal's window, catch-up answers for laggards) and for the wakes of dormant
+    /// journals, off the node thread (at least one).
     pub read_workers: usize,
     /// Store reads out with the read workers at once, queued or reading
     /// (`Host::set_fetches_max`, and the workers' queue): past it a read page is answered
-    /// `Unserved` (the caller retries) and a catch-up is not sent (the laggard asks again).
+    /// `Unserved` (the caller retries), a catch-up is not sent (the laggard asks again), and a
+    /// wake waits for room (the inputs of its journal stay held).
     pub reads_queued_max: usize,
 }
 
@@ -119,6 +122,40 @@ pub enum Control {
 #[error("the node stopped")]
 pub struct NodeStopped;
 
+/// A node stopped by a storage fault: a round's write or sync failed. What that round wrote is
+/// unknown, not "not done", so the node answered nothing more and sent nothing of the round;
+/// the process must stop and recover from disk ([`EXIT_STORAGE_FAULT`]).
+#[derive(Debug, thiserror::Error)]
+#[error("storage fault on node {node}: {error}")]
+pub struct NodeFault {
+    pub node: NodeId,
+    #[source]
+    pub error: StoreError,
+}
+
+/// Watches one node for a storage fault (clonable; see [`NodeHandle::faults`]).
+#[derive(Clone, Debug)]
+pub struct FaultWatch {
+    rx: tokio::sync::watch::Receiver<Option<Arc<NodeFault>>>,
+}
+
+impl FaultWatch {
+    /// The node's storage fault, if it had one.
+    #[must_use]
+    pub fn fault(&self) -> Option<Arc<NodeFault>> {
+        self.rx.borrow().clone()
+    }
+
+    /// Waits until the node stops: its storage fault, or `None` when it stopped without one
+    /// ([`NodeHandle::stop`], or its inbox closed).
+    pub async fn stopped(&mut self) -> Option<Arc<NodeFault>> {
+        // A fault is published before the node thread ends, so it is seen even when the
+        // thread ended before this wait began.
+        let _ = self.rx.wait_for(Option::is_some).await;
+        self.fault()
+    }
+}
+
 /// A clonable handle that places, removes and wakes journals on a running node. Its queue is
 /// bounded ([`ShellConfig::control_queue_max`]): a sender waits while it is full.
 #[derive(Clone, Debug)]
@@ -169,12 +206,14 @@ impl NodeControl {
     }
 }
 
-/// A running node: stop it to get its host back.
+/// A running node: stop it to get its host back. A node stops by itself on a storage fault,
+/// and says so here ([`NodeHandle::fault`], [`NodeHandle::faults`]).
 #[derive(Debug)]
 pub struct NodeHandle<S: LogStore> {
     control: NodeControl,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<JoinHandle<Host<S>>>,
+    thread: Option<JoinHandle<Result<Host<S>, Arc<NodeFault>>>>,
+    faults: FaultWatch,
     stats: Arc<Mutex<HostStats>>,
     times: Arc<Mutex<RoundTimes>>,
 }
@@ -204,11 +243,27 @@ impl<S: LogStore> NodeHandle<S> {
         self.times.lock().expect("times lock").clone()
     }
 
+    /// The storage fault that stopped this node, if one did.
+    #[must_use]
+    pub fn fault(&self) -> Option<Arc<NodeFault>> {
+        self.faults.fault()
+    }
+
+    /// A watch on this node's storage fault, for an owner that waits for one.
+    #[must_use]
+    pub fn faults(&self) -> FaultWatch {
+        self.faults.clone()
+    }
+
     /// Stops the node after its current round and returns its host (storage still open).
+    ///
+    /// # Errors
+    /// The storage fault that stopped the node before: it has no host to give back (the
+    /// round it was persisting is unknown).
     ///
     /// # Panics
     /// If the node thread panicked.
-    pub fn stop(mut self) -> Host<S> {
+    pub fn stop(mut self) -> Result<Host<S>, Arc<NodeFault>> {
         if let Some(s) = self.stop.take() {
             let _ = s.send(());
         }
@@ -218,8 +273,10 @@ impl<S: LogStore> NodeHandle<S> {
 
 /// Starts `host` on its own thread, reading `inbox` and sending through `transport`.
 ///
-/// A storage fault stops the whole process with [`EXIT_STORAGE_FAULT`]: a failed write or sync
-/// is unknown, not "not done", and nothing of that round may leave.
+/// A storage fault stops the node at once: a failed write or sync is unknown, not "not done",
+/// so nothing of that round leaves and no request is answered after it (their callers see no
+/// answer; the inbox and the control queue close). The fault goes to the owner as a
+/// [`NodeFault`] ([`NodeHandle::faults`]), who stops the process ([`EXIT_STORAGE_FAULT`]).
 pub fn spawn<S: LogStore, T: Transport, C: Clock>(
     mut host: Host<S>,
     transport: T,
@@ -241,21 +298,34 @@ pub fn spawn<S: LogStore, T: Transport, C: Clock>(
     let shared = Arc::clone(&stats);
     let times = Arc::new(Mutex::new(RoundTimes::default()));
     let shared_times = Arc::clone(&times);
+    let (fault, faults) = tokio::sync::watch::channel(None);
     let thread = std::thread::Builder::new()
         .name(format!("paros-node-{}", host.id()))
         .spawn(move || {
             // A private single-threaded runtime: this thread does nothing but this node's rounds,
             // so blocking it on the disk sync stalls no one else.
             let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("a node runtime");
-            runtime.block_on(node_thread::run(
+            let ran = runtime.block_on(node_thread::run(
                 host,
                 transport,
                 node_thread::Inputs { inbox, controls, stopped },
                 &clock,
                 config,
                 (&shared, &shared_times),
-            ))
+            ));
+            ran.map_err(|f| {
+                let f = Arc::new(f);
+                fault.send_replace(Some(Arc::clone(&f)));
+                f
+            })
         })
         .expect("spawn the node thread");
-    NodeHandle { control: NodeControl { tx: control }, stop: Some(stop), thread: Some(thread), stats, times }
+    NodeHandle {
+        control: NodeControl { tx: control },
+        stop: Some(stop),
+        thread: Some(thread),
+        faults: FaultWatch { rx: faults },
+        stats,
+        times,
+    }
 }

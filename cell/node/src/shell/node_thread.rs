@@ -1,7 +1,7 @@
 //! The node thread's loop: waits for the bus inbox, control requests, the round being
 //! persisted and the store reads' answers, as [`Schedule`] says; steps the [`Pump`]; hands each
-//! round's batch to the storage thread and each store read to the read threads; sends what
-//! each step releases.
+//! round's batch to the storage thread and each store read (pages, catch-ups, wakes of dormant
+//! journals) to the read threads; sends what each step releases. It never reads the store.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use super::poll::{micros, spin_for};
 use super::read_pool::ReadPool;
 use super::store_worker::{Done, Persisting, StoreWorker};
-use super::{Control, EXIT_STORAGE_FAULT, ShellConfig};
+use super::{Control, NodeFault, ShellConfig};
 use crate::fetch::Fetched;
 use crate::host::{Host, HostStats, Owed};
-use crate::ports::{Clock, LogStore, StoreError, Transport};
+use crate::ports::{Clock, LogStore, Transport};
 use crate::pump::{Persist, Pump};
 use crate::rpc::{Incoming, Responder};
 use crate::schedule::{Next, Schedule, Spin, Wake};
@@ -63,7 +63,8 @@ fn apply_control<S: LogStore>(pump: &mut Pump<S>, responders: &mut BTreeMap<Owed
     }
 }
 
-/// The node thread's loop, until it is stopped or its inbox closes; returns the host.
+/// The node thread's loop, until it is stopped or its inbox closes; returns the host. A storage
+/// fault ends it at once, before anything else is answered or sent, and is returned instead.
 pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
     host: Host<S>,
     mut transport: T,
@@ -71,11 +72,10 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
     clock: &C,
     config: ShellConfig,
     (stats, times): (&Mutex<HostStats>, &Mutex<RoundTimes>),
-) -> Host<S> {
+) -> Result<Host<S>, NodeFault> {
     let Inputs { mut inbox, mut controls, mut stopped } = inputs;
     let me = host.id();
     let mut responders: BTreeMap<Owed, Responder> = BTreeMap::new();
-    let reader = host.store().reader();
     let reads_max = config.reads_queued_max.max(1);
     let (answered, mut answers) = tokio::sync::mpsc::channel::<Fetched>(reads_max);
     let readers = (0..config.read_workers.max(1)).map(|_| host.store().reader()).collect();
@@ -91,6 +91,7 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
     // When the oldest input not yet in a round's batch arrived, and when the last sync ended.
     let mut first_input: Option<Instant> = None;
     let mut synced_at: Option<Instant> = None;
+    let mut fault = None;
     loop {
         let mut input = None;
         let mut done = None;
@@ -143,22 +144,27 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
                 inputs_max
             }
         };
-        let synced = done.map(|(store, batch, result)| {
-            let spent = match result {
-                Ok(spent) => spent,
-                Err(e) => storage_fault(me, &e),
-            };
-            {
-                let mut t = times.lock().expect("times lock");
-                t.write.record(micros(spent.write));
-                if let Some(sync) = spent.sync {
-                    t.sync.record(micros(sync));
+        let synced = match done {
+            None => None,
+            Some((store, batch, Ok(spent))) => {
+                {
+                    let mut t = times.lock().expect("times lock");
+                    t.write.record(micros(spent.write));
+                    if let Some(sync) = spent.sync {
+                        t.sync.record(micros(sync));
+                    }
                 }
+                synced_at = Some(spent.ended);
+                pump.host_mut().return_store(store);
+                Some(batch)
             }
-            synced_at = Some(spent.ended);
-            pump.host_mut().return_store(store);
-            batch
-        });
+            // The round's writes are unknown: stop before anything more is answered or sent.
+            // The callers still waiting get no answer (their replies drop with this loop).
+            Some((_, _, Err(error))) => {
+                fault = Some(NodeFault { node: me, error });
+                break;
+            }
+        };
         for _ in 0..config.control_queue_max {
             let Ok(c) = controls.try_recv() else { break };
             apply_control(&mut pump, &mut responders, c);
@@ -190,7 +196,7 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
             }
             input = inbox.try_recv().ok();
         }
-        let effects = pump.step(clock.now_ms(), synced, &reader);
+        let effects = pump.step(clock.now_ms(), synced);
         if let Some(Persist { placements, batch, needs_sync }) = effects.persist {
             if let Some(at) = first_input.take() {
                 times.lock().expect("times lock").queue.record(micros(at.elapsed()));
@@ -220,13 +226,19 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
         *stats.lock().expect("stats lock") = pump.host().stats();
     }
     storage.stop();
+    if let Some(fault) = fault {
+        // Nothing more is released: each read thread ends after the read it is doing.
+        drop(answers);
+        reads.stop();
+        return Err(fault);
+    }
     reads.stop();
     // Every read handed out comes back, so the host's count of reads out is right if it runs
     // again (its callers are gone with this loop).
     while let Ok(f) = answers.try_recv() {
         pump.fetched(f);
     }
-    pump.into_host()
+    Ok(pump.into_host())
 }
 
 /// What woke a waiting node thread without a sleep.
@@ -265,11 +277,6 @@ fn is_work(input: &Incoming) -> bool {
         Incoming::Request { .. } => true,
         Incoming::Protocol { envelopes, .. } => envelopes.iter().any(|e| !e.message.is_liveness()),
     }
-}
-
-fn storage_fault(me: paros_core::NodeId, e: &StoreError) -> ! {
-    eprintln!("paros: storage fault on node {me}: {e}; stopping (exit {EXIT_STORAGE_FAULT})");
-    std::process::exit(EXIT_STORAGE_FAULT);
 }
 
 #[cfg(test)]

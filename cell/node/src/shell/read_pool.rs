@@ -1,11 +1,12 @@
 //! A node's read threads: they run the store reads the node hands out ([`FetchJob`]) — read
-//! pages below a journal's in-memory window, catch-up answers for laggards — so a cold read
-//! never stalls the node thread and every other journal with it.
+//! pages below a journal's in-memory window, catch-up answers for laggards, the wakes of
+//! dormant journals — so a cold read never stalls the node thread and every other journal
+//! with it.
 //!
 //! Bounded: the queue holds at most [`ShellConfig::reads_queued_max`](super::ShellConfig)
 //! jobs, and the host hands out no more than that at once (`Host::set_fetches_max`), so
 //! [`ReadPool::submit`] never blocks; a job that finds the queue full anyway is refused (its
-//! answer says so), never dropped.
+//! answer says so: a wake is asked again later), never dropped.
 
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;

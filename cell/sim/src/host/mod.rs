@@ -87,8 +87,9 @@ pub struct Stepped {
     pub wakes: u64,
     /// Journals that went dormant, woke, or dropped an answer to an earlier life in the step.
     pub lives: Vec<(JournalKey, paros_node::LifeEvent)>,
-    /// The step handed out store reads (entries evicted from memory) to the machine's read
-    /// workers: the world runs them a moment later ([`Host::run_reads`]).
+    /// The step handed out store reads (entries evicted from memory, wakes of dormant
+    /// journals) to the machine's read workers: the world runs them a moment later
+    /// ([`Host::run_reads`]).
     pub reading: bool,
 }
 

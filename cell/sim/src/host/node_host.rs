@@ -2,7 +2,8 @@
 //! the daemon's shell runs — each step's clock reading, release, one batch per round and one
 //! sync, loopback of self-addressed messages, store reads handed to read workers — on the
 //! shell's own schedule (`paros_node::schedule`), with the simulated disk as the host's
-//! `LogStore`. This adapter only translates: packets to envelopes, tickets to call and read
+//! `LogStore`. Wakes of dormant journals go to the read workers too, as in the shell. This
+//! adapter only translates: packets to envelopes, owed answers to the world's request
 //! ids, the world's events to the wakes the shell's thread would see.
 
 use std::collections::BTreeMap;
@@ -47,7 +48,7 @@ pub struct NodeHost {
     /// The round in flight: the store lent out for it (the world syncs the disk, as the
     /// shell's storage thread does) and its batch, written and waiting for the sync.
     persisting: Option<(SimDisk, Batch)>,
-    /// The store's read handle, as the shell's node thread and read workers hold one.
+    /// The store's read handle, as the shell's read workers hold one.
     reader: SimDisk,
     /// When the node thread steps and when it waits: the shell's own policy.
     schedule: Schedule,
@@ -60,8 +61,9 @@ pub struct NodeHost {
     clock_due: bool,
     clock: SimClock,
     tunables: paros_core::Tunables,
-    /// Store reads handed out by steps, one batch a step, oldest first: the world runs each
-    /// batch a moment after its step ([`Host::run_reads`]).
+    /// Store reads handed out by steps (pages, catch-ups, wakes of dormant journals), one batch
+    /// a step, oldest first: the world runs each batch a moment after its step
+    /// ([`Host::run_reads`]).
     reading: std::collections::VecDeque<Vec<paros_node::FetchJob>>,
     /// Probes of dormant journals, rebuilt from the disk once per sleep: nothing writes a
     /// dormant journal's rows, so its probe holds until it wakes (or is removed).
@@ -205,7 +207,7 @@ impl Host for NodeHost {
         self.waiting_since_us = now_us;
         let ticked = std::mem::take(&mut self.clock_due);
         let (fetches, wakes) = (self.pump.host().stats().fetches, self.pump.host().stats().wakes);
-        let mut effects = self.pump.step(self.clock.now_ms(), synced, &self.reader);
+        let mut effects = self.pump.step(self.clock.now_ms(), synced);
         assert!(!ticked || effects.ticked, "a tick period of the machine's clock delivers one tick");
         let fetches = self.pump.host().stats().fetches - fetches;
         let wakes = self.pump.host().stats().wakes - wakes;
