@@ -226,7 +226,7 @@ fn write_request(key: JournalKey, seq: u64) -> NodeRequest {
 
 fn first_record() -> NodeRequest {
     let read =
-        ReadRequest { from: Seq(0), limit: 1, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Linearizable };
+        ReadRequest { from: Seq(0), limit: 1, max_bytes: 0, wait_ticks: u32::MAX, consistency: Consistency::Reached(Seq(1)) };
     NodeRequest::Read { journal: SLOW, id: paros_core::ReadId(next_id()), read }
 }
 
