@@ -208,17 +208,13 @@ impl Voter {
         self.check_in.is_some()
     }
 
-    /// True when a `ready()` now would carry something: effects, proposals or reads to send, or
-    /// this node's own acceptor replies, which count only at the `advance()` of a round (a
-    /// round with no writes will do). Without that round a reply that wrote nothing would never
-    /// be delivered: this node's watermark, on a journal of one voter the whole quorum.
+    /// True when a `ready()` now would carry something.
     #[must_use]
     pub fn has_ready(&self) -> bool {
         !self.effects.ready.is_empty()
             || !self.feed.is_empty()
             || self.reads.wants_round()
             || self.proposer.has_unsent()
-            || !self.deferred.is_empty()
     }
 
     /// Quiesces as a follower (the host wakes a dormant journal this way: asleep, as it left,

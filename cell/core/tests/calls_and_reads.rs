@@ -8,8 +8,8 @@ use harness::*;
 use paros_core::journal::{JournalState, TooLarge, WriterMode};
 use paros_core::message::Reported;
 use paros_core::{
-    Ballot, Call, CallAnswer, CallId, Consistency, Durable, JournalConfig, Life, Message, NodeId, ReadAnswer, ReadId,
-    ReadRequest, Released, Replica, Seq, Slot, Tunables, Voter,
+    Ballot, Call, CallAnswer, CallId, Consistency, Durable, JournalConfig, Life, Message, NodeId, ReadAnswer,
+    ReadRequest, Replica, Seq, Slot, Tunables, Voter,
 };
 
 fn request(from: Seq, consistency: Consistency) -> ReadRequest {
@@ -242,51 +242,6 @@ fn ready_then_advance_may_repeat_round_after_round() {
         v.advance();
         v.tick();
     }
-}
-
-/// One turn of a host's loop over one journal, as the node's pump runs it: release what may
-/// leave, then take a `Ready` only when the journal says it has one and advance it (its writes
-/// taken as durable at once). Returns what it released.
-fn host_turn(v: &mut Voter) -> Released {
-    let released = v.take_released();
-    if v.has_ready() {
-        let _ = v.ready();
-        v.advance();
-    }
-    released
-}
-
-/// The journal's only voter answers its own watermark round: the reply waits for a round (it
-/// reports what this node's acceptor holds), and the journal must ask for that round even when
-/// it has nothing to write. Without one, the read waited for a quorum until its deadline and
-/// was answered `Unserved`.
-#[test]
-fn a_linearizable_read_on_a_journal_of_one_voter_is_served_by_its_own_watermark() {
-    let me = NodeId(0x100);
-    let cfg = JournalConfig { mode: WriterMode::Single, voters: vec![me], learners: vec![] };
-    let mut v = Voter::new(me, cfg, Tunables::default(), 1, Life(1));
-    v.campaign();
-    host_turn(&mut v);
-    assert!(v.is_leader(), "a quorum of one elects at once");
-    let a = uuid(0xa);
-    v.propose(CallId(1), Call::SetLeader { new: a, old: None });
-    v.propose(CallId(2), write(a, 0, recs("acked", 2)));
-    let mut acked = Vec::new();
-    for _ in 0..4 {
-        acked.extend(host_turn(&mut v).answers.into_iter().map(|(id, _)| id));
-    }
-    assert_eq!(acked, vec![CallId(1), CallId(2)], "both calls answered");
-
-    let read = ReadId(7);
-    v.read(read, request(Seq(0), Consistency::Linearizable));
-    let mut served = Vec::new();
-    for _ in 0..2 {
-        served.extend(host_turn(&mut v).reads);
-    }
-    let [(id, ReadAnswer::Page { from, records, .. })] = served.as_slice() else {
-        panic!("one page within two turns, no tick needed: {served:?}")
-    };
-    assert_eq!((*id, *from, records.clone()), (read, Seq(0), recs("acked", 2)), "the page holds the acked write");
 }
 
 /// A deposed leader holds a call for a retry it proposed at slot 3; a peer that chose the retry
