@@ -35,6 +35,13 @@
 //!   holds (first_seq never decreases), whoever applied it.
 //! - [`CallReply::Denied`] (a gateway's 401, 403, 429 or 400) ends the call at once as
 //!   [`Decided::Denied`]: the identical request would be refused again.
+//! - `UnknownJournal` from one named server means "not placed here yet" (a journal is placed
+//!   on its servers one by one after it is created): the other servers are asked at once, and
+//!   once every server in a row said so, they are asked again after a jittered backoff, while
+//!   [`ClientConfig::placement_wait`] lasts; then `UnknownJournal` stands. A service that names
+//!   no servers routes by itself and answers for all of them: its `UnknownJournal` stands at
+//!   once. Requests answered `UnknownJournal` count against `placement_wait`, not
+//!   `attempts_max`.
 //! - Every bound ([`ClientConfig`]) ends the call: sends, redirects, total deadline.
 //!
 //! Answers are parsed, not trusted: a verdict that cannot answer this call (a `Won` for a
@@ -54,7 +61,8 @@ use crate::types::{seq_checked_add, view_is_consistent};
 /// The bounds of one call's retries. Every one is finite: a call always ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientConfig {
-    /// Requests sent for one call at most, counting the first, redirected ones and read-backs.
+    /// Requests sent for one call at most, counting the first, redirected ones and read-backs
+    /// (not those answered `UnknownJournal`: `placement_wait` bounds them).
     pub attempts_max: u32,
     /// Redirects followed for one call at most.
     pub redirects_max: u32,
@@ -71,6 +79,9 @@ pub struct ClientConfig {
     /// The most journals the [`Client`] remembers a likely leader for (the server of each
     /// journal's last verdict); past it, the oldest-inserted hints are forgotten.
     pub leader_hints_max: usize,
+    /// How long after it began a call still asks its servers again while each answers
+    /// `UnknownJournal` (a journal created and not placed on them yet). Zero: one round.
+    pub placement_wait: Duration,
 }
 
 impl Default for ClientConfig {
@@ -84,6 +95,7 @@ impl Default for ClientConfig {
             read_back_records_max: 256,
             read_back_bytes_max: 1 << 20,
             leader_hints_max: 65_536,
+            placement_wait: Duration::from_secs(5),
         }
     }
 }
@@ -145,7 +157,7 @@ pub enum Decided {
     Ambiguous,
     /// No server took the call within the bounds; it took no effect.
     Unavailable,
-    /// The service knows no such journal.
+    /// The service knows no such journal (no server named it within `placement_wait`).
     UnknownJournal,
     /// The service refused the call (unauthorized, forbidden, over quota, malformed): it is
     /// not retried. `ambiguous`: an earlier attempt got no answer, so the call may still have
@@ -198,6 +210,48 @@ fn duration_nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// Where a call or a read stands with servers that answered `UnknownJournal`.
+#[derive(Debug, Default, Clone, Copy)]
+struct Unplaced {
+    /// Servers in a row that answered `UnknownJournal` in this round.
+    in_a_row: usize,
+    /// Requests answered `UnknownJournal` so far.
+    requests: u32,
+}
+
+impl Unplaced {
+    /// Another `UnknownJournal`, `elapsed` after the call or read began, from one of `servers`
+    /// named servers: the delay before the next server is asked (none while a server of this
+    /// round was not asked yet; a backoff, drawn for retry number `retry`, once every server
+    /// in a row said so), or `None` when `UnknownJournal` stands: no named servers, or the
+    /// backoff would end past `placement_wait`.
+    fn answered(
+        &mut self,
+        servers: usize,
+        elapsed: Duration,
+        config: &ClientConfig,
+        retry: u32,
+        rng: &mut Rng,
+    ) -> Option<Duration> {
+        self.requests += 1;
+        if servers == 0 {
+            return None;
+        }
+        self.in_a_row += 1;
+        if self.in_a_row < servers {
+            return Some(Duration::ZERO);
+        }
+        self.in_a_row = 0;
+        let delay = backoff(config, retry, rng);
+        (elapsed.saturating_add(delay) <= config.placement_wait).then_some(delay)
+    }
+
+    /// Any other answer, or none: the round starts again.
+    fn other(&mut self) {
+        self.in_a_row = 0;
+    }
+}
+
 /// Where the ambiguous-write read-back stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct ReadBack {
@@ -223,6 +277,7 @@ pub struct CallPolicy {
     redirects: u32,
     /// Retries after a backoff so far (the exponent of the next backoff).
     retries: u32,
+    unplaced: Unplaced,
     ambiguous: bool,
     read_back: Option<ReadBack>,
     /// The server that gave the verdict, for the wrapper to ask first next time.
@@ -268,6 +323,7 @@ impl CallPolicy {
             sent: 0,
             redirects: 0,
             retries: 0,
+            unplaced: Unplaced::default(),
             ambiguous: false,
             read_back: None,
             answered_by: None,
@@ -315,6 +371,9 @@ impl CallPolicy {
         if self.done {
             return Step::Done(Ok(Decided::Unavailable));
         }
+        if !matches!(reply, CallReply::UnknownJournal) {
+            self.unplaced.other();
+        }
         match reply {
             CallReply::Answer(CallAnswer::Verdict(outcome)) => {
                 self.answered_by = self.server;
@@ -330,7 +389,7 @@ impl CallPolicy {
                 if let Some(i) = self.servers.iter().position(|s| *s == node) {
                     self.at = i;
                 }
-                if self.sent >= self.config.attempts_max || elapsed > self.config.deadline {
+                if self.spent() >= self.config.attempts_max || elapsed > self.config.deadline {
                     return self.give_up();
                 }
                 self.send(Duration::ZERO)
@@ -355,7 +414,7 @@ impl CallPolicy {
                 self.rotate();
                 self.retry(elapsed)
             }
-            CallReply::UnknownJournal => self.finish(Ok(Decided::UnknownJournal)),
+            CallReply::UnknownJournal => self.on_unknown(elapsed, false),
             CallReply::Denied(denial) => self.finish(Ok(Decided::Denied { denial, ambiguous: self.ambiguous })),
         }
     }
@@ -366,6 +425,9 @@ impl CallPolicy {
             return self.finish(Ok(Decided::Unavailable));
         };
         let (seq, count) = (*seq, records.len() as u64);
+        if !matches!(answer, ReadAnswer::UnknownJournal) {
+            self.unplaced.other();
+        }
         match answer {
             ReadAnswer::Page { from, records: page, view } => {
                 if !view_is_consistent(&view) {
@@ -414,7 +476,7 @@ impl CallPolicy {
                 self.rotate();
                 self.retry_read(elapsed)
             }
-            ReadAnswer::UnknownJournal => self.finish(Ok(Decided::UnknownJournal)),
+            ReadAnswer::UnknownJournal => self.on_unknown(elapsed, true),
             // The read-back belongs to an ambiguous call: it may have taken effect.
             ReadAnswer::Denied(denial) => self.finish(Ok(Decided::Denied { denial, ambiguous: true })),
         }
@@ -504,9 +566,30 @@ impl CallPolicy {
         }
     }
 
+    /// The requests that count against `attempts_max`: all but those answered
+    /// `UnknownJournal`.
+    fn spent(&self) -> u32 {
+        self.sent - self.unplaced.requests
+    }
+
+    /// After an `UnknownJournal`: the next server is asked again (by a send, or by a
+    /// read-back when `read`), at once or after a backoff, or `UnknownJournal` stands.
+    fn on_unknown(&mut self, elapsed: Duration, read: bool) -> Step {
+        let retry = self.retries + 1;
+        let delay = self.unplaced.answered(self.servers.len(), elapsed, &self.config, retry, &mut self.rng);
+        let Some(delay) = delay.filter(|d| elapsed.saturating_add(*d) <= self.config.deadline) else {
+            return self.finish(Ok(Decided::UnknownJournal));
+        };
+        if !delay.is_zero() {
+            self.retries = retry;
+        }
+        self.rotate();
+        if read { self.read_step(delay) } else { self.send(delay) }
+    }
+
     /// The delay before the next retry, or `None` when a bound says stop.
     fn next_delay(&mut self, elapsed: Duration) -> Option<Duration> {
-        if self.sent >= self.config.attempts_max {
+        if self.spent() >= self.config.attempts_max {
             return None;
         }
         let delay = backoff(&self.config, self.retries + 1, &mut self.rng);
@@ -541,7 +624,7 @@ impl CallPolicy {
         let (Some(read_back), Call::Write { seq, records, .. }) = (&self.read_back, &self.call) else {
             return self.finish(Ok(Decided::Unavailable));
         };
-        if self.sent >= self.config.attempts_max {
+        if self.spent() >= self.config.attempts_max {
             return self.give_up();
         }
         let left = seq.0 + records.len() as u64 - read_back.at.0;
