@@ -1,10 +1,12 @@
-//! The client's retry, redirect and settling policy for one decided call, sans-IO.
+//! The client's retry, redirect and settling policy for one decided call, and its retry policy
+//! for one read, sans-IO.
 //!
 //! A [`CallPolicy`] decides, for one Write, Truncate or SetLeader, what to send next, to whom
-//! and after how long; the async [`Client`] only carries its [`Step`]s out. It
-//! has no clock (the wrapper reports the time elapsed since the call began, and sleeps the
-//! delays the policy returns) and no randomness of its own (backoff jitter is drawn from a
-//! seeded [`Rng`]), so the simulation replays it bit for bit.
+//! and after how long; a [`ReadPolicy`] does the same for one Read within a [`ReadDeadline`].
+//! The async [`Client`] only carries their [`Step`]s and [`ReadStep`]s out. They
+//! have no clock (the wrapper reports the time elapsed since the call began, and sleeps the
+//! delays the policy returns) and no randomness of their own (backoff jitter is drawn from a
+//! seeded [`Rng`]), so the simulation replays them bit for bit.
 //!
 //! The rules:
 //! - Every send is the **identical** request: the fold deduplicates a retried Write from the log
@@ -44,6 +46,22 @@
 //!   `attempts_max`.
 //! - Every bound ([`ClientConfig`]) ends the call: sends, redirects, total deadline.
 //!
+//! The rules of a read ([`ReadPolicy`]), within its [`ReadDeadline`]:
+//! - The first try goes to the hinted server (the server of the last verdict: after a write,
+//!   the leader that took it has applied it, where a follower learns the commit only at its
+//!   next heartbeat); later tries rotate through the servers.
+//! - Each try asks its server to wait what is left of `wait_until`, and is cut off at
+//!   `give_up_at` (at `wait_until` once an early empty page is held, below).
+//! - `Unserved` is asked again of the next server after a jittered backoff, while the backoff
+//!   ends before `give_up_at`.
+//! - An empty page at the tail that comes back before `wait_until` (a server caps its own
+//!   long-poll) is held, and the next server is asked at once: the held page is the answer
+//!   if nothing serves the read by `wait_until`.
+//! - `UnknownJournal` as for a call, within the read's deadline too.
+//! - A page, `Truncated` or `Denied` ends the read; so do `read_attempts_max` and the
+//!   deadline, with the held page, else `UnknownJournal` if that was the last answer, else
+//!   `Unserved`.
+//!
 //! Answers are parsed, not trusted: a verdict that cannot answer this call (a `Won` for a
 //! Write, an `Accepted` at another seq, a view with `first_seq > next_seq`) ends the call with
 //! an [`AnswerError`].
@@ -58,7 +76,7 @@ use thiserror::Error;
 use crate::service::{CallReply, Denial, ReadAnswer, ReadParams, Route};
 use crate::types::{seq_checked_add, view_is_consistent};
 
-/// The bounds of one call's retries. Every one is finite: a call always ends.
+/// The bounds of one call's and one read's retries. Every one is finite: a call always ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientConfig {
     /// Requests sent for one call at most, counting the first, redirected ones and read-backs
@@ -79,9 +97,12 @@ pub struct ClientConfig {
     /// The most journals the [`Client`] remembers a likely leader for (the server of each
     /// journal's last verdict); past it, the oldest-inserted hints are forgotten.
     pub leader_hints_max: usize,
-    /// How long after it began a call still asks its servers again while each answers
+    /// How long after it began a call or read still asks its servers again while each answers
     /// `UnknownJournal` (a journal created and not placed on them yet). Zero: one round.
     pub placement_wait: Duration,
+    /// Requests sent for one read at most, counting the first (not those answered
+    /// `UnknownJournal`).
+    pub read_attempts_max: u32,
 }
 
 impl Default for ClientConfig {
@@ -96,6 +117,7 @@ impl Default for ClientConfig {
             read_back_bytes_max: 1 << 20,
             leader_hints_max: 65_536,
             placement_wait: Duration::from_secs(5),
+            read_attempts_max: 8,
         }
     }
 }
@@ -118,6 +140,9 @@ pub enum ClientConfigError {
     /// A read-back page bound is zero: an ambiguous write could never be read back.
     #[error("a read-back page must be allowed at least one record and one byte")]
     ReadBackPageZero,
+    /// `read_attempts_max` is 0: no read would ever be sent.
+    #[error("a read must be allowed at least one attempt")]
+    ReadAttemptsZero,
 }
 
 impl ClientConfig {
@@ -140,6 +165,9 @@ impl ClientConfig {
         }
         if self.read_back_records_max == 0 || self.read_back_bytes_max == 0 {
             return Err(ClientConfigError::ReadBackPageZero);
+        }
+        if self.read_attempts_max == 0 {
+            return Err(ClientConfigError::ReadAttemptsZero);
         }
         Ok(())
     }
@@ -652,5 +680,212 @@ impl CallPolicy {
         self.done = true;
         self.read_back = None;
         Step::Done(result)
+    }
+}
+
+/// When one read ends, counted from the moment it began.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadDeadline {
+    /// The end of the wait for the journal (records at the tail, the position a `Reached`
+    /// read waits for): each try asks its server to wait what is left of it, and an empty
+    /// page at the tail is answered then.
+    pub wait_until: Duration,
+    /// The end of the wait for a server to serve the read at all: an unserved read is
+    /// answered `Unserved` then.
+    pub give_up_at: Duration,
+}
+
+impl ReadDeadline {
+    /// The deadline of a read that may wait `wait` for the journal.
+    ///
+    /// A read that waits for a position (`Reached`) cannot tell a journal that has not
+    /// reached it from a server that cannot say so: it ends when `wait` passes, though never
+    /// before `reach_min` (one trip's worth). A linearizable read waits `wait` for records at
+    /// the tail, and up to `serve_max` more for a server to confirm it.
+    #[must_use]
+    pub fn new(wait: Duration, consistency: Consistency, reach_min: Duration, serve_max: Duration) -> ReadDeadline {
+        let give_up_at = match consistency {
+            Consistency::Reached(_) => wait.max(reach_min),
+            Consistency::Linearizable => wait.saturating_add(serve_max),
+        };
+        ReadDeadline { wait_until: wait, give_up_at }
+    }
+
+    /// What is left of this deadline for a read that begins `elapsed` after the one it was
+    /// made for (two reads within one wait).
+    #[must_use]
+    pub fn after(self, elapsed: Duration) -> ReadDeadline {
+        ReadDeadline {
+            wait_until: self.wait_until.saturating_sub(elapsed),
+            give_up_at: self.give_up_at.saturating_sub(elapsed),
+        }
+    }
+}
+
+/// What the wrapper does next for one read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadStep {
+    /// Wait `after`, then send `params` by `route` and hand the answer to
+    /// [`ReadPolicy::on_answer`]; if none came by `cut_off` after the read began, stop
+    /// waiting for it and call [`ReadPolicy::on_cut_off`].
+    Send { params: ReadParams, route: Route, after: Duration, cut_off: Duration },
+    /// The read is over: its answer.
+    Done(ReadAnswer),
+}
+
+/// The policy of one read, of any consistency, within a [`ReadDeadline`]. See the
+/// [module documentation](self) for the rules.
+#[derive(Debug)]
+pub struct ReadPolicy {
+    params: ReadParams,
+    deadline: ReadDeadline,
+    config: ClientConfig,
+    rng: Rng,
+    servers: Vec<NodeId>,
+    /// Index into `servers` of the server asked last (meaningful only when `servers` is
+    /// non-empty).
+    at: usize,
+    /// The server named for the next send: the hint, the rotation's pick, or none.
+    server: Option<NodeId>,
+    sent: u32,
+    unplaced: Unplaced,
+    /// An empty page at the tail that came back before `wait_until`: the answer if nothing
+    /// serves the read by then.
+    early: Option<ReadAnswer>,
+    /// Whether the last answer was `UnknownJournal`.
+    unknown: bool,
+    done: bool,
+}
+
+impl ReadPolicy {
+    /// The policy for a read of `params` (each try asks for what is left of
+    /// `deadline.wait_until` instead of `params.wait_ms`), over `servers` (empty: the service
+    /// routes by itself), asking `hint` first when it is given, else a server drawn from
+    /// `rng`.
+    ///
+    /// # Errors
+    /// [`ClientConfigError`] when `config` is invalid.
+    pub fn new(
+        params: ReadParams,
+        deadline: ReadDeadline,
+        servers: Vec<NodeId>,
+        hint: Option<NodeId>,
+        config: ClientConfig,
+        mut rng: Rng,
+    ) -> Result<ReadPolicy, ClientConfigError> {
+        config.validate()?;
+        let at = first_server(&servers, hint, &mut rng);
+        let server = hint.or_else(|| servers.get(at).copied());
+        Ok(ReadPolicy {
+            params,
+            deadline,
+            config,
+            rng,
+            servers,
+            at,
+            server,
+            sent: 0,
+            unplaced: Unplaced::default(),
+            early: None,
+            unknown: false,
+            done: false,
+        })
+    }
+
+    /// How many requests were handed out so far.
+    pub fn sent(&self) -> u32 {
+        self.sent
+    }
+
+    /// The first step: send at once.
+    pub fn start(&mut self) -> ReadStep {
+        if self.sent > 0 || self.done {
+            return self.give_up();
+        }
+        self.send(Duration::ZERO, Duration::ZERO)
+    }
+
+    /// Takes in the answer to the last [`ReadStep::Send`]; `elapsed` is the time since the
+    /// read began.
+    pub fn on_answer(&mut self, answer: ReadAnswer, elapsed: Duration) -> ReadStep {
+        if self.done {
+            return ReadStep::Done(ReadAnswer::Unserved);
+        }
+        self.unknown = matches!(answer, ReadAnswer::UnknownJournal);
+        if !self.unknown {
+            self.unplaced.other();
+        }
+        match answer {
+            ReadAnswer::Page { from, ref records, view }
+                if records.is_empty() && from >= view.next_seq && elapsed < self.deadline.wait_until =>
+            {
+                self.early = Some(answer);
+                self.next(Duration::ZERO, elapsed)
+            }
+            ReadAnswer::Unserved => {
+                let delay = backoff(&self.config, self.sent, &mut self.rng);
+                self.next(delay, elapsed)
+            }
+            ReadAnswer::UnknownJournal => {
+                let unplaced =
+                    self.unplaced.answered(self.servers.len(), elapsed, &self.config, self.sent, &mut self.rng);
+                match unplaced {
+                    Some(delay) => self.next(delay, elapsed),
+                    None => self.give_up(),
+                }
+            }
+            served => self.finish(served),
+        }
+    }
+
+    /// No answer came by the last [`ReadStep::Send`]'s `cut_off`: the read is over.
+    pub fn on_cut_off(&mut self) -> ReadStep {
+        self.give_up()
+    }
+
+    /// When the read ends now: at `wait_until` once an early page is held, else at
+    /// `give_up_at`.
+    fn end(&self) -> Duration {
+        if self.early.is_some() { self.deadline.wait_until } else { self.deadline.give_up_at }
+    }
+
+    /// The next try, `after` from `elapsed`, to the next server; or the end, when a bound says
+    /// stop.
+    fn next(&mut self, after: Duration, elapsed: Duration) -> ReadStep {
+        let spent = self.sent - self.unplaced.requests;
+        if spent >= self.config.read_attempts_max || elapsed.saturating_add(after) >= self.end() {
+            return self.give_up();
+        }
+        if !self.servers.is_empty() {
+            self.at = (self.at + 1) % self.servers.len();
+            self.server = Some(self.servers[self.at]);
+        } else {
+            self.server = None;
+        }
+        self.send(after, elapsed)
+    }
+
+    fn send(&mut self, after: Duration, elapsed: Duration) -> ReadStep {
+        let left = self.deadline.wait_until.saturating_sub(elapsed.saturating_add(after));
+        let wait_ms = u32::try_from(left.as_micros().div_ceil(1000)).unwrap_or(u32::MAX);
+        let route = Route { server: self.server, attempt: self.sent };
+        self.sent += 1;
+        ReadStep::Send { params: ReadParams { wait_ms, ..self.params }, route, after, cut_off: self.end() }
+    }
+
+    /// The read ends without a page that serves it: the early page if one is held, else
+    /// `UnknownJournal` if that was the last answer, else `Unserved`.
+    fn give_up(&mut self) -> ReadStep {
+        let answer = match self.early.take() {
+            Some(early) => early,
+            None if self.unknown => ReadAnswer::UnknownJournal,
+            None => ReadAnswer::Unserved,
+        };
+        self.finish(answer)
+    }
+
+    fn finish(&mut self, answer: ReadAnswer) -> ReadStep {
+        self.done = true;
+        ReadStep::Done(answer)
     }
 }

@@ -487,6 +487,7 @@ fn config_validation_names_the_bad_bound() {
     assert!(matches!(inverted.validate(), Err(ClientConfigError::BackoffInverted { .. })));
     assert_eq!(ClientConfig { deadline: Duration::ZERO, ..ok }.validate(), Err(ClientConfigError::DeadlineZero));
     assert_eq!(ClientConfig { read_back_records_max: 0, ..ok }.validate(), Err(ClientConfigError::ReadBackPageZero));
+    assert_eq!(ClientConfig { read_attempts_max: 0, ..ok }.validate(), Err(ClientConfigError::ReadAttemptsZero));
     let refused = CallPolicy::new(write(0, 1), servers(), None, ClientConfig { attempts_max: 0, ..ok }, Rng::new(0));
     assert!(refused.is_err());
 }
