@@ -32,12 +32,10 @@ pub struct GatewayConfig {
     /// How long a registry change (signup, create, delete, revoke) may take to show in the
     /// directory the gateway resolves with before the request is answered 503.
     pub registry_wait: Duration,
-    /// How long a call on a journal the directory knows, but no node hosts yet, is retried.
-    pub placement_wait: Duration,
-    /// Read requests sent for one Read at most (a read that is not served is asked again).
-    pub read_attempts_max: u32,
     /// How long past its `wait_ms` a linearizable read may take to be served (a quorum round,
-    /// another server after one that did not answer) before it is answered 503.
+    /// another server after one that did not answer) before it is answered 503. The retries
+    /// within it, and the wait for a journal no server hosts yet, are the client's
+    /// (`paros_client::ClientConfig`: `read_attempts_max`, `placement_wait`).
     pub read_serve_max: Duration,
     /// The least time a read with `min_seq` is given to reach a server that has applied it
     /// (one trip), even with a shorter `wait_ms`; past `wait_ms` and this, it is answered 503.
@@ -68,8 +66,6 @@ impl Default for GatewayConfig {
             heartbeat_interval: Duration::from_secs(5),
             tails_per_tenant_max: 64,
             registry_wait: Duration::from_secs(5),
-            placement_wait: Duration::from_secs(5),
-            read_attempts_max: 8,
             read_serve_max: Duration::from_secs(2),
             read_reach_min: Duration::from_millis(100),
             token_cache_max: 10_000,

@@ -32,7 +32,7 @@ mod state;
 mod wire;
 
 pub use auth::{KeyError, KeyPair, Principal, mint_admin_token};
-pub use cell::{CellPort, ReadDeadline};
+pub use cell::CellPort;
 pub use config::GatewayConfig;
 pub use error::ApiError;
 pub use nodes::{NodeCounters, NodeStats, StoreCounters};

@@ -8,14 +8,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use paros_api::JournalName;
 use paros_api::View;
-use paros_client::{AnswerError, Client, Decided, JournalService, ReadAnswer, ReadParams};
+use paros_client::{AnswerError, Client, Decided, JournalService, ReadAnswer, ReadDeadline, ReadParams};
 use paros_core::{Call, Consistency, JournalKey, Seq, TenantId};
 use paros_registry::daemon::{CoordinatorHandle, Followed};
 use paros_registry::{Answer, Command, Directory, KeyScope, Op, Refusal, Request, RequestId, Verdict};
 use tokio::sync::watch;
 
 use crate::auth::{KeyPair, TokenCache, random_bytes};
-use crate::cell::{CellPort, ClientPort, ReadDeadline};
+use crate::cell::{CellPort, ClientPort};
 use crate::config::GatewayConfig;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
@@ -152,11 +152,7 @@ impl Gateway {
     {
         let gateway = Gateway {
             inner: Arc::new(Inner {
-                cell: Box::new(ClientPort {
-                    client,
-                    placement_wait: config.placement_wait,
-                    read_attempts_max: config.read_attempts_max,
-                }),
+                cell: Box::new(ClientPort { client }),
                 coordinator,
                 directory,
                 config,
@@ -315,8 +311,9 @@ impl Gateway {
         }
     }
 
-    /// One call on the journal `name` of `tenant` (its key `key`), through the cell port:
-    /// 404 when the journal is gone meanwhile, 503 when it is listed but still hosted nowhere.
+    /// One call on the journal `name` of `tenant` (its key `key`), through the cell port: a
+    /// final `UnknownJournal` is 404 when the journal is gone meanwhile, 503 when it is listed
+    /// but still hosted nowhere.
     pub(crate) async fn call(
         &self,
         tenant: TenantId,
@@ -325,7 +322,7 @@ impl Gateway {
         call: Call,
     ) -> Result<Result<Decided, AnswerError>, ApiError> {
         let listed = || self.directory().is_ok_and(|d| d.journal_by_name(tenant, name).is_some_and(|j| j.key == key));
-        let decided = self.inner.cell.call(key, call, &listed).await;
+        let decided = self.inner.cell.call(key, call).await;
         if matches!(decided, Ok(Decided::UnknownJournal)) {
             return Err(if listed() {
                 ApiError::unavailable("the journal is not placed yet; retry")
@@ -344,6 +341,7 @@ impl Gateway {
         let started = tokio::time::Instant::now();
         let wait = Duration::from_millis(u64::from(params.wait_ms));
         let config = &self.inner.config;
+        let deadline = |c| ReadDeadline::new(wait, c, config.read_reach_min, config.read_serve_max);
         if let Some(reach) = reach {
             // From 0, one record: never at the tail of a journal that reached `reach` ≥ 1, so
             // no server holds it for a long-poll.
@@ -354,13 +352,13 @@ impl Gateway {
                 wait_ms: params.wait_ms,
                 consistency: Consistency::Reached(reach),
             };
-            let deadline = ReadDeadline::new(started, wait, reached.consistency, config);
-            match self.inner.cell.read(key, reached, deadline).await {
+            match self.inner.cell.read(key, reached, deadline(reached.consistency)).await {
                 ReadAnswer::Page { .. } | ReadAnswer::Truncated { .. } => {}
                 other => return other,
             }
         }
-        self.inner.cell.read(key, params, ReadDeadline::new(started, wait, params.consistency, config)).await
+        // What is left of the same wait.
+        self.inner.cell.read(key, params, deadline(params.consistency).after(started.elapsed())).await
     }
 
     /// The journal's view now (a linearizable read of at most one record).

@@ -20,7 +20,7 @@ enum Stage {
     Confirming(u64),
     /// Waiting for the fold to cover every slot below `.0`.
     Covering(Slot),
-    /// Waiting for the fold to reach `next_seq ≥ .0`.
+    /// Waiting for the fold to reach `next_seq ≥ .0` (an at-least read).
     Reaching(Seq),
     /// At the tail: waiting for a record or a truncation until tick `.0`.
     Polling(u64),
@@ -30,6 +30,8 @@ enum Stage {
 struct Pending {
     request: ReadRequest,
     stage: Stage,
+    /// The tick the read arrived at.
+    since: u64,
     /// The tick after which a read not yet at the tail is answered `Unserved`.
     deadline: u64,
 }
@@ -65,6 +67,12 @@ impl Reads {
     }
 
     /// Takes a read. Answers `Unserved` at once when `reads_max` reads already wait.
+    ///
+    /// A linearizable read may wait `read_ticks_max` for its quorum round and its fold, then
+    /// up to its `wait_ticks` at the tail. An at-least read waits for the journal, its position
+    /// and then a record at the tail, so it waits its own `wait_ticks` in all (at most
+    /// `read_ticks_max` for the position, `wait_ticks_max` at the tail), counted from its
+    /// arrival: `Unserved` once the position was not reached within it.
     pub fn add(
         &mut self,
         id: ReadId,
@@ -76,12 +84,12 @@ impl Reads {
             answers.push((id, ReadAnswer::Unserved));
             return;
         }
-        let stage = match request.consistency {
-            Consistency::Linearizable => Stage::Unconfirmed,
-            Consistency::Reached(seq) => Stage::Reaching(seq),
+        let (stage, ticks) = match request.consistency {
+            Consistency::Linearizable => (Stage::Unconfirmed, tunables.read_ticks_max),
+            Consistency::Reached(seq) => (Stage::Reaching(seq), request.wait_ticks.min(tunables.read_ticks_max)),
         };
-        let deadline = self.tick + u64::from(tunables.read_ticks_max);
-        let previous = self.pending.insert(id, Pending { request, stage, deadline });
+        let (since, deadline) = (self.tick, self.tick + u64::from(ticks));
+        let previous = self.pending.insert(id, Pending { request, stage, since, deadline });
         assert!(previous.is_none(), "a read id is used once");
     }
 
@@ -151,11 +159,16 @@ impl Reads {
             let at_tail = matches!(fold.locate(p.request.from), Located::Tail);
             if at_tail {
                 let wait = u64::from(p.request.wait_ticks.min(tunables.wait_ticks_max));
+                // An at-least read's wait at the tail is what is left of its own wait.
+                let poll_until = match p.request.consistency {
+                    Consistency::Linearizable => tick + wait,
+                    Consistency::Reached(_) => p.since + wait,
+                };
                 match p.stage {
                     Stage::Polling(until) if tick < until => continue,
                     Stage::Polling(_) => {}
-                    _ if wait > 0 => {
-                        p.stage = Stage::Polling(tick + wait);
+                    _ if poll_until > tick => {
+                        p.stage = Stage::Polling(poll_until);
                         continue;
                     }
                     _ => {}
@@ -455,6 +468,115 @@ mod tests {
             tail_from: Seq(0),
             tail: Vec::new(),
         }
+    }
+
+    /// A journal's fold and log, empty, and the reads it holds.
+    struct Journal {
+        fold: Fold,
+        log: Log,
+        reads: Reads,
+        tunables: Tunables,
+    }
+
+    impl Journal {
+        fn new(tunables: Tunables) -> Journal {
+            Journal {
+                fold: Fold::new(WriterMode::Multi, JournalState::default(), Slot(0)),
+                log: Log::from_durable(Slot(0), Vec::new()),
+                reads: Reads::new(Life::mint(1, 0)),
+                tunables,
+            }
+        }
+
+        fn read(&mut self, id: u64, from: u64, at_least: u64, wait_ticks: u32) -> Vec<(ReadId, ReadAnswer)> {
+            let request = ReadRequest {
+                from: Seq(from),
+                limit: 0,
+                max_bytes: 0,
+                wait_ticks,
+                consistency: Consistency::Reached(Seq(at_least)),
+            };
+            let mut answers = Vec::new();
+            self.reads.add(ReadId(id), request, &self.tunables, &mut answers);
+            answers.extend(self.poll());
+            answers
+        }
+
+        fn poll(&mut self) -> Vec<(ReadId, ReadAnswer)> {
+            let (mut answers, mut fetches) = (Vec::new(), Vec::new());
+            self.reads.poll(&self.fold, &self.log, &self.tunables, &mut answers, &mut fetches);
+            assert!(fetches.is_empty(), "every record is in the window");
+            answers
+        }
+
+        /// One tick, then a poll: what was answered.
+        fn tick(&mut self) -> Vec<(ReadId, ReadAnswer)> {
+            let mut answers = Vec::new();
+            self.reads.tick(&mut answers);
+            answers.extend(self.poll());
+            answers
+        }
+
+        /// Applies an append of one record at the fold's next slot.
+        fn append(&mut self, record: &'static [u8]) {
+            let slot = self.fold.next_slot();
+            let command =
+                Command::Write(Entry { leader: None, seq: Seq(0), records: vec![Bytes::from_static(record)] });
+            self.log.put(slot, None, command.clone().into());
+            self.fold.apply(slot, &command, |_| None);
+        }
+
+        /// Ticks until something is answered, at most `max` ticks: the tick and the answers.
+        fn ticks_until_answered(&mut self, max: u64) -> Option<(u64, Vec<(ReadId, ReadAnswer)>)> {
+            (1..=max).find_map(|t| Some(self.tick()).filter(|a| !a.is_empty()).map(|a| (t, a)))
+        }
+    }
+
+    #[test]
+    fn an_at_least_read_the_journal_does_not_reach_is_unserved_after_its_own_wait() {
+        let tunables = Tunables { read_ticks_max: 20, ..Tunables::default() };
+        for wait_ticks in [0, 1, 3, 7] {
+            let mut j = Journal::new(tunables);
+            assert_eq!(j.read(1, 0, 1, wait_ticks), vec![], "nothing to serve yet");
+            let answered = j.ticks_until_answered(40);
+            assert_eq!(
+                answered,
+                Some((u64::from(wait_ticks) + 1, vec![(ReadId(1), ReadAnswer::Unserved)])),
+                "a wait of {wait_ticks} ticks ends in the tick after it, not after read_ticks_max"
+            );
+        }
+    }
+
+    #[test]
+    fn an_at_least_read_waits_no_longer_than_read_ticks_max() {
+        let mut j = Journal::new(Tunables { read_ticks_max: 4, ..Tunables::default() });
+        assert_eq!(j.read(1, 0, 1, 1000), vec![]);
+        assert_eq!(j.ticks_until_answered(40), Some((5, vec![(ReadId(1), ReadAnswer::Unserved)])));
+    }
+
+    #[test]
+    fn an_at_least_read_is_served_when_its_position_is_reached_within_its_wait() {
+        let mut j = Journal::new(Tunables::default());
+        assert_eq!(j.read(1, 0, 1, 5), vec![]);
+        assert_eq!(j.tick(), vec![]);
+        j.append(b"a");
+        let view = j.fold.state().view();
+        let page = ReadAnswer::Page { from: Seq(0), records: vec![Bytes::from_static(b"a")], view };
+        assert_eq!(j.poll(), vec![(ReadId(1), page)]);
+    }
+
+    #[test]
+    fn an_at_least_read_at_the_tail_polls_only_what_is_left_of_its_wait() {
+        let mut j = Journal::new(Tunables { wait_ticks_max: 10, ..Tunables::default() });
+        // Waits for position 1, then at the tail (from 1) for a record: 6 ticks in all.
+        assert_eq!(j.read(1, 1, 1, 6), vec![]);
+        assert_eq!(j.tick(), vec![]);
+        assert_eq!(j.tick(), vec![]);
+        j.append(b"a");
+        assert_eq!(j.poll(), vec![], "the position is reached and the read waits at the tail");
+        let view = j.fold.state().view();
+        let empty = ReadAnswer::Page { from: Seq(1), records: vec![], view };
+        assert_eq!(j.ticks_until_answered(40), Some((4, vec![(ReadId(1), empty)])), "6 ticks after it arrived");
     }
 
     #[test]

@@ -40,7 +40,9 @@ fn an_at_least_read_waits_until_the_server_applied_through_its_seq() {
         w.append(&mut c, a, recs("second", 3));
         assert_eq!(c.state_of(learner).next_seq, Seq(2), "seed={seed}: the cut-off learner has not applied the write");
 
-        let read = c.submit_read(learner, request(Seq(2), Consistency::Reached(Seq(5))));
+        // As long as the server lets it wait (`read_ticks_max`).
+        let waits = ReadRequest { wait_ticks: u32::MAX, ..request(Seq(2), Consistency::Reached(Seq(5))) };
+        let read = c.submit_read(learner, waits);
         for _ in 0..5 {
             c.tick();
         }

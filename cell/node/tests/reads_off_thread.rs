@@ -225,8 +225,13 @@ fn write_request(key: JournalKey, seq: u64) -> NodeRequest {
 }
 
 fn first_record() -> NodeRequest {
-    let read =
-        ReadRequest { from: Seq(0), limit: 1, max_bytes: 0, wait_ticks: u32::MAX, consistency: Consistency::Reached(Seq(1)) };
+    let read = ReadRequest {
+        from: Seq(0),
+        limit: 1,
+        max_bytes: 0,
+        wait_ticks: u32::MAX,
+        consistency: Consistency::Reached(Seq(1)),
+    };
     NodeRequest::Read { journal: SLOW, id: paros_core::ReadId(next_id()), read }
 }
 

@@ -1,5 +1,6 @@
-//! The async [`Client`]: carries a [`CallPolicy`]'s steps out over a [`JournalService`] and
-//! sleeps the delays the policy returns. Every decision is the policy's (`crate::policy`).
+//! The async [`Client`]: carries a [`CallPolicy`]'s and a [`ReadPolicy`]'s steps out over a
+//! [`JournalService`] and sleeps the delays the policy returns. Every decision is the policy's
+//! (`crate::policy`).
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::hash::Hash;
@@ -8,14 +9,16 @@ use std::time::Duration;
 
 use paros_core::rng::Rng;
 use paros_core::{Call, NodeId};
-use tokio::time::{Instant, sleep};
+use tokio::time::{Instant, sleep, timeout_at};
 
-use crate::policy::{AnswerError, CallPolicy, ClientConfig, ClientConfigError, Decided, Step};
-use crate::service::JournalService;
+use crate::policy::{
+    AnswerError, CallPolicy, ClientConfig, ClientConfigError, Decided, ReadDeadline, ReadPolicy, ReadStep, Step,
+};
+use crate::service::{JournalService, ReadAnswer, ReadParams};
 
-/// The async client: carries a [`CallPolicy`]'s steps out over a [`JournalService`], sleeping
-/// the delays it returns. Cheap to clone (the service is shared), so a [`Writer`](crate::Writer)
-/// can keep several calls in flight.
+/// The async client: carries a [`CallPolicy`]'s and a [`ReadPolicy`]'s steps out over a
+/// [`JournalService`], sleeping the delays they return. Cheap to clone (the service is
+/// shared), so a [`Writer`](crate::Writer) can keep several calls in flight.
 pub struct Client<S: JournalService> {
     inner: Arc<Inner<S>>,
 }
@@ -27,7 +30,7 @@ struct Inner<S: JournalService> {
     rng: Mutex<Rng>,
     /// Per journal, the server whose verdict came back last: the likely leader, asked first
     /// next time by a call. A call on a journal without a hint asks a drawn server; a read
-    /// prefers the last verdict's server (`preferred_server`).
+    /// asks the last verdict's server first (`preferred_server`).
     hints: Mutex<LeaderHints<S::Journal>>,
 }
 
@@ -173,6 +176,45 @@ impl<S: JournalService> Client<S> {
                     }
                     return result;
                 }
+            };
+        }
+    }
+
+    /// Reads one page of `journal` by the [`ReadPolicy`] rules, within `deadline` counted from
+    /// now: the first answer that serves it (a page, `Truncated`, a denial), an empty page at
+    /// the tail once `deadline.wait_until` passed, else `Unserved` (or `UnknownJournal` while
+    /// no server hosts the journal) once the deadline or the client's bounds end it. The first
+    /// try goes to [`preferred_server`](Self::preferred_server); each try asks for what is left
+    /// of `deadline.wait_until` (`params.wait_ms` is not used) and is cut off at the policy's
+    /// bound.
+    pub async fn read(&self, journal: &S::Journal, params: ReadParams, deadline: ReadDeadline) -> ReadAnswer {
+        let started = Instant::now();
+        let hint = self.preferred_server(journal);
+        let rng = Rng::new(self.draw());
+        let servers = self.inner.service.servers();
+        let mut policy = match ReadPolicy::new(params, deadline, servers, hint, self.inner.config, rng) {
+            Ok(policy) => policy,
+            // The config was validated by `new`; a policy cannot refuse it.
+            Err(_) => return ReadAnswer::Unserved,
+        };
+        let mut step = policy.start();
+        loop {
+            step = match step {
+                ReadStep::Send { params, route, after, cut_off } => {
+                    if !after.is_zero() {
+                        sleep(after).await;
+                    }
+                    let trip = self.inner.service.read(journal, params, route);
+                    let answer = match started.checked_add(cut_off) {
+                        Some(at) => timeout_at(at, trip).await.ok(),
+                        None => Some(trip.await),
+                    };
+                    match answer {
+                        Some(answer) => policy.on_answer(answer, started.elapsed()),
+                        None => policy.on_cut_off(),
+                    }
+                }
+                ReadStep::Done(answer) => return answer,
             };
         }
     }

@@ -23,7 +23,8 @@
 //!   range it skips as a gap; [`Reader`] reads with it over a service, and follows the tail.
 //! - [`service`]: the port every async part talks through ([`JournalService`]).
 //! - [`policy`]: the retry, redirect, backoff and ambiguity-settling policy of one call
-//!   ([`CallPolicy`]); [`client`]: the async [`Client`] that carries it out.
+//!   ([`CallPolicy`]), and the retry policy of one read within a deadline ([`ReadPolicy`]);
+//!   [`client`]: the async [`Client`] that carries them out.
 //! - [`writer`]: the fenced [`Writer`] — claim, pipelined writes at the tail, truncate, stop for
 //!   good when superseded — over its sans-IO [`WriterCore`].
 //! - [`appender`]: record-at-a-time appends gathered into batches ([`BatchBuilder`]) with a
@@ -60,7 +61,9 @@ pub use client::Client;
 pub use folder::{DropReason, FoldError, FoldEvent, Folder, FolderConfig};
 #[cfg(feature = "http")]
 pub use http::{GatewayClient, GatewayError, HttpConfig, HttpService, SseEvent, SseParser, Tail};
-pub use policy::{AnswerError, CallPolicy, ClientConfig, ClientConfigError, Decided, Step};
+pub use policy::{
+    AnswerError, CallPolicy, ClientConfig, ClientConfigError, Decided, ReadDeadline, ReadPolicy, ReadStep, Step,
+};
 pub use reader::{
     ReadConsistency, ReadRequest, Reader, ReaderConfig, ReaderConfigError, ReaderCursor, ReaderError, ReaderOutcome,
 };

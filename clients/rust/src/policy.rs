@@ -1,10 +1,12 @@
-//! The client's retry, redirect and settling policy for one decided call, sans-IO.
+//! The client's retry, redirect and settling policy for one decided call, and its retry policy
+//! for one read, sans-IO.
 //!
 //! A [`CallPolicy`] decides, for one Write, Truncate or SetLeader, what to send next, to whom
-//! and after how long; the async [`Client`] only carries its [`Step`]s out. It
-//! has no clock (the wrapper reports the time elapsed since the call began, and sleeps the
-//! delays the policy returns) and no randomness of its own (backoff jitter is drawn from a
-//! seeded [`Rng`]), so the simulation replays it bit for bit.
+//! and after how long; a [`ReadPolicy`] does the same for one Read within a [`ReadDeadline`].
+//! The async [`Client`] only carries their [`Step`]s and [`ReadStep`]s out. They
+//! have no clock (the wrapper reports the time elapsed since the call began, and sleeps the
+//! delays the policy returns) and no randomness of their own (backoff jitter is drawn from a
+//! seeded [`Rng`]), so the simulation replays them bit for bit.
 //!
 //! The rules:
 //! - Every send is the **identical** request: the fold deduplicates a retried Write from the log
@@ -35,7 +37,30 @@
 //!   holds (first_seq never decreases), whoever applied it.
 //! - [`CallReply::Denied`] (a gateway's 401, 403, 429 or 400) ends the call at once as
 //!   [`Decided::Denied`]: the identical request would be refused again.
+//! - `UnknownJournal` from one named server means "not placed here yet" (a journal is placed
+//!   on its servers one by one after it is created): the other servers are asked at once, and
+//!   once every server in a row said so, they are asked again after a jittered backoff, while
+//!   [`ClientConfig::placement_wait`] lasts; then `UnknownJournal` stands. A service that names
+//!   no servers routes by itself and answers for all of them: its `UnknownJournal` stands at
+//!   once. Requests answered `UnknownJournal` count against `placement_wait`, not
+//!   `attempts_max`.
 //! - Every bound ([`ClientConfig`]) ends the call: sends, redirects, total deadline.
+//!
+//! The rules of a read ([`ReadPolicy`]), within its [`ReadDeadline`]:
+//! - The first try goes to the hinted server (the server of the last verdict: after a write,
+//!   the leader that took it has applied it, where a follower learns the commit only at its
+//!   next heartbeat); later tries rotate through the servers.
+//! - Each try asks its server to wait what is left of `wait_until`, and is cut off at
+//!   `give_up_at` (at `wait_until` once an early empty page is held, below).
+//! - `Unserved` is asked again of the next server after a jittered backoff, while the backoff
+//!   ends before `give_up_at`.
+//! - An empty page at the tail that comes back before `wait_until` (a server caps its own
+//!   long-poll) is held, and the next server is asked at once: the held page is the answer
+//!   if nothing serves the read by `wait_until`.
+//! - `UnknownJournal` as for a call, within the read's deadline too.
+//! - A page, `Truncated` or `Denied` ends the read; so do `read_attempts_max` and the
+//!   deadline, with the held page, else `UnknownJournal` if that was the last answer, else
+//!   `Unserved`.
 //!
 //! Answers are parsed, not trusted: a verdict that cannot answer this call (a `Won` for a
 //! Write, an `Accepted` at another seq, a view with `first_seq > next_seq`) ends the call with
@@ -51,10 +76,11 @@ use thiserror::Error;
 use crate::service::{CallReply, Denial, ReadAnswer, ReadParams, Route};
 use crate::types::{seq_checked_add, view_is_consistent};
 
-/// The bounds of one call's retries. Every one is finite: a call always ends.
+/// The bounds of one call's and one read's retries. Every one is finite: a call always ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientConfig {
-    /// Requests sent for one call at most, counting the first, redirected ones and read-backs.
+    /// Requests sent for one call at most, counting the first, redirected ones and read-backs
+    /// (not those answered `UnknownJournal`: `placement_wait` bounds them).
     pub attempts_max: u32,
     /// Redirects followed for one call at most.
     pub redirects_max: u32,
@@ -71,6 +97,12 @@ pub struct ClientConfig {
     /// The most journals the [`Client`] remembers a likely leader for (the server of each
     /// journal's last verdict); past it, the oldest-inserted hints are forgotten.
     pub leader_hints_max: usize,
+    /// How long after it began a call or read still asks its servers again while each answers
+    /// `UnknownJournal` (a journal created and not placed on them yet). Zero: one round.
+    pub placement_wait: Duration,
+    /// Requests sent for one read at most, counting the first (not those answered
+    /// `UnknownJournal`).
+    pub read_attempts_max: u32,
 }
 
 impl Default for ClientConfig {
@@ -84,6 +116,8 @@ impl Default for ClientConfig {
             read_back_records_max: 256,
             read_back_bytes_max: 1 << 20,
             leader_hints_max: 65_536,
+            placement_wait: Duration::from_secs(5),
+            read_attempts_max: 8,
         }
     }
 }
@@ -106,6 +140,9 @@ pub enum ClientConfigError {
     /// A read-back page bound is zero: an ambiguous write could never be read back.
     #[error("a read-back page must be allowed at least one record and one byte")]
     ReadBackPageZero,
+    /// `read_attempts_max` is 0: no read would ever be sent.
+    #[error("a read must be allowed at least one attempt")]
+    ReadAttemptsZero,
 }
 
 impl ClientConfig {
@@ -129,6 +166,9 @@ impl ClientConfig {
         if self.read_back_records_max == 0 || self.read_back_bytes_max == 0 {
             return Err(ClientConfigError::ReadBackPageZero);
         }
+        if self.read_attempts_max == 0 {
+            return Err(ClientConfigError::ReadAttemptsZero);
+        }
         Ok(())
     }
 }
@@ -145,7 +185,7 @@ pub enum Decided {
     Ambiguous,
     /// No server took the call within the bounds; it took no effect.
     Unavailable,
-    /// The service knows no such journal.
+    /// The service knows no such journal (no server named it within `placement_wait`).
     UnknownJournal,
     /// The service refused the call (unauthorized, forbidden, over quota, malformed): it is
     /// not retried. `ambiguous`: an earlier attempt got no answer, so the call may still have
@@ -198,6 +238,48 @@ fn duration_nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// Where a call or a read stands with servers that answered `UnknownJournal`.
+#[derive(Debug, Default, Clone, Copy)]
+struct Unplaced {
+    /// Servers in a row that answered `UnknownJournal` in this round.
+    in_a_row: usize,
+    /// Requests answered `UnknownJournal` so far.
+    requests: u32,
+}
+
+impl Unplaced {
+    /// Another `UnknownJournal`, `elapsed` after the call or read began, from one of `servers`
+    /// named servers: the delay before the next server is asked (none while a server of this
+    /// round was not asked yet; a backoff, drawn for retry number `retry`, once every server
+    /// in a row said so), or `None` when `UnknownJournal` stands: no named servers, or the
+    /// backoff would end past `placement_wait`.
+    fn answered(
+        &mut self,
+        servers: usize,
+        elapsed: Duration,
+        config: &ClientConfig,
+        retry: u32,
+        rng: &mut Rng,
+    ) -> Option<Duration> {
+        self.requests += 1;
+        if servers == 0 {
+            return None;
+        }
+        self.in_a_row += 1;
+        if self.in_a_row < servers {
+            return Some(Duration::ZERO);
+        }
+        self.in_a_row = 0;
+        let delay = backoff(config, retry, rng);
+        (elapsed.saturating_add(delay) <= config.placement_wait).then_some(delay)
+    }
+
+    /// Any other answer, or none: the round starts again.
+    fn other(&mut self) {
+        self.in_a_row = 0;
+    }
+}
+
 /// Where the ambiguous-write read-back stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct ReadBack {
@@ -226,6 +308,7 @@ pub struct CallPolicy {
     redirects: u32,
     /// Retries after a backoff so far (the exponent of the next backoff).
     retries: u32,
+    unplaced: Unplaced,
     ambiguous: bool,
     read_back: Option<ReadBack>,
     /// The server that gave the verdict, for the wrapper to ask first next time.
@@ -273,6 +356,7 @@ impl CallPolicy {
             sent: 0,
             redirects: 0,
             retries: 0,
+            unplaced: Unplaced::default(),
             ambiguous: false,
             read_back: None,
             answered_by: None,
@@ -326,6 +410,9 @@ impl CallPolicy {
         if self.done {
             return Step::Done(Ok(Decided::Unavailable));
         }
+        if !matches!(reply, CallReply::UnknownJournal) {
+            self.unplaced.other();
+        }
         match reply {
             CallReply::Answer(CallAnswer::Verdict(outcome)) => {
                 self.answered_by = self.server;
@@ -341,7 +428,7 @@ impl CallPolicy {
                 if let Some(i) = self.servers.iter().position(|s| *s == node) {
                     self.at = i;
                 }
-                if self.sent >= self.config.attempts_max || elapsed > self.config.deadline {
+                if self.spent() >= self.config.attempts_max || elapsed > self.config.deadline {
                     return self.give_up();
                 }
                 self.send(Duration::ZERO)
@@ -366,7 +453,7 @@ impl CallPolicy {
                 self.rotate();
                 self.retry(elapsed)
             }
-            CallReply::UnknownJournal => self.finish(Ok(Decided::UnknownJournal)),
+            CallReply::UnknownJournal => self.on_unknown(elapsed, false),
             CallReply::Denied(denial) => self.finish(Ok(Decided::Denied { denial, ambiguous: self.ambiguous })),
         }
     }
@@ -377,6 +464,9 @@ impl CallPolicy {
             return self.finish(Ok(Decided::Unavailable));
         };
         let (seq, count) = (*seq, records.len() as u64);
+        if !matches!(answer, ReadAnswer::UnknownJournal) {
+            self.unplaced.other();
+        }
         match answer {
             ReadAnswer::Page { from, records: page, view } => {
                 if !view_is_consistent(&view) {
@@ -425,7 +515,7 @@ impl CallPolicy {
                 self.rotate();
                 self.retry_read(elapsed)
             }
-            ReadAnswer::UnknownJournal => self.finish(Ok(Decided::UnknownJournal)),
+            ReadAnswer::UnknownJournal => self.on_unknown(elapsed, true),
             // The read-back belongs to an ambiguous call: it may have taken effect.
             ReadAnswer::Denied(denial) => self.finish(Ok(Decided::Denied { denial, ambiguous: true })),
         }
@@ -515,9 +605,30 @@ impl CallPolicy {
         }
     }
 
+    /// The requests that count against `attempts_max`: all but those answered
+    /// `UnknownJournal`.
+    fn spent(&self) -> u32 {
+        self.sent - self.unplaced.requests
+    }
+
+    /// After an `UnknownJournal`: the next server is asked again (by a send, or by a
+    /// read-back when `read`), at once or after a backoff, or `UnknownJournal` stands.
+    fn on_unknown(&mut self, elapsed: Duration, read: bool) -> Step {
+        let retry = self.retries + 1;
+        let delay = self.unplaced.answered(self.servers.len(), elapsed, &self.config, retry, &mut self.rng);
+        let Some(delay) = delay.filter(|d| elapsed.saturating_add(*d) <= self.config.deadline) else {
+            return self.finish(Ok(Decided::UnknownJournal));
+        };
+        if !delay.is_zero() {
+            self.retries = retry;
+        }
+        self.rotate();
+        if read { self.read_step(delay) } else { self.send(delay) }
+    }
+
     /// The delay before the next retry, or `None` when a bound says stop.
     fn next_delay(&mut self, elapsed: Duration) -> Option<Duration> {
-        if self.sent >= self.config.attempts_max {
+        if self.spent() >= self.config.attempts_max {
             return None;
         }
         let delay = backoff(&self.config, self.retries + 1, &mut self.rng);
@@ -552,7 +663,7 @@ impl CallPolicy {
         let (Some(read_back), Call::Write { seq, records, .. }) = (&self.read_back, &self.call) else {
             return self.finish(Ok(Decided::Unavailable));
         };
-        if self.sent >= self.config.attempts_max {
+        if self.spent() >= self.config.attempts_max {
             return self.give_up();
         }
         let left = seq.0 + records.len() as u64 - read_back.at.0;
@@ -580,5 +691,212 @@ impl CallPolicy {
         self.done = true;
         self.read_back = None;
         Step::Done(result)
+    }
+}
+
+/// When one read ends, counted from the moment it began.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadDeadline {
+    /// The end of the wait for the journal (records at the tail, the position a `Reached`
+    /// read waits for): each try asks its server to wait what is left of it, and an empty
+    /// page at the tail is answered then.
+    pub wait_until: Duration,
+    /// The end of the wait for a server to serve the read at all: an unserved read is
+    /// answered `Unserved` then.
+    pub give_up_at: Duration,
+}
+
+impl ReadDeadline {
+    /// The deadline of a read that may wait `wait` for the journal.
+    ///
+    /// A read that waits for a position (`Reached`) cannot tell a journal that has not
+    /// reached it from a server that cannot say so: it ends when `wait` passes, though never
+    /// before `reach_min` (one trip's worth). A linearizable read waits `wait` for records at
+    /// the tail, and up to `serve_max` more for a server to confirm it.
+    #[must_use]
+    pub fn new(wait: Duration, consistency: Consistency, reach_min: Duration, serve_max: Duration) -> ReadDeadline {
+        let give_up_at = match consistency {
+            Consistency::Reached(_) => wait.max(reach_min),
+            Consistency::Linearizable => wait.saturating_add(serve_max),
+        };
+        ReadDeadline { wait_until: wait, give_up_at }
+    }
+
+    /// What is left of this deadline for a read that begins `elapsed` after the one it was
+    /// made for (two reads within one wait).
+    #[must_use]
+    pub fn after(self, elapsed: Duration) -> ReadDeadline {
+        ReadDeadline {
+            wait_until: self.wait_until.saturating_sub(elapsed),
+            give_up_at: self.give_up_at.saturating_sub(elapsed),
+        }
+    }
+}
+
+/// What the wrapper does next for one read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadStep {
+    /// Wait `after`, then send `params` by `route` and hand the answer to
+    /// [`ReadPolicy::on_answer`]; if none came by `cut_off` after the read began, stop
+    /// waiting for it and call [`ReadPolicy::on_cut_off`].
+    Send { params: ReadParams, route: Route, after: Duration, cut_off: Duration },
+    /// The read is over: its answer.
+    Done(ReadAnswer),
+}
+
+/// The policy of one read, of any consistency, within a [`ReadDeadline`]. See the
+/// [module documentation](self) for the rules.
+#[derive(Debug)]
+pub struct ReadPolicy {
+    params: ReadParams,
+    deadline: ReadDeadline,
+    config: ClientConfig,
+    rng: Rng,
+    servers: Vec<NodeId>,
+    /// Index into `servers` of the server asked last (meaningful only when `servers` is
+    /// non-empty).
+    at: usize,
+    /// The server named for the next send: the hint, the rotation's pick, or none.
+    server: Option<NodeId>,
+    sent: u32,
+    unplaced: Unplaced,
+    /// An empty page at the tail that came back before `wait_until`: the answer if nothing
+    /// serves the read by then.
+    early: Option<ReadAnswer>,
+    /// Whether the last answer was `UnknownJournal`.
+    unknown: bool,
+    done: bool,
+}
+
+impl ReadPolicy {
+    /// The policy for a read of `params` (each try asks for what is left of
+    /// `deadline.wait_until` instead of `params.wait_ms`), over `servers` (empty: the service
+    /// routes by itself), asking `hint` first when it is given, else a server drawn from
+    /// `rng`.
+    ///
+    /// # Errors
+    /// [`ClientConfigError`] when `config` is invalid.
+    pub fn new(
+        params: ReadParams,
+        deadline: ReadDeadline,
+        servers: Vec<NodeId>,
+        hint: Option<NodeId>,
+        config: ClientConfig,
+        mut rng: Rng,
+    ) -> Result<ReadPolicy, ClientConfigError> {
+        config.validate()?;
+        let at = first_server(&servers, hint, &mut rng);
+        let server = hint.or_else(|| servers.get(at).copied());
+        Ok(ReadPolicy {
+            params,
+            deadline,
+            config,
+            rng,
+            servers,
+            at,
+            server,
+            sent: 0,
+            unplaced: Unplaced::default(),
+            early: None,
+            unknown: false,
+            done: false,
+        })
+    }
+
+    /// How many requests were handed out so far.
+    pub fn sent(&self) -> u32 {
+        self.sent
+    }
+
+    /// The first step: send at once.
+    pub fn start(&mut self) -> ReadStep {
+        if self.sent > 0 || self.done {
+            return self.give_up();
+        }
+        self.send(Duration::ZERO, Duration::ZERO)
+    }
+
+    /// Takes in the answer to the last [`ReadStep::Send`]; `elapsed` is the time since the
+    /// read began.
+    pub fn on_answer(&mut self, answer: ReadAnswer, elapsed: Duration) -> ReadStep {
+        if self.done {
+            return ReadStep::Done(ReadAnswer::Unserved);
+        }
+        self.unknown = matches!(answer, ReadAnswer::UnknownJournal);
+        if !self.unknown {
+            self.unplaced.other();
+        }
+        match answer {
+            ReadAnswer::Page { from, ref records, view }
+                if records.is_empty() && from >= view.next_seq && elapsed < self.deadline.wait_until =>
+            {
+                self.early = Some(answer);
+                self.next(Duration::ZERO, elapsed)
+            }
+            ReadAnswer::Unserved => {
+                let delay = backoff(&self.config, self.sent, &mut self.rng);
+                self.next(delay, elapsed)
+            }
+            ReadAnswer::UnknownJournal => {
+                let unplaced =
+                    self.unplaced.answered(self.servers.len(), elapsed, &self.config, self.sent, &mut self.rng);
+                match unplaced {
+                    Some(delay) => self.next(delay, elapsed),
+                    None => self.give_up(),
+                }
+            }
+            served => self.finish(served),
+        }
+    }
+
+    /// No answer came by the last [`ReadStep::Send`]'s `cut_off`: the read is over.
+    pub fn on_cut_off(&mut self) -> ReadStep {
+        self.give_up()
+    }
+
+    /// When the read ends now: at `wait_until` once an early page is held, else at
+    /// `give_up_at`.
+    fn end(&self) -> Duration {
+        if self.early.is_some() { self.deadline.wait_until } else { self.deadline.give_up_at }
+    }
+
+    /// The next try, `after` from `elapsed`, to the next server; or the end, when a bound says
+    /// stop.
+    fn next(&mut self, after: Duration, elapsed: Duration) -> ReadStep {
+        let spent = self.sent - self.unplaced.requests;
+        if spent >= self.config.read_attempts_max || elapsed.saturating_add(after) >= self.end() {
+            return self.give_up();
+        }
+        if !self.servers.is_empty() {
+            self.at = (self.at + 1) % self.servers.len();
+            self.server = Some(self.servers[self.at]);
+        } else {
+            self.server = None;
+        }
+        self.send(after, elapsed)
+    }
+
+    fn send(&mut self, after: Duration, elapsed: Duration) -> ReadStep {
+        let left = self.deadline.wait_until.saturating_sub(elapsed.saturating_add(after));
+        let wait_ms = u32::try_from(left.as_micros().div_ceil(1000)).unwrap_or(u32::MAX);
+        let route = Route { server: self.server, attempt: self.sent };
+        self.sent += 1;
+        ReadStep::Send { params: ReadParams { wait_ms, ..self.params }, route, after, cut_off: self.end() }
+    }
+
+    /// The read ends without a page that serves it: the early page if one is held, else
+    /// `UnknownJournal` if that was the last answer, else `Unserved`.
+    fn give_up(&mut self) -> ReadStep {
+        let answer = match self.early.take() {
+            Some(early) => early,
+            None if self.unknown => ReadAnswer::UnknownJournal,
+            None => ReadAnswer::Unserved,
+        };
+        self.finish(answer)
+    }
+
+    fn finish(&mut self, answer: ReadAnswer) -> ReadStep {
+        self.done = true;
+        ReadStep::Done(answer)
     }
 }

@@ -162,13 +162,87 @@ fn no_retry_is_scheduled_past_the_deadline() {
 }
 
 #[test]
-fn too_large_and_unknown_journal_end_the_call() {
+fn too_large_ends_the_call() {
     let limits = TooLarge { max_records: 1, max_bytes: 2 };
     let mut p = policy(write(0, 2));
     p.start();
     assert_eq!(done(p.on_reply(CallReply::Answer(CallAnswer::TooLarge(limits)), T0)), Ok(Decided::TooLarge(limits)));
-    let mut p = policy(write(0, 2));
+}
+
+#[test]
+fn unknown_journal_from_one_server_asks_the_others_at_once() {
+    let mut p = policy(write(0, 1));
     p.start();
+    assert_eq!(send(p.on_reply(CallReply::UnknownJournal, T0)), (Route { server: Some(NodeId(2)), attempt: 1 }, T0));
+    assert_eq!(send(p.on_reply(CallReply::UnknownJournal, T0)), (Route { server: Some(NodeId(3)), attempt: 2 }, T0));
+    let accepted = accepted(0, 1);
+    assert_eq!(done(p.on_reply(verdict(accepted), T0)), Ok(Decided::Verdict(accepted)));
+    assert_eq!(p.answered_by(), Some(NodeId(3)), "the server that hosts it answered");
+}
+
+#[test]
+fn a_journal_no_server_hosts_is_asked_again_after_a_backoff_until_the_placement_wait() {
+    let config = ClientConfig {
+        placement_wait: Duration::from_millis(500),
+        attempts_max: 2,
+        backoff_max: Duration::from_millis(40),
+        ..ClientConfig::default()
+    };
+    let mut p = CallPolicy::new(write(0, 1), servers(), Some(NodeId(1)), config, Rng::new(5)).expect("valid");
+    p.start();
+    let mut elapsed = T0;
+    let mut rounds = 0;
+    let mut step = p.on_reply(CallReply::UnknownJournal, elapsed);
+    // Requests answered UnknownJournal do not count against `attempts_max` (2 here): the
+    // placement wait bounds them.
+    let decided = loop {
+        match step {
+            Step::Send { route, after } => {
+                if !after.is_zero() {
+                    rounds += 1;
+                    assert!(after >= config.backoff_base && after <= config.backoff_max, "{after:?}");
+                    assert!(elapsed + after <= config.placement_wait, "no round starts past the wait");
+                }
+                assert_eq!(route.attempt, p.sent() - 1);
+                elapsed += after;
+                step = p.on_reply(CallReply::UnknownJournal, elapsed);
+            }
+            Step::Done(decided) => break decided,
+            Step::Read { .. } => panic!("nothing to read back"),
+        }
+    };
+    assert_eq!(decided, Ok(Decided::UnknownJournal));
+    assert!(rounds >= 10, "the servers were asked again round after round: {rounds}");
+    assert_eq!(p.sent() % 3, 0, "every round asks every server");
+    assert!(elapsed + config.backoff_max > config.placement_wait, "it gave up only near the wait: {elapsed:?}");
+}
+
+#[test]
+fn a_placed_server_answering_again_starts_a_fresh_round() {
+    let config = ClientConfig { placement_wait: Duration::from_secs(5), ..ClientConfig::default() };
+    let mut p = CallPolicy::new(write(0, 1), servers(), Some(NodeId(1)), config, Rng::new(5)).expect("valid");
+    p.start();
+    assert_eq!(send(p.on_reply(CallReply::UnknownJournal, T0)).1, T0);
+    // Busy: a server hosts it; the rotation goes on after a backoff.
+    let (_, after) = send(p.on_reply(CallReply::Answer(CallAnswer::Busy), T0));
+    assert!(after > T0);
+    assert_eq!(send(p.on_reply(CallReply::UnknownJournal, after)).1, T0, "two in a row are not a round of three");
+}
+
+#[test]
+fn unknown_journal_from_a_service_that_routes_by_itself_ends_the_call() {
+    let mut p = CallPolicy::new(write(0, 2), vec![], None, ClientConfig::default(), Rng::new(7)).expect("valid");
+    p.start();
+    assert_eq!(done(p.on_reply(CallReply::UnknownJournal, T0)), Ok(Decided::UnknownJournal));
+}
+
+#[test]
+fn with_no_placement_wait_one_round_of_unknown_journal_ends_the_call() {
+    let config = ClientConfig { placement_wait: Duration::ZERO, ..ClientConfig::default() };
+    let mut p = CallPolicy::new(write(0, 2), servers(), None, config, Rng::new(7)).expect("valid");
+    p.start();
+    send(p.on_reply(CallReply::UnknownJournal, T0));
+    send(p.on_reply(CallReply::UnknownJournal, T0));
     assert_eq!(done(p.on_reply(CallReply::UnknownJournal, T0)), Ok(Decided::UnknownJournal));
 }
 
@@ -413,6 +487,7 @@ fn config_validation_names_the_bad_bound() {
     assert!(matches!(inverted.validate(), Err(ClientConfigError::BackoffInverted { .. })));
     assert_eq!(ClientConfig { deadline: Duration::ZERO, ..ok }.validate(), Err(ClientConfigError::DeadlineZero));
     assert_eq!(ClientConfig { read_back_records_max: 0, ..ok }.validate(), Err(ClientConfigError::ReadBackPageZero));
+    assert_eq!(ClientConfig { read_attempts_max: 0, ..ok }.validate(), Err(ClientConfigError::ReadAttemptsZero));
     let refused = CallPolicy::new(write(0, 1), servers(), None, ClientConfig { attempts_max: 0, ..ok }, Rng::new(0));
     assert!(refused.is_err());
 }
