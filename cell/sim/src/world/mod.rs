@@ -100,7 +100,7 @@ struct Machine<H> {
 enum ClientKind {
     /// A single-writer journal's writer, or one of a multi-writer journal's appenders.
     Writer(WriterClient),
-    Reader(Reader),
+    Reader(Box<Reader>),
     Prober(Prober),
 }
 
@@ -288,14 +288,14 @@ impl<H: Host> World<H> {
                 let name = format!("r{w}.{r}");
                 let start = rng.between(0, 500 * MS);
                 clients.push(Client {
-                    kind: ClientKind::Reader(Reader::new(
+                    kind: ClientKind::Reader(Box::new(Reader::new(
                         name.clone(),
                         servers,
                         rng.fork(),
                         *rp,
                         params.tick_ns,
                         start,
-                    )),
+                    ))),
                     journal: wl.journal,
                     name,
                     next_token: 0,
