@@ -76,7 +76,7 @@ pub enum DevError {
 }
 
 impl DevError {
-    /// The exit code (DESIGN §5: 75 storage fault, 78 refused to boot).
+    /// The exit code (75 storage fault, 78 refused to boot).
     #[must_use]
     pub fn exit_code(&self) -> i32 {
         match self {

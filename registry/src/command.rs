@@ -50,7 +50,7 @@ pub enum Standing {
     /// Still serving what it holds, but no new journal is placed on it.
     Draining,
     /// Gone for good: its id is never registered again (a node that lost its disk returns
-    /// under a new id, DESIGN §4.1).
+    /// under a new id).
     Retired,
 }
 
@@ -87,7 +87,7 @@ pub enum KeyScope {
     Tenant(TenantId),
 }
 
-/// The length of an Ed25519 public key, the only kind the gateway verifies (DESIGN §9: EdDSA).
+/// The length of an Ed25519 public key, the only kind the gateway verifies (EdDSA).
 pub const PUBLIC_KEY_LEN: usize = 32;
 
 /// The fold's own bounds. They are decided in the log (carried by `InitCell`), never read

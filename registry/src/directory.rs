@@ -19,7 +19,7 @@
 //!   are accepted, the same standing is an accepted no-op, and leaving `Retired` is refused;
 //! - `SignUp`: a taken tenant id or a taken name (names are never freed) is refused;
 //! - `SetTenantStatus`, `SetQuotas`, `RevokeToken`: the tenant must exist; revoking an already
-//!   revoked token id is accepted again (`already`, API.md's "revoking again is 204"); a new
+//!   revoked token id is accepted again (`already`, the contract's "revoking again is 204"); a new
 //!   revocation past `revoked_per_tenant_max` is refused;
 //! - `AddSigningKey`: a tenant scope must name a known tenant; the key must be a raw Ed25519
 //!   key (32 bytes); a key id is unique in the cell and never reused; a scope holds at most

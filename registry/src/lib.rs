@@ -1,6 +1,6 @@
 //! paros-registry: the cell's control journal.
 //!
-//! The registry is an ordinary single-writer paros journal (DESIGN §8). This crate is what
+//! The registry is an ordinary single-writer paros journal. This crate is what
 //! its records mean and who writes them:
 //! - [`command`]: the records — one [`Command`] and its [`RequestId`] each, versioned postcard,
 //!   decoded as untrusted input;

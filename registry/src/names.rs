@@ -3,7 +3,7 @@
 //! Every name type checks its grammar when it is built, including when it is decoded from a
 //! record or a checkpoint (serde goes through the same check), so a directory never holds a
 //! name the gateway would refuse in a path. The grammars for tenant and journal names are
-//! API.md's; the others are this crate's and are written down on each type.
+//! The contract's; the others are this crate's and are written down on each type.
 
 use core::fmt;
 

@@ -68,7 +68,7 @@ pub enum Accepted {
         kid: KeyId,
         already: bool,
     },
-    /// `already`: the token was revoked before; revoking is idempotent (API.md: 204 again).
+    /// `already`: the token was revoked before; revoking is idempotent (the contract: 204 again).
     TokenRevoked {
         tenant: TenantId,
         already: bool,

@@ -1,5 +1,5 @@
 //! Who may call what: the bearer token (401), the tenant's quotas, the token's scope and
-//! journal restriction (403), and the journal a path names (400, 404), in API.md's order.
+//! journal restriction (403), and the journal a path names (400, 404), in the contract's order.
 
 use std::sync::Arc;
 
@@ -84,7 +84,7 @@ pub(crate) fn parse_name(raw: &str) -> ApiResult<JournalName> {
     JournalName::parse(raw).map_err(|e| ApiError::malformed(format!("bad journal name: {e}")))
 }
 
-/// The journal a tenant route names, in API.md's order: a tenant token (403 for admin), a path
+/// The journal a tenant route names, in the contract's order: a tenant token (403 for admin), a path
 /// (400), the scope and journal restriction (403), the name (400), the journal (404).
 pub(crate) fn named_journal<'p>(
     g: &Gateway,

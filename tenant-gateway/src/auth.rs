@@ -290,7 +290,7 @@ pub fn mint_admin_token(key: &KeyPair, valid_for_s: u64) -> String {
 
 fn validation() -> Validation {
     let mut v = Validation::new(Algorithm::EdDSA);
-    // API.md: a request at or after `exp + 1 s` is refused; jsonwebtoken refuses `exp < now - leeway`.
+    // The contract: a request at or after `exp + 1 s` is refused; jsonwebtoken refuses `exp < now - leeway`.
     v.leeway = 0;
     v.validate_aud = false;
     v.set_required_spec_claims(&["exp", "sub"]);

@@ -25,7 +25,7 @@ pub struct GatewayConfig {
     pub signup_token_expiry: Duration,
     /// The quotas a new tenant gets at signup.
     pub quotas_default: Quotas,
-    /// How often a tail sends a heartbeat when nothing else was sent (API.md: at most 5 s).
+    /// How often a tail sends a heartbeat when nothing else was sent (the contract: at most 5 s).
     pub heartbeat_interval: Duration,
     /// The most tails one tenant may hold open at once (429 beyond).
     pub tails_per_tenant_max: usize,

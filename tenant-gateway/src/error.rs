@@ -6,7 +6,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use paros_api::{ErrorBody, ErrorCode, Limits, View};
 
-/// Every refusal the gateway answers: a code of API.md's table, a message, and what the code
+/// Every refusal the gateway answers: a code of the contract's table, a message, and what the code
 /// carries (the view, the limits, a retry delay). Boxed: errors travel up every handler.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApiError(Box<Repr>);

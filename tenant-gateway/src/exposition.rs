@@ -1,4 +1,4 @@
-//! The two text formats `/metrics` speaks: Prometheus text 0.0.4 by default (DESIGN §9, API.md)
+//! The two text formats `/metrics` speaks: Prometheus text 0.0.4 by default (the contract)
 //! and OpenMetrics 1.0.0 to a scraper whose `Accept` prefers it.
 //!
 //! prometheus-client encodes OpenMetrics only; [`to_prometheus`] rewrites its output into the

@@ -35,7 +35,7 @@ pub(crate) async fn authenticate(State(g): State<Gateway>, mut request: Request,
         if let Err(wait) = g.inner.quotas.admit_request(t.tenant, &quotas, Instant::now()) {
             return ApiError::over_quota("over the tenant's requests/s", wait).into_response();
         }
-        // The other quotas answer before anything of the request is judged (API.md: 429 wins
+        // The other quotas answer before anything of the request is judged (the contract: 429 wins
         // over 403 and over every body check): a Write while the bytes/s bucket is in debt, a
         // create while the tenant holds its journal quota (the registry stays the authority).
         let route = request.extensions().get::<MatchedPath>().map(MatchedPath::as_str);

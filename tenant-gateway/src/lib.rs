@@ -1,6 +1,6 @@
 //! paros-gateway: the tenant gateway — API v1 (`docs/http-api.md`) over HTTP, on axum.
 //!
-//! The gateway is the only door for tenants (DESIGN §9). It authenticates every request
+//! The gateway is the only door for tenants. It authenticates every request
 //! (EdDSA JWTs, [`auth`]), applies the tenant's quotas ([`quota`]), resolves journal names
 //! inside the token's tenant through its fold of the registry (a `watch` of
 //! [`paros_registry::daemon::Followed`]), forwards the four calls with a

@@ -80,7 +80,7 @@ impl QuotaBook {
     }
 
     /// Whether `tenant` may write now: refused while its bytes/s bucket is in debt (before the
-    /// body is read, so the 429 wins over every body check, as API.md orders them).
+    /// body is read, so the 429 wins over every body check, as the contract orders them).
     ///
     /// # Errors
     /// The wait until the debt is paid back.

@@ -1,4 +1,4 @@
-//! The router: every route of API.md, `/healthz`, `/metrics`, `/v1/openapi.json`, `/ui` and
+//! The router: every route of the contract, `/healthz`, `/metrics`, `/v1/openapi.json`, `/ui` and
 //! the admin overview, behind their layers. It sits above the route modules and the OpenAPI
 //! document, which never name it.
 

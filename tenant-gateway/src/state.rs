@@ -333,7 +333,7 @@ impl Gateway {
         Ok(decided)
     }
 
-    /// One Read of API.md: `params` within their `wait_ms`; with `reach`, the read is served
+    /// One Read of the contract: `params` within their `wait_ms`; with `reach`, the read is served
     /// only once the journal's `next_seq` is at least `reach` (a linearizable read with
     /// `min_seq`: first the wait for that position, then the linearizable read, both within
     /// the same `wait_ms`).

@@ -47,7 +47,7 @@ pub(crate) async fn json_body<T: serde::de::DeserializeOwned>(
     serde_json::from_slice(&bytes).map_err(|e| ApiError::malformed(format!("bad body: {e}")))
 }
 
-/// 400 for a query string on a route that takes no parameter (API.md: unknown query
+/// 400 for a query string on a route that takes no parameter (the contract: unknown query
 /// parameters are `malformed` on every route). An empty query (a bare `?`) names none.
 pub(crate) fn no_query(query: Option<&str>) -> ApiResult<()> {
     match query {

@@ -1,4 +1,4 @@
-//! API.md's strict edges: unknown, repeated or malformed query parameters are 400 `malformed`
+//! The contract's strict edges: unknown, repeated or malformed query parameters are 400 `malformed`
 //! on every route (and the request takes no effect); `/metrics` is Prometheus text unless the
 //! scraper asks for OpenMetrics; a read's `wait_ms` is honoured within a few milliseconds.
 

@@ -164,7 +164,7 @@ async fn request_bodies_are_documented_as_strictly_as_they_are_parsed() {
         assert_eq!(s["additionalProperties"], false, "{name}: an unknown field is 400");
         for (field, prop) in s["properties"].as_object().unwrap() {
             let nullable = prop["type"].as_array().is_some_and(|t| t.iter().any(|t| t == "null"));
-            // API.md: an optional field given `null` is 400, except SetLeader's `old`.
+            // The contract: an optional field given `null` is 400, except SetLeader's `old`.
             assert_eq!(nullable, (name, field.as_str()) == ("SetLeaderRequest", "old"), "{name}.{field}: {prop}");
         }
     }

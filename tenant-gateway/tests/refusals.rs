@@ -166,7 +166,7 @@ async fn a_tenant_over_its_quota_is_429_with_retry_after() {
     assert_eq!(again.status(), StatusCode::OK, "a closed tail frees its slot");
 }
 
-/// The bytes/s and journal quotas answer 429 before anything of the request is judged (API.md:
+/// The bytes/s and journal quotas answer 429 before anything of the request is judged (the contract:
 /// 401 → 429 → 403 → … → 400 body): a malformed body, or a read-only token, over quota is 429.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bytes_and_journal_quotas_win_over_the_checks_after_them() {
@@ -249,7 +249,7 @@ async fn the_openapi_document_describes_the_routes_the_router_serves() {
     .into_iter()
     .map(|(m, p)| (m.to_owned(), p.to_owned()))
     .collect();
-    assert_eq!(documented, expected, "the document names API.md's routes and the admin overview (docs/gateway.md)");
+    assert_eq!(documented, expected, "the document names the contract's routes and the admin overview");
     // Every documented route is served (answered by a handler, not the router's fallback),
     // and each documented path refuses a method it does not document.
     for (method, path) in &documented {

@@ -1,5 +1,5 @@
 //! How calls and reads are answered: limits before proposing, redirects, read freshness, and
-//! the one-round-in-flight contract (DESIGN §3, §4, §4.2).
+//! the one-round-in-flight contract.
 
 mod harness;
 

@@ -1,4 +1,4 @@
-//! Properties of the journal fold over arbitrary command sequences (DESIGN §3.1), judged
+//! Properties of the journal fold over arbitrary command sequences, judged
 //! against an independent model of the rules written here from the design, not from the code.
 
 use std::collections::BTreeMap;
@@ -11,7 +11,7 @@ use paros_core::{LeaderUuid, Seq, Slot};
 use proptest::prelude::*;
 
 // ---------------------------------------------------------------------------------------------
-// The model: DESIGN §3.1 read literally, with the whole history kept (no compaction, no blindness).
+// The model: the fold's rules read literally, with the whole history kept (no compaction, no blindness).
 
 #[derive(Clone, Debug, Default)]
 struct Model {

@@ -84,7 +84,7 @@ fn catch_up_serves_only_the_chosen_prefix() {
     );
 }
 
-/// Phase 1 refusals (DESIGN §4.1): a Prepare below the floor is answered `Nack` with the floor —
+/// Phase 1 refusals: a Prepare below the floor is answered `Nack` with the floor —
 /// never a promise, least of all an empty one — and a Prepare below the promise is answered
 /// `Nack`; a Prepare at exactly the promised ballot (a duplicate) is promised again.
 ///

@@ -1,4 +1,4 @@
-//! Fencing, truncation, compaction and the trim-point jump (DESIGN §3.1, §4.1).
+//! Fencing, truncation, compaction and the trim-point jump.
 
 mod harness;
 

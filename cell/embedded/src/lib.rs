@@ -95,7 +95,7 @@ pub enum CellError {
 }
 
 impl CellError {
-    /// The daemon exit code this error maps to (DESIGN §5).
+    /// The daemon exit code this error maps to.
     #[must_use]
     pub fn exit_code(&self) -> i32 {
         match self {

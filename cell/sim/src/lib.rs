@@ -1,6 +1,6 @@
 //! paros-sim: a seeded, single-threaded world that drives the real paros code through message
 //! loss, crashes and long outages, replays any seed bit for bit, and checks named claims
-//! (DESIGN §11) on every run.
+//! on every run.
 //!
 //! - [`host`]: the seam to the code under test. A machine is a [`host::Host`]; today
 //!   [`host::NodeHost`] runs the node host (`paros_node::Host`) over a simulated disk.

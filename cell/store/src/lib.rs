@@ -1,6 +1,6 @@
 //! paros-store: the machine's [`LogStore`](paros_node::ports::LogStore) on fjall (the only crate that links fjall).
 //!
-//! # Layout (DESIGN §5)
+//! # Layout
 //!
 //! One fjall `Database` per machine with six fixed keyspaces. Ids are encoded by hand,
 //! big-endian and fixed width, so keys sort by `(tenant, journal, slot)` numerically and one

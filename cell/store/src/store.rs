@@ -150,7 +150,7 @@ impl FjallStore {
     ///
     /// A node that already has an identity elsewhere (peers, configuration) and opens a fresh
     /// store has lost its disk, and with it its promises: it must not rejoin under that
-    /// identity (DESIGN §4.1, exit code 78).
+    /// identity (exit code 78).
     #[must_use]
     pub fn is_fresh(&self) -> bool {
         self.fresh

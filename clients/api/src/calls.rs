@@ -105,7 +105,7 @@ impl WriteRequest {
         WriteRequest { leader: None, seq: None, records }
     }
 
-    /// Judges the body against the journal's mode, as API.md's Write shapes say.
+    /// Judges the body against the journal's mode, as the contract's Write shapes say.
     ///
     /// Single-writer: no `leader` is `wrong_mode` (whatever `seq` says); `leader` without
     /// `seq` is `malformed`. Multi-writer: `leader` or `seq` is `wrong_mode`.

@@ -30,7 +30,7 @@ pub enum ErrorCode {
     Ambiguous,
 }
 
-/// One row of API.md's error table.
+/// One row of the contract's error table.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct ErrorRow {
     pub code: ErrorCode,
@@ -46,7 +46,7 @@ const fn row(code: ErrorCode, status: u16, name: &'static str, when: &'static st
 }
 
 impl ErrorCode {
-    /// API.md's table: the one place a code meets its status and its string.
+    /// The contract's table: the one place a code meets its status and its string.
     pub const TABLE: [ErrorRow; 15] = [
         row(
             ErrorCode::Malformed,
@@ -158,7 +158,7 @@ impl utoipa::PartialSchema for ErrorCode {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
         utoipa::openapi::schema::ObjectBuilder::new()
             .schema_type(utoipa::openapi::schema::Type::String)
-            .description(Some("API.md's stable error codes."))
+            .description(Some("The contract's stable error codes."))
             .enum_values(Some(ErrorCode::TABLE.iter().map(|r| r.name)))
             .into()
     }

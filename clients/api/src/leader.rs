@@ -4,7 +4,7 @@ use core::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// Why a string is not a leader uuid API.md accepts.
+/// Why a string is not a leader uuid the contract accepts.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
 pub enum InvalidUuid {
     /// Not 36 bytes: braces, a `urn:uuid:` prefix or the simple (unhyphenated) form.
@@ -160,7 +160,7 @@ mod tests {
 
     #[test]
     fn the_canonical_spelling_parses_and_prints_back_identically() {
-        let u = LeaderUuid::parse(SAMPLE).expect("API.md's sample uuid is canonical");
+        let u = LeaderUuid::parse(SAMPLE).expect("the contract's sample uuid is canonical");
         assert_eq!(u.get(), 0x0f8b_1c2e_4a5d_4e6f_9a0b_1c2d_3e4f_5a6b);
         assert_eq!(u.to_string(), SAMPLE);
     }

@@ -17,7 +17,7 @@
 //!   [`ReadOutcome::from_response`], [`TruncateOutcome::from_response`],
 //!   [`SetLeaderOutcome::from_response`], or the functions of [`outcome::plain`].
 //!
-//! JSON is written compactly, fields in API.md's order. This crate depends on neither
+//! JSON is written compactly, fields in the contract's order. This crate depends on neither
 //! paros-core nor paros-node: the contract is the wire, not the cell's internals.
 
 pub mod calls;

@@ -1,4 +1,4 @@
-//! Tenant and journal names: checked by hand against API.md's patterns, the only way in.
+//! Tenant and journal names: checked by hand against the contract's patterns, the only way in.
 
 use core::fmt;
 

@@ -1,5 +1,5 @@
 //! Bodies are JSON objects: serde's derive also reads a struct from an array of its fields in
-//! order (`["acme"]` as a signup), which API.md does not allow.
+//! order (`["acme"]` as a signup), which the contract does not allow.
 //!
 //! Each body derives with `#[serde(remote = "Self")]`, which turns the derived code into
 //! inherent `Self::serialize`/`Self::deserialize` functions; [`objects_only!`] then writes the

@@ -1,4 +1,4 @@
-//! API.md's optional-field rule: an optional field is omitted or holds a value, never `null`.
+//! The contract's optional-field rule: an optional field is omitted or holds a value, never `null`.
 //!
 //! serde's derive reads `null` into an `Option` field as `None`; the rule needs the two apart.
 //! Fields use `#[serde(default, deserialize_with = "optional::present")]`: a missing field

@@ -2,7 +2,7 @@
 //!
 //! Verdicts a caller must handle — refused, truncated, wrong mode, lost, too large, ambiguous —
 //! are [`Ok`] values of the call's outcome. Everything else the server can say (401, 403, 404,
-//! 429, …) is [`ApiError::Answered`], and an answer that breaks API.md is
+//! 429, …) is [`ApiError::Answered`], and an answer that breaks the contract is
 //! [`ApiError::Contract`].
 
 use serde::de::DeserializeOwned;
@@ -21,7 +21,7 @@ pub enum ApiError {
     /// The server answered an error this call does not turn into an outcome.
     #[error("{} ({}): {}", .0.code, .0.code.status(), .0.message)]
     Answered(Box<ErrorBody>),
-    /// The answer does not fit API.md.
+    /// The answer does not fit the contract.
     #[error("the answer breaks the API contract: {0}")]
     Contract(#[from] ContractError),
 }
@@ -37,7 +37,7 @@ impl ApiError {
     }
 }
 
-/// How an answer breaks API.md.
+/// How an answer breaks the contract.
 #[derive(Debug, thiserror::Error)]
 pub enum ContractError {
     /// A status this call never answers with (a 2xx other than its own, a 1xx or 3xx).
@@ -49,7 +49,7 @@ pub enum ContractError {
     /// An error code answered with another status than the table's.
     #[error("{code} is answered with {}, not {status}", .code.status())]
     StatusMismatch { status: u16, code: ErrorCode },
-    /// A journal verdict without the view API.md says it carries.
+    /// A journal verdict without the view the contract says it carries.
     #[error("{0} without its view")]
     MissingView(ErrorCode),
     /// A `too_large` without all three limits.

@@ -1,6 +1,6 @@
-//! Every body of API.md as a literal: deserialize, serialize, compare byte for byte.
+//! Every body of the contract as a literal: deserialize, serialize, compare byte for byte.
 //!
-//! The literals are compact (what the server and client write); field order is API.md's.
+//! The literals are compact (what the server and client write); field order is the contract's.
 
 use paros_api::{
     CreateJournalRequest, ErrorBody, ErrorCode, Gap, Heartbeat, JournalInfo, JournalList, LeaderUuid, MintTokenRequest,
@@ -54,12 +54,12 @@ fn positions_above_two_to_the_fifty_three_round_trip_as_exact_integers() {
 #[test]
 fn api_md_spaced_examples_parse_to_the_compact_fixtures() {
     let v: View =
-        serde_json::from_str(r#"{"leader": null, "first_seq": 0, "next_seq": 0}"#).expect("API.md's new view");
+        serde_json::from_str(r#"{"leader": null, "first_seq": 0, "next_seq": 0}"#).expect("the contract's new view");
     assert_eq!(v, View::NEW);
-    let s: SignupRequest = serde_json::from_str(r#"{"name": "acme"}"#).expect("API.md's signup");
+    let s: SignupRequest = serde_json::from_str(r#"{"name": "acme"}"#).expect("the contract's signup");
     assert_eq!(serde_json::to_string(&s).expect("serializes"), r#"{"name":"acme"}"#);
     let l: SetLeaderRequest =
-        serde_json::from_str(&format!(r#"{{"new": "{UUID_A}", "old": null}}"#)).expect("API.md's first claim");
+        serde_json::from_str(&format!(r#"{{"new": "{UUID_A}", "old": null}}"#)).expect("the contract's first claim");
     assert_eq!(l.old, None);
 }
 
@@ -206,7 +206,7 @@ fn built_error_bodies_serialize_in_api_md_field_order() {
     );
 }
 
-/// API.md's table, copied by hand: status and code string of every error.
+/// The contract's table, copied by hand: status and code string of every error.
 const API_MD_TABLE: [(u16, &str); 15] = [
     (400, "malformed"),
     (401, "unauthorized"),

@@ -1,4 +1,4 @@
-//! Every rule of API.md that refuses a body, one claim each: the body must not deserialize.
+//! Every rule of the contract that refuses a body, one claim each: the body must not deserialize.
 
 use core::fmt::Debug;
 

@@ -1,4 +1,4 @@
-//! Write and Truncate bodies judged against the journal's writer mode, as API.md's shapes say.
+//! Write and Truncate bodies judged against the journal's writer mode, as the contract's shapes say.
 
 use paros_api::{LeaderUuid, Record, Seq, ShapeError, TruncateRequest, WriteRequest, WriteShape, WriterMode};
 

@@ -1,5 +1,5 @@
 //! `HttpService`, `GatewayClient` and the SSE tail against a tiny fake gateway: a TCP listener
-//! that speaks just enough HTTP/1.1 (one request per connection) to answer with API.md's
+//! that speaks just enough HTTP/1.1 (one request per connection) to answer with the contract's
 //! statuses and bodies, drop a connection, stall, or stream events.
 #![cfg(feature = "http")]
 
@@ -386,7 +386,7 @@ async fn a_read_sends_its_query_and_maps_the_page() {
     );
     let r = &f.requests()[0];
     assert_eq!((r.method.as_str(), r.path.as_str()), ("GET", "/v1/journals/orders/records"));
-    // core's AtLeast(3) is `next_seq ≥ 3`, API.md's min_seq=2 is `next_seq > 2`.
+    // core's AtLeast(3) is `next_seq ≥ 3`, the contract's min_seq=2 is `next_seq > 2`.
     assert_eq!(r.query, "from=2&limit=10&max_bytes=100&wait_ms=250&min_seq=2");
 }
 

@@ -1,4 +1,4 @@
-//! The routes of API.md, one module per resource. Each handler checks in API.md's "which error
+//! The routes of the contract, one module per resource. Each handler checks in the contract's "which error
 //! wins" order: 401 → 429 (the authentication layer) → 403 → 400 (path name) → 404 → 413
 //! (body) → 400 (body, query) → 403 (minting past the parent) → 413 (write limits) → 409 / 410.
 //! What they share lives beside them: [`crate::access`] (tokens, scopes, names) and

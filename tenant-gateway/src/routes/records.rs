@@ -190,7 +190,7 @@ pub(crate) async fn read(
         ReadAnswer::Truncated { view } => {
             Err(ApiError::new(ErrorCode::Truncated, "from is below first_seq").with_view(api_view(view)))
         }
-        // A read at least at `min_seq` not served within `wait_ms` (API.md: 503).
+        // A read at least at `min_seq` not served within `wait_ms` (the contract: 503).
         ReadAnswer::Unserved if consistency != Consistency::Linearizable || reach.is_some() => {
             Err(ApiError::unavailable("the record at min_seq is not applied within wait_ms; retry"))
         }

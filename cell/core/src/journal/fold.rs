@@ -409,7 +409,7 @@ fn accepted(seq: Seq, count: u64, before: JournalView) -> Outcome {
 
 #[cfg(test)]
 mod tests {
-    //! One test per rule of the fold (DESIGN §3.1), each named by the claim it checks.
+    //! One test per rule of the fold, each named by the claim it checks.
 
     use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-/// One claim of DESIGN §11.
+/// One claim the simulation checks on every run.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 pub enum Claim {
     OneChosenPerSlot,

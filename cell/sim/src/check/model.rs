@@ -1,4 +1,4 @@
-//! The sequential specification of one journal, in either writer mode, written from DESIGN.md
+//! The sequential specification of one journal, in either writer mode, written from the design
 //! §3 alone (it shares no code with the core's fold). The linearizability checker replays
 //! histories against it.
 //!

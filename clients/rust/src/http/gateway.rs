@@ -14,7 +14,7 @@ use reqwest::{Method, RequestBuilder, Url};
 
 use super::{Answer, GatewayError, HttpConfig, api, retry_after, transport};
 
-/// A connection to one gateway as one tenant token: every route of API.md's tenant side.
+/// A connection to one gateway as one tenant token: every route of the contract's tenant side.
 ///
 /// Cheap to clone (the connection pool is shared).
 #[derive(Clone)]
