@@ -8,6 +8,9 @@
 //! two peers are played by the test, which writes their messages by hand (and, for a
 //! linearizable read, takes the request from a real second host).
 
+mod common;
+
+use common::next_id;
 use paros_core::journal::{Command, Control, WriterMode};
 use paros_core::{
     Ballot, Consistency, Durable, JournalConfig, JournalId, JournalKey, Message, NodeId, ReadRequest, Seq, Slot,
@@ -17,12 +20,6 @@ use paros_node::ports::{Envelope, LogStore};
 use paros_node::pump::Batch;
 use paros_node::rpc::NodeRequest;
 use paros_node::{Early, Host, MemStore, PendingRound, Pump, RoundOutput};
-
-/// A fresh id for each request a test sends (the ids callers draw; unique in this process).
-fn next_id() -> u64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
 
 const A: NodeId = NodeId(0x6601);
 const B: NodeId = NodeId(0x6602);

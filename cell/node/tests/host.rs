@@ -1,8 +1,11 @@
 //! Host-level tests: several hosts over in-memory stores, routed synchronously.
 
+mod common;
+
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
+use common::next_id;
 use paros_core::journal::{JournalView, Outcome, WriterMode};
 use paros_core::{
     Call, CallAnswer, Consistency, JournalConfig, JournalId, JournalKey, LeaderUuid, NodeId, ReadAnswer, ReadRequest,
@@ -11,12 +14,6 @@ use paros_core::{
 use paros_node::ports::Envelope;
 use paros_node::rpc::{NodeAnswer, NodeRequest};
 use paros_node::{BootError, Early, Host, MemStore, Owed};
-
-/// A fresh id for each request a test sends (the ids callers draw; unique in this process).
-fn next_id() -> u64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
 
 struct Cell {
     hosts: BTreeMap<NodeId, Host<MemStore>>,

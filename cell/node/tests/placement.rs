@@ -2,18 +2,15 @@
 //! any number of journals), a removed journal stops at once and its data leaves the store, and
 //! a bad placement is a typed refusal that changes nothing.
 
+mod common;
+
 use bytes::Bytes;
+use common::next_id;
 use paros_core::journal::{Outcome, WriterMode};
 use paros_core::{Call, CallAnswer, JournalConfig, JournalId, JournalKey, LeaderUuid, NodeId, TenantId, Tunables};
 use paros_node::ports::LogStore;
 use paros_node::rpc::{NodeAnswer, NodeRequest};
 use paros_node::{Early, Host, MemStore, PlaceError};
-
-/// A fresh id for each request a test sends (the ids callers draw; unique in this process).
-fn next_id() -> u64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
 
 const ME: NodeId = NodeId(0x51);
 

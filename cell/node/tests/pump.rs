@@ -1,21 +1,18 @@
 //! The event loop (`Pump`) the shell and the simulation both drive: three pumps over in-memory
 //! stores, driven by a test loop that holds each round's batch "on the disk" for a while.
 
+mod common;
+
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
+use common::next_id;
 use paros_core::journal::{JournalView, Outcome, WriterMode};
 use paros_core::{Call, CallAnswer, JournalConfig, JournalId, JournalKey, LeaderUuid, NodeId, Seq, TenantId, Tunables};
 use paros_node::ports::{Envelope, LogStore};
 use paros_node::pump::Batch;
 use paros_node::rpc::{NodeAnswer, NodeRequest};
 use paros_node::{Effects, Host, MemStore, Owed, Pump};
-
-/// A fresh id for each request a test sends (the ids callers draw; unique in this process).
-fn next_id() -> u64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
 
 const TICK_MS: u64 = 10;
 

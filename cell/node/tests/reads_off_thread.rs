@@ -5,11 +5,14 @@
 //! a dormant journal reads the store the same way: while it waits on the disk, its inputs are
 //! held (one wake per journal) and every other journal keeps acknowledging writes.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+mod common;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use common::{Gate, next_id};
 use paros_core::journal::{JournalView, Outcome, WriterMode};
 use paros_core::wire::{Consistency, ReadRequest};
 use paros_core::{
@@ -21,41 +24,10 @@ use paros_node::rpc::{Incoming, NodeAnswer, NodeRequest};
 use paros_node::shell::{self, NodeHandle, ShellConfig};
 use paros_node::{Host, MemStore};
 
-/// A fresh id for each request a test sends (the ids callers draw; unique in this process).
-fn next_id() -> u64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
-
 const ME: NodeId = NodeId(0x7701);
 const SLOW: JournalKey = JournalKey { tenant: TenantId(0x71), journal: JournalId(1) };
 const BUSY: JournalKey = JournalKey { tenant: TenantId(0x71), journal: JournalId(2) };
 const WAIT: Duration = Duration::from_secs(10);
-
-/// A door range reads wait at while it is shut.
-#[derive(Debug, Default)]
-struct Gate {
-    shut: Mutex<bool>,
-    opened: Condvar,
-    /// Range reads waiting at the door now.
-    waiting: AtomicUsize,
-}
-
-impl Gate {
-    fn set(&self, shut: bool) {
-        *self.shut.lock().expect("gate lock") = shut;
-        self.opened.notify_all();
-    }
-
-    fn pass(&self) {
-        let mut shut = self.shut.lock().expect("gate lock");
-        self.waiting.fetch_add(1, Ordering::SeqCst);
-        while *shut {
-            shut = self.opened.wait(shut).expect("gate lock");
-        }
-        self.waiting.fetch_sub(1, Ordering::SeqCst);
-    }
-}
 
 /// A memory store whose range reads, and whose reads of [`SLOW`] for a wake, block while its
 /// gate is shut: a disk that stalls.

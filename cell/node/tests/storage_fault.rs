@@ -2,11 +2,14 @@
 //! its round's sync fails (not the calls of that round, not the calls behind it), closes its
 //! inbox and its control queue, and reports the fault to its owner through its handle.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+mod common;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use common::{Gate, next_id};
 use paros_core::journal::{JournalView, Outcome, WriterMode};
 use paros_core::{
     Call, CallAnswer, Durable, JournalConfig, JournalId, JournalKey, LeaderUuid, LogEntry, NodeId, Seq, Slot, TenantId,
@@ -19,47 +22,16 @@ use paros_node::rpc::{Incoming, NodeAnswer, NodeRequest};
 use paros_node::shell::{self, NodeHandle, ShellConfig};
 use paros_node::{Host, MemStore};
 
-/// A fresh id for each request a test sends (the ids callers draw; unique in this process).
-fn next_id() -> u64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
-
 const ME: NodeId = NodeId(0x7f01);
 const KEY: JournalKey = JournalKey { tenant: TenantId(0x7f), journal: JournalId(1) };
 const WAIT: Duration = Duration::from_secs(10);
-
-/// A door syncs wait at while it is shut.
-#[derive(Debug, Default)]
-struct Door {
-    shut: Mutex<bool>,
-    opened: Condvar,
-    /// Syncs waiting at the door now.
-    waiting: AtomicUsize,
-}
-
-impl Door {
-    fn set(&self, shut: bool) {
-        *self.shut.lock().expect("door lock") = shut;
-        self.opened.notify_all();
-    }
-
-    fn pass(&self) {
-        let mut shut = self.shut.lock().expect("door lock");
-        self.waiting.fetch_add(1, Ordering::SeqCst);
-        while *shut {
-            shut = self.opened.wait(shut).expect("door lock");
-        }
-        self.waiting.fetch_sub(1, Ordering::SeqCst);
-    }
-}
 
 /// A memory store whose syncs wait at a door while it is shut (and fail when the memory
 /// store is told to: [`MemStore::fail_next_sync`]).
 #[derive(Clone, Debug)]
 struct HeldStore {
     disk: MemStore,
-    door: Arc<Door>,
+    door: Arc<Gate>,
 }
 
 impl LogRead for HeldStore {
@@ -139,7 +111,7 @@ async fn ask(inbox: &tokio::sync::mpsc::Sender<Incoming>, request: NodeRequest) 
 }
 
 /// The only voter of [`KEY`], claimed by [`uuid`], over a store whose syncs wait at `door`.
-async fn start(disk: &MemStore, door: &Arc<Door>) -> (NodeHandle<HeldStore>, tokio::sync::mpsc::Sender<Incoming>) {
+async fn start(disk: &MemStore, door: &Arc<Gate>) -> (NodeHandle<HeldStore>, tokio::sync::mpsc::Sender<Incoming>) {
     let store = HeldStore { disk: disk.clone(), door: Arc::clone(door) };
     let mut host = Host::boot(store, None, ME, Tunables::default(), 0x7f).expect("boots");
     host.place(KEY, JournalConfig { mode: WriterMode::Single, voters: vec![ME], learners: vec![] }).expect("placed");
@@ -162,7 +134,7 @@ async fn start(disk: &MemStore, door: &Arc<Door>) -> (NodeHandle<HeldStore>, tok
 #[tokio::test]
 async fn a_node_whose_sync_fails_reports_the_fault_through_its_handle_and_answers_nothing_more() {
     let disk = MemStore::new();
-    let door = Arc::new(Door::default());
+    let door = Arc::new(Gate::default());
     let (handle, inbox) = start(&disk, &door).await;
     let view = JournalView { leader: Some(uuid()), first_seq: Seq(0), next_seq: Seq(1) };
     let accepted = NodeAnswer::Call(CallAnswer::Verdict(Outcome::Accepted { seq: Seq(0), count: 1, view }));
@@ -216,7 +188,7 @@ async fn a_node_whose_sync_fails_reports_the_fault_through_its_handle_and_answer
 #[tokio::test]
 async fn a_node_stopped_without_a_fault_reports_none() {
     let disk = MemStore::new();
-    let door = Arc::new(Door::default());
+    let door = Arc::new(Gate::default());
     let (handle, inbox) = start(&disk, &door).await;
     let mut faults = handle.faults();
     let host = handle.stop().expect("no fault: the host comes back");
