@@ -140,3 +140,16 @@ fn a_read_prints_positions_and_records_and_a_truncated_read_exits_3() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "2\thi\n3\tyo\n");
     assert_eq!(paros(&url, &["read", "orders", "--from", "0"]).status.code(), Some(3));
 }
+
+#[test]
+fn a_truncate_without_leader_on_a_single_writer_journal_says_what_to_pass() {
+    let (url, _) = gateway(Box::new(|_, _, _| {
+        (409, format!(r#"{{"code":"wrong_mode","message":"m","view":{{"leader":"{U}","first_seq":0,"next_seq":9}}}}"#))
+    }));
+    let out = paros(&url, &["truncate", "orders", "--up-to", "5"]);
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains(&format!("pass --leader {U}")), "names the flag and the writer in force: {said}");
+    let out = paros(&url, &["truncate", "orders", "--up-to", "5", "--leader", U]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("without --leader"), "the other mode's shape");
+}

@@ -295,6 +295,10 @@ pub enum Failure {
         #[source]
         error: AnswerError,
     },
+    /// A truncate shaped for the other writer mode: a single-writer journal is truncated by its
+    /// writer in force (`--leader`), a multi-writer journal with no `--leader`. Exit 3.
+    #[error("{}", truncate_shape_text(.journal, *.leader_given, .view))]
+    TruncateShape { journal: JournalName, leader_given: bool, view: JournalView },
     /// The read's `--from` is below the journal's first retained position. Exit 3.
     #[error("truncated: {journal} starts at {} now", .view.first_seq)]
     ReadTruncated { journal: JournalName, view: View },
@@ -353,7 +357,7 @@ impl Failure {
             Failure::Gateway { error, read_only } => gateway_code(error, *read_only),
             Failure::Decided { decided } => decided_code(decided),
             Failure::Fenced { .. } | Failure::ClaimLost { .. } | Failure::Halted { .. } => REFUSED,
-            Failure::ReadTruncated { .. } => REFUSED,
+            Failure::ReadTruncated { .. } | Failure::TruncateShape { .. } => REFUSED,
             Failure::ReadUnserved => UNAVAILABLE,
             Failure::Append { outcome, .. } => match outcome {
                 WriteOutcome::Ambiguous => AMBIGUOUS,
@@ -490,6 +494,23 @@ fn decided_text(decided: &Decided) -> String {
                 msg.push_str(" (after an attempt that got no answer: the call may have taken effect)");
             }
             msg
+        }
+    }
+}
+
+fn truncate_shape_text(journal: &JournalName, leader_given: bool, view: &JournalView) -> String {
+    if leader_given {
+        format!("wrong_mode: {journal} has many writers; truncate it without --leader")
+    } else {
+        match view.leader {
+            Some(u) => format!(
+                "wrong_mode: {journal} has a single writer; pass --leader {} (the writer in force)",
+                paros_client::convert::api_uuid(u)
+            ),
+            None => format!(
+                "wrong_mode: {journal} has a single writer and none claimed it yet; \
+                 claim it with `paros set-leader {journal} --new <uuid>`, then truncate with --leader <uuid>"
+            ),
         }
     }
 }

@@ -135,8 +135,14 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
         }
         Verb::Truncate { journal, up_to, leader, gateway } => {
             let (g, json) = connect(&gateway, env)?;
+            let leader_given = leader.is_some();
             let call = Call::Truncate { leader: leader.map(core_uuid), up_to: Seq(up_to) };
-            let view = decide(g, &journal, call, |o| matches!(o, Outcome::Trimmed(_))).await?;
+            let view = decide(g, &journal, call, |o| matches!(o, Outcome::Trimmed(_))).await.map_err(|f| match f {
+                Failure::Decided { decided: Decided::Verdict(Outcome::WrongMode(view)) } => {
+                    Failure::TruncateShape { journal: journal.clone(), leader_given, view }
+                }
+                other => other,
+            })?;
             print_view(json, "trimmed", &view);
             Ok(())
         }
