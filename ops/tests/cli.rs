@@ -153,3 +153,21 @@ fn a_truncate_without_leader_on_a_single_writer_journal_says_what_to_pass() {
     let out = paros(&url, &["truncate", "orders", "--up-to", "5", "--leader", U]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("without --leader"), "the other mode's shape");
 }
+
+#[test]
+fn a_read_through_gaps_reports_the_gap_and_goes_on_from_the_first_retained_position() {
+    let (url, log) = gateway(Box::new(|_, target, _| {
+        if target.starts_with("/v1/journals/orders/records?from=0") {
+            (410, r#"{"code":"truncated","message":"m","view":{"leader":null,"first_seq":2,"next_seq":4}}"#.into())
+        } else {
+            (200, r#"{"from":2,"records":["aGk=","eW8="],"view":{"leader":null,"first_seq":2,"next_seq":4}}"#.into())
+        }
+    }));
+    let out = paros(&url, &["read", "orders", "--from", "0", "--through-gaps"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "2\thi\n3\tyo\n");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("gap: positions [0, 2) were truncated"));
+    assert!(log.lock().unwrap()[1].starts_with("GET /v1/journals/orders/records?from=2"), "read on from 2");
+    let out = paros(&url, &["read", "orders", "--from", "0"]);
+    assert_eq!(out.status.code(), Some(3), "without the flag a truncated read still exits 3");
+}

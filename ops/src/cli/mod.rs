@@ -89,6 +89,10 @@ pub enum Verb {
         /// Print records in base64 instead of text.
         #[arg(long)]
         base64: bool,
+        /// When `--from` was truncated away, report the gap on stderr (as `tail` does) and read
+        /// from the journal's first retained position, instead of exiting 3.
+        #[arg(long)]
+        through_gaps: bool,
         #[command(flatten)]
         gateway: Gateway,
     },

@@ -83,15 +83,26 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
             print_written(json, &written);
             Ok(())
         }
-        Verb::Read { journal, from, limit, max_bytes, wait_ms, min_seq, base64, gateway } => {
+        Verb::Read { journal, from, limit, max_bytes, wait_ms, min_seq, base64, through_gaps, gateway } => {
             let (g, json) = connect(&gateway, env)?;
             let wait_ms = WaitMs::new(wait_ms).ok_or(Failure::WaitTooLong { wait_ms })?;
             let consistency = match min_seq {
                 Some(s) => Consistency::AtLeast { min_seq: paros_api::Seq(s) },
                 None => Consistency::Linearizable { min_seq: None },
             };
-            let query = ReadQuery { from: paros_api::Seq(from), limit, max_bytes, wait_ms, consistency };
-            match g.read(&journal, &query).await.map_err(|e| Failure::from_gateway(e, true))? {
+            let mut query = ReadQuery { from: paros_api::Seq(from), limit, max_bytes, wait_ms, consistency };
+            let mut answer = g.read(&journal, &query).await.map_err(|e| Failure::from_gateway(e, true))?;
+            if let (ReadOutcome::Truncated(view), true) = (&answer, through_gaps) {
+                // One gap at most: the read below starts at the first retained position, which
+                // only a truncation racing this read can move again (then it exits 3).
+                eprintln!(
+                    "gap: positions [{}, {}) were truncated; resuming at {}",
+                    query.from, view.first_seq, view.first_seq
+                );
+                query.from = view.first_seq;
+                answer = g.read(&journal, &query).await.map_err(|e| Failure::from_gateway(e, true))?;
+            }
+            match answer {
                 ReadOutcome::Page(page) => {
                     if json {
                         println!("{}", to_json(&page));
