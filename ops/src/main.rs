@@ -259,9 +259,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
     match cli.command {
-        Command::Tenant(verb) => match cli::run(verb, &runtime) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(f) => {
+        Command::Tenant(verb) => match (verb.wants_json(), cli::run(verb, &runtime)) {
+            (_, Ok(())) => ExitCode::SUCCESS,
+            (json, Err(f)) => {
+                if json {
+                    println!("{}", f.json_body());
+                }
                 eprintln!("paros: {}", cli::error_chain(&f));
                 ExitCode::from(f.exit_code())
             }

@@ -171,3 +171,25 @@ fn a_read_through_gaps_reports_the_gap_and_goes_on_from_the_first_retained_posit
     let out = paros(&url, &["read", "orders", "--from", "0"]);
     assert_eq!(out.status.code(), Some(3), "without the flag a truncated read still exits 3");
 }
+
+#[test]
+fn with_json_a_failure_prints_its_error_body_on_stdout() {
+    let (url, _) = gateway(Box::new(|_, target, _| match target {
+        "/v1/journals/orders/leader" => {
+            (409, format!(r#"{{"code":"lost","message":"m","view":{{"leader":"{U}","first_seq":0,"next_seq":0}}}}"#))
+        }
+        _ => (401, r#"{"code":"unauthorized","message":"expired"}"#.into()),
+    }));
+    let out = paros(&url, &["set-leader", "orders", "--new", "00000000-0000-0000-0000-000000000002", "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    let body: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object on stdout");
+    assert_eq!(body["code"], "lost");
+    assert_eq!(body["view"]["leader"], U);
+    assert_eq!(body["exit"], 3);
+    let out = paros(&url, &["journal", "list", "--json"]);
+    assert_eq!(out.status.code(), Some(6));
+    let body: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object on stdout");
+    assert_eq!((body["code"].as_str(), body["message"].as_str()), (Some("unauthorized"), Some("expired")));
+    let out = paros(&url, &["journal", "list"]);
+    assert!(out.stdout.is_empty(), "without --json stdout stays empty on failure");
+}

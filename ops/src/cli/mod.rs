@@ -15,6 +15,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use paros_api::{
     InvalidOpaque, InvalidRecord, JournalName, LeaderUuid, Scope, TenantName, View, WriteOutcome, WriterMode,
 };
+use paros_client::convert::api_view;
 use paros_client::{AnswerError, Decided, GatewayError, WriterConfigError, WriterError};
 use paros_core::Seq;
 use paros_core::journal::{JournalView, Outcome};
@@ -544,6 +545,79 @@ fn leader(l: Option<paros_core::LeaderUuid>) -> String {
 pub fn run(verb: Verb, runtime: &tokio::runtime::Runtime) -> Result<(), Failure> {
     let env = |k: &str| std::env::var(k).ok();
     runtime.block_on(execute(verb, &env))
+}
+
+impl Verb {
+    /// Whether the verb was asked for JSON (`--json`): then a failure is printed on stdout as
+    /// one JSON object too ([`Failure::json_body`]).
+    #[must_use]
+    pub fn wants_json(&self) -> bool {
+        let gateway = match self {
+            Verb::Signup { gateway, .. }
+            | Verb::Write { gateway, .. }
+            | Verb::Read { gateway, .. }
+            | Verb::Tail { gateway, .. }
+            | Verb::Truncate { gateway, .. }
+            | Verb::SetLeader { gateway, .. } => gateway,
+            Verb::Token { command } => match command {
+                TokenCommand::Mint { gateway, .. } | TokenCommand::Revoke { gateway, .. } => gateway,
+            },
+            Verb::Journal { command } => match command {
+                JournalCommand::Create { gateway, .. }
+                | JournalCommand::List { gateway, .. }
+                | JournalCommand::Show { gateway, .. }
+                | JournalCommand::Delete { gateway, .. } => gateway,
+            },
+        };
+        gateway.json
+    }
+}
+
+impl Failure {
+    /// The failure as one JSON object for `--json`: the gateway's error body as it came (`code`,
+    /// `message`, and `view` or the limits where the contract gives them) for an error the
+    /// gateway answered, the same shape for a refusing verdict, and for any other failure a
+    /// `code` naming its class (`bad_arguments`, `ambiguous`, `unavailable`, `denied`,
+    /// `other`) with the message. `exit` is the process's exit code.
+    #[must_use]
+    pub fn json_body(&self) -> serde_json::Value {
+        let exit = self.exit_code();
+        let refusal = |code: &str, view: &JournalView| serde_json::json!({"code": code, "message": self.to_string(), "view": api_view(*view), "exit": exit});
+        match self {
+            Failure::Gateway {
+                error: GatewayError::Api { error: paros_api::ApiError::Answered(body), .. }, ..
+            } => {
+                let mut v = serde_json::to_value(&**body).unwrap_or_default();
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("exit".into(), exit.into());
+                }
+                v
+            }
+            Failure::Decided { decided: Decided::Verdict(o) } => match o {
+                Outcome::Refused(v) => refusal("refused", v),
+                Outcome::Truncated(v) => refusal("truncated", v),
+                Outcome::WrongMode(v) => refusal("wrong_mode", v),
+                Outcome::Lost(v) => refusal("lost", v),
+                Outcome::TruncateRefused(v) => refusal("truncate_refused", v),
+                _ => serde_json::json!({"code": "other", "message": self.to_string(), "exit": exit}),
+            },
+            Failure::TruncateShape { view, .. } => refusal("wrong_mode", view),
+            Failure::ReadTruncated { view, .. } => {
+                serde_json::json!({"code": "truncated", "message": self.to_string(), "view": view, "exit": exit})
+            }
+            _ => {
+                let class = match exit {
+                    BAD_ARGS => "bad_arguments",
+                    REFUSED => "refused",
+                    AMBIGUOUS => "ambiguous",
+                    UNAVAILABLE => "unavailable",
+                    DENIED => "denied",
+                    _ => "other",
+                };
+                serde_json::json!({"code": class, "message": error_chain(self), "exit": exit})
+            }
+        }
+    }
 }
 
 /// An error and its sources, outermost first, joined by `: `: what `main` prints for a
