@@ -57,7 +57,8 @@ pub struct ApiDoc;
 
 /// This document.
 #[utoipa::path(get, path = "/v1/openapi.json",
-    responses((status = 200, content_type = "application/json", body = Object), (status = 400, body = ErrorBody)))]
+    responses((status = 200, description = "this document", content_type = "application/json", body = Object),
+        (status = 400, body = ErrorBody)))]
 pub(crate) async fn openapi_json(RawQuery(query): RawQuery) -> ApiResult<Response> {
     no_query(query.as_deref())?;
     Ok(crate::wire::json(StatusCode::OK, &document()))
@@ -86,30 +87,48 @@ fn error_response(description: &str) -> Value {
     json!({"description": description, "content": {"application/json": {"schema": schema}}})
 }
 
+/// What an error status means, led by its `code`: the description of every response of that
+/// status whose handler's attribute gives none.
+fn status_meaning(status: &str) -> Option<&'static str> {
+    Some(match status {
+        "400" => "malformed: bad JSON, record, field, name, uuid or query string",
+        "401" => "unauthorized: the token is missing, unreadable, forged, expired or revoked",
+        "403" => "forbidden: the token's scope does not cover the call, or the tenant is suspended",
+        "404" => "unknown_journal: this tenant has no journal of that name",
+        "413" => "too_large: the body is over the body limit",
+        "429" => "over_quota: over a quota; Retry-After says how many seconds to wait",
+        "503" => "unavailable: no server could answer now; nothing happened, retry",
+        "504" => "ambiguous: the call may or may not have taken effect; retry it identically",
+        _ => return None,
+    })
+}
+
 fn refine(doc: &mut Value) {
     let Some(paths) = doc["paths"].as_object_mut() else { return };
     for (path, item) in paths.iter_mut() {
         let Some(item) = item.as_object_mut() else { continue };
         for (method, op) in item.iter_mut() {
             let authenticated = !UNAUTHENTICATED.contains(&path.as_str());
-            let mut added: Vec<(&str, &str)> = Vec::new();
+            let mut added: Vec<&str> = Vec::new();
             if authenticated {
-                added.extend([
-                    ("401", "missing, malformed, forged, expired or revoked token"),
-                    ("403", "the token's scope or journal restriction does not allow the call"),
-                    ("429", "the tenant is over its quota"),
-                    ("503", "no server could answer now; safe to retry"),
-                ]);
+                added.extend(["401", "403", "429", "503"]);
             }
             if op.get("requestBody").is_some() {
-                added.extend([("400", "malformed body"), ("413", "the body is over the body limit")]);
+                added.extend(["400", "413"]);
             }
             if path.contains("{name}") {
-                added.extend([("400", "bad journal name"), ("404", "no such journal in this tenant")]);
+                added.extend(["400", "404"]);
             }
             let responses = op["responses"].as_object_mut().expect("every operation has responses");
-            for (status, description) in added {
-                responses.entry(status).or_insert_with(|| error_response(description));
+            for status in added {
+                responses.entry(status).or_insert_with(|| error_response(status_meaning(status).unwrap_or_default()));
+            }
+            for (status, response) in responses.iter_mut() {
+                if response["description"].as_str().is_none_or(str::is_empty)
+                    && let Some(meaning) = status_meaning(status)
+                {
+                    response["description"] = Value::from(meaning);
+                }
             }
             if let Some(r) = responses.get_mut("429") {
                 let schema = json!({"type": "integer", "minimum": 1});

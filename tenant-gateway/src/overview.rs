@@ -221,7 +221,8 @@ fn machines(d: &Directory, counters: Option<Vec<NodeCounters>>, max: usize) -> (
 /// The operator's view of the cell: machines, tenants, one page of journals.
 #[utoipa::path(get, path = "/v1/admin/overview",
     params(("offset" = Option<u64>, Query), ("limit" = Option<u64>, Query)),
-    responses((status = 200, body = OverviewBody), (status = 400, body = paros_api::ErrorBody),
+    responses((status = 200, description = "machines, tenants and one page of journals", body = OverviewBody),
+        (status = 400, body = paros_api::ErrorBody),
         (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
         (status = 503, body = paros_api::ErrorBody)))]
 pub(crate) async fn admin_overview(
@@ -305,7 +306,8 @@ fn leader(g: &Gateway, key: JournalKey) -> Option<LeaderNodeBody> {
 /// The operator's dashboard page (no token: it asks for the admin token and polls
 /// `/v1/admin/overview` with it).
 #[utoipa::path(get, path = "/ui",
-    responses((status = 200, content_type = "text/html", body = String), (status = 400, body = paros_api::ErrorBody)))]
+    responses((status = 200, description = "the dashboard page", content_type = "text/html", body = String),
+        (status = 400, body = paros_api::ErrorBody)))]
 pub(crate) async fn ui(RawQuery(query): RawQuery) -> ApiResult<Response> {
     no_query(query.as_deref())?;
     Ok((

@@ -553,3 +553,30 @@ async fn wire_bodies_the_parsers_refuse_the_schemas_refuse_too() {
         &[json!({"up_to": "5"}), json!({"leader": uuid}), json!({"up_to": 1, "x": 0})],
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_response_says_what_it_means() {
+    let w = world().await;
+    let doc = document(&w.router).await;
+    let mut silent = Vec::new();
+    for (path, methods) in doc["paths"].as_object().unwrap() {
+        for (method, op) in methods.as_object().unwrap() {
+            for (status, response) in op["responses"].as_object().unwrap() {
+                let said = response["description"].as_str().unwrap_or("");
+                let names = match status.as_str() {
+                    "409" => vec!["refused", "lost", "truncate_refused", "wrong_mode", "name_taken"],
+                    "410" => vec!["truncated"],
+                    "413" => vec!["too_large"],
+                    "429" => vec!["over_quota"],
+                    "503" => vec!["unavailable"],
+                    "504" => vec!["ambiguous"],
+                    _ => vec![],
+                };
+                if said.trim().is_empty() || !(names.is_empty() || names.iter().any(|n| said.contains(n))) {
+                    silent.push(format!("{method} {path} {status}: {said:?}"));
+                }
+            }
+        }
+    }
+    assert!(silent.is_empty(), "responses that do not say what they mean: {silent:#?}");
+}

@@ -582,7 +582,11 @@ impl Failure {
     #[must_use]
     pub fn json_body(&self) -> serde_json::Value {
         let exit = self.exit_code();
-        let refusal = |code: &str, view: &JournalView| serde_json::json!({"code": code, "message": self.to_string(), "view": api_view(*view), "exit": exit});
+        let message = self.to_string();
+        let refusal = |code: &str, view: &JournalView| {
+            let view = api_view(*view);
+            serde_json::json!({"code": code, "message": message, "view": view, "exit": exit})
+        };
         match self {
             Failure::Gateway {
                 error: GatewayError::Api { error: paros_api::ApiError::Answered(body), .. }, ..

@@ -21,10 +21,17 @@ use crate::wire::{api_mode, json, json_body, no_query};
 
 /// Create a journal.
 #[utoipa::path(post, path = "/v1/journals", request_body = paros_api::CreateJournalRequest,
-    responses((status = 201, body = paros_api::JournalInfo), (status = 400, body = paros_api::ErrorBody),
-        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
-        (status = 409, body = paros_api::ErrorBody), (status = 429, body = paros_api::ErrorBody),
-        (status = 504, body = paros_api::ErrorBody)))]
+    responses(
+        (status = 201, body = paros_api::JournalInfo,
+            description = "the journal, created"),
+        (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody),
+        (status = 403, body = paros_api::ErrorBody),
+        (status = 409, body = paros_api::ErrorBody,
+            description = "name_taken: a live journal of this tenant has that name"),
+        (status = 429, body = paros_api::ErrorBody),
+        (status = 504, body = paros_api::ErrorBody),
+    ))]
 pub(crate) async fn create_journal(
     State(g): State<Gateway>,
     Extension(p): Extension<Principal>,
@@ -73,8 +80,13 @@ pub(crate) async fn create_journal(
 
 /// List this tenant's journals.
 #[utoipa::path(get, path = "/v1/journals",
-    responses((status = 200, body = paros_api::JournalList), (status = 401, body = paros_api::ErrorBody),
-        (status = 403, body = paros_api::ErrorBody), (status = 429, body = paros_api::ErrorBody)))]
+    responses(
+        (status = 200, body = paros_api::JournalList,
+            description = "this tenant's journals"),
+        (status = 401, body = paros_api::ErrorBody),
+        (status = 403, body = paros_api::ErrorBody),
+        (status = 429, body = paros_api::ErrorBody),
+    ))]
 pub(crate) async fn list_journals(
     State(g): State<Gateway>,
     Extension(p): Extension<Principal>,
@@ -99,9 +111,14 @@ pub(crate) async fn list_journals(
 
 /// Show one journal.
 #[utoipa::path(get, path = "/v1/journals/{name}", params(("name" = inline(paros_api::JournalName), Path)),
-    responses((status = 200, body = paros_api::JournalInfo), (status = 400, body = paros_api::ErrorBody),
-        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
-        (status = 404, body = paros_api::ErrorBody)))]
+    responses(
+        (status = 200, body = paros_api::JournalInfo,
+            description = "the journal"),
+        (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody),
+        (status = 403, body = paros_api::ErrorBody),
+        (status = 404, body = paros_api::ErrorBody),
+    ))]
 pub(crate) async fn show_journal(
     State(g): State<Gateway>,
     Extension(p): Extension<Principal>,
@@ -116,9 +133,15 @@ pub(crate) async fn show_journal(
 
 /// Delete a journal.
 #[utoipa::path(delete, path = "/v1/journals/{name}", params(("name" = inline(paros_api::JournalName), Path)),
-    responses((status = 204), (status = 400, body = paros_api::ErrorBody), (status = 401, body = paros_api::ErrorBody),
-        (status = 403, body = paros_api::ErrorBody), (status = 404, body = paros_api::ErrorBody),
-        (status = 504, body = paros_api::ErrorBody)))]
+    responses(
+        (status = 204,
+            description = "deleted"),
+        (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody),
+        (status = 403, body = paros_api::ErrorBody),
+        (status = 404, body = paros_api::ErrorBody),
+        (status = 504, body = paros_api::ErrorBody),
+    ))]
 pub(crate) async fn delete_journal(
     State(g): State<Gateway>,
     Extension(p): Extension<Principal>,

@@ -13,8 +13,12 @@ use crate::wire::no_query;
 
 /// 200 when the registry answers a linearizable read (a quorum of it is reachable).
 #[utoipa::path(get, path = "/healthz",
-    responses((status = 200, content_type = "text/plain", body = String), (status = 400, body = paros_api::ErrorBody),
-        (status = 503, body = paros_api::ErrorBody)))]
+    responses(
+        (status = 200, content_type = "text/plain", body = String,
+            description = "serving"),
+        (status = 400, body = paros_api::ErrorBody),
+        (status = 503, body = paros_api::ErrorBody),
+    ))]
 pub(crate) async fn healthz(State(g): State<Gateway>, RawQuery(query): RawQuery) -> ApiResult<Response> {
     no_query(query.as_deref())?;
     let d = g.directory()?;
@@ -30,9 +34,11 @@ pub(crate) async fn healthz(State(g): State<Gateway>, RawQuery(query): RawQuery)
 
 /// The gateway's metrics: Prometheus text, or OpenMetrics when `Accept` prefers it.
 #[utoipa::path(get, path = "/metrics",
-    responses((status = 200, description = "the metrics",
-        content((String = "text/plain"), (String = "application/openmetrics-text"))),
-        (status = 400, body = paros_api::ErrorBody)))]
+    responses(
+        (status = 200, description = "the metrics",
+            content((String = "text/plain"), (String = "application/openmetrics-text"))),
+        (status = 400, body = paros_api::ErrorBody),
+    ))]
 pub(crate) async fn metrics(
     State(g): State<Gateway>,
     RawQuery(query): RawQuery,

@@ -48,10 +48,18 @@ fn undecided(g: &Gateway, d: Result<Decided, AnswerError>) -> ApiError {
 /// Claim or hand over a single-writer journal.
 #[utoipa::path(post, path = "/v1/journals/{name}/leader", params(("name" = inline(paros_api::JournalName), Path)),
     request_body = paros_api::SetLeaderRequest,
-    responses((status = 200, body = paros_api::SetLeaderAnswer), (status = 400, body = paros_api::ErrorBody),
-        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
-        (status = 404, body = paros_api::ErrorBody), (status = 409, body = paros_api::ErrorBody),
-        (status = 503, body = paros_api::ErrorBody), (status = 504, body = paros_api::ErrorBody)))]
+    responses(
+        (status = 200, body = paros_api::SetLeaderAnswer,
+            description = "won: the new leader is in force"),
+        (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody),
+        (status = 403, body = paros_api::ErrorBody),
+        (status = 404, body = paros_api::ErrorBody),
+        (status = 409, body = paros_api::ErrorBody,
+            description = "lost: the compare-and-set failed; the view names the leader in force"),
+        (status = 503, body = paros_api::ErrorBody),
+        (status = 504, body = paros_api::ErrorBody),
+    ))]
 pub(crate) async fn set_leader(
     State(g): State<Gateway>,
     Extension(p): Extension<Principal>,
@@ -83,12 +91,23 @@ fn wrong_mode(view: View) -> ApiError {
 /// Write a batch of records.
 #[utoipa::path(post, path = "/v1/journals/{name}/records", params(("name" = inline(paros_api::JournalName), Path)),
     request_body = paros_api::WriteRequest,
-    responses((status = 200, body = paros_api::WriteAnswer), (status = 400, body = paros_api::ErrorBody),
-        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
-        (status = 404, body = paros_api::ErrorBody), (status = 409, body = paros_api::ErrorBody),
-        (status = 410, body = paros_api::ErrorBody), (status = 413, body = paros_api::ErrorBody),
-        (status = 429, body = paros_api::ErrorBody), (status = 503, body = paros_api::ErrorBody),
-        (status = 504, body = paros_api::ErrorBody)))]
+    responses(
+        (status = 200, body = paros_api::WriteAnswer,
+            description = "accepted or duplicate: the records are at seq"),
+        (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody),
+        (status = 403, body = paros_api::ErrorBody),
+        (status = 404, body = paros_api::ErrorBody),
+        (status = 409, body = paros_api::ErrorBody,
+            description = "refused, lost or wrong_mode: judged and refused; the view says why"),
+        (status = 410, body = paros_api::ErrorBody,
+            description = "truncated: starts below the journal's first retained position, given in the view"),
+        (status = 413, body = paros_api::ErrorBody,
+            description = "too_large: over the write limits, which the body carries, or the body limit"),
+        (status = 429, body = paros_api::ErrorBody),
+        (status = 503, body = paros_api::ErrorBody),
+        (status = 504, body = paros_api::ErrorBody),
+    ))]
 pub(crate) async fn write(
     State(g): State<Gateway>,
     Extension(p): Extension<Principal>,
@@ -153,10 +172,17 @@ pub(crate) async fn write(
     params(("name" = inline(paros_api::JournalName), Path), ("from" = u64, Query), ("limit" = Option<u64>, Query),
         ("max_bytes" = Option<u64>, Query), ("wait_ms" = Option<u64>, Query), ("consistency" = Option<String>, Query),
         ("min_seq" = Option<u64>, Query)),
-    responses((status = 200, body = paros_api::Page), (status = 400, body = paros_api::ErrorBody),
-        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
-        (status = 404, body = paros_api::ErrorBody), (status = 410, body = paros_api::ErrorBody),
-        (status = 503, body = paros_api::ErrorBody)))]
+    responses(
+        (status = 200, body = paros_api::Page,
+            description = "a page of records, maybe empty at the tail"),
+        (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody),
+        (status = 403, body = paros_api::ErrorBody),
+        (status = 404, body = paros_api::ErrorBody),
+        (status = 410, body = paros_api::ErrorBody,
+            description = "truncated: starts below the journal's first retained position, given in the view"),
+        (status = 503, body = paros_api::ErrorBody),
+    ))]
 pub(crate) async fn read(
     State(g): State<Gateway>,
     Extension(p): Extension<Principal>,
@@ -206,10 +232,18 @@ pub(crate) async fn read(
 /// Truncate a journal's prefix.
 #[utoipa::path(post, path = "/v1/journals/{name}/truncate", params(("name" = inline(paros_api::JournalName), Path)),
     request_body = paros_api::TruncateRequest,
-    responses((status = 200, body = paros_api::TruncateAnswer), (status = 400, body = paros_api::ErrorBody),
-        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
-        (status = 404, body = paros_api::ErrorBody), (status = 409, body = paros_api::ErrorBody),
-        (status = 503, body = paros_api::ErrorBody), (status = 504, body = paros_api::ErrorBody)))]
+    responses(
+        (status = 200, body = paros_api::TruncateAnswer,
+            description = "trimmed: the journal now starts at up_to or later"),
+        (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody),
+        (status = 403, body = paros_api::ErrorBody),
+        (status = 404, body = paros_api::ErrorBody),
+        (status = 409, body = paros_api::ErrorBody,
+            description = "truncate_refused or wrong_mode: not the writer in force, or the other mode"),
+        (status = 503, body = paros_api::ErrorBody),
+        (status = 504, body = paros_api::ErrorBody),
+    ))]
 pub(crate) async fn truncate(
     State(g): State<Gateway>,
     Extension(p): Extension<Principal>,

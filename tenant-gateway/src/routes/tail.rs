@@ -23,10 +23,15 @@ use crate::state::{Gateway, TailSlot, api_view};
 #[utoipa::path(get, path = "/v1/journals/{name}/tail",
     params(("name" = inline(paros_api::JournalName), Path), ("from" = Option<u64>, Query),
         ("Last-Event-ID" = Option<u64>, Header)),
-    responses((status = 200, content_type = "text/event-stream", body = String),
+    responses(
+        (status = 200, content_type = "text/event-stream", body = String,
+            description = "an SSE stream of records, gaps and heartbeats"),
         (status = 400, body = paros_api::ErrorBody),
-        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
-        (status = 404, body = paros_api::ErrorBody), (status = 429, body = paros_api::ErrorBody)))]
+        (status = 401, body = paros_api::ErrorBody),
+        (status = 403, body = paros_api::ErrorBody),
+        (status = 404, body = paros_api::ErrorBody),
+        (status = 429, body = paros_api::ErrorBody),
+    ))]
 pub(crate) async fn tail(
     State(g): State<Gateway>,
     Extension(p): Extension<Principal>,

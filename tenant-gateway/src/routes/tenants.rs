@@ -23,10 +23,19 @@ use crate::wire::{json, json_body, no_query};
 
 /// Sign up a tenant.
 #[utoipa::path(post, path = "/v1/signup", request_body = paros_api::SignupRequest,
-    responses((status = 200, body = paros_api::SignupAnswer), (status = 400, body = paros_api::ErrorBody),
-        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
-        (status = 409, body = paros_api::ErrorBody), (status = 413, body = paros_api::ErrorBody),
-        (status = 503, body = paros_api::ErrorBody), (status = 504, body = paros_api::ErrorBody)))]
+    responses(
+        (status = 200, body = paros_api::SignupAnswer,
+            description = "the tenant and its owner token"),
+        (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody),
+        (status = 403, body = paros_api::ErrorBody),
+        (status = 409, body = paros_api::ErrorBody,
+            description = "name_taken: a tenant has that name"),
+        (status = 413, body = paros_api::ErrorBody,
+            description = "too_large: over the write limits, which the body carries, or the body limit"),
+        (status = 503, body = paros_api::ErrorBody),
+        (status = 504, body = paros_api::ErrorBody),
+    ))]
 pub(crate) async fn signup(
     State(g): State<Gateway>,
     RawQuery(query): RawQuery,
@@ -78,9 +87,14 @@ pub(crate) async fn signup(
 
 /// Mint a token no wider than the caller's.
 #[utoipa::path(post, path = "/v1/tokens", request_body = paros_api::MintTokenRequest,
-    responses((status = 200, body = paros_api::TokenAnswer), (status = 400, body = paros_api::ErrorBody),
-        (status = 401, body = paros_api::ErrorBody), (status = 403, body = paros_api::ErrorBody),
-        (status = 429, body = paros_api::ErrorBody)))]
+    responses(
+        (status = 200, body = paros_api::TokenAnswer,
+            description = "the token"),
+        (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody),
+        (status = 403, body = paros_api::ErrorBody),
+        (status = 429, body = paros_api::ErrorBody),
+    ))]
 pub(crate) async fn mint_token(
     State(g): State<Gateway>,
     Extension(p): Extension<Principal>,
@@ -118,9 +132,16 @@ pub(crate) async fn mint_token(
 
 /// Revoke a token by id.
 #[utoipa::path(delete, path = "/v1/tokens/{token_id}", params(("token_id" = String, Path)),
-    responses((status = 204), (status = 400, body = paros_api::ErrorBody), (status = 401, body = paros_api::ErrorBody),
-        (status = 403, body = paros_api::ErrorBody), (status = 404, body = paros_api::ErrorBody),
-        (status = 504, body = paros_api::ErrorBody)))]
+    responses(
+        (status = 204,
+            description = "revoked"),
+        (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody),
+        (status = 403, body = paros_api::ErrorBody),
+        (status = 404, body = paros_api::ErrorBody,
+            description = "unknown_token: this tenant never minted a token of that id"),
+        (status = 504, body = paros_api::ErrorBody),
+    ))]
 pub(crate) async fn revoke_token(
     State(g): State<Gateway>,
     Extension(p): Extension<Principal>,
