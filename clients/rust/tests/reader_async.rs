@@ -1,4 +1,6 @@
-//! The async Reader against the fake: pages, gaps across truncations, unavailability, following.
+//! The async Reader against the fake: pages, gaps across truncations (from `next` and from
+//! `follow`, at a page boundary and during a long poll), unavailability, following; and a
+//! `Client::read` below the first retained position.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -6,8 +8,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use paros_client::fake::{FakeService, ReadFault};
-use paros_client::{Client, ClientConfig, ReadConsistency, Reader, ReaderConfig, ReaderOutcome};
-use paros_core::{LeaderUuid, NodeId, Seq};
+use paros_client::{
+    Client, ClientConfig, ReadAnswer, ReadConsistency, ReadDeadline, ReadParams, Reader, ReaderConfig, ReaderOutcome,
+};
+use paros_core::{Consistency, LeaderUuid, NodeId, Seq};
 use proptest::prelude::*;
 
 fn fake_with(n: usize) -> Arc<FakeService> {
@@ -111,6 +115,80 @@ async fn follow_long_polls_at_the_tail_until_a_record_arrives() {
     late.await.expect("no panic");
 }
 
+/// The next outcome `follow` reports, within a minute of paused time (it never returns at a
+/// quiet tail).
+async fn follow_within_a_minute(r: &mut Reader<Arc<FakeService>>) -> ReaderOutcome {
+    tokio::time::timeout(Duration::from_secs(60), r.follow())
+        .await
+        .expect("follow reports within a minute")
+        .expect("a good answer")
+}
+
+#[tokio::test(start_paused = true)]
+async fn follow_reports_a_truncation_behind_it_as_a_gap_before_the_records_after_it() {
+    let fake = fake_with(10);
+    let mut r = reader(&fake, 0, 3);
+    assert!(matches!(follow_within_a_minute(&mut r).await, ReaderOutcome::Records { from: Seq(0), .. }));
+    assert_eq!(r.cursor(), Seq(3));
+    fake.truncate_to(Seq(7));
+    match follow_within_a_minute(&mut r).await {
+        ReaderOutcome::Gap { from, resumed_at, view } => {
+            assert_eq!((from, resumed_at), (Seq(3), Seq(7)));
+            assert_eq!(view.first_seq, Seq(7));
+        }
+        other => panic!("expected the gap [3, 7), got {other:?}"),
+    }
+    match follow_within_a_minute(&mut r).await {
+        ReaderOutcome::Records { from, records, .. } => {
+            assert_eq!(from, Seq(7));
+            assert_eq!(records, fake.records());
+        }
+        other => panic!("expected the records from 7, got {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn follow_at_the_tail_reports_records_truncated_during_its_long_poll_as_a_gap() {
+    let fake = fake_with(2);
+    let mut r = reader(&fake, 0, 10);
+    assert!(matches!(follow_within_a_minute(&mut r).await, ReaderOutcome::Records { .. }));
+    assert!(r.caught_up());
+    // While the reader waits at the tail (2), five records arrive and the first three of them
+    // are truncated before it sees any.
+    let writer = Arc::clone(&fake);
+    let behind = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        writer.write_as((2..7).map(|i| Bytes::from(format!("r{i}"))).collect());
+        writer.truncate_to(Seq(5));
+    });
+    match follow_within_a_minute(&mut r).await {
+        ReaderOutcome::Gap { from, resumed_at, .. } => assert_eq!((from, resumed_at), (Seq(2), Seq(5))),
+        other => panic!("expected the gap [2, 5), got {other:?}"),
+    }
+    match follow_within_a_minute(&mut r).await {
+        ReaderOutcome::Records { from, records, .. } => {
+            assert_eq!(from, Seq(5));
+            assert_eq!(records, vec![Bytes::from_static(b"r5"), Bytes::from_static(b"r6")]);
+        }
+        other => panic!("expected the records from 5, got {other:?}"),
+    }
+    behind.await.expect("no panic");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_read_below_the_first_retained_position_answers_truncated() {
+    let fake = fake_with(10);
+    fake.truncate_to(Seq(7));
+    let client = Client::new(Arc::clone(&fake), ClientConfig::default(), 3).expect("valid");
+    let params =
+        ReadParams { from: Seq(3), limit: 10, max_bytes: 1024, wait_ms: 0, consistency: Consistency::Linearizable };
+    let deadline = ReadDeadline { wait_until: Duration::from_millis(200), give_up_at: Duration::from_secs(2) };
+    match client.read(&"j".to_owned(), params, deadline).await {
+        ReadAnswer::Truncated { view } => assert_eq!((view.first_seq, view.next_seq), (Seq(7), Seq(10))),
+        other => panic!("expected Truncated, got {other:?}"),
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Op {
     Write(usize),
@@ -130,11 +208,14 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     /// Under random truncations, every position below the cursor was either delivered (with
-    /// the record written there) or lies inside a reported gap; none is delivered twice.
+    /// the record written there) or lies inside a reported gap; none is delivered twice. So
+    /// for `next` and for `follow` alike (which is only asked when there is something to
+    /// report: it never returns at a quiet tail).
     #[test]
     fn every_position_below_the_cursor_was_delivered_or_inside_a_gap(
         ops in proptest::collection::vec(op(), 1..60),
         page in 1u32..4,
+        follow in any::<bool>(),
     ) {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
@@ -164,11 +245,17 @@ proptest! {
                         fake.truncate_to(Seq(up_to));
                     }
                     Op::Read => {
-                        if k >= tail && r.cursor() >= fake.view().next_seq {
+                        let quiet = r.cursor() >= fake.view().next_seq;
+                        if k >= tail && quiet {
                             break;
                         }
-                        match r.next().await.expect("the fake answers consistently") {
+                        if follow && quiet {
+                            continue;
+                        }
+                        let outcome = if follow { r.follow().await } else { r.next().await };
+                        match outcome.expect("the fake answers consistently") {
                             ReaderOutcome::Records { from, records, .. } => {
+                                prop_assert!(!follow || !records.is_empty(), "follow returned no records");
                                 for (i, rec) in (0u64..).zip(&records) {
                                     let at = from.0 + i;
                                     prop_assert!(delivered.insert(at), "position {} delivered twice", at);
