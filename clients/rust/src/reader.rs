@@ -259,8 +259,9 @@ pub enum ReadConsistency {
 ///
 /// [`next`](Self::next) reads one page and says what it meant; `Unserved` answers are retried
 /// against the next server after a jittered backoff (the client's bounds) until the cursor says
-/// `Unavailable`. [`follow`](Self::follow) reads forever: it long-polls at the tail and returns
-/// only records, gaps and `UnknownJournal`.
+/// `Unavailable`. [`read_to_tail`](Self::read_to_tail) reads every page up to the tail, gaps
+/// included. [`follow`](Self::follow) reads forever: it long-polls at the tail and returns only
+/// records, gaps and `UnknownJournal`.
 pub struct Reader<S: crate::JournalService> {
     client: crate::Client<S>,
     journal: S::Journal,
@@ -354,6 +355,49 @@ impl<S: crate::JournalService> Reader<S> {
     /// [`ReaderError`] when the answer contradicts the request; the cursor is unchanged.
     pub async fn next(&mut self) -> Result<ReaderOutcome, ReaderError> {
         self.read_once(0).await
+    }
+
+    /// Reads from the cursor to the journal's tail as the first answer names it (records
+    /// written after that are left for the next read) and returns what it read, in order:
+    /// non-empty `Records` and `Gap`s, every truncated range among them. An empty list means
+    /// the cursor was at the tail already.
+    ///
+    /// A read that ends `Unavailable` or `UnknownJournal` ends the list with that outcome; a
+    /// later call resumes at the cursor.
+    ///
+    /// # Errors
+    /// [`ReaderError`] when an answer contradicts the request and nothing was read before it.
+    /// After something was read, that is returned instead, and the cursor (which a refused
+    /// answer leaves unchanged) is where the next call meets the error again.
+    pub async fn read_to_tail(&mut self) -> Result<Vec<ReaderOutcome>, ReaderError> {
+        let mut items = Vec::new();
+        let mut target = None;
+        loop {
+            if target.is_some_and(|tail| self.cursor() >= tail) {
+                return Ok(items);
+            }
+            let outcome = match self.next().await {
+                Ok(outcome) => outcome,
+                Err(e) if items.is_empty() => return Err(e),
+                Err(_) => return Ok(items),
+            };
+            match outcome {
+                // An empty page is the tail as its server sees it: nothing more to read now.
+                ReaderOutcome::Records { ref records, .. } if records.is_empty() => return Ok(items),
+                ReaderOutcome::Records { view, .. } => {
+                    target.get_or_insert(view.next_seq);
+                    items.push(outcome);
+                }
+                ReaderOutcome::Gap { view, .. } => {
+                    target.get_or_insert(view.next_seq);
+                    items.push(outcome);
+                }
+                ReaderOutcome::Unavailable { .. } | ReaderOutcome::UnknownJournal | ReaderOutcome::Retry { .. } => {
+                    items.push(outcome);
+                    return Ok(items);
+                }
+            }
+        }
     }
 
     /// Reads until there is something to report, forever: long-polls at the tail and retries

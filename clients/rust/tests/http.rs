@@ -581,6 +581,13 @@ async fn a_writer_claims_writes_and_truncates_over_http_and_a_reader_reports_the
         ReaderOutcome::Records { from, records, .. } => assert_eq!((from, records), (Seq(4), vec![Bytes::from("b1")])),
         other => panic!("{other:?}"),
     }
+    let mut following =
+        Reader::new(c.clone(), j(), Seq(1), ReaderConfig::default(), ReadConsistency::Linearizable, 0).unwrap();
+    assert!(matches!(following.follow().await.unwrap(), ReaderOutcome::Gap { from: Seq(1), resumed_at: Seq(4), .. }));
+    match following.follow().await.unwrap() {
+        ReaderOutcome::Records { from, records, .. } => assert_eq!((from, records), (Seq(4), vec![Bytes::from("b1")])),
+        other => panic!("{other:?}"),
+    }
 
     // A second writer claims: the first one is fenced.
     let mut usurper = Writer::new(c, j(), WriterConfig::default(), 6).unwrap();

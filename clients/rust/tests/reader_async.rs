@@ -1,4 +1,6 @@
-//! The async Reader against the fake: pages, gaps across truncations, unavailability, following.
+//! The async Reader against the fake: pages, gaps across truncations (from `next` and from
+//! `follow`, at a page boundary and during a long poll), unavailability, following; and a
+//! `Client::read` below the first retained position; `read_to_tail`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -6,8 +8,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use paros_client::fake::{FakeService, ReadFault};
-use paros_client::{Client, ClientConfig, ReadConsistency, Reader, ReaderConfig, ReaderOutcome};
-use paros_core::{LeaderUuid, NodeId, Seq};
+use paros_client::{
+    Client, ClientConfig, ReadAnswer, ReadConsistency, ReadDeadline, ReadParams, Reader, ReaderConfig, ReaderOutcome,
+};
+use paros_core::{Consistency, LeaderUuid, NodeId, Seq};
 use proptest::prelude::*;
 
 fn fake_with(n: usize) -> Arc<FakeService> {
@@ -111,6 +115,129 @@ async fn follow_long_polls_at_the_tail_until_a_record_arrives() {
     late.await.expect("no panic");
 }
 
+/// The next outcome `follow` reports, within a minute of paused time (it never returns at a
+/// quiet tail).
+async fn follow_within_a_minute(r: &mut Reader<Arc<FakeService>>) -> ReaderOutcome {
+    tokio::time::timeout(Duration::from_secs(60), r.follow())
+        .await
+        .expect("follow reports within a minute")
+        .expect("a good answer")
+}
+
+#[tokio::test(start_paused = true)]
+async fn follow_reports_a_truncation_behind_it_as_a_gap_before_the_records_after_it() {
+    let fake = fake_with(10);
+    let mut r = reader(&fake, 0, 3);
+    assert!(matches!(follow_within_a_minute(&mut r).await, ReaderOutcome::Records { from: Seq(0), .. }));
+    assert_eq!(r.cursor(), Seq(3));
+    fake.truncate_to(Seq(7));
+    match follow_within_a_minute(&mut r).await {
+        ReaderOutcome::Gap { from, resumed_at, view } => {
+            assert_eq!((from, resumed_at), (Seq(3), Seq(7)));
+            assert_eq!(view.first_seq, Seq(7));
+        }
+        other => panic!("expected the gap [3, 7), got {other:?}"),
+    }
+    match follow_within_a_minute(&mut r).await {
+        ReaderOutcome::Records { from, records, .. } => {
+            assert_eq!(from, Seq(7));
+            assert_eq!(records, fake.records());
+        }
+        other => panic!("expected the records from 7, got {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn follow_at_the_tail_reports_records_truncated_during_its_long_poll_as_a_gap() {
+    let fake = fake_with(2);
+    let mut r = reader(&fake, 0, 10);
+    assert!(matches!(follow_within_a_minute(&mut r).await, ReaderOutcome::Records { .. }));
+    assert!(r.caught_up());
+    // While the reader waits at the tail (2), five records arrive and the first three of them
+    // are truncated before it sees any.
+    let writer = Arc::clone(&fake);
+    let behind = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        writer.write_as((2..7).map(|i| Bytes::from(format!("r{i}"))).collect());
+        writer.truncate_to(Seq(5));
+    });
+    match follow_within_a_minute(&mut r).await {
+        ReaderOutcome::Gap { from, resumed_at, .. } => assert_eq!((from, resumed_at), (Seq(2), Seq(5))),
+        other => panic!("expected the gap [2, 5), got {other:?}"),
+    }
+    match follow_within_a_minute(&mut r).await {
+        ReaderOutcome::Records { from, records, .. } => {
+            assert_eq!(from, Seq(5));
+            assert_eq!(records, vec![Bytes::from_static(b"r5"), Bytes::from_static(b"r6")]);
+        }
+        other => panic!("expected the records from 5, got {other:?}"),
+    }
+    behind.await.expect("no panic");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_read_below_the_first_retained_position_answers_truncated() {
+    let fake = fake_with(10);
+    fake.truncate_to(Seq(7));
+    let client = Client::new(Arc::clone(&fake), ClientConfig::default(), 3).expect("valid");
+    let params =
+        ReadParams { from: Seq(3), limit: 10, max_bytes: 1024, wait_ms: 0, consistency: Consistency::Linearizable };
+    let deadline = ReadDeadline { wait_until: Duration::from_millis(200), give_up_at: Duration::from_secs(2) };
+    match client.read(&"j".to_owned(), params, deadline).await {
+        ReadAnswer::Truncated { view } => assert_eq!((view.first_seq, view.next_seq), (Seq(7), Seq(10))),
+        other => panic!("expected Truncated, got {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn read_to_tail_returns_the_records_and_the_gaps_up_to_the_tail_in_order() {
+    let fake = fake_with(12);
+    let mut r = reader(&fake, 0, 3);
+    assert!(matches!(r.next().await, Ok(ReaderOutcome::Records { from: Seq(0), .. })));
+    fake.truncate_to(Seq(5));
+    let items: Vec<_> = r
+        .read_to_tail()
+        .await
+        .expect("good answers")
+        .into_iter()
+        .map(|item| match item {
+            ReaderOutcome::Records { from, records, .. } => (from, Some(records), None),
+            ReaderOutcome::Gap { from, resumed_at, .. } => (from, None, Some(resumed_at)),
+            other => panic!("expected records and gaps, got {other:?}"),
+        })
+        .collect();
+    let page = |from: u64, to: u64| (Seq(from), Some((from..to).map(|i| Bytes::from(format!("r{i}"))).collect()), None);
+    assert_eq!(items, vec![(Seq(3), None, Some(Seq(5))), page(5, 8), page(8, 11), page(11, 12)]);
+    assert!(r.caught_up());
+    assert_eq!(r.read_to_tail().await, Ok(vec![]), "at the tail there is nothing to read");
+    fake.write_as(vec![Bytes::from_static(b"r12")]);
+    fake.truncate_to(Seq(13));
+    let gap = r.read_to_tail().await.expect("a good answer");
+    assert!(
+        matches!(gap[..], [ReaderOutcome::Gap { from: Seq(12), resumed_at: Seq(13), .. }]),
+        "a journal truncated to its tail is one gap: {gap:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn read_to_tail_ends_with_an_unavailable_read_and_resumes_at_the_cursor() {
+    let fake = fake_with(4);
+    let mut r = reader(&fake, 0, 2);
+    let retries = ReaderConfig::default().unserved_retries_max as usize;
+    fake.script_reads(std::iter::repeat_n(ReadFault::Unserved, retries + 1));
+    let first = r.read_to_tail().await.expect("good answers");
+    assert!(matches!(first[..], [ReaderOutcome::Unavailable { .. }]), "{first:?}");
+    let rest = r.read_to_tail().await.expect("good answers");
+    let froms: Vec<_> = rest
+        .iter()
+        .map(|item| match item {
+            ReaderOutcome::Records { from, .. } => *from,
+            other => panic!("expected records, got {other:?}"),
+        })
+        .collect();
+    assert_eq!(froms, vec![Seq(0), Seq(2)]);
+}
+
 #[derive(Debug, Clone)]
 enum Op {
     Write(usize),
@@ -130,11 +257,15 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     /// Under random truncations, every position below the cursor was either delivered (with
-    /// the record written there) or lies inside a reported gap; none is delivered twice.
+    /// the record written there) or lies inside a reported gap; none is delivered twice, and
+    /// each outcome starts where the one before it ended. So for `next` (path 0), `follow`
+    /// (path 1: only asked when there is something to report, as it never returns at a quiet
+    /// tail) and `read_to_tail` (path 2) alike.
     #[test]
     fn every_position_below_the_cursor_was_delivered_or_inside_a_gap(
         ops in proptest::collection::vec(op(), 1..60),
         page in 1u32..4,
+        path in 0u8..3,
     ) {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
@@ -147,6 +278,7 @@ proptest! {
             let mut written: Vec<Bytes> = vec![];
             let mut delivered = BTreeSet::new();
             let mut gaps = BTreeSet::new();
+            let mut expected = Seq(0);
             let tail = ops.len();
             let drain = std::iter::repeat_n(&Op::Read, 500);
             for (k, op) in ops.iter().chain(drain).enumerate() {
@@ -164,25 +296,41 @@ proptest! {
                         fake.truncate_to(Seq(up_to));
                     }
                     Op::Read => {
-                        if k >= tail && r.cursor() >= fake.view().next_seq {
+                        let quiet = r.cursor() >= fake.view().next_seq;
+                        if k >= tail && quiet {
                             break;
                         }
-                        match r.next().await.expect("the fake answers consistently") {
-                            ReaderOutcome::Records { from, records, .. } => {
-                                for (i, rec) in (0u64..).zip(&records) {
-                                    let at = from.0 + i;
-                                    prop_assert!(delivered.insert(at), "position {} delivered twice", at);
-                                    prop_assert_eq!(rec, &written[at as usize]);
+                        if path == 1 && quiet {
+                            continue;
+                        }
+                        let outcomes = match path {
+                            0 => vec![r.next().await.expect("the fake answers consistently")],
+                            1 => vec![r.follow().await.expect("the fake answers consistently")],
+                            _ => r.read_to_tail().await.expect("the fake answers consistently"),
+                        };
+                        for outcome in outcomes {
+                            match outcome {
+                                ReaderOutcome::Records { from, records, .. } => {
+                                    prop_assert!(path == 0 || !records.is_empty(), "no records returned");
+                                    prop_assert_eq!(from, expected, "records not where the last outcome ended");
+                                    expected = Seq(from.0 + records.len() as u64);
+                                    for (i, rec) in (0u64..).zip(&records) {
+                                        let at = from.0 + i;
+                                        prop_assert!(delivered.insert(at), "position {} delivered twice", at);
+                                        prop_assert_eq!(rec, &written[at as usize]);
+                                    }
                                 }
-                            }
-                            ReaderOutcome::Gap { from, resumed_at, .. } => {
-                                prop_assert!(from < resumed_at);
-                                for at in from.0..resumed_at.0 {
-                                    prop_assert!(!delivered.contains(&at), "a gap over delivered position {}", at);
-                                    gaps.insert(at);
+                                ReaderOutcome::Gap { from, resumed_at, .. } => {
+                                    prop_assert!(from < resumed_at);
+                                    prop_assert_eq!(from, expected, "a gap not where the last outcome ended");
+                                    expected = resumed_at;
+                                    for at in from.0..resumed_at.0 {
+                                        prop_assert!(!delivered.contains(&at), "a gap over delivered position {}", at);
+                                        gaps.insert(at);
+                                    }
                                 }
+                                other => prop_assert!(false, "unexpected {:?}", other),
                             }
-                            other => prop_assert!(false, "unexpected {:?}", other),
                         }
                     }
                 }
