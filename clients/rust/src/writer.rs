@@ -567,10 +567,14 @@ where
         &self.core
     }
 
-    fn fresh_uuid(&mut self) -> LeaderUuid {
+    /// This term's uuid: a draw of this writer's own, never its previous term's uuid nor the
+    /// leader in force in `current` (a claim under another writer's uuid, once settled by
+    /// reading the view back, would count that writer's term as this one's).
+    fn fresh_uuid(&mut self, current: &JournalView) -> LeaderUuid {
         loop {
             if let Some(uuid) = LeaderUuid::new(self.uuids.draw())
                 && Some(uuid) != self.core.uuid
+                && Some(uuid) != current.leader
             {
                 return uuid;
             }
@@ -593,7 +597,7 @@ where
     pub async fn claim(&mut self) -> Result<JournalView, WriterError> {
         self.core.check_live()?;
         let current = self.inspect().await?;
-        let new = self.fresh_uuid();
+        let new = self.fresh_uuid(&current);
         let call = self.core.claim_call(new, current)?;
         let decided = self.client.call(&self.journal, call).await;
         self.core.on_claimed(new, decided)

@@ -334,3 +334,22 @@ async fn writers_built_alike_never_share_a_fence_when_a_claim_is_settled() {
     assert_eq!(first.write(batch("a", 1)).await, Err(WriterError::Superseded { view }));
     assert_eq!(second.write(batch("b", 1)).await, Ok(Written { seq: Seq(0), count: 1 }));
 }
+
+/// Even two writers seeded alike (a simulation's mistake) never claim the leader in force as
+/// their own: a draw equal to it is drawn again.
+#[tokio::test(start_paused = true)]
+async fn writers_seeded_alike_never_share_a_fence_when_a_claim_is_settled() {
+    let fake = Arc::new(FakeService::new("j", vec![]));
+    let build = || {
+        let client = Client::with_seed(Arc::clone(&fake), ClientConfig::default(), 1).expect("valid");
+        Writer::with_seed(client, "j".to_owned(), WriterConfig::default(), 5).expect("valid")
+    };
+    let (mut first, mut second) = (build(), build());
+    fake.script([Fault::LoseAnswer]);
+    first.claim().await.expect("the first claim settles as won");
+    fake.script([Fault::LoseAnswer]);
+    let view = second.claim().await.expect("the second claim settles as won");
+    assert_ne!(first.core().uuid(), second.core().uuid());
+    assert_eq!(first.write(batch("a", 1)).await, Err(WriterError::Superseded { view }));
+    assert_eq!(second.write(batch("b", 1)).await, Ok(Written { seq: Seq(0), count: 1 }));
+}
