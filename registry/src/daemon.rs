@@ -97,13 +97,13 @@ pub enum CoordinatorStop {
 /// [`CoordinatorLoopConfig::restarts_max`] times in a row: the next term claims anew, so it
 /// learns the tail and fences the failed one. Callers waiting on a failed term see
 /// [`CoordinatorGone`]; re-sending the same request id is answered from the fold. A term that
-/// was superseded, or whose handles are all dropped, is not restarted.
+/// was superseded, or whose handles are all dropped, is not restarted. Each term's writer draws
+/// its fence from the OS's random generator, so no other coordinator can hold the same one.
 #[must_use]
 pub fn spawn_coordinator<S>(
     client: Client<S>,
     journal: S::Journal,
     config: CoordinatorLoopConfig,
-    seed: u64,
 ) -> (CoordinatorHandle, tokio::task::JoinHandle<CoordinatorStop>)
 where
     S: JournalService + 'static,
@@ -116,15 +116,13 @@ where
             failures_max: config.restarts_max,
             succession: Succession::Once,
         });
-        let mut term_seed = seed;
         let start = tokio::time::Instant::now();
         loop {
-            let end = match coordinate(client.clone(), journal.clone(), config, term_seed, start, &mut rx).await {
+            let end = match coordinate(client.clone(), journal.clone(), config, start, &mut rx).await {
                 Ok(end) => end,
                 Err(closed) => return closed,
             };
             let Some(pause) = restarts.after(&end) else { return end.into() };
-            term_seed = term_seed.rotate_left(17) ^ u64::from(restarts.failures());
             tokio::time::sleep(pause).await;
         }
     });
@@ -152,7 +150,6 @@ async fn coordinate<S>(
     client: Client<S>,
     journal: S::Journal,
     config: CoordinatorLoopConfig,
-    seed: u64,
     start: tokio::time::Instant,
     requests: &mut mpsc::Receiver<Asked>,
 ) -> Result<TermEnd, CoordinatorStop>
@@ -161,7 +158,7 @@ where
     S::Journal: 'static,
 {
     let mut term = CoordinatorTerm::new(config.coordinator);
-    let mut writer = match Writer::new(client.clone(), journal.clone(), config.writer, seed) {
+    let mut writer = match Writer::new(client.clone(), journal.clone(), config.writer) {
         Ok(w) => w,
         Err(_) => return Ok(TermEnd::Failed(TermFailure::Shell("invalid writer configuration"))),
     };

@@ -19,10 +19,10 @@ async fn a_failed_term_is_restarted_and_serves_the_retried_request() {
     // The first term's claim passes; its first write is answered "unknown journal", which
     // halts its writer and ends the term.
     fake.script([Fault::Pass, Fault::UnknownJournal]);
-    let client = Client::new(Arc::clone(&fake), ClientConfig::default(), 1).expect("a valid client");
+    let client = Client::with_seed(Arc::clone(&fake), ClientConfig::default(), 1).expect("a valid client");
     let config =
         CoordinatorLoopConfig { restart_backoff: Duration::from_millis(50), ..CoordinatorLoopConfig::default() };
-    let (handle, _task) = spawn_coordinator(client, "registry".to_owned(), config, 7);
+    let (handle, _task) = spawn_coordinator(client, "registry".to_owned(), config);
     let init =
         Request { id: RequestId(42), op: Op::Command(init_cell(vec![member(1, "a"), member(2, "b"), member(3, "c")])) };
     assert_eq!(handle.request(init.clone()).await, Err(CoordinatorGone), "the failed term's waiter learns nothing");

@@ -93,7 +93,7 @@ async fn writer_is_superseded_and_the_reader_reports_the_gap<S: JournalService +
     client: Client<S>,
     journal: S::Journal,
 ) {
-    let mut first = Writer::new(client.clone(), journal.clone(), WriterConfig::default(), 11).unwrap();
+    let mut first = Writer::with_seed(client.clone(), journal.clone(), WriterConfig::default(), 11).unwrap();
     let view = first.claim().await.expect("the first writer claims");
     assert_eq!(view.next_seq, Seq(0));
     for i in 0..4 {
@@ -106,7 +106,7 @@ async fn writer_is_superseded_and_the_reader_reports_the_gap<S: JournalService +
     }
     assert_eq!(first.write(batch("a", 12, 2)).await.expect("accepted").seq, Seq(12));
 
-    let mut rival = Writer::new(client.clone(), journal.clone(), WriterConfig::default(), 22).unwrap();
+    let mut rival = Writer::with_seed(client.clone(), journal.clone(), WriterConfig::default(), 22).unwrap();
     let rival_view = rival.claim().await.expect("the rival claims");
     assert_eq!(rival_view.next_seq, Seq(14), "the rival learns the tail");
     match first.write(batch("a", 14, 1)).await {
@@ -135,7 +135,7 @@ async fn the_appender_batches_and_acknowledges_each_record<S: JournalService + '
     client: Client<S>,
     journal: S::Journal,
 ) {
-    let mut writer = Writer::new(client.clone(), journal.clone(), WriterConfig::default(), 33).unwrap();
+    let mut writer = Writer::with_seed(client.clone(), journal.clone(), WriterConfig::default(), 33).unwrap();
     writer.claim().await.expect("claims");
     let config = AppenderConfig { batch_records_max: 8, linger: Duration::from_millis(2), ..AppenderConfig::default() };
     let (appender, driver) = Appender::new(writer, config).unwrap();
@@ -161,7 +161,7 @@ async fn a_checkpoint_run_restores_a_folder_across_the_gap<S: JournalService + '
     client: Client<S>,
     journal: S::Journal,
 ) {
-    let mut writer = Writer::new(client.clone(), journal.clone(), WriterConfig::default(), 44).unwrap();
+    let mut writer = Writer::with_seed(client.clone(), journal.clone(), WriterConfig::default(), 44).unwrap();
     writer.claim().await.expect("claims");
     let mut owner = Tally::default();
     let written = writer.write(batch("e", 0, 10)).await.expect("accepted");
@@ -243,7 +243,7 @@ async fn services() -> Services {
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(paros_gateway::serve(listener, w.gateway.clone()));
     let service = HttpService::new(&url, Some(&Token::parse(&token).unwrap()), HttpConfig::default()).unwrap();
-    let http = Client::new(service, ClientConfig::default(), 7).unwrap();
+    let http = Client::with_seed(service, ClientConfig::default(), 7).unwrap();
     let tenant = paros_core::TenantId(u64::from_str_radix(&tenant, 16).unwrap());
     Services { in_cell: w.cell.client.clone(), http, directory: w.cell.directory(), _world: w, tenant, token }
 }

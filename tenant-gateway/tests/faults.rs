@@ -66,7 +66,7 @@ async fn a_lost_answer_is_504_ambiguous_and_the_identical_retry_is_a_duplicate()
         backoff_max: Duration::from_millis(200),
         ..ClientConfig::default()
     };
-    let client = Client::new(faulty, config, 3).unwrap();
+    let client = Client::with_seed(faulty, config, 3).unwrap();
     let key = KeyPair::generate(KeyId::new("k-faults").unwrap());
     let gateway =
         Gateway::start(client, w.cell.coordinator(), w.cell.directory(), common::test_config(), SigningKeys::new(key))

@@ -284,8 +284,7 @@ impl EmbeddedCell {
         let tick_ms = u64::try_from(shell_config.tick.as_millis()).unwrap_or(u64::MAX);
         let service =
             InCell::new(bus.clone(), manifest.nodes.clone(), InCellConfig { tick_ms, ..InCellConfig::default() });
-        let client = Client::new(service, ClientConfig::default(), random_u64())
-            .expect("the default client configuration is valid");
+        let client = Client::new(service, ClientConfig::default()).expect("the default client configuration is valid");
         // One follower for the three nodes: the registry is folded once in this process, and
         // the directory it publishes is the one every node hosts what it places.
         let followed = manifest
@@ -301,7 +300,7 @@ impl EmbeddedCell {
             .collect();
         let (progress, task) = spawn_follower_of(client.clone(), registry, followed, FollowerConfig::default());
         let (followers, follower_tasks) = (vec![progress], vec![task]);
-        let (coordinator, coordinator_task) = spawn_coordinator(client.clone(), registry, coordinator, random_u64());
+        let (coordinator, coordinator_task) = spawn_coordinator(client.clone(), registry, coordinator);
         let (faults, _) = watch::channel(None);
         for node in &nodes {
             let (mut watch, faults) = (node.faults(), faults.clone());
@@ -631,7 +630,7 @@ mod tests {
             cell.wait_followers(Duration::from_secs(20), |d| d.journal_by_name(tenant, &name).is_some()).await.unwrap();
         let key = d.journal_by_name(tenant, &name).unwrap().key;
         // Every voter hosts it now: a writer claims it and writes.
-        let mut w = paros_client::Writer::new(cell.client.clone(), key, WriterConfig::default(), 5).unwrap();
+        let mut w = paros_client::Writer::with_seed(cell.client.clone(), key, WriterConfig::default(), 5).unwrap();
         w.claim().await.expect("claims");
         let written = w.write(vec![bytes::Bytes::from_static(b"first")]).await.expect("writes");
         assert_eq!(written.seq, paros_core::Seq(0));
@@ -732,7 +731,7 @@ mod tests {
         let d =
             cell.wait_followers(Duration::from_secs(30), |d| d.journal_by_name(tenant, &name).is_some()).await.unwrap();
         let key = d.journal_by_name(tenant, &name).unwrap().key;
-        let mut w = paros_client::Writer::new(cell.client.clone(), key, WriterConfig::default(), 5).unwrap();
+        let mut w = paros_client::Writer::with_seed(cell.client.clone(), key, WriterConfig::default(), 5).unwrap();
         w.claim().await.expect("claims");
         w.write(vec![bytes::Bytes::from_static(b"kept")]).await.expect("writes");
         let view = match paros_client::JournalService::inspect(
@@ -814,7 +813,7 @@ mod tests {
         let cell = formed(dir.path(), CoordinatorLoopConfig::default()).await;
         let first = cell.request_handle();
         let (successor, _task) =
-            spawn_coordinator(cell.client.clone(), cell.registry(), CoordinatorLoopConfig::default(), 99);
+            spawn_coordinator(cell.client.clone(), cell.registry(), CoordinatorLoopConfig::default());
         let successor = RegistryClient { coordinator: successor };
         let tenant = match successor
             .request(Op::Command(Command::SignUp {

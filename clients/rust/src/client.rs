@@ -90,11 +90,23 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl<S: JournalService> Client<S> {
-    /// A client over `service`; `seed` seeds the backoff jitter (a simulation passes its own).
+    /// A client over `service`; its backoff jitter is seeded from the OS's random generator.
     ///
     /// # Errors
     /// [`ClientConfigError`] when `config` is invalid.
-    pub fn new(service: S, config: ClientConfig, seed: u64) -> Result<Client<S>, ClientConfigError> {
+    ///
+    /// # Panics
+    /// When the OS has no random generator.
+    pub fn new(service: S, config: ClientConfig) -> Result<Client<S>, ClientConfigError> {
+        Client::with_seed(service, config, crate::entropy::os_u64())
+    }
+
+    /// For simulations and tests: a client whose backoff jitter (and every draw made from it,
+    /// see [`draw`](Self::draw)) follows `seed`, so a run can be replayed.
+    ///
+    /// # Errors
+    /// [`ClientConfigError`] when `config` is invalid.
+    pub fn with_seed(service: S, config: ClientConfig, seed: u64) -> Result<Client<S>, ClientConfigError> {
         config.validate()?;
         Ok(Client {
             inner: Arc::new(Inner {

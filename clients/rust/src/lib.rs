@@ -6,7 +6,9 @@
 //! passed in), no async — so the simulation drives the very same machines. The async wrappers
 //! ([`Client`], [`Writer`], [`Appender`], [`Reader`]) only carry the machines' steps out over a
 //! [`JournalService`] and sleep the delays they return (`tokio::time`, so a paused test clock
-//! drives them); they spawn nothing.
+//! drives them); they spawn nothing. Their ordinary constructors seed the jitter and draw the
+//! writers' fences from the OS's random generator, so two writers never draw the same fence;
+//! a simulation or a test passes its seeds through the `with_seed` constructors instead.
 //!
 //! A guided tour:
 //! - [`run`]: the binary format of a *checkpoint run* — `Begin`, `Chunk`s, `End` — each an
@@ -43,6 +45,7 @@ pub mod checkpointer;
 pub mod client;
 #[cfg(feature = "api")]
 pub mod convert;
+mod entropy;
 pub mod fake;
 pub mod folder;
 #[cfg(feature = "http")]

@@ -494,8 +494,26 @@ pub struct Writer<S: JournalService + 'static> {
     client: Client<S>,
     journal: S::Journal,
     core: WriterCore,
-    uuids: Rng,
+    uuids: Uuids,
     flights: Vec<Flight>,
+}
+
+/// Where a [`Writer`]'s fences come from.
+#[derive(Debug)]
+enum Uuids {
+    /// Each fence a fresh draw from the OS's random generator.
+    Os,
+    /// Each fence the next draw of a generator seeded by the caller (simulations and tests).
+    Seeded(Rng),
+}
+
+impl Uuids {
+    fn draw(&mut self) -> u128 {
+        match self {
+            Uuids::Os => crate::entropy::os_u128(),
+            Uuids::Seeded(rng) => (u128::from(rng.next_u64()) << 64) | u128::from(rng.next_u64()),
+        }
+    }
 }
 
 impl<S: JournalService + 'static> std::fmt::Debug for Writer<S> {
@@ -508,17 +526,40 @@ impl<S: JournalService + 'static> Writer<S>
 where
     S::Journal: 'static,
 {
-    /// A writer of `journal`; `uuid_seed` seeds the generator of its fresh uuids (one per term).
+    /// A writer of `journal`; each term's fresh uuid is drawn from the OS's random generator,
+    /// so no other writer draws it.
     ///
     /// # Errors
     /// [`WriterConfigError`] when `config` is invalid.
-    pub fn new(
+    ///
+    /// # Panics
+    /// At a claim, when the OS has no random generator.
+    pub fn new(client: Client<S>, journal: S::Journal, config: WriterConfig) -> Result<Self, WriterConfigError> {
+        Writer::with_uuids(client, journal, config, Uuids::Os)
+    }
+
+    /// For simulations and tests: a writer whose fresh uuids (one per term) are the draws of a
+    /// generator seeded by `uuid_seed`, so a run can be replayed. Two writers given the same
+    /// seed draw the same uuids; only the ordinary [`new`](Self::new) keeps writers apart.
+    ///
+    /// # Errors
+    /// [`WriterConfigError`] when `config` is invalid.
+    pub fn with_seed(
         client: Client<S>,
         journal: S::Journal,
         config: WriterConfig,
         uuid_seed: u64,
     ) -> Result<Self, WriterConfigError> {
-        Ok(Writer { client, journal, core: WriterCore::new(config)?, uuids: Rng::new(uuid_seed), flights: vec![] })
+        Writer::with_uuids(client, journal, config, Uuids::Seeded(Rng::new(uuid_seed)))
+    }
+
+    fn with_uuids(
+        client: Client<S>,
+        journal: S::Journal,
+        config: WriterConfig,
+        uuids: Uuids,
+    ) -> Result<Self, WriterConfigError> {
+        Ok(Writer { client, journal, core: WriterCore::new(config)?, uuids, flights: vec![] })
     }
 
     /// The sans-IO core (position, fence, window).
@@ -526,11 +567,14 @@ where
         &self.core
     }
 
-    fn fresh_uuid(&mut self) -> LeaderUuid {
+    /// This term's uuid: a draw of this writer's own, never its previous term's uuid nor the
+    /// leader in force in `current` (a claim under another writer's uuid, once settled by
+    /// reading the view back, would count that writer's term as this one's).
+    fn fresh_uuid(&mut self, current: &JournalView) -> LeaderUuid {
         loop {
-            let raw = (u128::from(self.uuids.next_u64()) << 64) | u128::from(self.uuids.next_u64());
-            if let Some(uuid) = LeaderUuid::new(raw)
+            if let Some(uuid) = LeaderUuid::new(self.uuids.draw())
                 && Some(uuid) != self.core.uuid
+                && Some(uuid) != current.leader
             {
                 return uuid;
             }
@@ -553,7 +597,7 @@ where
     pub async fn claim(&mut self) -> Result<JournalView, WriterError> {
         self.core.check_live()?;
         let current = self.inspect().await?;
-        let new = self.fresh_uuid();
+        let new = self.fresh_uuid(&current);
         let call = self.core.claim_call(new, current)?;
         let decided = self.client.call(&self.journal, call).await;
         self.core.on_claimed(new, decided)

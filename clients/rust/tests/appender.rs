@@ -76,9 +76,9 @@ fn appender_config_validation_names_the_bad_bound() {
 }
 
 async fn claimed(fake: &Arc<FakeService>) -> Writer<Arc<FakeService>> {
-    let client = Client::new(Arc::clone(fake), ClientConfig::default(), 1).expect("valid");
+    let client = Client::with_seed(Arc::clone(fake), ClientConfig::default(), 1).expect("valid");
     let config = WriterConfig { batches_in_flight_max: 64, ..WriterConfig::default() };
-    let mut writer = Writer::new(client, "j".to_owned(), config, 2).expect("valid");
+    let mut writer = Writer::with_seed(client, "j".to_owned(), config, 2).expect("valid");
     writer.claim().await.expect("claims");
     writer
 }

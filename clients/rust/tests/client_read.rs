@@ -93,7 +93,7 @@ fn empty() -> ReadAnswer {
 
 /// A client over `service` whose last verdict came from the server it asked first.
 async fn client_after_a_write(service: Scripted) -> (Client<Scripted>, NodeId) {
-    let client = Client::new(service, ClientConfig::default(), 9).expect("valid");
+    let client = Client::with_seed(service, ClientConfig::default(), 9).expect("valid");
     let write = Call::Write { leader: LeaderUuid::new(7), seq: Seq(0), records: vec![Bytes::from_static(b"a")] };
     assert!(matches!(client.call(&"j", write).await, Ok(Decided::Verdict(_))));
     let leader = client.preferred_server(&"j").expect("the verdict's server");
@@ -121,7 +121,7 @@ async fn the_first_try_goes_to_the_last_verdicts_server_and_unserved_rotates_aft
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_try_no_server_answers_is_cut_off_at_give_up_at() {
     let service = Scripted::new([(1, vec![Serve::Hang]), (2, vec![Serve::Hang]), (3, vec![Serve::Hang])]);
-    let client = Client::new(service, ClientConfig::default(), 3).expect("valid");
+    let client = Client::with_seed(service, ClientConfig::default(), 3).expect("valid");
     let started = Instant::now();
     let reached = ReadParams { consistency: Consistency::Reached(Seq(50)), ..params() };
     let answer = client.read(&"j", reached, ReadDeadline { wait_until: ms(200), give_up_at: ms(200) }).await;
@@ -135,7 +135,7 @@ async fn an_early_empty_page_is_the_answer_at_the_end_of_the_wait() {
     // from the first answers at wait_until, not at give_up_at.
     let capped = || vec![Serve::After(ms(30), empty()), Serve::Hang];
     let service = Scripted::new([(1, capped()), (2, capped()), (3, capped())]);
-    let client = Client::new(service, ClientConfig::default(), 3).expect("valid");
+    let client = Client::with_seed(service, ClientConfig::default(), 3).expect("valid");
     let started = Instant::now();
     let answer = client.read(&"j", params(), ReadDeadline { wait_until: ms(200), give_up_at: ms(2200) }).await;
     assert_eq!(answer, empty());

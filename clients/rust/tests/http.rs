@@ -429,7 +429,7 @@ fn client(service: HttpService) -> Client<HttpService> {
         backoff_max: Duration::from_millis(5),
         ..ClientConfig::default()
     };
-    Client::new(service, config, 7).unwrap()
+    Client::with_seed(service, config, 7).unwrap()
 }
 
 #[tokio::test]
@@ -556,7 +556,7 @@ fn batch(tag: &str, n: usize) -> Vec<Bytes> {
 async fn a_writer_claims_writes_and_truncates_over_http_and_a_reader_reports_the_gap() {
     let f = journal_fake().await;
     let c = client(f.service());
-    let mut writer = Writer::new(c.clone(), j(), WriterConfig::default(), 5).unwrap();
+    let mut writer = Writer::with_seed(c.clone(), j(), WriterConfig::default(), 5).unwrap();
     let claimed = writer.claim().await.expect("claims a new journal");
     assert_eq!(claimed.next_seq, Seq(0));
     assert_eq!(writer.write(batch("a", 3)).await, Ok(Written { seq: Seq(0), count: 3 }));
@@ -590,7 +590,7 @@ async fn a_writer_claims_writes_and_truncates_over_http_and_a_reader_reports_the
     }
 
     // A second writer claims: the first one is fenced.
-    let mut usurper = Writer::new(c, j(), WriterConfig::default(), 6).unwrap();
+    let mut usurper = Writer::with_seed(c, j(), WriterConfig::default(), 6).unwrap();
     usurper.claim().await.expect("claims from the first writer");
     assert!(matches!(writer.write(batch("c", 1)).await, Err(WriterError::Superseded { .. })));
 }

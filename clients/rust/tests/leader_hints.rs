@@ -55,7 +55,7 @@ fn write() -> Call {
 fn client(max: usize) -> Client<Led> {
     let leaders = HashMap::from([("a", NodeId(1)), ("b", NodeId(2)), ("c", NodeId(3))]);
     let config = ClientConfig { leader_hints_max: max, ..ClientConfig::default() };
-    Client::new(Led { leaders, sent: Mutex::new(Vec::new()) }, config, 5).unwrap()
+    Client::with_seed(Led { leaders, sent: Mutex::new(Vec::new()) }, config, 5).unwrap()
 }
 
 async fn sends_for(c: &Client<Led>, journal: &'static str) -> usize {
@@ -152,7 +152,7 @@ fn assert_spread(service: &Electing, n: usize) {
 
 #[tokio::test]
 async fn journals_the_client_never_called_are_spread_over_the_servers() {
-    let c = Client::new(Electing { leaders: Mutex::new(HashMap::new()) }, ClientConfig::default(), 11).unwrap();
+    let c = Client::with_seed(Electing { leaders: Mutex::new(HashMap::new()) }, ClientConfig::default(), 11).unwrap();
     for j in 0..60 {
         assert!(matches!(c.call(&j, write()).await, Ok(Decided::Verdict(Outcome::Accepted { .. }))));
     }
@@ -163,9 +163,9 @@ async fn journals_the_client_never_called_are_spread_over_the_servers() {
 
 #[tokio::test]
 async fn writers_claiming_fresh_journals_elect_on_drawn_servers() {
-    let c = Client::new(Electing { leaders: Mutex::new(HashMap::new()) }, ClientConfig::default(), 12).unwrap();
+    let c = Client::with_seed(Electing { leaders: Mutex::new(HashMap::new()) }, ClientConfig::default(), 12).unwrap();
     for j in 0..60 {
-        let mut writer = Writer::new(c.clone(), j, WriterConfig::default(), u64::from(j) + 1).unwrap();
+        let mut writer = Writer::with_seed(c.clone(), j, WriterConfig::default(), u64::from(j) + 1).unwrap();
         let view = writer.claim().await.expect("the claim wins");
         assert!(view.leader.is_some());
     }

@@ -24,7 +24,7 @@ fn fake_with(n: usize) -> Arc<FakeService> {
 }
 
 fn reader(fake: &Arc<FakeService>, from: u64, page: u32) -> Reader<Arc<FakeService>> {
-    let client = Client::new(Arc::clone(fake), ClientConfig::default(), 3).expect("valid");
+    let client = Client::with_seed(Arc::clone(fake), ClientConfig::default(), 3).expect("valid");
     let config = ReaderConfig { page_records_max: page, ..ReaderConfig::default() };
     Reader::new(client, "j".to_owned(), Seq(from), config, ReadConsistency::Linearizable, 200).expect("valid")
 }
@@ -84,7 +84,7 @@ async fn unserved_reads_are_retried_then_reported_unavailable() {
 #[tokio::test(start_paused = true)]
 async fn an_unknown_journal_is_reported() {
     let fake = fake_with(0);
-    let client = Client::new(Arc::clone(&fake), ClientConfig::default(), 3).expect("valid");
+    let client = Client::with_seed(Arc::clone(&fake), ClientConfig::default(), 3).expect("valid");
     let mut r = Reader::new(client, "nope".to_owned(), Seq(0), ReaderConfig::default(), ReadConsistency::Monotonic, 0)
         .expect("valid");
     assert_eq!(r.next().await, Ok(ReaderOutcome::UnknownJournal));

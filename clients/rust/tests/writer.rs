@@ -11,8 +11,8 @@ use paros_core::{Call, LeaderUuid, NodeId, Seq};
 
 fn setup(servers: Vec<NodeId>) -> (Arc<FakeService>, Writer<Arc<FakeService>>) {
     let fake = Arc::new(FakeService::new("j", servers));
-    let client = Client::new(Arc::clone(&fake), ClientConfig::default(), 1).expect("valid");
-    let writer = Writer::new(client, "j".to_owned(), WriterConfig::default(), 99).expect("valid");
+    let client = Client::with_seed(Arc::clone(&fake), ClientConfig::default(), 1).expect("valid");
+    let writer = Writer::with_seed(client, "j".to_owned(), WriterConfig::default(), 99).expect("valid");
     (fake, writer)
 }
 
@@ -62,9 +62,9 @@ async fn pipelined_batches_go_at_consecutive_positions_before_acknowledgement() 
 #[tokio::test(start_paused = true)]
 async fn the_window_bounds_batches_in_flight() {
     let fake = Arc::new(FakeService::new("j", vec![]));
-    let client = Client::new(Arc::clone(&fake), ClientConfig::default(), 1).expect("valid");
+    let client = Client::with_seed(Arc::clone(&fake), ClientConfig::default(), 1).expect("valid");
     let config = WriterConfig { batches_in_flight_max: 2, ..WriterConfig::default() };
-    let mut writer = Writer::new(client, "j".to_owned(), config, 5).expect("valid");
+    let mut writer = Writer::with_seed(client, "j".to_owned(), config, 5).expect("valid");
     writer.claim().await.expect("claims");
     writer.submit(batch("a", 1)).expect("room");
     writer.submit(batch("b", 1)).expect("room");
@@ -171,7 +171,7 @@ async fn redirects_are_followed_to_the_leader_node() {
 async fn redirect_following_is_bounded() {
     let fake = Arc::new(FakeService::new("j", vec![NodeId(1), NodeId(2)]));
     let config = ClientConfig { redirects_max: 2, ..ClientConfig::default() };
-    let client = Client::new(Arc::clone(&fake), config, 1).expect("valid");
+    let client = Client::with_seed(Arc::clone(&fake), config, 1).expect("valid");
     fake.script([
         Fault::Redirect(Some(NodeId(2))),
         Fault::Redirect(Some(NodeId(1))),
@@ -203,8 +203,8 @@ async fn an_early_batch_is_resent_once_its_predecessor_lands() {
 async fn a_batch_that_fails_halts_the_writer_until_it_claims_again() {
     let fake = Arc::new(FakeService::new("j", vec![]));
     let config = ClientConfig { attempts_max: 2, ..ClientConfig::default() };
-    let client = Client::new(Arc::clone(&fake), config, 1).expect("valid");
-    let mut writer = Writer::new(client, "j".to_owned(), WriterConfig::default(), 3).expect("valid");
+    let client = Client::with_seed(Arc::clone(&fake), config, 1).expect("valid");
+    let mut writer = Writer::with_seed(client, "j".to_owned(), WriterConfig::default(), 3).expect("valid");
     writer.claim().await.expect("claims");
     fake.script([Fault::NotSent, Fault::NotSent]);
     let failed = writer.write(batch("a", 1)).await;
@@ -275,7 +275,7 @@ async fn an_ambiguous_write_below_a_truncation_is_reported_ambiguous() {
     let (fake, mut writer) = setup(vec![]);
     writer.claim().await.expect("claims");
     writer.write(batch("a", 2)).await.expect("written");
-    let client = Client::new(Arc::clone(&fake), ClientConfig::default(), 4).expect("valid");
+    let client = Client::with_seed(Arc::clone(&fake), ClientConfig::default(), 4).expect("valid");
     let uuid = writer.core().uuid();
     fake.script([Fault::LoseAnswer]);
     // The lost write lands at 2; before the resend the journal is trimmed past it.
@@ -311,4 +311,45 @@ fn the_core_abandons_later_batches_when_superseded_and_reports_each_once_in_orde
     }
     assert_eq!(core.bytes_in_flight(), 0);
     assert_eq!(core.begin_write(batch("y", 1)), Err(WriterError::Superseded { view: theirs }));
+}
+
+/// Two writers built by the same calls, each claim's first answer lost: each settles its claim
+/// by reading the view back, and counts it won only under the uuid it drew itself. The second
+/// supersedes the first; they never share the fence.
+#[tokio::test(start_paused = true)]
+async fn writers_built_alike_never_share_a_fence_when_a_claim_is_settled() {
+    let fake = Arc::new(FakeService::new("j", vec![]));
+    let build = || {
+        let client = Client::new(Arc::clone(&fake), ClientConfig::default()).expect("valid");
+        Writer::new(client, "j".to_owned(), WriterConfig::default()).expect("valid")
+    };
+    let (mut first, mut second) = (build(), build());
+    fake.script([Fault::LoseAnswer]);
+    first.claim().await.expect("the first claim settles as won");
+    fake.script([Fault::LoseAnswer]);
+    let view = second.claim().await.expect("the second claim settles as won");
+    let (a, b) = (first.core().uuid().expect("claimed"), second.core().uuid().expect("claimed"));
+    assert_ne!(a, b, "each writer draws its own fence");
+    assert_eq!(fake.view().leader, Some(b));
+    assert_eq!(first.write(batch("a", 1)).await, Err(WriterError::Superseded { view }));
+    assert_eq!(second.write(batch("b", 1)).await, Ok(Written { seq: Seq(0), count: 1 }));
+}
+
+/// Even two writers seeded alike (a simulation's mistake) never claim the leader in force as
+/// their own: a draw equal to it is drawn again.
+#[tokio::test(start_paused = true)]
+async fn writers_seeded_alike_never_share_a_fence_when_a_claim_is_settled() {
+    let fake = Arc::new(FakeService::new("j", vec![]));
+    let build = || {
+        let client = Client::with_seed(Arc::clone(&fake), ClientConfig::default(), 1).expect("valid");
+        Writer::with_seed(client, "j".to_owned(), WriterConfig::default(), 5).expect("valid")
+    };
+    let (mut first, mut second) = (build(), build());
+    fake.script([Fault::LoseAnswer]);
+    first.claim().await.expect("the first claim settles as won");
+    fake.script([Fault::LoseAnswer]);
+    let view = second.claim().await.expect("the second claim settles as won");
+    assert_ne!(first.core().uuid(), second.core().uuid());
+    assert_eq!(first.write(batch("a", 1)).await, Err(WriterError::Superseded { view }));
+    assert_eq!(second.write(batch("b", 1)).await, Ok(Written { seq: Seq(0), count: 1 }));
 }

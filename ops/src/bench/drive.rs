@@ -10,7 +10,6 @@ use paros_client::{
     Client, Decided, Denial, JournalService, ReadConsistency, Reader, ReaderConfig, ReaderError, ReaderOutcome, Writer,
     WriterConfig, WriterError,
 };
-use paros_embedded::random_u64;
 
 use super::report::progress_bar;
 use super::{BenchArgs, BenchError, JournalWriter, Journals, Shared, record_bytes};
@@ -47,8 +46,8 @@ where
     let mut out = Vec::new();
     for (index, journal) in journals {
         let fail = |reason: String| BenchError::Writer { journal: index, reason };
-        let mut writer = Writer::new(client.clone(), journal.clone(), WriterConfig::default(), random_u64())
-            .map_err(|e| fail(e.to_string()))?;
+        let mut writer =
+            Writer::new(client.clone(), journal.clone(), WriterConfig::default()).map_err(|e| fail(e.to_string()))?;
         claim(&mut writer, index, shared).await?;
         out.push(Arc::new(tokio::sync::Mutex::new(JournalWriter { index, journal, writer })));
     }

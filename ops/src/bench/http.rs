@@ -91,7 +91,7 @@ pub(super) async fn run_http(args: BenchArgs, url: &str) -> Result<Report, Bench
     let shared = shared(&args)?;
     let started = Instant::now();
     let (names, journals_created) = http_journals(&g, args.journals, &shared).await?;
-    let client = Client::new(HttpService::from_gateway(g), ClientConfig::default(), random_u64())
+    let client = Client::new(HttpService::from_gateway(g), ClientConfig::default())
         .map_err(|e| BenchError::Args(e.to_string()))?;
     let journals = claim_all(&client, names, &shared).await?;
     let placement_s = started.elapsed().as_secs_f64();

@@ -1,8 +1,6 @@
 //! Carrying the verbs out: one gateway connection per run, the client policy for the calls
 //! that change a journal, and the text or JSON the verb prints.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
 use std::io::BufRead;
 use std::time::Duration;
 
@@ -218,16 +216,7 @@ pub(super) fn connect(
 }
 
 fn client(g: GatewayClient) -> Client<HttpService> {
-    Client::new(HttpService::from_gateway(g), ClientConfig::default(), seed())
-        .expect("the default client config is valid")
-}
-
-/// A seed nobody else draws: the process's randomly keyed hasher over the clock.
-fn seed() -> u64 {
-    let mut h = RandomState::new().build_hasher();
-    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
-    h.write_u32(std::process::id());
-    h.finish()
+    Client::new(HttpService::from_gateway(g), ClientConfig::default()).expect("the default client config is valid")
 }
 
 /// A call through the client policy; `ok` picks the verdicts that succeed.
@@ -253,8 +242,8 @@ struct Written {
 }
 
 async fn claim_and_write(g: GatewayClient, journal: JournalName, batches: Vec<Vec<Bytes>>) -> Result<Written, Failure> {
-    let mut writer = Writer::new(client(g), journal, WriterConfig::default(), seed())
-        .map_err(|error| Failure::WriterConfig { error })?;
+    let mut writer =
+        Writer::new(client(g), journal, WriterConfig::default()).map_err(|error| Failure::WriterConfig { error })?;
     let view = writer.claim().await.map_err(Failure::from_writer)?;
     let leader = writer.core().uuid();
     eprintln!("claimed as leader {}", leader.map(api_uuid).map_or_else(String::new, |u| u.to_string()));
