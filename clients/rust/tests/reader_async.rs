@@ -179,7 +179,7 @@ async fn follow_at_the_tail_reports_records_truncated_during_its_long_poll_as_a_
 async fn a_client_read_below_the_first_retained_position_answers_truncated() {
     let fake = fake_with(10);
     fake.truncate_to(Seq(7));
-    let client = Client::new(Arc::clone(&fake), ClientConfig::default(), 3).expect("valid");
+    let client = Client::with_seed(Arc::clone(&fake), ClientConfig::default(), 3).expect("valid");
     let params =
         ReadParams { from: Seq(3), limit: 10, max_bytes: 1024, wait_ms: 0, consistency: Consistency::Linearizable };
     let deadline = ReadDeadline { wait_until: Duration::from_millis(200), give_up_at: Duration::from_secs(2) };
