@@ -175,7 +175,7 @@ impl ClientConfig {
 
 /// How a call ended, as the library reports it: the fold's verdict, or what the client knows
 /// instead.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decided {
     /// The verdict of the call's slot (after settling, when the call was ambiguous).
     Verdict(Outcome),
@@ -191,6 +191,22 @@ pub enum Decided {
     /// not retried. `ambiguous`: an earlier attempt got no answer, so the call may still have
     /// taken effect; otherwise nothing was done.
     Denied { denial: Denial, ambiguous: bool },
+}
+
+impl std::fmt::Display for Decided {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Decided::Verdict(outcome) => write!(f, "{outcome}"),
+            Decided::TooLarge(limits) => write!(f, "{limits}"),
+            Decided::Ambiguous => f.write_str("no answer within the bounds: it may or may not have taken effect"),
+            Decided::Unavailable => f.write_str("no server took the call within the bounds: nothing was done"),
+            Decided::UnknownJournal => f.write_str("no such journal"),
+            Decided::Denied { denial, ambiguous: false } => write!(f, "denied: {denial}"),
+            Decided::Denied { denial, ambiguous: true } => {
+                write!(f, "denied: {denial} (an earlier attempt got no answer: it may have taken effect)")
+            }
+        }
+    }
 }
 
 /// An answer that cannot be an answer to the call it came back for; the call ends.

@@ -44,7 +44,7 @@ pub struct Route {
 }
 
 /// What came back from one decided call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CallReply {
     /// The server answered.
     Answer(CallAnswer),
@@ -61,24 +61,45 @@ pub enum CallReply {
     Denied(Denial),
 }
 
-/// A refusal by the service in front of the journal (authentication, authorization, quota, a
-/// malformed request, an answer outside the contract), not a journal verdict.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The service said no: the one shape every part of the library reports a refusal in — a
+/// [`Writer`](crate::Writer), a [`Reader`](crate::Reader), a [`Client`](crate::Client) call and
+/// a [`GatewayClient`](crate::GatewayClient) request alike. For a journal call it is a refusal
+/// by the service in front of the journal (authentication, authorization, quota, a malformed
+/// request, an answer outside the contract), not a journal verdict; for the gateway's other
+/// calls, any error it answered (`name_taken`, `unknown_journal`, …).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Denial {
     /// The HTTP status (401, 403, 429, 400, …).
     pub status: u16,
     /// The stable error code (`unauthorized`, `forbidden`, `over_quota`, `malformed`, …), or
     /// `contract` for an answer that breaks the API contract.
     pub code: &'static str,
+    /// What the service said, for people: the error body's `message`, or how the answer
+    /// broke the contract.
+    pub message: String,
     /// The `Retry-After` a 429 named, in seconds.
     pub retry_after_s: Option<u64>,
+    /// The journal's view, when the error body carried one.
+    pub view: Option<JournalView>,
+}
+
+impl Denial {
+    /// A refusal with `code` and `message` and nothing else.
+    #[must_use]
+    pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> Denial {
+        Denial { status, code, message: message.into(), retry_after_s: None, view: None }
+    }
 }
 
 impl fmt::Display for Denial {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.code, self.status)?;
+        if self.message.is_empty() {
+            write!(f, "{} (HTTP {})", self.code, self.status)?;
+        } else {
+            write!(f, "{}: {} (HTTP {})", self.code, self.message, self.status)?;
+        }
         if let Some(s) = self.retry_after_s {
-            write!(f, ", retry after {s} s")?;
+            write!(f, "; retry after {s} s")?;
         }
         Ok(())
     }

@@ -40,8 +40,7 @@ use thiserror::Error;
 
 use crate::client::Client;
 use crate::policy::{AnswerError, Decided};
-use crate::service::ReadAnswer;
-use crate::service::{JournalService, Route};
+use crate::service::{Denial, JournalService, ReadAnswer, Route};
 use crate::types::{seq_checked_add, view_is_consistent};
 
 /// The writer's bounds.
@@ -110,23 +109,29 @@ pub struct Written {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum WriterError {
     /// Another writer holds the journal; this writer stopped for good.
-    #[error("superseded: the journal is led by {:?} now", .view.leader)]
+    #[error("superseded: another writer holds the journal now ({view})")]
     Superseded { view: JournalView },
     /// The writer has not claimed the journal (or its claim has not been learned).
     #[error("the writer has not claimed the journal")]
     NotClaimed,
     /// The claim's compare-and-set lost: another writer claimed first. Claim again.
-    #[error("the claim lost to {:?}", .view.leader)]
+    #[error("the claim lost: another writer claimed first ({view})")]
     Lost { view: JournalView },
     /// A batch at `at` failed; the writer's tail is unknown until it claims again.
     #[error("halted: the batch at {} failed, claim again to learn the tail", .at.0)]
     Halted { at: Seq },
     /// This batch's call ended without an acknowledgement.
-    #[error("the batch at {} was not acknowledged: {decided:?}", .seq.0)]
+    #[error("the batch at {} was not acknowledged: {decided}", .seq.0)]
     Failed { seq: Seq, decided: Decided },
     /// A claim or truncation ended without a verdict it could use.
-    #[error("the call was not decided: {decided:?}")]
+    #[error("the call was not decided: {decided}")]
     Undecided { decided: Decided },
+    /// The service refused the call or the read before it (a bad token, a missing scope, a
+    /// quota): the same refusal a [`Reader`](crate::Reader) or a
+    /// [`GatewayClient`](crate::GatewayClient) reports. A refused batch halts the writer.
+    /// `ambiguous`: an earlier attempt got no answer, so the call may still have taken effect.
+    #[error("denied: {denial}")]
+    Denied { denial: Denial, ambiguous: bool },
     /// A server's answer contradicted the call.
     #[error(transparent)]
     Answer(#[from] AnswerError),
@@ -142,6 +147,25 @@ pub enum WriterError {
     /// The batch would run past the last position.
     #[error("a batch at {} of {count} records runs past the last position", .seq.0)]
     PositionOverflow { seq: Seq, count: u64 },
+}
+
+impl WriterError {
+    /// The service's refusal, when that is why the call failed.
+    #[must_use]
+    pub fn denial(&self) -> Option<&Denial> {
+        match self {
+            WriterError::Denied { denial, .. } => Some(denial),
+            _ => None,
+        }
+    }
+
+    /// A claim, truncation or inspection that ended `decided` without a verdict it could use.
+    fn undecided(decided: Decided) -> WriterError {
+        match decided {
+            Decided::Denied { denial, ambiguous } => WriterError::Denied { denial, ambiguous },
+            decided => WriterError::Undecided { decided },
+        }
+    }
 }
 
 /// What became of one batch.
@@ -295,7 +319,7 @@ impl WriterCore {
                 }
                 Err(WriterError::Lost { view })
             }
-            decided => Err(WriterError::Undecided { decided }),
+            decided => Err(WriterError::undecided(decided)),
         }
     }
 
@@ -377,7 +401,10 @@ impl WriterCore {
             Some(at) if at < seq => WriterError::Halted { at },
             _ => {
                 self.halted = Some(seq);
-                WriterError::Failed { seq, decided }
+                match decided {
+                    Decided::Denied { denial, ambiguous } => WriterError::Denied { denial, ambiguous },
+                    decided => WriterError::Failed { seq, decided },
+                }
             }
         }
     }
@@ -468,7 +495,7 @@ impl WriterCore {
                 }
                 Err(WriterError::Superseded { view })
             }
-            decided => Err(WriterError::Undecided { decided }),
+            decided => Err(WriterError::undecided(decided)),
         }
     }
 
@@ -720,14 +747,12 @@ async fn inspect_view<S: JournalService + 'static>(
                 }
                 return Ok(view);
             }
-            ReadAnswer::UnknownJournal => return Err(WriterError::Undecided { decided: Decided::UnknownJournal }),
-            ReadAnswer::Denied(denial) => {
-                return Err(WriterError::Undecided { decided: Decided::Denied { denial, ambiguous: false } });
-            }
+            ReadAnswer::UnknownJournal => return Err(WriterError::undecided(Decided::UnknownJournal)),
+            ReadAnswer::Denied(denial) => return Err(WriterError::Denied { denial, ambiguous: false }),
             ReadAnswer::Unserved => {
                 tokio::time::sleep(crate::policy::backoff(client.config(), attempt + 1, &mut rng)).await;
             }
         }
     }
-    Err(WriterError::Undecided { decided: Decided::Unavailable })
+    Err(WriterError::undecided(Decided::Unavailable))
 }

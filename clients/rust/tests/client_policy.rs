@@ -520,7 +520,7 @@ fn an_append_that_may_have_landed_is_never_sent_again() {
     for lost in [CallReply::NoAnswer, CallReply::Answer(CallAnswer::NoVerdict)] {
         let mut p = policy(append(1));
         p.start();
-        assert_eq!(done(p.on_reply(lost, T0)), Ok(Decided::Ambiguous), "{lost:?}");
+        assert_eq!(done(p.on_reply(lost.clone(), T0)), Ok(Decided::Ambiguous), "{lost:?}");
         assert_eq!(p.sent(), 1, "one send: a second could append twice");
     }
     // Nothing was proposed on a redirect or a busy server: those are retried.

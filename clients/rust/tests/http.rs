@@ -295,11 +295,11 @@ async fn a_proxy_502_page_is_no_answer_and_a_proxy_503_page_is_busy() {
 async fn unauthorized_forbidden_and_over_quota_are_denied_with_their_codes() {
     assert_eq!(
         call_with(|| err(401, "unauthorized", None), write_call()).await.0,
-        CallReply::Denied(Denial { status: 401, code: "unauthorized", retry_after_s: None })
+        CallReply::Denied(Denial::new(401, "unauthorized", "m"))
     );
     assert_eq!(
         call_with(|| err(403, "forbidden", None), write_call()).await.0,
-        CallReply::Denied(Denial { status: 403, code: "forbidden", retry_after_s: None })
+        CallReply::Denied(Denial::new(403, "forbidden", "m"))
     );
     let quota = || Resp::Reply {
         status: 429,
@@ -308,7 +308,7 @@ async fn unauthorized_forbidden_and_over_quota_are_denied_with_their_codes() {
     };
     assert_eq!(
         call_with(quota, write_call()).await.0,
-        CallReply::Denied(Denial { status: 429, code: "over_quota", retry_after_s: Some(7) })
+        CallReply::Denied(Denial { retry_after_s: Some(7), ..Denial::new(429, "over_quota", "m") })
     );
 }
 
@@ -406,10 +406,7 @@ async fn read_answers_410_503_504_404_and_401_map_to_the_readers_answers() {
         (err(503, "unavailable", None), ReadAnswer::Unserved),
         (err(504, "ambiguous", None), ReadAnswer::Unserved),
         (err(404, "unknown_journal", None), ReadAnswer::UnknownJournal),
-        (
-            err(401, "unauthorized", None),
-            ReadAnswer::Denied(Denial { status: 401, code: "unauthorized", retry_after_s: None }),
-        ),
+        (err(401, "unauthorized", None), ReadAnswer::Denied(Denial::new(401, "unauthorized", "m"))),
         (Resp::Drop, ReadAnswer::Unserved),
     ];
     for (resp, want) in cases {
@@ -436,13 +433,7 @@ fn client(service: HttpService) -> Client<HttpService> {
 async fn the_client_ends_a_call_at_once_on_a_denial() {
     let f = fake(|_| err(401, "unauthorized", None)).await;
     let decided = client(f.service()).call(&j(), write_call()).await;
-    assert_eq!(
-        decided,
-        Ok(Decided::Denied {
-            denial: Denial { status: 401, code: "unauthorized", retry_after_s: None },
-            ambiguous: false
-        })
-    );
+    assert_eq!(decided, Ok(Decided::Denied { denial: Denial::new(401, "unauthorized", "m"), ambiguous: false }));
     assert_eq!(f.requests().len(), 1, "a denial is not retried");
 }
 
@@ -601,10 +592,30 @@ async fn a_reader_denied_by_the_gateway_stops_with_a_typed_error() {
     let mut reader =
         Reader::new(client(f.service()), j(), Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, 0)
             .unwrap();
-    assert_eq!(
-        reader.next().await,
-        Err(ReaderError::Denied(Denial { status: 403, code: "forbidden", retry_after_s: None }))
-    );
+    assert_eq!(reader.next().await, Err(ReaderError::Denied(Denial::new(403, "forbidden", "m"))));
+}
+
+/// A bad token is one refusal whichever part of the library meets it: the writer's claim, the
+/// reader and the gateway client each report the same `Denial`, with the gateway's message,
+/// and its text reads as a sentence.
+#[tokio::test]
+async fn a_bad_token_is_the_same_denial_to_the_writer_the_reader_and_the_gateway_client() {
+    let f =
+        fake(|_| reply(401, json!({"code": "unauthorized", "message": "the token's signature does not verify"}))).await;
+    let want = Denial::new(401, "unauthorized", "the token's signature does not verify");
+    let c = client(f.service());
+    let mut writer = Writer::with_seed(c.clone(), j(), WriterConfig::default(), 1).unwrap();
+    let claimed = writer.claim().await.expect_err("a bad token claims nothing");
+    assert_eq!(claimed.denial(), Some(&want), "{claimed:?}");
+    let mut reader = Reader::new(c, j(), Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, 0).unwrap();
+    assert_eq!(reader.next().await, Err(ReaderError::Denied(want.clone())));
+    let listed = f.gateway().list_journals().await.expect_err("a bad token lists nothing");
+    assert_eq!(listed.denial(), Some(&want), "{listed:?}");
+    assert_eq!(listed.code(), Some(paros_api::ErrorCode::Unauthorized));
+    for text in [claimed.to_string(), listed.to_string()] {
+        assert!(text.contains("unauthorized: the token's signature does not verify (HTTP 401)"), "{text}");
+        assert!(!text.contains('{') && !text.contains("Some("), "{text}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

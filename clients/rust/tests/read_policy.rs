@@ -76,7 +76,8 @@ fn the_first_try_goes_at_once_to_the_hinted_server_and_waits_the_whole_wait() {
 #[test]
 fn a_page_truncated_or_denied_ends_the_read() {
     let truncated = ReadAnswer::Truncated { view: view(9) };
-    let denied = ReadAnswer::Denied(paros_client::Denial { status: 429, code: "over_quota", retry_after_s: Some(1) });
+    let quota = paros_client::Denial::new(429, "over_quota", "slow down");
+    let denied = ReadAnswer::Denied(paros_client::Denial { retry_after_s: Some(1), ..quota });
     for answer in [page(0, 3), truncated, denied] {
         let mut p = policy();
         p.start();

@@ -48,17 +48,16 @@ pub(super) async fn http_journals(
                 match g.create_journal(&request).await {
                     Ok(_) => return Ok(true),
                     Err(e) if e.code() == Some(paros_api::ErrorCode::NameTaken) => return Ok(false),
-                    Err(paros_client::GatewayError::Api { status: 429 | 503, retry_after_s, error }) => {
+                    Err(e @ paros_client::GatewayError::Denied(paros_client::Denial { status: 429 | 503, .. })) => {
                         // Over the requests/s quota, or the registry slow to show it: wait.
-                        if !matches!(
-                            error.code(),
-                            Some(paros_api::ErrorCode::OverQuota | paros_api::ErrorCode::Unavailable)
-                        ) {
-                            return Err(BenchError::Registry(format!("creating journal {i}: {error}")));
+                        let code = e.code();
+                        if !matches!(code, Some(paros_api::ErrorCode::OverQuota | paros_api::ErrorCode::Unavailable)) {
+                            return Err(BenchError::Registry(format!("creating journal {i}: {e}")));
                         }
-                        if error.code() == Some(paros_api::ErrorCode::OverQuota) {
+                        if code == Some(paros_api::ErrorCode::OverQuota) {
                             shared.over_quota.fetch_add(1, Ordering::Relaxed);
                         }
+                        let retry_after_s = e.denial().and_then(|d| d.retry_after_s);
                         tokio::time::sleep(Duration::from_secs(retry_after_s.unwrap_or(1))).await;
                     }
                     Err(e) => return Err(BenchError::Registry(format!("creating journal {i}: {e}"))),

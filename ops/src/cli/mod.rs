@@ -403,6 +403,9 @@ impl Failure {
                 Failure::Batch { seq: seq.0, failure: Box::new(Failure::Decided { decided }) }
             }
             WriterError::Undecided { decided } => Failure::Decided { decided },
+            WriterError::Denied { denial, ambiguous } => {
+                Failure::Decided { decided: Decided::Denied { denial, ambiguous } }
+            }
             WriterError::Answer(error) => Failure::Answer { error },
             error => Failure::Writer { error },
         }
@@ -416,11 +419,11 @@ fn gateway_code(e: &GatewayError, read_only: bool) -> u8 {
         GatewayError::NoAnswer(_) if read_only => UNAVAILABLE,
         GatewayError::NoAnswer(_) => AMBIGUOUS,
         GatewayError::Tail(_) => OTHER,
-        GatewayError::Api { status, error, .. } => {
-            if error.code().is_none() && !matches!(status, 503 | 504) {
+        GatewayError::Denied(d) => {
+            if e.code().is_none() && !matches!(d.status, 503 | 504) {
                 OTHER
             } else {
-                status_code(*status, read_only)
+                status_code(d.status, read_only)
             }
         }
     }
@@ -450,10 +453,8 @@ fn gateway_text(e: &GatewayError, read_only: &bool) -> String {
         DENIED => "denied",
         _ => "unexpected answer",
     };
-    match e {
-        GatewayError::Api { retry_after_s: Some(s), .. } => format!("{class} (retry after {s} s)"),
-        _ => class.to_owned(),
-    }
+    // A refusal's own message names its `Retry-After`.
+    class.to_owned()
 }
 
 fn decided_code(decided: &Decided) -> u8 {
@@ -588,12 +589,10 @@ impl Failure {
             serde_json::json!({"code": code, "message": message, "view": view, "exit": exit})
         };
         match self {
-            Failure::Gateway {
-                error: GatewayError::Api { error: paros_api::ApiError::Answered(body), .. }, ..
-            } => {
-                let mut v = serde_json::to_value(&**body).unwrap_or_default();
-                if let Some(o) = v.as_object_mut() {
-                    o.insert("exit".into(), exit.into());
+            Failure::Gateway { error: GatewayError::Denied(d), .. } if d.code != "contract" => {
+                let mut v = serde_json::json!({"code": d.code, "message": d.message, "exit": exit});
+                if let (Some(view), Some(o)) = (d.view, v.as_object_mut()) {
+                    o.insert("view".into(), serde_json::to_value(api_view(view)).unwrap_or_default());
                 }
                 v
             }
@@ -754,8 +753,7 @@ mod tests {
 
     #[test]
     fn decided_calls_map_to_their_exit_codes() {
-        let denial =
-            |status, code| Decided::Denied { denial: Denial { status, code, retry_after_s: None }, ambiguous: false };
+        let denial = |status, code| Decided::Denied { denial: Denial::new(status, code, "m"), ambiguous: false };
         let cases = [
             (Decided::Verdict(Outcome::Refused(view())), 3),
             (Decided::Verdict(Outcome::Lost(view())), 3),
@@ -772,7 +770,8 @@ mod tests {
             (denial(409, "contract"), 1),
         ];
         for (decided, code) in cases {
-            assert_eq!(Failure::from_decided(decided).exit_code(), code, "{decided:?}");
+            let text = format!("{decided:?}");
+            assert_eq!(Failure::from_decided(decided).exit_code(), code, "{text}");
         }
         let fenced = WriterError::Superseded { view: view() };
         assert_eq!(Failure::from_writer(fenced).exit_code(), 3);
@@ -782,11 +781,8 @@ mod tests {
 
     #[test]
     fn gateway_errors_map_to_their_exit_codes() {
-        let api = |status: u16, code: paros_api::ErrorCode| GatewayError::Api {
-            status,
-            error: paros_api::ApiError::Answered(Box::new(paros_api::ErrorBody::new(code, "m"))),
-            retry_after_s: None,
-        };
+        let api =
+            |status: u16, code: paros_api::ErrorCode| GatewayError::Denied(Denial::new(status, code.as_str(), "m"));
         use paros_api::ErrorCode as C;
         let cases = [
             (api(401, C::Unauthorized), false, 6),
@@ -832,20 +828,13 @@ mod tests {
         let quota = Failure::Appending {
             records: 2,
             failure: Box::new(Failure::from_gateway(
-                GatewayError::Api {
-                    status: 429,
-                    error: paros_api::ApiError::Answered(Box::new(paros_api::ErrorBody::new(
-                        paros_api::ErrorCode::OverQuota,
-                        "slow down",
-                    ))),
-                    retry_after_s: Some(3),
-                },
+                GatewayError::Denied(Denial { retry_after_s: Some(3), ..Denial::new(429, "over_quota", "slow down") }),
                 false,
             )),
         };
         assert_eq!(
             chain_of(&quota),
-            "after 2 records: unavailable: nothing was done (retry after 3 s): over_quota (429): slow down"
+            "after 2 records: unavailable: nothing was done: over_quota: slow down (HTTP 429); retry after 3 s"
         );
         assert_eq!(quota.exit_code(), 5);
 

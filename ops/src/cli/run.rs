@@ -313,7 +313,9 @@ async fn append(g: &GatewayClient, journal: &JournalName, batches: Vec<Vec<Bytes
         let mut attempt = 0u32;
         let outcome = loop {
             match g.write(journal, &request).await {
-                Err(e @ (GatewayError::NotSent(_) | GatewayError::Api { status: 503, .. })) if attempt < 5 => {
+                Err(
+                    e @ (GatewayError::NotSent(_) | GatewayError::Denied(paros_client::Denial { status: 503, .. })),
+                ) if attempt < 5 => {
                     attempt += 1;
                     eprintln!("retrying: {e}");
                     tokio::time::sleep(Duration::from_millis(100 << attempt)).await;

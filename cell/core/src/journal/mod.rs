@@ -5,6 +5,7 @@
 //! replica runs the same fold over the same chosen commands, so every one of them judges each
 //! slot to the same [`Outcome`].
 
+mod display;
 mod fold;
 mod types;
 

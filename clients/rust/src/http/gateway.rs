@@ -263,6 +263,6 @@ impl GatewayClient {
             Ok(e) => ApiError::Answered(Box::new(e)),
             Err(c) => ApiError::Contract(c),
         };
-        Err(GatewayError::Api { status, error, retry_after_s })
+        Err(GatewayError::Denied(super::denial(status, error, retry_after_s)))
     }
 }

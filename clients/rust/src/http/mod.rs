@@ -24,6 +24,8 @@ use bytes::Bytes;
 use paros_api::{ApiError, ErrorCode};
 use reqwest::header::RETRY_AFTER;
 
+use crate::service::Denial;
+
 mod gateway;
 mod service;
 mod sse;
@@ -74,10 +76,12 @@ pub enum GatewayError {
     /// not have taken effect.
     #[error("no answer from the gateway: {0}")]
     NoAnswer(String),
-    /// The gateway answered an error this call does not turn into an outcome, or an answer
-    /// outside the contract. `retry_after_s` is a 429's `Retry-After`.
-    #[error("{error}")]
-    Api { status: u16, error: ApiError, retry_after_s: Option<u64> },
+    /// The gateway answered an error this call does not turn into an outcome (its code,
+    /// message and `Retry-After` in the [`Denial`]), or an answer outside the contract (code
+    /// `contract`): the same shape a [`Writer`](crate::Writer) or a [`Reader`](crate::Reader)
+    /// reports a refusal in.
+    #[error("{0}")]
+    Denied(Denial),
     /// A tail stream that is not a tail (bad SSE frame, bad payload).
     #[error("bad tail stream: {0}")]
     Tail(String),
@@ -87,19 +91,36 @@ impl GatewayError {
     /// The HTTP status, for an error the gateway answered.
     #[must_use]
     pub fn status(&self) -> Option<u16> {
-        match self {
-            GatewayError::Api { status, .. } => Some(*status),
-            _ => None,
-        }
+        self.denial().map(|d| d.status)
     }
 
     /// The API error code, for an error the gateway answered within the contract.
     #[must_use]
     pub fn code(&self) -> Option<ErrorCode> {
+        self.denial().and_then(|d| ErrorCode::from_name(d.code))
+    }
+
+    /// The gateway's refusal, for an error it answered.
+    #[must_use]
+    pub fn denial(&self) -> Option<&Denial> {
         match self {
-            GatewayError::Api { error, .. } => error.code(),
+            GatewayError::Denied(d) => Some(d),
             _ => None,
         }
+    }
+}
+
+/// An error answer as the library reports it: the body's code, message and view kept.
+pub(crate) fn denial(status: u16, error: ApiError, retry_after_s: Option<u64>) -> Denial {
+    match error {
+        ApiError::Answered(body) => Denial {
+            status,
+            code: body.code.as_str(),
+            message: body.message,
+            retry_after_s,
+            view: body.view.map(crate::convert::core_view),
+        },
+        ApiError::Contract(c) => Denial { status, code: "contract", message: c.to_string(), retry_after_s, view: None },
     }
 }
 
@@ -120,5 +141,5 @@ fn retry_after(resp: &reqwest::Response) -> Option<u64> {
 }
 
 fn api<T>(a: &Answer, parsed: Result<T, ApiError>) -> Result<T, GatewayError> {
-    parsed.map_err(|error| GatewayError::Api { status: a.status, error, retry_after_s: a.retry_after_s })
+    parsed.map_err(|error| GatewayError::Denied(denial(a.status, error, a.retry_after_s)))
 }

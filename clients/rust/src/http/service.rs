@@ -4,8 +4,8 @@ use std::num::NonZeroU64;
 
 use bytes::Bytes;
 use paros_api::{
-    ApiError, ErrorCode, JournalName, Page, ReadOutcome, ReadQuery, Record, SetLeaderOutcome, SetLeaderRequest, Token,
-    TruncateOutcome, TruncateRequest, WaitMs, WriteOutcome, WriteRequest,
+    JournalName, Page, ReadOutcome, ReadQuery, Record, SetLeaderOutcome, SetLeaderRequest, Token, TruncateOutcome,
+    TruncateRequest, WaitMs, WriteOutcome, WriteRequest,
 };
 use paros_core::journal::{Outcome, TooLarge};
 use paros_core::{Call, CallAnswer, CallId, NodeId, Seq};
@@ -95,7 +95,7 @@ impl HttpService {
             Ok(ReadOutcome::Page(page)) => page_answer(page),
             Ok(ReadOutcome::Truncated(view)) => ReadAnswer::Truncated { view: core_view(view) },
             Ok(ReadOutcome::Unserved) => ReadAnswer::Unserved,
-            Err(GatewayError::Api { status, error, retry_after_s }) => match refusal(status, &error, retry_after_s) {
+            Err(GatewayError::Denied(d)) => match refusal(d) {
                 Refusal::UnknownJournal => ReadAnswer::UnknownJournal,
                 Refusal::Denied(d) => ReadAnswer::Denied(d),
                 Refusal::Busy | Refusal::Lost => ReadAnswer::Unserved,
@@ -132,21 +132,16 @@ enum Refusal {
     Denied(Denial),
 }
 
-fn refusal(status: u16, error: &ApiError, retry_after_s: Option<u64>) -> Refusal {
-    match error {
-        ApiError::Answered(e) => match e.code {
-            ErrorCode::UnknownJournal => Refusal::UnknownJournal,
-            ErrorCode::Unavailable => Refusal::Busy,
-            ErrorCode::Ambiguous => Refusal::Lost,
-            code => Refusal::Denied(Denial { status, code: code.as_str(), retry_after_s }),
-        },
+fn refusal(d: Denial) -> Refusal {
+    match (d.code, d.status) {
+        ("unknown_journal", _) => Refusal::UnknownJournal,
+        ("unavailable", _) => Refusal::Busy,
+        ("ambiguous", _) => Refusal::Lost,
         // A 503 from a proxy is as good as the gateway's; any other 5xx (a proxy's 502 page),
         // or a 2xx whose body is not the call's, may have come after the call took effect.
-        ApiError::Contract(_) => match status {
-            503 => Refusal::Busy,
-            200..=299 | 500..=599 => Refusal::Lost,
-            _ => Refusal::Denied(Denial { status, code: "contract", retry_after_s }),
-        },
+        ("contract", 503) => Refusal::Busy,
+        ("contract", 200..=299 | 500..=599) => Refusal::Lost,
+        _ => Refusal::Denied(d),
     }
 }
 
@@ -184,7 +179,7 @@ fn call_reply(call: &Call, a: &Answer) -> CallReply {
     };
     match parsed {
         Ok(reply) => reply,
-        Err(error) => match refusal(a.status, &error, a.retry_after_s) {
+        Err(error) => match refusal(super::denial(a.status, error, a.retry_after_s)) {
             Refusal::UnknownJournal => CallReply::UnknownJournal,
             Refusal::Busy => CallReply::Answer(CallAnswer::Busy),
             Refusal::Lost => CallReply::NoAnswer,

@@ -6,6 +6,7 @@ use paros_api::{JournalName, TailFrame};
 
 use super::GatewayError;
 use super::gateway::GatewayClient;
+use crate::service::Denial;
 
 impl GatewayClient {
     /// Opens `GET /v1/journals/{name}/tail`, from `from` (`None`: the journal's tail).
@@ -99,7 +100,7 @@ impl Tail {
                 match self.connect().await {
                     Ok(()) => break,
                     Err(e @ (GatewayError::NotSent(_) | GatewayError::NoAnswer(_)))
-                    | Err(e @ GatewayError::Api { status: 503, .. }) => {
+                    | Err(e @ GatewayError::Denied(Denial { status: 503, .. })) => {
                         failures += 1;
                         if failures > self.gateway.config.tail_reconnects_max {
                             return Err(e);
