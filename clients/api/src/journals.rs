@@ -57,3 +57,24 @@ pub struct JournalInfo {
 pub struct JournalList {
     pub journals: Vec<JournalInfo>,
 }
+
+/// A single-writer journal of this name.
+impl From<JournalName> for CreateJournalRequest {
+    fn from(name: JournalName) -> CreateJournalRequest {
+        CreateJournalRequest { name, mode: None }
+    }
+}
+
+/// A single-writer journal of this name.
+impl From<&JournalName> for CreateJournalRequest {
+    fn from(name: &JournalName) -> CreateJournalRequest {
+        CreateJournalRequest { name: name.clone(), mode: None }
+    }
+}
+
+/// The same request again.
+impl From<&CreateJournalRequest> for CreateJournalRequest {
+    fn from(request: &CreateJournalRequest) -> CreateJournalRequest {
+        request.clone()
+    }
+}

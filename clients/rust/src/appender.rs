@@ -26,6 +26,7 @@ use bytes::Bytes;
 use paros_core::Seq;
 use thiserror::Error;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep_until};
 
 use crate::run::{RecordError, check_application_record};
@@ -213,6 +214,17 @@ pub enum AppendError {
     Closed,
 }
 
+impl AppendError {
+    /// The service's refusal, when that is why the append failed.
+    #[must_use]
+    pub fn denial(&self) -> Option<&crate::Denial> {
+        match self {
+            AppendError::Writer(e) => e.denial(),
+            _ => None,
+        }
+    }
+}
+
 /// One record on its way to the driver, with its reply and its share of the bound.
 struct Item {
     record: Bytes,
@@ -253,7 +265,66 @@ impl<S: JournalService + 'static> std::fmt::Debug for AppenderDriver<S> {
     }
 }
 
+/// An [`Appender`] to be, over a claimed [`Writer`], with [`AppenderConfig::default`] unless
+/// [`config`](Self::config) says otherwise. From [`Appender::builder`].
+#[must_use = "a builder does nothing until it is built or spawned"]
+pub struct AppenderBuilder<S: JournalService + 'static> {
+    writer: Writer<S>,
+    config: AppenderConfig,
+}
+
+impl<S: JournalService + 'static> std::fmt::Debug for AppenderBuilder<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppenderBuilder").field("writer", &self.writer).field("config", &self.config).finish()
+    }
+}
+
+impl<S: JournalService + 'static> AppenderBuilder<S>
+where
+    S::Journal: 'static,
+{
+    /// The appender's bounds, instead of the defaults.
+    pub fn config(mut self, config: AppenderConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The appender and its driver, for a caller that runs [`AppenderDriver::run`] itself.
+    ///
+    /// # Errors
+    /// [`AppenderConfigError`] when the configuration is invalid.
+    pub fn build(self) -> Result<(Appender, AppenderDriver<S>), AppenderConfigError> {
+        Appender::new(self.writer, self.config)
+    }
+
+    /// The appender, its driver spawned on the current tokio runtime. The task ends once
+    /// every [`Appender`] handle is dropped and everything appended is reported (giving the
+    /// writer back), or with the error that stopped the driver.
+    ///
+    /// # Errors
+    /// [`AppenderConfigError`] when the configuration is invalid.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn spawn(self) -> Result<(Appender, JoinHandle<Result<Writer<S>, AppendError>>), AppenderConfigError>
+    where
+        S::Journal: Send,
+    {
+        let (appender, driver) = self.build()?;
+        Ok((appender, tokio::spawn(driver.run())))
+    }
+}
+
 impl Appender {
+    /// An appender over `writer`, which must have claimed the journal:
+    /// `let (appender, task) = Appender::builder(writer).spawn()?;`.
+    pub fn builder<S: JournalService + 'static>(writer: Writer<S>) -> AppenderBuilder<S>
+    where
+        S::Journal: 'static,
+    {
+        AppenderBuilder { writer, config: AppenderConfig::default() }
+    }
+
     /// An appender over `writer` (which must have claimed the journal), and its driver.
     ///
     /// # Errors

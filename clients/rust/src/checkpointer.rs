@@ -107,7 +107,50 @@ pub struct Checkpointer {
     phase: Phase,
 }
 
+/// A [`Checkpointer`] to be, from [`CheckpointerConfig::default`] with what
+/// [`Checkpointer::builder`]'s setters change.
+#[derive(Debug, Clone, Copy, Default)]
+#[must_use = "a builder does nothing until it is built"]
+pub struct CheckpointerBuilder {
+    config: CheckpointerConfig,
+}
+
+impl CheckpointerBuilder {
+    /// A checkpoint is due once the bytes appended since the last one reach `factor ×` the
+    /// state's encoded size.
+    pub fn factor(mut self, factor: u64) -> Self {
+        self.config.factor = factor;
+        self
+    }
+
+    /// A checkpoint is due once this many records were appended since the last one.
+    pub fn interval_records(mut self, records: u64) -> Self {
+        self.config.interval_records = records;
+        self
+    }
+
+    /// The most state bytes one `Chunk` record carries.
+    pub fn chunk_bytes(mut self, bytes: usize) -> Self {
+        self.config.chunk_bytes = bytes;
+        self
+    }
+
+    /// The Checkpointer.
+    ///
+    /// # Errors
+    /// As [`Checkpointer::new`].
+    pub fn build(self) -> Result<Checkpointer, ConfigError> {
+        Checkpointer::new(self.config)
+    }
+}
+
 impl Checkpointer {
+    /// A Checkpointer with the default policy unless the builder's setters change it:
+    /// `Checkpointer::builder().interval_records(1000).build()?`.
+    pub fn builder() -> CheckpointerBuilder {
+        CheckpointerBuilder::default()
+    }
+
     /// A Checkpointer for a journal with nothing appended since its last checkpoint.
     ///
     /// # Errors

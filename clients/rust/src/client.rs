@@ -118,6 +118,15 @@ impl<S: JournalService> Client<S> {
         })
     }
 
+    /// A [`Writer`](crate::Writer) of `journal` over this client, to configure and claim:
+    /// `client.writer(journal).claim().await?`.
+    pub fn writer(&self, journal: S::Journal) -> crate::WriterBuilder<S>
+    where
+        S: 'static,
+    {
+        crate::Writer::builder(self.clone(), journal)
+    }
+
     /// The service this client talks through.
     pub fn service(&self) -> &S {
         &self.inner.service
@@ -229,5 +238,28 @@ impl<S: JournalService> Client<S> {
                 ReadStep::Done(answer) => return answer,
             };
         }
+    }
+}
+
+#[cfg(feature = "http")]
+impl Client<crate::http::HttpService> {
+    /// The client of the paros gateway at `url` (`http://host:port`), speaking as `token`,
+    /// with the default bounds: the one call to start from when you hold a token. To sign up
+    /// first, see [`GatewayClient::signup`](crate::GatewayClient::signup).
+    ///
+    /// # Errors
+    /// [`GatewayError::Url`](crate::GatewayError::Url) for a URL that is not `http` or
+    /// `https`; [`GatewayError::BadToken`](crate::GatewayError::BadToken) for a token that is
+    /// not one.
+    pub fn connect(url: &str, token: &str) -> Result<Self, crate::GatewayError> {
+        let token = paros_api::Token::parse(token.trim()).map_err(|_| crate::GatewayError::BadToken)?;
+        Ok(crate::GatewayClient::new(url, Some(&token), crate::HttpConfig::default())?.client())
+    }
+
+    /// The gateway this client talks to, for the calls that are not journal calls (journals,
+    /// tokens, the SSE tail).
+    #[must_use]
+    pub fn gateway(&self) -> &crate::GatewayClient {
+        self.service().gateway()
     }
 }

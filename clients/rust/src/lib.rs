@@ -57,13 +57,17 @@ pub mod service;
 pub mod types;
 pub mod writer;
 
-pub use appender::{AppendError, Appender, AppenderConfig, AppenderConfigError, AppenderDriver, Batch, BatchBuilder};
+pub use appender::{
+    AppendError, Appender, AppenderBuilder, AppenderConfig, AppenderConfigError, AppenderDriver, Batch, BatchBuilder,
+};
 pub use checkpointable::Checkpointable;
-pub use checkpointer::{Checkpointer, CheckpointerConfig, CheckpointerError, ConfigError, PlannedRun, Truncate};
+pub use checkpointer::{
+    Checkpointer, CheckpointerBuilder, CheckpointerConfig, CheckpointerError, ConfigError, PlannedRun, Truncate,
+};
 pub use client::Client;
 pub use folder::{DropReason, FoldError, FoldEvent, Folder, FolderConfig};
 #[cfg(feature = "http")]
-pub use http::{GatewayClient, GatewayError, HttpConfig, HttpService, SseEvent, SseParser, Tail};
+pub use http::{GatewayClient, GatewayError, HttpConfig, HttpService, SignedUp, SseEvent, SseParser, Tail};
 pub use policy::{
     AnswerError, CallPolicy, ClientConfig, ClientConfigError, Decided, ReadDeadline, ReadPolicy, ReadStep, Step,
 };
@@ -73,4 +77,14 @@ pub use reader::{
 pub use run::{MAGIC, RecordError, RunDecodeError, RunRecord, check_application_record};
 pub use service::{CallReply, Denial, JournalService, ReadAnswer, ReadParams, Route};
 pub use types::{JournalView, Seq};
-pub use writer::{Completion, Writer, WriterConfig, WriterConfigError, WriterCore, WriterError, Written};
+
+// What the public signatures name, so a user needs no other crate to call them.
+pub use bytes::{self, Bytes};
+#[cfg(feature = "api")]
+pub use paros_api::{self, CreateJournalRequest, JournalName, TenantName, Token, WriterMode};
+pub use paros_core::journal::{Outcome, TooLarge};
+pub use paros_core::rng::Rng;
+pub use paros_core::{self, Call, CallAnswer, CallId, Consistency, LeaderUuid, NodeId};
+pub use writer::{
+    Completion, Writer, WriterBuilder, WriterConfig, WriterConfigError, WriterCore, WriterError, Written,
+};

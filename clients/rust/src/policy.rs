@@ -213,7 +213,7 @@ impl std::fmt::Display for Decided {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum AnswerError {
     /// A verdict of a kind this call cannot get (a `Won` for a Write, a `Noop`, ...).
-    #[error("the verdict {outcome:?} cannot answer this call")]
+    #[error("the verdict \"{outcome}\" cannot answer this call")]
     WrongVerdict { outcome: Outcome },
     /// An `Accepted` or `Duplicate` for other positions than the write's.
     #[error("an acknowledgement of {count} records at {} answers a write of {len} at {}", .seq.0, .expected.0)]

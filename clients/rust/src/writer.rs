@@ -147,6 +147,9 @@ pub enum WriterError {
     /// The batch would run past the last position.
     #[error("a batch at {} of {count} records runs past the last position", .seq.0)]
     PositionOverflow { seq: Seq, count: u64 },
+    /// The writer's configuration is refused ([`WriterBuilder::claim`]).
+    #[error(transparent)]
+    Config(#[from] WriterConfigError),
 }
 
 impl WriterError {
@@ -514,6 +517,50 @@ struct Flight {
     future: Option<CallFuture>,
 }
 
+/// A [`Writer`] to be: its journal, its client and its bounds ([`WriterConfig::default`] unless
+/// [`config`](Self::config) says otherwise). From [`Writer::builder`] or [`Client::writer`].
+#[must_use = "a builder does nothing until it is built or claims"]
+pub struct WriterBuilder<S: JournalService + 'static> {
+    client: Client<S>,
+    journal: S::Journal,
+    config: WriterConfig,
+}
+
+impl<S: JournalService + 'static> std::fmt::Debug for WriterBuilder<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriterBuilder").field("journal", &self.journal).field("config", &self.config).finish()
+    }
+}
+
+impl<S: JournalService + 'static> WriterBuilder<S>
+where
+    S::Journal: 'static,
+{
+    /// The writer's bounds, instead of the defaults.
+    pub fn config(mut self, config: WriterConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The writer, not yet claimed: [`Writer::claim`] before the first write.
+    ///
+    /// # Errors
+    /// [`WriterConfigError`] when the configuration is invalid.
+    pub fn build(self) -> Result<Writer<S>, WriterConfigError> {
+        Writer::new(self.client, self.journal, self.config)
+    }
+
+    /// The writer, having claimed the journal: its batches go at the tail the claim learned.
+    ///
+    /// # Errors
+    /// [`WriterError::Config`] for an invalid configuration, else as [`Writer::claim`].
+    pub async fn claim(self) -> Result<Writer<S>, WriterError> {
+        let mut writer = self.build()?;
+        writer.claim().await?;
+        Ok(writer)
+    }
+}
+
 /// The async writer over a [`Client`]: [`claim`](Self::claim), then [`submit`](Self::submit)
 /// batches (pipelined) and collect their reports with [`next_report`](Self::next_report), or
 /// [`write`](Self::write) one batch at a time.
@@ -553,6 +600,12 @@ impl<S: JournalService + 'static> Writer<S>
 where
     S::Journal: 'static,
 {
+    /// A writer of `journal` over `client`, with the default bounds unless the builder says
+    /// otherwise: `Writer::builder(client, journal).claim().await?`.
+    pub fn builder(client: Client<S>, journal: S::Journal) -> WriterBuilder<S> {
+        WriterBuilder { client, journal, config: WriterConfig::default() }
+    }
+
     /// A writer of `journal`; each term's fresh uuid is drawn from the OS's random generator,
     /// so no other writer draws it.
     ///

@@ -653,9 +653,11 @@ async fn the_admin_routes_travel_as_api_md_says() {
     .await;
     let g = f.gateway();
     let s = g.signup(&TenantName::parse("acme").unwrap()).await.unwrap();
-    assert_eq!((s.token.as_str(), s.token_id.as_str(), s.expires_at), ("jwt.a.b", "jti-1", 1_900_000_000));
+    let a = &s.answer;
+    assert_eq!((a.token.as_str(), a.token_id.as_str(), a.expires_at), ("jwt.a.b", "jti-1", 1_900_000_000));
+    // The signed-up client speaks as the new owner.
     let mint = MintTokenRequest { scope: Scope::Read, journal: Some(j()), expires_in_s: std::num::NonZeroU64::new(60) };
-    assert_eq!(g.mint_token(&mint).await.unwrap().token_id.as_str(), "jti-2");
+    assert_eq!(s.client.mint_token(&mint).await.unwrap().token_id.as_str(), "jti-2");
     g.revoke_token(&TokenId::parse("jti/2").unwrap()).await.expect("the id is one path segment");
     let created =
         g.create_journal(&CreateJournalRequest { name: j(), mode: Some(WriterMode::MultiWriter) }).await.unwrap();
@@ -669,7 +671,12 @@ async fn the_admin_routes_travel_as_api_md_says() {
     let reqs = f.requests();
     assert_eq!(reqs[0].json(), json!({"name": "acme"}));
     assert_eq!(reqs[1].json(), json!({"scope": "read", "journal": "orders", "expires_in_s": 60}));
+    assert_eq!(reqs[1].headers.get("authorization").map(String::as_str), Some("Bearer jwt.a.b"));
+    assert_eq!(reqs[2].headers.get("authorization").map(String::as_str), Some("Bearer tok.en"), "g keeps its token");
     assert_eq!(reqs[3].json(), json!({"name": "orders", "mode": "multi_writer"}));
+    // A bare name makes a single-writer journal: the body names no mode.
+    g.create_journal(j()).await.unwrap();
+    assert_eq!(f.requests().last().unwrap().json(), json!({"name": "orders"}));
 }
 
 #[tokio::test]

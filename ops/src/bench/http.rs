@@ -83,7 +83,7 @@ pub(super) async fn run_http(args: BenchArgs, url: &str) -> Result<Report, Bench
         Some(t) => paros_api::Token::parse(t).map_err(|e| BenchError::Args(format!("--token: {e}")))?,
         None => {
             let anonymous = GatewayClient::new(url, None, config).map_err(gateway)?;
-            anonymous.signup(&fresh_tenant_name()).await.map_err(gateway)?.token
+            anonymous.signup(&fresh_tenant_name()).await.map_err(gateway)?.answer.token
         }
     };
     let g = GatewayClient::new(url, Some(&token), config).map_err(gateway)?;

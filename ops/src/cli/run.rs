@@ -28,7 +28,7 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
     match verb {
         Verb::Signup { name, gateway } => {
             let (g, json) = connect(&gateway, env)?;
-            let a = g.signup(&name).await.map_err(|e| Failure::from_gateway(e, false))?;
+            let a = g.signup(&name).await.map_err(|e| Failure::from_gateway(e, false))?.answer;
             if json {
                 println!("{}", to_json(&a));
             } else {

@@ -12,7 +12,25 @@ use paros_api::{
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use reqwest::{Method, RequestBuilder, Url};
 
-use super::{Answer, GatewayError, HttpConfig, api, retry_after, transport};
+use super::{Answer, GatewayError, HttpConfig, HttpService, api, retry_after, transport};
+use crate::{Client, ClientConfig};
+
+/// A new tenant, as [`GatewayClient::signup`] made it.
+#[derive(Debug)]
+pub struct SignedUp {
+    /// What the gateway answered: the tenant, its owner token and the token's id and expiry.
+    pub answer: SignupAnswer,
+    /// The gateway as the new owner: create journals, mint tokens, and
+    /// [`client`](GatewayClient::client) for writers and readers.
+    pub client: GatewayClient,
+}
+
+/// `Authorization: Bearer <token>`, marked sensitive (never logged by the HTTP stack).
+fn bearer(token: &Token) -> Result<HeaderValue, GatewayError> {
+    let mut v = HeaderValue::from_str(&format!("Bearer {}", token.as_str())).map_err(|_| GatewayError::BadToken)?;
+    v.set_sensitive(true);
+    Ok(v)
+}
 
 /// A connection to one gateway as one tenant token: every route of the contract's tenant side.
 ///
@@ -50,14 +68,7 @@ impl GatewayClient {
         if base.query().is_some() || base.fragment().is_some() {
             return Err(bad("a gateway URL has no query or fragment".into()));
         }
-        let token = token
-            .map(|t| {
-                let mut v =
-                    HeaderValue::from_str(&format!("Bearer {}", t.as_str())).map_err(|_| GatewayError::BadToken)?;
-                v.set_sensitive(true);
-                Ok(v)
-            })
-            .transpose()?;
+        let token = token.map(bearer).transpose()?;
         // TLS runs on ring: the process's provider when one is installed, else ring, installed
         // here (a lost race with another installer leaves that one in force, which is fine).
         if rustls::crypto::CryptoProvider::get_default().is_none() {
@@ -68,6 +79,32 @@ impl GatewayClient {
             .build()
             .map_err(|e| bad(e.to_string()))?;
         Ok(GatewayClient { http, base, token, config })
+    }
+
+    /// A client of the gateway at `url` with no token, and the default bounds: for
+    /// [`signup`](Self::signup), which needs none (on a gateway with open signup).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn connect(url: &str) -> Result<GatewayClient, GatewayError> {
+        GatewayClient::new(url, None, HttpConfig::default())
+    }
+
+    /// The same gateway as `token`, sharing this client's connections and bounds.
+    ///
+    /// # Errors
+    /// [`GatewayError::BadToken`] for a token that cannot travel in a header.
+    pub fn with_token(&self, token: &Token) -> Result<GatewayClient, GatewayError> {
+        Ok(GatewayClient { token: Some(bearer(token)?), ..self.clone() })
+    }
+
+    /// The journal client over this gateway as this client's token, with the default
+    /// [`ClientConfig`]: what [`Writer`](crate::Writer)s and [`Reader`](crate::Reader)s are
+    /// built from. It shares this client's connections.
+    #[must_use]
+    pub fn client(&self) -> Client<HttpService> {
+        Client::new(HttpService::from_gateway(self.clone()), ClientConfig::default())
+            .expect("the default client configuration is valid")
     }
 
     /// The bounds this client was built with.
@@ -123,13 +160,16 @@ impl GatewayClient {
         self.send(self.request(Method::DELETE, self.url(segments), Some(self.config.request_timeout))).await
     }
 
-    /// `POST /v1/signup`: a new tenant and its owner token.
+    /// `POST /v1/signup`: a new tenant and its owner token, with a client of this gateway that
+    /// speaks as that owner ([`SignedUp::client`]).
     ///
     /// # Errors
-    /// [`GatewayError`]; `name_taken` as [`GatewayError::Api`].
-    pub async fn signup(&self, name: &TenantName) -> Result<SignupAnswer, GatewayError> {
+    /// [`GatewayError`]; `name_taken` as a [`GatewayError::Denied`].
+    pub async fn signup(&self, name: &TenantName) -> Result<SignedUp, GatewayError> {
         let a = self.post(&["v1", "signup"], &SignupRequest { name: name.clone() }).await?;
-        api(&a, plain::signup(a.status, &a.body))
+        let answer = api(&a, plain::signup(a.status, &a.body))?;
+        let client = self.with_token(&answer.token)?;
+        Ok(SignedUp { answer, client })
     }
 
     /// `POST /v1/tokens`: mints a token no wider than this client's.
@@ -144,18 +184,19 @@ impl GatewayClient {
     /// `DELETE /v1/tokens/{token_id}` (revoking again succeeds too).
     ///
     /// # Errors
-    /// [`GatewayError`]; `unknown_token` as [`GatewayError::Api`].
+    /// [`GatewayError`]; `unknown_token` as a [`GatewayError::Denied`].
     pub async fn revoke_token(&self, token_id: &TokenId) -> Result<(), GatewayError> {
         let a = self.delete(&["v1", "tokens", token_id.as_str()]).await?;
         api(&a, plain::revoke_token(a.status, &a.body))
     }
 
-    /// `POST /v1/journals`.
+    /// `POST /v1/journals`: a journal named `request` (a [`JournalName`] makes a single-writer
+    /// journal; a [`CreateJournalRequest`] names the mode).
     ///
     /// # Errors
-    /// [`GatewayError`]; `name_taken` as [`GatewayError::Api`].
-    pub async fn create_journal(&self, request: &CreateJournalRequest) -> Result<JournalInfo, GatewayError> {
-        let a = self.post(&["v1", "journals"], request).await?;
+    /// [`GatewayError`]; `name_taken` as a [`GatewayError::Denied`].
+    pub async fn create_journal(&self, request: impl Into<CreateJournalRequest>) -> Result<JournalInfo, GatewayError> {
+        let a = self.post(&["v1", "journals"], &request.into()).await?;
         api(&a, plain::create_journal(a.status, &a.body))
     }
 
@@ -171,7 +212,7 @@ impl GatewayClient {
     /// `GET /v1/journals/{name}`.
     ///
     /// # Errors
-    /// [`GatewayError`]; `unknown_journal` as [`GatewayError::Api`].
+    /// [`GatewayError`]; `unknown_journal` as a [`GatewayError::Denied`].
     pub async fn show_journal(&self, name: &JournalName) -> Result<JournalInfo, GatewayError> {
         let a = self.get(&["v1", "journals", name.as_str()]).await?;
         api(&a, plain::show_journal(a.status, &a.body))
@@ -180,7 +221,7 @@ impl GatewayClient {
     /// `DELETE /v1/journals/{name}`.
     ///
     /// # Errors
-    /// [`GatewayError`]; `unknown_journal` as [`GatewayError::Api`].
+    /// [`GatewayError`]; `unknown_journal` as a [`GatewayError::Denied`].
     pub async fn delete_journal(&self, name: &JournalName) -> Result<(), GatewayError> {
         let a = self.delete(&["v1", "journals", name.as_str()]).await?;
         api(&a, plain::delete_journal(a.status, &a.body))

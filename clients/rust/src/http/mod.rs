@@ -30,7 +30,7 @@ mod gateway;
 mod service;
 mod sse;
 
-pub use gateway::GatewayClient;
+pub use gateway::{GatewayClient, SignedUp};
 pub use service::HttpService;
 pub use sse::{SseEvent, SseParser, Tail};
 
