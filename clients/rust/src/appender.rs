@@ -265,6 +265,10 @@ impl<S: JournalService + 'static> std::fmt::Debug for AppenderDriver<S> {
     }
 }
 
+/// A spawned [`AppenderDriver`]: its writer back once every handle is dropped and all is
+/// reported, or the error that stopped it.
+pub type AppenderTask<S> = JoinHandle<Result<Writer<S>, AppendError>>;
+
 /// An [`Appender`] to be, over a claimed [`Writer`], with [`AppenderConfig::default`] unless
 /// [`config`](Self::config) says otherwise. From [`Appender::builder`].
 #[must_use = "a builder does nothing until it is built or spawned"]
@@ -306,7 +310,7 @@ where
     ///
     /// # Panics
     /// Outside a tokio runtime.
-    pub fn spawn(self) -> Result<(Appender, JoinHandle<Result<Writer<S>, AppendError>>), AppenderConfigError>
+    pub fn spawn(self) -> Result<(Appender, AppenderTask<S>), AppenderConfigError>
     where
         S::Journal: Send,
     {

@@ -58,7 +58,8 @@ pub mod types;
 pub mod writer;
 
 pub use appender::{
-    AppendError, Appender, AppenderBuilder, AppenderConfig, AppenderConfigError, AppenderDriver, Batch, BatchBuilder,
+    AppendError, Appender, AppenderBuilder, AppenderConfig, AppenderConfigError, AppenderDriver, AppenderTask, Batch,
+    BatchBuilder,
 };
 pub use checkpointable::Checkpointable;
 pub use checkpointer::{

@@ -79,15 +79,13 @@ pub struct Denial {
     pub message: String,
     /// The `Retry-After` a 429 named, in seconds.
     pub retry_after_s: Option<u64>,
-    /// The journal's view, when the error body carried one.
-    pub view: Option<JournalView>,
 }
 
 impl Denial {
     /// A refusal with `code` and `message` and nothing else.
     #[must_use]
     pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> Denial {
-        Denial { status, code, message: message.into(), retry_after_s: None, view: None }
+        Denial { status, code, message: message.into(), retry_after_s: None }
     }
 }
 

@@ -590,11 +590,7 @@ impl Failure {
         };
         match self {
             Failure::Gateway { error: GatewayError::Denied(d), .. } if d.code != "contract" => {
-                let mut v = serde_json::json!({"code": d.code, "message": d.message, "exit": exit});
-                if let (Some(view), Some(o)) = (d.view, v.as_object_mut()) {
-                    o.insert("view".into(), serde_json::to_value(api_view(view)).unwrap_or_default());
-                }
-                v
+                serde_json::json!({"code": d.code, "message": d.message, "exit": exit})
             }
             Failure::Decided { decided: Decided::Verdict(o) } => match o {
                 Outcome::Refused(v) => refusal("refused", v),

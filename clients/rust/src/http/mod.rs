@@ -110,17 +110,12 @@ impl GatewayError {
     }
 }
 
-/// An error answer as the library reports it: the body's code, message and view kept.
+/// An error answer as the library reports it: the body's code and message kept. (A body's view
+/// belongs to the outcomes the calls parse it into; no error the library reports carries one.)
 pub(crate) fn denial(status: u16, error: ApiError, retry_after_s: Option<u64>) -> Denial {
     match error {
-        ApiError::Answered(body) => Denial {
-            status,
-            code: body.code.as_str(),
-            message: body.message,
-            retry_after_s,
-            view: body.view.map(crate::convert::core_view),
-        },
-        ApiError::Contract(c) => Denial { status, code: "contract", message: c.to_string(), retry_after_s, view: None },
+        ApiError::Answered(body) => Denial { status, code: body.code.as_str(), message: body.message, retry_after_s },
+        ApiError::Contract(c) => Denial { status, code: "contract", message: c.to_string(), retry_after_s },
     }
 }
 
