@@ -156,3 +156,51 @@ fn paros_dev_rotates_its_signing_key_and_retires_the_old_one() {
         .unwrap();
     assert_eq!(refused.status.code(), Some(2), "the key signing now is not retired");
 }
+
+/// The indented lines of the README block under `heading`, up to the next heading.
+fn readme_block(heading: &str) -> Vec<String> {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
+    let start = readme.find(heading).unwrap_or_else(|| panic!("the README has {heading:?}"));
+    let rest = &readme[start + heading.len()..];
+    let end = rest.find("\n#").unwrap_or(rest.len());
+    rest[..end].lines().filter_map(|l| l.strip_prefix("    ")).map(str::to_owned).collect()
+}
+
+/// Runs `script` twice in one bash with `PAROS_URL` set and `paros` as the built binary, as a
+/// newcomer pasting the README's lines twice into one terminal; returns what it printed.
+fn run_twice(url: &str, lines: &[String]) -> String {
+    let bin = env!("CARGO_BIN_EXE_paros");
+    let block = lines.join("\n");
+    let script = format!("set -e\nparos() {{ \"{bin}\" \"$@\"; }}\n{block}\necho\n{block}\n");
+    let out = Command::new("bash")
+        .args(["-c", &script])
+        .env("PAROS_URL", url)
+        .env_remove("PAROS_TOKEN")
+        .output()
+        .expect("bash runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    stdout
+}
+
+#[test]
+fn the_readme_cli_and_curl_lines_work_when_run_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, url) = start(&dir.path().join("paros-data"));
+
+    // The alias and the URL are the test's own; `tail` follows forever, so it is left out.
+    let cli: Vec<String> = readme_block("### Five lines with the CLI")
+        .into_iter()
+        .filter(|l| !l.starts_with("alias ") && !l.starts_with("export PAROS_URL") && !l.starts_with("paros tail"))
+        .collect();
+    assert!(cli.iter().any(|l| l.starts_with("paros read")), "{cli:?}");
+    let out = run_twice(&url, &cli);
+    assert_eq!(out.matches("third").count(), 2, "each run reads its three records: {out}");
+
+    let curl = readme_block("### The same with curl");
+    assert_eq!(curl.len(), 5, "{curl:?}");
+    let out = run_twice(&url, &curl);
+    assert_eq!(out.matches("aGVsbG8=").count(), 2, "each run reads its record back: {out}");
+    assert!(!out.contains("\"code\""), "no line was refused: {out}");
+    stop(child);
+}
