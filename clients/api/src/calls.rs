@@ -1,9 +1,8 @@
 //! The three calls that change a journal: SetLeader, Write and Truncate — bodies and shapes.
 
-use serde::{Deserialize, Serialize};
-
 use paros_core::journal::JournalView;
 use paros_core::{LeaderUuid, Seq};
+use serde::{Deserialize, Serialize};
 
 use crate::journals::WriterMode;
 use crate::record::Record;

@@ -2,9 +2,8 @@
 
 use core::fmt;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
 use paros_core::journal::JournalView;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 crate::object::objects_only!(ErrorBody);
 

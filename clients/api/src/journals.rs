@@ -1,8 +1,7 @@
 //! Journal administration: create, list, show (delete has no body).
 
-use serde::{Deserialize, Serialize};
-
 use paros_core::journal::JournalView;
+use serde::{Deserialize, Serialize};
 
 use crate::names::JournalName;
 

@@ -3,10 +3,9 @@
 use core::fmt::Write as _;
 use core::num::NonZeroU64;
 
-use serde::{Deserialize, Serialize};
-
 use paros_core::Seq;
 use paros_core::journal::JournalView;
+use serde::{Deserialize, Serialize};
 
 use crate::query::{self, InvalidQuery};
 use crate::record::Record;

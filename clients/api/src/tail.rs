@@ -1,9 +1,8 @@
 //! Tail: `GET /v1/journals/{name}/tail?from=n`, a `text/event-stream` of three events.
 
-use serde::{Deserialize, Serialize};
-
 use paros_core::journal::JournalView;
 use paros_core::{InvalidPosition, Seq};
+use serde::{Deserialize, Serialize};
 
 use crate::query::{self, InvalidQuery};
 use crate::read::Page;
