@@ -348,6 +348,18 @@ mod tests {
     use crate::ids::{LeaderUuid, Seq};
 
     #[test]
+    fn postcard_carries_a_view_as_its_raw_fields_and_refuses_what_json_refuses() {
+        let led = JournalView { leader: LeaderUuid::new(0xab), first_seq: Seq(3), next_seq: Seq(10) };
+        let bytes = postcard::to_stdvec(&led).unwrap();
+        assert_eq!(bytes, postcard::to_stdvec(&(Some(0xab_u128), 3_u64, 10_u64)).unwrap(), "the uuid is the u128");
+        assert_eq!(postcard::from_bytes::<JournalView>(&bytes).unwrap(), led);
+        let passed = postcard::to_stdvec(&(None::<u128>, 5_u64, 4_u64)).unwrap();
+        assert!(postcard::from_bytes::<JournalView>(&passed).is_err(), "first_seq > next_seq");
+        let zero = postcard::to_stdvec(&(Some(0_u128), 0_u64, 0_u64)).unwrap();
+        assert!(postcard::from_bytes::<JournalView>(&zero).is_err(), "a zero leader uuid");
+    }
+
+    #[test]
     fn a_view_is_a_json_object_whose_leader_is_required_and_nullable() {
         let led = JournalView { leader: LeaderUuid::new(0xab), first_seq: Seq(3), next_seq: Seq(10) };
         let json = r#"{"leader":"00000000-0000-0000-0000-0000000000ab","first_seq":3,"next_seq":10}"#;
