@@ -13,7 +13,8 @@ use std::process::Command;
 
 /// The floors, lowest first. A crate may depend only on crates of lower floors.
 const FLOORS: &[&[&str]] = &[
-    &["paros-core", "paros-api"],
+    &["paros-core"],
+    &["paros-api"],
     &["paros-client", "paros-node"],
     &["paros-store", "paros-bus", "paros-replica", "paros-registry"],
     &["paros-embedded", "paros-gateway", "paros-sim"],

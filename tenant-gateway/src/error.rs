@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use paros_api::{ErrorBody, ErrorCode, Limits, View};
+use paros_api::{ErrorBody, ErrorCode, JournalView, Limits};
 
 /// Every refusal the gateway answers: a code of the contract's table, a message, and what the code
 /// carries (the view, the limits, a retry delay). Boxed: errors travel up every handler.
@@ -15,7 +15,7 @@ pub struct ApiError(Box<Repr>);
 struct Repr {
     code: ErrorCode,
     message: String,
-    view: Option<View>,
+    view: Option<JournalView>,
     limits: Option<Limits>,
     /// `Retry-After`, on `over_quota`.
     retry_after: Option<Duration>,
@@ -27,7 +27,7 @@ impl ApiError {
     }
 
     #[must_use]
-    pub fn with_view(mut self, view: View) -> ApiError {
+    pub fn with_view(mut self, view: JournalView) -> ApiError {
         self.0.view = Some(view);
         self
     }

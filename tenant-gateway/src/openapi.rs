@@ -3,8 +3,9 @@
 //!
 //! The body schemas are paros-api's own wire types (its `openapi` feature derives
 //! `utoipa::ToSchema` on them, next to their serde code), so the document describes the very
-//! types the gateway parses and serializes; the paths, methods, parameters and statuses come
-//! from the handlers themselves.
+//! types the gateway parses and serializes (a field of paros-core's `Seq`, `LeaderUuid` or
+//! `JournalView` takes its schema from `paros_api::schema`); the paths, methods, parameters and
+//! statuses come from the handlers themselves.
 
 use axum::extract::RawQuery;
 use axum::http::StatusCode;

@@ -146,7 +146,8 @@ pub struct JournalBody {
     /// `single_writer` or `multi_writer`.
     pub mode: &'static str,
     /// The journal's view now; null when no server could answer in time.
-    pub view: Option<paros_api::View>,
+    #[schema(value_type = Option<paros_api::schema::JournalViewSchema>)]
+    pub view: Option<paros_api::JournalView>,
     /// Null when no verdict on the journal came back through this gateway: unknown.
     pub leader_node: Option<LeaderNodeBody>,
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use paros_api::JournalName;
-use paros_api::View;
 use paros_client::{AnswerError, Client, Decided, JournalService, ReadAnswer, ReadDeadline, ReadParams};
+use paros_core::journal::JournalView;
 use paros_core::{Call, Consistency, JournalKey, Seq, TenantId};
 use paros_registry::daemon::{CoordinatorHandle, Followed};
 use paros_registry::{Answer, Command, Directory, KeyScope, Op, Refusal, Request, RequestId, Verdict};
@@ -104,8 +104,6 @@ impl Drop for TailSlot {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
-
-pub(crate) use paros_client::convert::{api_view, core_uuid as core_leader};
 
 /// A fresh random u64 that is not zero.
 pub(crate) fn random_id() -> u64 {
@@ -362,7 +360,7 @@ impl Gateway {
     }
 
     /// The journal's view now (a linearizable read of at most one record).
-    pub(crate) async fn view(&self, key: JournalKey) -> Result<View, ApiError> {
+    pub(crate) async fn view(&self, key: JournalKey) -> Result<JournalView, ApiError> {
         let params = ReadParams {
             from: paros_core::Seq(0),
             limit: 1,
@@ -371,7 +369,7 @@ impl Gateway {
             consistency: Consistency::Linearizable,
         };
         match self.read(key, params, None).await {
-            ReadAnswer::Page { view, .. } | ReadAnswer::Truncated { view } => Ok(api_view(view)),
+            ReadAnswer::Page { view, .. } | ReadAnswer::Truncated { view } => Ok(view),
             ReadAnswer::Unserved | ReadAnswer::Denied(_) => {
                 Err(ApiError::unavailable("no server could answer now; retry"))
             }

@@ -373,7 +373,7 @@ fn samples() -> Vec<(&'static str, Vec<Value>)> {
     let big = (1u64 << 53) + 1;
     let uuid = LeaderUuid::parse("0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b").unwrap();
     let top = LeaderUuid::new(u128::MAX).unwrap();
-    let views = [View::NEW, View { leader: Some(uuid), first_seq: Seq(big), next_seq: Seq(u64::MAX) }];
+    let views = [JournalView::NEW, JournalView { leader: Some(uuid), first_seq: Seq(big), next_seq: Seq(u64::MAX) }];
     let records: Vec<Record> =
         [&b""[..], b"f", b"fo", b"foo", &(0..=255).collect::<Vec<u8>>()].into_iter().map(Record::from).collect();
     let journal = JournalName::parse("Orders.v2_eu-1").unwrap();

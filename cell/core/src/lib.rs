@@ -19,13 +19,17 @@ pub mod ids;
 pub mod journal;
 pub mod log;
 pub mod message;
+pub mod object;
 pub mod ready;
 pub mod rng;
 pub mod wire;
 
 pub use acceptor::Acceptor;
 pub use config::{ConfigPool, JournalConfig, Tunables};
-pub use ids::{Ballot, CallId, JournalId, JournalKey, LeaderUuid, Life, NodeId, ReadId, Seq, Slot, TenantId};
+pub use ids::{
+    Ballot, CallId, InvalidPosition, InvalidUuid, JournalId, JournalKey, LeaderUuid, Life, NodeId, ReadId, Seq, Slot,
+    TenantId,
+};
 pub use learner::{CHOSEN_PERSIST_SLOTS, Learner, Served, Walked, Window};
 pub use log::{Durable, LogEntry, WriteOp};
 pub use message::{Message, Outbound};

@@ -1,12 +1,11 @@
 //! The three calls that change a journal: SetLeader, Write and Truncate — bodies and shapes.
 
+use paros_core::journal::JournalView;
+use paros_core::{LeaderUuid, Seq};
 use serde::{Deserialize, Serialize};
 
 use crate::journals::WriterMode;
-use crate::leader::LeaderUuid;
-use crate::position::Seq;
 use crate::record::Record;
-use crate::view::View;
 
 crate::object::objects_only!(
     SetLeaderRequest,
@@ -26,8 +25,12 @@ crate::object::objects_only!(
 #[serde(remote = "Self")]
 #[serde(deny_unknown_fields)]
 pub struct SetLeaderRequest {
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schema::LeaderUuidSchema))]
     pub new: LeaderUuid,
-    #[cfg_attr(feature = "openapi", schema(required = true, schema_with = LeaderUuid::nullable_schema))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, schema_with = crate::schema::LeaderUuidSchema::nullable_schema)
+    )]
     #[serde(deserialize_with = "crate::optional::nullable")]
     pub old: Option<LeaderUuid>,
 }
@@ -47,7 +50,8 @@ pub enum SetLeaderVerdict {
 #[serde(remote = "Self")]
 pub struct SetLeaderAnswer {
     pub outcome: SetLeaderVerdict,
-    pub view: View,
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schema::JournalViewSchema))]
+    pub view: JournalView,
 }
 
 /// `POST /v1/journals/{name}/records` request: `{"leader", "seq", "records"}` for a
@@ -61,11 +65,11 @@ pub struct SetLeaderAnswer {
 #[serde(deny_unknown_fields)]
 pub struct WriteRequest {
     /// Single-writer journals only, with `seq`.
-    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    #[cfg_attr(feature = "openapi", schema(nullable = false, value_type = Option<crate::schema::LeaderUuidSchema>))]
     #[serde(default, deserialize_with = "crate::optional::present", skip_serializing_if = "Option::is_none")]
     pub leader: Option<LeaderUuid>,
     /// The first position of the batch (single-writer journals only, with `leader`).
-    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    #[cfg_attr(feature = "openapi", schema(nullable = false, value_type = Option<crate::schema::SeqSchema>))]
     #[serde(default, deserialize_with = "crate::optional::present", skip_serializing_if = "Option::is_none")]
     pub seq: Option<Seq>,
     #[cfg_attr(feature = "openapi", schema(inline))]
@@ -147,9 +151,11 @@ pub enum WriteVerdict {
 #[serde(remote = "Self")]
 pub struct WriteAnswer {
     pub outcome: WriteVerdict,
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schema::SeqSchema))]
     pub seq: Seq,
     pub count: u64,
-    pub view: View,
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schema::JournalViewSchema))]
+    pub view: JournalView,
 }
 
 /// `POST /v1/journals/{name}/truncate` request: `{"leader", "up_to"}`, or `{"up_to"}` on a
@@ -160,10 +166,11 @@ pub struct WriteAnswer {
 #[serde(deny_unknown_fields)]
 pub struct TruncateRequest {
     /// Single-writer journals only.
-    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    #[cfg_attr(feature = "openapi", schema(nullable = false, value_type = Option<crate::schema::LeaderUuidSchema>))]
     #[serde(default, deserialize_with = "crate::optional::present", skip_serializing_if = "Option::is_none")]
     pub leader: Option<LeaderUuid>,
     /// The first position the caller still needs; past the tail it stops at `next_seq`.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schema::SeqSchema))]
     pub up_to: Seq,
 }
 
@@ -197,5 +204,6 @@ pub enum TruncateVerdict {
 #[serde(remote = "Self")]
 pub struct TruncateAnswer {
     pub outcome: TruncateVerdict,
-    pub view: View,
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schema::JournalViewSchema))]
+    pub view: JournalView,
 }

@@ -2,9 +2,8 @@
 
 use core::fmt;
 
+use paros_core::journal::JournalView;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-use crate::view::View;
 
 crate::object::objects_only!(ErrorBody);
 
@@ -189,9 +188,9 @@ pub struct Limits {
 pub struct ErrorBody {
     pub code: ErrorCode,
     pub message: String,
-    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    #[cfg_attr(feature = "openapi", schema(nullable = false, value_type = Option<crate::schema::JournalViewSchema>))]
     #[serde(default, deserialize_with = "crate::optional::present", skip_serializing_if = "Option::is_none")]
-    pub view: Option<View>,
+    pub view: Option<JournalView>,
     #[cfg_attr(feature = "openapi", schema(nullable = false))]
     #[serde(default, deserialize_with = "crate::optional::present", skip_serializing_if = "Option::is_none")]
     pub max_records: Option<u64>,
@@ -219,7 +218,7 @@ impl ErrorBody {
 
     /// The body with `view` attached.
     #[must_use]
-    pub fn with_view(mut self, view: View) -> ErrorBody {
+    pub fn with_view(mut self, view: JournalView) -> ErrorBody {
         self.view = Some(view);
         self
     }

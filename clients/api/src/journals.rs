@@ -1,9 +1,9 @@
 //! Journal administration: create, list, show (delete has no body).
 
+use paros_core::journal::JournalView;
 use serde::{Deserialize, Serialize};
 
 use crate::names::JournalName;
-use crate::view::View;
 
 crate::object::objects_only!(CreateJournalRequest, JournalInfo, JournalList);
 
@@ -47,7 +47,8 @@ impl CreateJournalRequest {
 pub struct JournalInfo {
     pub name: JournalName,
     pub mode: WriterMode,
-    pub view: View,
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schema::JournalViewSchema))]
+    pub view: JournalView,
 }
 
 /// `GET /v1/journals` → 200: `{"journals": [...]}`, this tenant's only.

@@ -7,7 +7,7 @@
 //! `null` is refused everywhere except SetLeader's `old` ([`optional`]).
 //!
 //! A tour:
-//! - every journal answer carries a [`View`];
+//! - every journal answer carries a [`JournalView`];
 //! - every error is an [`ErrorBody`] whose [`ErrorCode`] has one row in [`ErrorCode::TABLE`]
 //!   (HTTP status and stable `code` string);
 //! - requests and answers: [`tenants`] (signup, tokens), [`journals`] (create, list, show),
@@ -17,24 +17,24 @@
 //!   [`ReadOutcome::from_response`], [`TruncateOutcome::from_response`],
 //!   [`SetLeaderOutcome::from_response`], or the functions of [`outcome::plain`].
 //!
-//! JSON is written compactly, fields in the contract's order. This crate depends on neither
-//! paros-core nor paros-node: the contract is the wire, not the cell's internals.
+//! JSON is written compactly, fields in the contract's order. [`Seq`], [`LeaderUuid`] and
+//! [`JournalView`] are paros-core's own (their JSON is the contract's), so a client holds one
+//! type of each; nothing else comes from the cell.
 
 pub mod calls;
 pub mod error;
 pub mod journals;
-pub mod leader;
 pub mod names;
 mod object;
 pub mod optional;
 pub mod outcome;
-pub mod position;
 mod query;
 pub mod read;
 pub mod record;
+#[cfg(feature = "openapi")]
+pub mod schema;
 pub mod tail;
 pub mod tenants;
-pub mod view;
 
 pub use calls::{
     SetLeaderAnswer, SetLeaderRequest, SetLeaderVerdict, ShapeError, TruncateAnswer, TruncateRequest, TruncateVerdict,
@@ -42,10 +42,10 @@ pub use calls::{
 };
 pub use error::{ErrorBody, ErrorCode, ErrorRow, Limits};
 pub use journals::{CreateJournalRequest, JournalInfo, JournalList, WriterMode};
-pub use leader::{InvalidUuid, LeaderUuid};
 pub use names::{InvalidName, JournalName, TenantName};
 pub use outcome::{ApiError, ContractError, ReadOutcome, SetLeaderOutcome, TruncateOutcome, WriteOutcome};
-pub use position::{InvalidPosition, Seq};
+pub use paros_core::journal::JournalView;
+pub use paros_core::{InvalidPosition, InvalidUuid, LeaderUuid, Seq};
 pub use query::InvalidQuery;
 pub use read::{Consistency, Page, ReadQuery, WaitMs};
 pub use record::{InvalidRecord, Record};
@@ -53,4 +53,3 @@ pub use tail::{Gap, Heartbeat, InvalidTailEvent, TailEvent, TailFrame, tail_star
 pub use tenants::{
     InvalidOpaque, MintTokenRequest, Scope, SignupAnswer, SignupRequest, TenantId, Token, TokenAnswer, TokenId,
 };
-pub use view::View;

@@ -5,15 +5,15 @@
 //! 429, …) is [`ApiError::Answered`], and an answer that breaks the contract is
 //! [`ApiError::Contract`].
 
+use paros_core::Seq;
+use paros_core::journal::JournalView;
 use serde::de::DeserializeOwned;
 
 use crate::calls::{SetLeaderAnswer, TruncateAnswer, WriteAnswer, WriteVerdict};
 use crate::error::{ErrorBody, ErrorCode, Limits};
 use crate::journals::{JournalInfo, JournalList};
-use crate::position::Seq;
 use crate::read::Page;
 use crate::tenants::{SignupAnswer, TokenAnswer};
-use crate::view::View;
 
 /// A call's answer that is not one of its outcomes.
 #[derive(Debug, thiserror::Error)]
@@ -89,7 +89,7 @@ fn failure(status: u16, body: &[u8]) -> Result<ErrorBody, ContractError> {
     error_body(status, body)
 }
 
-fn view_of(e: &ErrorBody) -> Result<View, ContractError> {
+fn view_of(e: &ErrorBody) -> Result<JournalView, ContractError> {
     e.view.ok_or(ContractError::MissingView(e.code))
 }
 
@@ -97,17 +97,17 @@ fn view_of(e: &ErrorBody) -> Result<View, ContractError> {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum WriteOutcome {
     /// 200 `accepted`: the batch took `[seq, seq + count)`.
-    Accepted { seq: Seq, count: u64, view: View },
+    Accepted { seq: Seq, count: u64, view: JournalView },
     /// 200 `duplicate`: a byte-identical retry of the write accepted at `seq`.
-    Duplicate { seq: Seq, count: u64, view: View },
+    Duplicate { seq: Seq, count: u64, view: JournalView },
     /// 409 `refused`: refused in place (wrong leader, wrong position, not a retry, empty).
-    Refused(View),
+    Refused(JournalView),
     /// 409 `wrong_mode`: shaped for the other writer mode.
-    WrongMode(View),
+    WrongMode(JournalView),
     /// 410 `truncated`: `seq` is below `first_seq`; whether it was written is unknowable here.
-    Truncated(View),
+    Truncated(JournalView),
     /// 413 `too_large`: over the write limits (with the view) or the body limit (maybe without).
-    TooLarge { limits: Limits, view: Option<View> },
+    TooLarge { limits: Limits, view: Option<JournalView> },
     /// 504 `ambiguous`: may or may not have taken effect; retry the identical request.
     Ambiguous,
 }
@@ -147,7 +147,7 @@ pub enum ReadOutcome {
     /// 200: records from `page.from` on (maybe none, at the tail).
     Page(Page),
     /// 410 `truncated`: `from` is below `first_seq`.
-    Truncated(View),
+    Truncated(JournalView),
     /// 503 `unavailable`: not served within `wait_ms` (or no server could answer); retry.
     Unserved,
 }
@@ -174,11 +174,11 @@ impl ReadOutcome {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum TruncateOutcome {
     /// 200 `trimmed`: the view after the trim.
-    Trimmed(View),
+    Trimmed(JournalView),
     /// 409 `truncate_refused`: the caller is not the writer in force.
-    TruncateRefused(View),
+    TruncateRefused(JournalView),
     /// 409 `wrong_mode`: shaped for the other writer mode.
-    WrongMode(View),
+    WrongMode(JournalView),
     /// 504 `ambiguous`: may or may not have taken effect; retry the identical request.
     Ambiguous,
 }
@@ -206,11 +206,11 @@ impl TruncateOutcome {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum SetLeaderOutcome {
     /// 200 `won`: the view after the change.
-    Won(View),
+    Won(JournalView),
     /// 409 `lost`: the compare-and-set failed; the view it was judged against.
-    Lost(View),
+    Lost(JournalView),
     /// 409 `wrong_mode`: the journal is multi-writer.
-    WrongMode(View),
+    WrongMode(JournalView),
     /// 504 `ambiguous`: may or may not have taken effect; retry the identical request.
     Ambiguous,
 }

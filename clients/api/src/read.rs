@@ -3,12 +3,12 @@
 use core::fmt::Write as _;
 use core::num::NonZeroU64;
 
+use paros_core::Seq;
+use paros_core::journal::JournalView;
 use serde::{Deserialize, Serialize};
 
-use crate::position::Seq;
 use crate::query::{self, InvalidQuery};
 use crate::record::Record;
-use crate::view::View;
 
 crate::object::objects_only!(Page);
 
@@ -154,10 +154,12 @@ impl ReadQuery {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
 pub struct Page {
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schema::SeqSchema))]
     pub from: Seq,
     #[cfg_attr(feature = "openapi", schema(inline))]
     pub records: Vec<Record>,
-    pub view: View,
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schema::JournalViewSchema))]
+    pub view: JournalView,
 }
 
 impl Page {

@@ -1,11 +1,11 @@
 //! Tail: `GET /v1/journals/{name}/tail?from=n`, a `text/event-stream` of three events.
 
+use paros_core::journal::JournalView;
+use paros_core::{InvalidPosition, Seq};
 use serde::{Deserialize, Serialize};
 
-use crate::position::{InvalidPosition, Seq};
 use crate::query::{self, InvalidQuery};
 use crate::read::Page;
-use crate::view::View;
 
 crate::object::objects_only!(Gap, Heartbeat);
 
@@ -29,9 +29,12 @@ pub fn tail_start(raw_query: &str, last_event_id: Option<&str>) -> Result<Option
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
 pub struct Gap {
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schema::SeqSchema))]
     pub from: Seq,
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schema::SeqSchema))]
     pub resumed_at: Seq,
-    pub view: View,
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schema::JournalViewSchema))]
+    pub view: JournalView,
 }
 
 /// `heartbeat`: the tail as the server knows it, at least every 5 s.
@@ -39,7 +42,8 @@ pub struct Gap {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
 pub struct Heartbeat {
-    pub view: View,
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schema::JournalViewSchema))]
+    pub view: JournalView,
     pub caught_up: bool,
 }
 
@@ -81,7 +85,7 @@ impl TailEvent {
 
     /// The view the event carries.
     #[must_use]
-    pub fn view(&self) -> &View {
+    pub fn view(&self) -> &JournalView {
         match self {
             TailEvent::Records(p) => &p.view,
             TailEvent::Gap(g) => &g.view,

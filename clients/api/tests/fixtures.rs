@@ -3,9 +3,9 @@
 //! The literals are compact (what the server and client write); field order is the contract's.
 
 use paros_api::{
-    CreateJournalRequest, ErrorBody, ErrorCode, Gap, Heartbeat, JournalInfo, JournalList, LeaderUuid, MintTokenRequest,
-    Page, Scope, Seq, SetLeaderAnswer, SetLeaderRequest, SignupAnswer, SignupRequest, TokenAnswer, TruncateAnswer,
-    TruncateRequest, View, WriteAnswer, WriteRequest, WriterMode,
+    CreateJournalRequest, ErrorBody, ErrorCode, Gap, Heartbeat, JournalInfo, JournalList, JournalView, LeaderUuid,
+    MintTokenRequest, Page, Scope, Seq, SetLeaderAnswer, SetLeaderRequest, SignupAnswer, SignupRequest, TokenAnswer,
+    TruncateAnswer, TruncateRequest, WriteAnswer, WriteRequest, WriterMode,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -27,24 +27,24 @@ fn uuid(s: &str) -> LeaderUuid {
     LeaderUuid::parse(s).expect("fixture uuids are canonical")
 }
 
-fn led() -> View {
-    View { leader: Some(uuid(UUID_A)), first_seq: Seq(3), next_seq: Seq(10) }
+fn led() -> JournalView {
+    JournalView { leader: Some(uuid(UUID_A)), first_seq: Seq(3), next_seq: Seq(10) }
 }
 
 #[test]
 fn a_new_journals_view_has_a_null_leader_and_zero_positions() {
-    assert_eq!(round_trip::<View>(VIEW_NEW), View::NEW);
+    assert_eq!(round_trip::<JournalView>(VIEW_NEW), JournalView::NEW);
 }
 
 #[test]
 fn a_led_view_carries_its_uuid_in_canonical_form() {
-    assert_eq!(round_trip::<View>(VIEW_LED), led());
+    assert_eq!(round_trip::<JournalView>(VIEW_LED), led());
 }
 
 #[test]
 fn positions_above_two_to_the_fifty_three_round_trip_as_exact_integers() {
     let json = r#"{"leader":null,"first_seq":9007199254740993,"next_seq":18446744073709551615}"#;
-    let v: View = round_trip(json);
+    let v: JournalView = round_trip(json);
     assert_eq!((v.first_seq, v.next_seq), (Seq((1 << 53) + 1), Seq(u64::MAX)));
     let w: WriteAnswer =
         round_trip(&format!(r#"{{"outcome":"accepted","seq":9007199254740993,"count":1,"view":{json}}}"#));
@@ -53,9 +53,9 @@ fn positions_above_two_to_the_fifty_three_round_trip_as_exact_integers() {
 
 #[test]
 fn api_md_spaced_examples_parse_to_the_compact_fixtures() {
-    let v: View =
+    let v: JournalView =
         serde_json::from_str(r#"{"leader": null, "first_seq": 0, "next_seq": 0}"#).expect("the contract's new view");
-    assert_eq!(v, View::NEW);
+    assert_eq!(v, JournalView::NEW);
     let s: SignupRequest = serde_json::from_str(r#"{"name": "acme"}"#).expect("the contract's signup");
     assert_eq!(serde_json::to_string(&s).expect("serializes"), r#"{"name":"acme"}"#);
     let l: SetLeaderRequest =
@@ -105,7 +105,7 @@ fn create_journal_requests_keep_an_omitted_mode_omitted() {
 #[test]
 fn journal_info_and_list() {
     let info: JournalInfo = round_trip(&format!(r#"{{"name":"orders","mode":"single_writer","view":{VIEW_NEW}}}"#));
-    assert_eq!(info.view, View::NEW);
+    assert_eq!(info.view, JournalView::NEW);
     let orders = format!(r#"{{"name":"orders","mode":"single_writer","view":{VIEW_LED}}}"#);
     let events = format!(r#"{{"name":"Events.v2","mode":"multi_writer","view":{VIEW_NEW}}}"#);
     let list: JournalList = round_trip(&format!(r#"{{"journals":[{orders},{events}]}}"#));
@@ -197,7 +197,7 @@ fn error_bodies_bare_with_a_view_and_with_the_three_limits() {
 #[test]
 fn built_error_bodies_serialize_in_api_md_field_order() {
     let limits = paros_api::Limits { max_records: 1, max_bytes: 2, max_body_bytes: 3 };
-    let b = ErrorBody::new(ErrorCode::TooLarge, "m").with_limits(limits).with_view(View::NEW);
+    let b = ErrorBody::new(ErrorCode::TooLarge, "m").with_limits(limits).with_view(JournalView::NEW);
     assert_eq!(
         serde_json::to_string(&b).expect("serializes"),
         format!(

@@ -2,14 +2,18 @@
 
 use paros_api::outcome::plain;
 use paros_api::{
-    ApiError, ContractError, ErrorCode, LeaderUuid, ReadOutcome, Seq, SetLeaderOutcome, TruncateOutcome, View,
+    ApiError, ContractError, ErrorCode, JournalView, LeaderUuid, ReadOutcome, Seq, SetLeaderOutcome, TruncateOutcome,
     WriteOutcome,
 };
 
 const VIEW: &str = r#"{"leader":"0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b","first_seq":3,"next_seq":10}"#;
 
-fn view() -> View {
-    View { leader: LeaderUuid::new(0x0f8b_1c2e_4a5d_4e6f_9a0b_1c2d_3e4f_5a6b), first_seq: Seq(3), next_seq: Seq(10) }
+fn view() -> JournalView {
+    JournalView {
+        leader: LeaderUuid::new(0x0f8b_1c2e_4a5d_4e6f_9a0b_1c2d_3e4f_5a6b),
+        first_seq: Seq(3),
+        next_seq: Seq(10),
+    }
 }
 
 fn err(code: &str) -> String {

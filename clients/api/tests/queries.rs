@@ -3,8 +3,8 @@
 use core::num::NonZeroU64;
 
 use paros_api::{
-    Consistency, Gap, Heartbeat, InvalidQuery, InvalidTailEvent, Page, ReadQuery, Record, Seq, TailEvent, TailFrame,
-    View, WaitMs, tail_start,
+    Consistency, Gap, Heartbeat, InvalidQuery, InvalidTailEvent, JournalView, Page, ReadQuery, Record, Seq, TailEvent,
+    TailFrame, WaitMs, tail_start,
 };
 
 fn parse(q: &str) -> ReadQuery {
@@ -102,7 +102,7 @@ fn a_tail_cursor_that_is_not_a_u64_is_refused() {
 }
 
 fn frames() -> Vec<TailFrame> {
-    let view = View { leader: None, first_seq: Seq(3), next_seq: Seq(5) };
+    let view = JournalView { leader: None, first_seq: Seq(3), next_seq: Seq(5) };
     vec![
         TailFrame {
             id: Seq(5),

@@ -3,8 +3,8 @@
 use core::fmt::Debug;
 
 use paros_api::{
-    CreateJournalRequest, ErrorBody, JournalName, LeaderUuid, MintTokenRequest, Page, SetLeaderRequest, SignupRequest,
-    TenantName, TruncateRequest, View, WriteRequest,
+    CreateJournalRequest, ErrorBody, JournalName, JournalView, LeaderUuid, MintTokenRequest, Page, SetLeaderRequest,
+    SignupRequest, TenantName, TruncateRequest, WriteRequest,
 };
 use serde::de::DeserializeOwned;
 
@@ -61,7 +61,7 @@ fn set_leaders_old_is_required_though_it_may_be_null() {
 
 #[test]
 fn a_views_leader_is_required_though_it_may_be_null() {
-    refused::<View>(r#"{"first_seq":0,"next_seq":0}"#);
+    refused::<JournalView>(r#"{"first_seq":0,"next_seq":0}"#);
 }
 
 #[test]
@@ -105,7 +105,7 @@ fn any_uuid_spelling_but_canonical_lowercase_hyphenated_is_refused() {
         assert!(LeaderUuid::parse(bad).is_err(), "{bad:?} must be refused");
         refused::<WriteRequest>(&write_with_leader(bad));
         refused::<SetLeaderRequest>(&format!(r#"{{"new":"{bad}","old":null}}"#));
-        refused::<View>(&format!(r#"{{"leader":"{bad}","first_seq":0,"next_seq":0}}"#));
+        refused::<JournalView>(&format!(r#"{{"leader":"{bad}","first_seq":0,"next_seq":0}}"#));
     }
     let e = refused::<WriteRequest>(&write_with_leader("00000000-0000-0000-0000-000000000000"));
     assert!(e.contains("nil"), "{e}");
@@ -171,13 +171,13 @@ fn journal_names_stop_at_one_hundred_twenty_eight_characters() {
 fn a_position_that_is_not_a_json_u64_integer_is_refused() {
     for bad in ["1.0", "1e3", "-1", "\"5\"", "18446744073709551616", "null", "true"] {
         refused::<TruncateRequest>(&format!(r#"{{"up_to":{bad}}}"#));
-        refused::<View>(&format!(r#"{{"leader":null,"first_seq":0,"next_seq":{bad}}}"#));
+        refused::<JournalView>(&format!(r#"{{"leader":null,"first_seq":0,"next_seq":{bad}}}"#));
     }
 }
 
 #[test]
 fn a_view_whose_first_seq_passes_its_next_seq_is_refused() {
-    let e = refused::<View>(r#"{"leader":null,"first_seq":5,"next_seq":4}"#);
+    let e = refused::<JournalView>(r#"{"leader":null,"first_seq":5,"next_seq":4}"#);
     assert!(e.contains("first_seq"), "{e}");
 }
 
@@ -213,7 +213,7 @@ fn a_body_given_as_an_array_of_its_fields_is_refused() {
     refused::<SetLeaderRequest>(&format!(r#"["{UUID}",null]"#));
     refused::<WriteRequest>(r#"[null,null,[]]"#);
     refused::<TruncateRequest>(r#"[null,1]"#);
-    refused::<View>("[null,0,0]");
+    refused::<JournalView>("[null,0,0]");
     refused::<ErrorBody>(r#"["malformed","m"]"#);
     refused::<Page>(r#"[0,[],{"leader":null,"first_seq":0,"next_seq":0}]"#);
 }

@@ -179,7 +179,7 @@ fn view(leader: Option<&str>, first: u64, next: u64) -> Value {
     json!({"leader": leader, "first_seq": first, "next_seq": next})
 }
 
-fn core_view(leader: Option<u128>, first: u64, next: u64) -> JournalView {
+fn journal_view(leader: Option<u128>, first: u64, next: u64) -> JournalView {
     JournalView { leader: leader.and_then(LeaderUuid::new), first_seq: Seq(first), next_seq: Seq(next) }
 }
 
@@ -219,7 +219,7 @@ async fn a_write_travels_as_api_md_says_and_200_accepted_is_an_accepted_verdict(
         write_call(),
     )
     .await;
-    let view = core_view(Some(0x0f8b_1c2e_4a5d_4e6f_9a0b_1c2d_3e4f_5a6b), 0, 5);
+    let view = journal_view(Some(0x0f8b_1c2e_4a5d_4e6f_9a0b_1c2d_3e4f_5a6b), 0, 5);
     assert_eq!(reply, CallReply::Answer(CallAnswer::Verdict(Outcome::Accepted { seq: Seq(3), count: 2, view })));
     let r = &reqs[0];
     assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/v1/journals/orders/records"));
@@ -236,7 +236,7 @@ async fn a_multi_writer_write_sends_records_only() {
         call,
     )
     .await;
-    let view = core_view(None, 0, 10);
+    let view = journal_view(None, 0, 10);
     assert_eq!(reply, CallReply::Answer(CallAnswer::Verdict(Outcome::Duplicate { seq: Seq(9), count: 1, view })));
     assert_eq!(reqs[0].json(), json!({"records": ["eA=="]}));
 }
@@ -244,13 +244,13 @@ async fn a_multi_writer_write_sends_records_only() {
 #[tokio::test]
 async fn a_409_refusal_carries_its_view_into_the_core_verdict() {
     let (reply, _) = call_with(|| err(409, "refused", Some(view(Some(U2), 1, 7))), write_call()).await;
-    assert_eq!(reply, CallReply::Answer(CallAnswer::Verdict(Outcome::Refused(core_view(Some(2), 1, 7)))));
+    assert_eq!(reply, CallReply::Answer(CallAnswer::Verdict(Outcome::Refused(journal_view(Some(2), 1, 7)))));
 }
 
 #[tokio::test]
 async fn a_410_is_a_truncated_verdict() {
     let (reply, _) = call_with(|| err(410, "truncated", Some(view(Some(U1), 8, 9))), write_call()).await;
-    assert_eq!(reply, CallReply::Answer(CallAnswer::Verdict(Outcome::Truncated(core_view(Some(u1().get()), 8, 9)))));
+    assert_eq!(reply, CallReply::Answer(CallAnswer::Verdict(Outcome::Truncated(journal_view(Some(u1().get()), 8, 9)))));
 }
 
 #[tokio::test]
@@ -345,20 +345,20 @@ async fn set_leader_and_truncate_travel_as_api_md_says() {
         Call::SetLeader { new: u1(), old: None },
     )
     .await;
-    assert_eq!(reply, CallReply::Answer(CallAnswer::Verdict(Outcome::Won(core_view(Some(u1().get()), 0, 0)))));
+    assert_eq!(reply, CallReply::Answer(CallAnswer::Verdict(Outcome::Won(journal_view(Some(u1().get()), 0, 0)))));
     assert_eq!(reqs[0].path, "/v1/journals/orders/leader");
     assert_eq!(reqs[0].json(), json!({"new": U1, "old": null}));
 
     let (reply, _) =
         call_with(|| err(409, "lost", Some(view(Some(U2), 0, 0))), Call::SetLeader { new: u1(), old: None }).await;
-    assert_eq!(reply, CallReply::Answer(CallAnswer::Verdict(Outcome::Lost(core_view(Some(2), 0, 0)))));
+    assert_eq!(reply, CallReply::Answer(CallAnswer::Verdict(Outcome::Lost(journal_view(Some(2), 0, 0)))));
 
     let (reply, reqs) = call_with(
         || err(409, "truncate_refused", Some(view(Some(U2), 0, 4))),
         Call::Truncate { leader: Some(u1()), up_to: Seq(2) },
     )
     .await;
-    assert_eq!(reply, CallReply::Answer(CallAnswer::Verdict(Outcome::TruncateRefused(core_view(Some(2), 0, 4)))));
+    assert_eq!(reply, CallReply::Answer(CallAnswer::Verdict(Outcome::TruncateRefused(journal_view(Some(2), 0, 4)))));
     assert_eq!(reqs[0].path, "/v1/journals/orders/truncate");
     assert_eq!(reqs[0].json(), json!({"leader": U1, "up_to": 2}));
 }
@@ -382,7 +382,7 @@ async fn a_read_sends_its_query_and_maps_the_page() {
     let answer = f.service().read(&j(), read_params(2, Consistency::Reached(Seq(3))), Route::default()).await;
     assert_eq!(
         answer,
-        ReadAnswer::Page { from: Seq(2), records: vec![Bytes::from_static(b"hi")], view: core_view(None, 0, 3) }
+        ReadAnswer::Page { from: Seq(2), records: vec![Bytes::from_static(b"hi")], view: journal_view(None, 0, 3) }
     );
     let r = &f.requests()[0];
     assert_eq!((r.method.as_str(), r.path.as_str()), ("GET", "/v1/journals/orders/records"));
@@ -402,7 +402,7 @@ async fn a_linearizable_read_with_server_defaults_sends_from_alone() {
 #[tokio::test]
 async fn read_answers_410_503_504_404_and_401_map_to_the_readers_answers() {
     let cases: Vec<(Resp, ReadAnswer)> = vec![
-        (err(410, "truncated", Some(view(None, 5, 9))), ReadAnswer::Truncated { view: core_view(None, 5, 9) }),
+        (err(410, "truncated", Some(view(None, 5, 9))), ReadAnswer::Truncated { view: journal_view(None, 5, 9) }),
         (err(503, "unavailable", None), ReadAnswer::Unserved),
         (err(504, "ambiguous", None), ReadAnswer::Unserved),
         (err(404, "unknown_journal", None), ReadAnswer::UnknownJournal),
@@ -447,7 +447,7 @@ async fn the_client_retries_503_and_504_identically_until_a_verdict() {
     })
     .await;
     let decided = client(f.service()).call(&j(), write_call()).await;
-    let view = core_view(Some(0x0f8b_1c2e_4a5d_4e6f_9a0b_1c2d_3e4f_5a6b), 0, 5);
+    let view = journal_view(Some(0x0f8b_1c2e_4a5d_4e6f_9a0b_1c2d_3e4f_5a6b), 0, 5);
     assert_eq!(decided, Ok(Decided::Verdict(Outcome::Duplicate { seq: Seq(3), count: 2, view })));
     let reqs = f.requests();
     assert_eq!(reqs.len(), 3);
@@ -663,7 +663,7 @@ async fn the_admin_routes_travel_as_api_md_says() {
         g.create_journal(&CreateJournalRequest { name: j(), mode: Some(WriterMode::MultiWriter) }).await.unwrap();
     assert_eq!(created.mode, WriterMode::MultiWriter);
     assert_eq!(g.list_journals().await.unwrap().journals.len(), 1);
-    assert_eq!(g.show_journal(&j()).await.unwrap().view.first_seq, paros_api::Seq(2));
+    assert_eq!(g.show_journal(&j()).await.unwrap().view.first_seq, Seq(2));
     g.delete_journal(&j()).await.unwrap();
     let e = g.show_journal(&JournalName::parse("gone").unwrap()).await.unwrap_err();
     assert_eq!((e.status(), e.code()), (Some(404), Some(paros_api::ErrorCode::UnknownJournal)));
@@ -735,15 +735,15 @@ async fn a_tail_yields_records_gaps_and_heartbeats_and_resumes_with_last_event_i
         _ => err(401, "unauthorized", None),
     })
     .await;
-    let mut tail = f.gateway().tail(&j(), Some(paros_api::Seq(0))).await.unwrap();
+    let mut tail = f.gateway().tail(&j(), Some(Seq(0))).await.unwrap();
     let first = tail.next().await.unwrap();
-    assert_eq!(first.id, paros_api::Seq(2));
+    assert_eq!(first.id, Seq(2));
     assert!(matches!(&first.event, TailEvent::Records(p) if p.records.len() == 2));
     assert!(matches!(tail.next().await.unwrap().event, TailEvent::Heartbeat(h) if h.caught_up));
     // The stream closes; the tail reconnects from the last id.
     let gap = tail.next().await.unwrap();
-    assert!(matches!(gap.event, TailEvent::Gap(g) if g.resumed_at == paros_api::Seq(7)));
-    assert_eq!(tail.last_event_id(), Some(paros_api::Seq(7)));
+    assert!(matches!(gap.event, TailEvent::Gap(g) if g.resumed_at == Seq(7)));
+    assert_eq!(tail.last_event_id(), Some(Seq(7)));
     // A refusal while reconnecting ends the tail.
     let e = tail.next().await.unwrap_err();
     assert_eq!(e.status(), Some(401));

@@ -12,13 +12,11 @@ mod run;
 use std::num::NonZeroU64;
 
 use clap::{Args, Subcommand, ValueEnum};
-use paros_api::{
-    InvalidOpaque, InvalidRecord, JournalName, LeaderUuid, Scope, TenantName, View, WriteOutcome, WriterMode,
-};
-use paros_client::convert::api_view;
+use paros_api::{InvalidOpaque, InvalidRecord, JournalName, LeaderUuid, Scope, TenantName, WriteOutcome, WriterMode};
 use paros_client::{AnswerError, Decided, GatewayError, WriterConfigError, WriterError};
 use paros_core::Seq;
 use paros_core::journal::{JournalView, Outcome};
+use serde_json::json;
 
 pub use run::execute;
 
@@ -306,7 +304,7 @@ pub enum Failure {
     TruncateShape { journal: JournalName, leader_given: bool, view: JournalView },
     /// The read's `--from` is below the journal's first retained position. Exit 3.
     #[error("truncated: {journal} starts at {} now", .view.first_seq)]
-    ReadTruncated { journal: JournalName, view: View },
+    ReadTruncated { journal: JournalName, view: JournalView },
     /// The read was not served within its bounds. Exit 5.
     #[error("unavailable: the read was not served in time")]
     ReadUnserved,
@@ -509,10 +507,7 @@ fn truncate_shape_text(journal: &JournalName, leader_given: bool, view: &Journal
         format!("wrong_mode: {journal} has many writers; truncate it without --leader")
     } else {
         match view.leader {
-            Some(u) => format!(
-                "wrong_mode: {journal} has a single writer; pass --leader {} (the writer in force)",
-                paros_client::convert::api_uuid(u)
-            ),
+            Some(u) => format!("wrong_mode: {journal} has a single writer; pass --leader {u} (the writer in force)"),
             None => format!(
                 "wrong_mode: {journal} has a single writer and none claimed it yet; \
                  claim it with `paros set-leader {journal} --new <uuid>`, then truncate with --leader <uuid>"
@@ -536,7 +531,7 @@ fn append_text(outcome: &WriteOutcome, after: &u64) -> String {
 }
 
 fn leader(l: Option<paros_core::LeaderUuid>) -> String {
-    l.map_or_else(|| "nobody".to_owned(), |u| paros_client::convert::api_uuid(u).to_string())
+    l.map_or_else(|| "nobody".to_owned(), |u| u.to_string())
 }
 
 /// Runs one verb to completion; the caller prints a failure's chain and exits with its code.
@@ -584,10 +579,7 @@ impl Failure {
     pub fn json_body(&self) -> serde_json::Value {
         let exit = self.exit_code();
         let message = self.to_string();
-        let refusal = |code: &str, view: &JournalView| {
-            let view = api_view(*view);
-            serde_json::json!({"code": code, "message": message, "view": view, "exit": exit})
-        };
+        let refusal = |code: &str, v: &JournalView| json!({"code": code, "message": message, "view": v, "exit": exit});
         match self {
             Failure::Gateway { error: GatewayError::Denied(d), .. } if d.code != "contract" => {
                 serde_json::json!({"code": d.code, "message": d.message, "exit": exit})
@@ -834,7 +826,7 @@ mod tests {
         );
         assert_eq!(quota.exit_code(), 5);
 
-        let u = paros_client::convert::core_uuid(LeaderUuid::parse(U).unwrap());
+        let u = LeaderUuid::parse(U).unwrap();
         let fenced = Failure::from_writer(WriterError::Superseded { view: JournalView { leader: Some(u), ..view() } });
         assert_eq!(chain_of(&fenced), format!("fenced: the journal is led by {U} now"));
 

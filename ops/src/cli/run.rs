@@ -7,9 +7,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use paros_api::{
     Consistency, CreateJournalRequest, JournalInfo, JournalName, MintTokenRequest, ReadOutcome, ReadQuery, Record,
-    TailEvent, Token, TokenId, View, WaitMs, WriteOutcome, WriteRequest, WriterMode,
+    TailEvent, Token, TokenId, WaitMs, WriteOutcome, WriteRequest, WriterMode,
 };
-use paros_client::convert::{api_uuid, api_view, core_uuid, core_view};
 use paros_client::{
     Client, ClientConfig, Decided, GatewayClient, GatewayError, HttpConfig, HttpService, Writer, WriterConfig,
 };
@@ -76,7 +75,7 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
                 }
                 (WriterMode::MultiWriter, None) => append(&g, &journal, batches).await?,
                 (WriterMode::SingleWriter, None) => claim_and_write(g, journal, batches).await?,
-                (WriterMode::SingleWriter, Some(l)) => write_as(g, journal, core_uuid(l), info, batches).await?,
+                (WriterMode::SingleWriter, Some(l)) => write_as(g, journal, l, info, batches).await?,
             };
             print_written(json, &written);
             Ok(())
@@ -85,10 +84,10 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
             let (g, json) = connect(&gateway, env)?;
             let wait_ms = WaitMs::new(wait_ms).ok_or(Failure::WaitTooLong { wait_ms })?;
             let consistency = match min_seq {
-                Some(s) => Consistency::AtLeast { min_seq: paros_api::Seq(s) },
+                Some(s) => Consistency::AtLeast { min_seq: Seq(s) },
                 None => Consistency::Linearizable { min_seq: None },
             };
-            let mut query = ReadQuery { from: paros_api::Seq(from), limit, max_bytes, wait_ms, consistency };
+            let mut query = ReadQuery { from: Seq(from), limit, max_bytes, wait_ms, consistency };
             let mut answer = g.read(&journal, &query).await.map_err(|e| Failure::from_gateway(e, true))?;
             if let (ReadOutcome::Truncated(view), true) = (&answer, through_gaps) {
                 // One gap at most: the read below starts at the first retained position, which
@@ -121,8 +120,7 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
         }
         Verb::Tail { journal, from, base64, gateway } => {
             let (g, json) = connect(&gateway, env)?;
-            let mut tail =
-                g.tail(&journal, from.map(paros_api::Seq)).await.map_err(|e| Failure::from_gateway(e, true))?;
+            let mut tail = g.tail(&journal, from.map(Seq)).await.map_err(|e| Failure::from_gateway(e, true))?;
             loop {
                 let frame = tail.next().await.map_err(|e| Failure::from_gateway(e, true))?;
                 if json {
@@ -145,7 +143,7 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
         Verb::Truncate { journal, up_to, leader, gateway } => {
             let (g, json) = connect(&gateway, env)?;
             let leader_given = leader.is_some();
-            let call = Call::Truncate { leader: leader.map(core_uuid), up_to: Seq(up_to) };
+            let call = Call::Truncate { leader, up_to: Seq(up_to) };
             let view = decide(g, &journal, call, |o| matches!(o, Outcome::Trimmed(_))).await.map_err(|f| match f {
                 Failure::Decided { decided: Decided::Verdict(Outcome::WrongMode(view)) } => {
                     Failure::TruncateShape { journal: journal.clone(), leader_given, view }
@@ -157,7 +155,7 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
         }
         Verb::SetLeader { journal, new, old, gateway } => {
             let (g, json) = connect(&gateway, env)?;
-            let call = Call::SetLeader { new: core_uuid(new), old: old.map(core_uuid) };
+            let call = Call::SetLeader { new, old };
             let view = decide(g, &journal, call, |o| matches!(o, Outcome::Won(_))).await?;
             print_view(json, "won", &view);
             Ok(())
@@ -246,7 +244,7 @@ async fn claim_and_write(g: GatewayClient, journal: JournalName, batches: Vec<Ve
         Writer::new(client(g), journal, WriterConfig::default()).map_err(|error| Failure::WriterConfig { error })?;
     let view = writer.claim().await.map_err(Failure::from_writer)?;
     let leader = writer.core().uuid();
-    eprintln!("claimed as leader {}", leader.map(api_uuid).map_or_else(String::new, |u| u.to_string()));
+    eprintln!("claimed as leader {}", leader.map_or_else(String::new, |u| u.to_string()));
     let mut done = Written { leader, first: None, count: 0, next_seq: view.next_seq.0 };
     let mut take =
         |report: Option<(Seq, Result<paros_client::Written, paros_client::WriterError>)>| -> Result<(), Failure> {
@@ -278,7 +276,7 @@ async fn write_as(
     info: JournalInfo,
     batches: Vec<Vec<Bytes>>,
 ) -> Result<Written, Failure> {
-    let view = core_view(info.view);
+    let view = info.view;
     if view.leader != Some(leader) {
         return Err(Failure::from_decided(Decided::Verdict(Outcome::Refused(view))));
     }
@@ -366,7 +364,7 @@ fn to_json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("API bodies serialize infallibly")
 }
 
-fn view_text(v: &View) -> String {
+fn view_text(v: &JournalView) -> String {
     let leader = v.leader.map_or_else(|| "-".to_owned(), |l| l.to_string());
     format!("leader {leader} first_seq {} next_seq {}", v.first_seq, v.next_seq)
 }
@@ -396,21 +394,19 @@ fn print_done(json: bool, what: &str, name: &str) {
 }
 
 fn print_view(json: bool, outcome: &str, view: &JournalView) {
-    let v = api_view(*view);
     if json {
-        println!("{}", json!({"outcome": outcome, "view": v}));
+        println!("{}", json!({"outcome": outcome, "view": view}));
     } else {
-        println!("{outcome}: {}", view_text(&v));
+        println!("{outcome}: {}", view_text(view));
     }
 }
 
 fn print_written(json: bool, w: &Written) {
-    let leader = w.leader.map(api_uuid);
     if json {
-        println!("{}", json!({"leader": leader, "seq": w.first, "count": w.count, "next_seq": w.next_seq}));
+        println!("{}", json!({"leader": w.leader, "seq": w.first, "count": w.count, "next_seq": w.next_seq}));
     } else {
         let at = w.first.map_or_else(String::new, |f| format!(" at [{f}, {})", f + w.count));
-        let by = leader.map_or_else(String::new, |l| format!(" as leader {l}"));
+        let by = w.leader.map_or_else(String::new, |l| format!(" as leader {l}"));
         println!("wrote {} records{at}{by}", w.count);
     }
 }

@@ -8,7 +8,9 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use paros_api::{CreateJournalRequest, ErrorCode, JournalInfo, JournalList, JournalName, Scope, View, WriterMode};
+use paros_api::{
+    CreateJournalRequest, ErrorCode, JournalInfo, JournalList, JournalName, JournalView, Scope, WriterMode,
+};
 use paros_core::journal::WriterMode as CoreMode;
 use paros_core::{JournalId, JournalKey};
 use paros_registry::{Accepted, Command, Op, Refusal, Verdict};
@@ -74,7 +76,7 @@ pub(crate) async fn create_journal(
     })
     .await?;
     let mode = req.mode();
-    let info = JournalInfo { name: req.name, mode, view: View::NEW };
+    let info = JournalInfo { name: req.name, mode, view: JournalView::NEW };
     Ok(json(StatusCode::CREATED, &info))
 }
 

@@ -11,8 +11,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
 use paros_api::{
-    ErrorCode, Page, ReadQuery, Record, Scope, SetLeaderAnswer, SetLeaderRequest, SetLeaderVerdict, ShapeError,
-    TruncateAnswer, TruncateRequest, TruncateVerdict, View, WriteAnswer, WriteRequest, WriteVerdict,
+    ErrorCode, JournalView, Page, ReadQuery, Record, Scope, SetLeaderAnswer, SetLeaderRequest, SetLeaderVerdict,
+    ShapeError, TruncateAnswer, TruncateRequest, TruncateVerdict, WriteAnswer, WriteRequest, WriteVerdict,
 };
 use paros_client::{AnswerError, Decided, ReadAnswer, ReadParams};
 use paros_core::journal::Outcome;
@@ -21,7 +21,7 @@ use paros_core::{Call, Consistency, Seq};
 use crate::access::{named_journal, tenant_quotas};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
-use crate::state::{Gateway, api_view, core_leader};
+use crate::state::Gateway;
 use crate::wire::{api_mode, json, json_body, no_query};
 
 /// What every call answers for the outcomes it does not name itself.
@@ -71,20 +71,20 @@ pub(crate) async fn set_leader(
     let (t, name, key, _) = named_journal(&g, &p, path, Scope::Write)?;
     let req: SetLeaderRequest = json_body(&g, &headers, body).await?;
     no_query(query.as_deref())?;
-    let call = Call::SetLeader { new: core_leader(req.new), old: req.old.map(core_leader) };
+    let call = Call::SetLeader { new: req.new, old: req.old };
     match g.call(t.tenant, &name, key, call).await? {
         Ok(Decided::Verdict(Outcome::Won(v))) => {
-            Ok(json(StatusCode::OK, &SetLeaderAnswer { outcome: SetLeaderVerdict::Won, view: api_view(v) }))
+            Ok(json(StatusCode::OK, &SetLeaderAnswer { outcome: SetLeaderVerdict::Won, view: v }))
         }
         Ok(Decided::Verdict(Outcome::Lost(v))) => {
-            Err(ApiError::new(ErrorCode::Lost, "SetLeader lost its compare-and-set").with_view(api_view(v)))
+            Err(ApiError::new(ErrorCode::Lost, "SetLeader lost its compare-and-set").with_view(v))
         }
-        Ok(Decided::Verdict(Outcome::WrongMode(v))) => Err(wrong_mode(api_view(v))),
+        Ok(Decided::Verdict(Outcome::WrongMode(v))) => Err(wrong_mode(v)),
         other => Err(undecided(&g, other)),
     }
 }
 
-fn wrong_mode(view: View) -> ApiError {
+fn wrong_mode(view: JournalView) -> ApiError {
     ApiError::new(ErrorCode::WrongMode, "the call is shaped for the other writer mode").with_view(view)
 }
 
@@ -139,7 +139,7 @@ pub(crate) async fn write(
     };
     let records: Vec<Bytes> = req.records.into_iter().map(|Record(r)| Bytes::from(r)).collect();
     let (leader, seq) = match shape {
-        paros_api::WriteShape::Fenced { leader, seq } => (Some(core_leader(leader)), Seq(seq.0)),
+        paros_api::WriteShape::Fenced { leader, seq } => (Some(leader), seq),
         paros_api::WriteShape::Append => (None, Seq(0)),
     };
     let decided = g.call(t.tenant, &name, key, Call::Write { leader, seq, records }).await?;
@@ -147,12 +147,12 @@ pub(crate) async fn write(
         Ok(Decided::Verdict(Outcome::Accepted { seq, count, view })) => (WriteVerdict::Accepted, seq, count, view),
         Ok(Decided::Verdict(Outcome::Duplicate { seq, count, view })) => (WriteVerdict::Duplicate, seq, count, view),
         Ok(Decided::Verdict(Outcome::Refused(v))) => {
-            return Err(ApiError::new(ErrorCode::Refused, "the write was refused in place").with_view(api_view(v)));
+            return Err(ApiError::new(ErrorCode::Refused, "the write was refused in place").with_view(v));
         }
         Ok(Decided::Verdict(Outcome::Truncated(v))) => {
-            return Err(ApiError::new(ErrorCode::Truncated, "the write starts below first_seq").with_view(api_view(v)));
+            return Err(ApiError::new(ErrorCode::Truncated, "the write starts below first_seq").with_view(v));
         }
-        Ok(Decided::Verdict(Outcome::WrongMode(v))) => return Err(wrong_mode(api_view(v))),
+        Ok(Decided::Verdict(Outcome::WrongMode(v))) => return Err(wrong_mode(v)),
         Ok(Decided::TooLarge(tl)) => {
             let view = g.view(key).await?;
             return Err(undecided(&g, Ok(Decided::TooLarge(tl))).with_view(view));
@@ -163,7 +163,7 @@ pub(crate) async fn write(
         g.inner.metrics.written(t.tenant, count, bytes);
     }
     // One trip: the verdict carries the view the write was applied in.
-    let answer = WriteAnswer { outcome, seq: paros_api::Seq(at.0), count, view: api_view(view) };
+    let answer = WriteAnswer { outcome, seq: at, count, view };
     Ok(json(StatusCode::OK, &answer))
 }
 
@@ -197,7 +197,7 @@ pub(crate) async fn read(
     };
     let (consistency, reach) = paros_client::convert::core_consistency(q.consistency);
     let params = ReadParams {
-        from: Seq(q.from.0),
+        from: q.from,
         limit: clamp(q.limit, cfg.read_records_max),
         max_bytes: clamp(q.max_bytes, cfg.read_bytes_max),
         wait_ms: u32::from(q.wait_ms.get()),
@@ -206,15 +206,11 @@ pub(crate) async fn read(
     match g.read(key, params, reach).await {
         ReadAnswer::Page { from, records, view } => {
             g.inner.metrics.read(t.tenant, &records);
-            let page = Page {
-                from: paros_api::Seq(from.0),
-                records: records.into_iter().map(|r| Record(r.to_vec())).collect(),
-                view: api_view(view),
-            };
+            let page = Page { from, records: records.into_iter().map(|r| Record(r.to_vec())).collect(), view };
             Ok(json(StatusCode::OK, &page))
         }
         ReadAnswer::Truncated { view } => {
-            Err(ApiError::new(ErrorCode::Truncated, "from is below first_seq").with_view(api_view(view)))
+            Err(ApiError::new(ErrorCode::Truncated, "from is below first_seq").with_view(view))
         }
         // A read at least at `min_seq` not served within `wait_ms` (the contract: 503).
         ReadAnswer::Unserved if consistency != Consistency::Linearizable || reach.is_some() => {
@@ -256,16 +252,15 @@ pub(crate) async fn truncate(
     let req: TruncateRequest = json_body(&g, &headers, body).await?;
     no_query(query.as_deref())?;
     let Ok(leader) = req.shape(api_mode(mode)) else { return Err(wrong_mode(g.view(key).await?)) };
-    let call = Call::Truncate { leader: leader.map(core_leader), up_to: Seq(req.up_to.0) };
+    let call = Call::Truncate { leader, up_to: req.up_to };
     match g.call(t.tenant, &name, key, call).await? {
         Ok(Decided::Verdict(Outcome::Trimmed(v))) => {
-            Ok(json(StatusCode::OK, &TruncateAnswer { outcome: TruncateVerdict::Trimmed, view: api_view(v) }))
+            Ok(json(StatusCode::OK, &TruncateAnswer { outcome: TruncateVerdict::Trimmed, view: v }))
         }
         Ok(Decided::Verdict(Outcome::TruncateRefused(v))) => {
-            Err(ApiError::new(ErrorCode::TruncateRefused, "the caller is not the writer in force")
-                .with_view(api_view(v)))
+            Err(ApiError::new(ErrorCode::TruncateRefused, "the caller is not the writer in force").with_view(v))
         }
-        Ok(Decided::Verdict(Outcome::WrongMode(v))) => Err(wrong_mode(api_view(v))),
+        Ok(Decided::Verdict(Outcome::WrongMode(v))) => Err(wrong_mode(v)),
         other => Err(undecided(&g, other)),
     }
 }

@@ -17,7 +17,7 @@ use paros_core::{Consistency, JournalKey, Seq, TenantId};
 use crate::access::named_journal;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
-use crate::state::{Gateway, TailSlot, api_view};
+use crate::state::{Gateway, TailSlot};
 
 /// Follow a journal as server-sent events: `records`, `gap` and `heartbeat`.
 #[utoipa::path(get, path = "/v1/journals/{name}/tail",
@@ -48,7 +48,7 @@ pub(crate) async fn tail(
         paros_api::tail_start(query.as_deref().unwrap_or(""), last).map_err(|e| ApiError::malformed(e.to_string()))?;
     let slot = g.open_tail(t.tenant)?;
     let cursor = match start {
-        Some(s) => Seq(s.0),
+        Some(s) => s,
         None => Seq(g.view(key).await?.next_seq.0),
     };
     let stream = tail_stream(g, t.tenant, key, cursor, slot);
@@ -112,26 +112,18 @@ async fn next_event(s: &mut TailState) -> Option<Option<(TailEvent, Seq)>> {
         ReadAnswer::Page { from, records, view } if !records.is_empty() => {
             let next = Seq(from.0 + records.len() as u64);
             s.g.inner.metrics.read(s.tenant, &records);
-            let page = Page {
-                from: paros_api::Seq(from.0),
-                records: records.into_iter().map(|r| Record(r.to_vec())).collect(),
-                view: api_view(view),
-            };
+            let page = Page { from, records: records.into_iter().map(|r| Record(r.to_vec())).collect(), view };
             s.cursor = next;
             (TailEvent::Records(page), next)
         }
         ReadAnswer::Truncated { view } => {
-            let gap = Gap {
-                from: paros_api::Seq(s.cursor.0),
-                resumed_at: paros_api::Seq(view.first_seq.0),
-                view: api_view(view),
-            };
+            let gap = Gap { from: s.cursor, resumed_at: view.first_seq, view };
             s.cursor = view.first_seq;
             (TailEvent::Gap(gap), view.first_seq)
         }
         ReadAnswer::Page { view, .. } => {
             let caught_up = s.cursor >= view.next_seq;
-            (TailEvent::Heartbeat(Heartbeat { view: api_view(view), caught_up }), s.cursor)
+            (TailEvent::Heartbeat(Heartbeat { view, caught_up }), s.cursor)
         }
         ReadAnswer::Unserved | ReadAnswer::UnknownJournal | ReadAnswer::Denied(_) => {
             let live = s.g.directory().ok().is_some_and(|d| d.journal(s.key).is_some_and(|j| j.is_live()));

@@ -1,9 +1,10 @@
 //! The data the fold works over: state, view, commands and outcomes.
 
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::ids::{LeaderUuid, Seq};
+use crate::object::ObjectOnly;
 
 /// How a journal is written, fixed when it is created.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default, Serialize, Deserialize)]
@@ -38,12 +39,52 @@ impl JournalState {
     }
 }
 
-/// The journal's leader and retained range, carried by every answer.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+/// The journal's leader and retained range, carried by every answer:
+/// `{"leader", "first_seq", "next_seq"}`.
+///
+/// `leader` is `None` (`null` in JSON, where the field is required) for a journal never led, and
+/// always for a multi-writer journal. Records `[first_seq, next_seq)` are retained. A view with
+/// `first_seq > next_seq` is refused when deserialized, in any format: no server state looks
+/// like that.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize)]
 pub struct JournalView {
     pub leader: Option<LeaderUuid>,
     pub first_seq: Seq,
     pub next_seq: Seq,
+}
+
+impl JournalView {
+    /// A new journal's view: no leader, nothing written.
+    pub const NEW: JournalView = JournalView { leader: None, first_seq: Seq(0), next_seq: Seq(0) };
+}
+
+/// The wire shape, before its invariant is checked.
+#[derive(Deserialize)]
+#[serde(rename = "JournalView")]
+struct ViewWire {
+    #[serde(deserialize_with = "required")]
+    leader: Option<LeaderUuid>,
+    first_seq: Seq,
+    next_seq: Seq,
+}
+
+/// Naming a `deserialize_with` function is what makes serde's derive report a missing `Option`
+/// field as missing instead of reading it as `None`.
+fn required<'de, D: Deserializer<'de>>(d: D) -> Result<Option<LeaderUuid>, D::Error> {
+    Option::<LeaderUuid>::deserialize(d)
+}
+
+impl<'de> Deserialize<'de> for JournalView {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = if d.is_human_readable() { ViewWire::deserialize(ObjectOnly(d))? } else { ViewWire::deserialize(d)? };
+        if w.first_seq > w.next_seq {
+            return Err(serde::de::Error::custom(format_args!(
+                "a view's first_seq ({}) never passes its next_seq ({})",
+                w.first_seq, w.next_seq
+            )));
+        }
+        Ok(JournalView { leader: w.leader, first_seq: w.first_seq, next_seq: w.next_seq })
+    }
 }
 
 /// One client Write: `records` for positions `[seq, seq + len)`, in one slot.
@@ -303,8 +344,34 @@ impl Limits {
 mod tests {
     use bytes::Bytes;
 
-    use super::{Command, Control, Digested, Entry, JournalState, Limits, TooLarge};
+    use super::{Command, Control, Digested, Entry, JournalState, JournalView, Limits, TooLarge};
     use crate::ids::{LeaderUuid, Seq};
+
+    #[test]
+    fn postcard_carries_a_view_as_its_raw_fields_and_refuses_what_json_refuses() {
+        let led = JournalView { leader: LeaderUuid::new(0xab), first_seq: Seq(3), next_seq: Seq(10) };
+        let bytes = postcard::to_stdvec(&led).unwrap();
+        assert_eq!(bytes, postcard::to_stdvec(&(Some(0xab_u128), 3_u64, 10_u64)).unwrap(), "the uuid is the u128");
+        assert_eq!(postcard::from_bytes::<JournalView>(&bytes).unwrap(), led);
+        let passed = postcard::to_stdvec(&(None::<u128>, 5_u64, 4_u64)).unwrap();
+        assert!(postcard::from_bytes::<JournalView>(&passed).is_err(), "first_seq > next_seq");
+        let zero = postcard::to_stdvec(&(Some(0_u128), 0_u64, 0_u64)).unwrap();
+        assert!(postcard::from_bytes::<JournalView>(&zero).is_err(), "a zero leader uuid");
+    }
+
+    #[test]
+    fn a_view_is_a_json_object_whose_leader_is_required_and_nullable() {
+        let led = JournalView { leader: LeaderUuid::new(0xab), first_seq: Seq(3), next_seq: Seq(10) };
+        let json = r#"{"leader":"00000000-0000-0000-0000-0000000000ab","first_seq":3,"next_seq":10}"#;
+        assert_eq!(serde_json::to_string(&led).unwrap(), json);
+        assert_eq!(serde_json::from_str::<JournalView>(json).unwrap(), led);
+        let new = r#"{"leader":null,"first_seq":0,"next_seq":0}"#;
+        assert_eq!(serde_json::to_string(&JournalView::NEW).unwrap(), new);
+        assert_eq!(serde_json::from_str::<JournalView>(new).unwrap(), JournalView::NEW);
+        for bad in [r#"{"first_seq":0,"next_seq":0}"#, "[null,0,0]", r#"{"leader":null,"first_seq":5,"next_seq":4}"#] {
+            assert!(serde_json::from_str::<JournalView>(bad).is_err(), "{bad}");
+        }
+    }
 
     fn entry(records: Vec<Bytes>) -> Entry {
         Entry { leader: LeaderUuid::new(7), seq: Seq(0), records }

@@ -358,8 +358,9 @@ impl fmt::Display for ProbeCounts {
     }
 }
 
+/// A uuid as 32 hex digits, the history's spelling.
 fn uuid_json(u: Option<LeaderUuid>) -> Value {
-    u.map_or(Value::Null, |u| Value::String(u.to_string()))
+    u.map_or(Value::Null, |u| Value::String(format!("{:032x}", u.get())))
 }
 
 fn records_json(records: &[Bytes]) -> Value {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use paros_api::outcome::plain;
 use paros_api::{
     ApiError, CreateJournalRequest, JournalInfo, JournalList, JournalName, MintTokenRequest, ReadOutcome, ReadQuery,
-    SetLeaderOutcome, SetLeaderRequest, SignupAnswer, SignupRequest, TenantName, Token, TokenAnswer, TokenId,
+    Seq, SetLeaderOutcome, SetLeaderRequest, SignupAnswer, SignupRequest, TenantName, Token, TokenAnswer, TokenId,
     TruncateOutcome, TruncateRequest, WriteOutcome, WriteRequest,
 };
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
@@ -278,8 +278,8 @@ impl GatewayClient {
     pub(super) async fn open_tail(
         &self,
         name: &JournalName,
-        from: Option<paros_api::Seq>,
-        last: Option<paros_api::Seq>,
+        from: Option<Seq>,
+        last: Option<Seq>,
     ) -> Result<reqwest::Response, GatewayError> {
         let mut url = self.url(&["v1", "journals", name.as_str(), "tail"]);
         if let Some(from) = from {

@@ -8,13 +8,13 @@ use paros_api::{
     TruncateRequest, WaitMs, WriteOutcome, WriteRequest,
 };
 use paros_core::journal::{Outcome, TooLarge};
-use paros_core::{Call, CallAnswer, CallId, NodeId, Seq};
+use paros_core::{Call, CallAnswer, CallId, NodeId};
 use reqwest::Method;
 use reqwest::header::CONTENT_TYPE;
 
 use super::gateway::GatewayClient;
 use super::{Answer, GatewayError, HttpConfig};
-use crate::convert::{api_consistency, api_uuid, core_view};
+use crate::convert::api_consistency;
 use crate::service::{CallReply, Denial, JournalService, ReadAnswer, ReadParams, Route};
 
 /// [`JournalService`] over a gateway: journals are named by paros-api's [`JournalName`], the
@@ -48,21 +48,18 @@ impl HttpService {
 
     async fn do_call(&self, journal: &JournalName, call: &Call) -> CallReply {
         let (segment, body) = match call {
-            Call::SetLeader { new, old } => {
-                ("leader", serde_json::to_vec(&SetLeaderRequest { new: api_uuid(*new), old: old.map(api_uuid) }))
-            }
+            Call::SetLeader { new, old } => ("leader", serde_json::to_vec(&SetLeaderRequest { new: *new, old: *old })),
             Call::Write { leader, seq, records } => {
                 let records: Vec<Record> = records.iter().map(|r| Record(r.to_vec())).collect();
                 let request = match leader {
-                    Some(l) => WriteRequest::fenced(api_uuid(*l), paros_api::Seq(seq.0), records),
+                    Some(l) => WriteRequest::fenced(*l, *seq, records),
                     None => WriteRequest::append(records),
                 };
                 ("records", serde_json::to_vec(&request))
             }
-            Call::Truncate { leader, up_to } => (
-                "truncate",
-                serde_json::to_vec(&TruncateRequest { leader: leader.map(api_uuid), up_to: paros_api::Seq(up_to.0) }),
-            ),
+            Call::Truncate { leader, up_to } => {
+                ("truncate", serde_json::to_vec(&TruncateRequest { leader: *leader, up_to: *up_to }))
+            }
         };
         let body = body.expect("API bodies serialize infallibly");
         let g = &self.gateway;
@@ -85,7 +82,7 @@ impl HttpService {
     async fn do_read(&self, journal: &JournalName, read: ReadParams) -> ReadAnswer {
         let wait = u64::from(read.wait_ms).min(u64::from(WaitMs::MAX));
         let query = ReadQuery {
-            from: paros_api::Seq(read.from.0),
+            from: read.from,
             limit: NonZeroU64::new(u64::from(read.limit)),
             max_bytes: NonZeroU64::new(u64::from(read.max_bytes)),
             wait_ms: WaitMs::new(wait).unwrap_or_default(),
@@ -93,7 +90,7 @@ impl HttpService {
         };
         match self.gateway.read(journal, &query).await {
             Ok(ReadOutcome::Page(page)) => page_answer(page),
-            Ok(ReadOutcome::Truncated(view)) => ReadAnswer::Truncated { view: core_view(view) },
+            Ok(ReadOutcome::Truncated(view)) => ReadAnswer::Truncated { view },
             Ok(ReadOutcome::Unserved) => ReadAnswer::Unserved,
             Err(GatewayError::Denied(d)) => match refusal(d) {
                 Refusal::UnknownJournal => ReadAnswer::UnknownJournal,
@@ -149,21 +146,17 @@ fn call_reply(call: &Call, a: &Answer) -> CallReply {
     let verdict = |o: Outcome| CallReply::Answer(CallAnswer::Verdict(o));
     let parsed = match call {
         Call::SetLeader { .. } => SetLeaderOutcome::from_response(a.status, &a.body).map(|o| match o {
-            SetLeaderOutcome::Won(v) => verdict(Outcome::Won(core_view(v))),
-            SetLeaderOutcome::Lost(v) => verdict(Outcome::Lost(core_view(v))),
-            SetLeaderOutcome::WrongMode(v) => verdict(Outcome::WrongMode(core_view(v))),
+            SetLeaderOutcome::Won(v) => verdict(Outcome::Won(v)),
+            SetLeaderOutcome::Lost(v) => verdict(Outcome::Lost(v)),
+            SetLeaderOutcome::WrongMode(v) => verdict(Outcome::WrongMode(v)),
             SetLeaderOutcome::Ambiguous => CallReply::NoAnswer,
         }),
         Call::Write { .. } => WriteOutcome::from_response(a.status, &a.body).map(|o| match o {
-            WriteOutcome::Accepted { seq, count, view } => {
-                verdict(Outcome::Accepted { seq: Seq(seq.0), count, view: core_view(view) })
-            }
-            WriteOutcome::Duplicate { seq, count, view } => {
-                verdict(Outcome::Duplicate { seq: Seq(seq.0), count, view: core_view(view) })
-            }
-            WriteOutcome::Refused(v) => verdict(Outcome::Refused(core_view(v))),
-            WriteOutcome::WrongMode(v) => verdict(Outcome::WrongMode(core_view(v))),
-            WriteOutcome::Truncated(v) => verdict(Outcome::Truncated(core_view(v))),
+            WriteOutcome::Accepted { seq, count, view } => verdict(Outcome::Accepted { seq, count, view }),
+            WriteOutcome::Duplicate { seq, count, view } => verdict(Outcome::Duplicate { seq, count, view }),
+            WriteOutcome::Refused(v) => verdict(Outcome::Refused(v)),
+            WriteOutcome::WrongMode(v) => verdict(Outcome::WrongMode(v)),
+            WriteOutcome::Truncated(v) => verdict(Outcome::Truncated(v)),
             WriteOutcome::TooLarge { limits, .. } => CallReply::Answer(CallAnswer::TooLarge(TooLarge {
                 max_records: u32::try_from(limits.max_records).unwrap_or(u32::MAX),
                 max_bytes: limits.max_bytes,
@@ -171,9 +164,9 @@ fn call_reply(call: &Call, a: &Answer) -> CallReply {
             WriteOutcome::Ambiguous => CallReply::NoAnswer,
         }),
         Call::Truncate { .. } => TruncateOutcome::from_response(a.status, &a.body).map(|o| match o {
-            TruncateOutcome::Trimmed(v) => verdict(Outcome::Trimmed(core_view(v))),
-            TruncateOutcome::TruncateRefused(v) => verdict(Outcome::TruncateRefused(core_view(v))),
-            TruncateOutcome::WrongMode(v) => verdict(Outcome::WrongMode(core_view(v))),
+            TruncateOutcome::Trimmed(v) => verdict(Outcome::Trimmed(v)),
+            TruncateOutcome::TruncateRefused(v) => verdict(Outcome::TruncateRefused(v)),
+            TruncateOutcome::WrongMode(v) => verdict(Outcome::WrongMode(v)),
             TruncateOutcome::Ambiguous => CallReply::NoAnswer,
         }),
     };
@@ -190,8 +183,8 @@ fn call_reply(call: &Call, a: &Answer) -> CallReply {
 
 fn page_answer(page: Page) -> ReadAnswer {
     ReadAnswer::Page {
-        from: Seq(page.from.0),
+        from: page.from,
         records: page.records.into_iter().map(|r| Bytes::from(r.0)).collect(),
-        view: core_view(page.view),
+        view: page.view,
     }
 }

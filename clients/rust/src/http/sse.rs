@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use paros_api::{JournalName, TailFrame};
+use paros_api::{JournalName, Seq, TailFrame};
 
 use super::GatewayError;
 use super::gateway::GatewayClient;
@@ -13,7 +13,7 @@ impl GatewayClient {
     ///
     /// # Errors
     /// [`GatewayError`] when the stream cannot be opened.
-    pub async fn tail(&self, name: &JournalName, from: Option<paros_api::Seq>) -> Result<Tail, GatewayError> {
+    pub async fn tail(&self, name: &JournalName, from: Option<Seq>) -> Result<Tail, GatewayError> {
         let mut tail = Tail {
             gateway: self.clone(),
             journal: name.clone(),
@@ -33,8 +33,8 @@ impl GatewayClient {
 pub struct Tail {
     pub(super) gateway: GatewayClient,
     pub(super) journal: JournalName,
-    pub(super) from: Option<paros_api::Seq>,
-    pub(super) last_event_id: Option<paros_api::Seq>,
+    pub(super) from: Option<Seq>,
+    pub(super) last_event_id: Option<Seq>,
     pub(super) response: Option<reqwest::Response>,
     pub(super) parser: SseParser,
     pub(super) pending: std::collections::VecDeque<SseEvent>,
@@ -43,7 +43,7 @@ pub struct Tail {
 impl Tail {
     /// The `id` of the last frame returned: where a reconnection resumes.
     #[must_use]
-    pub fn last_event_id(&self) -> Option<paros_api::Seq> {
+    pub fn last_event_id(&self) -> Option<Seq> {
         self.last_event_id
     }
 
