@@ -67,6 +67,7 @@ pub use http::{GatewayClient, GatewayError, HttpConfig, HttpService, SseEvent, S
 pub use policy::{
     AnswerError, CallPolicy, ClientConfig, ClientConfigError, Decided, ReadDeadline, ReadPolicy, ReadStep, Step,
 };
+pub use reader::{DEFAULT_FOLLOW_WAIT_MS, ReadItem, ReaderBuilder};
 pub use reader::{
     ReadConsistency, ReadRequest, Reader, ReaderConfig, ReaderConfigError, ReaderCursor, ReaderError, ReaderOutcome,
 };
