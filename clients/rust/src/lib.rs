@@ -55,6 +55,7 @@ pub mod reader;
 pub mod run;
 pub mod service;
 pub mod types;
+pub mod write_all;
 pub mod writer;
 
 pub use appender::{AppendError, Appender, AppenderConfig, AppenderConfigError, AppenderDriver, Batch, BatchBuilder};
@@ -74,4 +75,5 @@ pub use reader::{
 pub use run::{MAGIC, RecordError, RunDecodeError, RunRecord, check_application_record};
 pub use service::{CallReply, Denial, JournalService, ReadAnswer, ReadParams, Route};
 pub use types::{JournalView, Seq};
+pub use write_all::WriteAll;
 pub use writer::{Completion, Writer, WriterConfig, WriterConfigError, WriterCore, WriterError, Written};
