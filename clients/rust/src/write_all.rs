@@ -2,7 +2,8 @@
 //! position reported as it is acknowledged.
 //!
 //! The decision of each step — send the batch in hand, wait for a report, take the next batch,
-//! or both at once — is [`pipeline_step`], sans-IO; [`WriteAll`] only carries it out.
+//! or both at once — is a sans-IO function of the window and the input (unit-tested here);
+//! [`WriteAll`] only carries it out.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -13,6 +14,38 @@ use futures_core::Stream;
 
 use crate::service::JournalService;
 use crate::writer::{Writer, WriterError, Written};
+
+impl<S> Writer<S>
+where
+    S: JournalService + 'static,
+    S::Journal: 'static,
+{
+    /// Writes a stream of batches, pipelined through the writer's window, and yields each
+    /// batch's [`Written`] position in order as it is acknowledged.
+    ///
+    /// A batch is [submitted](Self::submit) while the window has room for it (at most
+    /// [`batches_in_flight_max`](crate::WriterConfig::batches_in_flight_max) batches and
+    /// [`bytes_in_flight_max`](crate::WriterConfig::bytes_in_flight_max) bytes in flight, a
+    /// lone batch over the bytes bound alone), and at most one more batch is taken from
+    /// `batches` while it waits for room, so the memory held is bounded whatever the stream's
+    /// length. Reports are yielded as soon as they are known, also while `batches` is slow to
+    /// give its next batch.
+    ///
+    /// The stream ends when `batches` has ended and every batch is reported, or with the first
+    /// error in position order (a batch's failed report, or a batch the writer refused to take —
+    /// e.g. [`WriterError::NotClaimed`], [`WriterError::EmptyBatch`] — once every batch before
+    /// it is reported), which is its last item: a batch taken and not yet submitted is not
+    /// written, and the reports of later batches still in flight are left for
+    /// [`next_report`](Self::next_report). Batches submitted before `write_all` are reported by
+    /// it too, first. The writer must have claimed the journal. For an iterator of batches, pass
+    /// `futures_util::stream::iter(batches)`.
+    pub fn write_all<'a, B>(&'a mut self, batches: B) -> WriteAll<'a, S, B>
+    where
+        B: Stream<Item = Vec<Bytes>> + Send + 'a,
+    {
+        WriteAll::new(self, batches)
+    }
+}
 
 /// What [`WriteAll`] does next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
