@@ -20,6 +20,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -370,23 +371,26 @@ pub enum ReadConsistency {
 /// [`ReaderError::StreamBusy`]; once the stream has yielded a page's last item they are free,
 /// and the stream goes on from where they left the cursor.
 ///
+/// The stream needs `S: 'static` (its read in flight owns the reader's state);
+/// [`next_item`](Self::next_item) is its next item without a stream combinator crate.
+///
 /// ```ignore
-/// use futures_util::StreamExt;
 /// let mut reader = Reader::builder(client, journal).from(Seq(0)).build()?;
-/// while let Some(item) = reader.next().await {
+/// while let Some(item) = reader.next_item().await {
 ///     match item? {
 ///         ReadItem::Record { seq, data } => apply(seq, data),
 ///         ReadItem::Gap { from, to } => restore_or_give_up(from, to),
 ///     }
 /// }
 /// ```
-/// (`StreamExt::next` and the inherent [`Reader::next`] share a name: call the stream's as
-/// `StreamExt::next(&mut reader)` where both are in scope.)
+/// (`StreamExt::next` and the inherent [`Reader::next`] share a name, and the inherent one wins:
+/// call the stream's as `StreamExt::next(&mut reader)`.)
 pub struct Reader<S: crate::JournalService> {
     /// The reader's state; `None` while the stream's read in flight holds it.
     state: Option<Box<ReaderState<S>>>,
-    /// The stream's read in flight: it hands the state back with its outcome.
-    in_flight: Option<StreamRead<S>>,
+    /// The stream's read in flight: it hands the state back with its outcome. (In a mutex only
+    /// to keep the reader `Sync`: it is reached through `&mut self` alone, never locked.)
+    in_flight: Option<Mutex<StreamRead<S>>>,
     /// Items of the stream's last page not yet yielded.
     pending: VecDeque<ReadItem>,
     /// The cursor and tail when the read in flight started.
@@ -717,6 +721,19 @@ impl<S: crate::JournalService> ReaderState<S> {
     }
 }
 
+impl<S> Reader<S>
+where
+    S: crate::JournalService + 'static,
+    S::Journal: 'static,
+{
+    /// The stream's next item (as `StreamExt::next` gives it): a record or a gap, following
+    /// the journal; the stream's error, then `None` for good. Cancel-safe: dropping the future
+    /// loses nothing (a read in flight is carried on by the next poll).
+    pub async fn next_item(&mut self) -> Option<Result<ReadItem, ReaderError>> {
+        std::future::poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut *self), cx)).await
+    }
+}
+
 /// The reader as a stream of [`ReadItem`]s; see [`Reader`].
 impl<S> futures_core::Stream for Reader<S>
 where
@@ -735,16 +752,17 @@ where
                 return Poll::Ready(None);
             }
             let in_flight = match &mut this.in_flight {
-                Some(in_flight) => in_flight,
+                Some(in_flight) => in_flight.get_mut().unwrap_or_else(PoisonError::into_inner),
                 None => {
                     let Some(mut state) = this.state.take() else {
                         unreachable!("the state is the reader's or the read in flight's")
                     };
                     this.launched = (state.cursor.cursor(), state.cursor.tail());
-                    this.in_flight.insert(Box::pin(async move {
+                    let read: StreamRead<S> = Box::pin(async move {
                         let outcome = state.follow().await;
                         (state, outcome)
-                    }))
+                    });
+                    this.in_flight.insert(Mutex::new(read)).get_mut().unwrap_or_else(PoisonError::into_inner)
                 }
             };
             let Poll::Ready((state, outcome)) = in_flight.as_mut().poll(cx) else {

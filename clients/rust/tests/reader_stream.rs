@@ -233,3 +233,21 @@ async fn the_builder_defaults_read_from_the_start_linearizably() {
         .expect("valid");
     assert_eq!(r.cursor(), Seq(1));
 }
+
+#[tokio::test(start_paused = true)]
+async fn next_item_is_the_streams_next_item() {
+    let fake = fake_with(2);
+    let mut r = reader(&fake, 0, 1);
+    assert_eq!(r.next_item().await, Some(Ok(record(0))));
+    assert_eq!(item(&mut r).await, Some(Ok(record(1))));
+    fake.truncate_to(Seq(2));
+    fake.write_as(vec![Bytes::from_static(b"r2")]);
+    fake.truncate_to(Seq(3));
+    assert_eq!(r.next_item().await, Some(Ok(ReadItem::Gap { from: Seq(2), to: Seq(3) })));
+}
+
+#[test]
+fn a_reader_can_be_sent_and_shared_between_threads() {
+    fn send_and_sync<T: Send + Sync>() {}
+    send_and_sync::<Reader<Arc<FakeService>>>();
+}
