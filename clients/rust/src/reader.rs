@@ -169,7 +169,9 @@ pub enum ReaderError {
     /// a journal deleted and created again). The cursor is unchanged, and the same read gets
     /// the same answer until the journal grows to the cursor. (Once an answer named a tail at
     /// or past the cursor, an empty page with a lower tail is a lagging server's, and is taken
-    /// as the tail.)
+    /// as the tail.) A [`Reader`] reading [`ReadConsistency::Monotonic`]ally asks, before it
+    /// has seen a tail, for a server that reached the cursor: past the tail, no server has, so
+    /// its reads end [`ReaderOutcome::Unavailable`] instead.
     #[error("the cursor {} lies past the journal's tail {}", .cursor.0, .next_seq.0)]
     PastTail {
         /// The position asked for.
