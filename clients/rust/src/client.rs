@@ -127,6 +127,12 @@ impl<S: JournalService> Client<S> {
         crate::Writer::builder(self.clone(), journal)
     }
 
+    /// A [`Reader`](crate::Reader) of `journal` over this client, from position 0 unless the
+    /// builder says otherwise: `client.reader(journal).build()?`.
+    pub fn reader(&self, journal: S::Journal) -> crate::ReaderBuilder<S> {
+        crate::Reader::builder(self.clone(), journal)
+    }
+
     /// The service this client talks through.
     pub fn service(&self) -> &S {
         &self.inner.service

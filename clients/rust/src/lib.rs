@@ -55,6 +55,7 @@ pub mod reader;
 pub mod run;
 pub mod service;
 pub mod types;
+pub mod write_all;
 pub mod writer;
 
 pub use appender::{
@@ -72,6 +73,7 @@ pub use http::{GatewayClient, GatewayError, HttpConfig, HttpService, SignedUp, S
 pub use policy::{
     AnswerError, CallPolicy, ClientConfig, ClientConfigError, Decided, ReadDeadline, ReadPolicy, ReadStep, Step,
 };
+pub use reader::{DEFAULT_FOLLOW_WAIT_MS, ReadItem, ReaderBuilder};
 pub use reader::{
     ReadConsistency, ReadRequest, Reader, ReaderConfig, ReaderConfigError, ReaderCursor, ReaderError, ReaderOutcome,
 };
@@ -81,11 +83,13 @@ pub use types::{JournalView, Seq};
 
 // What the public signatures name, so a user needs no other crate to call them.
 pub use bytes::{self, Bytes};
+pub use futures_core::Stream;
 #[cfg(feature = "api")]
 pub use paros_api::{self, CreateJournalRequest, JournalName, TenantName, Token, WriterMode};
 pub use paros_core::journal::{Outcome, TooLarge};
 pub use paros_core::rng::Rng;
 pub use paros_core::{self, Call, CallAnswer, CallId, Consistency, LeaderUuid, NodeId};
+pub use write_all::WriteAll;
 pub use writer::{
     Completion, Writer, WriterBuilder, WriterConfig, WriterConfigError, WriterCore, WriterError, Written,
 };

@@ -6,11 +6,22 @@
 //! trusted: a page that does not start at the cursor, or that contradicts its own view, is
 //! refused with a [`ReaderError`] and changes nothing. `Unserved` answers are retried (the
 //! wrapper asks another server) up to [`ReaderConfig::unserved_retries_max`] times in a row,
-//! then reported as [`ReaderOutcome::Unavailable`].
+//! then reported as [`ReaderOutcome::Unavailable`]. An empty page whose view ends below the
+//! cursor is not "at the tail": unless an earlier answer named a tail at or past the cursor (then
+//! the server lags), the cursor lies past the tail, at a position never written, and says so
+//! with [`ReaderError::PastTail`].
 //!
 //! [`Reader`] is the thin async wrapper: it sends the cursor's requests over a
 //! [`JournalService`](crate::JournalService), sleeps a jittered backoff between retries, and
-//! long-polls at the tail in [`Reader::follow`].
+//! long-polls at the tail in [`Reader::follow`]. It is also a
+//! [`Stream`](futures_core::Stream) of [`ReadItem`]s — records with their positions, and gaps —
+//! that follows the journal; [`Reader::builder`] makes one with defaults.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Mutex, PoisonError};
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use thiserror::Error;
@@ -69,6 +80,64 @@ pub enum ReaderOutcome {
     UnknownJournal,
 }
 
+impl ReaderOutcome {
+    /// The outcome as the items a stream of records yields: each record with its position, a
+    /// gap as one [`ReadItem::Gap`], nothing for `Retry` and `Unavailable` (the reader reads
+    /// again).
+    ///
+    /// # Errors
+    /// [`ReaderError::UnknownJournal`] for `UnknownJournal`.
+    pub fn into_items(self) -> Result<Vec<ReadItem>, ReaderError> {
+        match self {
+            ReaderOutcome::Records { from, records, .. } => {
+                Ok((from.0..).zip(records).map(|(seq, data)| ReadItem::Record { seq: Seq(seq), data }).collect())
+            }
+            ReaderOutcome::Gap { from, resumed_at, .. } => Ok(vec![ReadItem::Gap { from, to: resumed_at }]),
+            ReaderOutcome::Retry { .. } | ReaderOutcome::Unavailable { .. } => Ok(vec![]),
+            ReaderOutcome::UnknownJournal => Err(ReaderError::UnknownJournal),
+        }
+    }
+}
+
+/// One item of a journal as a [`Reader`]'s stream yields it: a record at its position, or a
+/// range of positions truncated before the reader got to them. Items come in position order,
+/// each starting where the one before it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadItem {
+    /// The record at `seq`.
+    Record {
+        /// The record's position.
+        seq: Seq,
+        /// The record.
+        data: Bytes,
+    },
+    /// Positions `[from, to)` were truncated: their records are gone.
+    Gap {
+        /// The first truncated position (where the reader was).
+        from: Seq,
+        /// The first retained position, where reading resumed.
+        to: Seq,
+    },
+}
+
+impl ReadItem {
+    /// The first position the item covers.
+    pub fn start(&self) -> Seq {
+        match self {
+            ReadItem::Record { seq, .. } => *seq,
+            ReadItem::Gap { from, .. } => *from,
+        }
+    }
+
+    /// The position after the item: where the next item starts.
+    pub fn end(&self) -> Seq {
+        match self {
+            ReadItem::Record { seq, .. } => Seq(seq.0.saturating_add(1)),
+            ReadItem::Gap { to, .. } => *to,
+        }
+    }
+}
+
 /// An answer the cursor refuses; the cursor is unchanged.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ReaderError {
@@ -94,6 +163,32 @@ pub enum ReaderError {
     /// on would be refused too. The cursor is unchanged.
     #[error("the read was denied: {0}")]
     Denied(crate::service::Denial),
+    /// The cursor lies past the journal's tail: the answer is an empty page whose view's
+    /// `next_seq` is below the position asked for. Not a fault of the answer — no record was
+    /// ever written at the cursor (a position taken from elsewhere, a write not yet applied, or
+    /// a journal deleted and created again). The cursor is unchanged, and the same read gets
+    /// the same answer until the journal grows to the cursor. (Once an answer named a tail at
+    /// or past the cursor, an empty page with a lower tail is a lagging server's, and is taken
+    /// as the tail.) A [`Reader`] reading [`ReadConsistency::Monotonic`]ally asks, before it
+    /// has seen a tail, for a server that reached the cursor: past the tail, no server has, so
+    /// its reads end [`ReaderOutcome::Unavailable`] instead.
+    #[error("the cursor {} lies past the journal's tail {}", .cursor.0, .next_seq.0)]
+    PastTail {
+        /// The position asked for.
+        cursor: Seq,
+        /// The journal's tail as the answer names it (below `cursor`).
+        next_seq: Seq,
+        /// The answer's view.
+        view: JournalView,
+    },
+    /// No such journal (reported as an error where the reader yields items, as its stream does).
+    #[error("no such journal")]
+    UnknownJournal,
+    /// The [`Reader`]'s stream holds a read in flight or items of a page not yet yielded: the
+    /// reader's own methods would read past them. Poll the stream until it yields its next
+    /// item (and the items of that page), then the methods are free again. Nothing changed.
+    #[error("the reader's stream holds a read in flight or items not yet yielded")]
+    StreamBusy,
 }
 
 /// A reader configuration that is refused.
@@ -202,6 +297,10 @@ impl ReaderCursor {
         if len > 0 && end > view.next_seq {
             return Err(beyond);
         }
+        // Below a tail already seen at or past the cursor, the view is a lagging server's.
+        if len == 0 && view.next_seq < cursor && self.tail.is_none_or(|tail| tail < cursor) {
+            return Err(ReaderError::PastTail { cursor, next_seq: view.next_seq, view });
+        }
         self.learn(view);
         if len == 0 && view.first_seq > cursor {
             self.cursor = view.first_seq;
@@ -262,28 +361,161 @@ pub enum ReadConsistency {
 /// `Unavailable`. [`read_to_tail`](Self::read_to_tail) reads every page up to the tail, gaps
 /// included. [`follow`](Self::follow) reads forever: it long-polls at the tail and returns only
 /// records, gaps and `UnknownJournal`.
+///
+/// A reader is also a [`Stream`](futures_core::Stream) of [`ReadItem`]s: every record with its
+/// position and every truncated range as a [`ReadItem::Gap`], in order, following the journal
+/// as [`follow`](Self::follow) does (it long-polls at the tail, so it does not end on its own).
+/// Its first error (a refused answer, [`ReaderError::UnknownJournal`], a denial,
+/// [`ReaderError::PastTail`] unless the reader was built to wait past the tail) is its last
+/// item: the stream yields `None` after it. The stream and the methods read through the same
+/// cursor, one at a time: while the stream holds a read in flight (a poll returned `Pending`
+/// and its future was dropped) or items of a page not yet yielded, the methods refuse with
+/// [`ReaderError::StreamBusy`]; once the stream has yielded a page's last item they are free,
+/// and the stream goes on from where they left the cursor.
+///
+/// The stream needs `S: 'static` (its read in flight owns the reader's state);
+/// [`next_item`](Self::next_item) is its next item without a stream combinator crate.
+///
+/// ```ignore
+/// let mut reader = Reader::builder(client, journal).from(Seq(0)).build()?;
+/// while let Some(item) = reader.next_item().await {
+///     match item? {
+///         ReadItem::Record { seq, data } => apply(seq, data),
+///         ReadItem::Gap { from, to } => restore_or_give_up(from, to),
+///     }
+/// }
+/// ```
+/// (`StreamExt::next` and the inherent [`Reader::next`] share a name, and the inherent one wins:
+/// call the stream's as `StreamExt::next(&mut reader)`.)
 pub struct Reader<S: crate::JournalService> {
+    /// The reader's state; `None` while the stream's read in flight holds it.
+    state: Option<Box<ReaderState<S>>>,
+    /// The stream's read in flight: it hands the state back with its outcome. (In a mutex only
+    /// to keep the reader `Sync`: it is reached through `&mut self` alone, never locked.)
+    in_flight: Option<Mutex<StreamRead<S>>>,
+    /// Items of the stream's last page not yet yielded.
+    pending: VecDeque<ReadItem>,
+    /// The cursor and tail when the read in flight started.
+    launched: (Seq, Option<Seq>),
+    /// The stream yielded its error: it yields nothing more.
+    ended: bool,
+}
+
+type StreamRead<S> = Pin<Box<dyn Future<Output = (Box<ReaderState<S>>, Result<ReaderOutcome, ReaderError>)> + Send>>;
+
+/// What the reader's methods read with: the cursor, the client, and the reader's settings.
+struct ReaderState<S: crate::JournalService> {
     client: crate::Client<S>,
     journal: S::Journal,
     cursor: ReaderCursor,
     consistency: ReadConsistency,
     follow_wait_ms: u32,
+    wait_past_tail: bool,
     rng: paros_core::rng::Rng,
     start: usize,
 }
 
 impl<S: crate::JournalService> std::fmt::Debug for Reader<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Reader")
-            .field("cursor", &self.cursor)
+        let mut d = f.debug_struct("Reader");
+        if let Some(state) = &self.state {
+            d.field("cursor", &state.cursor).field("consistency", &state.consistency);
+        } else {
+            d.field("launched", &self.launched);
+        }
+        d.field("pending", &self.pending.len()).field("ended", &self.ended).finish_non_exhaustive()
+    }
+}
+
+/// The default long-poll wait of a [`Reader`] built by [`Reader::builder`], in milliseconds
+/// (the server caps it, ≤ 1000 by contract).
+pub const DEFAULT_FOLLOW_WAIT_MS: u32 = 1000;
+
+/// Builds a [`Reader`] with defaults: from position 0, [`ReaderConfig::default`],
+/// [`ReadConsistency::Linearizable`], a long-poll of [`DEFAULT_FOLLOW_WAIT_MS`], and a position
+/// past the tail reported as [`ReaderError::PastTail`] by every path.
+pub struct ReaderBuilder<S: crate::JournalService> {
+    client: crate::Client<S>,
+    journal: S::Journal,
+    from: Seq,
+    config: ReaderConfig,
+    consistency: ReadConsistency,
+    follow_wait_ms: u32,
+    wait_past_tail: bool,
+}
+
+impl<S: crate::JournalService> std::fmt::Debug for ReaderBuilder<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReaderBuilder")
+            .field("journal", &self.journal)
+            .field("from", &self.from)
+            .field("config", &self.config)
             .field("consistency", &self.consistency)
+            .field("follow_wait_ms", &self.follow_wait_ms)
+            .field("wait_past_tail", &self.wait_past_tail)
             .finish_non_exhaustive()
+    }
+}
+
+impl<S: crate::JournalService> ReaderBuilder<S> {
+    /// The first position to read (default 0).
+    #[must_use]
+    pub fn from(mut self, from: Seq) -> Self {
+        self.from = from;
+        self
+    }
+
+    /// The page bounds and read parameters (default [`ReaderConfig::default`]).
+    #[must_use]
+    pub fn config(mut self, config: ReaderConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// How fresh reads must be (default [`ReadConsistency::Linearizable`]).
+    #[must_use]
+    pub fn consistency(mut self, consistency: ReadConsistency) -> Self {
+        self.consistency = consistency;
+        self
+    }
+
+    /// The long-poll wait [`Reader::follow`] and the stream ask for at the tail, in
+    /// milliseconds (default [`DEFAULT_FOLLOW_WAIT_MS`]; the server caps it, ≤ 1000 by contract).
+    #[must_use]
+    pub fn follow_wait_ms(mut self, wait_ms: u32) -> Self {
+        self.follow_wait_ms = wait_ms;
+        self
+    }
+
+    /// Whether [`Reader::follow`] and the stream wait, long-polling, for a journal whose tail is
+    /// below the cursor to grow to it (as for a position a writer was handed and has not had
+    /// acknowledged yet), instead of reporting [`ReaderError::PastTail`] (default `false`: a
+    /// position past the tail is most often a mistake, and waiting would hide it). The one-shot
+    /// [`Reader::next`] and [`Reader::read_to_tail`] always report it.
+    #[must_use]
+    pub fn wait_past_tail(mut self, wait: bool) -> Self {
+        self.wait_past_tail = wait;
+        self
+    }
+
+    /// The reader.
+    ///
+    /// # Errors
+    /// [`ReaderConfigError`] as [`ReaderCursor::new`].
+    pub fn build(self) -> Result<Reader<S>, ReaderConfigError> {
+        let mut reader =
+            Reader::new(self.client, self.journal, self.from, self.config, self.consistency, self.follow_wait_ms)?;
+        if let Some(state) = reader.state.as_mut() {
+            state.wait_past_tail = self.wait_past_tail;
+        }
+        Ok(reader)
     }
 }
 
 impl<S: crate::JournalService> Reader<S> {
     /// A reader of `journal` from `from`. `follow_wait_ms` is the long-poll wait
     /// [`follow`](Self::follow) asks for at the tail (the server caps it, ≤ 1000 by contract).
+    /// [`builder`](Self::builder) names the same settings, with defaults.
     ///
     /// # Errors
     /// [`ReaderConfigError`] as [`ReaderCursor::new`].
@@ -299,53 +531,60 @@ impl<S: crate::JournalService> Reader<S> {
         let mut rng = paros_core::rng::Rng::new(client.draw());
         let servers = client.service().servers().len().max(1);
         let start = (rng.next_u64() % servers as u64) as usize;
-        Ok(Reader { client, journal, cursor, consistency, follow_wait_ms, rng, start })
+        let state =
+            ReaderState { client, journal, cursor, consistency, follow_wait_ms, wait_past_tail: false, rng, start };
+        Ok(Reader {
+            state: Some(Box::new(state)),
+            in_flight: None,
+            pending: VecDeque::new(),
+            launched: (from, None),
+            ended: false,
+        })
     }
 
-    /// The next position wanted.
+    /// A builder of a reader of `journal`, with defaults for everything else (see
+    /// [`ReaderBuilder`]).
+    pub fn builder(client: crate::Client<S>, journal: S::Journal) -> ReaderBuilder<S> {
+        ReaderBuilder {
+            client,
+            journal,
+            from: Seq(0),
+            config: ReaderConfig::default(),
+            consistency: ReadConsistency::default(),
+            follow_wait_ms: DEFAULT_FOLLOW_WAIT_MS,
+            wait_past_tail: false,
+        }
+    }
+
+    /// The next position wanted: where the next item this reader hands out (from its methods
+    /// or its stream) starts.
     pub fn cursor(&self) -> Seq {
-        self.cursor.cursor()
+        match (self.pending.front(), &self.state) {
+            (Some(item), _) => item.start(),
+            (None, Some(state)) => state.cursor.cursor(),
+            (None, None) => self.launched.0,
+        }
     }
 
     /// The highest tail any answer named.
     pub fn tail(&self) -> Option<Seq> {
-        self.cursor.tail()
+        match &self.state {
+            Some(state) => state.cursor.tail(),
+            None => self.launched.1,
+        }
     }
 
     /// Whether the cursor has reached the last known tail.
     pub fn caught_up(&self) -> bool {
-        self.cursor.caught_up()
+        self.tail().is_some_and(|tail| self.cursor() >= tail)
     }
 
-    async fn read_once(&mut self, wait_ms: u32) -> Result<ReaderOutcome, ReaderError> {
-        loop {
-            let request = self.cursor.next_request();
-            let servers = self.client.service().servers();
-            let server =
-                (!servers.is_empty()).then(|| servers[(self.start + request.attempt as usize) % servers.len()]);
-            let consistency = match self.consistency {
-                ReadConsistency::Linearizable => paros_core::Consistency::Linearizable,
-                ReadConsistency::Monotonic => {
-                    paros_core::Consistency::Reached(self.cursor.tail().unwrap_or(request.from))
-                }
-            };
-            let params = crate::ReadParams {
-                from: request.from,
-                limit: request.limit,
-                max_bytes: request.max_bytes,
-                wait_ms: if self.cursor.caught_up() { wait_ms.max(request.wait_ms) } else { request.wait_ms },
-                consistency,
-            };
-            let route = crate::Route { server, attempt: request.attempt };
-            let answer = self.client.service().read(&self.journal, params, route).await;
-            match self.cursor.absorb(answer)? {
-                ReaderOutcome::Retry { attempt } => {
-                    let delay = crate::policy::backoff(self.client.config(), attempt, &mut self.rng);
-                    tokio::time::sleep(delay).await;
-                }
-                outcome => return Ok(outcome),
-            }
+    /// The state, unless the stream holds it or has items not yet yielded.
+    fn state(&mut self) -> Result<&mut ReaderState<S>, ReaderError> {
+        if !self.pending.is_empty() {
+            return Err(ReaderError::StreamBusy);
         }
+        self.state.as_deref_mut().ok_or(ReaderError::StreamBusy)
     }
 
     /// Reads one page and says what it meant: `Records` (possibly none, at the tail), `Gap`,
@@ -353,8 +592,11 @@ impl<S: crate::JournalService> Reader<S> {
     ///
     /// # Errors
     /// [`ReaderError`] when the answer contradicts the request; the cursor is unchanged.
+    /// [`ReaderError::PastTail`] when the cursor lies past the journal's tail (an empty page at
+    /// a position that was never written is not "at the tail").
+    /// [`ReaderError::StreamBusy`] while the stream holds the reader.
     pub async fn next(&mut self) -> Result<ReaderOutcome, ReaderError> {
-        self.read_once(0).await
+        self.state()?.next().await
     }
 
     /// Reads from the cursor to the journal's tail as the first answer names it (records
@@ -369,11 +611,68 @@ impl<S: crate::JournalService> Reader<S> {
     /// [`ReaderError`] when an answer contradicts the request and nothing was read before it.
     /// After something was read, that is returned instead, and the cursor (which a refused
     /// answer leaves unchanged) is where the next call meets the error again.
+    /// [`ReaderError::PastTail`] when the cursor lies past the journal's tail: there is no tail
+    /// to read to. [`ReaderError::StreamBusy`] while the stream holds the reader.
     pub async fn read_to_tail(&mut self) -> Result<Vec<ReaderOutcome>, ReaderError> {
+        self.state()?.read_to_tail().await
+    }
+
+    /// Reads until there is something to report, forever: long-polls at the tail and retries
+    /// unavailability after a backoff. Returns non-empty `Records`, a `Gap`, or
+    /// `UnknownJournal`.
+    ///
+    /// # Errors
+    /// [`ReaderError`] when an answer contradicts the request; the cursor is unchanged.
+    /// [`ReaderError::PastTail`] when the cursor lies past the journal's tail, unless the
+    /// reader was built to [wait past the tail](ReaderBuilder::wait_past_tail).
+    /// [`ReaderError::StreamBusy`] while the stream holds the reader.
+    pub async fn follow(&mut self) -> Result<ReaderOutcome, ReaderError> {
+        self.state()?.follow().await
+    }
+}
+
+impl<S: crate::JournalService> ReaderState<S> {
+    async fn read_once(&mut self, wait_ms: u32, long_poll: bool) -> Result<ReaderOutcome, ReaderError> {
+        loop {
+            let request = self.cursor.next_request();
+            let servers = self.client.service().servers();
+            let server =
+                (!servers.is_empty()).then(|| servers[(self.start + request.attempt as usize) % servers.len()]);
+            let consistency = match self.consistency {
+                ReadConsistency::Linearizable => paros_core::Consistency::Linearizable,
+                ReadConsistency::Monotonic => {
+                    paros_core::Consistency::Reached(self.cursor.tail().unwrap_or(request.from))
+                }
+            };
+            let at_tail = long_poll || self.cursor.caught_up();
+            let params = crate::ReadParams {
+                from: request.from,
+                limit: request.limit,
+                max_bytes: request.max_bytes,
+                wait_ms: if at_tail { wait_ms.max(request.wait_ms) } else { request.wait_ms },
+                consistency,
+            };
+            let route = crate::Route { server, attempt: request.attempt };
+            let answer = self.client.service().read(&self.journal, params, route).await;
+            match self.cursor.absorb(answer)? {
+                ReaderOutcome::Retry { attempt } => {
+                    let delay = crate::policy::backoff(self.client.config(), attempt, &mut self.rng);
+                    tokio::time::sleep(delay).await;
+                }
+                outcome => return Ok(outcome),
+            }
+        }
+    }
+
+    async fn next(&mut self) -> Result<ReaderOutcome, ReaderError> {
+        self.read_once(0, false).await
+    }
+
+    async fn read_to_tail(&mut self) -> Result<Vec<ReaderOutcome>, ReaderError> {
         let mut items = Vec::new();
         let mut target = None;
         loop {
-            if target.is_some_and(|tail| self.cursor() >= tail) {
+            if target.is_some_and(|tail| self.cursor.cursor() >= tail) {
                 return Ok(items);
             }
             let outcome = match self.next().await {
@@ -400,23 +699,85 @@ impl<S: crate::JournalService> Reader<S> {
         }
     }
 
-    /// Reads until there is something to report, forever: long-polls at the tail and retries
-    /// unavailability after a backoff. Returns non-empty `Records`, a `Gap`, or
-    /// `UnknownJournal`.
-    ///
-    /// # Errors
-    /// [`ReaderError`] when an answer contradicts the request; the cursor is unchanged.
-    pub async fn follow(&mut self) -> Result<ReaderOutcome, ReaderError> {
+    async fn follow(&mut self) -> Result<ReaderOutcome, ReaderError> {
         let mut unavailable = 0u32;
+        let mut past_tail = 0u32;
         loop {
-            match self.read_once(self.follow_wait_ms).await? {
-                ReaderOutcome::Records { records, .. } if records.is_empty() => {}
-                ReaderOutcome::Unavailable { .. } => {
+            match self.read_once(self.follow_wait_ms, past_tail > 0).await {
+                Ok(ReaderOutcome::Records { records, .. }) if records.is_empty() => {}
+                Ok(ReaderOutcome::Unavailable { .. }) => {
                     unavailable = unavailable.saturating_add(1);
                     let delay = crate::policy::backoff(self.client.config(), unavailable, &mut self.rng);
                     tokio::time::sleep(delay).await;
                 }
-                outcome => return Ok(outcome),
+                // Waiting for the journal to grow to the cursor: long-poll there, and back off
+                // too, in case the server answers a read past its tail without waiting.
+                Err(ReaderError::PastTail { .. }) if self.wait_past_tail => {
+                    past_tail = past_tail.saturating_add(1);
+                    let delay = crate::policy::backoff(self.client.config(), past_tail, &mut self.rng);
+                    tokio::time::sleep(delay).await;
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+}
+
+impl<S> Reader<S>
+where
+    S: crate::JournalService + 'static,
+    S::Journal: 'static,
+{
+    /// The stream's next item (as `StreamExt::next` gives it): a record or a gap, following
+    /// the journal; the stream's error, then `None` for good. Cancel-safe: dropping the future
+    /// loses nothing (a read in flight is carried on by the next poll).
+    pub async fn next_item(&mut self) -> Option<Result<ReadItem, ReaderError>> {
+        std::future::poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut *self), cx)).await
+    }
+}
+
+/// The reader as a stream of [`ReadItem`]s; see [`Reader`].
+impl<S> futures_core::Stream for Reader<S>
+where
+    S: crate::JournalService + 'static,
+    S::Journal: 'static,
+{
+    type Item = Result<ReadItem, ReaderError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(item) = this.pending.pop_front() {
+                return Poll::Ready(Some(Ok(item)));
+            }
+            if this.ended {
+                return Poll::Ready(None);
+            }
+            let in_flight = match &mut this.in_flight {
+                Some(in_flight) => in_flight.get_mut().unwrap_or_else(PoisonError::into_inner),
+                None => {
+                    let Some(mut state) = this.state.take() else {
+                        unreachable!("the state is the reader's or the read in flight's")
+                    };
+                    this.launched = (state.cursor.cursor(), state.cursor.tail());
+                    let read: StreamRead<S> = Box::pin(async move {
+                        let outcome = state.follow().await;
+                        (state, outcome)
+                    });
+                    this.in_flight.insert(Mutex::new(read)).get_mut().unwrap_or_else(PoisonError::into_inner)
+                }
+            };
+            let Poll::Ready((state, outcome)) = in_flight.as_mut().poll(cx) else {
+                return Poll::Pending;
+            };
+            this.in_flight = None;
+            this.state = Some(state);
+            match outcome.and_then(ReaderOutcome::into_items) {
+                Ok(items) => this.pending.extend(items),
+                Err(e) => {
+                    this.ended = true;
+                    return Poll::Ready(Some(Err(e)));
+                }
             }
         }
     }

@@ -1,6 +1,6 @@
 //! The async Reader against the fake: pages, gaps across truncations (from `next` and from
 //! `follow`, at a page boundary and during a long poll), unavailability, following; and a
-//! `Client::read` below the first retained position; `read_to_tail`.
+//! `Client::read` below the first retained position; `read_to_tail`; a read past the tail.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -9,7 +9,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use paros_client::fake::{FakeService, ReadFault};
 use paros_client::{
-    Client, ClientConfig, ReadAnswer, ReadConsistency, ReadDeadline, ReadParams, Reader, ReaderConfig, ReaderOutcome,
+    Client, ClientConfig, ReadAnswer, ReadConsistency, ReadDeadline, ReadItem, ReadParams, Reader, ReaderConfig,
+    ReaderOutcome,
 };
 use paros_core::{Consistency, LeaderUuid, NodeId, Seq};
 use proptest::prelude::*;
@@ -238,6 +239,54 @@ async fn read_to_tail_ends_with_an_unavailable_read_and_resumes_at_the_cursor() 
     assert_eq!(froms, vec![Seq(0), Seq(2)]);
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_read_past_the_tail_is_reported_past_tail_not_at_the_tail() {
+    let fake = fake_with(3);
+    let mut r = reader(&fake, 7, 10);
+    let past = Err(paros_client::ReaderError::PastTail { cursor: Seq(7), next_seq: Seq(3), view: fake.view() });
+    assert_eq!(r.next().await, past.clone());
+    assert_eq!(r.read_to_tail().await, past.clone().map(|_: ReaderOutcome| vec![]), "there is no tail to read to");
+    assert!(!r.caught_up(), "a reader past the tail has not caught up with anything");
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(60), r.follow()).await.expect("follow says it at once"),
+        past,
+        "a reader not built to wait past the tail says so when following too"
+    );
+    assert_eq!(r.cursor(), Seq(7), "the cursor is unchanged");
+    fake.write_as((3..8).map(|i| Bytes::from(format!("r{i}"))).collect());
+    match r.next().await.expect("the journal reached the cursor") {
+        ReaderOutcome::Records { from, records, .. } => assert_eq!((from, records), (Seq(7), vec![Bytes::from("r7")])),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn follow_built_to_wait_past_the_tail_waits_for_the_journal_to_grow() {
+    let fake = fake_with(3);
+    let client = Client::with_seed(Arc::clone(&fake), ClientConfig::default(), 3).expect("valid");
+    let mut r = Reader::builder(client, "j".to_owned())
+        .from(Seq(4))
+        .follow_wait_ms(200)
+        .wait_past_tail(true)
+        .build()
+        .expect("valid");
+    let writer = Arc::clone(&fake);
+    let late = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        writer.write_as((3..6).map(|i| Bytes::from(format!("r{i}"))).collect());
+    });
+    let start = tokio::time::Instant::now();
+    match follow_within_a_minute(&mut r).await {
+        ReaderOutcome::Records { from, records, .. } => {
+            assert_eq!((from, records), (Seq(4), vec![Bytes::from("r4"), Bytes::from("r5")]));
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(start.elapsed() >= Duration::from_secs(5));
+    assert!(fake.reads() <= 40, "waiting past the tail does not spin: {} reads", fake.reads());
+    late.await.expect("no panic");
+}
+
 #[derive(Debug, Clone)]
 enum Op {
     Write(usize),
@@ -260,12 +309,13 @@ proptest! {
     /// the record written there) or lies inside a reported gap; none is delivered twice, and
     /// each outcome starts where the one before it ended. So for `next` (path 0), `follow`
     /// (path 1: only asked when there is something to report, as it never returns at a quiet
-    /// tail) and `read_to_tail` (path 2) alike.
+    /// tail), `read_to_tail` (path 2) and the stream (path 3: one item, only when there is
+    /// something to report, as for `follow`) alike.
     #[test]
     fn every_position_below_the_cursor_was_delivered_or_inside_a_gap(
         ops in proptest::collection::vec(op(), 1..60),
         page in 1u32..4,
-        path in 0u8..3,
+        path in 0u8..4,
     ) {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
@@ -300,13 +350,24 @@ proptest! {
                         if k >= tail && quiet {
                             break;
                         }
-                        if path == 1 && quiet {
+                        if (path == 1 || path == 3) && quiet {
                             continue;
                         }
                         let outcomes = match path {
                             0 => vec![r.next().await.expect("the fake answers consistently")],
                             1 => vec![r.follow().await.expect("the fake answers consistently")],
-                            _ => r.read_to_tail().await.expect("the fake answers consistently"),
+                            2 => r.read_to_tail().await.expect("the fake answers consistently"),
+                            _ => {
+                                let item = futures_util::StreamExt::next(&mut r).await.expect("the stream goes on");
+                                vec![match item.expect("the fake answers consistently") {
+                                    ReadItem::Record { seq, data } => {
+                                        ReaderOutcome::Records { from: seq, records: vec![data], view: fake.view() }
+                                    }
+                                    ReadItem::Gap { from, to } => {
+                                        ReaderOutcome::Gap { from, resumed_at: to, view: fake.view() }
+                                    }
+                                }]
+                            }
                         };
                         for outcome in outcomes {
                             match outcome {

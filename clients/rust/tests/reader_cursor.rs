@@ -185,3 +185,47 @@ fn zero_page_bounds_are_refused() {
         "a reader allowed no byte per page is refused"
     );
 }
+
+#[test]
+fn an_empty_page_whose_view_ends_before_the_cursor_is_past_the_tail() {
+    let mut reader = ReaderCursor::new(Seq(9), ReaderConfig::default()).expect("non-zero page bounds are valid");
+    assert_eq!(
+        reader.absorb(page(9, 0, view(2, 5))),
+        Err(ReaderError::PastTail { cursor: Seq(9), next_seq: Seq(5), view: view(2, 5) }),
+        "an empty page at a position never written is not the tail"
+    );
+    assert_eq!((reader.cursor(), reader.tail()), (Seq(9), None), "the cursor is unchanged");
+    let outcome = reader.absorb(page(9, 0, view(2, 9))).expect("an empty page at the tail is taken");
+    assert_eq!(
+        outcome,
+        ReaderOutcome::Records { from: Seq(9), records: vec![], view: view(2, 9) },
+        "once the journal grows to the cursor, an empty page is the tail"
+    );
+    assert!(reader.caught_up());
+    let outcome = reader.absorb(page(9, 2, view(2, 11))).expect("records at the cursor are taken");
+    assert!(matches!(outcome, ReaderOutcome::Records { from: Seq(9), .. }));
+    assert_eq!(reader.cursor(), Seq(11));
+    let lagging = reader.absorb(page(11, 0, view(2, 10))).expect("a lagging server's empty page is the tail");
+    assert_eq!(lagging, ReaderOutcome::Records { from: Seq(11), records: vec![], view: view(2, 10) });
+    assert_eq!(reader.tail(), Some(Seq(11)), "below a tail seen at the cursor, the view is a lagging server's");
+}
+
+#[test]
+fn an_outcome_as_items_names_every_position_and_every_gap() {
+    use paros_client::ReadItem;
+    let records = ReaderOutcome::Records { from: Seq(4), records: records(2), view: view(0, 9) };
+    assert_eq!(
+        records.into_items(),
+        Ok(vec![
+            ReadItem::Record { seq: Seq(4), data: Bytes::from_static(b"r0") },
+            ReadItem::Record { seq: Seq(5), data: Bytes::from_static(b"r1") },
+        ])
+    );
+    let gap = ReaderOutcome::Gap { from: Seq(3), resumed_at: Seq(7), view: view(7, 9) };
+    let items = gap.into_items().expect("a gap is an item");
+    assert_eq!(items, vec![ReadItem::Gap { from: Seq(3), to: Seq(7) }]);
+    assert_eq!((items[0].start(), items[0].end()), (Seq(3), Seq(7)));
+    assert_eq!(ReaderOutcome::Unavailable { attempts: 4 }.into_items(), Ok(vec![]));
+    assert_eq!(ReaderOutcome::Retry { attempt: 1 }.into_items(), Ok(vec![]));
+    assert_eq!(ReaderOutcome::UnknownJournal.into_items(), Err(ReaderError::UnknownJournal));
+}
