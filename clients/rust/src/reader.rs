@@ -184,11 +184,26 @@ pub enum ReaderError {
     /// No such journal (reported as an error where the reader yields items, as its stream does).
     #[error("no such journal")]
     UnknownJournal,
+    /// `attempts` reads in a row were not served (where the reader yields items and does not
+    /// retry for ever, as [`Reader::read_to_tail`]). Nothing changed; reading again may succeed.
+    #[error("{attempts} reads in a row were not served")]
+    Unavailable { attempts: u32 },
     /// The [`Reader`]'s stream holds a read in flight or items of a page not yet yielded: the
     /// reader's own methods would read past them. Poll the stream until it yields its next
     /// item (and the items of that page), then the methods are free again. Nothing changed.
     #[error("the reader's stream holds a read in flight or items not yet yielded")]
     StreamBusy,
+}
+
+impl ReaderError {
+    /// The service's refusal, when that is why the read failed.
+    #[must_use]
+    pub fn denial(&self) -> Option<&crate::Denial> {
+        match self {
+            ReaderError::Denied(denial) => Some(denial),
+            _ => None,
+        }
+    }
 }
 
 /// A reader configuration that is refused.
@@ -600,21 +615,34 @@ impl<S: crate::JournalService> Reader<S> {
     }
 
     /// Reads from the cursor to the journal's tail as the first answer names it (records
-    /// written after that are left for the next read) and returns what it read, in order:
-    /// non-empty `Records` and `Gap`s, every truncated range among them. An empty list means
-    /// the cursor was at the tail already.
+    /// written after that are left for the next read) and returns what it read, in position
+    /// order: each record with its position, and every truncated range met on the way as a
+    /// [`ReadItem::Gap`]. An empty list means the cursor was at the tail already.
     ///
-    /// A read that ends `Unavailable` or `UnknownJournal` ends the list with that outcome; a
-    /// later call resumes at the cursor.
+    /// A read that is not served within the bounds, or that finds no such journal, ends the
+    /// list with what was read before it; a later call resumes at the cursor and meets it again.
     ///
     /// # Errors
-    /// [`ReaderError`] when an answer contradicts the request and nothing was read before it.
-    /// After something was read, that is returned instead, and the cursor (which a refused
-    /// answer leaves unchanged) is where the next call meets the error again.
-    /// [`ReaderError::PastTail`] when the cursor lies past the journal's tail: there is no tail
-    /// to read to. [`ReaderError::StreamBusy`] while the stream holds the reader.
-    pub async fn read_to_tail(&mut self) -> Result<Vec<ReaderOutcome>, ReaderError> {
-        self.state()?.read_to_tail().await
+    /// When nothing was read: [`ReaderError::Unavailable`] or [`ReaderError::UnknownJournal`]
+    /// for such a read, [`ReaderError::PastTail`] when the cursor lies past the journal's tail
+    /// (there is no tail to read to), another [`ReaderError`] when an answer contradicts the
+    /// request (the cursor is unchanged), [`ReaderError::StreamBusy`] while the stream holds
+    /// the reader.
+    pub async fn read_to_tail(&mut self) -> Result<Vec<ReadItem>, ReaderError> {
+        let outcomes = self.state()?.read_to_tail().await?;
+        let mut items = Vec::new();
+        for outcome in outcomes {
+            let end = match outcome {
+                ReaderOutcome::Unavailable { attempts } => Err(ReaderError::Unavailable { attempts }),
+                outcome => outcome.into_items(),
+            };
+            match end {
+                Ok(more) => items.extend(more),
+                Err(e) if items.is_empty() => return Err(e),
+                Err(_) => break,
+            }
+        }
+        Ok(items)
     }
 
     /// Reads until there is something to report, forever: long-polls at the tail and retries

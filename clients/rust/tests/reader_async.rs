@@ -196,28 +196,19 @@ async fn read_to_tail_returns_the_records_and_the_gaps_up_to_the_tail_in_order()
     let mut r = reader(&fake, 0, 3);
     assert!(matches!(r.next().await, Ok(ReaderOutcome::Records { from: Seq(0), .. })));
     fake.truncate_to(Seq(5));
-    let items: Vec<_> = r
-        .read_to_tail()
-        .await
-        .expect("good answers")
-        .into_iter()
-        .map(|item| match item {
-            ReaderOutcome::Records { from, records, .. } => (from, Some(records), None),
-            ReaderOutcome::Gap { from, resumed_at, .. } => (from, None, Some(resumed_at)),
-            other => panic!("expected records and gaps, got {other:?}"),
-        })
-        .collect();
-    let page = |from: u64, to: u64| (Seq(from), Some((from..to).map(|i| Bytes::from(format!("r{i}"))).collect()), None);
-    assert_eq!(items, vec![(Seq(3), None, Some(Seq(5))), page(5, 8), page(8, 11), page(11, 12)]);
+    let items = r.read_to_tail().await.expect("good answers");
+    let records = |from: u64, to: u64| {
+        (from..to).map(move |i| ReadItem::Record { seq: Seq(i), data: Bytes::from(format!("r{i}")) })
+    };
+    let mut want = vec![ReadItem::Gap { from: Seq(3), to: Seq(5) }];
+    want.extend(records(5, 12));
+    assert_eq!(items, want);
     assert!(r.caught_up());
     assert_eq!(r.read_to_tail().await, Ok(vec![]), "at the tail there is nothing to read");
     fake.write_as(vec![Bytes::from_static(b"r12")]);
     fake.truncate_to(Seq(13));
     let gap = r.read_to_tail().await.expect("a good answer");
-    assert!(
-        matches!(gap[..], [ReaderOutcome::Gap { from: Seq(12), resumed_at: Seq(13), .. }]),
-        "a journal truncated to its tail is one gap: {gap:?}"
-    );
+    assert_eq!(gap, vec![ReadItem::Gap { from: Seq(12), to: Seq(13) }], "a journal truncated to its tail is one gap");
 }
 
 #[tokio::test(start_paused = true)]
@@ -226,17 +217,11 @@ async fn read_to_tail_ends_with_an_unavailable_read_and_resumes_at_the_cursor() 
     let mut r = reader(&fake, 0, 2);
     let retries = ReaderConfig::default().unserved_retries_max as usize;
     fake.script_reads(std::iter::repeat_n(ReadFault::Unserved, retries + 1));
-    let first = r.read_to_tail().await.expect("good answers");
-    assert!(matches!(first[..], [ReaderOutcome::Unavailable { .. }]), "{first:?}");
+    let first = r.read_to_tail().await;
+    assert_eq!(first, Err(paros_client::ReaderError::Unavailable { attempts: retries as u32 + 1 }));
     let rest = r.read_to_tail().await.expect("good answers");
-    let froms: Vec<_> = rest
-        .iter()
-        .map(|item| match item {
-            ReaderOutcome::Records { from, .. } => *from,
-            other => panic!("expected records, got {other:?}"),
-        })
-        .collect();
-    assert_eq!(froms, vec![Seq(0), Seq(2)]);
+    let seqs: Vec<_> = rest.iter().map(ReadItem::start).collect();
+    assert_eq!(seqs, vec![Seq(0), Seq(1), Seq(2), Seq(3)]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -245,7 +230,11 @@ async fn a_read_past_the_tail_is_reported_past_tail_not_at_the_tail() {
     let mut r = reader(&fake, 7, 10);
     let past = Err(paros_client::ReaderError::PastTail { cursor: Seq(7), next_seq: Seq(3), view: fake.view() });
     assert_eq!(r.next().await, past.clone());
-    assert_eq!(r.read_to_tail().await, past.clone().map(|_: ReaderOutcome| vec![]), "there is no tail to read to");
+    assert_eq!(
+        r.read_to_tail().await,
+        past.clone().map(|_: ReaderOutcome| Vec::<ReadItem>::new()),
+        "there is no tail to read to"
+    );
     assert!(!r.caught_up(), "a reader past the tail has not caught up with anything");
     assert_eq!(
         tokio::time::timeout(Duration::from_secs(60), r.follow()).await.expect("follow says it at once"),
@@ -356,7 +345,20 @@ proptest! {
                         let outcomes = match path {
                             0 => vec![r.next().await.expect("the fake answers consistently")],
                             1 => vec![r.follow().await.expect("the fake answers consistently")],
-                            2 => r.read_to_tail().await.expect("the fake answers consistently"),
+                            2 => r
+                                .read_to_tail()
+                                .await
+                                .expect("the fake answers consistently")
+                                .into_iter()
+                                .map(|item| match item {
+                                    ReadItem::Record { seq, data } => {
+                                        ReaderOutcome::Records { from: seq, records: vec![data], view: fake.view() }
+                                    }
+                                    ReadItem::Gap { from, to } => {
+                                        ReaderOutcome::Gap { from, resumed_at: to, view: fake.view() }
+                                    }
+                                })
+                                .collect(),
                             _ => {
                                 let item = futures_util::StreamExt::next(&mut r).await.expect("the stream goes on");
                                 vec![match item.expect("the fake answers consistently") {

@@ -220,7 +220,7 @@ async fn the_builder_defaults_read_from_the_start_linearizably() {
     let fake = fake_with(2);
     let mut r = Reader::builder(client(&fake), "j".to_owned()).build().expect("valid");
     assert_eq!(r.cursor(), Seq(0));
-    assert_eq!(r.read_to_tail().await.expect("good answers").len(), 1);
+    assert_eq!(r.read_to_tail().await.expect("good answers").len(), 2, "two records, one page");
     assert_eq!(r.cursor(), Seq(2));
     const { assert!(DEFAULT_FOLLOW_WAIT_MS <= 1000, "the contract caps the wait at 1000 ms") };
     let zero = ReaderConfig { page_records_max: 0, ..ReaderConfig::default() };
