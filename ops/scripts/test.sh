@@ -33,6 +33,10 @@ else
   cargo test --workspace --release --no-fail-fast
 fi
 
+# nextest runs no doctests: the crate docs' examples (paros-client's run against its fake).
+echo "== doctests"
+cargo test --doc --workspace --release
+
 if [ -d cell/sim ]; then
   echo "== simulation smoke sweep"
   cargo run --release -p paros-sim -- sweep --seeds "${PAROS_SMOKE_SEEDS:-300}"

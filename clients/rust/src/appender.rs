@@ -7,8 +7,8 @@
 //!
 //! The async part is two halves. [`Appender`] is the cheap, clonable handle callers append
 //! through; [`AppenderDriver`] owns the [`Writer`] and does the work. The driver is a future the
-//! caller runs — spawn [`AppenderDriver::run`] on a runtime, or `join` it with the appending
-//! code — so the library spawns nothing and needs no runtime feature of its own. `run` returns
+//! caller runs — `join` it with the appending code, spawn [`AppenderDriver::run`] on a runtime
+//! of its choice, or let [`AppenderBuilder::spawn`] spawn it on the current tokio one. `run` returns
 //! once every handle is dropped and every record appended so far is reported, or once the writer
 //! stops (superseded, halted).
 //!
@@ -17,6 +17,26 @@
 //! batch is reported. [`Appender::append`] waits for units, so the bytes buffered and in flight
 //! together never exceed the bound, and the channel between the halves holds at most that many
 //! records: no queue is unbounded.
+//!
+//! ```
+//! # use paros_client::fake::FakeService;
+//! # use paros_client::{Appender, Client, ClientConfig, Seq};
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let client = Client::new(FakeService::new("j", vec![]), ClientConfig::default())?;
+//! let writer = client.writer("j".to_owned()).claim().await?;
+//! let (appender, task) = Appender::builder(writer).spawn()?;
+//! // Appends from many tasks at once are gathered into batches; each gets its own position.
+//! let (a, b) = tokio::join!(appender.append("a".into()), appender.append("b".into()));
+//! let mut positions = [a?, b?];
+//! positions.sort();
+//! assert_eq!(positions, [Seq(0), Seq(1)]);
+//! drop(appender); // the driver reports what is left, then gives the writer back
+//! let writer = task.await??;
+//! assert_eq!(writer.core().next_seq(), Seq(2));
+//! # Ok(())
+//! # }
+//! ```
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -61,12 +81,19 @@ impl Default for AppenderConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 pub enum AppenderConfigError {
     #[error("a batch must be allowed at least one record")]
+    /// A batch would be allowed no record (`batch_records_max` is 0).
     BatchRecordsZero,
     #[error("a batch must be allowed at least one byte")]
+    /// A batch would be allowed no byte (`batch_bytes_max` is 0).
     BatchBytesZero,
     /// A full batch could never be in flight.
     #[error("bytes_in_flight_max {in_flight} is below batch_bytes_max {batch}")]
-    InFlightBelowBatch { in_flight: u64, batch: u64 },
+    InFlightBelowBatch {
+        /// The `bytes_in_flight_max` asked for.
+        in_flight: u64,
+        /// The `batch_bytes_max` it must reach.
+        batch: u64,
+    },
     /// The bound must fit the semaphore that enforces it.
     #[error("bytes_in_flight_max {0} is beyond what can be counted (at most 2^32 - 1)")]
     InFlightTooLarge(u64),
@@ -100,8 +127,11 @@ impl AppenderConfig {
 /// A batch the builder sealed: the records and one tag per record, in order.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Batch<T> {
+    /// The records, in append order.
     pub records: Vec<Bytes>,
+    /// Each record's tag (the caller's, e.g. where to send its position), in the same order.
     pub tags: Vec<T>,
+    /// The records' bytes in all.
     pub bytes: u64,
 }
 
@@ -205,7 +235,12 @@ pub enum AppendError {
     Record(#[from] RecordError),
     /// The record alone is over the bytes-in-flight bound: it could never be sent.
     #[error("a record of {len} bytes is over bytes_in_flight_max {max}")]
-    RecordTooLarge { len: usize, max: u64 },
+    RecordTooLarge {
+        /// The record's length in bytes.
+        len: usize,
+        /// The appender's `bytes_in_flight_max`.
+        max: u64,
+    },
     /// The record's batch was not acknowledged, or the writer stopped.
     #[error(transparent)]
     Writer(#[from] WriterError),

@@ -47,7 +47,12 @@ pub enum ConfigError {
     IntervalZero,
     /// `chunk_bytes` is 0 or above [`CHUNK_BYTES_LIMIT`].
     #[error("chunk_bytes {chunk_bytes} is outside 1..={limit}")]
-    ChunkBytes { chunk_bytes: usize, limit: usize },
+    ChunkBytes {
+        /// The `chunk_bytes` asked for.
+        chunk_bytes: usize,
+        /// The largest allowed, [`CHUNK_BYTES_LIMIT`].
+        limit: usize,
+    },
 }
 
 /// A call the Checkpointer refuses in its current phase; it is left unchanged.
@@ -55,16 +60,32 @@ pub enum ConfigError {
 pub enum CheckpointerError {
     /// A run is already in flight (begun, or ended and awaiting its truncation).
     #[error("a checkpoint run beginning at {} is already in flight", .begin.0)]
-    Busy { begin: Seq },
+    Busy {
+        /// Where the run in flight begins.
+        begin: Seq,
+    },
     /// Application records were reported while the run beginning at `begin` is being appended.
     #[error("application records may not be appended inside the run beginning at {}", .begin.0)]
-    RunInFlight { begin: Seq },
+    RunInFlight {
+        /// Where the run being appended begins.
+        begin: Seq,
+    },
     /// An acknowledgement that is not part of the run being appended.
     #[error("an acknowledgement of [{}, +{count}) is not within the run being appended", .from.0)]
-    UnexpectedAck { from: Seq, count: u64 },
+    UnexpectedAck {
+        /// The first position acknowledged.
+        from: Seq,
+        /// How many records were acknowledged.
+        count: u64,
+    },
     /// The run would run past the last position.
     #[error("a run at {} of {records} records runs past the last position", .tail.0)]
-    PositionOverflow { tail: Seq, records: usize },
+    PositionOverflow {
+        /// Where the run would begin.
+        tail: Seq,
+        /// How many records the run holds.
+        records: usize,
+    },
 }
 
 /// The records of a run, to append in order starting at `begin`, and nothing between them.

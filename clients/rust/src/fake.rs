@@ -60,7 +60,9 @@ pub enum Fault {
 /// What the fake does with one read, instead of answering it plainly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadFault {
+    /// The read is answered `Unserved`.
     Unserved,
+    /// The read is answered `UnknownJournal`.
     UnknownJournal,
 }
 

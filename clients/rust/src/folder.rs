@@ -18,6 +18,51 @@
 //! A gap (the journal was truncated past `next`) makes the folder not whole, and drops any open
 //! run; the folder then skips application records until a complete run restores it — normally
 //! the run at the floor, since an owner truncates to its run's `Begin`.
+//!
+//! The owner checkpoints with a [`Checkpointer`](crate::Checkpointer) and truncates below the
+//! run; a folder that starts at 0 meets the gap and restores from the run:
+//!
+//! ```
+//! use paros_client::{Checkpointable, Checkpointer, Folder, FolderConfig, Seq};
+//!
+//! /// A running total of the numbers in the journal.
+//! #[derive(Debug, Default, PartialEq)]
+//! struct Total(u64);
+//!
+//! impl Checkpointable for Total {
+//!     type RestoreError = String;
+//!     fn apply(&mut self, _at: Seq, record: &[u8]) {
+//!         self.0 += std::str::from_utf8(record).ok().and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
+//!     }
+//!     fn checkpoint(&self) -> Vec<u8> {
+//!         self.0.to_le_bytes().to_vec()
+//!     }
+//!     fn restore(bytes: &[u8]) -> Result<Self, String> {
+//!         Ok(Total(u64::from_le_bytes(bytes.try_into().map_err(|_| "not 8 bytes".to_owned())?)))
+//!     }
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // The owner appends 1, 2, 3 at [0, 3), then a run of its state at [3, 6).
+//! let mut owner = Total::default();
+//! for (at, n) in [1u64, 2, 3].iter().enumerate() {
+//!     owner.apply(Seq(at as u64), n.to_string().as_bytes());
+//! }
+//! let mut checkpointer = Checkpointer::builder().build()?;
+//! checkpointer.appended(3, 3)?;
+//! let run = checkpointer.begin(&owner, Seq(3))?;
+//! let truncate = checkpointer.acknowledged(run.begin, run.records.len() as u64)?.expect("End is acknowledged");
+//! assert_eq!(truncate.up_to, Seq(3)); // the journal now keeps [3, 6): the run
+//!
+//! // A reader from 0 meets the gap [0, 3), then the run, and holds the owner's state.
+//! let mut folder = Folder::new(Total::default(), Seq(0), FolderConfig::default());
+//! folder.gap(Seq(0), truncate.up_to)?;
+//! folder.fold_page(run.begin, &run.records)?;
+//! assert!(folder.is_whole());
+//! assert_eq!(folder.state(), &owner);
+//! # Ok(())
+//! # }
+//! ```
 
 use bytes::Bytes;
 use thiserror::Error;
@@ -43,52 +88,127 @@ impl Default for FolderConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FoldEvent {
     /// An application record was applied to the state.
-    Applied { at: Seq },
+    Applied {
+        /// The record's position.
+        at: Seq,
+    },
     /// An application record was not applied: the folder is not whole and waits for a run.
-    Skipped { at: Seq },
+    Skipped {
+        /// The record's position.
+        at: Seq,
+    },
     /// A record at a position already folded was ignored.
-    Ignored { at: Seq },
+    Ignored {
+        /// The record's position.
+        at: Seq,
+    },
     /// A `Begin` opened a run.
-    RunOpened { at: Seq },
+    RunOpened {
+        /// The position of the run's `Begin`.
+        at: Seq,
+    },
     /// A `Chunk` was added to the open run.
-    RunChunk { at: Seq },
+    RunChunk {
+        /// The chunk's position.
+        at: Seq,
+    },
     /// A `Chunk` or `End` with no open run was ignored.
-    Stray { at: Seq },
+    Stray {
+        /// The stray record's position.
+        at: Seq,
+    },
     /// A record with the magic did not decode.
-    Unreadable { at: Seq, why: RunDecodeError },
+    Unreadable {
+        /// The record's position.
+        at: Seq,
+        /// Why it does not decode.
+        why: RunDecodeError,
+    },
     /// A `Begin` whose `covers_up_to` is not its own position.
-    MisplacedBegin { at: Seq, covers_up_to: Seq },
+    MisplacedBegin {
+        /// The `Begin`'s position.
+        at: Seq,
+        /// The position it claims to cover up to.
+        covers_up_to: Seq,
+    },
     /// The run opened at `begin` will never be restored or verified.
-    RunDropped { begin: Seq, why: DropReason },
+    RunDropped {
+        /// Where the dropped run began.
+        begin: Seq,
+        /// Why it was dropped.
+        why: DropReason,
+    },
     /// The state was replaced by the run opened at `at`; the folder is whole again.
-    Restored { at: Seq },
+    Restored {
+        /// The position of the run's `End`.
+        at: Seq,
+    },
     /// The run opened at `at` encodes exactly the folder's own state.
-    Verified { at: Seq },
+    Verified {
+        /// The position of the run's `End`.
+        at: Seq,
+    },
     /// The run opened at `at` differs from the folder's own state, which is kept.
-    Diverged { at: Seq },
+    Diverged {
+        /// The position of the run's `End`.
+        at: Seq,
+    },
     /// A gap: positions `[from, to)` are gone; the folder is not whole until a run restores it.
-    Jumped { from: Seq, to: Seq },
+    Jumped {
+        /// The first position not read.
+        from: Seq,
+        /// Where folding resumed.
+        to: Seq,
+    },
 }
 
 /// Why a run was dropped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DropReason {
     /// An application record at `at` sits inside the run.
-    ApplicationRecord { at: Seq },
+    ApplicationRecord {
+        /// The application record's position.
+        at: Seq,
+    },
     /// Another `Begin` (or a misplaced one) at `at` came before this run's `End`.
-    NewBegin { at: Seq },
+    NewBegin {
+        /// The new `Begin`'s position.
+        at: Seq,
+    },
     /// An undecodable run record at `at` sits inside the run.
-    Unreadable { at: Seq },
+    Unreadable {
+        /// The unreadable record's position.
+        at: Seq,
+    },
     /// The journal was truncated past the run's start before its `End` was folded.
-    Gap { resumed_at: Seq },
+    Gap {
+        /// Where reading resumed after the gap.
+        resumed_at: Seq,
+    },
     /// `End` names a different number of chunks than the run holds.
-    ChunkCount { declared: u64, found: u64 },
+    ChunkCount {
+        /// The chunk count `End` declares.
+        declared: u64,
+        /// The chunks the run held.
+        found: u64,
+    },
     /// `End`'s checksum is not the CRC-32C of the run's bytes.
-    Checksum { declared: u32, found: u32 },
+    Checksum {
+        /// The checksum `End` declares.
+        declared: u32,
+        /// The checksum of the chunks the run held.
+        found: u32,
+    },
     /// The run's bytes exceed [`FolderConfig::run_bytes_max`].
-    TooLarge { run_bytes_max: usize },
+    TooLarge {
+        /// The folder's bound on a run's state bytes.
+        run_bytes_max: usize,
+    },
     /// The state refused the run's bytes.
-    RestoreFailed { reason: String },
+    RestoreFailed {
+        /// The state's own restore error, as text.
+        reason: String,
+    },
 }
 
 /// Input the folder refuses, leaving itself unchanged.
@@ -96,10 +216,20 @@ pub enum DropReason {
 pub enum FoldError {
     /// Input starts past the folder's next position with no gap reported first.
     #[error("input starts at {} but the folder expects {}; report the gap first", .from.0, .expected.0)]
-    NotContiguous { expected: Seq, from: Seq },
+    NotContiguous {
+        /// The folder's next position.
+        expected: Seq,
+        /// Where the records or the gap began.
+        from: Seq,
+    },
     /// A page's positions run past the end of the position space.
     #[error("a page from {} of {len} records runs past the last position", .from.0)]
-    PositionOverflow { from: Seq, len: usize },
+    PositionOverflow {
+        /// Where the page began.
+        from: Seq,
+        /// How many records it held.
+        len: usize,
+    },
 }
 
 #[derive(Debug)]

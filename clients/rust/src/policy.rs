@@ -3,7 +3,7 @@
 //!
 //! A [`CallPolicy`] decides, for one Write, Truncate or SetLeader, what to send next, to whom
 //! and after how long; a [`ReadPolicy`] does the same for one Read within a [`ReadDeadline`].
-//! The async [`Client`] only carries their [`Step`]s and [`ReadStep`]s out. They
+//! The async [`Client`](crate::Client) only carries their [`Step`]s and [`ReadStep`]s out. They
 //! have no clock (the wrapper reports the time elapsed since the call began, and sleeps the
 //! delays the policy returns) and no randomness of their own (backoff jitter is drawn from a
 //! seeded [`Rng`]), so the simulation replays them bit for bit.
@@ -94,7 +94,7 @@ pub struct ClientConfig {
     pub read_back_records_max: u32,
     /// The most bytes one read-back page asks for (a page holds at least one record).
     pub read_back_bytes_max: u32,
-    /// The most journals the [`Client`] remembers a likely leader for (the server of each
+    /// The most journals the [`Client`](crate::Client) remembers a likely leader for (the server of each
     /// journal's last verdict); past it, the oldest-inserted hints are forgotten.
     pub leader_hints_max: usize,
     /// How long after it began a call or read still asks its servers again while each answers
@@ -133,7 +133,12 @@ pub enum ClientConfigError {
     BackoffBaseZero,
     /// `backoff_base` exceeds `backoff_max`.
     #[error("the backoff base {base:?} exceeds the backoff max {max:?}")]
-    BackoffInverted { base: Duration, max: Duration },
+    BackoffInverted {
+        /// The `backoff_base` asked for.
+        base: Duration,
+        /// The `backoff_max` it exceeds.
+        max: Duration,
+    },
     /// `deadline` is zero: no retry could ever be scheduled.
     #[error("the call deadline must be positive")]
     DeadlineZero,
@@ -190,7 +195,12 @@ pub enum Decided {
     /// The service refused the call (unauthorized, forbidden, over quota, malformed): it is
     /// not retried. `ambiguous`: an earlier attempt got no answer, so the call may still have
     /// taken effect; otherwise nothing was done.
-    Denied { denial: Denial, ambiguous: bool },
+    Denied {
+        /// The service's refusal.
+        denial: Denial,
+        /// An earlier attempt got no answer: the call may still have taken effect.
+        ambiguous: bool,
+    },
 }
 
 impl std::fmt::Display for Decided {
@@ -214,25 +224,59 @@ impl std::fmt::Display for Decided {
 pub enum AnswerError {
     /// A verdict of a kind this call cannot get (a `Won` for a Write, a `Noop`, ...).
     #[error("the verdict \"{outcome}\" cannot answer this call")]
-    WrongVerdict { outcome: Outcome },
+    WrongVerdict {
+        /// The verdict that came back.
+        outcome: Outcome,
+    },
     /// An `Accepted` or `Duplicate` for other positions than the write's.
     #[error("an acknowledgement of {count} records at {} answers a write of {len} at {}", .seq.0, .expected.0)]
-    WrongPosition { seq: Seq, count: u64, expected: Seq, len: u64 },
+    WrongPosition {
+        /// The position acknowledged.
+        seq: Seq,
+        /// How many records were acknowledged.
+        count: u64,
+        /// The write's position.
+        expected: Seq,
+        /// How many records the write holds.
+        len: u64,
+    },
     /// A view with `first_seq > next_seq`.
     #[error("a view with first_seq {} past next_seq {} describes no journal", .view.first_seq.0, .view.next_seq.0)]
-    InconsistentView { view: JournalView },
+    InconsistentView {
+        /// The view that came back.
+        view: JournalView,
+    },
     /// A read-back page that does not start where it was asked to, or runs past its own tail.
     #[error("a read-back page from {} of {len} records does not answer a read from {}", .from.0, .asked.0)]
-    WrongPage { asked: Seq, from: Seq, len: usize },
+    WrongPage {
+        /// The position the read-back asked for.
+        asked: Seq,
+        /// Where the page began.
+        from: Seq,
+        /// How many records it held.
+        len: usize,
+    },
 }
 
 /// What the wrapper does next for this call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
     /// Wait `after`, then send [`CallPolicy::call`] (always the identical request) by `route`.
-    Send { route: Route, after: Duration },
+    Send {
+        /// Where to send it.
+        route: Route,
+        /// How long to wait before sending.
+        after: Duration,
+    },
     /// Wait `after`, then read by `route` and hand the answer to [`CallPolicy::on_read`].
-    Read { params: ReadParams, route: Route, after: Duration },
+    Read {
+        /// The read to send.
+        params: ReadParams,
+        /// Where to send it.
+        route: Route,
+        /// How long to wait before sending.
+        after: Duration,
+    },
     /// The call is over.
     Done(Result<Decided, AnswerError>),
 }
@@ -755,7 +799,16 @@ pub enum ReadStep {
     /// Wait `after`, then send `params` by `route` and hand the answer to
     /// [`ReadPolicy::on_answer`]; if none came by `cut_off` after the read began, stop
     /// waiting for it and call [`ReadPolicy::on_cut_off`].
-    Send { params: ReadParams, route: Route, after: Duration, cut_off: Duration },
+    Send {
+        /// The read to send.
+        params: ReadParams,
+        /// Where to send it.
+        route: Route,
+        /// How long to wait before sending.
+        after: Duration,
+        /// When to stop waiting for its answer, counted from the read's start.
+        cut_off: Duration,
+    },
     /// The read is over: its answer.
     Done(ReadAnswer),
 }

@@ -69,13 +69,33 @@ pub struct ReadRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReaderOutcome {
     /// Records at `from`, `from + 1`, … (possibly none, at the tail).
-    Records { from: Seq, records: Vec<Bytes>, view: JournalView },
+    Records {
+        /// The first record's position.
+        from: Seq,
+        /// The records, at `from`, `from + 1`, …
+        records: Vec<Bytes>,
+        /// The journal's view as the answer named it.
+        view: JournalView,
+    },
     /// Positions `[from, resumed_at)` were truncated; the cursor resumed at `resumed_at`.
-    Gap { from: Seq, resumed_at: Seq, view: JournalView },
+    Gap {
+        /// The first truncated position (where the cursor was).
+        from: Seq,
+        /// The first retained position, where the cursor is now.
+        resumed_at: Seq,
+        /// The journal's view as the answer named it.
+        view: JournalView,
+    },
     /// The read was not served; ask again (another server): this is retry `attempt`.
-    Retry { attempt: u32 },
+    Retry {
+        /// How many reads in a row were not served.
+        attempt: u32,
+    },
     /// `attempts` reads in a row were not served; the retry count starts over.
-    Unavailable { attempts: u32 },
+    Unavailable {
+        /// How many reads in a row were not served.
+        attempts: u32,
+    },
     /// No such journal.
     UnknownJournal,
 }
@@ -143,22 +163,52 @@ impl ReadItem {
 pub enum ReaderError {
     /// A page that does not start at the cursor (it would skip or repeat positions).
     #[error("a page from {} does not start at the cursor {}", .from.0, .cursor.0)]
-    PageNotAtCursor { cursor: Seq, from: Seq },
+    PageNotAtCursor {
+        /// The cursor.
+        cursor: Seq,
+        /// Where the page began.
+        from: Seq,
+    },
     /// A view whose first retained position is past its tail.
     #[error("a view with first_seq {} past next_seq {} describes no journal", .view.first_seq.0, .view.next_seq.0)]
-    InconsistentView { view: JournalView },
+    InconsistentView {
+        /// The view that came back.
+        view: JournalView,
+    },
     /// A page holding records past the tail its own view names.
     #[error("a page from {} of {len} records runs past its view's next_seq {}", .from.0, .next_seq.0)]
-    PageBeyondTail { from: Seq, len: usize, next_seq: Seq },
+    PageBeyondTail {
+        /// Where the page began.
+        from: Seq,
+        /// How many records it held.
+        len: usize,
+        /// The tail its view named.
+        next_seq: Seq,
+    },
     /// A page holding more records than were asked for.
     #[error("a page of {records} records exceeds the limit of {limit}")]
-    PageTooLong { records: usize, limit: u32 },
+    PageTooLong {
+        /// How many records the page held.
+        records: usize,
+        /// The limit asked for.
+        limit: u32,
+    },
     /// A page of several records holding more bytes than were asked for.
     #[error("a page of {bytes} bytes exceeds max_bytes {max_bytes}")]
-    PageTooLarge { bytes: usize, max_bytes: u32 },
+    PageTooLarge {
+        /// The page's record bytes.
+        bytes: usize,
+        /// The bound asked for.
+        max_bytes: u32,
+    },
     /// A truncation answer whose view does not put the first retained position past the cursor.
     #[error("a truncation with first_seq {} does not lie past the cursor {}", .first_seq.0, .cursor.0)]
-    NotTruncated { cursor: Seq, first_seq: Seq },
+    NotTruncated {
+        /// The cursor.
+        cursor: Seq,
+        /// The first retained position the answer named.
+        first_seq: Seq,
+    },
     /// The service refused the read (unauthorized, forbidden, over quota, malformed): reading
     /// on would be refused too. The cursor is unchanged.
     #[error("the read was denied: {0}")]
@@ -187,7 +237,10 @@ pub enum ReaderError {
     /// `attempts` reads in a row were not served (where the reader yields items and does not
     /// retry for ever, as [`Reader::read_to_tail`]). Nothing changed; reading again may succeed.
     #[error("{attempts} reads in a row were not served")]
-    Unavailable { attempts: u32 },
+    Unavailable {
+        /// How many reads in a row were not served.
+        attempts: u32,
+    },
     /// The [`Reader`]'s stream holds a read in flight or items of a page not yet yielded: the
     /// reader's own methods would read past them. Poll the stream until it yields its next
     /// item (and the items of that page), then the methods are free again. Nothing changed.
@@ -391,14 +444,29 @@ pub enum ReadConsistency {
 /// The stream needs `S: 'static` (its read in flight owns the reader's state);
 /// [`next_item`](Self::next_item) is its next item without a stream combinator crate.
 ///
-/// ```ignore
-/// let mut reader = Reader::builder(client, journal).from(Seq(0)).build()?;
+/// ```
+/// # use paros_client::fake::FakeService;
+/// # use paros_client::{Client, ClientConfig, ReadItem, Seq};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let client = Client::new(FakeService::new("j", vec![]), ClientConfig::default())?;
+/// # let mut writer = client.writer("j".to_owned()).claim().await?;
+/// # writer.write(vec!["a".into(), "b".into(), "c".into()]).await?;
+/// # writer.truncate(Seq(1)).await?;
+/// let mut reader = client.reader("j".to_owned()).from(Seq(0)).build()?;
+/// let mut seen = vec![];
 /// while let Some(item) = reader.next_item().await {
 ///     match item? {
-///         ReadItem::Record { seq, data } => apply(seq, data),
-///         ReadItem::Gap { from, to } => restore_or_give_up(from, to),
+///         ReadItem::Record { seq, data } => seen.push(format!("{seq}: {}", String::from_utf8_lossy(&data))),
+///         ReadItem::Gap { from, to } => seen.push(format!("gap [{from}, {to})")),
+///     }
+///     if reader.caught_up() {
+///         break; // the stream would follow the tail for ever
 ///     }
 /// }
+/// assert_eq!(seen, ["gap [0, 1)", "1: b", "2: c"]);
+/// # Ok(())
+/// # }
 /// ```
 /// (`StreamExt::next` and the inherent [`Reader::next`] share a name, and the inherent one wins:
 /// call the stream's as `StreamExt::next(&mut reader)`.)

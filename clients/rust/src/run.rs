@@ -44,12 +44,20 @@ const END_LEN: usize = HEADER_LEN + 8 + 4;
 pub enum RunRecord {
     /// Opens a run; the state that follows covers every application record below
     /// `covers_up_to`, which is also the position this record must sit at.
-    Begin { covers_up_to: Seq },
+    Begin {
+        /// The journal's tail when the run was planned: the state covers every record below it.
+        covers_up_to: Seq,
+    },
     /// A piece of the encoded state, in order.
     Chunk(Bytes),
     /// Closes a run: the commit point. `chunks` counts the run's chunks; `checksum` is the
     /// CRC-32C of their bytes concatenated.
-    End { chunks: u64, checksum: u32 },
+    End {
+        /// How many `Chunk` records the run holds.
+        chunks: u64,
+        /// The CRC-32C of the state's bytes.
+        checksum: u32,
+    },
 }
 
 /// Why a record that starts with [`MAGIC`] is not a run record.
@@ -60,7 +68,12 @@ pub enum RunDecodeError {
     NoMagic,
     /// The record ends before its fields do.
     #[error("the record holds {have} bytes where its kind needs at least {need}")]
-    Short { need: usize, have: usize },
+    Short {
+        /// The bytes the record needs.
+        need: usize,
+        /// The bytes it has.
+        have: usize,
+    },
     /// A version this crate does not read.
     #[error("checkpoint format version {0} is not one this library reads")]
     UnknownVersion(u8),
@@ -69,7 +82,10 @@ pub enum RunDecodeError {
     UnknownKind(u8),
     /// Bytes after the last field.
     #[error("the record has {extra} bytes after its last field")]
-    Trailing { extra: usize },
+    Trailing {
+        /// The bytes after the record's end.
+        extra: usize,
+    },
 }
 
 /// Why an application record may not be written.

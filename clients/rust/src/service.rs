@@ -22,9 +22,19 @@ use crate::types::JournalView;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReadAnswer {
     /// Records at positions `from`, `from + 1`, …
-    Page { from: Seq, records: Vec<Bytes>, view: JournalView },
+    Page {
+        /// The first record's position.
+        from: Seq,
+        /// The records.
+        records: Vec<Bytes>,
+        /// The journal's view.
+        view: JournalView,
+    },
     /// The requested position is below the journal's first retained one.
-    Truncated { view: JournalView },
+    Truncated {
+        /// The journal's view: its `first_seq` lies past the requested position.
+        view: JournalView,
+    },
     /// This server cannot serve the read now; another may.
     Unserved,
     /// No such journal.
@@ -106,6 +116,7 @@ impl fmt::Display for Denial {
 /// One page request, as the service sends it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReadParams {
+    /// The first position wanted.
     pub from: Seq,
     /// Records at most; the server caps it by its page size.
     pub limit: u32,
@@ -113,6 +124,7 @@ pub struct ReadParams {
     pub max_bytes: u32,
     /// How long a read at the tail may wait for a record, in milliseconds (the server caps it).
     pub wait_ms: u32,
+    /// How fresh the answer must be.
     pub consistency: Consistency,
 }
 

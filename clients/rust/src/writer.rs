@@ -26,6 +26,29 @@
 //!   position) *halts* the writer: the tail it tracks is no longer known. Batches after it report
 //!   their actual outcome if they got one, else [`WriterError::Halted`]; new writes are refused
 //!   with `Halted` until the writer claims again (a new term learns the tail afresh).
+//!
+//! ```
+//! # use paros_client::fake::FakeService;
+//! # use paros_client::{Client, ClientConfig, Seq, Written};
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let client = Client::new(FakeService::new("j", vec![]), ClientConfig::default())?;
+//! use futures_util::StreamExt;
+//!
+//! let mut writer = client.writer("j".to_owned()).claim().await?;
+//! // Ten batches of two records, several in flight at once; each position as it is acknowledged.
+//! let batches = futures_util::stream::iter((0..10).map(|i| vec![format!("{i}a").into(), format!("{i}b").into()]));
+//! let mut reports = writer.write_all(batches);
+//! let mut positions = vec![];
+//! while let Some(written) = reports.next().await {
+//!     let Written { seq, count } = written?;
+//!     positions.push((seq, count));
+//! }
+//! assert_eq!(positions.first(), Some(&(Seq(0), 2)));
+//! assert_eq!(positions.last(), Some(&(Seq(18), 2)));
+//! # Ok(())
+//! # }
+//! ```
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -72,10 +95,13 @@ impl Default for WriterConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 pub enum WriterConfigError {
     #[error("a writer must be allowed at least one batch in flight")]
+    /// `batches_in_flight_max` is 0: no batch could be sent.
     BatchesZero,
     #[error("a writer must be allowed at least one byte in flight")]
+    /// `bytes_in_flight_max` is 0.
     BytesZero,
     #[error("claim must be allowed at least one inspect attempt")]
+    /// `inspect_attempts_max` is 0: a claim could never learn the journal's view.
     InspectZero,
 }
 
@@ -101,7 +127,9 @@ impl WriterConfig {
 /// An acknowledged batch: its records hold `[seq, seq + count)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Written {
+    /// The batch's first position.
     pub seq: Seq,
+    /// How many records it holds.
     pub count: u64,
 }
 
@@ -110,28 +138,50 @@ pub struct Written {
 pub enum WriterError {
     /// Another writer holds the journal; this writer stopped for good.
     #[error("superseded: another writer holds the journal now ({view})")]
-    Superseded { view: JournalView },
+    Superseded {
+        /// The view that names the other writer.
+        view: JournalView,
+    },
     /// The writer has not claimed the journal (or its claim has not been learned).
     #[error("the writer has not claimed the journal")]
     NotClaimed,
     /// The claim's compare-and-set lost: another writer claimed first. Claim again.
     #[error("the claim lost: another writer claimed first ({view})")]
-    Lost { view: JournalView },
+    Lost {
+        /// The view the claim was judged against.
+        view: JournalView,
+    },
     /// A batch at `at` failed; the writer's tail is unknown until it claims again.
     #[error("halted: the batch at {} failed, claim again to learn the tail", .at.0)]
-    Halted { at: Seq },
+    Halted {
+        /// The position of the batch that failed.
+        at: Seq,
+    },
     /// This batch's call ended without an acknowledgement.
     #[error("the batch at {} was not acknowledged: {decided}", .seq.0)]
-    Failed { seq: Seq, decided: Decided },
+    Failed {
+        /// The batch's position.
+        seq: Seq,
+        /// How its call ended.
+        decided: Decided,
+    },
     /// A claim or truncation ended without a verdict it could use.
     #[error("the call was not decided: {decided}")]
-    Undecided { decided: Decided },
+    Undecided {
+        /// How the call ended.
+        decided: Decided,
+    },
     /// The service refused the call or the read before it (a bad token, a missing scope, a
     /// quota): the same refusal a [`Reader`](crate::Reader) or a
     /// [`GatewayClient`](crate::GatewayClient) reports. A refused batch halts the writer.
     /// `ambiguous`: an earlier attempt got no answer, so the call may still have taken effect.
     #[error("denied: {denial}")]
-    Denied { denial: Denial, ambiguous: bool },
+    Denied {
+        /// The service's refusal.
+        denial: Denial,
+        /// An earlier attempt got no answer: the call may still have taken effect.
+        ambiguous: bool,
+    },
     /// A server's answer contradicted the call.
     #[error(transparent)]
     Answer(#[from] AnswerError),
@@ -146,7 +196,12 @@ pub enum WriterError {
     InFlight,
     /// The batch would run past the last position.
     #[error("a batch at {} of {count} records runs past the last position", .seq.0)]
-    PositionOverflow { seq: Seq, count: u64 },
+    PositionOverflow {
+        /// Where the batch would go.
+        seq: Seq,
+        /// How many records it holds.
+        count: u64,
+    },
     /// The writer's configuration is refused ([`WriterBuilder::claim`]).
     #[error(transparent)]
     Config(#[from] WriterConfigError),

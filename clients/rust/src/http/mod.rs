@@ -6,7 +6,7 @@
 //! Every body, name, position and outcome is paros-api's: this module only moves bytes and
 //! maps statuses to the library's replies.
 //!
-//! | answer | [`CallReply`] | [`ReadAnswer`] |
+//! | answer | [`CallReply`](crate::CallReply) | [`ReadAnswer`](crate::ReadAnswer) |
 //! |---|---|---|
 //! | 200, 409, 410 with a view | `Answer(Verdict(..))` | `Page` / `Truncated` |
 //! | 413 `too_large` | `Answer(TooLarge(..))` | — |
@@ -64,7 +64,12 @@ impl Default for HttpConfig {
 pub enum GatewayError {
     /// The gateway URL cannot be used.
     #[error("bad gateway URL {url:?}: {reason}")]
-    Url { url: String, reason: String },
+    Url {
+        /// The URL as given.
+        url: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
     /// The token cannot travel in a header.
     #[error("the token is not a valid header value")]
     BadToken,

@@ -19,7 +19,7 @@ use crate::service::{CallReply, Denial, JournalService, ReadAnswer, ReadParams, 
 
 /// [`JournalService`] over a gateway: journals are named by paros-api's [`JournalName`], the
 /// gateway routes every request (no servers to name), and answers map as the
-/// [module table](self) says.
+/// [module table](crate::http) says.
 #[derive(Debug, Clone)]
 pub struct HttpService {
     gateway: GatewayClient,

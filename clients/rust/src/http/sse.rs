@@ -56,7 +56,7 @@ impl Tail {
 
     /// The next frame (`records`, `gap` or `heartbeat`). A dropped or silent stream, or a
     /// 503 while reopening, is reconnected after a short backoff, at most
-    /// [`HttpConfig::tail_reconnects_max`] times in a row.
+    /// [`HttpConfig::tail_reconnects_max`](crate::HttpConfig::tail_reconnects_max) times in a row.
     ///
     /// # Errors
     /// [`GatewayError::Tail`] for a frame that is not a tail frame; any other error when
