@@ -30,7 +30,8 @@ use paros_registry::daemon::{
     spawn_coordinator, spawn_follower_of,
 };
 use paros_registry::{
-    Answer, BusAddress, CellId, Command, Directory, Limits, Member, Op, Refusal, Request, RequestId, Verdict, Zone,
+    Answer, BusAddress, CellId, Command, Directory, JournalName, Limits, Member, Op, Quotas, Refusal, Request,
+    RequestId, TenantName, Verdict, Zone,
 };
 use paros_store::FjallStore;
 use serde::{Deserialize, Serialize};
@@ -108,6 +109,9 @@ impl CellError {
         }
     }
 }
+
+/// How long [`EmbeddedCell::journal`] waits for the registry to show what it asked for.
+pub const JOURNAL_WAIT: Duration = Duration::from_secs(10);
 
 /// The in-cell journal service every embedded client uses.
 pub type CellService = InCell<InProcessBus>;
@@ -376,6 +380,55 @@ impl EmbeddedCell {
         }
     }
 
+    /// The key of `tenant`'s journal `name`, for [`client`](Self::client)'s writers and readers:
+    /// forms the cell, signs the tenant up and creates the journal (single-writer) where
+    /// missing, and waits until every node hosts what the registry places — the in-cell
+    /// counterpart of signing up and creating a journal at a gateway. Calling it again returns
+    /// the same key.
+    ///
+    /// # Errors
+    /// [`CellError::Timeout`] when the registry does not show the tenant or the journal within
+    /// [`JOURNAL_WAIT`]; the registry's refusal (a quota) or failure to decide.
+    pub async fn journal(&self, tenant: &TenantName, name: &JournalName) -> Result<JournalKey, CellError> {
+        match self.init().await {
+            Ok(_) | Err(CellError::AlreadyFormed(_)) => {}
+            Err(e) => return Err(e),
+        }
+        let dir = self.wait_followers(JOURNAL_WAIT, |d| d.cell().is_some()).await?;
+        let tenant = match dir.tenant_by_name(tenant) {
+            Some(t) => t.id,
+            None => {
+                let id = TenantId(random_u64());
+                let signup = Command::SignUp { tenant: id, name: tenant.clone(), quotas: Quotas::default() };
+                match self.request(Op::Command(signup)).await {
+                    Ok(_) => id,
+                    // Signed up by someone else meanwhile: theirs is the tenant of that name.
+                    Err(CellError::Refused(Refusal::TenantNameTaken { .. })) => {
+                        let dir = self.wait_followers(JOURNAL_WAIT, |d| d.tenant_by_name(tenant).is_some()).await?;
+                        dir.tenant_by_name(tenant).map(|t| t.id).ok_or(CellError::Timeout(JOURNAL_WAIT))?
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        let dir = self.wait_followers(JOURNAL_WAIT, |d| d.tenant(tenant).is_some()).await?;
+        if let Some(journal) = dir.journal_by_name(tenant, name) {
+            return Ok(journal.key);
+        }
+        let op = Op::CreateJournal {
+            tenant,
+            journal: JournalId(random_u64()),
+            name: name.clone(),
+            mode: WriterMode::Single,
+        };
+        match self.request(op).await {
+            Ok(_) | Err(CellError::Refused(Refusal::JournalNameTaken { .. })) => {}
+            Err(e) => return Err(e),
+        }
+        let dir = self.wait_followers(JOURNAL_WAIT, |d| d.journal_by_name(tenant, name).is_some()).await?;
+        dir.journal_by_name(tenant, name).map(|j| j.key).ok_or(CellError::Timeout(JOURNAL_WAIT))
+    }
+
     /// Sends one request to the registry coordinator; see [`RegistryClient::request`].
     ///
     /// # Errors
@@ -604,6 +657,25 @@ mod tests {
         let mut c = CoordinatorLoopConfig::default();
         c.coordinator.checkpoint = CheckpointerConfig { factor: 4, interval_records: 24, chunk_bytes: 256 };
         c
+    }
+
+    /// The in-cell one-call setup: an unformed cell, one call for a tenant's journal, then the
+    /// cell's client writes and reads it; asked again, the same journal.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_call_gives_a_tenants_journal_that_the_cells_client_writes_and_reads() {
+        use paros_client::{ReadItem, Seq};
+        let dir = tempfile::tempdir().unwrap();
+        let cell = EmbeddedCell::open(dir.path()).await.expect("opens");
+        let (acme, orders) = (TenantName::parse("acme").unwrap(), JournalName::parse("orders").unwrap());
+        let key = cell.journal(&acme, &orders).await.expect("signs up, creates and places");
+        let mut writer = cell.client.writer(key).claim().await.expect("claims");
+        writer.write(vec!["a".into(), "b".into()]).await.expect("writes");
+        let items = cell.client.reader(key).build().unwrap().read_to_tail().await.expect("reads");
+        assert_eq!(items.last(), Some(&ReadItem::Record { seq: Seq(1), data: "b".into() }));
+        assert_eq!(cell.journal(&acme, &orders).await.expect("exists"), key, "the same journal again");
+        let other = cell.journal(&acme, &JournalName::parse("refunds").unwrap()).await.expect("a second one");
+        assert_ne!(other, key);
+        let _ = cell.stop();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
