@@ -202,6 +202,13 @@ pub enum WriterError {
         /// How many records it holds.
         count: u64,
     },
+    /// A claim under a uuid already used: the leader's in force, or this writer's last term's.
+    /// A fresh term needs a uuid nobody holds.
+    #[error("the uuid {uuid} is in use already: a claim needs a fresh one")]
+    UuidInUse {
+        /// The uuid refused.
+        uuid: LeaderUuid,
+    },
     /// The writer's configuration is refused ([`WriterBuilder::claim`]).
     #[error(transparent)]
     Config(#[from] WriterConfigError),
@@ -332,11 +339,17 @@ impl WriterCore {
     /// superseded.
     ///
     /// # Errors
-    /// [`WriterError::Superseded`], or [`WriterError::InFlight`] while batches are in flight.
+    /// [`WriterError::Superseded`], [`WriterError::InFlight`] while batches are in flight, or
+    /// [`WriterError::UuidInUse`] for a `new` that is the leader in force or this writer's last.
     pub fn claim_call(&mut self, new: LeaderUuid, current: JournalView) -> Result<Call, WriterError> {
         self.check_live()?;
         if !self.window.is_empty() {
             return Err(WriterError::InFlight);
+        }
+        // A claim under the uuid in force, or under this writer's last one, could be settled as
+        // won without this claim having won anything: refuse to send it.
+        if Some(new) == current.leader || Some(new) == self.uuid {
+            return Err(WriterError::UuidInUse { uuid: new });
         }
         if let Some(ours) = self.uuid
             && current.leader != Some(ours)

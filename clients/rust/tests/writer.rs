@@ -225,6 +225,21 @@ fn the_core_refuses_an_empty_batch_and_an_unclaimed_write() {
     assert!(matches!(core.begin_write(batch("a", 1)), Ok(Call::Write { seq: Seq(7), .. })));
 }
 
+/// A claim that could be settled as won without winning — under the leader in force's uuid, or
+/// under this writer's own last one — is never sent.
+#[test]
+fn the_core_refuses_a_claim_under_a_uuid_in_use() {
+    let mut core = WriterCore::new(WriterConfig::default()).expect("valid");
+    let (theirs, ours, fresh) = (LeaderUuid::new(1).unwrap(), LeaderUuid::new(2).unwrap(), LeaderUuid::new(3).unwrap());
+    let led = JournalView { leader: Some(theirs), first_seq: Seq(0), next_seq: Seq(4) };
+    assert_eq!(core.claim_call(theirs, led), Err(WriterError::UuidInUse { uuid: theirs }));
+    assert_eq!(core.claim_call(ours, led), Ok(Call::SetLeader { new: ours, old: Some(theirs) }));
+    let won = JournalView { leader: Some(ours), ..led };
+    core.on_claimed(ours, Ok(Decided::Verdict(Outcome::Won(won)))).expect("won");
+    assert_eq!(core.claim_call(ours, won), Err(WriterError::UuidInUse { uuid: ours }), "a new term, a new uuid");
+    assert_eq!(core.claim_call(fresh, won), Ok(Call::SetLeader { new: fresh, old: Some(ours) }));
+}
+
 #[test]
 fn writer_config_validation_names_the_bad_bound() {
     use paros_client::WriterConfigError;
