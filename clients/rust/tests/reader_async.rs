@@ -2,6 +2,10 @@
 //! `follow`, at a page boundary and during a long poll), unavailability, following; and a
 //! `Client::read` below the first retained position; `read_to_tail`; a read past the tail.
 
+mod common;
+
+use common::{fake_with, reader};
+
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,23 +16,8 @@ use paros_client::{
     Client, ClientConfig, ReadAnswer, ReadConsistency, ReadDeadline, ReadItem, ReadParams, Reader, ReaderConfig,
     ReaderOutcome,
 };
-use paros_core::{Consistency, LeaderUuid, NodeId, Seq};
+use paros_core::{Consistency, Seq};
 use proptest::prelude::*;
-
-fn fake_with(n: usize) -> Arc<FakeService> {
-    let fake = Arc::new(FakeService::new("j", vec![NodeId(1), NodeId(2)]));
-    fake.claim_as(LeaderUuid::new(7).expect("non-zero"));
-    if n > 0 {
-        fake.write_as((0..n).map(|i| Bytes::from(format!("r{i}"))).collect());
-    }
-    fake
-}
-
-fn reader(fake: &Arc<FakeService>, from: u64, page: u32) -> Reader<Arc<FakeService>> {
-    let client = Client::with_seed(Arc::clone(fake), ClientConfig::default(), 3).expect("valid");
-    let config = ReaderConfig { page_records_max: page, ..ReaderConfig::default() };
-    Reader::new(client, "j".to_owned(), Seq(from), config, ReadConsistency::Linearizable, 200).expect("valid")
-}
 
 #[tokio::test(start_paused = true)]
 async fn next_reads_pages_in_order_and_catches_up() {

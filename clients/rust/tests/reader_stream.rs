@@ -2,6 +2,10 @@
 //! every truncated range as a gap (behind it at a page boundary, and during its long poll), ends
 //! after its first error, refuses to be mixed with the methods mid-page; and the builder.
 
+mod common;
+
+use common::{client, fake_with, reader};
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,33 +13,10 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use paros_client::fake::{FakeService, ReadFault};
 use paros_client::{
-    Client, ClientConfig, DEFAULT_FOLLOW_WAIT_MS, ReadConsistency, ReadItem, Reader, ReaderConfig, ReaderConfigError,
-    ReaderError, ReaderOutcome,
+    DEFAULT_FOLLOW_WAIT_MS, ReadConsistency, ReadItem, Reader, ReaderConfig, ReaderConfigError, ReaderError,
+    ReaderOutcome,
 };
-use paros_core::{LeaderUuid, NodeId, Seq};
-
-fn fake_with(n: usize) -> Arc<FakeService> {
-    let fake = Arc::new(FakeService::new("j", vec![NodeId(1), NodeId(2)]));
-    fake.claim_as(LeaderUuid::new(7).expect("non-zero"));
-    if n > 0 {
-        fake.write_as((0..n).map(|i| Bytes::from(format!("r{i}"))).collect());
-    }
-    fake
-}
-
-fn client(fake: &Arc<FakeService>) -> Client<Arc<FakeService>> {
-    Client::with_seed(Arc::clone(fake), ClientConfig::default(), 3).expect("valid")
-}
-
-fn reader(fake: &Arc<FakeService>, from: u64, page: u32) -> Reader<Arc<FakeService>> {
-    let config = ReaderConfig { page_records_max: page, ..ReaderConfig::default() };
-    Reader::builder(client(fake), "j".to_owned())
-        .from(Seq(from))
-        .config(config)
-        .follow_wait_ms(200)
-        .build()
-        .expect("valid")
-}
+use paros_core::Seq;
 
 fn record(seq: u64) -> ReadItem {
     ReadItem::Record { seq: Seq(seq), data: Bytes::from(format!("r{seq}")) }

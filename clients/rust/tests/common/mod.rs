@@ -98,3 +98,39 @@ impl Journal {
         &self.records[from.0 as usize..to.0 as usize]
     }
 }
+
+/// A fake of journal `j` on servers 1 and 2, claimed, holding `n` records `r0`, `r1`, ….
+pub fn fake_with(n: usize) -> std::sync::Arc<paros_client::fake::FakeService> {
+    let fake = std::sync::Arc::new(paros_client::fake::FakeService::new(
+        "j",
+        vec![paros_client::NodeId(1), paros_client::NodeId(2)],
+    ));
+    fake.claim_as(paros_client::LeaderUuid::new(7).expect("non-zero"));
+    if n > 0 {
+        fake.write_as((0..n).map(|i| Bytes::from(format!("r{i}"))).collect());
+    }
+    fake
+}
+
+/// A client of `fake` with a fixed seed.
+pub fn client(
+    fake: &std::sync::Arc<paros_client::fake::FakeService>,
+) -> paros_client::Client<std::sync::Arc<paros_client::fake::FakeService>> {
+    paros_client::Client::with_seed(std::sync::Arc::clone(fake), paros_client::ClientConfig::default(), 3)
+        .expect("valid")
+}
+
+/// A linearizable reader of `j` from `from`, `page` records a page, long-polling 200 ms.
+pub fn reader(
+    fake: &std::sync::Arc<paros_client::fake::FakeService>,
+    from: u64,
+    page: u32,
+) -> paros_client::Reader<std::sync::Arc<paros_client::fake::FakeService>> {
+    let config = paros_client::ReaderConfig { page_records_max: page, ..paros_client::ReaderConfig::default() };
+    paros_client::Reader::builder(client(fake), "j".to_owned())
+        .from(Seq(from))
+        .config(config)
+        .follow_wait_ms(200)
+        .build()
+        .expect("valid")
+}
