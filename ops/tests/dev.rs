@@ -1,25 +1,12 @@
 //! `paros dev` as a newcomer runs it: start, sign up, create, write, read with the CLI; stop
 //! with SIGINT (exit 0); start again on the same data and find every record.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
-fn paros() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_paros"))
-}
-
-/// Starts `paros dev` on a free port; returns the child and its URL.
-fn start(data: &Path) -> (Child, String) {
-    start_with(data, &[])
-}
-
-fn stop(mut child: Child) {
-    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill runs");
-    assert!(status.success());
-    let exit = child.wait().expect("paros dev exits");
-    assert_eq!(exit.code(), Some(0), "SIGINT stops paros dev cleanly");
-}
+use common::{paros, start, start_with, stop};
 
 /// `GET path` over a plain connection: the whole answer, head and body.
 fn http_get(url: &str, path: &str) -> String {
@@ -98,23 +85,6 @@ fn paros_dev_serves_the_cli_stops_on_sigint_and_keeps_every_record_across_a_rest
     assert_eq!(code, 0, "the tenant's token still works after the restart");
     assert_eq!(out, "0\tfirst\n1\tsecond\n2\tthird\n3\tfourth\n", "nothing was lost");
     stop(child);
-}
-
-/// Starts `paros dev` on a free port with extra flags; returns the child and its URL.
-fn start_with(data: &Path, flags: &[&str]) -> (Child, String) {
-    let mut child = paros()
-        .args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(data)
-        .args(flags)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("paros dev starts");
-    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
-    let first = lines.next().expect("a first line").expect("readable");
-    let url = first.split_whitespace().find(|w| w.starts_with("http://")).expect("the URL is printed").to_owned();
-    std::thread::spawn(move || for _ in lines {});
-    (child, url)
 }
 
 fn kid_of(data: &Path) -> String {

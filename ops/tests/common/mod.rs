@@ -1,0 +1,41 @@
+//! Starting and stopping `paros dev` from a test, as a newcomer runs it.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+/// The built `paros` binary.
+pub fn paros() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_paros"))
+}
+
+/// Starts `paros dev` on a free port; returns the child and its URL.
+pub fn start(data: &Path) -> (Child, String) {
+    start_with(data, &[])
+}
+
+/// Starts `paros dev` on a free port with extra flags; returns the child and its URL.
+pub fn start_with(data: &Path, flags: &[&str]) -> (Child, String) {
+    let mut child = paros()
+        .args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data)
+        .args(flags)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("paros dev starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+    let first = lines.next().expect("a first line").expect("readable");
+    let url = first.split_whitespace().find(|w| w.starts_with("http://")).expect("the URL is printed").to_owned();
+    std::thread::spawn(move || for _ in lines {});
+    (child, url)
+}
+
+/// Stops `paros dev` with SIGINT and checks it exits 0.
+pub fn stop(mut child: Child) {
+    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill runs");
+    assert!(status.success());
+    let exit = child.wait().expect("paros dev exits");
+    assert_eq!(exit.code(), Some(0), "SIGINT stops paros dev cleanly");
+}
