@@ -585,33 +585,30 @@ impl NodeStatsReader {
     }
 }
 
-/// Every retained record of `key`, by position, read with paros-client's `Reader` (a
-/// truncated range is a gap, skipped knowingly).
+/// Every retained record of `key`, by position, read to the tail with paros-client's `Reader`
+/// (a truncated range is a gap: its positions are absent from the map).
 ///
 /// # Errors
-/// A description of the first read that failed.
+/// A description of the read that failed.
 pub async fn read_all(
     client: &Client<CellService>,
     key: JournalKey,
 ) -> Result<std::collections::BTreeMap<u64, bytes::Bytes>, String> {
-    use paros_client::{ReadConsistency, Reader, ReaderConfig, ReaderOutcome};
+    use paros_client::ReadItem;
     let mut out = std::collections::BTreeMap::new();
-    let mut reader =
-        Reader::new(client.clone(), key, paros_core::Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, 0)
-            .map_err(|e| e.to_string())?;
+    let mut reader = client.reader(key).build().map_err(|e| e.to_string())?;
     loop {
-        match reader.next().await.map_err(|e| e.to_string())? {
-            ReaderOutcome::Records { from, records, .. } => {
-                let empty = records.is_empty();
-                for (i, r) in records.into_iter().enumerate() {
-                    out.insert(from.0 + i as u64, r);
-                }
-                if empty || reader.caught_up() {
-                    return Ok(out);
-                }
+        // A call that met an unserved read after reading something returns what it read; the
+        // next one meets that read again, and fails if it is still unserved.
+        let items = reader.read_to_tail().await.map_err(|e| format!("read at {}: {e}", reader.cursor()))?;
+        let empty = items.is_empty();
+        for item in items {
+            if let ReadItem::Record { seq, data } = item {
+                out.insert(seq.0, data);
             }
-            ReaderOutcome::Gap { .. } => {}
-            other => return Err(format!("read at {:?} answered {other:?}", reader.cursor())),
+        }
+        if empty || reader.caught_up() {
+            return Ok(out);
         }
     }
 }
