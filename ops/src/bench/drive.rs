@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use paros_client::{
-    Client, Decided, Denial, JournalService, ReadConsistency, Reader, ReaderConfig, ReaderError, ReaderOutcome, Writer,
+    Client, Denial, JournalService, ReadConsistency, Reader, ReaderConfig, ReaderError, ReaderOutcome, Writer,
     WriterConfig, WriterError,
 };
 
@@ -250,11 +250,7 @@ where
 
 /// How long to wait before asking again, when `e` is the gateway's 429 `over_quota`.
 fn over_quota(e: &WriterError) -> Option<Duration> {
-    match e {
-        WriterError::Failed { decided: Decided::Denied { denial, .. }, .. }
-        | WriterError::Undecided { decided: Decided::Denied { denial, .. } } => quota_wait(denial),
-        _ => None,
-    }
+    e.denial().and_then(quota_wait)
 }
 
 fn quota_wait(denial: &Denial) -> Option<Duration> {
