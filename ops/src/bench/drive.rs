@@ -256,3 +256,19 @@ fn over_quota(e: &WriterError) -> Option<Duration> {
 fn quota_wait(denial: &Denial) -> Option<Duration> {
     (denial.status == 429).then(|| Duration::from_secs(denial.retry_after_s.unwrap_or(1).max(1)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The writers wait out the gateway's 429 however the writer reports it, and nothing else.
+    #[test]
+    fn an_over_quota_denial_is_waited_out_and_another_denial_is_not() {
+        let quota = Denial { retry_after_s: Some(3), ..Denial::new(429, "over_quota", "slow down") };
+        let denied = WriterError::Denied { denial: quota, ambiguous: false };
+        assert_eq!(over_quota(&denied), Some(Duration::from_secs(3)));
+        let forbidden = WriterError::Denied { denial: Denial::new(403, "forbidden", "no"), ambiguous: false };
+        assert_eq!(over_quota(&forbidden), None);
+        assert_eq!(over_quota(&WriterError::NotClaimed), None);
+    }
+}
