@@ -1,28 +1,16 @@
 //! `paros bench --target`: the benchmark driving a running `paros dev` over HTTP — a fresh
 //! tenant, its journals created through the API, every acknowledged record read back.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-fn paros() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_paros"))
-}
+mod common;
+
+use common::{paros, start, stop};
 
 #[test]
 fn bench_over_http_against_paros_dev_verifies_every_acknowledged_record() {
     let dir = tempfile::tempdir().unwrap();
-    let mut dev = paros()
-        .args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path().join("data"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("paros dev starts");
-    let mut lines = BufReader::new(dev.stdout.take().expect("piped")).lines();
-    let first = lines.next().expect("a first line").expect("readable");
-    assert!(first.starts_with("paros dev: serving http://"), "{first}");
-    let url = first.split_whitespace().find(|w| w.starts_with("http://")).expect("the URL is printed").to_owned();
-    std::thread::spawn(move || for _ in lines {});
+    let (dev, url) = start(&dir.path().join("data"));
 
     let out = paros()
         .args(["bench", "--target", &url, "--writers", "4", "--journals", "2", "--duration-s", "2", "--json"])
@@ -31,9 +19,7 @@ fn bench_over_http_against_paros_dev_verifies_every_acknowledged_record() {
         .expect("paros bench runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
 
-    let status = Command::new("kill").args(["-INT", &dev.id().to_string()]).status().expect("kill runs");
-    assert!(status.success());
-    assert_eq!(dev.wait().expect("paros dev exits").code(), Some(0), "SIGINT stops paros dev cleanly");
+    stop(dev);
 
     assert!(out.status.success(), "paros bench --target failed: {stdout}");
     let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
