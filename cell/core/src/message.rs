@@ -64,9 +64,15 @@ pub enum Message {
 impl Message {
     /// A reply an acceptor produced from state that becomes durable in the same round: it
     /// must not reach even this node's own proposer before that round is synced.
+    ///
+    /// Not a `Watermark`: it is a bound the reader waits to apply up to, never a vote, and an
+    /// accept it counts that is lost in a crash can only make the reader wait longer (it
+    /// answers from its own applied prefix, which holds only chosen slots). Holding it for a
+    /// round made a one-voter journal's linearizable read wait for a round that never came:
+    /// the reply writes nothing.
     #[must_use]
     pub fn needs_durable_sender(&self) -> bool {
-        matches!(self, Message::Promise { .. } | Message::Accepted { .. } | Message::Watermark { .. })
+        matches!(self, Message::Promise { .. } | Message::Accepted { .. })
     }
 
     /// A message that may leave only with the round that makes its sender's own state durable:

@@ -111,6 +111,13 @@ impl Reads {
         }
     }
 
+    /// True when a read waits for the fold to cover a slot at or past `next`, the first slot it
+    /// has not applied: a slot some acceptor accepted and nobody may be settling.
+    #[must_use]
+    pub fn waits_past(&self, next: Slot) -> bool {
+        self.pending.values().any(|p| matches!(p.stage, Stage::Covering(target) if target > next))
+    }
+
     /// True when a watermark round should be started this round.
     #[must_use]
     pub fn wants_round(&self) -> bool {

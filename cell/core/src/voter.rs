@@ -344,6 +344,13 @@ impl Voter {
     /// One clock tick.
     pub fn tick(&mut self) {
         self.tick += 1;
+        // A read that waits for slots this node has not applied needs someone to settle them:
+        // a quiet journal (no leader heartbeating) would never choose the values its acceptors
+        // hold past the chosen prefix. Waking runs the election timer; a live leader's
+        // heartbeats keep it from firing, and without one this node campaigns.
+        if self.reads.waits_past(self.learner.fold().next_slot()) {
+            self.proposer.wake();
+        }
         let idle = self.held.is_empty() && self.queued.is_empty() && self.reads.is_empty();
         let mut out = Vec::new();
         let commit = self.proposer_commit();

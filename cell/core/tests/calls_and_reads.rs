@@ -303,3 +303,48 @@ fn a_held_call_judged_blind_after_a_jump_gets_no_verdict() {
     let answer = ready.answers.iter().find(|(id, _)| *id == call).map(|(_, a)| *a);
     assert_eq!(answer, Some(CallAnswer::NoVerdict), "a blind verdict is no verdict for the caller");
 }
+
+/// A journal of one voter, driven as the node's pump drives it (release first, then a round only
+/// when `has_ready()`, a tick otherwise): its linearizable read is served. Its own acceptor's
+/// watermark is its whole quorum; the watermark round starts in `take_released`, and the reply
+/// writes nothing, so no round would ever come to deliver it if it waited for one.
+#[test]
+fn a_one_voter_journal_serves_a_linearizable_read() {
+    let me = NodeId(0x100);
+    let cfg = JournalConfig { mode: WriterMode::Single, voters: vec![me], learners: vec![] };
+    let mut v = Voter::new(me, cfg, Tunables::default(), 1, Life(1));
+    let mut answers = Vec::new();
+    let mut reads = Vec::new();
+    let drive = |v: &mut Voter, answers: &mut Vec<_>, reads: &mut Vec<_>| {
+        for _ in 0..50 {
+            // As the node's pump does: what may leave goes first, then a round only if owed.
+            let released = v.take_released();
+            answers.extend(released.answers);
+            reads.extend(released.reads);
+            if v.has_ready() {
+                let ready = v.ready();
+                answers.extend(ready.answers);
+                reads.extend(ready.reads);
+                v.advance();
+            } else {
+                v.tick();
+            }
+        }
+    };
+    v.campaign();
+    drive(&mut v, &mut answers, &mut reads);
+    assert!(v.is_leader(), "a lone voter is its own quorum");
+    let a = uuid(0xa);
+    v.propose(CallId(1), Call::SetLeader { new: a, old: None });
+    v.propose(CallId(2), write(a, 0, vec![Bytes::from_static(b"r0")]));
+    drive(&mut v, &mut answers, &mut reads);
+    assert_eq!(answers.len(), 2, "both calls answered: {answers:?}");
+    v.read(paros_core::ReadId(7), request(Seq(0), Consistency::Linearizable));
+    drive(&mut v, &mut answers, &mut reads);
+    match reads.as_slice() {
+        [(paros_core::ReadId(7), ReadAnswer::Page { records, .. })] => {
+            assert_eq!(records, &[Bytes::from_static(b"r0")])
+        }
+        other => panic!("the read is served from the lone voter, not {other:?}"),
+    }
+}

@@ -202,7 +202,7 @@ fn first_record() -> NodeRequest {
         limit: 1,
         max_bytes: 0,
         wait_ticks: u32::MAX,
-        consistency: Consistency::Reached(Seq(1)),
+        consistency: Consistency::Linearizable,
     };
     NodeRequest::Read { journal: SLOW, id: paros_core::ReadId(next_id()), read }
 }
