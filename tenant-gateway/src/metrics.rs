@@ -1,8 +1,8 @@
 //! `/metrics`, in Prometheus text (or OpenMetrics, [`crate::exposition`]): per-route request
 //! counts and latency histograms, per-tenant records and bytes written and read, auth refusals
-//! by reason, and — when the gateway was given its cell's node counters ([`NodeStats`]) — each
-//! node's rounds, syncs, campaigns,
-//! leaderships won and dormant journals, and, where the port has them, its store's
+//! by reason, the process's CPU time by thread role ([`crate::threads`]), and — when the
+//! gateway was given its cell's node counters ([`NodeStats`]) — each node's rounds, syncs,
+//! campaigns, leaderships won and dormant journals, and, where the port has them, its store's
 //! compactions, flushes, tables, waits and bytes on disk.
 
 use std::sync::{Arc, Mutex};
@@ -20,6 +20,7 @@ use prometheus_client::registry::Registry;
 use crate::auth::Refusal;
 use crate::exposition::{Exposition, to_prometheus};
 use crate::nodes::{NodeCounters, NodeStats, StoreCounters};
+use crate::threads::{ROLES, ThreadCpu};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RouteLabels {
@@ -175,6 +176,28 @@ impl Collector for NodeCollector {
     }
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RoleLabels {
+    role: &'static str,
+}
+
+/// The process's CPU by thread role ([`crate::threads`]), read at each scrape.
+#[derive(Debug, Default)]
+struct ThreadCollector(ThreadCpu);
+
+impl Collector for ThreadCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let seconds = self.0.sample();
+        let help = "CPU time (user + system) of this process's threads, by role: runtime (tokio's threads and \
+                    the main thread: HTTP, auth, the gateway), node, store, read, other";
+        let mut family = encoder.encode_descriptor("thread_cpu_seconds", help, None, ConstCounter::<f64>::TYPE)?;
+        for (role, s) in ROLES.iter().zip(seconds) {
+            ConstCounter::new(s).encode(family.encode_family(&RoleLabels { role })?)?;
+        }
+        Ok(())
+    }
+}
+
 /// A tenant's traffic through this gateway, cumulative since it started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Traffic {
@@ -256,6 +279,7 @@ impl Metrics {
         for r in Refusal::ALL {
             let _ = auth_refusals.get_or_create(&RefusalLabels { reason: r.as_str() });
         }
+        registry.register_collector(Box::new(ThreadCollector::default()));
         if let Some(port) = &nodes {
             registry.register_collector(Box::new(NodeCollector(Arc::clone(port))));
         }
@@ -393,5 +417,17 @@ mod tests {
         assert!(open.ends_with("# EOF\n"), "{open}");
         assert!(open.contains("# TYPE paros_gateway_requests counter\n"), "{open}");
         assert!(parse_prometheus(&open).is_err(), "OpenMetrics is another format");
+    }
+
+    #[test]
+    fn the_process_cpu_is_split_by_thread_role() {
+        let m = Metrics::new(None);
+        let text = m.render(Exposition::Prometheus);
+        let samples = parse_prometheus(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert!(text.contains("# TYPE paros_gateway_thread_cpu_seconds_total counter\n"), "{text}");
+        for role in ROLES {
+            let key = format!("paros_gateway_thread_cpu_seconds_total{{role=\"{role}\"}}");
+            assert!(samples.iter().any(|(k, _)| *k == key), "{key} in {text}");
+        }
     }
 }

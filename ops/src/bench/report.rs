@@ -1,5 +1,6 @@
 //! The report of a run: its figures, per-second windows, the round split, the progress bar.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -36,6 +37,15 @@ pub struct Report {
     /// `/proc` has none. On a shared machine it moves less than records/s: it is the figure
     /// to compare builds by when throughput is bound by the CPU.
     pub cpu_us_per_record: f64,
+    /// Over HTTP: the gateway process's CPU per acknowledged record while the writers ran, in
+    /// microseconds (`target_cpu_split` added up), from its `/metrics` read before and after
+    /// (`paros_gateway_thread_cpu_seconds_total`); 0 in the cell, or when the gateway has no
+    /// such series.
+    pub target_cpu_us_per_record: f64,
+    /// The same by thread role: `runtime` (tokio's threads and the main thread: HTTP, auth,
+    /// the gateway's handlers, the client's hop to the node), `node`, `store`, `read`, `other`
+    /// (empty in the cell).
+    pub target_cpu_split: BTreeMap<String, f64>,
     /// Seconds from the first `CreateJournal` request to every node hosting every journal of
     /// the run: the registry's commands decided, folded by each node's follower and placed
     /// (each node's placements ride its rounds: no sync per journal).
@@ -225,6 +235,8 @@ pub(super) fn report(args: &BenchArgs, shared: &Shared, elapsed: f64, verified: 
         acked_records: records,
         verified_records: verified,
         cpu_us_per_record: 0.0,
+        target_cpu_us_per_record: 0.0,
+        target_cpu_split: BTreeMap::new(),
         placement_s: 0.0,
         journals_created: 0,
         idle_journals: 0,
