@@ -5,7 +5,8 @@
 //! campaigns, leaderships won and dormant journals, and, where the port has them, its store's
 //! compactions, flushes, tables, waits and bytes on disk.
 
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
 
 use paros_core::{NodeId, TenantId};
 use prometheus_client::collector::Collector;
@@ -236,6 +237,26 @@ pub struct Metrics {
     /// Every tenant's traffic added up.
     total: Mutex<Traffic>,
     nodes: Option<Arc<dyn NodeStats>>,
+    /// The series each answer counts, found once per (method, route, status): an answer then
+    /// costs no label allocation and no hashing of labels (the families hold the same series).
+    routes: RwLock<Vec<RouteSeries>>,
+    /// The series each tenant's traffic counts, found once per tenant.
+    tenants: RwLock<HashMap<TenantId, TenantSeries>>,
+}
+
+/// One (method, route, status)'s request counter and its (method, route)'s latency histogram.
+struct RouteSeries {
+    method: String,
+    route: String,
+    status: u16,
+    requests: Counter,
+    latency: Histogram,
+}
+
+/// A tenant's records and bytes counters: written, then read.
+struct TenantSeries {
+    records: [Counter; 2],
+    bytes: [Counter; 2],
 }
 
 impl std::fmt::Debug for Metrics {
@@ -292,6 +313,8 @@ impl Metrics {
             auth_refusals,
             total: Mutex::default(),
             nodes,
+            routes: RwLock::default(),
+            tenants: RwLock::default(),
         }
     }
 
@@ -303,10 +326,27 @@ impl Metrics {
 
     /// Counts one answered request.
     pub fn observe(&self, method: &str, route: &str, status: u16, seconds: f64) {
-        self.requests.get_or_create(&RouteLabels { method: method.to_owned(), route: route.to_owned(), status }).inc();
-        self.latency
-            .get_or_create(&LatencyLabels { method: method.to_owned(), route: route.to_owned() })
-            .observe(seconds);
+        let hit = |routes: &[RouteSeries]| {
+            routes.iter().find(|r| r.status == status && r.route == route && r.method == method).map(|r| {
+                r.requests.inc();
+                r.latency.observe(seconds);
+            })
+        };
+        if hit(&self.routes.read().unwrap_or_else(std::sync::PoisonError::into_inner)).is_some() {
+            return;
+        }
+        let requests = self
+            .requests
+            .get_or_create(&RouteLabels { method: method.to_owned(), route: route.to_owned(), status })
+            .clone();
+        let latency =
+            self.latency.get_or_create(&LatencyLabels { method: method.to_owned(), route: route.to_owned() }).clone();
+        requests.inc();
+        latency.observe(seconds);
+        let mut routes = self.routes.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !routes.iter().any(|r| r.status == status && r.route == route && r.method == method) {
+            routes.push(RouteSeries { method: method.to_owned(), route: route.to_owned(), status, requests, latency });
+        }
     }
 
     /// Counts one refused token.
@@ -315,9 +355,24 @@ impl Metrics {
     }
 
     fn count(&self, tenant: TenantId, direction: &'static str, records: u64, bytes: u64) {
-        let labels = TrafficLabels { tenant: crate::auth::tenant_text(tenant), direction };
-        self.records.get_or_create(&labels).inc_by(records);
-        self.bytes.get_or_create(&labels).inc_by(bytes);
+        let i = usize::from(direction != WRITTEN);
+        let add = |t: &TenantSeries| {
+            t.records[i].inc_by(records);
+            t.bytes[i].inc_by(bytes);
+        };
+        let known = self.tenants.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(&tenant).map(add);
+        if known.is_none() {
+            // The tenant's first traffic: find its series once.
+            let text = crate::auth::tenant_text(tenant);
+            let get = |f: &Family<TrafficLabels, Counter>, direction| {
+                f.get_or_create(&TrafficLabels { tenant: text.clone(), direction }).clone()
+            };
+            let mut tenants = self.tenants.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            add(tenants.entry(tenant).or_insert_with(|| TenantSeries {
+                records: [get(&self.records, WRITTEN), get(&self.records, READ)],
+                bytes: [get(&self.bytes, WRITTEN), get(&self.bytes, READ)],
+            }));
+        }
         let mut total = self.total.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let add = if direction == WRITTEN {
             Traffic { records_written: records, bytes_written: bytes, ..Traffic::default() }
