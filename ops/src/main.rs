@@ -38,14 +38,15 @@ The report (--json prints it as one JSON object; without --json, as text):
                               how many records one disk sync carried (0 over HTTP)
   cpu_us_per_record           the process's CPU (user + system, every thread) per acknowledged
                               record while the writers ran: the figure to compare builds by when
-                              throughput is bound by the CPU
+                              throughput is bound by the CPU; over HTTP, the bench's own: the client
   target_cpu_us_per_record, target_cpu_split
-                              over HTTP: the gateway process's CPU per acknowledged record, in µs,
-                              in all and by thread role (runtime: tokio's threads and main — HTTP,
-                              auth, handlers, the hop to the node; node; store; read; other), from
-                              its /metrics (paros_gateway_thread_cpu_seconds_total) before and after
-                              the writers ran. Where those µs go by symbol:
-                              ops/scripts/profile-http.sh (perf record -g on `paros dev`)
+                              the CPU per acknowledged record, in µs, of the process serving the
+                              writes, in all and by thread role (runtime: tokio's threads and main —
+                              HTTP, auth, handlers, the hop to the node; node; store; read; other):
+                              over HTTP the gateway's process, from its /metrics
+                              (paros_gateway_thread_cpu_seconds_total) before and after the writers
+                              ran; in the cell this process (its writers count under runtime).
+                              Where those µs go by symbol: ops/scripts/profile-http.sh
   acked_records, verified_records
                               every acknowledged record is read back and checked after the run
   placement_s, journals_created
@@ -465,10 +466,11 @@ fn print_report(r: &bench::Report, json: bool) {
     } else {
         println!("  creating+claiming {:>12.3} s ({} journals created)", r.placement_s, r.journals_created);
         println!("  429 over_quota    {:>12}", r.over_quota_retries);
-        if !r.target_cpu_split.is_empty() {
-            let split: Vec<String> = r.target_cpu_split.iter().map(|(role, us)| format!("{role} {us:.1}")).collect();
-            println!("  gateway CPU/record{:>12.1} µs ({})", r.target_cpu_us_per_record, split.join(", "));
-        }
+        println!("  client CPU/record {:>12.1} µs (this process: the writers, HTTP, JSON)", r.cpu_us_per_record);
+    }
+    if !r.target_cpu_split.is_empty() {
+        let split: Vec<String> = r.target_cpu_split.iter().map(|(role, us)| format!("{role} {us:.1}")).collect();
+        println!("  CPU per record    {:>12.1} µs ({})", r.target_cpu_us_per_record, split.join(", "));
     }
     if r.idle_journals > 0 {
         println!(

@@ -89,4 +89,5 @@ fn bench_over_http_reports_the_gateway_process_cpu_per_record_by_thread_role() {
     let total = report["target_cpu_us_per_record"].as_f64().expect("target_cpu_us_per_record");
     let sum: f64 = split.values().map(|v| v.as_f64().unwrap()).sum();
     assert!(total > 0.0 && (total - sum).abs() < 1e-6 * total.max(1.0), "{report}");
+    assert!(report["cpu_us_per_record"].as_f64().unwrap() > 0.0, "the client's own CPU: {report}");
 }

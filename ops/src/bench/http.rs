@@ -9,7 +9,7 @@ use paros_embedded::random_u64;
 
 use super::drive::{claim_all, drive, verify};
 use super::report::{Report, report};
-use super::{BENCH_TENANT, BenchArgs, BenchError, Shared, shared};
+use super::{BENCH_TENANT, BenchArgs, BenchError, Shared, cpu_s, shared};
 
 /// Journal creates over HTTP in flight at once.
 pub(super) const HTTP_CREATES_IN_FLIGHT_MAX: usize = 16;
@@ -95,13 +95,18 @@ pub(super) async fn run_http(args: BenchArgs, url: &str) -> Result<Report, Bench
     let journals = claim_all(&client, names, &shared).await?;
     let placement_s = started.elapsed().as_secs_f64();
     let cpu_before = thread_cpu(url).await;
+    let own_before = cpu_s();
     let elapsed = drive(&journals, &args, &shared).await?;
+    let own_spent = cpu_s() - own_before;
     let cpu_after = thread_cpu(url).await;
     let verified = verify(&client, &journals, &shared, args.record_bytes).await?;
     let mut report = report(&args, &shared, elapsed, verified);
     report.target = "http";
     report.placement_s = placement_s;
     report.journals_created = journals_created;
+    if report.acked_records > 0 {
+        report.cpu_us_per_record = own_spent * 1e6 / report.acked_records as f64;
+    }
     if let (Some(before), Some(after)) = (cpu_before, cpu_after)
         && report.acked_records > 0
     {
