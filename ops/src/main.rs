@@ -38,7 +38,15 @@ The report (--json prints it as one JSON object; without --json, as text):
                               how many records one disk sync carried (0 over HTTP)
   cpu_us_per_record           the process's CPU (user + system, every thread) per acknowledged
                               record while the writers ran: the figure to compare builds by when
-                              throughput is bound by the CPU
+                              throughput is bound by the CPU; over HTTP, the bench's own: the client
+  target_cpu_us_per_record, target_cpu_split
+                              the CPU per acknowledged record, in µs, of the process serving the
+                              writes, in all and by thread role (runtime: tokio's threads and main —
+                              HTTP, auth, handlers, the hop to the node; node; store; read; other):
+                              over HTTP the gateway's process, from its /metrics
+                              (paros_gateway_thread_cpu_seconds_total) before and after the writers
+                              ran; in the cell this process (its writers count under runtime).
+                              Where those µs go by symbol: ops/scripts/profile-http.sh
   acked_records, verified_records
                               every acknowledged record is read back and checked after the run
   placement_s, journals_created
@@ -86,6 +94,8 @@ Scripts in ops/scripts/ (not part of CI). The VM is shared: compare figures only
   ab.sh pairs secs BIN_A BIN_B     two builds alternating on the 64-writer run (EXTRA_A, EXTRA_B add
                                    flags to either; DISK_S=n adds n seconds of raw disk per pair)
   http-ratio.sh BIN W J SECS       through a fresh `paros dev` over HTTP, then in the cell: the ratio
+  profile-http.sh BIN [W] [SECS]   `paros dev` under perf record -g while bench --target drives it;
+                                   prints the CPU split by role and perf's top symbols
   restarts.sh DIR ROUNDS BIN...    restart figures, builds alternating on copies of one data dir
   idle-restart.sh BIN DIR [SECS]   an idle `paros dev` restarted: its resident set and elections";
 
@@ -456,6 +466,11 @@ fn print_report(r: &bench::Report, json: bool) {
     } else {
         println!("  creating+claiming {:>12.3} s ({} journals created)", r.placement_s, r.journals_created);
         println!("  429 over_quota    {:>12}", r.over_quota_retries);
+        println!("  client CPU/record {:>12.1} µs (this process: the writers, HTTP, JSON)", r.cpu_us_per_record);
+    }
+    if !r.target_cpu_split.is_empty() {
+        let split: Vec<String> = r.target_cpu_split.iter().map(|(role, us)| format!("{role} {us:.1}")).collect();
+        println!("  CPU per record    {:>12.1} µs ({})", r.target_cpu_us_per_record, split.join(", "));
     }
     if r.idle_journals > 0 {
         println!(

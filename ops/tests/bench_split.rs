@@ -62,3 +62,20 @@ fn idle_journals_report_their_placement_time_and_memory() {
     assert!(placed > 0.0 && placed < 60.0, "{report}");
     assert!(report["rss_peak_bytes"].as_u64().unwrap() > 0, "{report}");
 }
+
+#[test]
+fn the_in_cell_bench_splits_its_cpu_per_record_by_thread_role() {
+    let out = Command::new(env!("CARGO_BIN_EXE_paros"))
+        .args(["bench", "--writers", "4", "--journals", "2", "--duration-s", "2", "--json"])
+        .output()
+        .expect("paros bench runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let split = report["target_cpu_split"].as_object().expect("target_cpu_split");
+    let roles: Vec<&str> = split.keys().map(String::as_str).collect();
+    assert_eq!(roles, ["node", "other", "read", "runtime", "store"], "{report}");
+    assert!(split["node"].as_f64().unwrap() > 0.0, "the node threads worked: {report}");
+    let total = report["target_cpu_us_per_record"].as_f64().unwrap();
+    let sum: f64 = split.values().map(|v| v.as_f64().unwrap()).sum();
+    assert!(total > 0.0 && (total - sum).abs() < 1e-6 * total.max(1.0), "{report}");
+}

@@ -39,3 +39,41 @@ fn token_without_target_is_refused() {
     let out = paros().args(["bench", "--token", "x", "--duration-s", "1"]).output().expect("runs");
     assert!(!out.status.success());
 }
+
+#[test]
+fn bench_over_http_reports_the_gateway_process_cpu_per_record_by_thread_role() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dev = paros()
+        .args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("paros dev starts");
+    let mut lines = BufReader::new(dev.stdout.take().expect("piped")).lines();
+    let first = lines.next().expect("a first line").expect("readable");
+    let url = first.split_whitespace().find(|w| w.starts_with("http://")).expect("the URL is printed").to_owned();
+    std::thread::spawn(move || for _ in lines {});
+
+    let out = paros()
+        .args(["bench", "--target", &url, "--writers", "4", "--journals", "2", "--duration-s", "2", "--json"])
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("paros bench runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let status = Command::new("kill").args(["-INT", &dev.id().to_string()]).status().expect("kill runs");
+    assert!(status.success());
+    let _ = dev.wait();
+
+    assert!(out.status.success(), "paros bench --target failed: {stdout}");
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    let split = report["target_cpu_split"].as_object().expect("target_cpu_split");
+    let roles: Vec<&str> = split.keys().map(String::as_str).collect();
+    assert_eq!(roles, ["node", "other", "read", "runtime", "store"], "{report}");
+    assert!(split["runtime"].as_f64().unwrap() > 0.0, "the gateway's own threads worked: {report}");
+    assert!(split["node"].as_f64().unwrap() > 0.0, "paros dev's node threads worked: {report}");
+    let total = report["target_cpu_us_per_record"].as_f64().expect("target_cpu_us_per_record");
+    let sum: f64 = split.values().map(|v| v.as_f64().unwrap()).sum();
+    assert!(total > 0.0 && (total - sum).abs() < 1e-6 * total.max(1.0), "{report}");
+    assert!(report["cpu_us_per_record"].as_f64().unwrap() > 0.0, "the client's own CPU: {report}");
+}

@@ -16,11 +16,13 @@ use crate::state::Gateway;
 /// Counts every answer by method, matched route and status, with its latency.
 pub(crate) async fn observe(State(g): State<Gateway>, request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = request.method().as_str().to_owned();
-    let route =
-        request.extensions().get::<MatchedPath>().map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    // A method and a matched path are kept without copying their text (a standard method is
+    // no allocation, a matched path is shared).
+    let method = request.method().clone();
+    let route = request.extensions().get::<MatchedPath>().cloned();
     let response = next.run(request).await;
-    g.inner.metrics.observe(&method, &route, response.status().as_u16(), started.elapsed().as_secs_f64());
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+    g.inner.metrics.observe(method.as_str(), route, response.status().as_u16(), started.elapsed().as_secs_f64());
     response
 }
 
@@ -54,6 +56,6 @@ pub(crate) async fn authenticate(State(g): State<Gateway>, mut request: Request,
             return ApiError::forbidden("the tenant is suspended").into_response();
         }
     }
-    request.extensions_mut().insert(principal);
+    request.extensions_mut().insert(std::sync::Arc::new(principal));
     next.run(request).await
 }

@@ -29,6 +29,7 @@ pub mod quota;
 mod router;
 mod routes;
 mod state;
+pub mod threads;
 mod wire;
 
 pub use auth::{KeyError, KeyPair, Principal, mint_admin_token};

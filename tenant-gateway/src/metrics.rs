@@ -1,11 +1,12 @@
 //! `/metrics`, in Prometheus text (or OpenMetrics, [`crate::exposition`]): per-route request
 //! counts and latency histograms, per-tenant records and bytes written and read, auth refusals
-//! by reason, and — when the gateway was given its cell's node counters ([`NodeStats`]) — each
-//! node's rounds, syncs, campaigns,
-//! leaderships won and dormant journals, and, where the port has them, its store's
+//! by reason, the process's CPU time by thread role ([`crate::threads`]), and — when the
+//! gateway was given its cell's node counters ([`NodeStats`]) — each node's rounds, syncs,
+//! campaigns, leaderships won and dormant journals, and, where the port has them, its store's
 //! compactions, flushes, tables, waits and bytes on disk.
 
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
 
 use paros_core::{NodeId, TenantId};
 use prometheus_client::collector::Collector;
@@ -20,6 +21,7 @@ use prometheus_client::registry::Registry;
 use crate::auth::Refusal;
 use crate::exposition::{Exposition, to_prometheus};
 use crate::nodes::{NodeCounters, NodeStats, StoreCounters};
+use crate::threads::{ROLES, ThreadCpu};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RouteLabels {
@@ -175,6 +177,28 @@ impl Collector for NodeCollector {
     }
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RoleLabels {
+    role: &'static str,
+}
+
+/// The process's CPU by thread role ([`crate::threads`]), read at each scrape.
+#[derive(Debug, Default)]
+struct ThreadCollector(ThreadCpu);
+
+impl Collector for ThreadCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let seconds = self.0.sample();
+        let help = "CPU time (user + system) of this process's threads, by role: runtime (tokio's threads and \
+                    the main thread: HTTP, auth, the gateway), node, store, read, other";
+        let mut family = encoder.encode_descriptor("thread_cpu_seconds", help, None, ConstCounter::<f64>::TYPE)?;
+        for (role, s) in ROLES.iter().zip(seconds) {
+            ConstCounter::new(s).encode(family.encode_family(&RoleLabels { role })?)?;
+        }
+        Ok(())
+    }
+}
+
 /// A tenant's traffic through this gateway, cumulative since it started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Traffic {
@@ -213,6 +237,26 @@ pub struct Metrics {
     /// Every tenant's traffic added up.
     total: Mutex<Traffic>,
     nodes: Option<Arc<dyn NodeStats>>,
+    /// The series each answer counts, found once per (method, route, status): an answer then
+    /// costs no label allocation and no hashing of labels (the families hold the same series).
+    routes: RwLock<Vec<RouteSeries>>,
+    /// The series each tenant's traffic counts, found once per tenant.
+    tenants: RwLock<HashMap<TenantId, TenantSeries>>,
+}
+
+/// One (method, route, status)'s request counter and its (method, route)'s latency histogram.
+struct RouteSeries {
+    method: String,
+    route: String,
+    status: u16,
+    requests: Counter,
+    latency: Histogram,
+}
+
+/// A tenant's records and bytes counters: written, then read.
+struct TenantSeries {
+    records: [Counter; 2],
+    bytes: [Counter; 2],
 }
 
 impl std::fmt::Debug for Metrics {
@@ -256,6 +300,7 @@ impl Metrics {
         for r in Refusal::ALL {
             let _ = auth_refusals.get_or_create(&RefusalLabels { reason: r.as_str() });
         }
+        registry.register_collector(Box::new(ThreadCollector::default()));
         if let Some(port) = &nodes {
             registry.register_collector(Box::new(NodeCollector(Arc::clone(port))));
         }
@@ -268,6 +313,8 @@ impl Metrics {
             auth_refusals,
             total: Mutex::default(),
             nodes,
+            routes: RwLock::default(),
+            tenants: RwLock::default(),
         }
     }
 
@@ -279,10 +326,27 @@ impl Metrics {
 
     /// Counts one answered request.
     pub fn observe(&self, method: &str, route: &str, status: u16, seconds: f64) {
-        self.requests.get_or_create(&RouteLabels { method: method.to_owned(), route: route.to_owned(), status }).inc();
-        self.latency
-            .get_or_create(&LatencyLabels { method: method.to_owned(), route: route.to_owned() })
-            .observe(seconds);
+        let hit = |routes: &[RouteSeries]| {
+            routes.iter().find(|r| r.status == status && r.route == route && r.method == method).map(|r| {
+                r.requests.inc();
+                r.latency.observe(seconds);
+            })
+        };
+        if hit(&self.routes.read().unwrap_or_else(std::sync::PoisonError::into_inner)).is_some() {
+            return;
+        }
+        let requests = self
+            .requests
+            .get_or_create(&RouteLabels { method: method.to_owned(), route: route.to_owned(), status })
+            .clone();
+        let latency =
+            self.latency.get_or_create(&LatencyLabels { method: method.to_owned(), route: route.to_owned() }).clone();
+        requests.inc();
+        latency.observe(seconds);
+        let mut routes = self.routes.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !routes.iter().any(|r| r.status == status && r.route == route && r.method == method) {
+            routes.push(RouteSeries { method: method.to_owned(), route: route.to_owned(), status, requests, latency });
+        }
     }
 
     /// Counts one refused token.
@@ -291,9 +355,24 @@ impl Metrics {
     }
 
     fn count(&self, tenant: TenantId, direction: &'static str, records: u64, bytes: u64) {
-        let labels = TrafficLabels { tenant: crate::auth::tenant_text(tenant), direction };
-        self.records.get_or_create(&labels).inc_by(records);
-        self.bytes.get_or_create(&labels).inc_by(bytes);
+        let i = usize::from(direction != WRITTEN);
+        let add = |t: &TenantSeries| {
+            t.records[i].inc_by(records);
+            t.bytes[i].inc_by(bytes);
+        };
+        let known = self.tenants.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(&tenant).map(add);
+        if known.is_none() {
+            // The tenant's first traffic: find its series once.
+            let text = crate::auth::tenant_text(tenant);
+            let get = |f: &Family<TrafficLabels, Counter>, direction| {
+                f.get_or_create(&TrafficLabels { tenant: text.clone(), direction }).clone()
+            };
+            let mut tenants = self.tenants.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            add(tenants.entry(tenant).or_insert_with(|| TenantSeries {
+                records: [get(&self.records, WRITTEN), get(&self.records, READ)],
+                bytes: [get(&self.bytes, WRITTEN), get(&self.bytes, READ)],
+            }));
+        }
         let mut total = self.total.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let add = if direction == WRITTEN {
             Traffic { records_written: records, bytes_written: bytes, ..Traffic::default() }
@@ -393,5 +472,17 @@ mod tests {
         assert!(open.ends_with("# EOF\n"), "{open}");
         assert!(open.contains("# TYPE paros_gateway_requests counter\n"), "{open}");
         assert!(parse_prometheus(&open).is_err(), "OpenMetrics is another format");
+    }
+
+    #[test]
+    fn the_process_cpu_is_split_by_thread_role() {
+        let m = Metrics::new(None);
+        let text = m.render(Exposition::Prometheus);
+        let samples = parse_prometheus(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert!(text.contains("# TYPE paros_gateway_thread_cpu_seconds_total counter\n"), "{text}");
+        for role in ROLES {
+            let key = format!("paros_gateway_thread_cpu_seconds_total{{role=\"{role}\"}}");
+            assert!(samples.iter().any(|(k, _)| *k == key), "{key} in {text}");
+        }
     }
 }

@@ -8,6 +8,7 @@
 //! browser's).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use axum::Extension;
 use axum::extract::{RawQuery, State};
@@ -228,10 +229,10 @@ fn machines(d: &Directory, counters: Option<Vec<NodeCounters>>, max: usize) -> (
         (status = 503, body = paros_api::ErrorBody)))]
 pub(crate) async fn admin_overview(
     State(g): State<Gateway>,
-    Extension(p): Extension<Principal>,
+    Extension(p): Extension<Arc<Principal>>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
-    if !matches!(p, Principal::Admin { .. }) {
+    if !matches!(*p, Principal::Admin { .. }) {
         return Err(ApiError::forbidden("the overview is the operator's: it needs an admin token"));
     }
     let q = OverviewQuery::parse(query.as_deref().unwrap_or("")).map_err(ApiError::malformed)?;

@@ -9,7 +9,7 @@ use paros_embedded::random_u64;
 
 use super::drive::{claim_all, drive, verify};
 use super::report::{Report, report};
-use super::{BENCH_TENANT, BenchArgs, BenchError, Shared, shared};
+use super::{BENCH_TENANT, BenchArgs, BenchError, Shared, cpu_s, shared};
 
 /// Journal creates over HTTP in flight at once.
 pub(super) const HTTP_CREATES_IN_FLIGHT_MAX: usize = 16;
@@ -94,11 +94,66 @@ pub(super) async fn run_http(args: BenchArgs, url: &str) -> Result<Report, Bench
         .map_err(|e| BenchError::Args(e.to_string()))?;
     let journals = claim_all(&client, names, &shared).await?;
     let placement_s = started.elapsed().as_secs_f64();
+    let cpu_before = thread_cpu(url).await;
+    let own_before = cpu_s();
     let elapsed = drive(&journals, &args, &shared).await?;
+    let own_spent = cpu_s() - own_before;
+    let cpu_after = thread_cpu(url).await;
     let verified = verify(&client, &journals, &shared, args.record_bytes).await?;
     let mut report = report(&args, &shared, elapsed, verified);
     report.target = "http";
     report.placement_s = placement_s;
     report.journals_created = journals_created;
+    if report.acked_records > 0 {
+        report.cpu_us_per_record = own_spent * 1e6 / report.acked_records as f64;
+    }
+    if let (Some(before), Some(after)) = (cpu_before, cpu_after)
+        && report.acked_records > 0
+    {
+        let per_record = |s: f64| s * 1e6 / report.acked_records as f64;
+        for ((role, b), (_, a)) in before.iter().zip(&after) {
+            report.target_cpu_split.insert(role.clone(), per_record((a - b).max(0.0)));
+        }
+        report.target_cpu_us_per_record = report.target_cpu_split.values().sum();
+    }
     Ok(report)
+}
+
+/// The series the gateway's process counts its CPU in, by thread role.
+const THREAD_CPU: &str = "paros_gateway_thread_cpu_seconds_total{role=\"";
+
+/// The gateway process's CPU seconds so far by thread role, from its `/metrics`; `None` when
+/// it cannot be read or has no such series (an older gateway).
+async fn thread_cpu(url: &str) -> Option<Vec<(String, f64)>> {
+    let text = scrape(url).await.ok()?;
+    let roles = thread_cpu_series(&text);
+    (!roles.is_empty()).then_some(roles)
+}
+
+/// The `(role, seconds)` of every thread CPU series in a Prometheus text, in their order.
+pub(super) fn thread_cpu_series(text: &str) -> Vec<(String, f64)> {
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix(THREAD_CPU)?;
+            let (role, value) = rest.split_once("\"}")?;
+            Some((role.to_owned(), value.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// `GET /metrics` of the gateway at `url` (`http://HOST:PORT`), over one plain HTTP/1.1
+/// connection (on a blocking thread): the body with the head; only whole lines are looked at.
+async fn scrape(url: &str) -> std::io::Result<String> {
+    let host = url.strip_prefix("http://").unwrap_or(url).trim_end_matches('/');
+    let host = host.split('/').next().unwrap_or(host).to_owned();
+    let get = move || -> std::io::Result<String> {
+        use std::io::{Read as _, Write as _};
+        let mut stream = std::net::TcpStream::connect(&host)?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        stream.write_all(format!("GET /metrics HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes())?;
+        let mut out = Vec::new();
+        stream.read_to_end(&mut out)?;
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    };
+    tokio::task::spawn_blocking(get).await.map_err(std::io::Error::other)?
 }

@@ -85,9 +85,12 @@ async fn measure(cell: &EmbeddedCell, args: &BenchArgs, opening: Instant, open_s
             samples
         })
     };
+    let threads = paros_gateway::threads::ThreadCpu::default();
+    let threads_before = threads.sample();
     let cpu_before = cpu_s();
     let elapsed = drive(&journals, args, &shared).await?;
     let cpu_spent = cpu_s() - cpu_before;
+    let threads_after = threads.sample();
     let syncs_after: u64 = cell.node_stats().iter().map(|s| s.syncs).sum();
     let mut split = paros_node::timing::RoundTimes::default();
     for (after, before) in cell.round_times().iter().zip(&times_before) {
@@ -105,6 +108,13 @@ async fn measure(cell: &EmbeddedCell, args: &BenchArgs, opening: Instant, open_s
     let mut report = report(args, &shared, elapsed, verified);
     report.cpu_us_per_record =
         if report.acked_records > 0 { cpu_spent * 1e6 / report.acked_records as f64 } else { 0.0 };
+    if report.acked_records > 0 {
+        let roles = paros_gateway::threads::ROLES.iter().zip(threads_before.iter().zip(threads_after));
+        for (role, (b, a)) in roles {
+            report.target_cpu_split.insert((*role).to_owned(), (a - b).max(0.0) * 1e6 / report.acked_records as f64);
+        }
+        report.target_cpu_us_per_record = report.target_cpu_split.values().sum();
+    }
     report.open_s = open_s;
     report.first_write_s =
         shared.first_ack.lock().expect("lock").map_or(0.0, |t| t.duration_since(opening).as_secs_f64());

@@ -1,5 +1,6 @@
 //! The report of a run: its figures, per-second windows, the round split, the progress bar.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -34,8 +35,18 @@ pub struct Report {
     /// The process's CPU time (user + system, every thread: writers, nodes, stores, fjall's
     /// workers) while the writers ran, per acknowledged record, in microseconds; 0 where
     /// `/proc` has none. On a shared machine it moves less than records/s: it is the figure
-    /// to compare builds by when throughput is bound by the CPU.
+    /// to compare builds by when throughput is bound by the CPU. Over HTTP this process is
+    /// the client (the writers, HTTP and JSON); the gateway's is `target_cpu_us_per_record`.
     pub cpu_us_per_record: f64,
+    /// The CPU per acknowledged record of the process that serves the writes while the writers
+    /// ran, in microseconds (`target_cpu_split` added up). Over HTTP the gateway's process,
+    /// from its `/metrics` read before and after (`paros_gateway_thread_cpu_seconds_total`; 0
+    /// when it has no such series); in the cell this process, from its threads' times (the
+    /// writers are tokio tasks here, so `runtime` holds the client's side too).
+    pub target_cpu_us_per_record: f64,
+    /// The same by thread role: `runtime` (tokio's threads and the main thread: HTTP, auth,
+    /// the gateway's handlers, the client's hop to the node), `node`, `store`, `read`, `other`.
+    pub target_cpu_split: BTreeMap<String, f64>,
     /// Seconds from the first `CreateJournal` request to every node hosting every journal of
     /// the run: the registry's commands decided, folded by each node's follower and placed
     /// (each node's placements ride its rounds: no sync per journal).
@@ -225,6 +236,8 @@ pub(super) fn report(args: &BenchArgs, shared: &Shared, elapsed: f64, verified: 
         acked_records: records,
         verified_records: verified,
         cpu_us_per_record: 0.0,
+        target_cpu_us_per_record: 0.0,
+        target_cpu_split: BTreeMap::new(),
         placement_s: 0.0,
         journals_created: 0,
         idle_journals: 0,

@@ -1,5 +1,6 @@
 //! Journals: `POST /v1/journals`, `GET /v1/journals`, `GET|DELETE /v1/journals/{name}`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Extension;
@@ -36,7 +37,7 @@ use crate::wire::{api_mode, json, json_body, no_query};
     ))]
 pub(crate) async fn create_journal(
     State(g): State<Gateway>,
-    Extension(p): Extension<Principal>,
+    Extension(p): Extension<Arc<Principal>>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
@@ -91,7 +92,7 @@ pub(crate) async fn create_journal(
     ))]
 pub(crate) async fn list_journals(
     State(g): State<Gateway>,
-    Extension(p): Extension<Principal>,
+    Extension(p): Extension<Arc<Principal>>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
     let t = tenant_of(&p)?;
@@ -123,7 +124,7 @@ pub(crate) async fn list_journals(
     ))]
 pub(crate) async fn show_journal(
     State(g): State<Gateway>,
-    Extension(p): Extension<Principal>,
+    Extension(p): Extension<Arc<Principal>>,
     path: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
@@ -146,7 +147,7 @@ pub(crate) async fn show_journal(
     ))]
 pub(crate) async fn delete_journal(
     State(g): State<Gateway>,
-    Extension(p): Extension<Principal>,
+    Extension(p): Extension<Arc<Principal>>,
     path: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {

@@ -1,6 +1,7 @@
 //! The four calls but the tail: SetLeader, Write, Read and Truncate on
 //! `/v1/journals/{name}/…`.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::Extension;
@@ -62,7 +63,7 @@ fn undecided(g: &Gateway, d: Result<Decided, AnswerError>) -> ApiError {
     ))]
 pub(crate) async fn set_leader(
     State(g): State<Gateway>,
-    Extension(p): Extension<Principal>,
+    Extension(p): Extension<Arc<Principal>>,
     path: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
@@ -110,7 +111,7 @@ fn wrong_mode(view: JournalView) -> ApiError {
     ))]
 pub(crate) async fn write(
     State(g): State<Gateway>,
-    Extension(p): Extension<Principal>,
+    Extension(p): Extension<Arc<Principal>>,
     path: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
@@ -185,7 +186,7 @@ pub(crate) async fn write(
     ))]
 pub(crate) async fn read(
     State(g): State<Gateway>,
-    Extension(p): Extension<Principal>,
+    Extension(p): Extension<Arc<Principal>>,
     path: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
@@ -242,7 +243,7 @@ pub(crate) async fn read(
     ))]
 pub(crate) async fn truncate(
     State(g): State<Gateway>,
-    Extension(p): Extension<Principal>,
+    Extension(p): Extension<Arc<Principal>>,
     path: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,

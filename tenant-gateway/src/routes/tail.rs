@@ -1,6 +1,7 @@
 //! `GET /v1/journals/{name}/tail`: a journal followed as server-sent events.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Extension;
@@ -34,7 +35,7 @@ use crate::state::{Gateway, TailSlot};
     ))]
 pub(crate) async fn tail(
     State(g): State<Gateway>,
-    Extension(p): Extension<Principal>,
+    Extension(p): Extension<Arc<Principal>>,
     path: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,

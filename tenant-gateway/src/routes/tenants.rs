@@ -1,5 +1,6 @@
 //! Tenants and tokens: `POST /v1/signup`, `POST /v1/tokens`, `DELETE /v1/tokens/{token_id}`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Extension;
@@ -97,7 +98,7 @@ pub(crate) async fn signup(
     ))]
 pub(crate) async fn mint_token(
     State(g): State<Gateway>,
-    Extension(p): Extension<Principal>,
+    Extension(p): Extension<Arc<Principal>>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
@@ -144,7 +145,7 @@ pub(crate) async fn mint_token(
     ))]
 pub(crate) async fn revoke_token(
     State(g): State<Gateway>,
-    Extension(p): Extension<Principal>,
+    Extension(p): Extension<Arc<Principal>>,
     path: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
