@@ -43,17 +43,7 @@ fn token_without_target_is_refused() {
 #[test]
 fn bench_over_http_reports_the_gateway_process_cpu_per_record_by_thread_role() {
     let dir = tempfile::tempdir().unwrap();
-    let mut dev = paros()
-        .args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path().join("data"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("paros dev starts");
-    let mut lines = BufReader::new(dev.stdout.take().expect("piped")).lines();
-    let first = lines.next().expect("a first line").expect("readable");
-    let url = first.split_whitespace().find(|w| w.starts_with("http://")).expect("the URL is printed").to_owned();
-    std::thread::spawn(move || for _ in lines {});
+    let (dev, url) = start(&dir.path().join("data"));
 
     let out = paros()
         .args(["bench", "--target", &url, "--writers", "4", "--journals", "2", "--duration-s", "2", "--json"])
@@ -61,9 +51,7 @@ fn bench_over_http_reports_the_gateway_process_cpu_per_record_by_thread_role() {
         .output()
         .expect("paros bench runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let status = Command::new("kill").args(["-INT", &dev.id().to_string()]).status().expect("kill runs");
-    assert!(status.success());
-    let _ = dev.wait();
+    stop(dev);
 
     assert!(out.status.success(), "paros bench --target failed: {stdout}");
     let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
