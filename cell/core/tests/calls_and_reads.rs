@@ -348,3 +348,49 @@ fn a_one_voter_journal_serves_a_linearizable_read() {
         other => panic!("the read is served from the lone voter, not {other:?}"),
     }
 }
+
+/// A quiet follower that holds a value accepted past the chosen prefix, with no leader left to
+/// settle it: a linearizable read's quorum reports that slot, so the read waits for it, and the
+/// follower wakes its election timer and campaigns rather than waiting out the read's deadline.
+#[test]
+fn a_read_waiting_for_an_unsettled_slot_wakes_a_quiet_follower_to_campaign() {
+    use paros_core::journal::{Command, Control};
+    let (me, p, q) = (NodeId(0x100), NodeId(0x101), NodeId(0x102));
+    let cfg = JournalConfig { mode: WriterMode::Single, voters: vec![me, p, q], learners: vec![] };
+    let mut v = Voter::new(me, cfg, Tunables::default(), 1, Life(1));
+    let round = |v: &mut Voter| -> Vec<Message> {
+        let released = v.take_released();
+        let mut out: Vec<Message> = released.messages.into_iter().map(|o| o.message).collect();
+        if v.has_ready() {
+            out.extend(v.ready().messages.into_iter().map(|o| o.message));
+            v.advance();
+        }
+        out
+    };
+    // p led at ballot 1, had this node accept slot 0, and is gone; nothing was committed.
+    let ballot = Ballot { round: 1, node: p };
+    let noop: Command = Command::Control(Control::Noop);
+    v.step(p, Message::Accept { ballot, entries: vec![(Slot(0), noop.into())], commit: Slot(0) });
+    round(&mut v);
+    v.sleep();
+    v.read(paros_core::ReadId(1), request(Seq(0), Consistency::Linearizable));
+    let asked = round(&mut v);
+    let read = asked
+        .iter()
+        .find_map(|m| match m {
+            Message::WatermarkRequest { read, .. } => Some(*read),
+            _ => None,
+        })
+        .expect("the read asks the voters for their watermarks");
+    // q accepted nothing; this node's own watermark (slot 0 accepted) makes the target 1.
+    v.step(q, Message::Watermark { read, life: Life(1), up_to: Slot(0) });
+    let mut campaigned = false;
+    for _ in 0..Tunables::default().election_ticks_max * 2 {
+        v.tick();
+        campaigned |= round(&mut v).iter().any(|m| matches!(m, Message::Prepare { .. }));
+        if campaigned {
+            break;
+        }
+    }
+    assert!(campaigned, "a read waiting for an unsettled slot makes the quiet follower campaign");
+}
