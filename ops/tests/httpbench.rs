@@ -7,22 +7,25 @@ mod common;
 
 use common::{paros, start, stop};
 
-#[test]
-fn bench_over_http_against_paros_dev_verifies_every_acknowledged_record() {
+/// `paros bench --target` with 4 writers on 2 journals for 2 s against a fresh `paros dev`: its
+/// JSON report.
+fn bench_against_paros_dev() -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let (dev, url) = start(&dir.path().join("data"));
-
     let out = paros()
         .args(["bench", "--target", &url, "--writers", "4", "--journals", "2", "--duration-s", "2", "--json"])
         .stderr(Stdio::inherit())
         .output()
         .expect("paros bench runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-
     stop(dev);
-
     assert!(out.status.success(), "paros bench --target failed: {stdout}");
-    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    serde_json::from_str(stdout.trim()).expect("one JSON object")
+}
+
+#[test]
+fn bench_over_http_against_paros_dev_verifies_every_acknowledged_record() {
+    let report = bench_against_paros_dev();
     assert_eq!(report["target"], "http");
     let acked = report["acked_records"].as_u64().expect("acked_records");
     assert!(acked > 0, "{report}");
@@ -42,19 +45,7 @@ fn token_without_target_is_refused() {
 
 #[test]
 fn bench_over_http_reports_the_gateway_process_cpu_per_record_by_thread_role() {
-    let dir = tempfile::tempdir().unwrap();
-    let (dev, url) = start(&dir.path().join("data"));
-
-    let out = paros()
-        .args(["bench", "--target", &url, "--writers", "4", "--journals", "2", "--duration-s", "2", "--json"])
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("paros bench runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    stop(dev);
-
-    assert!(out.status.success(), "paros bench --target failed: {stdout}");
-    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    let report = bench_against_paros_dev();
     let split = report["target_cpu_split"].as_object().expect("target_cpu_split");
     let roles: Vec<&str> = split.keys().map(String::as_str).collect();
     assert_eq!(roles, ["node", "other", "read", "runtime", "store"], "{report}");
