@@ -4,8 +4,8 @@ use std::num::NonZeroU64;
 
 use bytes::Bytes;
 use paros_api::{
-    JournalName, Page, ReadOutcome, ReadQuery, Record, SetLeaderOutcome, SetLeaderRequest, Token, TruncateOutcome,
-    TruncateRequest, WaitMs, WriteOutcome, WriteRequest,
+    ErrorCode, JournalName, Page, ReadOutcome, ReadQuery, Record, SetLeaderOutcome, SetLeaderRequest, Token,
+    TruncateOutcome, TruncateRequest, WaitMs, WriteOutcome, WriteRequest,
 };
 use paros_core::journal::{Outcome, TooLarge};
 use paros_core::{Call, CallAnswer, CallId, NodeId};
@@ -130,14 +130,15 @@ enum Refusal {
 }
 
 fn refusal(d: Denial) -> Refusal {
-    match (d.code, d.status) {
-        ("unknown_journal", _) => Refusal::UnknownJournal,
-        ("unavailable", _) => Refusal::Busy,
-        ("ambiguous", _) => Refusal::Lost,
+    // `from_name` knows every contract code and nothing else: `None` is an answer outside it.
+    match (ErrorCode::from_name(d.code), d.status) {
+        (Some(ErrorCode::UnknownJournal), _) => Refusal::UnknownJournal,
+        (Some(ErrorCode::Unavailable), _) => Refusal::Busy,
+        (Some(ErrorCode::Ambiguous), _) => Refusal::Lost,
         // A 503 from a proxy is as good as the gateway's; any other 5xx (a proxy's 502 page),
         // or a 2xx whose body is not the call's, may have come after the call took effect.
-        ("contract", 503) => Refusal::Busy,
-        ("contract", 200..=299 | 500..=599) => Refusal::Lost,
+        (None, 503) => Refusal::Busy,
+        (None, 200..=299 | 500..=599) => Refusal::Lost,
         _ => Refusal::Denied(d),
     }
 }
