@@ -358,12 +358,7 @@ pub struct CallPolicy {
     id: CallId,
     config: ClientConfig,
     rng: Rng,
-    servers: Vec<NodeId>,
-    /// Index into `servers` of the server asked last (meaningful only when `servers` is
-    /// non-empty).
-    at: usize,
-    /// The server named for the next send: a redirect's target, the rotation's pick, or none.
-    server: Option<NodeId>,
+    rotation: Rotation,
     sent: u32,
     redirects: u32,
     /// Retries after a backoff so far (the exponent of the next backoff).
@@ -387,6 +382,45 @@ pub(crate) fn first_server(servers: &[NodeId], hint: Option<NodeId>, rng: &mut R
     }
 }
 
+/// The servers a policy asks in turn, and the one named for its next send.
+#[derive(Debug)]
+struct Rotation {
+    servers: Vec<NodeId>,
+    /// Index into `servers` of the server asked last (meaningful only when `servers` is
+    /// non-empty).
+    at: usize,
+    /// The server named for the next send: a hint, a redirect's target, the rotation's pick,
+    /// or none (the service routes by itself).
+    server: Option<NodeId>,
+}
+
+impl Rotation {
+    /// `hint` first when it is given, else a server drawn from `rng` ([`first_server`]).
+    fn new(servers: Vec<NodeId>, hint: Option<NodeId>, rng: &mut Rng) -> Rotation {
+        let at = first_server(&servers, hint, rng);
+        let server = hint.or_else(|| servers.get(at).copied());
+        Rotation { servers, at, server }
+    }
+
+    /// The next server in turn (none when the service routes by itself).
+    fn rotate(&mut self) {
+        if self.servers.is_empty() {
+            self.server = None;
+        } else {
+            self.at = (self.at + 1) % self.servers.len();
+            self.server = Some(self.servers[self.at]);
+        }
+    }
+
+    /// `node` next, and the rotation goes on from it when it is one of the servers.
+    fn redirect(&mut self, node: NodeId) {
+        self.server = Some(node);
+        if let Some(i) = self.servers.iter().position(|s| *s == node) {
+            self.at = i;
+        }
+    }
+}
+
 impl CallPolicy {
     /// The policy for `call`, over `servers` (empty: the service routes by itself), asking
     /// `hint` first when it is given (the server that answered last time), else a server drawn
@@ -402,17 +436,14 @@ impl CallPolicy {
         mut rng: Rng,
     ) -> Result<CallPolicy, ClientConfigError> {
         config.validate()?;
-        let at = first_server(&servers, hint, &mut rng);
-        let server = hint.or_else(|| servers.get(at).copied());
+        let rotation = Rotation::new(servers, hint, &mut rng);
         let id = CallId(rng.next_u64());
         Ok(CallPolicy {
             call,
             id,
             config,
             rng,
-            servers,
-            at,
-            server,
+            rotation,
             sent: 0,
             redirects: 0,
             retries: 0,
@@ -475,7 +506,7 @@ impl CallPolicy {
         }
         match reply {
             CallReply::Answer(CallAnswer::Verdict(outcome)) => {
-                self.answered_by = self.server;
+                self.answered_by = self.rotation.server;
                 self.on_verdict(outcome)
             }
             CallReply::Answer(CallAnswer::TooLarge(limits)) => self.finish(Ok(Decided::TooLarge(limits))),
@@ -484,17 +515,14 @@ impl CallPolicy {
                     return self.give_up();
                 }
                 self.redirects += 1;
-                self.server = Some(node);
-                if let Some(i) = self.servers.iter().position(|s| *s == node) {
-                    self.at = i;
-                }
+                self.rotation.redirect(node);
                 if self.spent() >= self.config.attempts_max || elapsed > self.config.deadline {
                     return self.give_up();
                 }
                 self.send(Duration::ZERO)
             }
             CallReply::Answer(CallAnswer::Redirect { leader: None } | CallAnswer::Busy) | CallReply::NotSent => {
-                self.rotate();
+                self.rotation.rotate();
                 self.retry(elapsed)
             }
             // An unfenced append that may have landed is never sent again: the fold cannot
@@ -510,7 +538,7 @@ impl CallPolicy {
             }
             CallReply::NoAnswer => {
                 self.ambiguous = true;
-                self.rotate();
+                self.rotation.rotate();
                 self.retry(elapsed)
             }
             CallReply::UnknownJournal => self.on_unknown(elapsed, false),
@@ -572,7 +600,7 @@ impl CallPolicy {
                 self.finish(Ok(Decided::Ambiguous))
             }
             ReadAnswer::Unserved => {
-                self.rotate();
+                self.rotation.rotate();
                 self.retry_read(elapsed)
             }
             ReadAnswer::UnknownJournal => self.on_unknown(elapsed, true),
@@ -656,15 +684,6 @@ impl CallPolicy {
         self.finish(decided.map(Decided::Verdict))
     }
 
-    fn rotate(&mut self) {
-        if !self.servers.is_empty() {
-            self.at = (self.at + 1) % self.servers.len();
-            self.server = Some(self.servers[self.at]);
-        } else {
-            self.server = None;
-        }
-    }
-
     /// The requests that count against `attempts_max`: all but those answered
     /// `UnknownJournal`.
     fn spent(&self) -> u32 {
@@ -675,14 +694,14 @@ impl CallPolicy {
     /// read-back when `read`), at once or after a backoff, or `UnknownJournal` stands.
     fn on_unknown(&mut self, elapsed: Duration, read: bool) -> Step {
         let retry = self.retries + 1;
-        let delay = self.unplaced.answered(self.servers.len(), elapsed, &self.config, retry, &mut self.rng);
+        let delay = self.unplaced.answered(self.rotation.servers.len(), elapsed, &self.config, retry, &mut self.rng);
         let Some(delay) = delay.filter(|d| elapsed.saturating_add(*d) <= self.config.deadline) else {
             return self.finish(Ok(Decided::UnknownJournal));
         };
         if !delay.is_zero() {
             self.retries = retry;
         }
-        self.rotate();
+        self.rotation.rotate();
         if read { self.read_step(delay) } else { self.send(delay) }
     }
 
@@ -714,7 +733,7 @@ impl CallPolicy {
     }
 
     fn send(&mut self, after: Duration) -> Step {
-        let route = Route { server: self.server, attempt: self.sent };
+        let route = Route { server: self.rotation.server, attempt: self.sent };
         self.sent += 1;
         Step::Send { route, after }
     }
@@ -737,7 +756,7 @@ impl CallPolicy {
             // far may answer.
             consistency: Consistency::Reached(read_back.refusal.next_seq),
         };
-        let route = Route { server: self.server, attempt: self.sent };
+        let route = Route { server: self.rotation.server, attempt: self.sent };
         self.sent += 1;
         Step::Read { params, route, after }
     }
@@ -821,12 +840,7 @@ pub struct ReadPolicy {
     deadline: ReadDeadline,
     config: ClientConfig,
     rng: Rng,
-    servers: Vec<NodeId>,
-    /// Index into `servers` of the server asked last (meaningful only when `servers` is
-    /// non-empty).
-    at: usize,
-    /// The server named for the next send: the hint, the rotation's pick, or none.
-    server: Option<NodeId>,
+    rotation: Rotation,
     sent: u32,
     unplaced: Unplaced,
     /// An empty page at the tail that came back before `wait_until`: the answer if nothing
@@ -854,16 +868,13 @@ impl ReadPolicy {
         mut rng: Rng,
     ) -> Result<ReadPolicy, ClientConfigError> {
         config.validate()?;
-        let at = first_server(&servers, hint, &mut rng);
-        let server = hint.or_else(|| servers.get(at).copied());
+        let rotation = Rotation::new(servers, hint, &mut rng);
         Ok(ReadPolicy {
             params,
             deadline,
             config,
             rng,
-            servers,
-            at,
-            server,
+            rotation,
             sent: 0,
             unplaced: Unplaced::default(),
             early: None,
@@ -907,8 +918,13 @@ impl ReadPolicy {
                 self.next(delay, elapsed)
             }
             ReadAnswer::UnknownJournal => {
-                let unplaced =
-                    self.unplaced.answered(self.servers.len(), elapsed, &self.config, self.sent, &mut self.rng);
+                let unplaced = self.unplaced.answered(
+                    self.rotation.servers.len(),
+                    elapsed,
+                    &self.config,
+                    self.sent,
+                    &mut self.rng,
+                );
                 match unplaced {
                     Some(delay) => self.next(delay, elapsed),
                     None => self.give_up(),
@@ -936,19 +952,14 @@ impl ReadPolicy {
         if spent >= self.config.read_attempts_max || elapsed.saturating_add(after) >= self.end() {
             return self.give_up();
         }
-        if !self.servers.is_empty() {
-            self.at = (self.at + 1) % self.servers.len();
-            self.server = Some(self.servers[self.at]);
-        } else {
-            self.server = None;
-        }
+        self.rotation.rotate();
         self.send(after, elapsed)
     }
 
     fn send(&mut self, after: Duration, elapsed: Duration) -> ReadStep {
         let left = self.deadline.wait_until.saturating_sub(elapsed.saturating_add(after));
         let wait_ms = u32::try_from(left.as_micros().div_ceil(1000)).unwrap_or(u32::MAX);
-        let route = Route { server: self.server, attempt: self.sent };
+        let route = Route { server: self.rotation.server, attempt: self.sent };
         self.sent += 1;
         ReadStep::Send { params: ReadParams { wait_ms, ..self.params }, route, after, cut_off: self.end() }
     }
