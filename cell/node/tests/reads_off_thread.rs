@@ -12,14 +12,13 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{Gate, next_id};
+use common::{Gate, GatedStore, Stall, next_id};
 use paros_core::journal::{JournalView, Outcome, WriterMode};
 use paros_core::wire::{Consistency, ReadRequest};
 use paros_core::{
-    Call, CallAnswer, Durable, JournalConfig, JournalId, JournalKey, LeaderUuid, LogEntry, NodeId, ReadAnswer, Seq,
-    Slot, TenantId, Tunables, WriteOp,
+    Call, CallAnswer, JournalConfig, JournalId, JournalKey, LeaderUuid, NodeId, ReadAnswer, Seq, TenantId, Tunables,
 };
-use paros_node::ports::{Envelope, LogRead, LogStore, MonotonicClock, Placement, StoreError, StoredJournal, Transport};
+use paros_node::ports::{Envelope, LogStore, MonotonicClock, Transport};
 use paros_node::rpc::{Incoming, NodeAnswer, NodeRequest};
 use paros_node::shell::{self, NodeHandle, ShellConfig};
 use paros_node::{Host, MemStore};
@@ -28,59 +27,6 @@ const ME: NodeId = NodeId(0x7701);
 const SLOW: JournalKey = JournalKey { tenant: TenantId(0x71), journal: JournalId(1) };
 const BUSY: JournalKey = JournalKey { tenant: TenantId(0x71), journal: JournalId(2) };
 const WAIT: Duration = Duration::from_secs(10);
-
-/// A memory store whose range reads, and whose reads of [`SLOW`] for a wake, block while its
-/// gate is shut: a disk that stalls.
-#[derive(Clone, Debug)]
-struct GatedStore {
-    disk: MemStore,
-    gate: Arc<Gate>,
-}
-
-impl LogRead for GatedStore {
-    fn read_range(
-        &self,
-        journal: &JournalKey,
-        from: Slot,
-        slots_max: u32,
-    ) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
-        self.gate.pass();
-        self.disk.read_range(journal, from, slots_max)
-    }
-
-    fn load_journal(&self, journal: &JournalKey) -> Result<Option<Durable>, StoreError> {
-        if *journal == SLOW {
-            self.gate.pass();
-        }
-        self.disk.load_journal(journal)
-    }
-}
-
-impl LogStore for GatedStore {
-    type Reader = GatedStore;
-
-    fn reader(&self) -> GatedStore {
-        self.clone()
-    }
-    fn identity(&self) -> Result<Option<NodeId>, StoreError> {
-        self.disk.identity()
-    }
-    fn set_identity(&mut self, node: NodeId) -> Result<(), StoreError> {
-        self.disk.set_identity(node)
-    }
-    fn place(&mut self, placements: &[Placement]) -> Result<(), StoreError> {
-        self.disk.place(placements)
-    }
-    fn write(&mut self, batch: &[(JournalKey, Vec<WriteOp>)]) -> Result<(), StoreError> {
-        self.disk.write(batch)
-    }
-    fn sync(&mut self) -> Result<(), StoreError> {
-        self.disk.sync()
-    }
-    fn load(&self) -> Result<Vec<StoredJournal>, StoreError> {
-        self.disk.load()
-    }
-}
 
 /// A one-machine cell: nothing to send anywhere.
 struct Nowhere;
@@ -116,7 +62,8 @@ impl Node {
     async fn start_dormant(config: ShellConfig, dormant_after: Option<Duration>) -> Node {
         let tunables = Tunables { window_slots: 4, window_bytes: 64, anchor_slots: 5, ..Tunables::default() };
         let gate = Arc::new(Gate::default());
-        let store = GatedStore { disk: MemStore::new(), gate: Arc::clone(&gate) };
+        let store =
+            GatedStore { disk: MemStore::new(), gate: Arc::clone(&gate), stall: Stall::Reads { wake_of: SLOW } };
         let mut host = Host::boot(store, None, ME, tunables, 0x77).expect("boots");
         for key in [SLOW, BUSY] {
             host.place(key, JournalConfig { mode: WriterMode::Single, voters: vec![ME], learners: vec![] })

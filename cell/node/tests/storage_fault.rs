@@ -9,15 +9,10 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{Gate, next_id};
+use common::{Gate, GatedStore, Stall, next_id};
 use paros_core::journal::{JournalView, Outcome, WriterMode};
-use paros_core::{
-    Call, CallAnswer, Durable, JournalConfig, JournalId, JournalKey, LeaderUuid, LogEntry, NodeId, Seq, Slot, TenantId,
-    Tunables, WriteOp,
-};
-use paros_node::ports::{
-    Envelope, LogRead, LogStore, MonotonicClock, Placement, StoreError, StoreOp, StoredJournal, Transport,
-};
+use paros_core::{Call, CallAnswer, JournalConfig, JournalId, JournalKey, LeaderUuid, NodeId, Seq, TenantId, Tunables};
+use paros_node::ports::{Envelope, MonotonicClock, StoreError, StoreOp, Transport};
 use paros_node::rpc::{Incoming, NodeAnswer, NodeRequest};
 use paros_node::shell::{self, NodeHandle, ShellConfig};
 use paros_node::{Host, MemStore};
@@ -25,56 +20,6 @@ use paros_node::{Host, MemStore};
 const ME: NodeId = NodeId(0x7f01);
 const KEY: JournalKey = JournalKey { tenant: TenantId(0x7f), journal: JournalId(1) };
 const WAIT: Duration = Duration::from_secs(10);
-
-/// A memory store whose syncs wait at a door while it is shut (and fail when the memory
-/// store is told to: [`MemStore::fail_next_sync`]).
-#[derive(Clone, Debug)]
-struct HeldStore {
-    disk: MemStore,
-    door: Arc<Gate>,
-}
-
-impl LogRead for HeldStore {
-    fn read_range(
-        &self,
-        journal: &JournalKey,
-        from: Slot,
-        slots_max: u32,
-    ) -> Result<Vec<(Slot, LogEntry)>, StoreError> {
-        self.disk.read_range(journal, from, slots_max)
-    }
-
-    fn load_journal(&self, journal: &JournalKey) -> Result<Option<Durable>, StoreError> {
-        self.disk.load_journal(journal)
-    }
-}
-
-impl LogStore for HeldStore {
-    type Reader = HeldStore;
-
-    fn reader(&self) -> HeldStore {
-        self.clone()
-    }
-    fn identity(&self) -> Result<Option<NodeId>, StoreError> {
-        self.disk.identity()
-    }
-    fn set_identity(&mut self, node: NodeId) -> Result<(), StoreError> {
-        self.disk.set_identity(node)
-    }
-    fn place(&mut self, placements: &[Placement]) -> Result<(), StoreError> {
-        self.disk.place(placements)
-    }
-    fn write(&mut self, batch: &[(JournalKey, Vec<WriteOp>)]) -> Result<(), StoreError> {
-        self.disk.write(batch)
-    }
-    fn sync(&mut self) -> Result<(), StoreError> {
-        self.door.pass();
-        self.disk.sync()
-    }
-    fn load(&self) -> Result<Vec<StoredJournal>, StoreError> {
-        self.disk.load()
-    }
-}
 
 /// A one-machine cell: nothing to send anywhere.
 struct Nowhere;
@@ -111,8 +56,8 @@ async fn ask(inbox: &tokio::sync::mpsc::Sender<Incoming>, request: NodeRequest) 
 }
 
 /// The only voter of [`KEY`], claimed by [`uuid`], over a store whose syncs wait at `door`.
-async fn start(disk: &MemStore, door: &Arc<Gate>) -> (NodeHandle<HeldStore>, tokio::sync::mpsc::Sender<Incoming>) {
-    let store = HeldStore { disk: disk.clone(), door: Arc::clone(door) };
+async fn start(disk: &MemStore, door: &Arc<Gate>) -> (NodeHandle<GatedStore>, tokio::sync::mpsc::Sender<Incoming>) {
+    let store = GatedStore { disk: disk.clone(), gate: Arc::clone(door), stall: Stall::Syncs };
     let mut host = Host::boot(store, None, ME, Tunables::default(), 0x7f).expect("boots");
     host.place(KEY, JournalConfig { mode: WriterMode::Single, voters: vec![ME], learners: vec![] }).expect("placed");
     host.campaign(&KEY);
