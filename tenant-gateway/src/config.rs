@@ -29,6 +29,14 @@ pub struct GatewayConfig {
     pub heartbeat_interval: Duration,
     /// The most tails one tenant may hold open at once (429 beyond).
     pub tails_per_tenant_max: usize,
+    /// The most append sessions one tenant may hold open at once (429 beyond).
+    pub sessions_per_tenant_max: usize,
+    /// The most lines one append session has read and not yet answered: it reads the next
+    /// once the oldest is answered.
+    pub session_in_flight_max: usize,
+    /// How long an append session waits for its next line, with none in flight, before it
+    /// ends (`idle`).
+    pub session_idle_timeout: Duration,
     /// How long a registry change (signup, create, delete, revoke) may take to show in the
     /// directory the gateway resolves with before the request is answered 503.
     pub registry_wait: Duration,
@@ -65,6 +73,9 @@ impl Default for GatewayConfig {
             quotas_default: Quotas::default(),
             heartbeat_interval: Duration::from_secs(5),
             tails_per_tenant_max: 64,
+            sessions_per_tenant_max: 64,
+            session_in_flight_max: 1024,
+            session_idle_timeout: Duration::from_secs(30),
             registry_wait: Duration::from_secs(5),
             read_serve_max: Duration::from_secs(2),
             read_reach_min: Duration::from_millis(100),

@@ -92,19 +92,28 @@ impl ApiError {
         }
         body
     }
+
+    /// The status answered.
+    #[must_use]
+    pub fn status(&self) -> u16 {
+        self.0.code.status()
+    }
+
+    /// `Retry-After` in whole seconds (at least 1), on `over_quota`.
+    #[must_use]
+    pub fn retry_after_s(&self) -> Option<u64> {
+        self.0.retry_after.map(|after| (after.as_secs() + u64::from(after.subsec_nanos() > 0)).max(1))
+    }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.0.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let status = StatusCode::from_u16(self.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let json = serde_json::to_vec(&self.body()).unwrap_or_default();
         let mut response =
             (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], json).into_response();
-        if let Some(after) = self.0.retry_after {
-            let secs = after.as_secs() + u64::from(after.subsec_nanos() > 0);
-            if let Ok(v) = HeaderValue::from_str(&secs.max(1).to_string()) {
-                response.headers_mut().insert(header::RETRY_AFTER, v);
-            }
+        if let Some(v) = self.retry_after_s().and_then(|secs| HeaderValue::from_str(&secs.to_string()).ok()) {
+            response.headers_mut().insert(header::RETRY_AFTER, v);
         }
         response
     }

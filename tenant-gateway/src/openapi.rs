@@ -37,6 +37,7 @@ use crate::wire::no_query;
         crate::routes::records::write,
         crate::routes::records::read,
         crate::routes::records::truncate,
+        crate::routes::session::session,
         crate::routes::tail::tail,
         crate::routes::ops::healthz,
         crate::routes::ops::metrics,
@@ -49,7 +50,7 @@ use crate::wire::no_query;
     components(schemas(
         ErrorBody, SignupRequest, SignupAnswer, MintTokenRequest, TokenAnswer, CreateJournalRequest, JournalInfo,
         JournalList, SetLeaderRequest, SetLeaderAnswer, WriteRequest, WriteAnswer, Page, Gap, Heartbeat,
-        TruncateRequest, TruncateAnswer, crate::overview::OverviewBody, crate::overview::MachineBody,
+        TruncateRequest, TruncateAnswer, paros_api::SessionEnd, crate::overview::OverviewBody, crate::overview::MachineBody,
         crate::nodes::NodeCounters, crate::overview::TrafficBody, crate::overview::TenantBody,
         crate::overview::JournalBody, crate::overview::LeaderNodeBody
     ))

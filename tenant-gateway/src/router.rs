@@ -8,7 +8,7 @@ use axum::middleware;
 use axum::routing::{delete, get, post};
 
 use crate::layers::{authenticate, observe};
-use crate::routes::{journals, ops, records, tail, tenants};
+use crate::routes::{journals, ops, records, session, tail, tenants};
 use crate::state::Gateway;
 use crate::{openapi, overview};
 
@@ -25,6 +25,7 @@ pub fn router(g: Gateway) -> Router {
         .route("/v1/journals/{name}/leader", post(records::set_leader))
         .route("/v1/journals/{name}/records", post(records::write).get(records::read))
         .route("/v1/journals/{name}/truncate", post(records::truncate))
+        .route("/v1/journals/{name}/session", post(session::session))
         .route("/v1/journals/{name}/tail", get(tail::tail))
         .route("/v1/admin/overview", get(overview::admin_overview))
         .route_layer(middleware::from_fn_with_state(g.clone(), authenticate));

@@ -80,6 +80,7 @@ pub(crate) struct Inner {
     pub(crate) tokens: TokenCache,
     pub(crate) metrics: Metrics,
     pub(crate) tails: Mutex<HashMap<TenantId, Arc<AtomicUsize>>>,
+    pub(crate) sessions: Mutex<HashMap<TenantId, Arc<AtomicUsize>>>,
 }
 
 /// A running gateway's state; cheap to clone. Build one with [`Gateway::start`], serve
@@ -95,13 +96,31 @@ impl std::fmt::Debug for Gateway {
     }
 }
 
-/// An open tail's claim on its tenant's tail budget; released when dropped.
+/// An open tail's (or session's) claim on its tenant's budget; released when dropped.
 #[derive(Debug)]
 pub(crate) struct TailSlot(Arc<AtomicUsize>);
 
 impl Drop for TailSlot {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// One more of `tenant`'s streams counted in `book`, unless it holds `max` already.
+fn claim_slot(
+    book: &Mutex<HashMap<TenantId, Arc<AtomicUsize>>>,
+    tenant: TenantId,
+    max: usize,
+    what: &str,
+) -> Result<TailSlot, ApiError> {
+    let counter = {
+        let mut book = book.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(book.entry(tenant).or_default())
+    };
+    let claimed = counter.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1));
+    match claimed {
+        Ok(_) => Ok(TailSlot(counter)),
+        Err(_) => Err(ApiError::over_quota(format!("at most {max} {what} per tenant"), Duration::from_secs(1))),
     }
 }
 
@@ -159,6 +178,7 @@ impl Gateway {
                 tokens: TokenCache::new(config.token_cache_max),
                 metrics: Metrics::new(nodes),
                 tails: Mutex::new(HashMap::new()),
+                sessions: Mutex::new(HashMap::new()),
             }),
         };
         let active = gateway.inner.keys.active.clone();
@@ -297,16 +317,12 @@ impl Gateway {
 
     /// Claims a tail slot for `tenant`.
     pub(crate) fn open_tail(&self, tenant: TenantId) -> Result<TailSlot, ApiError> {
-        let counter = {
-            let mut tails = self.inner.tails.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            Arc::clone(tails.entry(tenant).or_default())
-        };
-        let max = self.inner.config.tails_per_tenant_max;
-        let claimed = counter.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1));
-        match claimed {
-            Ok(_) => Ok(TailSlot(counter)),
-            Err(_) => Err(ApiError::over_quota(format!("at most {max} open tails per tenant"), Duration::from_secs(1))),
-        }
+        claim_slot(&self.inner.tails, tenant, self.inner.config.tails_per_tenant_max, "open tails")
+    }
+
+    /// An append session's claim on its tenant's session budget (429 beyond it).
+    pub(crate) fn open_session(&self, tenant: TenantId) -> Result<TailSlot, ApiError> {
+        claim_slot(&self.inner.sessions, tenant, self.inner.config.sessions_per_tenant_max, "open sessions")
     }
 
     /// One call on the journal `name` of `tenant` (its key `key`), through the cell port: a

@@ -36,15 +36,19 @@ pub(crate) async fn json_body<T: serde::de::DeserializeOwned>(
         Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => return Err(too_large()),
         Err(e) => return Err(ApiError::malformed(format!("reading the body: {e}"))),
     };
-    let is_json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"));
-    if !is_json {
+    if !media_type_is(headers, "application/json") {
         return Err(ApiError::malformed("the body is application/json"));
     }
     serde_json::from_slice(&bytes).map_err(|e| ApiError::malformed(format!("bad body: {e}")))
+}
+
+/// Whether the request's `Content-Type` names `media_type` (parameters aside).
+pub(crate) fn media_type_is(headers: &HeaderMap, media_type: &str) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case(media_type))
 }
 
 /// 400 for a query string on a route that takes no parameter (the contract: unknown query

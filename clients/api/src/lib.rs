@@ -12,7 +12,7 @@
 //!   (HTTP status and stable `code` string);
 //! - requests and answers: [`tenants`] (signup, tokens), [`journals`] (create, list, show),
 //!   [`calls`] (SetLeader, Write, Truncate), [`read`] (the Read query and its [`Page`]),
-//!   [`tail`] (the SSE events);
+//!   [`tail`] (the SSE events), [`session`] (the append session's lines);
 //! - a client turns `(status, body)` into a typed outcome with [`WriteOutcome::from_response`],
 //!   [`ReadOutcome::from_response`], [`TruncateOutcome::from_response`],
 //!   [`SetLeaderOutcome::from_response`], or the functions of [`outcome::plain`].
@@ -33,6 +33,7 @@ pub mod read;
 pub mod record;
 #[cfg(feature = "openapi")]
 pub mod schema;
+pub mod session;
 pub mod tail;
 pub mod tenants;
 
@@ -49,6 +50,7 @@ pub use paros_core::{InvalidPosition, InvalidUuid, LeaderUuid, Seq};
 pub use query::InvalidQuery;
 pub use read::{Consistency, Page, ReadQuery, WaitMs};
 pub use record::{InvalidRecord, Record};
+pub use session::{InvalidSessionLine, SESSION_CONTENT_TYPE, SessionEnd, SessionEndCode, SessionLine};
 pub use tail::{Gap, Heartbeat, InvalidTailEvent, TailEvent, TailFrame, tail_start};
 pub use tenants::{
     InvalidOpaque, MintTokenRequest, Scope, SignupAnswer, SignupRequest, TenantId, Token, TokenAnswer, TokenId,

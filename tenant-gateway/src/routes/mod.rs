@@ -7,5 +7,6 @@
 pub(crate) mod journals;
 pub(crate) mod ops;
 pub(crate) mod records;
+pub(crate) mod session;
 pub(crate) mod tail;
 pub(crate) mod tenants;

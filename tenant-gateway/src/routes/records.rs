@@ -12,12 +12,14 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
 use paros_api::{
-    ErrorCode, JournalView, Page, ReadQuery, Record, Scope, SetLeaderAnswer, SetLeaderRequest, SetLeaderVerdict,
-    ShapeError, TruncateAnswer, TruncateRequest, TruncateVerdict, WriteAnswer, WriteRequest, WriteVerdict,
+    ErrorCode, JournalName, JournalView, Page, ReadQuery, Record, Scope, SetLeaderAnswer, SetLeaderRequest,
+    SetLeaderVerdict, ShapeError, TruncateAnswer, TruncateRequest, TruncateVerdict, WriteAnswer, WriteRequest,
+    WriteVerdict,
 };
 use paros_client::{AnswerError, Decided, ReadAnswer, ReadParams};
 use paros_core::journal::Outcome;
-use paros_core::{Call, Consistency, Seq};
+use paros_core::journal::WriterMode;
+use paros_core::{Call, Consistency, JournalKey, Seq, TenantId};
 
 use crate::access::{named_journal, tenant_quotas};
 use crate::auth::Principal;
@@ -120,13 +122,26 @@ pub(crate) async fn write(
     let (t, name, key, mode) = named_journal(&g, &p, path, Scope::Write)?;
     let req: WriteRequest = json_body(&g, &headers, body).await?;
     no_query(query.as_deref())?;
+    let answer = write_one(&g, t.tenant, &name, key, mode, req).await?;
+    Ok(json(StatusCode::OK, &answer))
+}
+
+/// One Write judged and sent on, after its body parsed: the route's and every session line's.
+pub(crate) async fn write_one(
+    g: &Gateway,
+    tenant: TenantId,
+    name: &JournalName,
+    key: JournalKey,
+    mode: WriterMode,
+    req: WriteRequest,
+) -> ApiResult<WriteAnswer> {
     let shape = req.shape(api_mode(mode));
     if shape == Err(ShapeError::LeaderWithoutSeq) {
         return Err(ApiError::malformed("a fenced write names its position: `leader` without `seq`"));
     }
     let bytes = req.bytes();
-    let quotas = tenant_quotas(&g, t.tenant)?;
-    g.inner.quotas.charge_bytes(t.tenant, &quotas, bytes, Instant::now());
+    let quotas = tenant_quotas(g, tenant)?;
+    g.inner.quotas.charge_bytes(tenant, &quotas, bytes, Instant::now());
     let cfg = g.inner.config;
     if req.records.len() as u64 > u64::from(cfg.write_records_max) || bytes > cfg.write_bytes_max {
         let view = g.view(key).await?;
@@ -143,7 +158,7 @@ pub(crate) async fn write(
         paros_api::WriteShape::Fenced { leader, seq } => (Some(leader), seq),
         paros_api::WriteShape::Append => (None, Seq(0)),
     };
-    let decided = g.call(t.tenant, &name, key, Call::Write { leader, seq, records }).await?;
+    let decided = g.call(tenant, name, key, Call::Write { leader, seq, records }).await?;
     let (outcome, at, count, view) = match decided {
         Ok(Decided::Verdict(Outcome::Accepted { seq, count, view })) => (WriteVerdict::Accepted, seq, count, view),
         Ok(Decided::Verdict(Outcome::Duplicate { seq, count, view })) => (WriteVerdict::Duplicate, seq, count, view),
@@ -156,16 +171,15 @@ pub(crate) async fn write(
         Ok(Decided::Verdict(Outcome::WrongMode(v))) => return Err(wrong_mode(v)),
         Ok(Decided::TooLarge(tl)) => {
             let view = g.view(key).await?;
-            return Err(undecided(&g, Ok(Decided::TooLarge(tl))).with_view(view));
+            return Err(undecided(g, Ok(Decided::TooLarge(tl))).with_view(view));
         }
-        other => return Err(undecided(&g, other)),
+        other => return Err(undecided(g, other)),
     };
     if outcome == WriteVerdict::Accepted {
-        g.inner.metrics.written(t.tenant, count, bytes);
+        g.inner.metrics.written(tenant, count, bytes);
     }
     // One trip: the verdict carries the view the write was applied in.
-    let answer = WriteAnswer { outcome, seq: at, count, view };
-    Ok(json(StatusCode::OK, &answer))
+    Ok(WriteAnswer { outcome, seq: at, count, view })
 }
 
 /// Read records from a position.

@@ -74,10 +74,15 @@ impl GatewayClient {
         if rustls::crypto::CryptoProvider::get_default().is_none() {
             let _ = rustls::crypto::ring::default_provider().install_default();
         }
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .build()
-            .map_err(|e| bad(e.to_string()))?;
+        let builder = reqwest::Client::builder().connect_timeout(config.connect_timeout);
+        // Over TLS, ALPN picks HTTP/2 when both ends speak it; in the clear there is nothing to
+        // negotiate with, so HTTP/2 is spoken from the first byte (the gateway serves both).
+        let builder = match (config.http2, base.scheme()) {
+            (false, _) => builder.http1_only(),
+            (true, "http") => builder.http2_prior_knowledge(),
+            (true, _) => builder,
+        };
+        let http = builder.build().map_err(|e| bad(e.to_string()))?;
         Ok(GatewayClient { http, base, token, config })
     }
 

@@ -46,6 +46,17 @@ pub struct HttpConfig {
     pub tail_idle_timeout: Duration,
     /// Reconnections of a tail in a row (without a frame between them) before it gives up.
     pub tail_reconnects_max: u32,
+    /// Speak HTTP/2: every call to one gateway multiplexed over one connection (cleartext
+    /// `http://` with prior knowledge, `https://` offering `h2` and `http/1.1` by ALPN). Off:
+    /// HTTP/1.1 only, one connection per call in flight (for a proxy that speaks no HTTP/2).
+    pub http2: bool,
+    /// Send writes over an append session (`POST /v1/journals/{name}/session`) where the
+    /// gateway offers one: batches are pipelined on one stream and acknowledged in order.
+    /// Off, or against a gateway without sessions: one `POST …/records` per batch.
+    pub sessions: bool,
+    /// Writes queued on one journal's session and not yet acknowledged, at most: a write
+    /// beyond it waits for room.
+    pub session_in_flight_max: usize,
 }
 
 impl Default for HttpConfig {
@@ -55,6 +66,9 @@ impl Default for HttpConfig {
             request_timeout: Duration::from_secs(10),
             tail_idle_timeout: Duration::from_secs(15),
             tail_reconnects_max: 8,
+            http2: true,
+            sessions: true,
+            session_in_flight_max: 1024,
         }
     }
 }

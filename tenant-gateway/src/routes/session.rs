@@ -1,0 +1,261 @@
+//! `POST /v1/journals/{name}/session`: the append session. Write request bodies come in as
+//! lines without waiting; each is judged and sent on exactly as `POST …/records` would be, in the
+//! order read, several in the cell at once; the answers go out in the same order, one line each
+//! (`paros_api::session`). The first answer that is not 200 ends the session: no line is read
+//! after it, the lines read before the end are answered, and an end line closes the stream.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Extension;
+use axum::body::{Body, BodyDataStream};
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::{Bytes, BytesMut};
+use futures_util::StreamExt as _;
+use futures_util::stream::FuturesOrdered;
+use paros_api::{
+    ErrorCode, JournalName, SESSION_CONTENT_TYPE, Scope, SessionEnd, SessionEndCode, SessionLine, ShapeError,
+    WriteAnswer, WriteRequest,
+};
+use paros_core::journal::WriterMode;
+use paros_core::{JournalKey, TenantId};
+use tokio::sync::mpsc;
+
+use super::records::write_one;
+use crate::access::{named_journal, tenant_quotas};
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::state::{Gateway, TailSlot};
+use crate::wire::{api_mode, media_type_is, no_query};
+
+/// Open an append session: pipelined writes on one stream, answered in order.
+#[utoipa::path(post, path = "/v1/journals/{name}/session", params(("name" = inline(paros_api::JournalName), Path)),
+    request_body(content = String, content_type = "application/x-ndjson",
+        description = "Write request bodies (`WriteRequest`), one JSON object per line"),
+    responses(
+        (status = 200, content_type = "application/x-ndjson", body = String,
+            description = "one line per request line, in order: `{\"status\", \"body\"}` as the Write route \
+                answers it (`retry_after_s` on a 429); after the first that is not 200, an end line \
+                (`{\"end\": SessionEnd}`) closes the stream"),
+        (status = 400, body = paros_api::ErrorBody),
+        (status = 401, body = paros_api::ErrorBody),
+        (status = 403, body = paros_api::ErrorBody),
+        (status = 404, body = paros_api::ErrorBody),
+        (status = 429, body = paros_api::ErrorBody),
+    ))]
+pub(crate) async fn session(
+    State(g): State<Gateway>,
+    Extension(p): Extension<Arc<Principal>>,
+    path: Result<Path<String>, PathRejection>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let (t, name, key, mode) = named_journal(&g, &p, path, Scope::Write)?;
+    no_query(query.as_deref())?;
+    if !media_type_is(&headers, SESSION_CONTENT_TYPE) {
+        return Err(ApiError::malformed(format!("a session's body is {SESSION_CONTENT_TYPE}")));
+    }
+    let slot = g.open_session(t.tenant)?;
+    let (out, answers) = mpsc::channel::<Bytes>(g.inner.config.session_in_flight_max.max(1));
+    let session = Session { g: g.clone(), tenant: t.tenant, name, key, mode, _slot: slot };
+    tokio::spawn(session.run(body.into_data_stream(), out));
+    let stream = futures_util::stream::unfold(answers, |mut answers| async move {
+        answers.recv().await.map(|line| (Ok::<_, Infallible>(line), answers))
+    });
+    let content_type = [(header::CONTENT_TYPE, HeaderValue::from_static(SESSION_CONTENT_TYPE))];
+    Ok((StatusCode::OK, content_type, Body::from_stream(stream)).into_response())
+}
+
+type Answering = Pin<Box<dyn Future<Output = ApiResult<WriteAnswer>> + Send>>;
+
+struct Session {
+    g: Gateway,
+    tenant: TenantId,
+    name: JournalName,
+    key: JournalKey,
+    mode: WriterMode,
+    /// Held until the session's task ends.
+    _slot: TailSlot,
+}
+
+impl Session {
+    async fn run(self, body: BodyDataStream, out: mpsc::Sender<Bytes>) {
+        let cfg = self.g.inner.config;
+        let mut lines = Lines::new(body, usize::try_from(cfg.body_limit_bytes).unwrap_or(usize::MAX));
+        let mut in_flight: FuturesOrdered<Answering> = FuturesOrdered::new();
+        let mut answered = 0u64;
+        let mut end: Option<(SessionEndCode, String)> = None;
+        let mut idle_since = tokio::time::Instant::now();
+        loop {
+            if end.is_some() && in_flight.is_empty() {
+                break;
+            }
+            let reading = end.is_none() && in_flight.len() < cfg.session_in_flight_max.max(1);
+            let idle_at = idle_since + cfg.session_idle_timeout;
+            tokio::select! {
+                biased;
+                Some(answer) = in_flight.next(), if !in_flight.is_empty() => {
+                    let (line, refused) = answer_line(answer);
+                    if out.send(line).await.is_err() {
+                        return; // the caller hung up: nothing left to tell
+                    }
+                    answered += 1;
+                    // The first refusal names the end, even when the body had ended before it.
+                    if let Some(e) = refused.filter(|_| !matches!(end, Some((SessionEndCode::Refused, _)))) {
+                        end = Some((SessionEndCode::Refused, refused_at(answered - 1, &e)));
+                    }
+                    idle_since = tokio::time::Instant::now();
+                }
+                next = lines.next(), if reading => {
+                    idle_since = tokio::time::Instant::now();
+                    match next {
+                        Some(Ok(line)) => match self.admit(&line) {
+                            Ok(req) => in_flight.push_back(self.write(req)),
+                            Err(e) => {
+                                end = Some((SessionEndCode::Refused, refused_at(answered + in_flight.len() as u64, &e)));
+                                in_flight.push_back(Box::pin(std::future::ready(Err(e))));
+                            }
+                        },
+                        Some(Err(e)) => {
+                            let e = match e {
+                                LineError::TooLong => ApiError::new(ErrorCode::TooLarge, format!(
+                                    "a line is over {} bytes", cfg.body_limit_bytes)).with_limits(cfg.limits()),
+                                LineError::Read(e) => ApiError::malformed(format!("reading the body: {e}")),
+                            };
+                            end = Some((SessionEndCode::Refused, refused_at(answered + in_flight.len() as u64, &e)));
+                            in_flight.push_back(Box::pin(std::future::ready(Err(e))));
+                        }
+                        None => end = Some((SessionEndCode::Closed, "the request body ended".into())),
+                    }
+                }
+                () = tokio::time::sleep_until(idle_at), if reading && in_flight.is_empty() => {
+                    let idle = cfg.session_idle_timeout.as_millis();
+                    end = Some((SessionEndCode::Idle, format!("no line for {idle} ms")));
+                }
+            }
+        }
+        let (code, message) = end.unwrap_or((SessionEndCode::Closed, String::new()));
+        let line = SessionLine::End(SessionEnd { code, answered, message }).encode();
+        let _ = out.send(Bytes::from(line)).await;
+    }
+
+    /// What the door checks of one line as it is read (its JSON, its shape, the write limits,
+    /// the quotas), so that a line refused here ends the session before another is read.
+    fn admit(&self, line: &[u8]) -> ApiResult<WriteRequest> {
+        let g = &self.g;
+        let req: WriteRequest =
+            serde_json::from_slice(line).map_err(|e| ApiError::malformed(format!("bad line: {e}")))?;
+        if req.shape(api_mode(self.mode)) == Err(ShapeError::LeaderWithoutSeq) {
+            return Err(ApiError::malformed("a fenced write names its position: `leader` without `seq`"));
+        }
+        let cfg = g.inner.config;
+        if req.records.len() as u64 > u64::from(cfg.write_records_max) || req.bytes() > cfg.write_bytes_max {
+            return Err(
+                ApiError::new(ErrorCode::TooLarge, "the batch is over the write limits").with_limits(cfg.limits())
+            );
+        }
+        let quotas = tenant_quotas(g, self.tenant)?;
+        let now = Instant::now();
+        if let Err(wait) = g.inner.quotas.admit_request(self.tenant, &quotas, now) {
+            return Err(ApiError::over_quota("over the tenant's requests/s", wait));
+        }
+        if let Err(wait) = g.inner.quotas.check_bytes(self.tenant, &quotas, now) {
+            return Err(ApiError::over_quota("over the tenant's bytes/s", wait));
+        }
+        Ok(req)
+    }
+
+    /// The Write of an admitted line, sent on as the Write route sends it.
+    fn write(&self, req: WriteRequest) -> Answering {
+        let g = self.g.clone();
+        let (tenant, name, key, mode) = (self.tenant, self.name.clone(), self.key, self.mode);
+        Box::pin(async move { write_one(&g, tenant, &name, key, mode, req).await })
+    }
+}
+
+/// The end's message for a refusal of the line at `index` (from 0).
+fn refused_at(index: u64, e: &ApiError) -> String {
+    format!("line {} was answered {} ({})", index + 1, e.code(), e.status())
+}
+
+/// The answer line, and the refusal (which ends the session).
+fn answer_line(answer: ApiResult<WriteAnswer>) -> (Bytes, Option<ApiError>) {
+    let (line, refused) = match answer {
+        Ok(a) => {
+            let body = serde_json::to_vec(&a).expect("API bodies serialize");
+            (SessionLine::Answer { status: 200, retry_after_s: None, body }, None)
+        }
+        Err(e) => {
+            let body = serde_json::to_vec(&e.body()).expect("API bodies serialize");
+            (SessionLine::Answer { status: e.status(), retry_after_s: e.retry_after_s(), body }, Some(e))
+        }
+    };
+    (Bytes::from(line.encode()), refused)
+}
+
+/// Why the request body yields no more lines.
+enum LineError {
+    /// A line passed the body limit without ending.
+    TooLong,
+    /// The body failed (the connection broke mid-line).
+    Read(String),
+}
+
+/// The request body cut into lines: blank lines are skipped, the last line may lack its
+/// newline, and a line longer than the body limit is refused (413) once it passes the limit.
+struct Lines {
+    body: BodyDataStream,
+    buf: BytesMut,
+    limit: usize,
+    /// Where the search for the next newline resumes.
+    scanned: usize,
+    done: bool,
+}
+
+impl Lines {
+    fn new(body: BodyDataStream, limit: usize) -> Lines {
+        Lines { body, buf: BytesMut::new(), limit, scanned: 0, done: false }
+    }
+
+    /// The next line, an error that ends the reading, or `None` at the end of the body.
+    async fn next(&mut self) -> Option<Result<Bytes, LineError>> {
+        loop {
+            if let Some(i) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') {
+                let line = self.buf.split_to(self.scanned + i + 1).freeze();
+                self.scanned = 0;
+                let line = line.slice(..line.len() - 1);
+                if line.trim_ascii().is_empty() {
+                    continue;
+                }
+                return Some(Ok(line));
+            }
+            self.scanned = self.buf.len();
+            if self.buf.len() > self.limit {
+                self.done = true;
+                self.buf.clear();
+                return Some(Err(LineError::TooLong));
+            }
+            if self.done {
+                let rest = std::mem::take(&mut self.buf).freeze();
+                self.scanned = 0;
+                return (!rest.trim_ascii().is_empty()).then_some(Ok(rest));
+            }
+            match self.body.next().await {
+                Some(Ok(chunk)) => self.buf.extend_from_slice(&chunk),
+                Some(Err(e)) => {
+                    self.done = true;
+                    self.buf.clear();
+                    return Some(Err(LineError::Read(e.to_string())));
+                }
+                None => self.done = true,
+            }
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! The append session, `POST /v1/journals/{name}/session`, on the router: lines in, answers out
+//! in order, each the Write route's own; the first refusal ends the session; idle sessions end.
+
+mod common;
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use base64::Engine as _;
+use http_body_util::BodyExt as _;
+use serde_json::{Value, json};
+use tower::ServiceExt as _;
+
+use common::{call, create, raw, signup, test_config, world, world_with};
+
+const A: &str = "0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b";
+const B: &str = "1f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b";
+const NDJSON: &str = "application/x-ndjson";
+
+fn b64(s: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+/// `n` fenced lines of one record each, from `from`, under `leader`.
+fn lines(leader: &str, from: u64, n: u64) -> Vec<Value> {
+    (from..from + n).map(|i| json!({"leader": leader, "seq": i, "records": [b64(&format!("r{i}"))]})).collect()
+}
+
+fn body(lines: &[Value]) -> Vec<u8> {
+    lines.iter().flat_map(|l| format!("{l}\n").into_bytes()).collect()
+}
+
+/// The answer stream's lines as JSON.
+fn answers(bytes: &[u8]) -> Vec<Value> {
+    assert_eq!(bytes.last(), Some(&b'\n'), "the stream ends with a whole line");
+    bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect()
+}
+
+async fn claimed(r: &axum::Router, name: &str) -> String {
+    let (_, owner, _) = signup(r, name).await;
+    create(r, &owner, "s", None).await;
+    let (s, v) = call(r, "POST", "/v1/journals/s/leader", Some(&owner), Some(json!({"new": A, "old": null}))).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    owner
+}
+
+async fn session(r: &axum::Router, token: &str, lines: &[Value]) -> (StatusCode, Vec<Value>) {
+    let (s, headers, bytes) = raw(r, "POST", "/v1/journals/s/session", Some(token), Some(NDJSON), body(lines)).await;
+    if s == StatusCode::OK {
+        assert_eq!(headers[header::CONTENT_TYPE], NDJSON);
+    }
+    (s, answers(&bytes))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_answers_every_line_in_order_as_write_would_and_replays_are_duplicates() {
+    let w = world().await;
+    let owner = claimed(&w.router, "sess-order").await;
+    let sent = lines(A, 0, 40);
+    let (s, got) = session(&w.router, &owner, &sent).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(got.len(), 41, "one answer per line, then the end: {got:?}");
+    for (i, a) in got[..40].iter().enumerate() {
+        assert_eq!(a["status"], 200, "line {i}: {a}");
+        assert_eq!((a["body"]["outcome"].as_str(), a["body"]["seq"].as_u64()), (Some("accepted"), Some(i as u64)));
+    }
+    assert_eq!(got[40], json!({"end": {"code": "closed", "answered": 40, "message": "the request body ended"}}));
+
+    // The same lines again: Write's dedup rules, line by line.
+    let (_, again) = session(&w.router, &owner, &sent[..3]).await;
+    let outcomes: Vec<_> = again[..3].iter().map(|a| a["body"]["outcome"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(outcomes, ["duplicate"; 3]);
+
+    let (s, page) = call(&w.router, "GET", "/v1/journals/s/records?from=0&limit=100", Some(&owner), None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(page["records"].as_array().unwrap().len(), 40);
+    assert_eq!(page["records"][39], b64("r39"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_refused_at_the_door_ends_the_session_and_no_later_line_is_read() {
+    let w = world().await;
+    let owner = claimed(&w.router, "sess-door").await;
+    let mut sent = lines(A, 0, 1);
+    sent.push(json!({"leader": A, "records": [b64("no seq")]}));
+    sent.extend(lines(A, 1, 5));
+    let (s, got) = session(&w.router, &owner, &sent).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert_eq!(got[0]["status"], 200);
+    assert_eq!((got[1]["status"].as_u64(), got[1]["body"]["code"].as_str()), (Some(400), Some("malformed")));
+    assert_eq!(got[2]["end"]["code"], "refused");
+    assert_eq!(got[2]["end"]["answered"], 2);
+    let (_, view) = call(&w.router, "GET", "/v1/journals/s", Some(&owner), None).await;
+    assert_eq!(view["view"]["next_seq"], 1, "the lines after the refusal were never written: {view}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_superseded_writer_s_session_ends_with_refused_and_nothing_after_it_is_written() {
+    let w = world().await;
+    let owner = claimed(&w.router, "sess-fence").await;
+    let (_, got) = session(&w.router, &owner, &lines(A, 0, 3)).await;
+    assert_eq!(got.len(), 4);
+    let (s, _) =
+        call(&w.router, "POST", "/v1/journals/s/leader", Some(&owner), Some(json!({"new": B, "old": A}))).await;
+    assert_eq!(s, StatusCode::OK);
+    let (_, got) = session(&w.router, &owner, &lines(A, 3, 20)).await;
+    let end = got.last().unwrap();
+    assert_eq!(end["end"]["code"], "refused", "{got:?}");
+    let answered = got.len() - 1;
+    assert_eq!(end["end"]["answered"], answered);
+    assert!(answered >= 1 && answered <= 20);
+    for a in &got[..answered] {
+        assert_eq!((a["status"].as_u64(), a["body"]["code"].as_str()), (Some(409), Some("refused")), "{a}");
+        assert_eq!(a["body"]["view"]["leader"], B);
+    }
+    let (_, view) = call(&w.router, "GET", "/v1/journals/s", Some(&owner), None).await;
+    assert_eq!(view["view"]["next_seq"], 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_is_refused_whole_before_it_streams() {
+    let w = world().await;
+    let owner = claimed(&w.router, "sess-open").await;
+    let body = body(&lines(A, 0, 1));
+    let (s, _, _) =
+        raw(&w.router, "POST", "/v1/journals/s/session", Some(&owner), Some("application/json"), body.clone()).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "a session's body is ndjson");
+    let (s, _, _) = raw(&w.router, "POST", "/v1/journals/nope/session", Some(&owner), Some(NDJSON), body.clone()).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    let (s, _, _) = raw(&w.router, "POST", "/v1/journals/s/session", None, Some(NDJSON), body.clone()).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let (s, _, _) = raw(&w.router, "POST", "/v1/journals/s/session?x=1", Some(&owner), Some(NDJSON), body).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_session_with_no_line_for_the_idle_timeout_ends() {
+    let config = paros_gateway::GatewayConfig { session_idle_timeout: Duration::from_millis(300), ..test_config() };
+    let w = world_with(config).await;
+    let owner = claimed(&w.router, "sess-idle").await;
+    // One line, then a body that neither sends nor ends.
+    let first = bytes::Bytes::from(body(&lines(A, 0, 1)));
+    let stream = futures_util::StreamExt::chain(
+        futures_util::stream::iter([Ok::<_, std::convert::Infallible>(first)]),
+        futures_util::stream::pending(),
+    );
+    let request = Request::builder()
+        .method("POST")
+        .uri("/v1/journals/s/session")
+        .header(header::AUTHORIZATION, format!("Bearer {owner}"))
+        .header(header::CONTENT_TYPE, NDJSON)
+        .body(Body::from_stream(stream))
+        .unwrap();
+    let started = std::time::Instant::now();
+    let response = w.router.clone().oneshot(request).await.unwrap();
+    let bytes = tokio::time::timeout(Duration::from_secs(10), response.into_body().collect()).await;
+    let got = answers(&bytes.expect("the idle session ends").unwrap().to_bytes());
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0]["status"], 200);
+    assert_eq!((got[1]["end"]["code"].as_str(), got[1]["end"]["answered"].as_u64()), (Some("idle"), Some(1)));
+}
