@@ -230,7 +230,7 @@ async fn concurrent_appends_land_once_each<S: JournalService + 'static>(client: 
 struct Services {
     _world: common::World,
     in_cell: Client<paros_embedded::CellService>,
-    http: Client<HttpService>,
+    url: String,
     directory: tokio::sync::watch::Receiver<paros_registry::daemon::Followed>,
     tenant: paros_core::TenantId,
     token: String,
@@ -242,13 +242,18 @@ async fn services() -> Services {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(paros_gateway::serve(listener, w.gateway.clone()));
-    let service = HttpService::new(&url, Some(&Token::parse(&token).unwrap()), HttpConfig::default()).unwrap();
-    let http = Client::with_seed(service, ClientConfig::default(), 7).unwrap();
     let tenant = paros_core::TenantId(u64::from_str_radix(&tenant, 16).unwrap());
-    Services { in_cell: w.cell.client.clone(), http, directory: w.cell.directory(), _world: w, tenant, token }
+    Services { in_cell: w.cell.client.clone(), url, directory: w.cell.directory(), _world: w, tenant, token }
 }
 
 impl Services {
+    /// The HTTP service, speaking HTTP/2 or not, writing over append sessions or not.
+    fn http(&self, http2: bool, sessions: bool) -> Client<HttpService> {
+        let config = HttpConfig { http2, sessions, ..HttpConfig::default() };
+        let service = HttpService::new(&self.url, Some(&Token::parse(&self.token).unwrap()), config).unwrap();
+        Client::with_seed(service, ClientConfig::default(), 7).unwrap()
+    }
+
     /// A fresh journal: its name (the HTTP service's handle) and its key (the cell's).
     async fn journal(&self, name: &str, mode: Option<&str>) -> (JournalName, JournalKey) {
         create(&self._world.router, &self.token, name, mode).await;
@@ -294,11 +299,28 @@ macro_rules! both {
                 super::$case(s.in_cell.clone(), key).await;
             }
 
+            /// The library's default: HTTP/2, writes on append sessions.
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn over_http() {
+            async fn over_http2_sessions() {
                 let s = services().await;
                 let (name, _) = s.journal("j", $mode).await;
-                super::$case(s.http.clone(), name).await;
+                super::$case(s.http(true, true), name).await;
+            }
+
+            /// Sessions over HTTP/1.1: the request streams while the answer does.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn over_http1_sessions() {
+                let s = services().await;
+                let (name, _) = s.journal("j", $mode).await;
+                super::$case(s.http(false, true), name).await;
+            }
+
+            /// One plain request per call, over HTTP/1.1.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn over_http1_requests() {
+                let s = services().await;
+                let (name, _) = s.journal("j", $mode).await;
+                super::$case(s.http(false, false), name).await;
             }
         }
     };

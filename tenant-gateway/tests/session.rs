@@ -162,3 +162,59 @@ async fn an_open_session_with_no_line_for_the_idle_timeout_ends() {
     assert_eq!(got[0]["status"], 200);
     assert_eq!((got[1]["end"]["code"].as_str(), got[1]["end"]["answered"].as_u64()), (Some("idle"), Some(1)));
 }
+
+/// paros-client's defaults: HTTP/2 to the gateway, and a Writer's pipelined batches on one
+/// session (no `POST …/records` at all).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rust_client_speaks_http2_and_writes_on_one_session() {
+    let w = world().await;
+    let (_, owner, _) = signup(&w.router, "sess-client").await;
+    create(&w.router, &owner, "s", None).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(paros_gateway::serve(listener, w.gateway.clone()));
+
+    // The library installs the TLS provider plain reqwest clients need.
+    let token = paros_api::Token::parse(&owner).unwrap();
+    let client = paros_client::GatewayClient::new(&url, Some(&token), paros_client::http::HttpConfig::default())
+        .unwrap()
+        .client();
+    let h2 = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
+    let answer = h2.get(format!("{url}/healthz")).send().await.unwrap();
+    assert_eq!((answer.status().as_u16(), answer.version()), (200, reqwest::Version::HTTP_2));
+    let h1 = reqwest::Client::builder().http1_only().build().unwrap();
+    let answer = h1.get(format!("{url}/healthz")).send().await.unwrap();
+    assert_eq!((answer.status().as_u16(), answer.version()), (200, reqwest::Version::HTTP_11));
+
+    let mut writer = client.writer(paros_api::JournalName::parse("s").unwrap()).claim().await.unwrap();
+    let batches = (0..200u32).map(|i| vec![bytes::Bytes::from(i.to_string())]);
+    let mut reports = writer.write_all(futures_util::stream::iter(batches));
+    let mut next = 0;
+    while let Some(written) = futures_util::StreamExt::next(&mut reports).await {
+        assert_eq!(written.unwrap().seq.0, next);
+        next += 1;
+    }
+    assert_eq!(next, 200);
+
+    let (_, _, metrics) = raw(&w.router, "GET", "/metrics", None, None, vec![]).await;
+    let metrics = String::from_utf8(metrics).unwrap();
+    let count = |route: &str| -> f64 {
+        let series = format!("paros_gateway_requests_total{{method=\"POST\",route=\"{route}\",status=\"200\"}} ");
+        metrics.lines().find_map(|l| l.strip_prefix(series.as_str())).map_or(0.0, |v| v.parse().unwrap())
+    };
+    assert_eq!(count("/v1/journals/{name}/records"), 0.0, "no write went as a plain request");
+    // The session is still open (no end yet); it shows once it ends: drop the client's side.
+    drop(reports);
+    drop(writer);
+    drop(client);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, _, metrics) = raw(&w.router, "GET", "/metrics", None, None, vec![]).await;
+        let text = String::from_utf8(metrics).unwrap();
+        if text.contains("route=\"/v1/journals/{name}/session\",status=\"200\"} 1") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "one session, ended: {text}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -87,6 +87,10 @@ fn quick() -> HttpConfig {
         request_timeout: Duration::from_millis(500),
         tail_idle_timeout: Duration::from_secs(2),
         tail_reconnects_max: 3,
+        // The fake speaks HTTP/1.1, one request per connection, and has no sessions.
+        http2: false,
+        sessions: false,
+        ..HttpConfig::default()
     }
 }
 
@@ -226,6 +230,29 @@ async fn a_write_travels_as_api_md_says_and_200_accepted_is_an_accepted_verdict(
     assert_eq!(r.headers["authorization"], "Bearer tok.en");
     assert!(r.headers["content-type"].starts_with("application/json"));
     assert_eq!(r.json(), json!({"leader": U1, "seq": 3, "records": ["aGk=", ""]}));
+}
+
+/// A gateway without the session route: the first write asks for a session, is told the route
+/// does not exist, and goes as a plain request; later writes do not ask again.
+#[tokio::test]
+async fn against_a_gateway_without_sessions_writes_go_as_plain_requests() {
+    let f = fake(|r: &Req| {
+        if r.path.ends_with("/session") {
+            Resp::Reply { status: 404, headers: vec![("x-paros-no-route", "1".into())], body: String::new() }
+        } else {
+            reply(200, json!({"outcome": "accepted", "seq": 3, "count": 2, "view": view(Some(U1), 0, 5)}))
+        }
+    })
+    .await;
+    let token = Token::parse("tok.en").unwrap();
+    let service = HttpService::new(&f.url, Some(&token), HttpConfig { sessions: true, ..quick() }).unwrap();
+    for _ in 0..2 {
+        let reply = service.call(&j(), CallId(1), &write_call(), Route::default()).await;
+        assert!(matches!(reply, CallReply::Answer(CallAnswer::Verdict(Outcome::Accepted { .. }))), "{reply:?}");
+    }
+    let paths: Vec<String> = f.requests().into_iter().map(|r| r.path).collect();
+    let want = ["/v1/journals/orders/session", "/v1/journals/orders/records", "/v1/journals/orders/records"];
+    assert_eq!(paths, want);
 }
 
 #[tokio::test]

@@ -28,6 +28,7 @@ use crate::service::Denial;
 
 mod gateway;
 mod service;
+mod session;
 mod sse;
 
 pub use gateway::{GatewayClient, SignedUp};

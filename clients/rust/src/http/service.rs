@@ -1,6 +1,7 @@
 //! [`HttpService`]: the [`JournalService`] over a gateway.
 
 use std::num::NonZeroU64;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use paros_api::{
@@ -13,6 +14,7 @@ use reqwest::Method;
 use reqwest::header::CONTENT_TYPE;
 
 use super::gateway::GatewayClient;
+use super::session::{LineReply, Sessions};
 use super::{Answer, GatewayError, HttpConfig};
 use crate::convert::api_consistency;
 use crate::service::{CallReply, Denial, JournalService, ReadAnswer, ReadParams, Route};
@@ -23,6 +25,8 @@ use crate::service::{CallReply, Denial, JournalService, ReadAnswer, ReadParams, 
 #[derive(Debug, Clone)]
 pub struct HttpService {
     gateway: GatewayClient,
+    /// The append sessions Writes travel on ([`HttpConfig::sessions`]).
+    sessions: Arc<Sessions>,
 }
 
 impl HttpService {
@@ -31,13 +35,13 @@ impl HttpService {
     /// # Errors
     /// As [`GatewayClient::new`].
     pub fn new(url: &str, token: Option<&Token>, config: HttpConfig) -> Result<HttpService, GatewayError> {
-        Ok(HttpService { gateway: GatewayClient::new(url, token, config)? })
+        Ok(HttpService::from_gateway(GatewayClient::new(url, token, config)?))
     }
 
     /// The service over an existing gateway client (sharing its connection pool).
     #[must_use]
     pub fn from_gateway(gateway: GatewayClient) -> HttpService {
-        HttpService { gateway }
+        HttpService { gateway, sessions: Arc::default() }
     }
 
     /// The gateway client underneath, for the calls that are not journal calls.
@@ -61,8 +65,19 @@ impl HttpService {
                 ("truncate", serde_json::to_vec(&TruncateRequest { leader: *leader, up_to: *up_to }))
             }
         };
-        let body = body.expect("API bodies serialize infallibly");
+        let mut body = body.expect("API bodies serialize infallibly");
+        body.push(b'\n');
+        let line = Bytes::from(body);
         let g = &self.gateway;
+        if matches!(call, Call::Write { .. }) && g.config.sessions {
+            match self.sessions.send(g, journal, line.clone()).await {
+                LineReply::Answer(a) => return call_reply(call, &a),
+                LineReply::NotSent => return CallReply::NotSent,
+                LineReply::NoAnswer => return CallReply::NoAnswer,
+                LineReply::Unoffered => {}
+            }
+        }
+        let body = line.slice(..line.len() - 1);
         let req = g
             .request(
                 Method::POST,
