@@ -5,7 +5,8 @@
 # symbols by self time (`perf report --no-children`), then by thread name (`--sort comm`).
 # usage: ops/scripts/profile-http.sh BIN [WRITERS] [SECS]   (BIN: a release `paros`; its
 #        debug info, profile.release debug = 1, names the symbols)
-# env:   TOP=n symbols shown (40); CALLGRAPH=dwarf for whole stacks (large, slow; default fp);
+# env:   BENCH_ARGS="--session" (more `paros bench` flags, e.g. --session, --http1, --in-flight N);
+#        TOP=n symbols shown (40); CALLGRAPH=dwarf for whole stacks (large, slow; default fp);
 #        KEEP=1 keeps the temporary directory with perf.data (else it is deleted).
 # Needs perf (/usr/bin/perf) and the right to profile the process (root, or
 # kernel.perf_event_paranoid <= 1).
@@ -21,7 +22,8 @@ URL=$(grep -o 'http://[0-9.:]*' "$D/dev.out" | head -1)
 # The bench signs up, creates and claims first (a second or two); perf samples the whole run.
 perf record -q -F 999 --call-graph "$CALLGRAPH" -p "$DEV" -o "$D/perf.data" 2> "$D/perf.err" &
 PERF=$!
-"$BIN" bench --target "$URL" --writers "$W" --journals "$W" --duration-s "$S" > "$D/bench.out"
+# shellcheck disable=SC2086
+"$BIN" bench --target "$URL" --writers "$W" --journals "$W" --duration-s "$S" ${BENCH_ARGS:-} > "$D/bench.out"
 kill -INT "$PERF"; wait "$PERF" || true
 kill -INT "$DEV"; wait "$DEV" || true
 cat "$D/bench.out"

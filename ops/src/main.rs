@@ -111,8 +111,8 @@ enum Command {
     /// Not part of CI: this is the tool the performance figures come from.
     #[command(after_long_help = BENCH_AFTER_LONG_HELP)]
     Bench {
-        /// Concurrent write loops. Each journal has one fenced `Writer` with one write in
-        /// flight; loops that share a journal take turns on it.
+        /// Concurrent write loops. Each journal has one fenced `Writer` with `--in-flight`
+        /// writes in flight; loops that share a journal take turns on it.
         #[arg(long, default_value_t = 64)]
         writers: usize,
         /// Journals written (writer i writes journal i mod journals).
@@ -124,6 +124,18 @@ enum Command {
         /// Records per write (one Write call, one slot).
         #[arg(long, default_value_t = 1)]
         batch: usize,
+        /// Writes each loop keeps in flight (pipelined on its journal's `Writer`, each
+        /// acknowledged in order); 1: the next write waits for the last one's answer.
+        #[arg(long, default_value_t = 1)]
+        in_flight: usize,
+        /// With `--target`: write over append sessions (`POST …/session`, one per journal)
+        /// instead of one `POST …/records` per write.
+        #[arg(long, requires = "target")]
+        session: bool,
+        /// With `--target`: speak HTTP/1.1 (a connection per request in flight) instead of
+        /// HTTP/2 (one connection, every request multiplexed on it).
+        #[arg(long, requires = "target")]
+        http1: bool,
         /// How long the writers write, in seconds (the claims before are not measured).
         #[arg(long, default_value_t = 10)]
         duration_s: u64,
@@ -295,6 +307,9 @@ fn main() -> ExitCode {
             journals,
             record_bytes,
             batch,
+            in_flight,
+            session,
+            http1,
             duration_s,
             data_dir,
             idle_journals,
@@ -345,6 +360,9 @@ fn main() -> ExitCode {
                 journals,
                 record_bytes,
                 batch,
+                in_flight,
+                session,
+                http1,
                 duration,
                 data_dir,
                 idle_journals,
@@ -438,9 +456,10 @@ fn print_report(r: &bench::Report, json: bool) {
         println!("{}", serde_json::to_string(r).expect("a report serializes"));
         return;
     }
+    let transport = if r.transport.is_empty() { String::new() } else { format!(" over {}", r.transport) };
     println!(
-        "paros bench ({}): {} writers, {} journals, {} B records, batch {}, {:.1} s",
-        r.target, r.writers, r.journals, r.record_bytes, r.batch, r.duration_s
+        "paros bench ({}{transport}): {} writers, {} journals, {} B records, batch {}, {} in flight, {:.1} s",
+        r.target, r.writers, r.journals, r.record_bytes, r.batch, r.in_flight, r.duration_s
     );
     println!("  records/s         {:>12.0}", r.records_per_s);
     println!("  batches/s         {:>12.0}", r.batches_per_s);

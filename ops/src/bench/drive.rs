@@ -38,6 +38,7 @@ pub(super) async fn claim_all<S>(
     client: &Client<S>,
     journals: Vec<(usize, S::Journal)>,
     shared: &Shared,
+    in_flight: usize,
 ) -> Result<Journals<S>, BenchError>
 where
     S: JournalService + 'static,
@@ -46,10 +47,13 @@ where
     let mut out = Vec::new();
     for (index, journal) in journals {
         let fail = |reason: String| BenchError::Writer { journal: index, reason };
-        let mut writer =
-            Writer::new(client.clone(), journal.clone(), WriterConfig::default()).map_err(|e| fail(e.to_string()))?;
+        let defaults = WriterConfig::default();
+        let depth = u32::try_from(in_flight).unwrap_or(u32::MAX).max(defaults.batches_in_flight_max);
+        let config = WriterConfig { batches_in_flight_max: depth, ..defaults };
+        let mut writer = Writer::new(client.clone(), journal.clone(), config).map_err(|e| fail(e.to_string()))?;
         claim(&mut writer, index, shared).await?;
-        out.push(Arc::new(tokio::sync::Mutex::new(JournalWriter { index, journal, writer })));
+        let sent = std::collections::VecDeque::new();
+        out.push(Arc::new(tokio::sync::Mutex::new(JournalWriter { index, journal, writer, sent })));
     }
     Ok(out)
 }
@@ -67,8 +71,8 @@ where
     for w in 0..args.writers {
         let journal = Arc::clone(&journals[w % journals.len()]);
         let shared = Arc::clone(shared);
-        let (batch, size) = (args.batch, args.record_bytes);
-        tasks.push(tokio::spawn(async move { write_loop(&journal, &shared, batch, size).await }));
+        let (batch, size, depth) = (args.batch, args.record_bytes, args.in_flight);
+        tasks.push(tokio::spawn(async move { write_loop(&journal, &shared, batch, size, depth).await }));
     }
     let progress = args.progress.then(|| progress_bar(args.duration));
     let bytes_done = || {
@@ -94,11 +98,14 @@ where
     Ok(elapsed)
 }
 
+/// One loop: keeps `depth` writes in flight on its journal (taking turns with the loops that
+/// share it), each acknowledgement recorded as it comes, until the run stops.
 pub(super) async fn write_loop<S>(
     journal: &tokio::sync::Mutex<JournalWriter<S>>,
     shared: &Shared,
     batch: usize,
     size: usize,
+    depth: usize,
 ) -> Result<(), BenchError>
 where
     S: JournalService + 'static,
@@ -106,44 +113,63 @@ where
 {
     let mut latencies = Vec::new();
     let run_started = shared.started.lock().expect("lock").unwrap_or_else(Instant::now);
-    while !shared.stop.load(Ordering::Relaxed) {
+    loop {
         let mut j = journal.lock().await;
-        let seq = j.writer.core().next_seq().0;
-        let records: Vec<Bytes> = (0..batch as u64).map(|i| record_bytes(j.index, seq + i, size)).collect();
-        let started = Instant::now();
         let index = j.index;
-        let written = match j.writer.write(records).await {
-            Ok(w) => w,
+        while !shared.stop.load(Ordering::Relaxed) && j.writer.in_flight() < depth {
+            let seq = j.writer.core().next_seq().0;
+            let records: Vec<Bytes> = (0..batch as u64).map(|i| record_bytes(index, seq + i, size)).collect();
+            match j.writer.submit(records) {
+                Ok(_) => j.sent.push_back(Instant::now()),
+                Err(WriterError::WindowFull) => break,
+                Err(e) => return Err(BenchError::Writer { journal: index, reason: format!("write at {seq}: {e}") }),
+            }
+        }
+        let Some((seq, result)) = j.writer.next_report().await else { break };
+        let started = j.sent.pop_front().unwrap_or_else(Instant::now);
+        match result {
+            Ok(written) => {
+                assert_eq!(written.seq.0, seq.0, "an acknowledgement names the write's own position");
+                let at_ms = run_started.elapsed().as_millis().min(u128::from(u32::MAX)) as u32;
+                latencies.push((at_ms, started.elapsed().as_micros().min(u128::from(u32::MAX)) as u32));
+                acknowledged(shared, index, seq.0, written.count)?;
+            }
             Err(e) => match over_quota(&e) {
-                // Refused before it was sent on: nothing was written. The writer halted; wait,
-                // then claim again to learn the tail.
+                // Refused before it was sent on: nothing was written. The writer halted; what
+                // is still in flight reports, then the loop waits and claims again.
                 Some(wait) => {
                     shared.over_quota.fetch_add(1, Ordering::Relaxed);
+                    while let Some((seq, result)) = j.writer.next_report().await {
+                        j.sent.pop_front();
+                        if let Ok(w) = result {
+                            acknowledged(shared, index, seq.0, w.count)?;
+                        }
+                    }
                     tokio::time::sleep(wait.min(shared.remaining())).await;
                     if shared.stop.load(Ordering::Relaxed) {
                         break;
                     }
                     claim(&mut j.writer, index, shared).await?;
-                    continue;
                 }
                 None => return Err(BenchError::Writer { journal: index, reason: format!("write at {seq}: {e}") }),
             },
-        };
-        assert_eq!(written.seq.0, seq, "an acknowledgement names the write's own position");
-        let count = written.count;
-        let at_ms = run_started.elapsed().as_millis().min(u128::from(u32::MAX)) as u32;
-        latencies.push((at_ms, started.elapsed().as_micros().min(u128::from(u32::MAX)) as u32));
-        shared.records.fetch_add(count, Ordering::Relaxed);
-        if shared.batches.fetch_add(1, Ordering::Relaxed) == 0 {
-            shared.first_ack.lock().expect("lock").get_or_insert_with(Instant::now);
-        }
-        shared.acked.lock().expect("lock").entry(j.index).or_default().push((seq, count));
-        if let Some(log) = &shared.ack_log {
-            // One write per line: a kill then cuts at most the line being written.
-            log.lock().expect("lock").write_all(format!("{} {} {}\n", j.index, seq, count).as_bytes())?;
         }
     }
     shared.latencies_us.lock().expect("lock").extend(latencies);
+    Ok(())
+}
+
+/// Counts the acknowledged write of `count` records at `seq` of journal `index` (and logs it).
+fn acknowledged(shared: &Shared, index: usize, seq: u64, count: u64) -> Result<(), BenchError> {
+    shared.records.fetch_add(count, Ordering::Relaxed);
+    if shared.batches.fetch_add(1, Ordering::Relaxed) == 0 {
+        shared.first_ack.lock().expect("lock").get_or_insert_with(Instant::now);
+    }
+    shared.acked.lock().expect("lock").entry(index).or_default().push((seq, count));
+    if let Some(log) = &shared.ack_log {
+        // One write per line: a kill then cuts at most the line being written.
+        log.lock().expect("lock").write_all(format!("{index} {seq} {count}\n").as_bytes())?;
+    }
     Ok(())
 }
 

@@ -78,7 +78,7 @@ pub(super) async fn run_http(args: BenchArgs, url: &str) -> Result<Report, Bench
         ));
     }
     let gateway = |e: paros_client::GatewayError| BenchError::Gateway(e.to_string());
-    let config = HttpConfig::default();
+    let config = HttpConfig { http2: !args.http1, sessions: args.session, ..HttpConfig::default() };
     let token = match &args.token {
         Some(t) => paros_api::Token::parse(t).map_err(|e| BenchError::Args(format!("--token: {e}")))?,
         None => {
@@ -92,7 +92,7 @@ pub(super) async fn run_http(args: BenchArgs, url: &str) -> Result<Report, Bench
     let (names, journals_created) = http_journals(&g, args.journals, &shared).await?;
     let client = Client::new(HttpService::from_gateway(g), ClientConfig::default())
         .map_err(|e| BenchError::Args(e.to_string()))?;
-    let journals = claim_all(&client, names, &shared).await?;
+    let journals = claim_all(&client, names, &shared, args.in_flight).await?;
     let placement_s = started.elapsed().as_secs_f64();
     let cpu_before = thread_cpu(url).await;
     let own_before = cpu_s();
@@ -102,6 +102,8 @@ pub(super) async fn run_http(args: BenchArgs, url: &str) -> Result<Report, Bench
     let verified = verify(&client, &journals, &shared, args.record_bytes).await?;
     let mut report = report(&args, &shared, elapsed, verified);
     report.target = "http";
+    report.transport =
+        format!("{}{}", if args.http1 { "http1" } else { "http2" }, if args.session { "+session" } else { "" });
     report.placement_s = placement_s;
     report.journals_created = journals_created;
     if report.acked_records > 0 {

@@ -67,7 +67,7 @@ async fn measure(cell: &EmbeddedCell, args: &BenchArgs, opening: Instant, open_s
         (0, 0.0)
     };
     let shared = shared(args)?;
-    let journals = claim_all(&cell.client, keys, &shared).await?;
+    let journals = claim_all(&cell.client, keys, &shared, args.in_flight).await?;
     let syncs_before: u64 = cell.node_stats().iter().map(|s| s.syncs).sum();
     let times_before = cell.round_times();
     let probes = cell.store_probes();

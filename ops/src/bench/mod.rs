@@ -39,6 +39,12 @@ pub struct BenchArgs {
     pub journals: usize,
     pub record_bytes: usize,
     pub batch: usize,
+    /// Writes each loop keeps in flight on its journal's writer.
+    pub in_flight: usize,
+    /// Over HTTP: writes travel on append sessions.
+    pub session: bool,
+    /// Over HTTP: HTTP/1.1 instead of HTTP/2.
+    pub http1: bool,
     pub duration: Duration,
     pub data_dir: Option<PathBuf>,
     /// Journals placed besides the bench's, which stay idle during the run (their memory
@@ -99,6 +105,8 @@ struct JournalWriter<S: JournalService + 'static> {
     index: usize,
     journal: S::Journal,
     writer: Writer<S>,
+    /// When each write in flight was handed to the writer, oldest first.
+    sent: std::collections::VecDeque<Instant>,
 }
 
 type Journals<S> = Vec<Arc<tokio::sync::Mutex<JournalWriter<S>>>>;
@@ -263,8 +271,8 @@ impl Shared {
 /// [`BenchError`] when the cell will not start, a writer is superseded or fails, or a
 /// read-back does not match what was acknowledged.
 pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
-    if args.writers == 0 || args.journals == 0 || args.batch == 0 || args.record_bytes == 0 {
-        return Err(BenchError::Args("writers, journals, batch and record-bytes must be at least 1".into()));
+    if args.writers == 0 || args.journals == 0 || args.batch == 0 || args.record_bytes == 0 || args.in_flight == 0 {
+        return Err(BenchError::Args("writers, journals, batch, in-flight and record-bytes must be at least 1".into()));
     }
     let limits = paros_core::journal::Limits::default();
     if args.batch > limits.write_records_max as usize

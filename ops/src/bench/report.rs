@@ -13,6 +13,11 @@ use super::{BenchArgs, Shared};
 pub struct Report {
     /// `in_cell` (the embedded cell, through the node RPC) or `http` (a gateway, `--target`).
     pub target: &'static str,
+    /// Over HTTP, how writes travelled: `http2` or `http1`, `+session` on append sessions;
+    /// empty in the cell.
+    pub transport: String,
+    /// Writes each loop kept in flight (`--in-flight`).
+    pub in_flight: usize,
     pub records_per_s: f64,
     pub batches_per_s: f64,
     pub p50_us: u64,
@@ -219,6 +224,8 @@ pub(super) fn report(args: &BenchArgs, shared: &Shared, elapsed: f64, verified: 
     };
     Report {
         target: "in_cell",
+        transport: String::new(),
+        in_flight: args.in_flight,
         records_per_s: records as f64 / elapsed,
         batches_per_s: batches as f64 / elapsed,
         p50_us: pct(0.50),
