@@ -11,6 +11,7 @@
 //! request line the stream ends without answering was never read: it took no effect.
 //! A stream that breaks off without its end line leaves the unanswered lines undecided.
 
+use bytes::{Bytes, BytesMut};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -109,9 +110,38 @@ impl SessionLine {
     }
 }
 
+/// At most this many bytes of ready lines are joined into one chunk by [`gather`].
+pub const CHUNK_BYTES_MAX: usize = 64 << 10;
+
+/// `first` and the lines `next` has ready behind it, joined up to [`CHUNK_BYTES_MAX`] bytes: one
+/// body frame (and one write) for a burst of lines instead of one each, in either direction.
+pub fn gather(first: Bytes, mut next: impl FnMut() -> Option<Bytes>) -> Bytes {
+    let mut joined: Option<BytesMut> = None;
+    while joined.as_ref().map_or(first.len(), BytesMut::len) < CHUNK_BYTES_MAX {
+        let Some(line) = next() else { break };
+        joined.get_or_insert_with(|| BytesMut::from(&first[..])).extend_from_slice(&line);
+    }
+    joined.map_or(first, BytesMut::freeze)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ready_lines_are_gathered_up_to_the_chunk_bound() {
+        let mut ready = vec![Bytes::from_static(b"b\n"), Bytes::from_static(b"c\n")].into_iter();
+        assert_eq!(gather(Bytes::from_static(b"a\n"), || ready.next()), Bytes::from_static(b"a\nb\nc\n"));
+        let big = Bytes::from(vec![b'x'; CHUNK_BYTES_MAX]);
+        let mut left = 1;
+        let once = gather(big.clone(), || {
+            (left > 0).then(|| {
+                left -= 1;
+                Bytes::from_static(b"y")
+            })
+        });
+        assert_eq!((once, left), (big, 1), "a full chunk takes nothing more");
+    }
 
     #[test]
     fn answers_and_ends_round_trip_and_anything_else_is_refused() {

@@ -66,8 +66,11 @@ pub(crate) async fn session(
     let (out, answers) = mpsc::channel::<Bytes>(g.inner.config.session_in_flight_max.max(1));
     let session = Session { g: g.clone(), tenant: t.tenant, name, key, mode, _slot: slot };
     tokio::spawn(session.run(body.into_data_stream(), out));
+    // The answers ready together leave as one chunk.
     let stream = futures_util::stream::unfold(answers, |mut answers| async move {
-        answers.recv().await.map(|line| (Ok::<_, Infallible>(line), answers))
+        let first = answers.recv().await?;
+        let chunk = paros_api::session::gather(first, || answers.try_recv().ok());
+        Some((Ok::<_, Infallible>(chunk), answers))
     });
     let content_type = [(header::CONTENT_TYPE, HeaderValue::from_static(SESSION_CONTENT_TYPE))];
     Ok((StatusCode::OK, content_type, Body::from_stream(stream)).into_response())

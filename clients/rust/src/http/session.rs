@@ -21,6 +21,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use paros_api::session::gather;
 use paros_api::{JournalName, SESSION_CONTENT_TYPE, SessionLine};
 use reqwest::Method;
 use reqwest::header::CONTENT_TYPE;
@@ -124,7 +125,7 @@ impl Sessions {
     }
 }
 
-/// The request body: the lines as the task hands them over.
+/// The request body: the lines as the task hands them over, those ready together in one frame.
 struct LineBody(mpsc::Receiver<Bytes>);
 
 impl http_body::Body for LineBody {
@@ -135,7 +136,8 @@ impl http_body::Body for LineBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
-        self.0.poll_recv(cx).map(|line| line.map(|l| Ok(http_body::Frame::data(l))))
+        let rx = &mut self.0;
+        rx.poll_recv(cx).map(|line| line.map(|l| Ok(http_body::Frame::data(gather(l, || rx.try_recv().ok())))))
     }
 }
 
