@@ -67,6 +67,8 @@ fn paros(url: &str, args: &[&str]) -> Output {
         .args(args)
         .env("PAROS_URL", url)
         .env("PAROS_TOKEN", "tok.en")
+        // The fake gateway speaks HTTP/1.1, one request per connection, and has no sessions.
+        .env("PAROS_HTTP1", "1")
         .output()
         .expect("runs paros")
 }

@@ -78,6 +78,13 @@ fn paros_dev_serves_the_cli_stops_on_sigint_and_keeps_every_record_across_a_rest
         "{metrics}"
     );
     assert!(metrics.lines().any(|l| l == "paros_gateway_auth_refusals_total{reason=\"not_jwt\"} 1"), "{metrics}");
+    // `paros write` writes over append sessions (one per write verb), not one request per batch.
+    let posts = |route: &str| {
+        let series = format!("paros_gateway_requests_total{{method=\"POST\",route=\"{route}\",status=\"200\"}} ");
+        metrics.lines().find_map(|l| l.strip_prefix(series.as_str())).map_or(0, |v| v.parse::<u64>().unwrap())
+    };
+    assert_eq!(posts("/v1/journals/{name}/session"), 2, "{metrics}");
+    assert_eq!(posts("/v1/journals/{name}/records"), 0, "{metrics}");
     stop(child);
 
     let (child, url) = start(&data);

@@ -50,7 +50,8 @@ use crate::wire::no_query;
     components(schemas(
         ErrorBody, SignupRequest, SignupAnswer, MintTokenRequest, TokenAnswer, CreateJournalRequest, JournalInfo,
         JournalList, SetLeaderRequest, SetLeaderAnswer, WriteRequest, WriteAnswer, Page, Gap, Heartbeat,
-        TruncateRequest, TruncateAnswer, paros_api::SessionEnd, crate::overview::OverviewBody, crate::overview::MachineBody,
+        TruncateRequest, TruncateAnswer, paros_api::SessionEnd, crate::overview::OverviewBody,
+        crate::overview::MachineBody,
         crate::nodes::NodeCounters, crate::overview::TrafficBody, crate::overview::TenantBody,
         crate::overview::JournalBody, crate::overview::LeaderNodeBody
     ))

@@ -239,6 +239,7 @@ async fn the_openapi_document_describes_the_routes_the_router_serves() {
         ("POST", "/v1/journals/{name}/records"),
         ("GET", "/v1/journals/{name}/records"),
         ("POST", "/v1/journals/{name}/truncate"),
+        ("POST", "/v1/journals/{name}/session"),
         ("GET", "/v1/journals/{name}/tail"),
         ("GET", "/healthz"),
         ("GET", "/metrics"),

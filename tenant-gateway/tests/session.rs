@@ -110,7 +110,7 @@ async fn a_superseded_writer_s_session_ends_with_refused_and_nothing_after_it_is
     assert_eq!(end["end"]["code"], "refused", "{got:?}");
     let answered = got.len() - 1;
     assert_eq!(end["end"]["answered"], answered);
-    assert!(answered >= 1 && answered <= 20);
+    assert!((1..=20).contains(&answered));
     for a in &got[..answered] {
         assert_eq!((a["status"].as_u64(), a["body"]["code"].as_str()), (Some(409), Some("refused")), "{a}");
         assert_eq!(a["body"]["view"]["leader"], B);

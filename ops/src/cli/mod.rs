@@ -32,6 +32,10 @@ pub struct Gateway {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Speak plain HTTP/1.1: one request per call, no HTTP/2 and no append sessions (for a
+    /// proxy that speaks neither). Default: $PAROS_HTTP1 set to anything but `0`, else off.
+    #[arg(long)]
+    pub http1: bool,
 }
 
 /// The tenant verbs, flattened into the `paros` binary's subcommands.
@@ -679,7 +683,7 @@ mod tests {
                 leader: Some(LeaderUuid::parse(U).unwrap()),
                 batch: 2,
                 base64: false,
-                gateway: Gateway { url: Some("http://g".into()), token: None, json: true },
+                gateway: Gateway { url: Some("http://g".into()), token: None, json: true, http1: false },
             }
         );
     }

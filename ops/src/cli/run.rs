@@ -208,8 +208,9 @@ pub(super) fn connect(
         .or_else(|| env("PAROS_TOKEN"))
         .map(|t| Token::parse(t.trim()).map_err(|source| Failure::BadToken { source }))
         .transpose()?;
-    let g =
-        GatewayClient::new(&url, token.as_ref(), HttpConfig::default()).map_err(|e| Failure::from_gateway(e, true))?;
+    let http1 = gateway.http1 || env("PAROS_HTTP1").is_some_and(|v| !v.is_empty() && v != "0");
+    let config = HttpConfig { http2: !http1, sessions: !http1, ..HttpConfig::default() };
+    let g = GatewayClient::new(&url, token.as_ref(), config).map_err(|e| Failure::from_gateway(e, true))?;
     Ok((g, gateway.json))
 }
 
@@ -431,7 +432,8 @@ mod tests {
             _ => None,
         };
         assert!(connect(&Gateway::default(), &env).is_ok(), "the environment is enough");
-        let flags = Gateway { url: Some("http://flag:2".into()), token: Some("flag.token".into()), json: true };
+        let flags =
+            Gateway { url: Some("http://flag:2".into()), token: Some("flag.token".into()), json: true, http1: false };
         let (g, json) = connect(&flags, &env).unwrap();
         assert!(json);
         assert!(format!("{g:?}").contains("http://flag:2/"));
@@ -439,7 +441,7 @@ mod tests {
         assert!(matches!(connect(&Gateway::default(), &none), Err(Failure::NoUrl)));
         let bad = Gateway { url: Some("not a url".into()), ..Gateway::default() };
         assert_eq!(connect(&bad, &none).unwrap_err().exit_code(), 2);
-        let bad_token = Gateway { url: Some("http://x".into()), token: Some("has space".into()), json: false };
+        let bad_token = Gateway { url: Some("http://x".into()), token: Some("has space".into()), ..Gateway::default() };
         assert_eq!(connect(&bad_token, &none).unwrap_err().exit_code(), 2);
     }
 }

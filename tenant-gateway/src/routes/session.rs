@@ -122,7 +122,8 @@ impl Session {
                         Some(Ok(line)) => match self.admit(&line) {
                             Ok(req) => in_flight.push_back(self.write(req)),
                             Err(e) => {
-                                end = Some((SessionEndCode::Refused, refused_at(answered + in_flight.len() as u64, &e)));
+                                let at = answered + in_flight.len() as u64;
+                                end = Some((SessionEndCode::Refused, refused_at(at, &e)));
                                 in_flight.push_back(Box::pin(std::future::ready(Err(e))));
                             }
                         },

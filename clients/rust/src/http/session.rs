@@ -227,7 +227,9 @@ impl Task {
             Err(e) if e.is_connect() => return waiting.settle(&mut rx, Settled::NotSent),
             Err(_) => return waiting.settle(&mut rx, Settled::NoAnswer),
         };
-        if response.status() != reqwest::StatusCode::OK {
+        let streams =
+            response.headers().get(CONTENT_TYPE).is_some_and(|v| v.as_bytes() == SESSION_CONTENT_TYPE.as_bytes());
+        if response.status() != reqwest::StatusCode::OK || !streams {
             // Refused whole, before any line was read: the lines go by plain requests.
             if response.headers().contains_key(NO_ROUTE) {
                 self.unoffered.store(true, Ordering::Relaxed);
