@@ -85,6 +85,36 @@ fn paros_dev_serves_the_cli_stops_on_sigint_and_keeps_every_record_across_a_rest
     };
     assert_eq!(posts("/v1/journals/{name}/session"), 2, "{metrics}");
     assert_eq!(posts("/v1/journals/{name}/records"), 0, "{metrics}");
+
+    // A live stdin: each line is written as it arrives, not when stdin ends.
+    assert_eq!(cli(&url, Some(&token), &["journal", "create", "live"], None).0, 0);
+    let mut writer = paros()
+        .args(["write", "live"])
+        .env("PAROS_URL", &url)
+        .env("PAROS_TOKEN", &token)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the CLI runs");
+    let mut input = writer.stdin.take().expect("piped");
+    for (i, line) in ["early", "later"].iter().enumerate() {
+        use std::io::Write as _;
+        writeln!(input, "{line}").expect("stdin");
+        input.flush().expect("stdin");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let (_, out) = cli(&url, Some(&token), &["read", "live", "--from", "0"], None);
+            if out.lines().count() == i + 1 {
+                assert!(out.ends_with(&format!("{i}\t{line}\n")), "{out}");
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "line {i} not written while stdin is open: {out}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    drop(input);
+    assert!(writer.wait().expect("the CLI exits").success());
     stop(child);
 
     let (child, url) = start(&data);

@@ -57,15 +57,17 @@ pub enum Verb {
         #[command(subcommand)]
         command: JournalCommand,
     },
-    /// Write records (the arguments, else one per stdin line), in batches. A single-writer
-    /// journal is claimed under a fresh leader uuid unless `--leader` names the one in force.
+    /// Write records (the arguments, else one per stdin line, written as the lines arrive: a
+    /// live stream can be piped in), in batches of the records ready together. A single-writer
+    /// journal is claimed under a fresh leader uuid unless `--leader` names the one in force;
+    /// its batches are pipelined on one append session.
     Write {
         journal: JournalName,
         records: Vec<String>,
         /// Write under this leader uuid (already in force) instead of claiming.
         #[arg(long)]
         leader: Option<LeaderUuid>,
-        /// Records per batch.
+        /// Records per batch at most.
         #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
         batch: u32,
         /// Records are given in standard base64.

@@ -62,12 +62,15 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
         Verb::Journal { command } => journal(command, env).await,
         Verb::Write { journal, records, leader, batch, base64, gateway } => {
             let (g, json) = connect(&gateway, env)?;
-            let records = if records.is_empty() { stdin_lines()? } else { records };
-            let records = decode(records, base64)?;
-            if records.is_empty() {
+            let mut records = if records.is_empty() {
+                Records::stdin(base64)
+            } else {
+                Records::Given(records.into_iter().map(|r| decode(r, base64)).collect::<Result<Vec<_>, _>>()?.into())
+            };
+            if !records.any().await? {
                 return Err(Failure::NoRecords);
             }
-            let batches: Vec<Vec<Bytes>> = records.chunks(batch as usize).map(<[Bytes]>::to_vec).collect();
+            let batches = Batches { records, max: batch as usize };
             let info = g.show_journal(&journal).await.map_err(|e| Failure::from_gateway(e, true))?;
             let written = match (info.mode, leader) {
                 (WriterMode::MultiWriter, Some(_)) => {
@@ -240,7 +243,7 @@ struct Written {
     next_seq: u64,
 }
 
-async fn claim_and_write(g: GatewayClient, journal: JournalName, batches: Vec<Vec<Bytes>>) -> Result<Written, Failure> {
+async fn claim_and_write(g: GatewayClient, journal: JournalName, mut batches: Batches) -> Result<Written, Failure> {
     let mut writer =
         Writer::new(client(g), journal, WriterConfig::default()).map_err(|error| Failure::WriterConfig { error })?;
     let view = writer.claim().await.map_err(Failure::from_writer)?;
@@ -257,12 +260,21 @@ async fn claim_and_write(g: GatewayClient, journal: JournalName, batches: Vec<Ve
             }
             Ok(())
         };
-    for batch in batches {
-        let bytes = batch.iter().map(|r| r.len() as u64).sum();
-        while !writer.has_room(bytes) {
-            take(writer.next_report().await)?;
+    // Batches go out as their records arrive (stdin may be a live stream), acknowledgements are
+    // taken as they come; both waits are cancel-safe.
+    loop {
+        tokio::select! {
+            biased;
+            report = writer.next_report(), if writer.in_flight() > 0 => take(report)?,
+            batch = batches.next() => {
+                let Some(batch) = batch? else { break };
+                let bytes = batch.iter().map(|r| r.len() as u64).sum();
+                while !writer.has_room(bytes) {
+                    take(writer.next_report().await)?;
+                }
+                writer.submit(batch).map_err(Failure::from_writer)?;
+            }
         }
-        writer.submit(batch).map_err(Failure::from_writer)?;
     }
     while writer.in_flight() > 0 {
         take(writer.next_report().await)?;
@@ -275,7 +287,7 @@ async fn write_as(
     journal: JournalName,
     leader: paros_core::LeaderUuid,
     info: JournalInfo,
-    batches: Vec<Vec<Bytes>>,
+    mut batches: Batches,
 ) -> Result<Written, Failure> {
     let view = info.view;
     if view.leader != Some(leader) {
@@ -283,7 +295,7 @@ async fn write_as(
     }
     let client = client(g);
     let mut done = Written { leader: Some(leader), first: None, count: 0, next_seq: view.next_seq.0 };
-    for records in batches {
+    while let Some(records) = batches.next().await? {
         let (seq, count) = (Seq(done.next_seq), records.len() as u64);
         let decided = client
             .call(&journal, Call::Write { leader: Some(leader), seq, records })
@@ -305,9 +317,9 @@ async fn write_as(
 
 /// Multi-writer appends: one request per batch, retried only when the gateway says nothing
 /// was done (a retry after a lost answer would append the batch twice).
-async fn append(g: &GatewayClient, journal: &JournalName, batches: Vec<Vec<Bytes>>) -> Result<Written, Failure> {
+async fn append(g: &GatewayClient, journal: &JournalName, mut batches: Batches) -> Result<Written, Failure> {
     let mut done = Written { leader: None, first: None, count: 0, next_seq: 0 };
-    for records in batches {
+    while let Some(records) = batches.next().await? {
         let request = WriteRequest::append(records.into_iter().map(|r| Record(r.to_vec())).collect());
         let mut attempt = 0u32;
         let outcome = loop {
@@ -338,27 +350,114 @@ async fn append(g: &GatewayClient, journal: &JournalName, batches: Vec<Vec<Bytes
     Ok(done)
 }
 
-fn stdin_lines() -> Result<Vec<String>, Failure> {
-    std::io::stdin()
-        .lock()
-        .lines()
-        .collect::<Result<_, _>>()
-        .map_err(|source| Failure::Io { what: "reading stdin", source })
+/// Lines of stdin buffered ahead of the writes.
+const STDIN_LINES_AHEAD: usize = 4096;
+
+/// Where a write verb's records come from: its arguments, or stdin, line by line as it arrives.
+enum Records {
+    Given(std::collections::VecDeque<Bytes>),
+    Stdin { lines: tokio::sync::mpsc::Receiver<Result<Bytes, Failure>>, held: Option<Result<Bytes, Failure>> },
 }
 
-fn decode(records: Vec<String>, base64: bool) -> Result<Vec<Bytes>, Failure> {
-    records
-        .into_iter()
-        .map(|r| {
-            if base64 {
-                Record::from_base64(&r)
-                    .map(|rec| Bytes::from(rec.0))
-                    .map_err(|source| Failure::BadRecord { record: r, source })
-            } else {
-                Ok(Bytes::from(r))
+impl Records {
+    /// Reads stdin on a thread of its own (a blocking read), each line decoded, into a bounded
+    /// queue; the first bad line or read error ends it.
+    fn stdin(base64: bool) -> Records {
+        let (tx, lines) = tokio::sync::mpsc::channel(STDIN_LINES_AHEAD);
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                let record = line
+                    .map_err(|source| Failure::Io { what: "reading stdin", source })
+                    .and_then(|l| decode(l, base64));
+                let failed = record.is_err();
+                if tx.blocking_send(record).is_err() || failed {
+                    return;
+                }
             }
-        })
-        .collect()
+        });
+        Records::Stdin { lines, held: None }
+    }
+
+    /// Whether there is a record to write at all (waiting for stdin's first line or its end).
+    async fn any(&mut self) -> Result<bool, Failure> {
+        match self {
+            Records::Given(records) => Ok(!records.is_empty()),
+            Records::Stdin { lines, held } => {
+                if held.is_none() {
+                    *held = lines.recv().await;
+                }
+                match held {
+                    None => Ok(false),
+                    Some(Ok(_)) => Ok(true),
+                    Some(Err(_)) => Err(held.take().and_then(Result::err).expect("an error is held")),
+                }
+            }
+        }
+    }
+
+    /// The next record, waiting for it; `None` at the end.
+    async fn next(&mut self) -> Result<Option<Bytes>, Failure> {
+        match self {
+            Records::Given(records) => Ok(records.pop_front()),
+            Records::Stdin { lines, held } => match held.take() {
+                Some(r) => r.map(Some),
+                None => lines.recv().await.transpose(),
+            },
+        }
+    }
+
+    /// The next record if it is here already. An error is held for [`next`](Self::next) to
+    /// report, after the records before it are written.
+    fn ready(&mut self) -> Option<Bytes> {
+        match self {
+            Records::Given(records) => records.pop_front(),
+            Records::Stdin { lines, held } => {
+                let next = match held.take() {
+                    Some(r) => r,
+                    None => lines.try_recv().ok()?,
+                };
+                match next {
+                    Ok(record) => Some(record),
+                    Err(e) => {
+                        *held = Some(Err(e));
+                        None
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Records gathered into batches: at least one record each (waited for), then those already
+/// here, up to `max`.
+struct Batches {
+    records: Records,
+    max: usize,
+}
+
+impl Batches {
+    /// The next batch, `None` at the end. Cancel-safe: a record taken is in the batch returned.
+    async fn next(&mut self) -> Result<Option<Vec<Bytes>>, Failure> {
+        let Some(first) = self.records.next().await? else { return Ok(None) };
+        let mut batch = vec![first];
+        while batch.len() < self.max {
+            match self.records.ready() {
+                Some(r) => batch.push(r),
+                None => break,
+            }
+        }
+        Ok(Some(batch))
+    }
+}
+
+fn decode(record: String, base64: bool) -> Result<Bytes, Failure> {
+    if base64 {
+        Record::from_base64(&record)
+            .map(|rec| Bytes::from(rec.0))
+            .map_err(|source| Failure::BadRecord { record, source })
+    } else {
+        Ok(Bytes::from(record))
+    }
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> String {
