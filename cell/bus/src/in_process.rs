@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use paros_core::NodeId;
 use paros_node::ports::{Envelope, Transport};
-use paros_node::rpc::{Incoming, NodeAnswer, NodeRequest, Rpc, RpcError};
+use paros_node::rpc::{Incoming, NodeAnswer, NodeRequest, Responder, Rpc, RpcError};
 use tokio::sync::{mpsc, oneshot};
 
 /// A snapshot of an [`InProcessBus`]'s counters, totals since the bus was created.
@@ -22,6 +22,8 @@ pub struct BusStats {
     pub dropped: u64,
     /// Requests made, whatever their outcome.
     pub requests: u64,
+    /// Inbox items that carried requests: requests made together travel as one item.
+    pub request_items: u64,
 }
 
 #[derive(Debug, Default)]
@@ -30,11 +32,14 @@ struct Counters {
     envelopes_sent: AtomicU64,
     dropped: AtomicU64,
     requests: AtomicU64,
+    request_items: AtomicU64,
 }
 
 #[derive(Debug, Default)]
 struct Shared {
     inboxes: Mutex<HashMap<NodeId, mpsc::Sender<Incoming>>>,
+    /// Requests waiting to go into a node's inbox together (see [`InProcessBus::call`]).
+    outboxes: Mutex<HashMap<NodeId, Vec<(NodeRequest, Responder)>>>,
     counters: Counters,
 }
 
@@ -90,6 +95,7 @@ impl InProcessBus {
             envelopes_sent: c.envelopes_sent.load(Ordering::Relaxed),
             dropped: c.dropped.load(Ordering::Relaxed),
             requests: c.requests.load(Ordering::Relaxed),
+            request_items: c.request_items.load(Ordering::Relaxed),
         }
     }
 
@@ -145,19 +151,103 @@ impl InProcessBus {
         }
     }
 
+    fn outboxes(&self) -> std::sync::MutexGuard<'_, HashMap<NodeId, Vec<(NodeRequest, Responder)>>> {
+        self.shared.outboxes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Puts the request in `to`'s outbox and waits for its answer. The request that finds the
+    /// outbox empty carries it: it lets the calls made in the same turn of the runtime join
+    /// (one yield), then puts them all into the inbox as one item — one wake-up of the node for
+    /// a burst, as protocol messages travel. Nothing is lost if the carrier gives up: dropping
+    /// it sends what it carried.
     async fn call(&self, to: NodeId, request: NodeRequest, deadline: Duration) -> Result<NodeAnswer, RpcError> {
         self.shared.counters.requests.fetch_add(1, Ordering::Relaxed);
         let tx = self.route(to).ok_or(RpcError::NoRoute(to))?;
         let (reply, answer) = oneshot::channel();
+        let carrier = {
+            let mut outboxes = self.outboxes();
+            let outbox = outboxes.entry(to).or_default();
+            outbox.push((request, reply));
+            outbox.len() == 1
+        };
         let exchange = async {
-            // Requests are not retried by Paxos: a full inbox is waited on, not dropped.
-            if tx.send(Incoming::Request { request, reply }).await.is_err() {
-                self.forget_closed(to);
-                return Err(RpcError::NoRoute(to));
+            if carrier {
+                let mut carried = Carried { bus: self, to, tx: Some(tx) };
+                tokio::task::yield_now().await;
+                // Requests are not retried by Paxos: a full inbox is waited on, not dropped.
+                carried.send().await;
             }
             answer.await.map_err(|_| RpcError::Dropped)
         };
         tokio::time::timeout(deadline, exchange).await.unwrap_or(Err(RpcError::Timeout))
+    }
+
+    /// The requests waiting for `to`, as one inbox item.
+    fn take_outbox(&self, to: NodeId) -> Option<Incoming> {
+        let mut requests = self.outboxes().remove(&to)?;
+        self.shared.counters.request_items.fetch_add(1, Ordering::Relaxed);
+        Some(if requests.len() == 1 {
+            let (request, reply) = requests.pop().expect("one request");
+            Incoming::Request { request, reply }
+        } else {
+            Incoming::Requests(requests)
+        })
+    }
+}
+
+/// An outbox its carrier has yet to send.
+struct Carried<'a> {
+    bus: &'a InProcessBus,
+    to: NodeId,
+    tx: Option<mpsc::Sender<Incoming>>,
+}
+
+impl Carried<'_> {
+    /// Waits for room in the inbox, then sends what the outbox holds by then.
+    async fn send(&mut self) {
+        // Cancelled while waiting for room, the carrier still holds `tx`: its drop sends.
+        if let Some(tx) = self.tx.as_ref() {
+            match tx.reserve().await {
+                Ok(permit) => {
+                    if let Some(item) = self.bus.take_outbox(self.to) {
+                        permit.send(item);
+                    }
+                }
+                Err(_) => {
+                    self.bus.forget_closed(self.to);
+                    if let Some(item) = self.bus.take_outbox(self.to) {
+                        unsent(item);
+                    }
+                }
+            }
+        }
+        self.tx = None;
+    }
+}
+
+impl Drop for Carried<'_> {
+    /// A carrier dropped before it sent (its caller gave up): the outbox goes now if the inbox
+    /// has room, else every request in it is told `Busy` (nothing was done; ask again).
+    fn drop(&mut self) {
+        let Some(tx) = self.tx.take() else { return };
+        let Some(item) = self.bus.take_outbox(self.to) else { return };
+        if let Err(mpsc::error::TrySendError::Full(item) | mpsc::error::TrySendError::Closed(item)) = tx.try_send(item)
+        {
+            unsent(item);
+        }
+    }
+}
+
+/// Requests that never reached the node: each is answered `Busy`, which to a call means
+/// nothing was done (to a read, not served).
+fn unsent(item: Incoming) {
+    let requests = match item {
+        Incoming::Request { request, reply } => vec![(request, reply)],
+        Incoming::Requests(requests) => requests,
+        Incoming::Protocol { .. } => return,
+    };
+    for (_, reply) in requests {
+        let _ = reply.send(NodeAnswer::Call(paros_core::wire::CallAnswer::Busy));
     }
 }
 

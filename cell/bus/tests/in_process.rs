@@ -41,9 +41,12 @@ async fn a_protocol_batch_arrives_as_one_message() {
             assert_eq!(from, A);
             assert_eq!(envelopes, batch);
         }
-        Incoming::Request { .. } => panic!("expected a protocol batch"),
+        Incoming::Request { .. } | Incoming::Requests(_) => panic!("expected a protocol batch"),
     }
-    assert_eq!(bus.stats(), BusStats { messages_sent: 1, envelopes_sent: 3, dropped: 0, requests: 0 });
+    assert_eq!(
+        bus.stats(),
+        BusStats { messages_sent: 1, envelopes_sent: 3, dropped: 0, requests: 0, request_items: 0 }
+    );
 }
 
 #[tokio::test]
@@ -71,7 +74,7 @@ async fn a_request_is_answered() {
                 assert_eq!(request, truncate_request());
                 reply.send(NodeAnswer::Call(CallAnswer::Busy)).expect("caller waits");
             }
-            Incoming::Protocol { .. } => panic!("expected a request"),
+            Incoming::Protocol { .. } | Incoming::Requests(_) => panic!("expected a request"),
         }
     });
 
@@ -120,7 +123,10 @@ async fn an_unregistered_node_is_gone() {
     assert_eq!(start.elapsed(), Duration::ZERO, "fails fast, not at the deadline");
 
     a.send(B, vec![catch_up(A, 1)]);
-    assert_eq!(bus.stats(), BusStats { messages_sent: 0, envelopes_sent: 0, dropped: 1, requests: 1 });
+    assert_eq!(
+        bus.stats(),
+        BusStats { messages_sent: 0, envelopes_sent: 0, dropped: 1, requests: 1, request_items: 0 }
+    );
 }
 
 #[tokio::test]
@@ -159,7 +165,7 @@ async fn a_dropped_responder_is_dropped() {
     let server = tokio::spawn(async move {
         match b_inbox.recv().await.expect("an item") {
             Incoming::Request { reply, .. } => drop(reply),
-            Incoming::Protocol { .. } => panic!("expected a request"),
+            Incoming::Protocol { .. } | Incoming::Requests(_) => panic!("expected a request"),
         }
     });
 
@@ -192,13 +198,16 @@ async fn a_full_inbox_drops_protocol_messages_and_counts_them() {
     for round in 1..=5 {
         a.send(B, vec![catch_up(A, round), catch_up(A, round)]);
     }
-    assert_eq!(bus.stats(), BusStats { messages_sent: 2, envelopes_sent: 4, dropped: 3, requests: 0 });
+    assert_eq!(
+        bus.stats(),
+        BusStats { messages_sent: 2, envelopes_sent: 4, dropped: 3, requests: 0, request_items: 0 }
+    );
 
     // The first two arrived, in order; the rest are gone.
     for round in 1..=2 {
         match b_inbox.recv().await.expect("an item") {
             Incoming::Protocol { envelopes, .. } => assert_eq!(envelopes[0], catch_up(A, round)),
-            Incoming::Request { .. } => panic!("expected a protocol batch"),
+            Incoming::Request { .. } | Incoming::Requests(_) => panic!("expected a protocol batch"),
         }
     }
     assert!(b_inbox.try_recv().is_err());
@@ -232,7 +241,7 @@ async fn a_request_waits_for_room_in_a_full_inbox() {
         Incoming::Request { reply, .. } => {
             reply.send(NodeAnswer::UnknownJournal).expect("caller waits");
         }
-        Incoming::Protocol { .. } => panic!("expected a request"),
+        Incoming::Protocol { .. } | Incoming::Requests(_) => panic!("expected a request"),
     }
     assert_eq!(caller.await.expect("caller ran"), Ok(NodeAnswer::UnknownJournal));
     assert_eq!(bus.stats().dropped, 0, "requests are never dropped for a full inbox");
@@ -248,4 +257,84 @@ async fn re_registering_replaces_the_inbox() {
     a.send(B, vec![catch_up(A, 1)]);
     assert!(new_inbox.try_recv().is_ok());
     assert!(old_inbox.try_recv().is_err());
+}
+
+/// Every future to completion, polled together in this task, their outputs in order.
+async fn join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+    let mut pending: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    let mut done: Vec<Option<F::Output>> = pending.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        for (f, out) in pending.iter_mut().zip(done.iter_mut()) {
+            if out.is_none()
+                && let std::task::Poll::Ready(v) = f.as_mut().poll(cx)
+            {
+                *out = Some(v);
+            }
+        }
+        if done.iter().all(Option::is_some) { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+    })
+    .await;
+    done.into_iter().map(|o| o.expect("done")).collect()
+}
+
+/// Polls `f` once.
+async fn poll_once<F: std::future::Future + Unpin>(f: &mut F) -> std::task::Poll<F::Output> {
+    std::future::poll_fn(|cx| std::task::Poll::Ready(std::pin::Pin::new(&mut *f).poll(cx))).await
+}
+
+#[tokio::test]
+async fn requests_made_together_travel_as_one_inbox_item_in_order() {
+    let bus = InProcessBus::new();
+    let (_b, mut b_inbox) = bus.register(B, 8);
+    let server = tokio::spawn(async move {
+        let Some(Incoming::Requests(requests)) = b_inbox.recv().await else { panic!("one item of requests") };
+        let ids: Vec<u64> = requests
+            .into_iter()
+            .map(|(request, reply)| {
+                let _ = reply.send(NodeAnswer::UnknownJournal);
+                match request {
+                    NodeRequest::Call { id, .. } => id.0,
+                    NodeRequest::Read { .. } => panic!("calls only"),
+                }
+            })
+            .collect();
+        ids
+    });
+    let call = |n: u64| {
+        let NodeRequest::Call { journal, call, .. } = truncate_request() else { unreachable!() };
+        bus.request(B, NodeRequest::Call { journal, id: paros_core::CallId(n), call }, Duration::from_secs(5))
+    };
+    let answers = join_all((1..=10).map(call)).await;
+    assert!(answers.iter().all(|a| *a == Ok(NodeAnswer::UnknownJournal)), "{answers:?}");
+    assert_eq!(server.await.unwrap(), (1..=10).collect::<Vec<_>>(), "in the order they were made");
+    assert_eq!((bus.stats().requests, bus.stats().request_items), (10, 1));
+}
+
+#[tokio::test]
+async fn a_carrier_that_gives_up_still_sends_the_requests_it_carried() {
+    let bus = InProcessBus::new();
+    let (_b, mut b_inbox) = bus.register(B, 8);
+    let mut carrier = Box::pin(bus.request(B, truncate_request(), Duration::from_secs(5)));
+    assert!(poll_once(&mut carrier).await.is_pending(), "the carrier waits a turn for company");
+    let mut rider = Box::pin(bus.request(B, truncate_request(), Duration::from_secs(5)));
+    assert!(poll_once(&mut rider).await.is_pending());
+    drop(carrier);
+    let Some(Incoming::Requests(requests)) = b_inbox.recv().await else { panic!("both requests, sent on drop") };
+    assert_eq!(requests.len(), 2);
+    for (_, reply) in requests {
+        let _ = reply.send(NodeAnswer::UnknownJournal);
+    }
+    assert_eq!(rider.await, Ok(NodeAnswer::UnknownJournal));
+}
+
+#[tokio::test]
+async fn requests_carried_to_an_inbox_that_closed_are_answered_busy() {
+    let bus = InProcessBus::new();
+    let (_b, b_inbox) = bus.register(B, 8);
+    let mut carrier = Box::pin(bus.request(B, truncate_request(), Duration::from_secs(5)));
+    assert!(poll_once(&mut carrier).await.is_pending());
+    drop(b_inbox);
+    // Busy: nothing was done, ask again (not Dropped, which would leave the call in doubt).
+    assert_eq!(carrier.await, Ok(NodeAnswer::Call(CallAnswer::Busy)));
+    assert!(!bus.is_registered(B));
 }

@@ -26,4 +26,7 @@ pub enum Incoming {
     Protocol { from: NodeId, envelopes: Vec<Envelope> },
     /// A request to answer through `reply`.
     Request { request: NodeRequest, reply: Responder },
+    /// Requests made together (in one turn of the caller's runtime), one inbox item for all:
+    /// each is answered through its own responder, as if it had come alone.
+    Requests(Vec<(NodeRequest, Responder)>),
 }

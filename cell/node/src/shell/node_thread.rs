@@ -15,7 +15,7 @@ use crate::fetch::Fetched;
 use crate::host::{Host, HostStats, Owed};
 use crate::ports::{Clock, LogStore, Transport};
 use crate::pump::{Persist, Pump};
-use crate::rpc::{Incoming, Responder};
+use crate::rpc::{Incoming, NodeRequest, Responder};
 use crate::schedule::{Next, Schedule, Spin, Wake};
 use crate::timing::RoundTimes;
 
@@ -179,16 +179,12 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
         while let Some(i) = input {
             match i {
                 Incoming::Protocol { from, envelopes } => pump.deliver(from, envelopes),
-                Incoming::Request { request, reply } => match pump.request(request) {
-                    // A resend of a call still owed takes its answer here; the earlier
-                    // send's caller, who gave up on it, is told `Dropped`.
-                    Ok(owed) => {
-                        responders.insert(owed, reply);
+                Incoming::Request { request, reply } => take_request(&mut pump, &mut responders, request, reply),
+                Incoming::Requests(requests) => {
+                    for (request, reply) in requests {
+                        take_request(&mut pump, &mut responders, request, reply);
                     }
-                    Err(answer) => {
-                        let _ = reply.send(answer);
-                    }
-                },
+                }
             }
             absorbed += 1;
             if absorbed >= inputs_max {
@@ -270,11 +266,30 @@ fn poll_once<S>(
     inbox.try_recv().ok().map(Woke::Input)
 }
 
+/// Hands one request to the host: answered now, or owed (its responder kept until the answer).
+fn take_request<S: LogStore>(
+    pump: &mut Pump<S>,
+    responders: &mut BTreeMap<Owed, Responder>,
+    request: NodeRequest,
+    reply: Responder,
+) {
+    match pump.request(request) {
+        // A resend of a call still owed takes its answer here; the earlier send's caller, who
+        // gave up on it, is told `Dropped`.
+        Ok(owed) => {
+            responders.insert(owed, reply);
+        }
+        Err(answer) => {
+            let _ = reply.send(answer);
+        }
+    }
+}
+
 /// Whether an input is work that more input usually follows soon (a request, or a protocol
 /// message other than liveness), rather than a ping or a heartbeat.
 fn is_work(input: &Incoming) -> bool {
     match input {
-        Incoming::Request { .. } => true,
+        Incoming::Request { .. } | Incoming::Requests(_) => true,
         Incoming::Protocol { envelopes, .. } => envelopes.iter().any(|e| !e.message.is_liveness()),
     }
 }
