@@ -228,10 +228,21 @@ impl Lines {
         Lines { body, buf: BytesMut::new(), limit, scanned: 0, done: false }
     }
 
+    /// Ends the reading with `e`: nothing more is read.
+    fn fail(&mut self, e: LineError) -> Option<Result<Bytes, LineError>> {
+        self.done = true;
+        self.buf.clear();
+        self.scanned = 0;
+        Some(Err(e))
+    }
+
     /// The next line, an error that ends the reading, or `None` at the end of the body.
     async fn next(&mut self) -> Option<Result<Bytes, LineError>> {
         loop {
             if let Some(i) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') {
+                if self.scanned + i > self.limit {
+                    return self.fail(LineError::TooLong);
+                }
                 let line = self.buf.split_to(self.scanned + i + 1).freeze();
                 self.scanned = 0;
                 let line = line.slice(..line.len() - 1);
@@ -242,9 +253,7 @@ impl Lines {
             }
             self.scanned = self.buf.len();
             if self.buf.len() > self.limit {
-                self.done = true;
-                self.buf.clear();
-                return Some(Err(LineError::TooLong));
+                return self.fail(LineError::TooLong);
             }
             if self.done {
                 let rest = std::mem::take(&mut self.buf).freeze();
@@ -253,13 +262,52 @@ impl Lines {
             }
             match self.body.next().await {
                 Some(Ok(chunk)) => self.buf.extend_from_slice(&chunk),
-                Some(Err(e)) => {
-                    self.done = true;
-                    self.buf.clear();
-                    return Some(Err(LineError::Read(e.to_string())));
-                }
+                Some(Err(e)) => return self.fail(LineError::Read(e.to_string())),
                 None => self.done = true,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines_of(chunks: Vec<&'static [u8]>, limit: usize) -> Vec<Result<Bytes, String>> {
+        let body = Body::from_stream(futures_util::stream::iter(chunks.into_iter().map(Ok::<_, Infallible>)));
+        let mut lines = Lines::new(body.into_data_stream(), limit);
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        runtime.block_on(async {
+            let mut out = vec![];
+            while let Some(line) = lines.next().await {
+                out.push(line.map_err(|e| match e {
+                    LineError::TooLong => "too long".to_owned(),
+                    LineError::Read(e) => e,
+                }));
+            }
+            out
+        })
+    }
+
+    #[test]
+    fn a_body_is_cut_into_the_same_lines_however_it_is_chunked() {
+        let body: &'static [u8] = b"{\"a\":1}\n\n  \n{\"b\":2}\r\n{\"c\":3}";
+        let want: Vec<Result<Bytes, String>> = vec![
+            Ok(Bytes::from_static(b"{\"a\":1}")),
+            Ok(Bytes::from_static(b"{\"b\":2}\r")),
+            Ok(Bytes::from_static(b"{\"c\":3}")),
+        ];
+        assert_eq!(lines_of(vec![body], 64), want, "blank lines skipped, the last needs no newline");
+        for cut in 0..=body.len() {
+            assert_eq!(lines_of(vec![&body[..cut], &body[cut..]], 64), want, "cut at {cut}");
+        }
+        let bytes: Vec<&'static [u8]> = body.chunks(1).collect();
+        assert_eq!(lines_of(bytes, 64), want, "byte by byte");
+    }
+
+    #[test]
+    fn a_line_over_the_limit_ends_the_reading() {
+        let got = lines_of(vec![b"short\n", b"0123456789", b"0123456789\nnever\n"], 12);
+        assert_eq!(got, vec![Ok(Bytes::from_static(b"short")), Err("too long".to_owned())]);
     }
 }
