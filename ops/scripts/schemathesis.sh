@@ -115,6 +115,8 @@ admin=$(sed -n 's/^admin token[^:]*: //p' "$work/dev.out" | head -n 1)
 [ -n "$admin" ] || { echo "schemathesis.sh: paros dev printed no admin token" >&2; exit 1; }
 seed_args=()
 [ "$seed" = "random" ] || seed_args=(--seed "$seed")
+# The append session's body (application/x-ndjson) needs a serializer of our own.
+export SCHEMATHESIS_HOOKS="$root/ops/scripts/schemathesis_hooks.py"
 run_schemathesis() {
   local bearer=$1 seconds=$2
   shift 2
