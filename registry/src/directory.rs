@@ -171,8 +171,8 @@ struct State {
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 struct Index {
     tenant_names: BTreeMap<TenantName, TenantId>,
-    /// Live journals only.
-    journal_names: BTreeMap<(TenantId, JournalName), JournalId>,
+    /// Live journals only, by tenant, then name (a lookup by a borrowed name copies nothing).
+    journal_names: BTreeMap<TenantId, BTreeMap<JournalName, JournalId>>,
     /// The request ids of the window, oldest first.
     verdict_order: VecDeque<(Seq, RequestId)>,
     /// Live journals where the node is a voter.
@@ -291,7 +291,7 @@ impl Directory {
 
     /// The live journal of `tenant` named `name`.
     pub fn journal_by_name(&self, tenant: TenantId, name: &JournalName) -> Option<&Journal> {
-        let journal = *self.index.journal_names.get(&(tenant, name.clone()))?;
+        let journal = *self.index.journal_names.get(&tenant)?.get(name)?;
         self.journal(JournalKey { tenant, journal })
     }
 
@@ -556,7 +556,7 @@ impl Directory {
         if self.state.journals.contains_key(&key) {
             return Err(Refusal::JournalIdTaken { key });
         }
-        if self.index.journal_names.contains_key(&(tenant, name.clone())) {
+        if self.index.journal_names.get(&tenant).is_some_and(|names| names.contains_key(&name)) {
             return Err(Refusal::JournalNameTaken { tenant, name });
         }
         let live = self.index.live_journals.get(&tenant).copied().unwrap_or(0);
@@ -568,7 +568,7 @@ impl Directory {
         for v in &voters {
             *self.index.load.entry(*v).or_insert(0) += 1;
         }
-        self.index.journal_names.insert((tenant, name.clone()), journal);
+        self.index.journal_names.entry(tenant).or_default().insert(name.clone(), journal);
         self.state.journals.insert(
             key,
             Journal { key, name, mode, voters: voters.as_slice().into(), created_at: at, deleted_at: None },
@@ -593,9 +593,16 @@ impl Directory {
 
     fn delete_journal(&mut self, at: Seq, tenant: TenantId, name: JournalName) -> Result<Accepted, Refusal> {
         self.tenant_mut(tenant)?;
-        let Some(journal) = self.index.journal_names.remove(&(tenant, name.clone())) else {
+        let Some(names) = self.index.journal_names.get_mut(&tenant) else {
             return Err(Refusal::UnknownJournal { tenant, name });
         };
+        let Some(journal) = names.remove(&name) else {
+            return Err(Refusal::UnknownJournal { tenant, name });
+        };
+        // A tenant without live journals has no entry, as a rebuilt index has none.
+        if names.is_empty() {
+            self.index.journal_names.remove(&tenant);
+        }
         let key = JournalKey { tenant, journal };
         if let Some(j) = self.state.journals.get_mut(&key) {
             j.deleted_at = Some(at);
@@ -645,8 +652,7 @@ impl Directory {
                 return Err(Inconsistent("a journal of an unknown tenant"));
             }
             if j.is_live() {
-                let name = (key.tenant, j.name.clone());
-                if index.journal_names.insert(name, key.journal).is_some() {
+                if index.journal_names.entry(key.tenant).or_default().insert(j.name.clone(), key.journal).is_some() {
                     return Err(Inconsistent("two live journals share a name"));
                 }
                 *index.live_journals.entry(key.tenant).or_insert(0) += 1;

@@ -22,7 +22,7 @@ fn bearer(headers: &HeaderMap) -> Result<&str, auth::Refusal> {
 }
 
 /// The verified token, or 401 (counted by reason), and the directory it was checked against.
-pub(crate) fn principal_of(g: &Gateway, headers: &HeaderMap) -> ApiResult<(Principal, Arc<Directory>)> {
+pub(crate) fn principal_of(g: &Gateway, headers: &HeaderMap) -> ApiResult<(Arc<Principal>, Arc<Directory>)> {
     let refused = |r: auth::Refusal| {
         g.inner.metrics.refused(r);
         ApiError::from(r)

@@ -11,6 +11,7 @@
 //!   revoked is refused.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
@@ -384,12 +385,13 @@ fn unreadable_header(token: &str) -> Refusal {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Verified {
     kid: KeyId,
-    principal: Principal,
+    /// Shared: a cached token's principal is handed to each request without a copy.
+    principal: Arc<Principal>,
 }
 
 impl Verified {
     fn exp(&self) -> u64 {
-        match &self.principal {
+        match &*self.principal {
             Principal::Admin { exp } => *exp,
             Principal::Tenant(t) => t.exp,
         }
@@ -432,7 +434,7 @@ pub fn verify_signature(directory: &Directory, token: &str) -> Result<Verified, 
             Principal::Tenant(TenantToken { tenant, scope, journal, exp: c.exp, jti })
         }
     };
-    Ok(Verified { kid, principal })
+    Ok(Verified { kid, principal: Arc::new(principal) })
 }
 
 /// The checks a verified token passes on every use: its key is still live (a retired key's
@@ -441,14 +443,14 @@ pub fn verify_signature(directory: &Directory, token: &str) -> Result<Verified, 
 ///
 /// # Errors
 /// The [`Refusal`].
-pub fn admit(directory: &Directory, verified: &Verified, now: u64) -> Result<Principal, Refusal> {
+pub fn admit(directory: &Directory, verified: &Verified, now: u64) -> Result<Arc<Principal>, Refusal> {
     if !directory.signing_key(&verified.kid).is_some_and(|k| !k.retired && k.scope == KeyScope::Cell) {
         return Err(Refusal::UnknownKey);
     }
     if now > verified.exp() {
         return Err(Refusal::Expired);
     }
-    if let Principal::Tenant(t) = &verified.principal {
+    if let Principal::Tenant(t) = &*verified.principal {
         if directory.tenant(t.tenant).is_none() {
             return Err(Refusal::UnknownTenant);
         }
@@ -456,14 +458,14 @@ pub fn admit(directory: &Directory, verified: &Verified, now: u64) -> Result<Pri
             return Err(Refusal::Revoked);
         }
     }
-    Ok(verified.principal.clone())
+    Ok(Arc::clone(&verified.principal))
 }
 
 /// Verifies a bearer token against the directory's keys and revocations.
 ///
 /// # Errors
 /// The [`Refusal`] for anything but a valid, live, unrevoked token of a known tenant.
-pub fn verify(directory: &Directory, token: &str) -> Result<Principal, Refusal> {
+pub fn verify(directory: &Directory, token: &str) -> Result<Arc<Principal>, Refusal> {
     admit(directory, &verify_signature(directory, token)?, now_s())
 }
 
@@ -509,7 +511,7 @@ impl TokenCache {
     ///
     /// # Errors
     /// The [`Refusal`].
-    pub fn verify(&self, directory: &Directory, token: &str, now: u64) -> Result<Principal, Refusal> {
+    pub fn verify(&self, directory: &Directory, token: &str, now: u64) -> Result<Arc<Principal>, Refusal> {
         {
             let mut inner = self.lock();
             if let Some(verified) = inner.by_token.get(token) {

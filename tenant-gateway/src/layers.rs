@@ -32,7 +32,7 @@ pub(crate) async fn authenticate(State(g): State<Gateway>, mut request: Request,
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
-    if let Principal::Tenant(t) = &principal {
+    if let Principal::Tenant(t) = &*principal {
         let quotas = quotas_in(&g, &d, t.tenant);
         if let Err(wait) = g.inner.quotas.admit_request(t.tenant, &quotas, Instant::now()) {
             return ApiError::over_quota("over the tenant's requests/s", wait).into_response();
@@ -56,6 +56,6 @@ pub(crate) async fn authenticate(State(g): State<Gateway>, mut request: Request,
             return ApiError::forbidden("the tenant is suspended").into_response();
         }
     }
-    request.extensions_mut().insert(std::sync::Arc::new(principal));
+    request.extensions_mut().insert(principal);
     next.run(request).await
 }

@@ -44,7 +44,7 @@ pub(crate) async fn signup(
     body: Body,
 ) -> ApiResult<Response> {
     if !g.inner.config.open_signup {
-        match principal_of(&g, &headers)?.0 {
+        match *principal_of(&g, &headers)?.0 {
             Principal::Admin { .. } => {}
             Principal::Tenant(_) => {
                 return Err(ApiError::forbidden("with open signup off, only an admin token signs up tenants"));
