@@ -43,11 +43,8 @@ use crate::wire::{api_mode, media_type_is, no_query};
             description = "one line per request line, in order: `{\"status\", \"body\"}` as the Write route \
                 answers it (`retry_after_s` on a 429); after the first that is not 200, an end line \
                 (`{\"end\": SessionEnd}`) closes the stream"),
-        (status = 400, body = paros_api::ErrorBody),
-        (status = 401, body = paros_api::ErrorBody),
-        (status = 403, body = paros_api::ErrorBody),
-        (status = 404, body = paros_api::ErrorBody),
-        (status = 429, body = paros_api::ErrorBody),
+        // The refusals of the whole session (400, 401, 403, 404, 429, 503) are the ones every
+        // authenticated `{name}` route with a body answers: `openapi::refine` adds them.
     ))]
 pub(crate) async fn session(
     State(g): State<Gateway>,
