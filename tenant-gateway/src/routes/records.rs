@@ -20,6 +20,7 @@ use paros_client::{AnswerError, Decided, ReadAnswer, ReadParams};
 use paros_core::journal::Outcome;
 use paros_core::journal::WriterMode;
 use paros_core::{Call, Consistency, JournalKey, Seq, TenantId};
+use paros_registry::Quotas;
 
 use crate::access::{named_journal, tenant_quotas};
 use crate::auth::Principal;
@@ -122,42 +123,89 @@ pub(crate) async fn write(
     let (t, name, key, mode) = named_journal(&g, &p, path, Scope::Write)?;
     let req: WriteRequest = json_body(&g, &headers, body).await?;
     no_query(query.as_deref())?;
-    let answer = write_one(&g, t.tenant, &name, key, mode, req).await?;
+    let quotas = tenant_quotas(&g, t.tenant)?;
+    let admitted = match admit_write(&g, t.tenant, &quotas, mode, req) {
+        Ok(a) => a,
+        Err(refusal) => return Err(refusal.answer(&g, key).await),
+    };
+    let answer = send_write(&g, t.tenant, &name, key, admitted).await?;
     Ok(json(StatusCode::OK, &answer))
 }
 
-/// One Write judged and sent on, after its body parsed: the route's and every session line's.
-pub(crate) async fn write_one(
+/// A Write body the door let through: its fence and position, its records, its bytes.
+pub(crate) struct Admitted {
+    leader: Option<paros_core::LeaderUuid>,
+    seq: Seq,
+    records: Vec<Bytes>,
+    bytes: u64,
+}
+
+/// Why the door refused a Write body. Over the limits and the other writer mode answer with the
+/// journal's view, which takes a read: [`answer`](Self::answer).
+pub(crate) enum DoorRefusal {
+    Malformed(ApiError),
+    TooLarge,
+    WrongMode,
+}
+
+impl DoorRefusal {
+    /// The refusal as the Write route answers it.
+    pub(crate) async fn answer(self, g: &Gateway, key: JournalKey) -> ApiError {
+        let view = match self {
+            DoorRefusal::Malformed(e) => return e,
+            DoorRefusal::TooLarge | DoorRefusal::WrongMode => match g.view(key).await {
+                Ok(v) => v,
+                Err(e) => return e,
+            },
+        };
+        match self {
+            DoorRefusal::TooLarge => ApiError::new(ErrorCode::TooLarge, "the batch is over the write limits")
+                .with_limits(g.inner.config.limits())
+                .with_view(view),
+            _ => wrong_mode(view),
+        }
+    }
+}
+
+/// What the door judges of a parsed Write body, in the contract's order, without waiting: its
+/// shape, the bytes charged to the tenant, the write limits, the writer mode. The route's and
+/// every session line's.
+pub(crate) fn admit_write(
+    g: &Gateway,
+    tenant: TenantId,
+    quotas: &Quotas,
+    mode: WriterMode,
+    req: WriteRequest,
+) -> Result<Admitted, DoorRefusal> {
+    let shape = req.shape(api_mode(mode));
+    if shape == Err(ShapeError::LeaderWithoutSeq) {
+        let e = ApiError::malformed("a fenced write names its position: `leader` without `seq`");
+        return Err(DoorRefusal::Malformed(e));
+    }
+    let bytes = req.bytes();
+    g.inner.quotas.charge_bytes(tenant, quotas, bytes, Instant::now());
+    let cfg = g.inner.config;
+    if req.records.len() as u64 > u64::from(cfg.write_records_max) || bytes > cfg.write_bytes_max {
+        return Err(DoorRefusal::TooLarge);
+    }
+    let (leader, seq) = match shape {
+        Ok(paros_api::WriteShape::Fenced { leader, seq }) => (Some(leader), seq),
+        Ok(paros_api::WriteShape::Append) => (None, Seq(0)),
+        Err(_) => return Err(DoorRefusal::WrongMode),
+    };
+    let records = req.records.into_iter().map(|Record(r)| Bytes::from(r)).collect();
+    Ok(Admitted { leader, seq, records, bytes })
+}
+
+/// An admitted Write sent to the cell, and its verdict as the route answers it.
+pub(crate) async fn send_write(
     g: &Gateway,
     tenant: TenantId,
     name: &JournalName,
     key: JournalKey,
-    mode: WriterMode,
-    req: WriteRequest,
+    admitted: Admitted,
 ) -> ApiResult<WriteAnswer> {
-    let shape = req.shape(api_mode(mode));
-    if shape == Err(ShapeError::LeaderWithoutSeq) {
-        return Err(ApiError::malformed("a fenced write names its position: `leader` without `seq`"));
-    }
-    let bytes = req.bytes();
-    let quotas = tenant_quotas(g, tenant)?;
-    g.inner.quotas.charge_bytes(tenant, &quotas, bytes, Instant::now());
-    let cfg = g.inner.config;
-    if req.records.len() as u64 > u64::from(cfg.write_records_max) || bytes > cfg.write_bytes_max {
-        let view = g.view(key).await?;
-        return Err(ApiError::new(ErrorCode::TooLarge, "the batch is over the write limits")
-            .with_limits(cfg.limits())
-            .with_view(view));
-    }
-    let shape = match shape {
-        Ok(s) => s,
-        Err(_) => return Err(wrong_mode(g.view(key).await?)),
-    };
-    let records: Vec<Bytes> = req.records.into_iter().map(|Record(r)| Bytes::from(r)).collect();
-    let (leader, seq) = match shape {
-        paros_api::WriteShape::Fenced { leader, seq } => (Some(leader), seq),
-        paros_api::WriteShape::Append => (None, Seq(0)),
-    };
+    let Admitted { leader, seq, records, bytes } = admitted;
     let decided = g.call(tenant, name, key, Call::Write { leader, seq, records }).await?;
     let (outcome, at, count, view) = match decided {
         Ok(Decided::Verdict(Outcome::Accepted { seq, count, view })) => (WriteVerdict::Accepted, seq, count, view),

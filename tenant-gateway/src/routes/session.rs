@@ -20,19 +20,19 @@ use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt as _;
 use futures_util::stream::FuturesOrdered;
 use paros_api::{
-    ErrorCode, JournalName, SESSION_CONTENT_TYPE, Scope, SessionEnd, SessionEndCode, SessionLine, ShapeError,
-    WriteAnswer, WriteRequest,
+    ErrorCode, JournalName, SESSION_CONTENT_TYPE, Scope, SessionEnd, SessionEndCode, SessionLine, WriteAnswer,
+    WriteRequest,
 };
 use paros_core::journal::WriterMode;
 use paros_core::{JournalKey, TenantId};
 use tokio::sync::mpsc;
 
-use super::records::write_one;
+use super::records::{admit_write, send_write};
 use crate::access::{named_journal, tenant_quotas};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::state::{Gateway, TailSlot};
-use crate::wire::{api_mode, media_type_is, no_query};
+use crate::wire::{media_type_is, no_query};
 
 /// Open an append session: pipelined writes on one stream, answered in order.
 #[utoipa::path(post, path = "/v1/journals/{name}/session", params(("name" = inline(paros_api::JournalName), Path)),
@@ -91,7 +91,9 @@ impl Session {
         let mut lines = Lines::new(body, usize::try_from(cfg.body_limit_bytes).unwrap_or(usize::MAX));
         let mut in_flight: FuturesOrdered<Answering> = FuturesOrdered::new();
         let mut answered = 0u64;
+        // Why no further line is read; the first refusal answered, which names the end.
         let mut end: Option<(SessionEndCode, String)> = None;
+        let mut first_refusal: Option<String> = None;
         let mut idle_since = tokio::time::Instant::now();
         loop {
             if end.is_some() && in_flight.is_empty() {
@@ -107,9 +109,9 @@ impl Session {
                         return; // the caller hung up: nothing left to tell
                     }
                     answered += 1;
-                    // The first refusal names the end, even when the body had ended before it.
-                    if let Some(e) = refused.filter(|_| !matches!(end, Some((SessionEndCode::Refused, _)))) {
-                        end = Some((SessionEndCode::Refused, refused_at(answered - 1, &e)));
+                    if let Some(e) = refused.filter(|_| first_refusal.is_none()) {
+                        first_refusal = Some(refused_at(answered - 1, &e));
+                        end.get_or_insert((SessionEndCode::Refused, String::new()));
                     }
                     idle_since = tokio::time::Instant::now();
                 }
@@ -117,11 +119,10 @@ impl Session {
                     idle_since = tokio::time::Instant::now();
                     match next {
                         Some(Ok(line)) => match self.admit(&line) {
-                            Ok(req) => in_flight.push_back(self.write(req)),
-                            Err(e) => {
-                                let at = answered + in_flight.len() as u64;
-                                end = Some((SessionEndCode::Refused, refused_at(at, &e)));
-                                in_flight.push_back(Box::pin(std::future::ready(Err(e))));
+                            Ok(write) => in_flight.push_back(write),
+                            Err(refusal) => {
+                                end = Some((SessionEndCode::Refused, String::new()));
+                                in_flight.push_back(refusal);
                             }
                         },
                         Some(Err(e)) => {
@@ -130,7 +131,7 @@ impl Session {
                                     "a line is over {} bytes", cfg.body_limit_bytes)).with_limits(cfg.limits()),
                                 LineError::Read(e) => ApiError::malformed(format!("reading the body: {e}")),
                             };
-                            end = Some((SessionEndCode::Refused, refused_at(answered + in_flight.len() as u64, &e)));
+                            end = Some((SessionEndCode::Refused, String::new()));
                             in_flight.push_back(Box::pin(std::future::ready(Err(e))));
                         }
                         None => end = Some((SessionEndCode::Closed, "the request body ended".into())),
@@ -142,42 +143,36 @@ impl Session {
                 }
             }
         }
-        let (code, message) = end.unwrap_or((SessionEndCode::Closed, String::new()));
+        // The first refusal names the end, even when the body had ended before it.
+        let (code, message) = match (first_refusal, end) {
+            (Some(message), _) => (SessionEndCode::Refused, message),
+            (None, end) => end.unwrap_or((SessionEndCode::Closed, String::new())),
+        };
         let line = SessionLine::End(SessionEnd { code, answered, message }).encode();
         let _ = out.send(Bytes::from(line)).await;
     }
 
-    /// What the door checks of one line as it is read (its JSON, its shape, the write limits,
-    /// the quotas), so that a line refused here ends the session before another is read.
-    fn admit(&self, line: &[u8]) -> ApiResult<WriteRequest> {
-        let g = &self.g;
-        let req: WriteRequest =
-            serde_json::from_slice(line).map_err(|e| ApiError::malformed(format!("bad line: {e}")))?;
-        if req.shape(api_mode(self.mode)) == Err(ShapeError::LeaderWithoutSeq) {
-            return Err(ApiError::malformed("a fenced write names its position: `leader` without `seq`"));
-        }
-        let cfg = g.inner.config;
-        if req.records.len() as u64 > u64::from(cfg.write_records_max) || req.bytes() > cfg.write_bytes_max {
-            return Err(
-                ApiError::new(ErrorCode::TooLarge, "the batch is over the write limits").with_limits(cfg.limits())
-            );
-        }
-        let quotas = tenant_quotas(g, self.tenant)?;
-        let now = Instant::now();
-        if let Err(wait) = g.inner.quotas.admit_request(self.tenant, &quotas, now) {
-            return Err(ApiError::over_quota("over the tenant's requests/s", wait));
-        }
-        if let Err(wait) = g.inner.quotas.check_bytes(self.tenant, &quotas, now) {
-            return Err(ApiError::over_quota("over the tenant's bytes/s", wait));
-        }
-        Ok(req)
-    }
-
-    /// The Write of an admitted line, sent on as the Write route sends it.
-    fn write(&self, req: WriteRequest) -> Answering {
+    /// What the door judges of one line as it is read, in the Write route's order (the quotas
+    /// first, then the body), so that a line refused here ends the session before another is
+    /// read; the future that answers it.
+    fn admit(&self, line: &[u8]) -> Result<Answering, Answering> {
         let g = self.g.clone();
-        let (tenant, name, key, mode) = (self.tenant, self.name.clone(), self.key, self.mode);
-        Box::pin(async move { write_one(&g, tenant, &name, key, mode, req).await })
+        let (tenant, name, key) = (self.tenant, self.name.clone(), self.key);
+        let refuse = |e: ApiError| -> Answering { Box::pin(std::future::ready(Err(e))) };
+        let quotas = tenant_quotas(&g, tenant).map_err(refuse)?;
+        let now = Instant::now();
+        if let Err(wait) = g.inner.quotas.admit_request(tenant, &quotas, now) {
+            return Err(refuse(ApiError::over_quota("over the tenant's requests/s", wait)));
+        }
+        if let Err(wait) = g.inner.quotas.check_bytes(tenant, &quotas, now) {
+            return Err(refuse(ApiError::over_quota("over the tenant's bytes/s", wait)));
+        }
+        let req: WriteRequest =
+            serde_json::from_slice(line).map_err(|e| refuse(ApiError::malformed(format!("bad line: {e}"))))?;
+        match admit_write(&g, tenant, &quotas, self.mode, req) {
+            Ok(admitted) => Ok(Box::pin(async move { send_write(&g, tenant, &name, key, admitted).await })),
+            Err(refusal) => Err(Box::pin(async move { Err(refusal.answer(&g, key).await) })),
+        }
     }
 }
 
