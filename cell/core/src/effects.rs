@@ -97,6 +97,15 @@ impl CatchUp {
     }
 }
 
+impl CatchUp {
+    /// Keeps the plain pace, without backoff, while a read waits for what this server has not
+    /// learned: the read has its own deadline, shorter than a full backoff.
+    pub fn hurry(&mut self, tick: u64, tunables: &Tunables) {
+        self.misses = 0;
+        self.next_tick = self.next_tick.min(tick + u64::from(tunables.catch_up_ticks));
+    }
+}
+
 /// The pause after `misses` fruitless requests in a row: the pace, doubled per miss, capped.
 #[must_use]
 pub(crate) fn catch_up_pause(tunables: &Tunables, misses: u32) -> u32 {

@@ -36,6 +36,6 @@ pub use message::{Message, Outbound};
 pub use proposer::{Elected, Merged, Proposer, merge_promises};
 pub use reads::Fetch;
 pub use ready::{Applied, Ready, Released};
-pub use replica::Replica;
+pub use replica::{Replica, ReplicaState};
 pub use voter::Voter;
 pub use wire::{Call, CallAnswer, Consistency, NodeAnswer, NodeRequest, ReadAnswer, ReadRequest, RpcError};

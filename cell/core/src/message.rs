@@ -34,12 +34,13 @@ pub enum Message {
     /// Acceptor → proposer: accepted these slots under `ballot`, each with the digest of the
     /// command it holds there.
     Accepted { ballot: Ballot, slots: Vec<(Slot, u64)> },
-    /// Leader → voters and replicas: still leading; everything below `commit` is chosen.
+    /// Leader → voters: still leading; everything below `commit` is chosen.
     /// `quiesce` says the journal is idle and caught up: stop the election timer until woken.
     Heartbeat { ballot: Ballot, commit: Slot, quiesce: bool },
     /// Voter → leader: heard your heartbeat; my chosen prefix ends at `chosen_up_to`.
     HeartbeatAck { ballot: Ballot, chosen_up_to: Slot },
-    /// Leader → learner-only replicas: these newly chosen slots and their commands.
+    /// Leader → a replica tier's feed: these newly chosen slots and their commands. Sent once
+    /// per tier; the bus hands a copy to every replica of the tier.
     Chosen { entries: Vec<(Slot, Command)> },
     /// Laggard → peer: send me the chosen commands from `from` on. `from` is where the
     /// asker's chosen prefix ends, so every slot below it is chosen: a voter asked from past its
@@ -59,6 +60,11 @@ pub enum Message {
     /// Acceptor → reader: every slot it accepted or knows chosen is below `up_to`. `read` and
     /// `life` echo the request's.
     Watermark { read: u64, life: Life, up_to: Slot },
+    /// Leader → a replica tier's feed: every slot below `chosen_up_to` is chosen. Sent while
+    /// the chosen prefix moves and once more as the journal quiesces, so a replica that lost
+    /// the feed's last batch learns it is behind without heartbeats; the host coalesces a
+    /// round's marks for one tier into one bus message.
+    FeedMark { chosen_up_to: Slot },
 }
 
 impl Message {

@@ -330,14 +330,14 @@ impl Proposer {
                 }
                 l.resend(cfg, ballot, commit, tick, self.me, out);
                 let caught_up = |n: &NodeId| *n == self.me || l.caught_up.get(n).is_some_and(|c| *c >= commit);
-                // Quiet only when every member, replicas included, acknowledged the commit: a
-                // member that lags (or is down) keeps the journal heartbeating until it is back.
-                let settled = l.inflight.is_empty()
-                    && l.unsent.is_empty()
-                    && cfg.voters.iter().chain(&cfg.learners).all(caught_up);
+                // Quiet only when every voter acknowledged the commit: a voter that lags (or
+                // is down) keeps the journal heartbeating until it is back. Replicas are not
+                // heartbeated and never hold a journal awake: they learn from the tier's feed
+                // and its marks (`Voter::tick`), and ask voters when behind.
+                let settled = l.inflight.is_empty() && l.unsent.is_empty() && cfg.voters.iter().all(caught_up);
                 l.idle_ticks = if idle && settled { l.idle_ticks + 1 } else { 0 };
                 let quiesce = l.idle_ticks >= 3;
-                for n in cfg.voters.iter().chain(&cfg.learners).filter(|n| **n != self.me) {
+                for n in cfg.voters.iter().filter(|n| **n != self.me) {
                     out.push(Outbound { to: *n, message: Message::Heartbeat { ballot, commit, quiesce } });
                 }
                 if quiesce {

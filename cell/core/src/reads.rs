@@ -39,6 +39,28 @@ struct Pending {
 /// Ticks a watermark round waits for a quorum before its reads start a new one.
 pub const WATERMARK_RETRY_TICKS: u64 = 2;
 
+/// Whether a server may serve reads yet: a replica that boots serves none until its fold
+/// covers a quorum's watermark taken after it started (every slot chosen before it booted),
+/// confirmed through the same rounds as a linearizable read. A voter's gate is always open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gate {
+    /// Serving.
+    Open,
+    /// Asking a quorum of acceptors for their watermark (`bootstrapping`).
+    Closed(GateStage),
+}
+
+/// Where a closed [`Gate`] stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GateStage {
+    /// Waiting to join the next watermark round (`bootstrapping`).
+    Unconfirmed,
+    /// Waiting for a quorum of watermarks in round `.0` (`bootstrapping`).
+    Confirming(u64),
+    /// Waiting for the fold to cover every slot below `.0` (`catching_up`).
+    Covering(Slot),
+}
+
 /// The reads one journal holds on one server.
 #[derive(Clone, Debug)]
 pub struct Reads {
@@ -51,13 +73,25 @@ pub struct Reads {
     /// every life).
     life: Life,
     tick: u64,
+    gate: Gate,
 }
 
 impl Reads {
-    /// No reads yet, in the journal's life `life`.
+    /// No reads yet, in the journal's life `life`, serving.
     #[must_use]
     pub fn new(life: Life) -> Reads {
-        Reads { pending: BTreeMap::new(), rounds: BTreeMap::new(), next_round: 0, life, tick: 0 }
+        Reads { pending: BTreeMap::new(), rounds: BTreeMap::new(), next_round: 0, life, tick: 0, gate: Gate::Open }
+    }
+
+    /// No reads yet, and none served until the fold covers a quorum's watermark (see [`Gate`]).
+    #[must_use]
+    pub fn gated(life: Life) -> Reads {
+        Reads { gate: Gate::Closed(GateStage::Unconfirmed), ..Reads::new(life) }
+    }
+
+    #[must_use]
+    pub fn gate(&self) -> Gate {
+        self.gate
     }
 
     /// True when no read waits here.
@@ -97,6 +131,10 @@ impl Reads {
     pub fn start_round(&mut self, cfg: &JournalConfig, out: &mut Vec<Outbound>) {
         let round = self.next_round;
         let mut any = false;
+        if self.gate == Gate::Closed(GateStage::Unconfirmed) {
+            self.gate = Gate::Closed(GateStage::Confirming(round));
+            any = true;
+        }
         for p in self.pending.values_mut().filter(|p| p.stage == Stage::Unconfirmed) {
             p.stage = Stage::Confirming(round);
             any = true;
@@ -115,13 +153,22 @@ impl Reads {
     /// has not applied: a slot some acceptor accepted and nobody may be settling.
     #[must_use]
     pub fn waits_past(&self, next: Slot) -> bool {
-        self.pending.values().any(|p| matches!(p.stage, Stage::Covering(target) if target > next))
+        matches!(self.gate, Gate::Closed(GateStage::Covering(target)) if target > next)
+            || self.pending.values().any(|p| matches!(p.stage, Stage::Covering(target) if target > next))
+    }
+
+    /// True when a read waits for the fold to reach `next_seq ≥ seq` past `next_seq`, the
+    /// fold's own: the server may be behind without knowing it.
+    #[must_use]
+    pub fn waits_for_seq_past(&self, next_seq: Seq) -> bool {
+        self.pending.values().any(|p| matches!(p.stage, Stage::Reaching(seq) if seq > next_seq))
     }
 
     /// True when a watermark round should be started this round.
     #[must_use]
     pub fn wants_round(&self) -> bool {
-        self.pending.values().any(|p| p.stage == Stage::Unconfirmed)
+        self.gate == Gate::Closed(GateStage::Unconfirmed)
+            || self.pending.values().any(|p| p.stage == Stage::Unconfirmed)
     }
 
     /// An acceptor's watermark for round `round` of life `life`. One for another life answers
@@ -137,6 +184,9 @@ impl Reads {
         }
         let target = replies.values().copied().max().expect("a quorum is not empty");
         self.rounds.remove(&round);
+        if self.gate == Gate::Closed(GateStage::Confirming(round)) {
+            self.gate = Gate::Closed(GateStage::Covering(target));
+        }
         for p in self.pending.values_mut().filter(|p| p.stage == Stage::Confirming(round)) {
             p.stage = Stage::Covering(target);
         }
@@ -152,6 +202,9 @@ impl Reads {
         fetches: &mut Vec<Fetch>,
     ) {
         let tick = self.tick;
+        if matches!(self.gate, Gate::Closed(GateStage::Covering(target)) if fold.next_slot() >= target) {
+            self.gate = Gate::Open;
+        }
         let mut done = Vec::new();
         for (id, p) in &mut self.pending {
             let ready = match p.stage {
@@ -221,6 +274,14 @@ impl Reads {
                 p.stage = Stage::Unconfirmed;
             }
         }
+        // A closed gate has no deadline: it asks again until a quorum answers.
+        if matches!(self.gate, Gate::Closed(GateStage::Confirming(r)) if stale.contains(&r)) {
+            self.gate = Gate::Closed(GateStage::Unconfirmed);
+        }
+        let gate_round = match self.gate {
+            Gate::Closed(GateStage::Confirming(r)) => Some(r),
+            _ => None,
+        };
         let live: Vec<u64> = self
             .pending
             .values()
@@ -228,6 +289,7 @@ impl Reads {
                 Stage::Confirming(r) => Some(r),
                 _ => None,
             })
+            .chain(gate_round)
             .collect();
         self.rounds.retain(|r, _| live.contains(r));
     }

@@ -9,7 +9,7 @@ use crate::journal::JournalState;
 use crate::learner::Learner;
 use crate::log::{Durable, Log, WriteOp};
 use crate::message::Message;
-use crate::reads::Reads;
+use crate::reads::{Gate, GateStage, Reads};
 use crate::ready::Ready;
 use crate::wire::ReadRequest;
 
@@ -28,19 +28,41 @@ pub struct Replica {
     catch_up: CatchUp,
     leader: Option<NodeId>,
     tick: u64,
-    /// A replica just booted does not know how far behind it is: it asks until a voter answers.
-    probe: bool,
+    /// Reads refused because the replica had not caught up since it started.
+    refused_unready: u64,
+}
+
+/// Where a replica of one journal stands (DESIGN §7): it serves no read before `Serving`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ReplicaState {
+    /// Started, asking a quorum of voters how far the journal may be chosen.
+    Bootstrapping,
+    /// Learning up to `target`, the highest slot a quorum had accepted after it started.
+    CatchingUp { target: Slot },
+    /// Caught up once since it started: reads are served (each still waits for its own bound).
+    Serving,
 }
 
 impl Replica {
     /// A replica rebuilt from storage (`Durable::default()` for a fresh one), in its life
     /// `life` here (see [`Life`]). A replica holds no promise; one that lost its disk simply
-    /// relearns.
+    /// relearns. It starts [`ReplicaState::Bootstrapping`]: it refuses reads until its fold
+    /// covers a quorum's watermark taken after it started. `serving` skips that wait, for a
+    /// journal that was serving in this process and only left memory while quiet (dormancy).
+    ///
+    /// `me` is this machine; the journal's learners are its tiers' feeds, not machines.
     #[must_use]
-    pub fn recover(me: NodeId, cfg: JournalConfig, tunables: Tunables, life: Life, durable: Durable) -> Replica {
+    pub fn recover(
+        me: NodeId,
+        cfg: JournalConfig,
+        tunables: Tunables,
+        life: Life,
+        durable: Durable,
+        serving: bool,
+    ) -> Replica {
         cfg.assert_valid();
         tunables.assert_valid();
-        assert!(cfg.learners.contains(&me), "a replica is one of the journal's learners");
+        assert!(!cfg.voters.contains(&me), "a replica is none of the journal's voters");
         let (log, learner, effects) = crate::effects::recover(cfg.mode, &tunables, durable);
         Replica {
             me,
@@ -49,13 +71,29 @@ impl Replica {
             tunables,
             log,
             learner,
-            reads: Reads::new(life),
+            reads: if serving { Reads::new(life) } else { Reads::gated(life) },
             effects,
             catch_up: CatchUp::default(),
             leader: None,
             tick: 0,
-            probe: true,
+            refused_unready: 0,
         }
+    }
+
+    /// Where this replica stands (see [`ReplicaState`]).
+    #[must_use]
+    pub fn serving_state(&self) -> ReplicaState {
+        match self.reads.gate() {
+            Gate::Open => ReplicaState::Serving,
+            Gate::Closed(GateStage::Covering(target)) => ReplicaState::CatchingUp { target },
+            Gate::Closed(GateStage::Unconfirmed | GateStage::Confirming(_)) => ReplicaState::Bootstrapping,
+        }
+    }
+
+    /// Reads refused (`Unserved` at once) because the replica had not caught up.
+    #[must_use]
+    pub fn refused_unready(&self) -> u64 {
+        self.refused_unready
     }
 
     #[must_use]
@@ -104,7 +142,7 @@ impl Replica {
     /// True when nothing here needs a tick.
     #[must_use]
     pub fn is_quiet(&self) -> bool {
-        self.reads.is_empty() && !self.learner.is_behind() && !self.probe
+        self.reads.is_empty() && !self.learner.is_behind() && self.reads.gate() == Gate::Open
     }
 
     #[must_use]
@@ -115,23 +153,20 @@ impl Replica {
     /// A protocol message from `from`.
     pub fn step(&mut self, from: NodeId, message: Message) {
         if message.answers_life().is_some_and(|life| life != self.life) {
-            // An answer to a request of an earlier life of this journal here: it neither ends
-            // the probe after a boot nor counts for a read round.
+            // An answer to a request of an earlier life of this journal here: it counts for
+            // no read round (nor for the gate's).
             return;
-        }
-        if self.cfg.voters.contains(&from)
-            && matches!(
-                message,
-                Message::Heartbeat { .. } | Message::CatchUpResponse { .. } | Message::TrimmedTo { .. }
-            )
-        {
-            self.probe = false;
         }
         let writes = &mut self.effects.ready.writes;
         match message {
             Message::Chosen { entries } => {
+                self.leader = Some(from);
                 self.learner.learn_page(&mut self.log, &entries, None, writes);
                 self.walk();
+            }
+            Message::FeedMark { chosen_up_to } => {
+                self.leader = Some(from);
+                self.learner.note_chosen(chosen_up_to);
             }
             Message::CatchUpResponse { entries, chosen_up_to, life: _ } => {
                 // A page that moved us and left us behind is followed by the next request at
@@ -143,18 +178,12 @@ impl Replica {
                     self.effects.send(from, catch_up_request(self.learner.chosen_up_to(), self.life));
                 }
             }
-            Message::Heartbeat { ballot, commit, .. } => {
-                self.leader = Some(from);
-                self.learner.on_commit(ballot, commit);
-                self.walk();
-                let chosen_up_to = self.learner.chosen_up_to();
-                self.effects.send(from, Message::HeartbeatAck { ballot, chosen_up_to });
-            }
             Message::TrimmedTo { point, state, .. } if self.learner.jump(&mut self.log, point, state, writes) => {
                 self.effects.send(from, catch_up_request(point, self.life));
             }
             Message::Watermark { read, life, up_to } => self.reads.on_watermark(&self.cfg, from, read, life, up_to),
-            // A replica is in no quorum: it ignores Phase 1/2 traffic and serves no catch-up.
+            // A replica is in no quorum and heartbeated by no leader: it ignores Phase 1/2
+            // traffic and liveness, and serves no catch-up.
             _ => {}
         }
         self.settle();
@@ -162,6 +191,12 @@ impl Replica {
 
     /// A read of this journal.
     pub fn read(&mut self, id: ReadId, request: ReadRequest) {
+        if self.reads.gate() != Gate::Open {
+            // Not caught up since it started: another server answers (never a page from here).
+            self.refused_unready += 1;
+            self.effects.ready.reads.push((id, crate::wire::ReadAnswer::Unserved));
+            return;
+        }
         self.reads.add(id, request, &self.tunables, &mut self.effects.ready.reads);
         self.settle();
     }
@@ -170,7 +205,15 @@ impl Replica {
     pub fn tick(&mut self) {
         self.tick += 1;
         self.reads.tick(&mut self.effects.ready.reads);
-        if (self.learner.is_behind() || self.probe)
+        // Behind as told (a feed mark, a catch-up answer), or a read (the gate among them)
+        // waits for what this replica has not learned: the feed may have lost it.
+        let fold = self.learner.fold();
+        let read_waits =
+            self.reads.waits_past(fold.next_slot()) || self.reads.waits_for_seq_past(fold.state().next_seq);
+        if read_waits {
+            self.catch_up.hurry(self.tick, &self.tunables);
+        }
+        if (read_waits || self.learner.is_behind())
             && let Some(to) = self.catch_up.due(
                 self.tick,
                 self.learner.chosen_up_to(),

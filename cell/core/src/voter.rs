@@ -53,6 +53,8 @@ pub struct Voter {
     deferred_in_flight: Vec<Message>,
     /// Newly applied slots to feed to learner-only replicas.
     feed: Vec<(Slot, Command)>,
+    /// The chosen index the last [`Message::FeedMark`] told the replica tiers.
+    fed_mark: Slot,
     catch_up: CatchUp,
     /// A check-in in progress: the peers that have not answered it yet.
     check_in: Option<CheckIn>,
@@ -109,6 +111,7 @@ impl Voter {
             deferred: Vec::new(),
             deferred_in_flight: Vec::new(),
             feed: Vec::new(),
+            fed_mark: Slot(0),
             catch_up: CatchUp::default(),
             check_in: None,
             tick: 0,
@@ -355,6 +358,7 @@ impl Voter {
         let mut out = Vec::new();
         let commit = self.proposer_commit();
         let was_leader = self.proposer.is_leader();
+        let was_quiet = self.proposer.is_quiet();
         if self.proposer.tick(&self.cfg, &self.tunables, commit, idle, &mut out) {
             self.proposer.campaign(
                 &self.cfg,
@@ -367,6 +371,7 @@ impl Voter {
         for o in out {
             self.send(o.to, o.message);
         }
+        self.mark_feed(!was_quiet && self.proposer.is_quiet());
         if (was_leader && !self.proposer.is_leader()) || self.lost_campaign_with_calls() {
             self.redirect_queued();
         }
@@ -395,6 +400,22 @@ impl Voter {
         }
         self.ask_check_in();
         self.settle();
+    }
+
+    /// A leader tells its replica tiers how far the journal is chosen when that moved since
+    /// its last mark, and once more as the journal quiesces (`quiesced`): the last feed batch
+    /// before an idle spell may be lost, and no heartbeat reaches a replica.
+    fn mark_feed(&mut self, quiesced: bool) {
+        if !self.proposer.is_leader() || self.cfg.learners.is_empty() {
+            return;
+        }
+        let chosen = self.learner.chosen_up_to();
+        if chosen > self.fed_mark || quiesced {
+            self.fed_mark = chosen;
+            for l in self.cfg.learners.clone() {
+                self.effects.send(l, Message::FeedMark { chosen_up_to: chosen });
+            }
+        }
     }
 
     /// The effects of everything since the last `advance()`. See [`Ready`] for the contract.
@@ -690,6 +711,8 @@ impl Voter {
                 self.send(from, Message::Watermark { read, life, up_to });
             }
             Message::Watermark { read, life, up_to } => self.reads.on_watermark(&self.cfg, from, read, life, up_to),
+            // Sent to replica tiers only; a voter learns the chosen prefix from its leader.
+            Message::FeedMark { .. } => {}
         }
         if (was_leader && !self.proposer.is_leader()) || self.lost_campaign_with_calls() {
             self.redirect_queued();

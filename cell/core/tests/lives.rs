@@ -9,7 +9,7 @@ use bytes::Bytes;
 use paros_core::journal::{Command, Entry, JournalState, WriterMode};
 use paros_core::{
     Ballot, Consistency, Durable, JournalConfig, Life, LogEntry, Message, NodeId, ReadAnswer, ReadId, ReadRequest,
-    Ready, Replica, Seq, Slot, Tunables, Voter,
+    Ready, Replica, ReplicaState, Seq, Slot, Tunables, Voter,
 };
 
 const ME: NodeId = NodeId(1);
@@ -151,16 +151,63 @@ fn a_trim_point_sent_to_an_earlier_life_is_not_jumped_to() {
 }
 
 #[test]
-fn a_replica_probing_after_a_boot_is_not_stopped_by_an_answer_to_its_earlier_life() {
+fn a_booted_replica_serves_no_read_until_it_covers_a_watermark_of_this_life() {
     let cfg = JournalConfig { mode: WriterMode::Multi, voters: vec![PEERS[0], PEERS[1], ME], learners: vec![LEARNER] };
-    let mut r = Replica::recover(LEARNER, cfg, Tunables::default(), Life(0xd2), Durable::default());
+    let mut r = Replica::recover(LEARNER, cfg, Tunables::default(), Life(0xd2), Durable::default(), false);
+    let ready = r.ready();
+    r.advance();
+    let asked = watermark_requests(&ready);
+    assert_eq!(asked.len(), 3, "a booted replica asks every voter for its watermark: {asked:?}");
+    let round = asked[0].1;
+    assert_eq!(r.serving_state(), ReplicaState::Bootstrapping);
+    assert!(!r.is_quiet(), "a booted replica keeps asking until it has caught up");
+    r.read(ReadId(1), linearizable_from_0());
+    let ready = r.ready();
+    r.advance();
+    assert_eq!(answer_of(&ready, ReadId(1)), Some(&ReadAnswer::Unserved), "a read before it caught up is refused");
+    assert_eq!(r.refused_unready(), 1, "and counted");
+    // Watermarks answering an earlier life of the journal here count for nothing.
+    for p in PEERS {
+        r.step(p, Message::Watermark { read: round, life: Life(0xd1), up_to: Slot(0) });
+    }
+    assert_eq!(r.serving_state(), ReplicaState::Bootstrapping, "an earlier life's answers opened the gate");
+    r.step(PEERS[0], Message::Watermark { read: round, life: Life(0xd2), up_to: Slot(2) });
+    r.step(PEERS[1], Message::Watermark { read: round, life: Life(0xd2), up_to: Slot(1) });
+    assert_eq!(r.serving_state(), ReplicaState::CatchingUp { target: Slot(2) }, "the quorum's highest slot");
+    r.step(PEERS[0], Message::Chosen { entries: vec![(Slot(0), write(0))] });
+    assert_eq!(r.serving_state(), ReplicaState::CatchingUp { target: Slot(2) }, "served with slot 1 unlearned");
+    r.step(PEERS[0], Message::Chosen { entries: vec![(Slot(1), write(1))] });
+    assert_eq!(r.serving_state(), ReplicaState::Serving, "caught up through the watermark");
+    r.read(ReadId(2), linearizable_from_0());
+    let ready = r.ready();
+    r.advance();
+    assert_eq!(answer_of(&ready, ReadId(2)), None, "a read once serving waits for its own round, not refused");
+    assert_eq!(r.refused_unready(), 1);
+}
+
+#[test]
+fn a_replica_that_lost_the_feeds_last_batch_learns_it_from_a_feed_mark_and_asks() {
+    let cfg = JournalConfig { mode: WriterMode::Multi, voters: vec![PEERS[0], PEERS[1], ME], learners: vec![LEARNER] };
+    let mut r = Replica::recover(LEARNER, cfg, Tunables::default(), Life(0xd3), Durable::default(), true);
     let _ = r.ready();
     r.advance();
-    assert!(!r.is_quiet(), "a booted replica probes until a voter answers");
-    r.step(PEERS[0], Message::CatchUpResponse { entries: Vec::new(), chosen_up_to: Slot(0), life: Life(0xd1) });
-    assert!(!r.is_quiet(), "an answer to its earlier life ended the probe: it would serve before it caught up");
-    r.step(PEERS[0], Message::CatchUpResponse { entries: Vec::new(), chosen_up_to: Slot(0), life: Life(0xd2) });
-    assert!(r.is_quiet());
+    assert!(r.is_quiet(), "a serving replica with nothing to do is quiet");
+    r.step(PEERS[0], Message::FeedMark { chosen_up_to: Slot(3) });
+    assert!(!r.is_quiet(), "behind the mark");
+    let mut asked = false;
+    for _ in 0..=Tunables::default().catch_up_backoff_ticks_max {
+        r.tick();
+        let ready = r.ready();
+        r.advance();
+        asked |= ready
+            .messages
+            .iter()
+            .any(|o| matches!(o.message, Message::CatchUpRequest { from: Slot(0), .. }) && PEERS.contains(&o.to));
+        if asked {
+            break;
+        }
+    }
+    assert!(asked, "a replica behind a feed mark asks a voter to catch up");
 }
 
 #[test]

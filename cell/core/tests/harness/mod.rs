@@ -155,7 +155,7 @@ impl Cluster {
         let role = if m.voter {
             Role::Voter(Voter::recover(id, self.cfg.clone(), self.tunables, seed, life, m.durable.clone()))
         } else {
-            Role::Replica(Replica::recover(id, self.cfg.clone(), self.tunables, life, m.durable.clone()))
+            Role::Replica(Replica::recover(id, self.cfg.clone(), self.tunables, life, m.durable.clone(), false))
         };
         m.role = Some(role);
     }

@@ -117,6 +117,8 @@ pub(super) struct Dormancy {
     /// Journals booted dormant and not checked in since (neither woken for their turn nor by
     /// a peer's election or leader), and how many to wake per tick.
     pub(super) boot_wakes: BTreeSet<JournalKey>,
+    /// Replica journals that went dormant in this boot, caught up: they wake serving.
+    pub(super) slept_serving: BTreeSet<JournalKey>,
     pub(super) boot_wakes_per_tick: usize,
     /// Journals woken only for a check-in, asked nothing since: to check in after this boot,
     /// or by a peer's message (a peer's check-in elects the journal everywhere) and given no
@@ -144,6 +146,7 @@ impl Default for Dormancy {
             next_wake: 0,
             count: 0,
             boot_wakes: BTreeSet::new(),
+            slept_serving: BTreeSet::new(),
             boot_wakes_per_tick: super::BOOT_WAKES_PER_TICK,
             checking_in: HashSet::new(),
             check_ins_max: super::CHECK_INS_MAX,
@@ -265,6 +268,10 @@ impl<S: LogStore> Host<S> {
             }
             match self.sleep_check(&key) {
                 Sleep::Now => {
+                    if matches!(self.journals[&key], Hosted::Replica(_)) {
+                        // Only a caught-up replica is quiet: it wakes serving.
+                        self.dormancy.slept_serving.insert(key);
+                    }
                     let config = self.dormancy.configs.share(self.journals[&key].config().clone());
                     self.journals.insert(key, Hosted::Dormant(config));
                     self.dormancy.checking_in.remove(&key);
@@ -420,7 +427,10 @@ impl<S: LogStore> Host<S> {
         let Some(Hosted::Dormant(config)) = self.journals.remove(&key) else { unreachable!("checked dormant") };
         self.dormancy.count -= 1;
         self.stats.wakes += 1;
-        self.install(key, std::sync::Arc::unwrap_or_clone(config), durable);
+        // A replica that went dormant in this boot was serving (only a caught-up journal
+        // sleeps); one booted or placed dormant has not caught up since the machine started.
+        let serving = self.dormancy.slept_serving.remove(&key);
+        self.install(key, std::sync::Arc::unwrap_or_clone(config), durable, serving);
         self.dormancy.woken.insert(key);
         if let Some(life) = self.journals.get(&key).and_then(Hosted::life) {
             self.note_life(key, super::LifeEvent::Woke(life));

@@ -83,10 +83,15 @@ impl Hosted {
             Hosted::Dormant(_) => {}
         });
     }
-    pub(super) fn read(&mut self, id: ReadId, req: ReadRequest) {
+    pub(super) fn read(&mut self, id: ReadId, req: ReadRequest, stats: &mut HostStats) {
         match self {
             Hosted::Voter(v) => v.read(id, req),
-            Hosted::Replica(r) => r.read(id, req),
+            Hosted::Replica(r) => {
+                if r.serving_state() != paros_core::ReplicaState::Serving {
+                    stats.reads_refused_unready += 1;
+                }
+                r.read(id, req);
+            }
             Hosted::Dormant(_) => unreachable!("inputs for a dormant journal wait until it is woken"),
         }
     }

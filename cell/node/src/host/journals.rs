@@ -48,6 +48,32 @@ impl<S: LogStore> Host<S> {
         }
     }
 
+    /// Where this machine's replicas stand (DESIGN §7): how many journals are still
+    /// bootstrapping (a journal booted dormant and not yet run counts here), catching up or
+    /// serving. A machine is ready to serve once none bootstraps or catches up.
+    #[must_use]
+    pub fn replica_states(&self) -> ReplicaStates {
+        let mut states = ReplicaStates::default();
+        for (key, j) in &self.journals {
+            match j {
+                Hosted::Replica(r) => match r.serving_state() {
+                    paros_core::ReplicaState::Bootstrapping => states.bootstrapping += 1,
+                    paros_core::ReplicaState::CatchingUp { .. } => states.catching_up += 1,
+                    paros_core::ReplicaState::Serving => states.serving += 1,
+                },
+                Hosted::Dormant(c) if !c.voters.contains(&self.me) => {
+                    if self.dormancy.slept_serving.contains(key) {
+                        states.serving += 1;
+                    } else {
+                        states.bootstrapping += 1;
+                    }
+                }
+                Hosted::Voter(_) | Hosted::Dormant(_) => {}
+            }
+        }
+        states
+    }
+
     /// Every journal hosted here, with its configuration.
     #[must_use]
     pub fn journal_configs(&self) -> std::collections::BTreeMap<JournalKey, JournalConfig> {
@@ -69,6 +95,18 @@ impl<S: LogStore> Host<S> {
         self.seed ^ key.tenant.0.rotate_left(17) ^ key.journal.0.rotate_left(41) ^ self.me.0
     }
 
+    /// Subscribes this machine to a replica tier's feed: journals whose learners name `feed`
+    /// may be placed here, as replicas. (The bus delivers the feed's messages; this only
+    /// decides what the host accepts.)
+    pub fn join_feed(&mut self, feed: NodeId) {
+        self.feeds.insert(feed);
+    }
+
+    /// Whether learner address `learner` is this machine or a feed it subscribes to.
+    fn is_fed(&self, learner: NodeId) -> bool {
+        learner == self.me || self.feeds.contains(&learner)
+    }
+
     fn note_peers(&mut self, config: &JournalConfig) {
         self.liveness.note(config, self.me, self.stats.ticks);
     }
@@ -81,8 +119,16 @@ impl<S: LogStore> Host<S> {
         self.dormancy.count += 1;
     }
 
-    /// Builds a journal here — placed, booted or woken — in a new life (see [`Life`]).
-    pub(super) fn install(&mut self, key: JournalKey, config: JournalConfig, durable: paros_core::Durable) {
+    /// Builds a journal here — placed, booted or woken — in a new life (see [`Life`]). A replica
+    /// starts `serving` only when woken from a sleep it went to in this boot (see
+    /// [`Replica::recover`]).
+    pub(super) fn install(
+        &mut self,
+        key: JournalKey,
+        config: JournalConfig,
+        durable: paros_core::Durable,
+        serving: bool,
+    ) {
         let seed = self.journal_seed(&key);
         let life = Life::mint(self.seed, self.lives);
         self.lives += 1;
@@ -91,7 +137,7 @@ impl<S: LogStore> Host<S> {
         let hosted = if config.voters.contains(&self.me) {
             Hosted::Voter(Box::new(Voter::recover(self.me, config, self.tunables, seed, life, durable)))
         } else {
-            Hosted::Replica(Box::new(Replica::recover(self.me, config, self.tunables, life, durable)))
+            Hosted::Replica(Box::new(Replica::recover(self.me, config, self.tunables, life, durable, serving)))
         };
         self.journals.insert(key, hosted);
         self.round.dirty.insert(key);
@@ -125,14 +171,14 @@ impl<S: LogStore> Host<S> {
             return if *j.config() == config { Ok(()) } else { Err(PlaceError::Reconfigure(key)) };
         }
         config.validate().map_err(|e| PlaceError::Invalid(key, e))?;
-        if !(config.voters.contains(&self.me) || config.learners.contains(&self.me)) {
+        if !(config.voters.contains(&self.me) || config.learners.iter().any(|l| self.is_fed(*l))) {
             return Err(PlaceError::NotAMember(key, self.me));
         }
         self.round.placements.push(Placement::Put(key, config.clone()));
         if asleep {
             self.install_dormant(key, config);
         } else {
-            self.install(key, config, paros_core::Durable::default());
+            self.install(key, config, paros_core::Durable::default(), false);
         }
         Ok(())
     }
@@ -149,6 +195,7 @@ impl<S: LogStore> Host<S> {
         }
         self.dormancy.quiet_at.remove(key);
         self.dormancy.woken.remove(key);
+        self.dormancy.slept_serving.remove(key);
         self.dormancy.checking_in.remove(key);
         self.round.forget(key);
         self.round.placements.push(Placement::Remove(*key));
@@ -210,5 +257,21 @@ impl<S: LogStore> Host<S> {
             j.step(from, e.message, &mut self.stats);
             self.round.stepped(e.journal, j.is_quiet());
         }
+    }
+}
+
+/// How many of a machine's replica journals stand where (see [`Host::replica_states`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct ReplicaStates {
+    pub bootstrapping: u64,
+    pub catching_up: u64,
+    pub serving: u64,
+}
+
+impl ReplicaStates {
+    /// Every replica journal here has caught up once since the machine started.
+    #[must_use]
+    pub fn is_serving(&self) -> bool {
+        self.bootstrapping == 0 && self.catching_up == 0
     }
 }

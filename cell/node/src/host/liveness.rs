@@ -66,7 +66,9 @@ impl Liveness {
 
     /// The machines of `config` other than `me` are peers (heard as of `tick` if new).
     pub(super) fn note(&mut self, config: &JournalConfig, me: NodeId, tick: u64) {
-        for n in config.voters.iter().chain(&config.learners).filter(|n| **n != me) {
+        // Voters only: a learner address is a replica tier's feed, which never answers; a
+        // replica notes the voters, so each side hears the other.
+        for n in config.voters.iter().filter(|n| **n != me) {
             self.peers.entry(*n).or_insert(Peer { heard_tick: tick, down: false });
         }
     }
@@ -193,7 +195,7 @@ mod tests {
         };
         l.note(&config, NodeId(1), 0);
         assert_eq!(l.lost(5, 5), Vec::<NodeId>::new(), "not silent for long enough");
-        assert_eq!(l.lost(6, 5), vec![NodeId(2), NodeId(3)], "every other machine, never this one");
+        assert_eq!(l.lost(6, 5), vec![NodeId(2)], "every other voter, never this one nor a tier's feed");
         assert!(l.lost(20, 5).is_empty(), "lost once per silence");
         l.heard(NodeId(2), 20);
         assert!(l.lost(25, 5).is_empty());

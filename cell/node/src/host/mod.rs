@@ -30,7 +30,7 @@ mod round;
 use dormancy::Dormancy;
 use fetches::Fetches;
 use hosted::Hosted;
-pub use journals::PlaceError;
+pub use journals::{PlaceError, ReplicaStates};
 use liveness::Liveness;
 pub use liveness::{Clocked, TICK_MS_DEFAULT};
 pub use owed::Owed;
@@ -88,6 +88,8 @@ pub struct HostStats {
     pub stale_answers: u64,
     pub stale_answers_after_wake: u64,
     pub stale_answers_dormant: u64,
+    /// Reads a replica here refused because it had not caught up since it started.
+    pub reads_refused_unready: u64,
 }
 
 /// What became of a journal's life here, for a simulation's timeline and audits (recorded only
@@ -176,6 +178,9 @@ pub struct Host<S: LogStore> {
     fetches: Fetches,
     liveness: Liveness,
     dormancy: Dormancy,
+    /// The replica tiers' feed addresses this machine subscribes to: a journal whose learners
+    /// name one of them is hosted here as a replica.
+    feeds: std::collections::BTreeSet<NodeId>,
 }
 
 /// Ticks of quiet after which a journal woken only for a check-in (its own after a boot, or a
@@ -243,6 +248,7 @@ impl<S: LogStore> Host<S> {
             fetches: Fetches::default(),
             liveness: Liveness::default(),
             dormancy: Dormancy::default(),
+            feeds: std::collections::BTreeSet::new(),
         };
         if asleep {
             for (key, config) in host.store_mut().load_configs()? {
@@ -251,7 +257,7 @@ impl<S: LogStore> Host<S> {
             }
         } else {
             for stored in host.store_mut().load()? {
-                host.install(stored.key, stored.config, stored.durable);
+                host.install(stored.key, stored.config, stored.durable, false);
             }
         }
         Ok(host)

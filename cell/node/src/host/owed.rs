@@ -132,7 +132,7 @@ impl<S: LogStore> Host<S> {
                 None
             }
             Some(j) => {
-                j.read(id, read);
+                j.read(id, read, &mut self.stats);
                 self.dormancy.checking_in.remove(&journal);
                 self.round.stepped(journal, false);
                 None

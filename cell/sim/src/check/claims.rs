@@ -29,10 +29,12 @@ pub enum Claim {
     MultiWriterRace,
     StaleAnswerAfterWake,
     AnswerForItsRequest,
+    ReplicaCaughtUpFirst,
+    AtLeastReached,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 24] = [
+    pub const ALL: [Claim; 26] = [
         Claim::OneChosenPerSlot,
         Claim::SameOutcome,
         Claim::PromiseNeverDecreases,
@@ -57,6 +59,8 @@ impl Claim {
         Claim::MultiWriterRace,
         Claim::StaleAnswerAfterWake,
         Claim::AnswerForItsRequest,
+        Claim::ReplicaCaughtUpFirst,
+        Claim::AtLeastReached,
     ];
 
     /// The claim's name, exactly as the runner prints it.
@@ -106,6 +110,11 @@ impl Claim {
             Claim::MultiWriterRace => {
                 "multi-writer: racing appenders are both acknowledged on one journal, each at positions of its own"
             }
+            Claim::ReplicaCaughtUpFirst => {
+                "replica: a replica serves no read before it has caught up \
+                 (reached: a replica that lost its disk serves again)"
+            }
+            Claim::AtLeastReached => "a read served at_least(seq) reflects every write through seq",
         }
     }
 
@@ -114,7 +123,12 @@ impl Claim {
     pub fn must_reach(self) -> bool {
         matches!(
             self,
-            Claim::VoterTrimJump | Claim::ReplicaTrimJump | Claim::ReadBelowTrimRefused | Claim::GapsReported
+            Claim::VoterTrimJump
+                | Claim::ReplicaTrimJump
+                | Claim::ReadBelowTrimRefused
+                | Claim::GapsReported
+                | Claim::ReplicaCaughtUpFirst
+                | Claim::AtLeastReached
         ) || self.reach_share_min().is_some()
     }
 

@@ -266,7 +266,8 @@ impl Host for NodeHost {
                     leader_hint: None,
                 }
             } else {
-                let r = paros_core::Replica::recover(me, config, self.tunables, paros_core::Life::default(), durable);
+                let r =
+                    paros_core::Replica::recover(me, config, self.tunables, paros_core::Life::default(), durable, true);
                 JournalProbe {
                     state: *r.state(),
                     chosen_up_to: r.chosen_up_to(),

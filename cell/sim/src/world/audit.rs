@@ -60,6 +60,10 @@ pub struct Audit {
     prepared: BTreeMap<JournalKey, Ballot>,
     /// The highest ballot each acceptor voted for in a reply that left its machine.
     votes_sent: BTreeMap<(NodeId, JournalKey), Ballot>,
+    /// Per replica and journal: every slot below it was chosen when the replica last booted.
+    boot_marks: BTreeMap<(NodeId, JournalKey), Slot>,
+    /// Replicas whose current boot began on a wiped disk.
+    wiped_boots: BTreeSet<NodeId>,
 }
 
 /// What a campaign heard, per slot.
@@ -94,6 +98,44 @@ impl Audit {
     #[must_use]
     pub fn highest_chosen(&self, key: &JournalKey) -> Option<Slot> {
         self.chosen.range((*key, Slot(0))..=(*key, Slot(u64::MAX))).next_back().map(|((_, s), _)| *s)
+    }
+
+    /// Replica `node` booted (on a wiped disk: `wiped`) hosting `journals`: a read it serves
+    /// from now on must come from a fold covering every slot chosen by now.
+    pub fn replica_booted(&mut self, node: NodeId, journals: impl Iterator<Item = JournalKey>, wiped: bool) {
+        for key in journals {
+            let mark = self.highest_chosen(&key).map_or(Slot(0), |s| Slot(s.0 + 1));
+            self.boot_marks.insert((node, key), mark);
+        }
+        if wiped {
+            self.wiped_boots.insert(node);
+        } else {
+            self.wiped_boots.remove(&node);
+        }
+    }
+
+    /// Replica `node` served a page of `key` from a fold that has applied every slot below
+    /// `applied`.
+    pub fn on_replica_page(&mut self, node: NodeId, key: JournalKey, applied: Slot) {
+        let mark = self.boot_marks.get(&(node, key)).copied().unwrap_or(Slot(0));
+        self.claims.check(Claim::ReplicaCaughtUpFirst, applied >= mark, || {
+            format!("{node:?} served a page of {key:?} having applied below {applied:?}: slots below {mark:?} were chosen when it booted")
+        });
+        if self.wiped_boots.contains(&node) && mark > Slot(0) {
+            self.claims.reach(Claim::ReplicaCaughtUpFirst);
+        }
+    }
+
+    /// A read of `key` that asked for `next_seq ≥ seq` was answered `answer` by `server`
+    /// (`by_replica`: a learner-only replica).
+    pub fn on_at_least(&mut self, key: JournalKey, seq: paros_core::Seq, answer: &ReadAnswer, by_replica: bool) {
+        let ReadAnswer::Page { view, .. } = answer else { return };
+        self.claims.check(Claim::AtLeastReached, view.next_seq >= seq, || {
+            format!("{key:?}: a read at least at {seq:?} was served a page of {view:?}")
+        });
+        if by_replica && seq > paros_core::Seq(0) {
+            self.claims.reach(Claim::AtLeastReached);
+        }
     }
 
     /// `op` became durable on `node`.

@@ -189,6 +189,10 @@ impl<H: Host> World<H> {
             let key = h.journal;
             let f = *f;
             self.audit.on_read(key, f, answer);
+            if let OpInput::Read { consistency: paros_core::Consistency::Reached(seq), .. } = h.input {
+                let by_replica = from.is_some_and(|f| self.is_replica(f));
+                self.audit.on_at_least(key, seq, answer, by_replica);
+            }
         }
         let name = &self.clients[o.client].name;
         self.trace.event(self.now, "reply", &[req, reply_code(&reply)], || format!("{name} <- #{req} {reply:?}"));
@@ -262,5 +266,12 @@ fn reply_code(reply: &Reply) -> u64 {
         Reply::Call(_) => 1,
         Reply::Read(_) => 2,
         Reply::TimedOut => 3,
+    }
+}
+
+impl<H: Host> World<H> {
+    /// Whether machine `id` is a learner-only replica.
+    fn is_replica(&self, id: NodeId) -> bool {
+        self.index.get(&id).is_some_and(|m| self.machines[*m].spec.role == crate::host::MachineRole::Replica)
     }
 }

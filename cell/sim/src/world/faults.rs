@@ -73,6 +73,7 @@ impl<H: Host> World<H> {
         if mach.spec.role == MachineRole::Replica && self.rng.chance(self.params.wipe_replica_ppm) {
             let id = self.machines[m].spec.id;
             self.machines[m].disk.wipe();
+            self.machines[m].wiped = true;
             self.trace.event(self.now, "wipe", &[id.0], || format!("{id:?} comes back with an empty disk"));
         }
         self.boot(m);

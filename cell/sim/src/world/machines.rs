@@ -17,6 +17,10 @@ impl<H: Host> World<H> {
         mach.round_in_flight = false;
         mach.host = Some(H::boot(&mach.spec, &mach.disk, seed));
         let (epoch, id) = (mach.epoch, mach.spec.id);
+        if mach.spec.role == crate::host::MachineRole::Replica {
+            let wiped = std::mem::take(&mut mach.wiped);
+            self.audit.replica_booted(id, mach.spec.placements.iter().map(|p| p.key), wiped);
+        }
         self.answers.booted(id);
         let offset = self.rng.below(mach.tick_ns);
         self.after(offset, Event::Tick(m, epoch));
@@ -224,7 +228,18 @@ impl<H: Host> World<H> {
                 self.send_reply(req, from, Reply::Call(answer));
             }
         }
+        let replica = self.machines[m].spec.role == crate::host::MachineRole::Replica;
         for (req, answer) in out.reads {
+            if replica
+                && matches!(answer, paros_core::ReadAnswer::Page { .. })
+                && let Some(o) = self.requests.get(&req)
+            {
+                let key = self.history[o.history].journal;
+                let mach = &self.machines[m];
+                if let Some(probe) = mach.host.as_ref().and_then(|h| h.probe(&mach.disk, &key)) {
+                    self.audit.on_replica_page(from, key, probe.chosen_up_to);
+                }
+            }
             if self.registry.owns(req) {
                 self.registry_answer(req, from, RegReply::Read(answer));
             } else {

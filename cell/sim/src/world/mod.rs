@@ -94,6 +94,8 @@ struct Machine<H> {
     round_writes: usize,
     /// In a long outage: random restarts leave it down.
     held_down: bool,
+    /// The disk was wiped since the last boot (a replica coming back empty).
+    wiped: bool,
     tick_ns: u64,
 }
 
@@ -252,6 +254,7 @@ impl<H: Host> World<H> {
                 round_in_flight: false,
                 round_writes: 0,
                 held_down: false,
+                wiped: false,
                 tick_ns: params.tick_ns * skew / 1000,
             });
         }

@@ -123,6 +123,7 @@ fn message_fields(m: &Message) -> (u64, u64, u64) {
         Message::TrimmedTo { from, point, .. } => (11, from.0, point.0),
         Message::WatermarkRequest { read, life } => (12, *read, life.0),
         Message::Watermark { read, up_to, .. } => (13, *read, up_to.0),
+        Message::FeedMark { chosen_up_to } => (14, chosen_up_to.0, 0),
     }
 }
 
