@@ -24,6 +24,9 @@ pub struct BusStats {
     pub requests: u64,
     /// Inbox items that carried requests: requests made together travel as one item.
     pub request_items: u64,
+    /// Protocol batches sent to a replica tier's feed (one publish each, whatever the number
+    /// of subscribers it reached).
+    pub feed_publishes: u64,
 }
 
 #[derive(Debug, Default)]
@@ -33,6 +36,7 @@ struct Counters {
     dropped: AtomicU64,
     requests: AtomicU64,
     request_items: AtomicU64,
+    feed_publishes: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -40,6 +44,8 @@ struct Shared {
     inboxes: Mutex<HashMap<NodeId, mpsc::Sender<Incoming>>>,
     /// Requests waiting to go into a node's inbox together (see [`InProcessBus::call`]).
     outboxes: Mutex<HashMap<NodeId, Vec<(NodeRequest, Responder)>>>,
+    /// Replica tiers' feeds: a batch sent to a feed address goes to each subscriber.
+    feeds: Mutex<HashMap<NodeId, Vec<NodeId>>>,
     counters: Counters,
 }
 
@@ -80,6 +86,34 @@ impl InProcessBus {
         self.inboxes().remove(&node).is_some()
     }
 
+    /// Subscribes registered node `node` to the replica tier feed `feed`: every protocol batch
+    /// sent to `feed` is put into its inbox too. Subscribing twice changes nothing.
+    pub fn subscribe(&self, feed: NodeId, node: NodeId) {
+        let mut feeds = self.shared.feeds.lock().unwrap_or_else(PoisonError::into_inner);
+        let members = feeds.entry(feed).or_default();
+        if !members.contains(&node) {
+            members.push(node);
+        }
+    }
+
+    /// Ends `node`'s subscription to `feed`. Returns whether it was subscribed.
+    pub fn unsubscribe(&self, feed: NodeId, node: NodeId) -> bool {
+        let mut feeds = self.shared.feeds.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(members) = feeds.get_mut(&feed) else { return false };
+        let before = members.len();
+        members.retain(|m| *m != node);
+        let removed = members.len() < before;
+        if members.is_empty() {
+            feeds.remove(&feed);
+        }
+        removed
+    }
+
+    /// The subscribers of `feed` (`None`: `feed` is no feed).
+    fn feed_members(&self, feed: NodeId) -> Option<Vec<NodeId>> {
+        self.shared.feeds.lock().unwrap_or_else(PoisonError::into_inner).get(&feed).cloned()
+    }
+
     /// Whether `node` is registered and its inbox receiver is still alive.
     #[must_use]
     pub fn is_registered(&self, node: NodeId) -> bool {
@@ -96,6 +130,7 @@ impl InProcessBus {
             dropped: c.dropped.load(Ordering::Relaxed),
             requests: c.requests.load(Ordering::Relaxed),
             request_items: c.request_items.load(Ordering::Relaxed),
+            feed_publishes: c.feed_publishes.load(Ordering::Relaxed),
         }
     }
 
@@ -122,6 +157,22 @@ impl InProcessBus {
     /// `to` is unknown or its inbox is full. An empty batch is a machine heartbeat (the host's
     /// peer liveness) and is sent like any other.
     fn send_protocol(&self, from: NodeId, to: NodeId, envelopes: Vec<Envelope>) {
+        if let Some(members) = self.feed_members(to) {
+            // One publish to a tier's feed: the bus hands each subscriber its copy.
+            self.shared.counters.feed_publishes.fetch_add(1, Ordering::Relaxed);
+            if let Some((last, rest)) = members.split_last() {
+                for m in rest {
+                    self.put(from, *m, envelopes.clone());
+                }
+                self.put(from, *last, envelopes);
+            }
+            return;
+        }
+        self.put(from, to, envelopes);
+    }
+
+    /// Puts one protocol batch into node `to`'s inbox (see [`Self::send_protocol`]).
+    fn put(&self, from: NodeId, to: NodeId, envelopes: Vec<Envelope>) {
         let c = &self.shared.counters;
         let count = envelopes.len() as u64;
         let Some(tx) = self.route(to) else {

@@ -45,7 +45,7 @@ async fn a_protocol_batch_arrives_as_one_message() {
     }
     assert_eq!(
         bus.stats(),
-        BusStats { messages_sent: 1, envelopes_sent: 3, dropped: 0, requests: 0, request_items: 0 }
+        BusStats { messages_sent: 1, envelopes_sent: 3, dropped: 0, requests: 0, request_items: 0, feed_publishes: 0 }
     );
 }
 
@@ -125,7 +125,7 @@ async fn an_unregistered_node_is_gone() {
     a.send(B, vec![catch_up(A, 1)]);
     assert_eq!(
         bus.stats(),
-        BusStats { messages_sent: 0, envelopes_sent: 0, dropped: 1, requests: 1, request_items: 0 }
+        BusStats { messages_sent: 0, envelopes_sent: 0, dropped: 1, requests: 1, request_items: 0, feed_publishes: 0 }
     );
 }
 
@@ -200,7 +200,7 @@ async fn a_full_inbox_drops_protocol_messages_and_counts_them() {
     }
     assert_eq!(
         bus.stats(),
-        BusStats { messages_sent: 2, envelopes_sent: 4, dropped: 3, requests: 0, request_items: 0 }
+        BusStats { messages_sent: 2, envelopes_sent: 4, dropped: 3, requests: 0, request_items: 0, feed_publishes: 0 }
     );
 
     // The first two arrived, in order; the rest are gone.
@@ -337,4 +337,31 @@ async fn requests_carried_to_an_inbox_that_closed_are_answered_busy() {
     // Busy: nothing was done, ask again (not Dropped, which would leave the call in doubt).
     assert_eq!(carrier.await, Ok(NodeAnswer::Call(CallAnswer::Busy)));
     assert!(!bus.is_registered(B));
+}
+
+#[tokio::test]
+async fn a_batch_sent_to_a_feed_is_published_once_and_reaches_every_subscriber() {
+    const FEED: NodeId = NodeId(0xfeed);
+    const C: NodeId = NodeId(0x0c0c_0c0c);
+    let bus = InProcessBus::new();
+    let (mut a, _a_inbox) = bus.register(A, 8);
+    let (_b, mut b_inbox) = bus.register(B, 8);
+    let (_c, mut c_inbox) = bus.register(C, 8);
+    bus.subscribe(FEED, B);
+    bus.subscribe(FEED, C);
+    bus.subscribe(FEED, C);
+    let batch = vec![catch_up(A, 1), catch_up(A, 2)];
+    a.send(FEED, batch.clone());
+    for inbox in [&mut b_inbox, &mut c_inbox] {
+        match inbox.try_recv() {
+            Ok(Incoming::Protocol { from, envelopes }) => assert_eq!((from, envelopes), (A, batch.clone())),
+            other => panic!("a subscriber missed the feed's batch: {other:?}"),
+        }
+        assert!(inbox.try_recv().is_err(), "one copy per subscriber, however often it subscribed");
+    }
+    assert_eq!(bus.stats().feed_publishes, 1, "one publish");
+    assert!(bus.unsubscribe(FEED, C));
+    a.send(FEED, batch.clone());
+    assert!(b_inbox.try_recv().is_ok(), "a subscriber still gets it");
+    assert!(c_inbox.try_recv().is_err(), "an unsubscribed node does not");
 }

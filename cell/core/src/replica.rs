@@ -90,6 +90,13 @@ impl Replica {
         }
     }
 
+    /// Chosen slots this replica knows of (from its feed, its marks, a voter's answer) and has
+    /// not applied yet.
+    #[must_use]
+    pub fn lag_slots(&self) -> u64 {
+        self.learner.known_chosen().0.saturating_sub(self.learner.chosen_up_to().0)
+    }
+
     /// Reads refused (`Unserved` at once) because the replica had not caught up.
     #[must_use]
     pub fn refused_unready(&self) -> u64 {

@@ -50,22 +50,33 @@ impl<S: LogStore> Host<S> {
 
     /// Where this machine's replicas stand (DESIGN §7): how many journals are still
     /// bootstrapping (a journal booted dormant and not yet run counts here), catching up or
-    /// serving. A machine is ready to serve once none bootstraps or catches up.
+    /// serving, and how far the furthest behind lags. A machine is ready to serve once none
+    /// bootstraps or catches up.
     #[must_use]
     pub fn replica_states(&self) -> ReplicaStates {
         let mut states = ReplicaStates::default();
         for (key, j) in &self.journals {
             match j {
-                Hosted::Replica(r) => match r.serving_state() {
-                    paros_core::ReplicaState::Bootstrapping => states.bootstrapping += 1,
-                    paros_core::ReplicaState::CatchingUp { .. } => states.catching_up += 1,
-                    paros_core::ReplicaState::Serving => states.serving += 1,
-                },
+                Hosted::Replica(r) => {
+                    match r.serving_state() {
+                        paros_core::ReplicaState::Bootstrapping => states.bootstrapping += 1,
+                        paros_core::ReplicaState::CatchingUp { .. } => states.catching_up += 1,
+                        paros_core::ReplicaState::Serving => states.serving += 1,
+                    }
+                    let lag = r.lag_slots();
+                    if lag > 0 {
+                        states.behind += 1;
+                        states.lag_slots_max = states.lag_slots_max.max(lag);
+                    }
+                }
+                // Booted dormant: not run since the machine started. Any other dormant replica
+                // went to sleep caught up, or was placed asleep and never asked anything (its
+                // gate closes when it wakes, see `wake`).
                 Hosted::Dormant(c) if !c.voters.contains(&self.me) => {
-                    if self.dormancy.slept_serving.contains(key) {
-                        states.serving += 1;
-                    } else {
+                    if self.dormancy.boot_wakes.contains(key) {
                         states.bootstrapping += 1;
+                    } else {
+                        states.serving += 1;
                     }
                 }
                 Hosted::Voter(_) | Hosted::Dormant(_) => {}
@@ -266,6 +277,10 @@ pub struct ReplicaStates {
     pub bootstrapping: u64,
     pub catching_up: u64,
     pub serving: u64,
+    /// Awake replica journals that know of chosen slots they have not applied, and the most
+    /// such slots one of them has.
+    pub behind: u64,
+    pub lag_slots_max: u64,
 }
 
 impl ReplicaStates {

@@ -158,6 +158,9 @@ impl<S: LogStore> Host<S> {
         }
         self.sleep_quiet();
         self.wake_booted();
+        if !self.feeds.is_empty() {
+            self.stats.replicas = self.replica_states();
+        }
     }
 
     /// Wakes every hosted journal (e.g. when a peer machine stops answering).

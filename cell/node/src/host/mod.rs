@@ -90,6 +90,9 @@ pub struct HostStats {
     pub stale_answers_dormant: u64,
     /// Reads a replica here refused because it had not caught up since it started.
     pub reads_refused_unready: u64,
+    /// Where this machine's replicas stand, as of its last tick (kept only on a machine that
+    /// joined a replica tier's feed: [`Host::join_feed`]).
+    pub replicas: ReplicaStates,
 }
 
 /// What became of a journal's life here, for a simulation's timeline and audits (recorded only
