@@ -4,9 +4,11 @@
 
 use std::time::Duration;
 
-use paros_client::{CallReply, JournalService, ReadParams, Route};
-use std::sync::Arc;
+use paros_client::{CallReply, JournalService, ReadParams, ReadServers, Route};
+use paros_replica::{ReadRouter, ReplicaSeen};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use paros_core::{Call, CallId, JournalKey, NodeId, ReadId, ReadRequest};
 
@@ -33,7 +35,57 @@ impl Default for InCellConfig {
     }
 }
 
-/// The journal service of a cell reached over `R`, asking the nodes in `servers`.
+/// Where the cell's reads go first: its read replicas, ranked per read by a
+/// [`ReadRouter`] that the cell keeps told how each replica stands.
+pub struct ReplicaReads {
+    router: Mutex<ReadRouter>,
+    /// The feed of the tier a journal is on (`None`: on none, or not known yet).
+    feed_of: Box<dyn Fn(&JournalKey) -> Option<NodeId> + Send + Sync>,
+    started: Instant,
+}
+
+impl std::fmt::Debug for ReplicaReads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplicaReads").field("router", &self.router).finish_non_exhaustive()
+    }
+}
+
+impl ReplicaReads {
+    /// Reads ranked by `router`, for journals whose tier's feed `feed_of` tells.
+    #[must_use]
+    pub fn new(
+        router: ReadRouter,
+        feed_of: impl Fn(&JournalKey) -> Option<NodeId> + Send + Sync + 'static,
+    ) -> ReplicaReads {
+        ReplicaReads { router: Mutex::new(router), feed_of: Box::new(feed_of), started: Instant::now() }
+    }
+
+    /// What the replicas look like now.
+    pub fn update(&self, seen: Vec<ReplicaSeen>) {
+        self.router().update(seen);
+    }
+
+    /// Every replica as last seen.
+    #[must_use]
+    pub fn seen(&self) -> Vec<ReplicaSeen> {
+        self.router().replicas().to_vec()
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn router(&self) -> std::sync::MutexGuard<'_, ReadRouter> {
+        self.router.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn is_replica(&self, node: NodeId) -> bool {
+        self.router().replicas().iter().any(|r| r.id == node)
+    }
+}
+
+/// The journal service of a cell reached over `R`, asking the nodes in `servers`; reads ask
+/// the journal's read replicas first when it has [`ReplicaReads`].
 #[derive(Clone, Debug)]
 pub struct InCell<R: Rpc> {
     rpc: R,
@@ -41,6 +93,7 @@ pub struct InCell<R: Rpc> {
     config: InCellConfig,
     /// The next read's id: one per send, counting from a random start, shared by clones.
     next_read: Arc<AtomicU64>,
+    replicas: Option<Arc<ReplicaReads>>,
 }
 
 impl<R: Rpc> InCell<R> {
@@ -50,7 +103,14 @@ impl<R: Rpc> InCell<R> {
     pub fn new(rpc: R, servers: Vec<NodeId>, config: InCellConfig) -> InCell<R> {
         assert!(!servers.is_empty(), "an in-cell service asks at least one node");
         assert!(config.tick_ms > 0, "a tick lasts at least a millisecond");
-        InCell { rpc, servers, config, next_read: Arc::new(AtomicU64::new(crate::random_u64())) }
+        InCell { rpc, servers, config, next_read: Arc::new(AtomicU64::new(crate::random_u64())), replicas: None }
+    }
+
+    /// The same service, reading from the replicas `replicas` ranks before the nodes.
+    #[must_use]
+    pub fn with_replicas(mut self, replicas: Arc<ReplicaReads>) -> InCell<R> {
+        self.replicas = Some(replicas);
+        self
     }
 
     /// The node a request goes to: the one named, else one in rotation by attempt.
@@ -68,6 +128,18 @@ impl<R: Rpc> JournalService for InCell<R> {
 
     fn servers(&self) -> Vec<NodeId> {
         self.servers.clone()
+    }
+
+    fn read_servers(&self, journal: &JournalKey) -> ReadServers {
+        let Some(replicas) = &self.replicas else { return ReadServers::Rotate(self.servers.clone()) };
+        let feed = (replicas.feed_of)(journal);
+        let mut ranked = replicas.router().ranked(feed, replicas.now_ms());
+        // The nodes after the replicas, from one in turn.
+        let mut nodes = self.servers.clone();
+        let n = nodes.len().max(1);
+        nodes.rotate_left((self.next_read.load(Ordering::Relaxed) % n as u64) as usize);
+        ranked.extend(nodes);
+        ReadServers::Ranked(ranked)
     }
 
     async fn call(&self, journal: &JournalKey, id: CallId, call: &Call, route: Route) -> CallReply {
@@ -93,10 +165,19 @@ impl<R: Rpc> JournalService for InCell<R> {
         };
         let deadline = self.config.read_deadline + Duration::from_millis(u64::from(read.wait_ms));
         let id = ReadId(self.next_read.fetch_add(1, Ordering::Relaxed));
-        match self.rpc.request(to, NodeRequest::Read { journal: *journal, id, read: request }, deadline).await {
+        let answer = match self.rpc.request(to, NodeRequest::Read { journal: *journal, id, read: request }, deadline).await
+        {
             Ok(NodeAnswer::Read(answer)) => paros_client::ReadAnswer::from_node(answer),
             Ok(NodeAnswer::UnknownJournal) => paros_client::ReadAnswer::UnknownJournal,
             Ok(NodeAnswer::Call(_)) | Err(_) => paros_client::ReadAnswer::Unserved,
+        };
+        if let Some(replicas) = &self.replicas
+            && matches!(answer, paros_client::ReadAnswer::Unserved | paros_client::ReadAnswer::UnknownJournal)
+            && replicas.is_replica(to)
+        {
+            // Not caught up, not hosting it yet, or gone: the next reads skip it for a while.
+            replicas.router().unserved(to, replicas.now_ms());
         }
+        answer
     }
 }

@@ -215,14 +215,26 @@ impl<S: JournalService> Client<S> {
     /// of `deadline.wait_until` (`params.wait_ms` is not used) and is cut off at the policy's
     /// bound.
     pub async fn read(&self, journal: &S::Journal, params: ReadParams, deadline: ReadDeadline) -> ReadAnswer {
+        self.read_served(journal, params, deadline).await.0
+    }
+
+    /// [`read`](Self::read), and the server whose answer it is (when the service names
+    /// servers): a replica, or a voter when no replica served it. A ranked service
+    /// ([`ReadServers::Ranked`](crate::ReadServers::Ranked)) is asked in its order instead.
+    pub async fn read_served(
+        &self,
+        journal: &S::Journal,
+        params: ReadParams,
+        deadline: ReadDeadline,
+    ) -> (ReadAnswer, Option<NodeId>) {
         let started = Instant::now();
         let hint = self.preferred_server(journal);
         let rng = Rng::new(self.draw());
-        let servers = self.inner.service.servers();
-        let mut policy = match ReadPolicy::new(params, deadline, servers, hint, self.inner.config, rng) {
+        let servers = self.inner.service.read_servers(journal);
+        let mut policy = match ReadPolicy::over(params, deadline, servers, hint, self.inner.config, rng) {
             Ok(policy) => policy,
             // The config was validated by `new`; a policy cannot refuse it.
-            Err(_) => return ReadAnswer::Unserved,
+            Err(_) => return (ReadAnswer::Unserved, None),
         };
         let mut step = policy.start();
         loop {
@@ -241,7 +253,7 @@ impl<S: JournalService> Client<S> {
                         None => policy.on_cut_off(),
                     }
                 }
-                ReadStep::Done(answer) => return answer,
+                ReadStep::Done(answer) => return (answer, policy.served_by()),
             };
         }
     }

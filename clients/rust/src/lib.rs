@@ -145,7 +145,7 @@ pub use reader::{
     ReadConsistency, ReadRequest, Reader, ReaderConfig, ReaderConfigError, ReaderCursor, ReaderError, ReaderOutcome,
 };
 pub use run::{MAGIC, RecordError, RunDecodeError, RunRecord, check_application_record};
-pub use service::{CallReply, Denial, JournalService, ReadAnswer, ReadParams, Route};
+pub use service::{CallReply, Denial, JournalService, ReadAnswer, ReadParams, ReadServers, Route};
 pub use types::{JournalView, Seq};
 
 // What the public signatures name, so a user needs no other crate to call them.

@@ -402,6 +402,12 @@ impl Rotation {
         Rotation { servers, at, server }
     }
 
+    /// The servers in their order, the first one first.
+    fn ranked(servers: Vec<NodeId>) -> Rotation {
+        let server = servers.first().copied();
+        Rotation { servers, at: 0, server }
+    }
+
     /// The next server in turn (none when the service routes by itself).
     fn rotate(&mut self) {
         if self.servers.is_empty() {
@@ -849,6 +855,10 @@ pub struct ReadPolicy {
     /// Whether the last answer was `UnknownJournal`.
     unknown: bool,
     done: bool,
+    /// The server named in the last send.
+    asked: Option<NodeId>,
+    /// The server whose answer (an early page, or the one that ended it) is the read's.
+    served_by: Option<NodeId>,
 }
 
 impl ReadPolicy {
@@ -865,10 +875,30 @@ impl ReadPolicy {
         servers: Vec<NodeId>,
         hint: Option<NodeId>,
         config: ClientConfig,
+        rng: Rng,
+    ) -> Result<ReadPolicy, ClientConfigError> {
+        ReadPolicy::over(params, deadline, crate::ReadServers::Rotate(servers), hint, config, rng)
+    }
+
+    /// [`ReadPolicy::new`] over the servers a service gave ([`crate::JournalService::read_servers`]):
+    /// ranked ones are asked in their order from the first (the hint is not used), each read
+    /// that is not served moving on to the next.
+    ///
+    /// # Errors
+    /// [`ClientConfigError`] when `config` is invalid.
+    pub fn over(
+        params: ReadParams,
+        deadline: ReadDeadline,
+        servers: crate::ReadServers,
+        hint: Option<NodeId>,
+        config: ClientConfig,
         mut rng: Rng,
     ) -> Result<ReadPolicy, ClientConfigError> {
         config.validate()?;
-        let rotation = Rotation::new(servers, hint, &mut rng);
+        let rotation = match servers {
+            crate::ReadServers::Rotate(servers) => Rotation::new(servers, hint, &mut rng),
+            crate::ReadServers::Ranked(servers) => Rotation::ranked(servers),
+        };
         Ok(ReadPolicy {
             params,
             deadline,
@@ -880,7 +910,16 @@ impl ReadPolicy {
             early: None,
             unknown: false,
             done: false,
+            asked: None,
+            served_by: None,
         })
+    }
+
+    /// The server that served the read (the one named in the send whose answer ended it), once
+    /// it is done with an answer from a named server.
+    #[must_use]
+    pub fn served_by(&self) -> Option<NodeId> {
+        self.served_by
     }
 
     /// How many requests were handed out so far.
@@ -911,6 +950,7 @@ impl ReadPolicy {
                 if records.is_empty() && from >= view.next_seq && elapsed < self.deadline.wait_until =>
             {
                 self.early = Some(answer);
+                self.served_by = self.asked;
                 self.next(Duration::ZERO, elapsed)
             }
             ReadAnswer::Unserved => {
@@ -930,7 +970,10 @@ impl ReadPolicy {
                     None => self.give_up(),
                 }
             }
-            served => self.finish(served),
+            served => {
+                self.served_by = self.asked;
+                self.finish(served)
+            }
         }
     }
 
@@ -960,6 +1003,7 @@ impl ReadPolicy {
         let left = self.deadline.wait_until.saturating_sub(elapsed.saturating_add(after));
         let wait_ms = u32::try_from(left.as_micros().div_ceil(1000)).unwrap_or(u32::MAX);
         let route = Route { server: self.rotation.server, attempt: self.sent };
+        self.asked = route.server;
         self.sent += 1;
         ReadStep::Send { params: ReadParams { wait_ms, ..self.params }, route, after, cut_off: self.end() }
     }

@@ -113,6 +113,16 @@ impl fmt::Display for Denial {
     }
 }
 
+/// The servers a read asks ([`JournalService::read_servers`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadServers {
+    /// Any of these, in rotation from the server that answered last (else a drawn one).
+    Rotate(Vec<NodeId>),
+    /// These in this order, best first: the journal's read replicas the service judges
+    /// serving and least behind, then its voters. A read that is not served moves on down.
+    Ranked(Vec<NodeId>),
+}
+
 /// One page request, as the service sends it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReadParams {
@@ -136,6 +146,12 @@ pub trait JournalService: Send + Sync {
 
     /// The servers a caller may name in a [`Route`] (empty: the service routes by itself).
     fn servers(&self) -> Vec<NodeId>;
+
+    /// The servers a read of `journal` asks, and how: by default any of [`servers`]
+    /// (Self::servers) in rotation. A service with read replicas ranks them first.
+    fn read_servers(&self, _journal: &Self::Journal) -> ReadServers {
+        ReadServers::Rotate(self.servers())
+    }
 
     /// Sends one decided call and waits, within the service's own request deadline, for its
     /// answer. `id` is the call's own, the same on every send of it ([`CallPolicy::id`]); a
@@ -173,6 +189,10 @@ impl<T: JournalService + ?Sized> JournalService for std::sync::Arc<T> {
 
     fn servers(&self) -> Vec<NodeId> {
         (**self).servers()
+    }
+
+    fn read_servers(&self, journal: &Self::Journal) -> ReadServers {
+        (**self).read_servers(journal)
     }
 
     fn call(

@@ -276,3 +276,27 @@ fn the_deadline_of_a_read_keeps_the_wait_for_the_journal_apart_from_the_wait_to_
     assert_eq!(d.after(ms(150)), ReadDeadline { wait_until: ms(50), give_up_at: ms(2050) });
     assert_eq!(d.after(ms(5000)), ReadDeadline { wait_until: T0, give_up_at: T0 });
 }
+
+#[test]
+fn ranked_servers_are_asked_in_their_order_and_the_read_names_who_served_it() {
+    // Two replicas best first, then the voters: the hint (the last server to answer) is not used.
+    let ranked = vec![NodeId(21), NodeId(22), NodeId(1), NodeId(2)];
+    let mut p = ReadPolicy::over(
+        params(0, Consistency::Linearizable),
+        deadline(),
+        paros_client::ReadServers::Ranked(ranked),
+        Some(NodeId(2)),
+        ClientConfig::default(),
+        Rng::new(7),
+    )
+    .expect("valid");
+    assert_eq!(send(p.start()).0, Some(NodeId(21)), "the best replica first, not the hint");
+    assert_eq!(send(p.on_answer(ReadAnswer::Unserved, ms(1))).0, Some(NodeId(22)), "then the next replica");
+    assert_eq!(send(p.on_answer(ReadAnswer::Unserved, ms(2))).0, Some(NodeId(1)), "then the voters");
+    assert_eq!(p.served_by(), None, "nothing served it yet");
+    match p.on_answer(page(0, 2), ms(3)) {
+        ReadStep::Done(answer) => assert_eq!(answer, page(0, 2)),
+        other => panic!("a page serves the read: {other:?}"),
+    }
+    assert_eq!(p.served_by(), Some(NodeId(1)), "the voter that answered");
+}
