@@ -3,7 +3,8 @@
 //!
 //! The gateway has no retry of its own: a call is one [`Client::call`] (its retries, redirects
 //! and settling, and its wait for a journal no server hosts yet), a read is one
-//! [`Client::read`] within its [`ReadDeadline`] (paros-client's `ReadPolicy`).
+//! [`Client::read_served`] within its [`ReadDeadline`] (paros-client's `ReadPolicy`): the
+//! journal's read replicas first when the cell ranks them, then its voters.
 
 use std::time::Duration;
 
@@ -18,8 +19,14 @@ pub trait CellPort: Send + Sync + 'static {
     fn call(&self, journal: JournalKey, call: Call) -> BoxFuture<'_, Result<Decided, AnswerError>>;
     /// One read, within `deadline` counted from now: the first answer that serves it, an empty
     /// page at the tail once `deadline.wait_until` passed, or `Unserved` at
-    /// `deadline.give_up_at`.
-    fn read(&self, journal: JournalKey, params: ReadParams, deadline: ReadDeadline) -> BoxFuture<'_, ReadAnswer>;
+    /// `deadline.give_up_at`; and the server whose answer it is (a read replica, else a voter),
+    /// when the cell names one.
+    fn read(
+        &self,
+        journal: JournalKey,
+        params: ReadParams,
+        deadline: ReadDeadline,
+    ) -> BoxFuture<'_, (ReadAnswer, Option<NodeId>)>;
     /// The node whose verdict on `journal` came back last through this gateway, and how long
     /// ago: it led the journal then. `None` when no call on it went through here.
     fn leader(&self, journal: JournalKey) -> Option<(NodeId, Duration)>;
@@ -38,8 +45,13 @@ where
         Box::pin(async move { self.client.call(&journal, call).await })
     }
 
-    fn read(&self, journal: JournalKey, params: ReadParams, deadline: ReadDeadline) -> BoxFuture<'_, ReadAnswer> {
-        Box::pin(async move { self.client.read(&journal, params, deadline).await })
+    fn read(
+        &self,
+        journal: JournalKey,
+        params: ReadParams,
+        deadline: ReadDeadline,
+    ) -> BoxFuture<'_, (ReadAnswer, Option<NodeId>)> {
+        Box::pin(async move { self.client.read_served(&journal, params, deadline).await })
     }
 
     fn leader(&self, journal: JournalKey) -> Option<(NodeId, Duration)> {

@@ -351,7 +351,7 @@ impl Gateway {
     /// only once the journal's `next_seq` is at least `reach` (a linearizable read with
     /// `min_seq`: first the wait for that position, then the linearizable read, both within
     /// the same `wait_ms`).
-    pub(crate) async fn read(&self, key: JournalKey, params: ReadParams, reach: Option<Seq>) -> ReadAnswer {
+    pub(crate) async fn read(&self, key: JournalKey, params: ReadParams, reach: Option<Seq>) -> Served {
         let started = tokio::time::Instant::now();
         let wait = Duration::from_millis(u64::from(params.wait_ms));
         let config = &self.inner.config;
@@ -367,12 +367,14 @@ impl Gateway {
                 consistency: Consistency::Reached(reach),
             };
             match self.inner.cell.read(key, reached, deadline(reached.consistency)).await {
-                ReadAnswer::Page { .. } | ReadAnswer::Truncated { .. } => {}
-                other => return other,
+                (ReadAnswer::Page { .. } | ReadAnswer::Truncated { .. }, _) => {}
+                (answer, by) => return Served { answer, by },
             }
         }
         // What is left of the same wait.
-        self.inner.cell.read(key, params, deadline(params.consistency).after(started.elapsed())).await
+        let (answer, by) =
+            self.inner.cell.read(key, params, deadline(params.consistency).after(started.elapsed())).await;
+        Served { answer, by }
     }
 
     /// The journal's view now (a linearizable read of at most one record).
@@ -384,7 +386,7 @@ impl Gateway {
             wait_ms: 0,
             consistency: Consistency::Linearizable,
         };
-        match self.read(key, params, None).await {
+        match self.read(key, params, None).await.answer {
             ReadAnswer::Page { view, .. } | ReadAnswer::Truncated { view } => Ok(view),
             ReadAnswer::Unserved | ReadAnswer::Denied(_) => {
                 Err(ApiError::unavailable("no server could answer now; retry"))
@@ -392,4 +394,11 @@ impl Gateway {
             ReadAnswer::UnknownJournal => Err(ApiError::unavailable("the journal is not placed yet; retry")),
         }
     }
+}
+
+/// A read's answer and the server whose answer it is (see [`crate::cell::CellPort::read`]).
+#[derive(Debug)]
+pub(crate) struct Served {
+    pub(crate) answer: ReadAnswer,
+    pub(crate) by: Option<paros_core::NodeId>,
 }

@@ -165,12 +165,12 @@ impl<R: Rpc> JournalService for InCell<R> {
         };
         let deadline = self.config.read_deadline + Duration::from_millis(u64::from(read.wait_ms));
         let id = ReadId(self.next_read.fetch_add(1, Ordering::Relaxed));
-        let answer = match self.rpc.request(to, NodeRequest::Read { journal: *journal, id, read: request }, deadline).await
-        {
-            Ok(NodeAnswer::Read(answer)) => paros_client::ReadAnswer::from_node(answer),
-            Ok(NodeAnswer::UnknownJournal) => paros_client::ReadAnswer::UnknownJournal,
-            Ok(NodeAnswer::Call(_)) | Err(_) => paros_client::ReadAnswer::Unserved,
-        };
+        let answer =
+            match self.rpc.request(to, NodeRequest::Read { journal: *journal, id, read: request }, deadline).await {
+                Ok(NodeAnswer::Read(answer)) => paros_client::ReadAnswer::from_node(answer),
+                Ok(NodeAnswer::UnknownJournal) => paros_client::ReadAnswer::UnknownJournal,
+                Ok(NodeAnswer::Call(_)) | Err(_) => paros_client::ReadAnswer::Unserved,
+            };
         if let Some(replicas) = &self.replicas
             && matches!(answer, paros_client::ReadAnswer::Unserved | paros_client::ReadAnswer::UnknownJournal)
             && replicas.is_replica(to)

@@ -26,7 +26,7 @@ pub(crate) async fn healthz(State(g): State<Gateway>, RawQuery(query): RawQuery)
     let key = JournalKey { tenant: TenantId(0), journal: cell.registry };
     let params =
         ReadParams { from: Seq(0), limit: 1, max_bytes: 1, wait_ms: 0, consistency: Consistency::Linearizable };
-    match g.read(key, params, None).await {
+    match g.read(key, params, None).await.answer {
         ReadAnswer::Page { .. } | ReadAnswer::Truncated { .. } => Ok((StatusCode::OK, "ok\n").into_response()),
         _ => Err(ApiError::unavailable("the registry is not reachable now")),
     }

@@ -237,7 +237,9 @@ pub(crate) async fn send_write(
         ("min_seq" = Option<u64>, Query)),
     responses(
         (status = 200, body = paros_api::Page,
-            description = "a page of records, maybe empty at the tail"),
+            description = "a page of records, maybe empty at the tail",
+            headers(("paros-served-by" = String,
+                description = "the server whose answer this is (a read replica, else a voter), 16 hex digits"))),
         (status = 400, body = paros_api::ErrorBody),
         (status = 401, body = paros_api::ErrorBody),
         (status = 403, body = paros_api::ErrorBody),
@@ -266,11 +268,18 @@ pub(crate) async fn read(
         wait_ms: u32::from(q.wait_ms.get()),
         consistency,
     };
-    match g.read(key, params, reach).await {
+    let served = g.read(key, params, reach).await;
+    match served.answer {
         ReadAnswer::Page { from, records, view } => {
             g.inner.metrics.read(t.tenant, &records);
             let page = Page { from, records: records.into_iter().map(|r| Record(r.to_vec())).collect(), view };
-            Ok(json(StatusCode::OK, &page))
+            let mut response = json(StatusCode::OK, &page);
+            if let Some(by) = served.by
+                && let Ok(value) = axum::http::HeaderValue::from_str(&by.to_string())
+            {
+                response.headers_mut().insert(SERVED_BY, value);
+            }
+            Ok(response)
         }
         ReadAnswer::Truncated { view } => {
             Err(ApiError::new(ErrorCode::Truncated, "from is below first_seq").with_view(view))
@@ -287,6 +296,10 @@ pub(crate) async fn read(
         ReadAnswer::UnknownJournal => Err(ApiError::unavailable("the journal is not placed yet; retry")),
     }
 }
+
+/// The response header of a served read that names the server whose answer it is (a read
+/// replica, else a voter), as 16 hex digits.
+pub(crate) const SERVED_BY: axum::http::HeaderName = axum::http::HeaderName::from_static("paros-served-by");
 
 /// Truncate a journal's prefix.
 #[utoipa::path(post, path = "/v1/journals/{name}/truncate", params(("name" = inline(paros_api::JournalName), Path)),

@@ -109,7 +109,7 @@ async fn next_event(s: &mut TailState) -> Option<Option<(TailEvent, Seq)>> {
         wait_ms: u32::try_from(due.as_millis()).unwrap_or(u32::MAX),
         consistency: Consistency::Linearizable,
     };
-    let next = match s.g.read(s.key, params, None).await {
+    let next = match s.g.read(s.key, params, None).await.answer {
         ReadAnswer::Page { from, records, view } if !records.is_empty() => {
             let next = Seq(from.0 + records.len() as u64);
             s.g.inner.metrics.read(s.tenant, &records);
