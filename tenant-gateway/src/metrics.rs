@@ -20,7 +20,7 @@ use prometheus_client::registry::Registry;
 
 use crate::auth::Refusal;
 use crate::exposition::{Exposition, to_prometheus};
-use crate::nodes::{NodeCounters, NodeStats, StoreCounters};
+use crate::nodes::{NodeCounters, NodeStats, ReplicaCounters, ReplicaStateName, StoreCounters};
 use crate::threads::{ROLES, ThreadCpu};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -133,6 +133,49 @@ const STORE_FAMILIES: [Field<StoreCounters>; 10] = [
     ),
 ];
 
+/// The read replica families (one series per replica, its journals' maxima): name, help, kind,
+/// value.
+const REPLICA_FAMILIES: [Field<ReplicaCounters>; 4] = [
+    ("replica_journals_behind", "Journals each replica knows chosen slots of and has not applied", Kind::Gauge, |r| {
+        Value::Count(r.behind)
+    }),
+    ("replica_lag_slots_max", "The most chosen slots one journal of each replica has not applied", Kind::Gauge, |r| {
+        Value::Count(r.lag_slots_max)
+    }),
+    (
+        "replica_lag_seconds_max",
+        "How long the furthest behind journal of each replica has known of slots it has not applied",
+        Kind::Gauge,
+        |r| Value::Micros(r.lag_ms_max.saturating_mul(1_000)),
+    ),
+    (
+        "replica_reads_refused_unready",
+        "Reads each replica refused because it had not caught up since it started",
+        Kind::Counter,
+        |r| Value::Count(r.reads_refused_unready),
+    ),
+];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    node: String,
+    state: &'static str,
+}
+
+/// `replica_state{node,state}`: 1 for each replica's state, 0 for the others.
+fn encode_replica_states(encoder: &mut DescriptorEncoder, stats: &[NodeCounters]) -> Result<(), std::fmt::Error> {
+    let help = "Each read replica's state: 1 for the one it is in (only serving replicas are sent reads)";
+    let mut family = encoder.encode_descriptor("replica_state", help, None, ConstGauge::<i64>::TYPE)?;
+    for c in stats {
+        let Some(r) = c.replica else { continue };
+        for state in ReplicaStateName::ALL {
+            let labels = StateLabels { node: c.node.to_string(), state: state.as_str() };
+            ConstGauge::new(i64::from(r.state == state)).encode(family.encode_family(&labels)?)?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes one family: a series per node that has a value.
 fn encode_family(
     encoder: &mut DescriptorEncoder,
@@ -163,6 +206,16 @@ impl Collector for NodeCollector {
         let stats = self.0.node_stats();
         for (name, help, kind, value) in NODE_FAMILIES {
             encode_family(&mut encoder, (name, help, kind), stats.iter().map(|c| (c.node, value(c))))?;
+        }
+        if stats.iter().any(|c| c.replica.is_some()) {
+            encode_replica_states(&mut encoder, &stats)?;
+            for (name, help, kind, value) in REPLICA_FAMILIES {
+                encode_family(
+                    &mut encoder,
+                    (name, help, kind),
+                    stats.iter().filter_map(|c| Some((c.node, value(c.replica.as_ref()?)))),
+                )?;
+            }
         }
         if stats.iter().any(|c| c.store.is_some()) {
             for (name, help, kind, value) in STORE_FAMILIES {
@@ -437,7 +490,18 @@ mod tests {
         let nodes: Arc<dyn NodeStats> = Arc::new(|| {
             let node = NodeCounters { node: NodeId(1), rounds: 4, syncs: 3, dormant: 2, ..NodeCounters::default() };
             let store = StoreCounters { compacting_us: 1_500_000, disk_bytes: 4096, ..StoreCounters::default() };
-            vec![node.with_store(store), NodeCounters { node: NodeId(2), ..NodeCounters::default() }]
+            let replica = ReplicaCounters {
+                state: ReplicaStateName::CatchingUp,
+                lag_slots_max: 7,
+                lag_ms_max: 250,
+                reads_refused_unready: 3,
+                ..ReplicaCounters::default()
+            };
+            vec![
+                node.with_store(store),
+                NodeCounters { node: NodeId(2), ..NodeCounters::default() },
+                NodeCounters { node: NodeId(3), replica: Some(replica), ..NodeCounters::default() },
+            ]
         });
         let m = Metrics::new(Some(nodes));
         m.observe("GET", "/v1/journals", 200, 0.002);
@@ -451,7 +515,10 @@ mod tests {
             samples
                 .iter()
                 .find(|(k, _)| {
-                    *k == key.replace("NODE1", &NodeId(1).to_string()).replace("NODE2", &NodeId(2).to_string())
+                    *k == key
+                        .replace("NODE1", &NodeId(1).to_string())
+                        .replace("NODE2", &NodeId(2).to_string())
+                        .replace("NODE3", &NodeId(3).to_string())
                 })
                 .map(|(_, v)| *v)
         };
@@ -460,6 +527,16 @@ mod tests {
         assert_eq!(value(r#"paros_gateway_node_rounds_total{node="NODE1"}"#), Some(4.0));
         assert_eq!(value(r#"paros_gateway_node_store_compaction_seconds_total{node="NODE1"}"#), Some(1.5));
         assert_eq!(value(r#"paros_gateway_node_dormant_journals{node="NODE1"}"#), Some(2.0));
+        assert_eq!(value(r#"paros_gateway_replica_state{node="NODE3",state="catching_up"}"#), Some(1.0));
+        assert_eq!(value(r#"paros_gateway_replica_state{node="NODE3",state="serving"}"#), Some(0.0));
+        assert_eq!(value(r#"paros_gateway_replica_lag_slots_max{node="NODE3"}"#), Some(7.0));
+        assert_eq!(value(r#"paros_gateway_replica_lag_seconds_max{node="NODE3"}"#), Some(0.25));
+        assert_eq!(value(r#"paros_gateway_replica_reads_refused_unready_total{node="NODE3"}"#), Some(3.0));
+        assert_eq!(
+            value(r#"paros_gateway_replica_lag_slots_max{node="NODE1"}"#),
+            None,
+            "a voter has no replica series"
+        );
         assert_eq!(
             value(r#"paros_gateway_node_store_disk_bytes{node="NODE2"}"#),
             None,

@@ -28,6 +28,60 @@ pub struct NodeCounters {
     /// The node's store, when the port can sample it (metrics only).
     #[serde(skip)]
     pub store: Option<StoreCounters>,
+    /// Where a read replica stands (`None` for a voter).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica: Option<ReplicaCounters>,
+}
+
+/// A read replica's state and lag (its journals' maxima: the metrics' cardinality is one series
+/// per replica, never one per journal).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+pub struct ReplicaCounters {
+    /// The replica's tier's feed (16 hex digits), naming the tier.
+    #[serde(serialize_with = "hex")]
+    #[schema(value_type = String)]
+    pub feed: NodeId,
+    /// `bootstrapping`, `catching_up` or `serving`: only a serving replica is sent reads.
+    pub state: ReplicaStateName,
+    /// Its journals by state.
+    pub bootstrapping: u64,
+    pub catching_up: u64,
+    pub serving: u64,
+    /// Journals that know of chosen slots they have not applied.
+    pub behind: u64,
+    /// The most such slots one journal has, and for how long the furthest behind has been.
+    pub lag_slots_max: u64,
+    pub lag_ms_max: u64,
+    /// Reads it refused because it had not caught up since it started.
+    pub reads_refused_unready: u64,
+}
+
+fn hex<S: serde::Serializer>(id: &NodeId, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(id)
+}
+
+/// A read replica's state (DESIGN §7).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplicaStateName {
+    #[default]
+    Bootstrapping,
+    CatchingUp,
+    Serving,
+}
+
+impl ReplicaStateName {
+    pub const ALL: [ReplicaStateName; 3] =
+        [ReplicaStateName::Bootstrapping, ReplicaStateName::CatchingUp, ReplicaStateName::Serving];
+
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplicaStateName::Bootstrapping => "bootstrapping",
+            ReplicaStateName::CatchingUp => "catching_up",
+            ReplicaStateName::Serving => "serving",
+        }
+    }
 }
 
 impl NodeCounters {

@@ -30,6 +30,9 @@ pub struct Replica {
     tick: u64,
     /// Reads refused because the replica had not caught up since it started.
     refused_unready: u64,
+    /// The tick since which it has known of chosen slots it has not applied (`None`: it has
+    /// applied all it knows of).
+    behind_since: Option<u64>,
 }
 
 /// Where a replica of one journal stands (DESIGN §7): it serves no read before `Serving`.
@@ -77,6 +80,7 @@ impl Replica {
             leader: None,
             tick: 0,
             refused_unready: 0,
+            behind_since: None,
         }
     }
 
@@ -95,6 +99,13 @@ impl Replica {
     #[must_use]
     pub fn lag_slots(&self) -> u64 {
         self.learner.known_chosen().0.saturating_sub(self.learner.chosen_up_to().0)
+    }
+
+    /// Ticks since this replica first knew of a chosen slot it has still not applied (0 when
+    /// it has applied all it knows of): its lag in time.
+    #[must_use]
+    pub fn behind_ticks(&self) -> u64 {
+        self.behind_since.map_or(0, |since| self.tick - since)
     }
 
     /// Reads refused (`Unserved` at once) because the replica had not caught up.
@@ -277,6 +288,11 @@ impl Replica {
 
     fn settle(&mut self) {
         self.walk();
+        self.behind_since = match (self.lag_slots(), self.behind_since) {
+            (0, _) => None,
+            (_, Some(since)) => Some(since),
+            (_, None) => Some(self.tick),
+        };
         self.reads.poll(
             self.learner.fold(),
             &self.log,

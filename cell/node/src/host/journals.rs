@@ -67,6 +67,7 @@ impl<S: LogStore> Host<S> {
                     if lag > 0 {
                         states.behind += 1;
                         states.lag_slots_max = states.lag_slots_max.max(lag);
+                        states.lag_ms_max = states.lag_ms_max.max(r.behind_ticks().saturating_mul(self.tick_ms()));
                     }
                 }
                 // Booted dormant: not run since the machine started. Any other dormant replica
@@ -281,6 +282,8 @@ pub struct ReplicaStates {
     /// such slots one of them has.
     pub behind: u64,
     pub lag_slots_max: u64,
+    /// How long the furthest behind has known of slots it has not applied, in ms (whole ticks).
+    pub lag_ms_max: u64,
 }
 
 impl ReplicaStates {

@@ -100,6 +100,12 @@ impl<S: LogStore> Host<S> {
         self.liveness.peers.keys().copied()
     }
 
+    /// The tick period, in milliseconds of the clock.
+    #[must_use]
+    pub fn tick_ms(&self) -> u64 {
+        self.liveness.timer.tick_ms
+    }
+
     /// Sets the tick period (milliseconds of the clock; at least 1). Takes effect from the
     /// next tick.
     ///
