@@ -24,6 +24,7 @@ pub fn node_counters(s: &NodeSample) -> NodeCounters {
         leaderships_won: h.leaderships_won,
         dormant: h.dormant,
         store: None,
+        replica: None,
     }
     .with_store(StoreCounters {
         compactions_completed: st.compactions_completed,

@@ -78,6 +78,7 @@ pub fn sample_counters(s: &NodeSample) -> NodeCounters {
         leaderships_won: h.leaderships_won,
         dormant: h.dormant,
         store: None,
+        replica: None,
     };
     node.with_store(StoreCounters {
         compactions_completed: st.compactions_completed,
