@@ -34,7 +34,9 @@ pub use command::{
     TenantStatus,
 };
 pub use coordinator::{Answer, Coordinator, CoordinatorConfig, CoordinatorError, Op, Reply, Request, Stats, Submitted};
-pub use directory::{Cell, Directory, Journal, Judged, Machine, RestoreError, SharedDirectory, SigningKey, Tenant};
-pub use names::{BusAddress, JournalName, KeyId, NameError, TenantName, TokenId, Zone};
+pub use directory::{
+    Cell, Directory, Journal, Judged, Machine, RestoreError, SharedDirectory, SigningKey, Tenant, Tier,
+};
+pub use names::{BusAddress, JournalName, KeyId, NameError, TenantName, TierName, TokenId, Zone};
 pub use placement::{Candidate, PlacementError, place};
 pub use verdict::{Accepted, LimitField, Refusal, Verdict, VoterRefusal};
