@@ -39,7 +39,8 @@
 //!   1..=`voters_max`, odd, distinct, each a registered `Node` machine standing `Registered`.
 //!   The journal is placed on the `default` tier when that tier exists, else on no tier;
 //! - `CreateJournalOnTier`: the rules of `CreateJournal`, and an unknown tier is refused
-//!   (`UnknownTier`, judged after the tenant, id, name and quota rules and before the voters).
+//!   (`UnknownTier`, judged after the tenant and journal-id rules, before the name, quota and
+//!   voter rules: the gateway answers it 400, which the contract puts before 409).
 //!   A journal's tier and feed (copied from its tier) are fixed at creation, so the
 //!   configuration its voters run it with never changes;
 //! - `DeleteJournal`: no live journal of that name in the tenant (never created, or deleted
@@ -673,6 +674,11 @@ impl Directory {
         if self.state.journals.contains_key(&key) {
             return Err(Refusal::JournalIdTaken { key });
         }
+        let tier = match tier {
+            Some(tier) => Some(self.state.tiers.get(&tier).ok_or(Refusal::UnknownTier { tier })?),
+            None => self.state.tiers.get(&TierName::default_tier()),
+        };
+        let (tier, feed) = (tier.map(|t| t.name.clone()), tier.map(|t| t.feed));
         if self.index.journal_names.get(&tenant).is_some_and(|names| names.contains_key(&name)) {
             return Err(Refusal::JournalNameTaken { tenant, name });
         }
@@ -680,11 +686,6 @@ impl Directory {
         if live >= t.quotas.journals_max {
             return Err(Refusal::OverJournalQuota { tenant, journals_max: t.quotas.journals_max });
         }
-        let tier = match tier {
-            Some(tier) => Some(self.state.tiers.get(&tier).ok_or(Refusal::UnknownTier { tier })?),
-            None => self.state.tiers.get(&TierName::default_tier()),
-        };
-        let (tier, feed) = (tier.map(|t| t.name.clone()), tier.map(|t| t.feed));
         self.check_voters(&voters).map_err(Refusal::Voters)?;
         *self.index.live_journals.entry(tenant).or_insert(0) += 1;
         for v in &voters {
