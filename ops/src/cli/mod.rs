@@ -637,6 +637,11 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
+/// A `--tier` value: a tier name (`^[a-z0-9][a-z0-9-]{0,62}$`), refused before any request.
+fn tier_name(raw: &str) -> Result<String, String> {
+    paros_api::check_tier_name(raw).map(|()| raw.to_owned()).map_err(|e| format!("not a tier name: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -851,9 +856,4 @@ mod tests {
         struct Outer(#[source] std::io::Error);
         assert_eq!(error_chain(&Outer(std::io::Error::other("inner"))), "outer: inner");
     }
-}
-
-/// A `--tier` value: a tier name (`^[a-z0-9][a-z0-9-]{0,62}$`), refused before any request.
-fn tier_name(raw: &str) -> Result<String, String> {
-    paros_api::check_tier_name(raw).map(|()| raw.to_owned()).map_err(|e| format!("not a tier name: {e}"))
 }
