@@ -87,6 +87,24 @@ fn journal_create_prints_the_journal_and_exits_0() {
 }
 
 #[test]
+fn journal_create_on_a_tier_sends_it_and_prints_it() {
+    let (url, log) = gateway(Box::new(|_, _, _| {
+        let view = r#"{"leader":null,"first_seq":0,"next_seq":0}"#;
+        (201, format!(r#"{{"name":"orders","mode":"single_writer","view":{view},"tier":"gold"}}"#))
+    }));
+    let out = paros(&url, &["journal", "create", "orders", "--tier", "gold"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "orders single_writer leader - first_seq 0 next_seq 0 tier gold\n"
+    );
+    assert_eq!(log.lock().unwrap()[0], r#"POST /v1/journals {"name":"orders","mode":"single_writer","tier":"gold"}"#);
+    let bad = paros(&url, &["journal", "create", "orders", "--tier", "Gold"]);
+    assert_eq!(bad.status.code(), Some(2), "a bad tier name is a usage error");
+    assert_eq!(log.lock().unwrap().len(), 1, "and sends nothing");
+}
+
+#[test]
 fn write_with_a_leader_in_force_writes_at_the_tail() {
     let (url, log) = gateway(Box::new(|method, target, _| match (method, target) {
         ("GET", "/v1/journals/orders") => (

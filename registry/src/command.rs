@@ -14,7 +14,7 @@ use paros_core::journal::WriterMode;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::names::{BusAddress, JournalName, KeyId, TenantName, TokenId, Zone};
+use crate::names::{BusAddress, JournalName, KeyId, TenantName, TierName, TokenId, Zone};
 
 /// The record format version this crate writes and the only one it reads.
 pub const COMMAND_VERSION: u8 = 1;
@@ -177,6 +177,32 @@ pub enum Command {
         tenant: TenantId,
         name: JournalName,
     },
+    // The variants below were added after the first registry logs were written: postcard
+    // encodes a variant by its index, so new variants only ever go at the end, and the ones
+    // above keep their fields byte for byte.
+    /// Creates a replica tier named `tier`, fed at `feed`: the bus address (an id drawn at
+    /// random by the requester, never a machine's) the voters of the tier's journals send
+    /// their chosen batches to, fanned out by the bus to the tier's replicas.
+    CreateTier {
+        tier: TierName,
+        feed: NodeId,
+    },
+    /// Registers a machine of role [`Role::Replica`] on `tier`.
+    RegisterReplica {
+        id: NodeId,
+        tier: TierName,
+        bus_address: BusAddress,
+        zone: Zone,
+    },
+    /// A `CreateJournal` that names the journal's tier.
+    CreateJournalOnTier {
+        tenant: TenantId,
+        journal: JournalId,
+        name: JournalName,
+        mode: WriterMode,
+        voters: Vec<NodeId>,
+        tier: TierName,
+    },
 }
 
 /// One registry record: a command and the request it answers.
@@ -296,6 +322,38 @@ mod tests {
         let cut = &bytes[..bytes.len() - 3];
         let err = Record::decode(cut).expect_err("a cut record does not decode");
         assert_eq!(err.request_id(), Some(RequestId(7)), "the id decoded");
+    }
+
+    /// A `CreateJournal` as the first registry logs wrote it: its encoding is pinned, so a
+    /// change to the variant (or a variant inserted before it) fails here.
+    #[test]
+    fn an_old_create_journal_record_still_decodes() {
+        let bytes = [
+            COMMAND_VERSION,
+            5, // RequestId(5)
+            9, // variant 9: CreateJournal
+            100,
+            7, // tenant 100, journal 7
+            1,
+            b'o', // the name "o"
+            0,    // WriterMode::Single
+            3,
+            1,
+            2,
+            3, // voters 1, 2, 3
+        ];
+        let want = Record {
+            id: RequestId(5),
+            command: Command::CreateJournal {
+                tenant: TenantId(100),
+                journal: JournalId(7),
+                name: JournalName::parse("o").expect("a valid name"),
+                mode: WriterMode::Single,
+                voters: vec![NodeId(1), NodeId(2), NodeId(3)],
+            },
+        };
+        assert_eq!(Record::decode(&bytes), Ok(want.clone()), "the old bytes decode as before");
+        assert_eq!(want.encode()[..], bytes[..], "and are still what this build writes");
     }
 
     #[test]

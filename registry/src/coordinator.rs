@@ -40,7 +40,7 @@ use thiserror::Error;
 
 use crate::command::{Command, Record, RequestId};
 use crate::directory::Directory;
-use crate::names::JournalName;
+use crate::names::{JournalName, TierName};
 use crate::placement::{self, PlacementError};
 use crate::verdict::Verdict;
 
@@ -55,10 +55,13 @@ pub struct Request {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Op {
     /// Create a journal, placed by the coordinator ([`placement`]). The journal id is drawn at
-    /// random by the caller's side (the async shell owns the randomness).
-    CreateJournal { tenant: TenantId, journal: JournalId, name: JournalName, mode: WriterMode },
+    /// random by the caller's side (the async shell owns the randomness). `tier`: the tier to
+    /// put it on (appended as `CreateJournalOnTier`, refused by the fold if the tier does not
+    /// exist), or `None` for the `default` tier when it exists (appended as `CreateJournal`).
+    CreateJournal { tenant: TenantId, journal: JournalId, name: JournalName, mode: WriterMode, tier: Option<TierName> },
     /// Any command, appended as given (a `CreateJournal` here keeps its explicit voters,
-    /// which the fold still checks).
+    /// which the fold still checks). Tiers are created and replicas registered this way
+    /// (`CreateTier`, `RegisterReplica`).
     Command(Command),
 }
 
@@ -343,29 +346,25 @@ impl Coordinator {
         }
         let command = match op {
             Op::Command(command) => command,
-            Op::CreateJournal { tenant, journal, name, mode } => {
+            Op::CreateJournal { tenant, journal, name, mode, tier } => {
                 let candidates = placement::candidates(self.directory(), &self.pending_load);
-                match placement::place(&candidates, self.config.voters) {
-                    Ok(mut voters) => Command::CreateJournal {
-                        tenant,
-                        journal,
-                        name,
-                        mode,
-                        voters: {
-                            // The first voter is the journal's first leader (it campaigns at
-                            // placement): rotate by the (random) journal id so leadership
-                            // spreads over the voters instead of piling on the lowest id.
-                            let n = voters.len().max(1);
-                            voters.rotate_left((journal.0 % n as u64) as usize);
-                            voters
-                        },
-                    },
+                let mut voters = match placement::place(&candidates, self.config.voters) {
+                    Ok(voters) => voters,
                     Err(e) => return Submitted::Answered(Answer::Unplaceable(e)),
+                };
+                // The first voter is the journal's first leader (it campaigns at placement):
+                // rotate by the (random) journal id so leadership spreads over the voters
+                // instead of piling on the lowest id.
+                let n = voters.len().max(1);
+                voters.rotate_left((journal.0 % n as u64) as usize);
+                match tier {
+                    Some(tier) => Command::CreateJournalOnTier { tenant, journal, name, mode, voters, tier },
+                    None => Command::CreateJournal { tenant, journal, name, mode, voters },
                 }
             }
         };
         let voters = match &command {
-            Command::CreateJournal { voters, .. } => voters.clone(),
+            Command::CreateJournal { voters, .. } | Command::CreateJournalOnTier { voters, .. } => voters.clone(),
             _ => Vec::new(),
         };
         for v in &voters {

@@ -13,8 +13,16 @@
 //!   cell); no limit may be zero; the members follow the voter-count rules below and are
 //!   registered as nodes, in service;
 //! - `RegisterMachine`: a retired id is refused (`MachineRetired`); a registered id in another
-//!   role is refused (`RoleChange`); the same id in the same role replaces its address and
-//!   zone (accepted, `updated`) and keeps its standing;
+//!   role is refused (`RoleChange`); an id that is a tier's feed is refused (`MachineIsAFeed`);
+//!   the same id in the same role replaces its address and zone (accepted, `updated`) and
+//!   keeps its standing (and a replica its tier). A replica registered this way is on no tier;
+//! - `CreateTier`: a taken tier name is refused (`TierNameTaken`; tiers are never removed); a
+//!   feed id that is any machine's id (retired ones included) or another tier's feed is refused
+//!   (`FeedTaken`). A tier's feed never changes;
+//! - `RegisterReplica`: an unknown tier is refused (`UnknownTier`); then the rules of
+//!   `RegisterMachine` for role `Replica`; a replica already registered on another tier (or on
+//!   none) is refused (`TierChange`): a replica's tier is fixed at registration. Accepted as
+//!   `MachineRegistered`;
 //! - `SetStanding`: unknown machine refused; `Registered ⇄ Draining` and anything `→ Retired`
 //!   are accepted, the same standing is an accepted no-op, and leaving `Retired` is refused;
 //! - `SignUp`: a taken tenant id or a taken name (names are never freed) is refused;
@@ -28,7 +36,13 @@
 //! - `CreateJournal`: unknown tenant refused; a suspended tenant refused; the journal id is
 //!   unique in the tenant, deleted journals included; the name is unique among the tenant's
 //!   live journals; the tenant's live journals stay within `journals_max`; the voters are
-//!   1..=`voters_max`, odd, distinct, each a registered `Node` machine standing `Registered`;
+//!   1..=`voters_max`, odd, distinct, each a registered `Node` machine standing `Registered`.
+//!   The journal is placed on the `default` tier when that tier exists, else on no tier;
+//! - `CreateJournalOnTier`: the rules of `CreateJournal`, and an unknown tier is refused
+//!   (`UnknownTier`, judged after the tenant and journal-id rules, before the name, quota and
+//!   voter rules: the gateway answers it 400, which the contract puts before 409).
+//!   A journal's tier and feed (copied from its tier) are fixed at creation, so the
+//!   configuration its voters run it with never changes;
 //! - `DeleteJournal`: no live journal of that name in the tenant (never created, or deleted
 //!   already) is refused `UnknownJournal`; deleting frees the name and keeps a tombstone (the
 //!   id is never reused, and nodes learn to drop the journal's data).
@@ -57,11 +71,13 @@ use thiserror::Error;
 use crate::command::{
     CellId, Command, KeyScope, Limits, Member, PUBLIC_KEY_LEN, Quotas, Record, RequestId, Role, Standing, TenantStatus,
 };
-use crate::names::{BusAddress, JournalName, KeyId, TenantName, TokenId, Zone};
+use crate::names::{BusAddress, JournalName, KeyId, TenantName, TierName, TokenId, Zone};
 use crate::verdict::{Accepted, LimitField, Refusal, Verdict, VoterRefusal};
 
-/// The checkpoint format version this crate writes and the only one it restores.
-pub const CHECKPOINT_VERSION: u8 = 1;
+/// The checkpoint format version this crate writes and the only one it restores. Version 2
+/// added tiers (and the tier of machines and journals); a version 1 checkpoint is refused
+/// (`UnknownVersion`): old checkpoints are not readable (old records are).
+pub const CHECKPOINT_VERSION: u8 = 2;
 
 /// The formed cell.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -86,6 +102,21 @@ pub struct Machine {
     pub standing: Standing,
     #[serde(with = "crate::seq_serde")]
     pub registered_at: Seq,
+    /// A replica's tier, fixed at registration: `None` for nodes and gateways, and for a
+    /// replica registered by `RegisterMachine`.
+    pub tier: Option<TierName>,
+}
+
+/// A replica tier: a feed and the replicas registered on it ([`Directory::replicas_of`]).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Tier {
+    pub name: TierName,
+    /// The bus address the voters of the tier's journals send their chosen batches to; the bus
+    /// fans each one out to the tier's replicas. Never a machine's id; never changes.
+    pub feed: NodeId,
+    /// The registry position of the `CreateTier` that created it.
+    #[serde(with = "crate::seq_serde")]
+    pub created_at: Seq,
 }
 
 /// A tenant.
@@ -116,6 +147,11 @@ pub struct Journal {
     pub name: JournalName,
     pub mode: WriterMode,
     pub voters: Box<[NodeId]>,
+    /// The tier it is placed on, fixed at creation.
+    pub tier: Option<TierName>,
+    /// Its tier's feed, copied at creation (a tier's feed never changes, and the journal's
+    /// configuration does not either): the journal's only learner.
+    pub feed: Option<NodeId>,
     /// The registry position of the `CreateJournal` that created it.
     #[serde(with = "crate::seq_serde")]
     pub created_at: Seq,
@@ -135,14 +171,22 @@ impl Journal {
         self.is_live() && self.voters.contains(&node)
     }
 
-    /// The configuration its voters run it with.
-    pub fn config(&self) -> JournalConfig {
-        JournalConfig { mode: self.mode, voters: self.voters.to_vec(), learners: Vec::new() }
+    /// Whether the journal is live and fed at `feed` (a replica of that tier hosts it).
+    pub fn is_fed_at(&self, feed: NodeId) -> bool {
+        self.is_live() && self.feed == Some(feed)
     }
 
-    /// Whether `config` is the one its voters run it with (compared in place, no copy).
+    /// The configuration its voters and its tier's replicas run it with: the learners are its
+    /// tier's feed, or none.
+    pub fn config(&self) -> JournalConfig {
+        JournalConfig { mode: self.mode, voters: self.voters.to_vec(), learners: self.feed.into_iter().collect() }
+    }
+
+    /// Whether `config` is [`config`](Self::config) (compared in place, no copy).
     pub fn runs_as(&self, config: &JournalConfig) -> bool {
-        config.mode == self.mode && config.voters[..] == self.voters[..] && config.learners.is_empty()
+        config.mode == self.mode
+            && config.voters[..] == self.voters[..]
+            && config.learners[..] == self.feed.as_slice()[..]
     }
 }
 
@@ -160,6 +204,7 @@ pub struct Judged {
 struct State {
     cell: Option<Cell>,
     machines: BTreeMap<NodeId, Machine>,
+    tiers: BTreeMap<TierName, Tier>,
     tenants: BTreeMap<TenantId, Tenant>,
     keys: BTreeMap<KeyId, SigningKey>,
     journals: BTreeMap<JournalKey, Journal>,
@@ -255,6 +300,31 @@ impl Directory {
     /// The machines of one role, by id (retired ones included: check the standing).
     pub fn machines_by_role(&self, role: Role) -> impl Iterator<Item = &Machine> {
         self.machines().filter(move |m| m.role == role)
+    }
+
+    /// Every tier, by name; its replicas are [`replicas_of`](Self::replicas_of).
+    pub fn tiers(&self) -> impl Iterator<Item = &Tier> {
+        self.state.tiers.values()
+    }
+
+    /// The tier named `name`.
+    pub fn tier(&self, name: &TierName) -> Option<&Tier> {
+        self.state.tiers.get(name)
+    }
+
+    /// The tier fed at `feed`.
+    pub fn tier_fed_at(&self, feed: NodeId) -> Option<&Tier> {
+        self.tiers().find(|t| t.feed == feed)
+    }
+
+    /// The replicas registered on `tier`, by id (retired ones included: check the standing).
+    pub fn replicas_of<'a>(&'a self, tier: &'a TierName) -> impl Iterator<Item = &'a Machine> + 'a {
+        self.machines_by_role(Role::Replica).filter(move |m| m.tier.as_ref() == Some(tier))
+    }
+
+    /// The live journals fed at `feed` (the journals of that feed's tier), by key.
+    pub fn journals_fed_at(&self, feed: NodeId) -> impl Iterator<Item = &Journal> {
+        self.state.journals.values().filter(move |j| j.is_fed_at(feed))
     }
 
     pub fn tenant(&self, id: TenantId) -> Option<&Tenant> {
@@ -390,9 +460,18 @@ impl Directory {
             Command::RetireSigningKey { kid } => self.retire_key(kid),
             Command::RevokeToken { tenant, jti } => self.revoke(tenant, jti),
             Command::CreateJournal { tenant, journal, name, mode, voters } => {
-                self.create_journal(at, tenant, journal, name, mode, voters)
+                let new = NewJournal { tenant, journal, name, mode, voters };
+                self.create_journal(at, new, None)
             }
             Command::DeleteJournal { tenant, name } => self.delete_journal(at, tenant, name),
+            Command::CreateTier { tier, feed } => self.create_tier(at, tier, feed),
+            Command::RegisterReplica { id, tier, bus_address, zone } => {
+                self.register_replica(at, id, tier, bus_address, zone)
+            }
+            Command::CreateJournalOnTier { tenant, journal, name, mode, voters, tier } => {
+                let new = NewJournal { tenant, journal, name, mode, voters };
+                self.create_journal(at, new, Some(tier))
+            }
         };
         match result {
             Ok(accepted) => Verdict::Accepted(accepted),
@@ -432,6 +511,7 @@ impl Directory {
                     zone: m.zone,
                     standing: Standing::Registered,
                     registered_at: at,
+                    tier: None,
                 },
             );
         }
@@ -447,6 +527,22 @@ impl Directory {
         bus_address: BusAddress,
         zone: Zone,
     ) -> Result<Accepted, Refusal> {
+        self.register(at, id, role, None, bus_address, zone)
+    }
+
+    /// `RegisterMachine`'s rules; `tier` is `Some` for a `RegisterReplica` (its tier is known).
+    fn register(
+        &mut self,
+        at: Seq,
+        id: NodeId,
+        role: Role,
+        tier: Option<TierName>,
+        bus_address: BusAddress,
+        zone: Zone,
+    ) -> Result<Accepted, Refusal> {
+        if let Some(t) = self.tier_fed_at(id) {
+            return Err(Refusal::MachineIsAFeed { machine: id, tier: t.name.clone() });
+        }
         if let Some(m) = self.state.machines.get_mut(&id) {
             if m.standing == Standing::Retired {
                 return Err(Refusal::MachineRetired { machine: id });
@@ -454,14 +550,41 @@ impl Directory {
             if m.role != role {
                 return Err(Refusal::RoleChange { machine: id, registered: m.role });
             }
+            if tier.is_some() && m.tier != tier {
+                return Err(Refusal::TierChange { machine: id, registered: m.tier.clone() });
+            }
             m.bus_address = bus_address;
             m.zone = zone;
             return Ok(Accepted::MachineRegistered { machine: id, updated: true });
         }
-        self.state
-            .machines
-            .insert(id, Machine { id, role, bus_address, zone, standing: Standing::Registered, registered_at: at });
+        let standing = Standing::Registered;
+        self.state.machines.insert(id, Machine { id, role, bus_address, zone, standing, registered_at: at, tier });
         Ok(Accepted::MachineRegistered { machine: id, updated: false })
+    }
+
+    fn register_replica(
+        &mut self,
+        at: Seq,
+        id: NodeId,
+        tier: TierName,
+        bus_address: BusAddress,
+        zone: Zone,
+    ) -> Result<Accepted, Refusal> {
+        if !self.state.tiers.contains_key(&tier) {
+            return Err(Refusal::UnknownTier { tier });
+        }
+        self.register(at, id, Role::Replica, Some(tier), bus_address, zone)
+    }
+
+    fn create_tier(&mut self, at: Seq, tier: TierName, feed: NodeId) -> Result<Accepted, Refusal> {
+        if self.state.tiers.contains_key(&tier) {
+            return Err(Refusal::TierNameTaken { tier });
+        }
+        if self.state.machines.contains_key(&feed) || self.tier_fed_at(feed).is_some() {
+            return Err(Refusal::FeedTaken { feed });
+        }
+        self.state.tiers.insert(tier.clone(), Tier { name: tier.clone(), feed, created_at: at });
+        Ok(Accepted::TierCreated { tier, feed })
     }
 
     fn set_standing(&mut self, machine: NodeId, standing: Standing) -> Result<Accepted, Refusal> {
@@ -539,15 +662,10 @@ impl Directory {
         Ok(Accepted::TokenRevoked { tenant, already: false })
     }
 
-    fn create_journal(
-        &mut self,
-        at: Seq,
-        tenant: TenantId,
-        journal: JournalId,
-        name: JournalName,
-        mode: WriterMode,
-        voters: Vec<NodeId>,
-    ) -> Result<Accepted, Refusal> {
+    /// `CreateJournal` (`tier` is `None`: the default tier when it exists) and
+    /// `CreateJournalOnTier` (the tier named, which must exist).
+    fn create_journal(&mut self, at: Seq, new: NewJournal, tier: Option<TierName>) -> Result<Accepted, Refusal> {
+        let NewJournal { tenant, journal, name, mode, voters } = new;
         let t = self.state.tenants.get(&tenant).ok_or(Refusal::UnknownTenant { tenant })?;
         if t.status == TenantStatus::Suspended {
             return Err(Refusal::TenantSuspended { tenant });
@@ -556,6 +674,11 @@ impl Directory {
         if self.state.journals.contains_key(&key) {
             return Err(Refusal::JournalIdTaken { key });
         }
+        let tier = match tier {
+            Some(tier) => Some(self.state.tiers.get(&tier).ok_or(Refusal::UnknownTier { tier })?),
+            None => self.state.tiers.get(&TierName::default_tier()),
+        };
+        let (tier, feed) = (tier.map(|t| t.name.clone()), tier.map(|t| t.feed));
         if self.index.journal_names.get(&tenant).is_some_and(|names| names.contains_key(&name)) {
             return Err(Refusal::JournalNameTaken { tenant, name });
         }
@@ -571,7 +694,7 @@ impl Directory {
         self.index.journal_names.entry(tenant).or_default().insert(name.clone(), journal);
         self.state.journals.insert(
             key,
-            Journal { key, name, mode, voters: voters.as_slice().into(), created_at: at, deleted_at: None },
+            Journal { key, name, mode, voters: voters.as_slice().into(), tier, feed, created_at: at, deleted_at: None },
         );
         Ok(Accepted::JournalCreated { key, voters, at })
     }
@@ -618,9 +741,23 @@ impl Directory {
     fn reindex(state: State) -> Result<Directory, RestoreError> {
         use RestoreError::Inconsistent;
         let mut index = Index::default();
+        let mut feeds = BTreeSet::new();
+        for (name, t) in &state.tiers {
+            if *name != t.name {
+                return Err(Inconsistent("a tier filed under another name"));
+            }
+            if !feeds.insert(t.feed) || state.machines.contains_key(&t.feed) {
+                return Err(Inconsistent("a feed shared with another tier or a machine"));
+            }
+        }
         for (id, m) in &state.machines {
             if *id != m.id {
                 return Err(Inconsistent("a machine filed under another id"));
+            }
+            if let Some(tier) = &m.tier
+                && (m.role != Role::Replica || !state.tiers.contains_key(tier))
+            {
+                return Err(Inconsistent("a machine on a tier that is not a replica or not a tier"));
             }
         }
         for (id, t) in &state.tenants {
@@ -651,6 +788,13 @@ impl Directory {
             if !state.tenants.contains_key(&key.tenant) {
                 return Err(Inconsistent("a journal of an unknown tenant"));
             }
+            let tier_feed = match &j.tier {
+                Some(t) => Some(state.tiers.get(t).ok_or(Inconsistent("a journal on an unknown tier"))?.feed),
+                None => None,
+            };
+            if j.feed != tier_feed {
+                return Err(Inconsistent("a journal whose feed is not its tier's"));
+            }
             if j.is_live() {
                 if index.journal_names.entry(key.tenant).or_default().insert(j.name.clone(), key.journal).is_some() {
                     return Err(Inconsistent("two live journals share a name"));
@@ -680,6 +824,15 @@ impl Directory {
     pub fn index_is_consistent(&self) -> bool {
         Self::reindex(self.state.clone()).is_ok_and(|d| d.index == self.index)
     }
+}
+
+/// What `CreateJournal` and `CreateJournalOnTier` share.
+struct NewJournal {
+    tenant: TenantId,
+    journal: JournalId,
+    name: JournalName,
+    mode: WriterMode,
+    voters: Vec<NodeId>,
 }
 
 /// Counts one fewer under `key`, dropping the entry at zero (the index never holds zeros, so

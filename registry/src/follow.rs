@@ -2,7 +2,8 @@
 //!
 //! Every node folds the registry and, after each page, compares the journals the directory
 //! places on it with the ones it hosts: journals placed and not hosted are created, journals
-//! hosted and no longer placed (deleted, or moved) are removed. The registry journal itself is
+//! hosted and no longer placed (deleted, or moved) are removed. A replica does the same with
+//! the live journals of its tier (those fed at its tier's feed). The registry journal itself is
 //! placed by the cell's formation, not by the directory, and is never removed here. Pure: the
 //! async follower applies the result through the node's control handle.
 
@@ -61,35 +62,31 @@ pub fn changes<C: Borrow<JournalConfig>>(
 /// What a followed machine hosts, by its role.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Hosting {
-    /// A node: the live journals it votes for, each run with `learners` (the cell's replicas;
-    /// none in a cell without them).
-    Voter { learners: Vec<NodeId> },
-    /// A replica: every live journal, each run with `learners` (the replica among them).
-    Replica { learners: Vec<NodeId> },
+    /// A node: the live journals it votes for.
+    Voter,
+    /// A replica of the tier fed at `feed`: every live journal of that tier.
+    Replica { feed: NodeId },
 }
 
 impl Hosting {
-    /// A node of a cell without replicas.
+    /// A node.
     #[must_use]
     pub fn voter() -> Self {
-        Hosting::Voter { learners: Vec::new() }
+        Hosting::Voter
     }
 
-    fn learners(&self) -> &[NodeId] {
+    /// Whether a machine hosting so, with id `node`, hosts `journal`.
+    fn hosts(&self, node: NodeId, journal: &crate::Journal) -> bool {
         match self {
-            Hosting::Voter { learners } | Hosting::Replica { learners } => learners,
+            Hosting::Voter => journal.is_placed_on(node),
+            Hosting::Replica { feed } => journal.is_fed_at(*feed),
         }
     }
 }
 
-/// Whether `config` is how `journal` runs with `learners` (compared in place, no copy).
-fn runs_with(journal: &crate::Journal, config: &JournalConfig, learners: &[NodeId]) -> bool {
-    config.mode == journal.mode && config.voters[..] == journal.voters[..] && config.learners[..] == learners[..]
-}
-
 /// What `node`, a machine `hosting` so and hosting `hosted`, must change to host what
-/// `directory` says it hosts. `keep` is never removed (the registry journal). A voter without
-/// learners is [`changes`].
+/// `directory` says it hosts, each journal with its [`config`](crate::Journal::config). `keep`
+/// is never removed (the registry journal). A voter's changes are [`changes`].
 #[must_use]
 pub fn changes_for<C: Borrow<JournalConfig>>(
     directory: &Directory,
@@ -98,18 +95,16 @@ pub fn changes_for<C: Borrow<JournalConfig>>(
     hosted: &BTreeMap<JournalKey, C>,
     keep: &JournalKey,
 ) -> Changes {
-    let learners = hosting.learners();
-    let wanted = |j: &&crate::Journal| match hosting {
-        Hosting::Voter { .. } => j.is_placed_on(node),
-        Hosting::Replica { .. } => j.is_live(),
+    let feed = match hosting {
+        Hosting::Voter => return changes(directory, node, hosted, keep),
+        Hosting::Replica { feed } => *feed,
     };
     let place = directory
-        .journals()
-        .filter(wanted)
-        .filter(|j| !hosted.get(&j.key).is_some_and(|c| runs_with(j, c.borrow(), learners)))
-        .map(|j| (j.key, JournalConfig { mode: j.mode, voters: j.voters.to_vec(), learners: learners.to_vec() }))
+        .journals_fed_at(feed)
+        .filter(|j| !hosted.get(&j.key).is_some_and(|c| j.runs_as(c.borrow())))
+        .map(|j| (j.key, j.config()))
         .collect();
-    let stays = |k: &JournalKey| directory.journal(*k).is_some_and(|j| wanted(&j));
+    let stays = |k: &JournalKey| directory.journal(*k).is_some_and(|j| hosting.hosts(node, j));
     let remove = hosted.keys().filter(|k| *k != keep && !stays(k)).copied().collect();
     Changes { place, remove }
 }

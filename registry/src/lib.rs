@@ -4,9 +4,9 @@
 //! its records mean and who writes them:
 //! - [`command`]: the records — one [`Command`] and its [`RequestId`] each, versioned postcard,
 //!   decoded as untrusted input;
-//! - [`Directory`]: the fold — machines, tenants, signing keys, journals and the verdict of
-//!   every recent request; every command is judged there and refused in place when invalid;
-//!   it is [`paros_client::Checkpointable`], so every reader folds it with the same
+//! - [`Directory`]: the fold — machines, replica tiers, tenants, signing keys, journals and
+//!   the verdict of every recent request; every command is judged there and refused in place
+//!   when invalid; it is [`paros_client::Checkpointable`], so every reader folds it with the same
 //!   [`paros_client::Folder`] and meets checkpoints the same way;
 //! - [`placement`]: which nodes vote for a new journal;
 //! - [`Coordinator`]: the registry's writer logic, sans-IO — requests in, records to append
@@ -34,7 +34,9 @@ pub use command::{
     TenantStatus,
 };
 pub use coordinator::{Answer, Coordinator, CoordinatorConfig, CoordinatorError, Op, Reply, Request, Stats, Submitted};
-pub use directory::{Cell, Directory, Journal, Judged, Machine, RestoreError, SharedDirectory, SigningKey, Tenant};
-pub use names::{BusAddress, JournalName, KeyId, NameError, TenantName, TokenId, Zone};
+pub use directory::{
+    Cell, Directory, Journal, Judged, Machine, RestoreError, SharedDirectory, SigningKey, Tenant, Tier,
+};
+pub use names::{BusAddress, JournalName, KeyId, NameError, TenantName, TierName, TokenId, Zone};
 pub use placement::{Candidate, PlacementError, place};
 pub use verdict::{Accepted, LimitField, Refusal, Verdict, VoterRefusal};

@@ -144,11 +144,26 @@ name_type!(
     Grammar { kind: "zone", max: 63, first: lower_digit, rest: lower_digit_dash }
 );
 name_type!(
+    /// A replica tier's name, `^[a-z0-9][a-z0-9-]{0,62}$`: replicas register on a tier, and
+    /// each journal is placed on one tier (or none) when it is created.
+    TierName,
+    Grammar { kind: "tier name", max: 63, first: lower_digit, rest: lower_digit_dash }
+);
+name_type!(
     /// Where a machine listens on the bus: 1..=255 bytes of printable ASCII, no spaces. The
     /// registry does not parse it; the bus does.
     BusAddress,
     Grammar { kind: "bus address", max: 255, first: printable, rest: printable }
 );
+
+impl TierName {
+    /// The name of the tier a cell forms with, `default`: a journal created without naming a
+    /// tier is placed on it when it exists.
+    #[must_use]
+    pub fn default_tier() -> TierName {
+        TierName(String::from("default"))
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -158,5 +173,16 @@ mod tests {
     fn decoding_checks_the_grammar() {
         let bytes = postcard::to_allocvec(&"Bad Name".to_owned()).expect("a string encodes");
         assert!(postcard::from_bytes::<TenantName>(&bytes).is_err(), "a decoded name goes through the same check");
+    }
+
+    #[test]
+    fn tier_names_follow_their_grammar() {
+        assert_eq!(TierName::new("default"), Ok(TierName::default_tier()), "the default tier's name is valid");
+        assert!(TierName::new("eu-west-1").is_ok());
+        assert_eq!(TierName::new(""), Err(NameError::Empty { kind: "tier name" }));
+        assert_eq!(TierName::new("-a"), Err(NameError::BadChar { kind: "tier name", at: 0, ch: '-' }));
+        assert_eq!(TierName::new("Gold"), Err(NameError::BadChar { kind: "tier name", at: 0, ch: 'G' }));
+        assert_eq!(TierName::new("a".repeat(64)), Err(NameError::TooLong { kind: "tier name", max: 63, len: 64 }));
+        assert!(TierName::new("a".repeat(63)).is_ok(), "63 bytes is the longest");
     }
 }

@@ -8,7 +8,7 @@ use paros_core::ids::{JournalKey, NodeId, TenantId};
 use serde::{Deserialize, Serialize};
 
 use crate::command::{CellId, KeyScope, Role, Standing, TenantStatus};
-use crate::names::{JournalName, KeyId, TenantName};
+use crate::names::{JournalName, KeyId, TenantName, TierName};
 
 /// The fold's judgement of one request.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -81,6 +81,12 @@ pub enum Accepted {
     },
     JournalDeleted {
         key: JournalKey,
+    },
+    /// A `CreateTier` took effect. (A `RegisterReplica` is answered `MachineRegistered`, a
+    /// `CreateJournalOnTier` `JournalCreated`.)
+    TierCreated {
+        tier: TierName,
+        feed: NodeId,
     },
 }
 
@@ -170,6 +176,30 @@ pub enum Refusal {
     UnknownJournal {
         tenant: TenantId,
         name: JournalName,
+    },
+    /// A tier with this name exists already (tiers are never removed).
+    TierNameTaken {
+        tier: TierName,
+    },
+    /// The feed id is a machine's id (retired ones included) or another tier's feed: the bus
+    /// could not tell a feed from a machine.
+    FeedTaken {
+        feed: NodeId,
+    },
+    /// The machine id is the feed of `tier`: a machine never takes a feed's id.
+    MachineIsAFeed {
+        machine: NodeId,
+        tier: TierName,
+    },
+    /// No tier has this name.
+    UnknownTier {
+        tier: TierName,
+    },
+    /// The replica is registered on another tier (or on none, through `RegisterMachine`); a
+    /// replica's tier is fixed at registration.
+    TierChange {
+        machine: NodeId,
+        registered: Option<TierName>,
     },
 }
 

@@ -31,6 +31,7 @@ fn create_op(id: u128, tenant: u64, journal: u64, name: &str) -> Request {
             journal: JournalId(journal),
             name: journal_name(name),
             mode: WriterMode::Single,
+            tier: None,
         },
     }
 }
@@ -274,4 +275,35 @@ fn a_zero_bound_is_refused() {
     ] {
         assert!(matches!(Coordinator::new(folder(), config), Err(CoordinatorError::Config(_))), "refused: {config:?}");
     }
+}
+
+#[test]
+fn a_journal_created_on_a_named_tier_is_appended_with_the_tier() {
+    let (mut c, mut log) = formed(3, CoordinatorConfig::default());
+    let on = |id: u128, journal: u64, name: &str, tier: Option<&str>| Request {
+        id: RequestId(id),
+        op: Op::CreateJournal {
+            tenant: TenantId(100),
+            journal: JournalId(journal),
+            name: journal_name(name),
+            mode: WriterMode::Single,
+            tier: tier.map(common::tier),
+        },
+    };
+    c.submit(req(30, create_tier("gold", 0xfeed)));
+    c.submit(on(31, 1, "on-gold", Some("gold")));
+    c.submit(on(32, 2, "on-lead", Some("lead")));
+    c.submit(on(33, 3, "on-default", None));
+    let replies = drive(&mut c, &mut log, 1);
+    let answer = |id: u128| replies.iter().find(|r| r.id == RequestId(id)).map(|r| r.answer.clone());
+    assert!(matches!(answer(31), Some(Answer::Verdict(v)) if v.is_accepted()), "placed on gold");
+    assert_eq!(
+        answer(32),
+        Some(Answer::Verdict(Verdict::Refused(Refusal::UnknownTier { tier: common::tier("lead") }))),
+        "an unknown tier is refused by the fold"
+    );
+    let dir = c.directory();
+    let feed = |j: u64| dir.journal(paros_core::ids::JournalKey { tenant: TenantId(100), journal: JournalId(j) });
+    assert_eq!(feed(1).and_then(|j| j.feed), Some(NodeId(0xfeed)), "the journal is fed at gold's feed");
+    assert_eq!(feed(3).map(|j| j.tier.clone()), Some(None), "no tier named and no default tier: no tier");
 }

@@ -26,6 +26,7 @@ fn assert_unchanged(before: &Directory, after: &Directory) {
     assert!(before.machines().eq(after.machines()), "machines are unchanged");
     assert!(before.tenants().eq(after.tenants()), "tenants are unchanged");
     assert!(before.journals().eq(after.journals()), "journals are unchanged");
+    assert!(before.tiers().eq(after.tiers()), "tiers are unchanged");
     for scope in [KeyScope::Cell, KeyScope::Tenant(TenantId(100))] {
         assert!(before.signing_keys(scope).eq(after.signing_keys(scope)), "keys are unchanged");
     }

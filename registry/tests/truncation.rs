@@ -54,6 +54,7 @@ fn requests() -> Vec<Request> {
                 journal: JournalId(j + 1),
                 name: journal_name(&format!("j{j}")),
                 mode: WriterMode::Single,
+                tier: None,
             });
         }
         ops.push(Op::Command(delete(tenant, "j1")));

@@ -70,7 +70,13 @@ async fn a_tenant_claims_writes_is_superseded_truncates_and_tails() {
     let info = create(r, &owner, "orders", None).await;
     assert_eq!(
         info,
-        json!({"name": "orders", "mode": "single_writer", "view": {"leader": null, "first_seq": 0, "next_seq": 0}})
+        json!({
+            "name": "orders",
+            "mode": "single_writer",
+            "view": {"leader": null, "first_seq": 0, "next_seq": 0},
+            "tier": "default"
+        }),
+        "a journal created without a tier is on the default tier the cell formed with"
     );
 
     // Claim.

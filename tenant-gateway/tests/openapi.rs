@@ -173,6 +173,11 @@ async fn request_bodies_are_documented_as_strictly_as_they_are_parsed() {
     assert_eq!(schemas["MintTokenRequest"]["properties"]["scope"]["$ref"], "#/components/schemas/Scope");
     assert_eq!(schemas["Scope"]["enum"], serde_json::json!(["owner", "write", "read"]));
     assert!(schemas["WriteRequest"]["properties"]["records"]["items"]["pattern"].is_string(), "records are base64");
+    let tier = &schemas["CreateJournalRequest"]["properties"]["tier"];
+    assert_eq!(tier["pattern"], "^[a-z0-9][a-z0-9-]{0,62}$", "a journal's tier is a tier name: {tier}");
+    let info = &schemas["JournalInfo"];
+    assert!(info["required"].as_array().unwrap().iter().any(|f| f == "tier"), "a journal always shows its tier");
+    assert_eq!(info["properties"]["tier"]["type"], serde_json::json!(["string", "null"]), "a name or null");
     let view = &schemas["View"];
     assert!(view["required"].as_array().unwrap().iter().any(|f| f == "leader"), "a view always carries its leader");
     let error = &schemas["ErrorBody"];
@@ -379,7 +384,12 @@ fn samples() -> Vec<(&'static str, Vec<Value>)> {
     let journal = JournalName::parse("Orders.v2_eu-1").unwrap();
     let tenant = TenantName::parse(&"a".repeat(TenantName::LEN_MAX)).unwrap();
     let (token, token_id) = (Token::parse("eyJhbGciOiJFZERTQSJ9.e30.sig").unwrap(), TokenId::parse("t-01~!").unwrap());
-    let info = |mode| JournalInfo { name: journal.clone(), mode, view: views[1] };
+    let info = |mode, tier: Option<&str>| JournalInfo {
+        name: journal.clone(),
+        mode,
+        view: views[1],
+        tier: tier.map(String::from),
+    };
     let limits = Limits { max_records: 16, max_bytes: big, max_body_bytes: u64::MAX };
     let mut errors: Vec<ErrorBody> = ErrorCode::ALL.iter().map(|&c| ErrorBody::new(c, "")).collect();
     errors.push(ErrorBody::new(ErrorCode::TooLarge, "over").with_view(views[0]).with_limits(limits));
@@ -416,15 +426,19 @@ fn samples() -> Vec<(&'static str, Vec<Value>)> {
         (
             "CreateJournalRequest",
             v(&[WriterMode::SingleWriter, WriterMode::MultiWriter]
-                .map(|m| CreateJournalRequest { name: journal.clone(), mode: Some(m) })
+                .map(|m| CreateJournalRequest { name: journal.clone(), mode: Some(m), tier: None })
                 .into_iter()
-                .chain([CreateJournalRequest { name: journal.clone(), mode: None }])
+                .chain([CreateJournalRequest { name: journal.clone(), mode: None, tier: None }])
+                .chain([CreateJournalRequest { name: journal.clone(), mode: None, tier: Some("t".repeat(63)) }])
                 .collect::<Vec<_>>()),
         ),
-        ("JournalInfo", v(&[info(WriterMode::SingleWriter), info(WriterMode::MultiWriter)])),
+        ("JournalInfo", v(&[info(WriterMode::SingleWriter, Some("default")), info(WriterMode::MultiWriter, None)])),
         (
             "JournalList",
-            v(&[JournalList { journals: Vec::new() }, JournalList { journals: vec![info(WriterMode::MultiWriter)] }]),
+            v(&[
+                JournalList { journals: Vec::new() },
+                JournalList { journals: vec![info(WriterMode::MultiWriter, Some("gold"))] },
+            ]),
         ),
         (
             "SetLeaderRequest",
@@ -528,7 +542,13 @@ async fn wire_bodies_the_parsers_refuse_the_schemas_refuse_too() {
     refused::<CreateJournalRequest>(
         &doc,
         "CreateJournalRequest",
-        &[json!({"name": ".hidden"}), json!({"name": "a", "mode": null})],
+        &[
+            json!({"name": ".hidden"}),
+            json!({"name": "a", "mode": null}),
+            json!({"name": "a", "tier": null}),
+            json!({"name": "a", "tier": "Gold"}),
+            json!({"name": "a", "tier": ""}),
+        ],
     );
     refused::<SetLeaderRequest>(
         &doc,

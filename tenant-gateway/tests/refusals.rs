@@ -106,6 +106,33 @@ async fn malformed_and_oversized_requests_are_refused_before_any_node_sees_them(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_journal_on_a_tier_the_cell_does_not_have_is_400_and_changes_nothing() {
+    let w = world().await;
+    let r = &w.router;
+    let (_, owner, _) = signup(r, "acme").await;
+    let before = w.cell.directory().borrow().directory.clone().expect("a directory");
+    let body = json!({"name": "orders", "tier": "gold"});
+    let (s, v) = call(r, "POST", "/v1/journals", Some(&owner), Some(body)).await;
+    assert_eq!((s, code(&v)), (StatusCode::BAD_REQUEST, "malformed"), "{v}");
+    assert!(v["message"].as_str().unwrap_or("").contains("gold"), "the message names the tier: {v}");
+    let after = w.cell.directory().borrow().directory.clone().expect("a directory");
+    assert!(before.journals().eq(after.journals()), "no journal was created");
+    assert!(before.tiers().eq(after.tiers()), "no tier was created");
+    let (s, v) = call(r, "GET", "/v1/journals/orders", Some(&owner), None).await;
+    assert_eq!((s, code(&v)), (StatusCode::NOT_FOUND, "unknown_journal"), "{v}");
+    // The name stays free, and the default tier is named explicitly as well as by omission.
+    let (s, v) =
+        call(r, "POST", "/v1/journals", Some(&owner), Some(json!({"name": "orders", "tier": "default"}))).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    assert_eq!(v["tier"], "default");
+    let (s, v) = call(r, "GET", "/v1/journals", Some(&owner), None).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["journals"][0]["tier"], "default", "the list shows the tier: {v}");
+    let (s, v) = call(r, "GET", "/v1/journals/orders", Some(&owner), None).await;
+    assert_eq!((s, &v["tier"]), (StatusCode::OK, &json!("default")), "and so does show: {v}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenant_over_its_quota_is_429_with_retry_after() {
     let w = world().await;
     let r = &w.router;

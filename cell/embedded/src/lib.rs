@@ -31,7 +31,7 @@ use paros_registry::daemon::{
 };
 use paros_registry::{
     Answer, BusAddress, CellId, Command, Directory, JournalName, Limits, Member, Op, Quotas, Refusal, Request,
-    RequestId, TenantName, Verdict, Zone,
+    RequestId, TenantName, TierName, Verdict, Zone,
 };
 use paros_store::FjallStore;
 use serde::{Deserialize, Serialize};
@@ -359,9 +359,10 @@ impl EmbeddedCell {
         JournalKey { tenant: CELL_TENANT, journal: self.manifest.registry }
     }
 
-    /// Forms the cell: `InitCell` with the founding members. A second init of a formed cell
-    /// is refused ([`CellError::AlreadyFormed`]); a retry of the same request (an init cut
-    /// short) has one effect.
+    /// Forms the cell: `InitCell` with the founding members, then the `default` replica tier
+    /// (`CreateTier`, its feed a random id). A second init of a formed cell is refused
+    /// ([`CellError::AlreadyFormed`]); a retry of the same request (an init cut short) has one
+    /// effect.
     ///
     /// # Errors
     /// [`CellError::AlreadyFormed`], or the registry's failure to decide.
@@ -374,9 +375,21 @@ impl EmbeddedCell {
             limits: Limits::default(),
         };
         match self.request(Op::Command(command)).await {
-            Ok(_) => Ok(CellId(self.manifest.cell)),
-            Err(CellError::Refused(Refusal::CellFormed { cell })) => Err(CellError::AlreadyFormed(cell)),
-            Err(e) => Err(e),
+            Ok(_) => {}
+            Err(CellError::Refused(Refusal::CellFormed { cell })) => return Err(CellError::AlreadyFormed(cell)),
+            Err(e) => return Err(e),
+        }
+        // The feed is an id no machine has: drawn again in the unlikely case it is taken.
+        let mut draws = 1;
+        loop {
+            let tier = Command::CreateTier { tier: TierName::default_tier(), feed: NodeId(random_u64()) };
+            match self.request(Op::Command(tier)).await {
+                Ok(_) | Err(CellError::Refused(Refusal::TierNameTaken { .. })) => {
+                    return Ok(CellId(self.manifest.cell));
+                }
+                Err(CellError::Refused(Refusal::FeedTaken { .. })) if draws < 4 => draws += 1,
+                Err(e) => return Err(e),
+            }
         }
     }
 
@@ -420,6 +433,7 @@ impl EmbeddedCell {
             journal: JournalId(random_u64()),
             name: name.clone(),
             mode: WriterMode::Single,
+            tier: None,
         };
         match self.request(op).await {
             Ok(_) | Err(CellError::Refused(Refusal::JournalNameTaken { .. })) => {}
@@ -647,6 +661,7 @@ mod tests {
             journal: JournalId(random_u64()),
             name: JournalName::parse(name).unwrap(),
             mode: WriterMode::Single,
+            tier: None,
         }
     }
 
@@ -669,6 +684,10 @@ mod tests {
         writer.write(vec!["a".into(), "b".into()]).await.expect("writes");
         let items = cell.client.reader(key).build().unwrap().read_to_tail().await.expect("reads");
         assert_eq!(items.last(), Some(&ReadItem::Record { seq: Seq(1), data: "b".into() }));
+        let d = cell.directory().borrow().directory.clone().expect("a directory is published");
+        let journal = d.journal(key).expect("in the directory");
+        assert_eq!(journal.tier, Some(TierName::default_tier()), "placed on the default tier");
+        assert_eq!(journal.config().learners, journal.feed.into_iter().collect::<Vec<_>>(), "fed at its feed");
         assert_eq!(cell.journal(&acme, &orders).await.expect("exists"), key, "the same journal again");
         let other = cell.journal(&acme, &JournalName::parse("refunds").unwrap()).await.expect("a second one");
         assert_ne!(other, key);
@@ -680,8 +699,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cell = formed(dir.path(), CoordinatorLoopConfig::default()).await;
         assert!(matches!(cell.init().await, Err(CellError::AlreadyFormed(c)) if c.0 == cell.manifest.cell));
-        let d = cell.wait_followers(Duration::from_secs(20), |d| d.cell().is_some()).await.unwrap();
+        let default = TierName::default_tier();
+        let d = cell.wait_followers(Duration::from_secs(20), |d| d.tier(&default).is_some()).await.unwrap();
         assert_eq!(d.cell().unwrap().members, cell.manifest.nodes);
+        let feed = d.tier(&default).expect("the formation created the default tier").feed;
+        assert!(!cell.manifest.nodes.contains(&feed), "its feed is no node's id");
         let _ = cell.stop();
     }
 

@@ -43,7 +43,7 @@ pub use calls::{
 };
 pub use error::{ErrorBody, ErrorCode, ErrorRow, Limits};
 pub use journals::{CreateJournalRequest, JournalInfo, JournalList, WriterMode};
-pub use names::{InvalidName, JournalName, TenantName};
+pub use names::{InvalidName, JournalName, TenantName, check_tier_name};
 pub use outcome::{ApiError, ContractError, ReadOutcome, SetLeaderOutcome, TruncateOutcome, WriteOutcome};
 pub use paros_core::journal::JournalView;
 pub use paros_core::{InvalidPosition, InvalidUuid, LeaderUuid, Seq};

@@ -65,6 +65,16 @@ const JOURNAL: Pattern = Pattern {
     rest_allowed: "[A-Za-z0-9._-]",
 };
 
+/// Checks a replica tier's name, `^[a-z0-9][a-z0-9-]{0,62}$` (the tenant pattern). The
+/// registry's `TierName` is the type; the wire carries the string, checked here so that a
+/// body the schema refuses is refused by the parser too.
+///
+/// # Errors
+/// [`InvalidName`] saying which rule `raw` breaks.
+pub fn check_tier_name(raw: &str) -> Result<(), InvalidName> {
+    TENANT.check(raw)
+}
+
 macro_rules! name_type {
     ($(#[$doc:meta])* $name:ident, $pattern:ident, $len_max:expr, $regex:tt) => {
         $(#[$doc])*

@@ -100,17 +100,24 @@ fn create_journal_requests_keep_an_omitted_mode_omitted() {
     assert_eq!(multi.mode(), WriterMode::MultiWriter);
     let single: CreateJournalRequest = round_trip(r#"{"name":"orders","mode":"single_writer"}"#);
     assert_eq!(single.mode, Some(WriterMode::SingleWriter));
+    assert_eq!(bare.tier, None, "an omitted tier is the default tier, and stays omitted");
+    let gold: CreateJournalRequest = round_trip(r#"{"name":"orders","tier":"gold-1"}"#);
+    assert_eq!(gold.tier.as_deref(), Some("gold-1"));
 }
 
 #[test]
 fn journal_info_and_list() {
-    let info: JournalInfo = round_trip(&format!(r#"{{"name":"orders","mode":"single_writer","view":{VIEW_NEW}}}"#));
-    assert_eq!(info.view, JournalView::NEW);
-    let orders = format!(r#"{{"name":"orders","mode":"single_writer","view":{VIEW_LED}}}"#);
-    let events = format!(r#"{{"name":"Events.v2","mode":"multi_writer","view":{VIEW_NEW}}}"#);
+    let info: JournalInfo =
+        round_trip(&format!(r#"{{"name":"orders","mode":"single_writer","view":{VIEW_NEW},"tier":"default"}}"#));
+    assert_eq!((info.view, info.tier.as_deref()), (JournalView::NEW, Some("default")));
+    let orders = format!(r#"{{"name":"orders","mode":"single_writer","view":{VIEW_LED},"tier":null}}"#);
+    let events = format!(r#"{{"name":"Events.v2","mode":"multi_writer","view":{VIEW_NEW},"tier":"gold"}}"#);
     let list: JournalList = round_trip(&format!(r#"{{"journals":[{orders},{events}]}}"#));
     assert_eq!(list.journals.len(), 2);
     assert_eq!(round_trip::<JournalList>(r#"{"journals":[]}"#).journals, vec![]);
+    let old: JournalInfo =
+        serde_json::from_str(&format!(r#"{{"name":"o","mode":"single_writer","view":{VIEW_NEW}}}"#)).unwrap();
+    assert_eq!(old.tier, None, "an answer from a gateway without tiers reads as on no tier");
 }
 
 #[test]

@@ -40,6 +40,7 @@ fn null_for_an_optional_field_is_refused() {
         assert!(e.contains("null"), "{e}");
     }
     refused::<CreateJournalRequest>(r#"{"name":"orders","mode":null}"#);
+    refused::<CreateJournalRequest>(r#"{"name":"orders","tier":null}"#);
     refused::<WriteRequest>(r#"{"leader":null,"seq":0,"records":[]}"#);
     refused::<WriteRequest>(&format!(r#"{{"leader":"{UUID}","seq":null,"records":[]}}"#));
     refused::<TruncateRequest>(r#"{"leader":null,"up_to":1}"#);
@@ -138,6 +139,18 @@ fn tenant_names_stop_at_sixty_three_characters_of_lowercase_digits_and_hyphens()
         assert!(TenantName::parse(name).is_err(), "{name:?} is not a tenant name");
         refused::<SignupRequest>(&serde_json::json!({ "name": name }).to_string());
     }
+}
+
+#[test]
+fn tier_names_follow_the_tenant_pattern() {
+    for tier in ["default", "0", "gold-1", &"t".repeat(63)] {
+        let body = serde_json::json!({ "name": "o", "tier": tier }).to_string();
+        assert!(serde_json::from_str::<CreateJournalRequest>(&body).is_ok(), "{tier:?} is a tier name");
+    }
+    for tier in ["", "-gold", "Gold", "go_ld", "gold\n", &"t".repeat(64)] {
+        refused::<CreateJournalRequest>(&serde_json::json!({ "name": "o", "tier": tier }).to_string());
+    }
+    refused::<CreateJournalRequest>(r#"{"name":"o","tier":7}"#);
 }
 
 #[test]

@@ -687,8 +687,10 @@ async fn the_admin_routes_travel_as_api_md_says() {
     let mint = MintTokenRequest { scope: Scope::Read, journal: Some(j()), expires_in_s: std::num::NonZeroU64::new(60) };
     assert_eq!(s.client.mint_token(&mint).await.unwrap().token_id.as_str(), "jti-2");
     g.revoke_token(&TokenId::parse("jti/2").unwrap()).await.expect("the id is one path segment");
-    let created =
-        g.create_journal(&CreateJournalRequest { name: j(), mode: Some(WriterMode::MultiWriter) }).await.unwrap();
+    let created = g
+        .create_journal(&CreateJournalRequest { name: j(), mode: Some(WriterMode::MultiWriter), tier: None })
+        .await
+        .unwrap();
     assert_eq!(created.mode, WriterMode::MultiWriter);
     assert_eq!(g.list_journals().await.unwrap().journals.len(), 1);
     assert_eq!(g.show_journal(&j()).await.unwrap().view.first_seq, Seq(2));

@@ -43,7 +43,7 @@ pub(super) async fn http_journals(
         }
         let (g, shared) = (g.clone(), Arc::clone(shared));
         pending.spawn(async move {
-            let request = paros_api::CreateJournalRequest { name, mode: None };
+            let request = paros_api::CreateJournalRequest { name, mode: None, tier: None };
             loop {
                 match g.create_journal(&request).await {
                     Ok(_) => return Ok(true),

@@ -221,6 +221,7 @@ async fn named_journals(
             journal: JournalId(random_u64()),
             name: journal_name(i),
             mode: WriterMode::Single,
+            tier: None,
         };
         let request = cell.request_handle();
         pending.spawn(async move {

@@ -163,6 +163,9 @@ pub enum JournalCommand {
         name: JournalName,
         #[arg(long, value_enum, default_value = "single_writer")]
         mode: ModeArg,
+        /// The replica tier to place it on (default: the cell's `default` tier).
+        #[arg(long, value_name = "NAME", value_parser = tier_name)]
+        tier: Option<String>,
         #[command(flatten)]
         gateway: Gateway,
     },
@@ -632,6 +635,11 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
         next = source.source();
     }
     text
+}
+
+/// A `--tier` value: a tier name (`^[a-z0-9][a-z0-9-]{0,62}$`), refused before any request.
+fn tier_name(raw: &str) -> Result<String, String> {
+    paros_api::check_tier_name(raw).map(|()| raw.to_owned()).map_err(|e| format!("not a tier name: {e}"))
 }
 
 #[cfg(test)]

@@ -168,10 +168,10 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
 
 async fn journal(command: JournalCommand, env: &dyn Fn(&str) -> Option<String>) -> Result<(), Failure> {
     match command {
-        JournalCommand::Create { name, mode, gateway } => {
+        JournalCommand::Create { name, mode, tier, gateway } => {
             let (g, json) = connect(&gateway, env)?;
             let info = g
-                .create_journal(&CreateJournalRequest { name, mode: Some(mode.into()) })
+                .create_journal(&CreateJournalRequest { name, mode: Some(mode.into()), tier })
                 .await
                 .map_err(|e| Failure::from_gateway(e, false))?;
             print_info(json, &info);
@@ -474,7 +474,8 @@ fn info_line(i: &JournalInfo) -> String {
         WriterMode::SingleWriter => "single_writer",
         WriterMode::MultiWriter => "multi_writer",
     };
-    format!("{} {mode} {}", i.name, view_text(&i.view))
+    let tier = i.tier.as_ref().map(|t| format!(" tier {t}")).unwrap_or_default();
+    format!("{} {mode} {}{tier}", i.name, view_text(&i.view))
 }
 
 fn print_info(json: bool, info: &JournalInfo) {

@@ -10,7 +10,7 @@ use paros_core::ids::{JournalId, NodeId, TenantId};
 use paros_core::journal::WriterMode;
 use paros_registry::{
     BusAddress, CellId, Command, Directory, JournalName, Limits, Member, Quotas, Record, RequestId, Role, TenantName,
-    Verdict, Zone,
+    TierName, Verdict, Zone,
 };
 
 pub fn tenant_name(s: &str) -> TenantName {
@@ -52,6 +52,29 @@ pub fn create(tenant: u64, journal: u64, name: &str, voters: &[u64]) -> Command 
         name: journal_name(name),
         mode: WriterMode::Single,
         voters: voters.iter().map(|v| NodeId(*v)).collect(),
+    }
+}
+
+pub fn tier(s: &str) -> TierName {
+    TierName::new(s).expect("a valid tier name")
+}
+
+pub fn create_tier(name: &str, feed: u64) -> Command {
+    Command::CreateTier { tier: tier(name), feed: NodeId(feed) }
+}
+
+pub fn register_replica(id: u64, on: &str, z: &str) -> Command {
+    Command::RegisterReplica { id: NodeId(id), tier: tier(on), bus_address: addr(id), zone: zone(z) }
+}
+
+pub fn create_on(tenant: u64, journal: u64, name: &str, voters: &[u64], on: &str) -> Command {
+    Command::CreateJournalOnTier {
+        tenant: TenantId(tenant),
+        journal: JournalId(journal),
+        name: journal_name(name),
+        mode: WriterMode::Single,
+        voters: voters.iter().map(|v| NodeId(*v)).collect(),
+        tier: tier(on),
     }
 }
 

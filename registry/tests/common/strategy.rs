@@ -11,6 +11,7 @@ use super::*;
 /// every refusal rule gets exercised.
 pub fn command() -> impl Strategy<Value = Command> {
     let names = ["a", "b", "c", "d"];
+    let tiers = ["default", "gold", "silver"];
     prop_oneof![
         1 => Just(init_cell(vec![member(1, "a"), member(2, "b"), member(3, "c")])),
         2 => (4u64..8, 0usize..3, prop::sample::select(vec!["a", "b", "c"]))
@@ -42,6 +43,18 @@ pub fn command() -> impl Strategy<Value = Command> {
         4 => (100u64..104, 0u64..8, prop::sample::select(names.to_vec()), prop::collection::vec(1u64..8, 1..4))
             .prop_map(|(t, j, n, v)| create(t, j, n, &v)),
         2 => (100u64..104, prop::sample::select(names.to_vec())).prop_map(|(t, n)| delete(t, n)),
+        // Tiers: feeds collide with machine ids and with each other; journals land on them.
+        2 => (prop::sample::select(tiers.to_vec()), 6u64..12).prop_map(|(t, f)| create_tier(t, f)),
+        2 => (4u64..12, prop::sample::select(tiers.to_vec()), prop::sample::select(vec!["a", "b", "c"]))
+            .prop_map(|(id, t, z)| register_replica(id, t, z)),
+        3 => (
+            100u64..104,
+            0u64..8,
+            prop::sample::select(names.to_vec()),
+            prop::collection::vec(1u64..8, 1..4),
+            prop::sample::select(tiers.to_vec()),
+        )
+            .prop_map(|(t, j, n, v, tier)| create_on(t, j, n, &v, tier)),
     ]
 }
 

@@ -14,7 +14,7 @@ use paros_api::{
 };
 use paros_core::journal::WriterMode as CoreMode;
 use paros_core::{JournalId, JournalKey};
-use paros_registry::{Accepted, Command, Op, Refusal, Verdict};
+use paros_registry::{Accepted, Command, Op, Refusal, TierName, Verdict};
 
 use crate::access::{named_journal, parse_name, path_name, require, resolve, tenant_of, unrestricted};
 use crate::auth::Principal;
@@ -27,7 +27,8 @@ use crate::wire::{api_mode, json, json_body, no_query};
     responses(
         (status = 201, body = paros_api::JournalInfo,
             description = "the journal, created"),
-        (status = 400, body = paros_api::ErrorBody),
+        (status = 400, body = paros_api::ErrorBody,
+            description = "malformed: a bad body, or a tier the cell does not have"),
         (status = 401, body = paros_api::ErrorBody),
         (status = 403, body = paros_api::ErrorBody),
         (status = 409, body = paros_api::ErrorBody,
@@ -51,9 +52,11 @@ pub(crate) async fn create_journal(
         WriterMode::SingleWriter => CoreMode::Single,
         WriterMode::MultiWriter => CoreMode::Multi,
     };
+    // paros-api checked the grammar; the registry's type checks it again.
+    let tier = req.tier.as_deref().map(TierName::new).transpose().map_err(|e| ApiError::malformed(e.to_string()))?;
     let tenant = t.tenant;
     let journal = JournalId(random_id());
-    let op = Op::CreateJournal { tenant, journal, name: req.name.clone(), mode };
+    let op = Op::CreateJournal { tenant, journal, name: req.name.clone(), mode, tier };
     match g.registry(op).await? {
         Verdict::Accepted(Accepted::JournalCreated { .. } | _) => {}
         Verdict::Refused(Refusal::JournalNameTaken { .. }) => {
@@ -68,16 +71,21 @@ pub(crate) async fn create_journal(
         Verdict::Refused(Refusal::TenantSuspended { .. }) => {
             return Err(ApiError::forbidden("the tenant is suspended"));
         }
+        Verdict::Refused(Refusal::UnknownTier { tier }) => {
+            return Err(ApiError::malformed(format!("the cell has no tier named {tier:?}")));
+        }
         Verdict::Refused(r) => return Err(ApiError::unavailable(format!("the registry refused the journal: {r:?}"))),
     }
     let key = JournalKey { tenant, journal };
     let name = req.name.clone();
-    g.wait_directory(g.inner.config.registry_wait, move |d| {
-        d.journal_by_name(tenant, &name).is_some_and(|j| j.key == key)
-    })
-    .await?;
+    let d = g
+        .wait_directory(g.inner.config.registry_wait, move |d| {
+            d.journal_by_name(tenant, &name).is_some_and(|j| j.key == key)
+        })
+        .await?;
+    let tier = d.journal(key).and_then(tier_of);
     let mode = req.mode();
-    let info = JournalInfo { name: req.name, mode, view: JournalView::NEW };
+    let info = JournalInfo { name: req.name, mode, view: JournalView::NEW, tier };
     Ok(json(StatusCode::CREATED, &info))
 }
 
@@ -99,15 +107,15 @@ pub(crate) async fn list_journals(
     require(t, Scope::Read, None)?;
     no_query(query.as_deref())?;
     let d = g.directory()?;
-    let listed: Vec<(JournalName, JournalKey, CoreMode)> = d
+    let listed: Vec<(JournalName, JournalKey, CoreMode, Option<String>)> = d
         .journals_of(t.tenant)
         .filter(|j| t.journal.as_ref().is_none_or(|only| *only == j.name))
-        .map(|j| (j.name.clone(), j.key, j.mode))
+        .map(|j| (j.name.clone(), j.key, j.mode, tier_of(j)))
         .collect();
-    let views = futures_util::future::join_all(listed.iter().map(|(_, key, _)| g.view(*key))).await;
+    let views = futures_util::future::join_all(listed.iter().map(|(_, key, _, _)| g.view(*key))).await;
     let mut journals = Vec::with_capacity(listed.len());
-    for ((name, _, mode), view) in listed.into_iter().zip(views) {
-        journals.push(JournalInfo { name, mode: api_mode(mode), view: view? });
+    for ((name, _, mode, tier), view) in listed.into_iter().zip(views) {
+        journals.push(JournalInfo { name, mode: api_mode(mode), view: view?, tier });
     }
     Ok(json(StatusCode::OK, &JournalList { journals }))
 }
@@ -130,8 +138,14 @@ pub(crate) async fn show_journal(
 ) -> ApiResult<Response> {
     let (_, name, key, mode) = named_journal(&g, &p, path, Scope::Read)?;
     no_query(query.as_deref())?;
+    let tier = g.directory()?.journal(key).and_then(tier_of);
     let view = g.view(key).await?;
-    Ok(json(StatusCode::OK, &JournalInfo { name, mode: api_mode(mode), view }))
+    Ok(json(StatusCode::OK, &JournalInfo { name, mode: api_mode(mode), view, tier }))
+}
+
+/// A journal's tier as it travels: its name, or `null`.
+fn tier_of(j: &paros_registry::Journal) -> Option<String> {
+    j.tier.as_ref().map(|t| t.as_str().to_owned())
 }
 
 /// Delete a journal.

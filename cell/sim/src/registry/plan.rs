@@ -7,7 +7,7 @@ use paros_core::journal::WriterMode;
 use paros_core::{JournalConfig, JournalId, JournalKey, NodeId, TenantId};
 use paros_registry::{
     Answer, BusAddress, CellId, Command, CoordinatorConfig, JournalName, Limits, Member, Op, Quotas, Request,
-    RequestId, Role, TenantName, Zone,
+    RequestId, Role, TenantName, TierName, Zone,
 };
 
 use crate::rng::SimRng;
@@ -73,6 +73,9 @@ pub struct Plan {
     /// The founding nodes: the registry journal's voters (an odd number of the world's voters).
     pub founding: Vec<NodeId>,
     pub replicas: Vec<NodeId>,
+    /// The feed of the one tier (`default`) the replicas share, when there are replicas: the
+    /// learner of every journal the registry creates then.
+    pub feed: NodeId,
     pub script: Vec<Scripted>,
     /// The scratch journals the script creates (and mostly deletes again).
     pub scratch: Vec<JournalKey>,
@@ -121,8 +124,16 @@ impl Plan {
             let c = Command::RegisterMachine { id: *v, role: Role::Node, bus_address: addr(i), zone: zone(i) };
             script.push(now(0, id(rng), Op::Command(c)));
         }
+        // The replicas share the `default` tier, so every journal created then is fed at its
+        // feed; a world without replicas has no tier, and its journals no learners.
+        let feed = NodeId(rng.u64());
+        if !replicas.is_empty() {
+            let c = Command::CreateTier { tier: TierName::default_tier(), feed };
+            script.push(now(0, id(rng), Op::Command(c)));
+        }
         for (i, r) in replicas.iter().enumerate() {
-            let c = Command::RegisterMachine { id: *r, role: Role::Replica, bus_address: addr(100 + i), zone: zone(i) };
+            let (bus_address, zone) = (addr(100 + i), zone(i));
+            let c = Command::RegisterReplica { id: *r, tier: TierName::default_tier(), bus_address, zone };
             script.push(now(0, id(rng), Op::Command(c)));
         }
         let name = TenantName::parse("work").expect("a valid tenant name");
@@ -153,7 +164,11 @@ impl Plan {
                 let journal = JournalId(rng.u64());
                 let s = format!("s{n}");
                 let name = JournalName::parse(&s).expect("a valid journal name");
-                script.push(now(at, id(rng), Op::CreateJournal { tenant, journal, name, mode: WriterMode::Single }));
+                script.push(now(
+                    at,
+                    id(rng),
+                    Op::CreateJournal { tenant, journal, name, mode: WriterMode::Single, tier: None },
+                ));
                 scratch.push(JournalKey { tenant, journal });
                 live.push(s);
             } else {
@@ -172,6 +187,6 @@ impl Plan {
             checkpoint: CheckpointerConfig { factor: 1, interval_records: 6, chunk_bytes: 512 },
             checkpoint_interval: Some(1_000),
         };
-        Plan { key, config, founding, replicas: replicas.to_vec(), script, scratch, coordinator }
+        Plan { key, config, founding, replicas: replicas.to_vec(), feed, script, scratch, coordinator }
     }
 }

@@ -100,10 +100,9 @@ impl<H: Host> World<H> {
         let (id, role) = (mach.spec.id, mach.spec.role);
         let hosted = mach.host.as_ref().map(Host::hosted).unwrap_or_default();
         let plan = &self.registry.plan;
-        let learners = plan.replicas.clone();
         let hosting = match role {
-            MachineRole::Voter => Hosting::Voter { learners },
-            MachineRole::Replica => Hosting::Replica { learners },
+            MachineRole::Voter => Hosting::Voter,
+            MachineRole::Replica => Hosting::Replica { feed: plan.feed },
         };
         let machine = FollowedMachine { id, hosting, hosted };
         let servers = plan.founding.clone();
