@@ -141,3 +141,46 @@ async fn a_replica_serves_reads_from_its_tiers_feed_and_relearns_after_losing_it
         v.stop().expect("stops");
     }
 }
+
+/// The replica misses every feed message of a burst (its subscription is gone) and the journal
+/// goes quiet; once it hears the feed again, the leader's repeated marks tell it how far the
+/// journal is chosen and it catches up on its own: no read is needed to find the gap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_missed_the_feed_catches_up_from_the_repeated_marks_without_a_read() {
+    let bus = InProcessBus::new();
+    let mut voters = Vec::new();
+    for (i, id) in VOTERS.iter().enumerate() {
+        let mut host = Host::boot(MemStore::new(), None, *id, Tunables::default(), 200 + i as u64).expect("boots");
+        host.place(KEY, config()).expect("placed");
+        let (endpoint, inbox) = bus.register(*id, 1024);
+        voters.push(shell::spawn(host, endpoint, inbox, MonotonicClock::new(), shell_config()));
+    }
+    voters[0].control().campaign(KEY).await.expect("running");
+    let (replica, _) = spawn_replica(&bus, &MemStore::new(), 9);
+    write(&bus, 1, b"a").await;
+    await_page(&bus, 3_000, 1, Consistency::Linearizable).await;
+    assert!(bus.unsubscribe(FEED, REPLICA));
+    for (i, r) in [b"b", b"c"].iter().enumerate() {
+        write(&bus, i as u64 + 20, *r).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await; // the journal goes quiet meanwhile
+    let repeated = || voters.iter().map(|v| v.stats().feed_marks_repeated).sum::<u64>();
+    bus.subscribe(FEED, REPLICA);
+    let before = repeated();
+    let mut heard = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if repeated() >= before + 2 && replica.stats().replicas.behind == 0 {
+            heard = true;
+            break;
+        }
+    }
+    assert!(heard, "the leader repeats its marks");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let host = replica.stop().expect("stops");
+    let applied = host.replica(&KEY).map(|r| r.state().next_seq);
+    assert_eq!(applied, Some(Seq(3)), "the replica applied the burst it missed, without being asked to read");
+    for v in voters {
+        v.stop().expect("stops");
+    }
+}

@@ -35,12 +35,15 @@ impl Default for InCellConfig {
     }
 }
 
+/// The feed of the tier a journal is on, as the cell's directory says.
+type FeedOf = Box<dyn Fn(&JournalKey) -> Option<NodeId> + Send + Sync>;
+
 /// Where the cell's reads go first: its read replicas, ranked per read by a
 /// [`ReadRouter`] that the cell keeps told how each replica stands.
 pub struct ReplicaReads {
     router: Mutex<ReadRouter>,
     /// The feed of the tier a journal is on (`None`: on none, or not known yet).
-    feed_of: Box<dyn Fn(&JournalKey) -> Option<NodeId> + Send + Sync>,
+    feed_of: FeedOf,
     started: Instant,
 }
 

@@ -31,7 +31,7 @@
 //! asked something here. A journal a peer's election or leader reached has checked in; one a
 //! peer's check-in woke before its own turn came takes its turn then (room permitting).
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use paros_core::{Call, CallId, Durable, JournalKey, NodeId, ReadId, ReadRequest};
 
@@ -117,8 +117,12 @@ pub(super) struct Dormancy {
     /// Journals booted dormant and not checked in since (neither woken for their turn nor by
     /// a peer's election or leader), and how many to wake per tick.
     pub(super) boot_wakes: BTreeSet<JournalKey>,
-    /// Replica journals that went dormant in this boot, caught up: they wake serving.
-    pub(super) slept_serving: BTreeSet<JournalKey>,
+    /// Replica journals that went dormant in this boot, caught up, and the chosen index each
+    /// had applied: they wake serving, and a feed mark at or below it does not wake them.
+    pub(super) slept_serving: HashMap<JournalKey, paros_core::Slot>,
+    /// Journals that went dormant in this boot leading, with replica tiers to feed, and their
+    /// chosen index then: the feed marks this machine repeats for them (`feed.rs`).
+    pub(super) led_marks: BTreeMap<JournalKey, paros_core::Slot>,
     pub(super) boot_wakes_per_tick: usize,
     /// Journals woken only for a check-in, asked nothing since: to check in after this boot,
     /// or by a peer's message (a peer's check-in elects the journal everywhere) and given no
@@ -146,7 +150,8 @@ impl Default for Dormancy {
             next_wake: 0,
             count: 0,
             boot_wakes: BTreeSet::new(),
-            slept_serving: BTreeSet::new(),
+            slept_serving: HashMap::new(),
+            led_marks: BTreeMap::new(),
             boot_wakes_per_tick: super::BOOT_WAKES_PER_TICK,
             checking_in: HashSet::new(),
             check_ins_max: super::CHECK_INS_MAX,
@@ -268,9 +273,15 @@ impl<S: LogStore> Host<S> {
             }
             match self.sleep_check(&key) {
                 Sleep::Now => {
-                    if matches!(self.journals[&key], Hosted::Replica(_)) {
+                    match &self.journals[&key] {
                         // Only a caught-up replica is quiet: it wakes serving.
-                        self.dormancy.slept_serving.insert(key);
+                        Hosted::Replica(r) => {
+                            self.dormancy.slept_serving.insert(key, r.chosen_up_to());
+                        }
+                        Hosted::Voter(v) if v.is_leader() && !v.config().learners.is_empty() => {
+                            self.dormancy.led_marks.insert(key, v.chosen_up_to());
+                        }
+                        _ => {}
                     }
                     let config = self.dormancy.configs.share(self.journals[&key].config().clone());
                     self.journals.insert(key, Hosted::Dormant(config));
@@ -429,7 +440,8 @@ impl<S: LogStore> Host<S> {
         self.stats.wakes += 1;
         // A replica that went dormant in this boot was serving (only a caught-up journal
         // sleeps); one booted or placed dormant has not caught up since the machine started.
-        let serving = self.dormancy.slept_serving.remove(&key);
+        let serving = self.dormancy.slept_serving.remove(&key).is_some();
+        self.dormancy.led_marks.remove(&key);
         self.install(key, std::sync::Arc::unwrap_or_clone(config), durable, serving);
         self.dormancy.woken.insert(key);
         if let Some(life) = self.journals.get(&key).and_then(Hosted::life) {

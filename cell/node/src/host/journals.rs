@@ -208,6 +208,7 @@ impl<S: LogStore> Host<S> {
         self.dormancy.quiet_at.remove(key);
         self.dormancy.woken.remove(key);
         self.dormancy.slept_serving.remove(key);
+        self.dormancy.led_marks.remove(key);
         self.dormancy.checking_in.remove(key);
         self.round.forget(key);
         self.round.placements.push(Placement::Remove(*key));
@@ -256,6 +257,13 @@ impl<S: LogStore> Host<S> {
                 continue;
             }
             if let Hosted::Dormant(_) = j {
+                if let paros_core::Message::FeedMark { chosen_up_to } = e.message
+                    && self.dormancy.slept_serving.get(&e.journal).is_some_and(|applied| chosen_up_to <= *applied)
+                {
+                    // A repeated mark of what this sleeping replica has applied: no news.
+                    self.stats.feed_marks_asleep += 1;
+                    continue;
+                }
                 self.dormancy.stash.push(super::dormancy::Stashed::Deliver(from, e));
                 continue;
             }

@@ -164,6 +164,7 @@ impl<S: LogStore> Host<S> {
         }
         self.sleep_quiet();
         self.wake_booted();
+        self.repeat_feed_marks();
         if !self.feeds.is_empty() {
             self.stats.replicas = self.replica_states();
         }

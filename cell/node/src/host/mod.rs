@@ -20,6 +20,7 @@ use crate::ports::{Envelope, LogStore, Placement, StoreError};
 use crate::rpc::NodeAnswer;
 
 mod dormancy;
+mod feed;
 mod fetches;
 mod hosted;
 mod journals;
@@ -90,6 +91,10 @@ pub struct HostStats {
     pub stale_answers_dormant: u64,
     /// Reads a replica here refused because it had not caught up since it started.
     pub reads_refused_unready: u64,
+    /// Feed marks this machine repeated for the journals it leads (see `feed.rs`), and the
+    /// marks a sleeping replica here took as no news (it had applied that much).
+    pub feed_marks_repeated: u64,
+    pub feed_marks_asleep: u64,
     /// Where this machine's replicas stand, as of its last tick (kept only on a machine that
     /// joined a replica tier's feed: [`Host::join_feed`]).
     pub replicas: ReplicaStates,
@@ -184,6 +189,8 @@ pub struct Host<S: LogStore> {
     /// The replica tiers' feed addresses this machine subscribes to: a journal whose learners
     /// name one of them is hosted here as a replica.
     feeds: std::collections::BTreeSet<NodeId>,
+    /// The feed marks this machine repeats for the journals it leads.
+    marks: feed::Marks,
 }
 
 /// Ticks of quiet after which a journal woken only for a check-in (its own after a boot, or a
@@ -252,6 +259,7 @@ impl<S: LogStore> Host<S> {
             liveness: Liveness::default(),
             dormancy: Dormancy::default(),
             feeds: std::collections::BTreeSet::new(),
+            marks: feed::Marks::default(),
         };
         if asleep {
             for (key, config) in host.store_mut().load_configs()? {

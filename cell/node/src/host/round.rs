@@ -157,7 +157,7 @@ impl<S: LogStore> Host<S> {
                 self.stats.syncs += 1;
             }
         }
-        let mut early_out: BTreeMap<NodeId, Vec<Envelope>> = BTreeMap::new();
+        let mut early_out: BTreeMap<NodeId, Vec<Envelope>> = self.marks.take_pending();
         for (key, ready) in &mut readies {
             let (wait, go): (Vec<_>, Vec<_>) =
                 std::mem::take(&mut ready.messages).into_iter().partition(|o| o.message.waits_for_sync());
@@ -209,7 +209,7 @@ impl<S: LogStore> Host<S> {
     /// True when some journal has effects waiting for a round.
     #[must_use]
     pub fn has_work(&self) -> bool {
-        !self.round.dirty.is_empty() || !self.round.placements.is_empty()
+        !self.round.dirty.is_empty() || !self.round.placements.is_empty() || self.marks.has_pending()
     }
 
     /// True when some journal was stepped since the last [`Host::release`].

@@ -41,6 +41,9 @@ pub struct Placement {
 pub struct MachineSpec {
     pub id: NodeId,
     pub role: MachineRole,
+    /// The replica tiers' feeds this machine subscribes to (a replica's one tier; none on a
+    /// voter): the network hands it a copy of everything sent to them.
+    pub feeds: Vec<NodeId>,
     /// The journals the world expects this machine to host once it follows the registry (what
     /// the audits probe and the finale judges).
     pub placements: Vec<Placement>,

@@ -116,6 +116,9 @@ impl Host for NodeHost {
         let config = paros_node::shell::ShellConfig::default();
         let spin =
             Spin::new(u64::try_from(config.idle_spin.as_micros()).unwrap_or(u64::MAX), config.spin_round_journals_max);
+        for feed in &spec.feeds {
+            host.join_feed(*feed);
+        }
         for p in &spec.formation {
             host.place(p.key, p.config.clone()).expect("placement on a booted host");
         }

@@ -218,8 +218,18 @@ impl<H: Host> World<H> {
             }
         }
         for (to, packet) in out.packets {
-            let Some(&t) = self.index.get(&to) else { continue };
-            self.send_packet(from, t, packet);
+            match self.index.get(&to) {
+                Some(&t) => self.send_packet(from, t, packet),
+                // A tier's feed: every subscriber gets its own copy, each dropped, delayed or
+                // duplicated on its own, as one publish fanned out by the bus would be.
+                None => {
+                    let subscribers: Vec<usize> =
+                        (0..self.machines.len()).filter(|m| self.machines[*m].spec.feeds.contains(&to)).collect();
+                    for t in subscribers {
+                        self.send_packet(from, t, packet.clone());
+                    }
+                }
+            }
         }
         for (req, answer) in out.answers {
             if self.registry.owns(req) {

@@ -207,12 +207,15 @@ impl<H: Host> World<H> {
                 let odd = if voters.len() % 2 == 0 { &voters[..voters.len() - 1] } else { &voters[..] };
                 let mut voters: Vec<NodeId> = odd.iter().map(|v| voter_ids[*v]).collect();
                 voters.sort_unstable();
-                let config = JournalConfig { mode: *mode, voters, learners: replica_ids.clone() };
-                (key, config)
+                (key, JournalConfig { mode: *mode, voters, learners: Vec::new() })
             })
             .collect();
         let mut side = rng.side(0x7265_6769_7374_7279);
         let plan = crate::registry::Plan::draw(&mut side, &voter_ids, &replica_ids, tenant, &journals, params.chaos_ns);
+        // The registry puts every journal on the replicas' one tier: each is fed at its feed.
+        let feed: Vec<NodeId> = if replica_ids.is_empty() { Vec::new() } else { vec![plan.feed] };
+        let journals: Vec<(JournalKey, JournalConfig)> =
+            journals.into_iter().map(|(k, c)| (k, JournalConfig { learners: feed.clone(), ..c })).collect();
         let mut quorum: BTreeMap<JournalKey, usize> = journals.iter().map(|(k, c)| (*k, c.quorum())).collect();
         quorum.insert(plan.key, plan.config.quorum());
         for key in &plan.scratch {
@@ -229,15 +232,17 @@ impl<H: Host> World<H> {
                 .then(|| registry_placement.clone())
                 .into_iter()
                 .collect();
+            let fed = |l: &NodeId| *l == id || (role == MachineRole::Replica && feed.contains(l));
             let placements = journals
                 .iter()
-                .filter(|(_, c)| c.voters.contains(&id) || c.learners.contains(&id))
+                .filter(|(_, c)| c.voters.contains(&id) || c.learners.iter().any(fed))
                 .map(|(key, config)| Placement { key: *key, config: config.clone() })
                 .chain(formation.iter().cloned())
                 .collect();
             let spec = MachineSpec {
                 id,
                 role,
+                feeds: if role == MachineRole::Replica { feed.clone() } else { Vec::new() },
                 placements,
                 formation,
                 tunables: params.tunables,
@@ -287,7 +292,7 @@ impl<H: Host> World<H> {
                 });
             }
             for (r, rp) in wl.readers.iter().enumerate() {
-                let servers: Vec<NodeId> = config.voters.iter().chain(&config.learners).copied().collect();
+                let servers: Vec<NodeId> = config.voters.iter().chain(&replica_ids).copied().collect();
                 let name = format!("r{w}.{r}");
                 let start = rng.between(0, 500 * MS);
                 clients.push(Client {
@@ -305,7 +310,7 @@ impl<H: Host> World<H> {
                 });
             }
             if let Some(pp) = wl.prober {
-                let servers: Vec<NodeId> = config.voters.iter().chain(&config.learners).copied().collect();
+                let servers: Vec<NodeId> = config.voters.iter().chain(&replica_ids).copied().collect();
                 let name = format!("p{w}");
                 let start = rng.between(0, 500 * MS);
                 clients.push(Client {
