@@ -80,6 +80,9 @@ With --readers R (absent without):
   reads_unserved              random reads not served within --read-deadline-ms
   tail_visible_ms             p50/p99 from a writer's acknowledgement to a tail reader seeing the
                               record (0 when the reader saw it first)
+  tail_records, tail_seen_first_share
+                              records the tail readers timed; the share seen before the writer
+                              counted their acknowledgement
   served_by_replica_share     served random reads answered by a server that is not a voter (null
                               over HTTP: the gateway does not name the server)
   voter_cpu_us_per_record, replica_cpu_us_per_record

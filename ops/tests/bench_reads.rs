@@ -37,6 +37,9 @@ fn readers_beside_the_writers_report_reads_latency_and_tail_visibility() {
     let visible = &report["tail_visible_ms"];
     let (v50, v99) = (visible["p50"].as_f64().expect("p50"), visible["p99"].as_f64().expect("p99"));
     assert!(0.0 <= v50 && v50 <= v99, "{report}");
+    assert!(report["tail_records"].as_u64().unwrap() > 0, "the tail readers saw records: {report}");
+    let first = report["tail_seen_first_share"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&first), "{report}");
     assert!(report["reads_unserved"].as_u64().is_some(), "{report}");
     // In the cell every read names its server; without replicas the voters serve them all.
     assert_eq!(report["served_by_replica_share"].as_f64(), Some(0.0), "{report}");

@@ -52,12 +52,27 @@ impl JournalAcks {
         }
     }
 
-    /// When the record at `seq` was acknowledged, if that is still known.
-    fn acked_at(&self, seq: u64) -> Option<Instant> {
+    /// When the record at `seq` was acknowledged, as far as the kept instants tell.
+    fn acked_at(&self, seq: u64) -> Acked {
         let times = self.times.lock().expect("lock");
         let i = times.partition_point(|(s, n, _)| s + n <= seq);
-        times.get(i).filter(|(s, _, _)| *s <= seq).map(|(_, _, at)| *at)
+        match times.get(i) {
+            Some((s, _, at)) if *s <= seq => Acked::At(*at),
+            Some(_) => Acked::Dropped,
+            None => Acked::NotYet,
+        }
     }
+}
+
+/// What the kept instants tell of a position's acknowledgement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Acked {
+    /// Acknowledged then.
+    At(Instant),
+    /// Before the oldest instant kept.
+    Dropped,
+    /// Past the newest: not acknowledged yet, as far as the bench counted.
+    NotYet,
 }
 
 /// What the readers need besides the shared state: their client, and the cell's voters when
@@ -85,6 +100,8 @@ pub(super) struct ReadStats {
     tail_visible: Histogram,
     /// Positions tail readers saw before their acknowledgement was counted, by journal index.
     early: Vec<(usize, u64)>,
+    /// Of `tail_visible`, records seen before their acknowledgement was counted.
+    seen_first: u64,
 }
 
 impl ReadStats {
@@ -97,6 +114,7 @@ impl ReadStats {
         self.latency.merge(&other.latency);
         self.tail_visible.merge(&other.tail_visible);
         self.early.extend(other.early);
+        self.seen_first += other.seen_first;
     }
 }
 
@@ -134,6 +152,10 @@ pub struct ReadFigures {
     /// From the writer's acknowledgement of a record to a tail reader seeing it (0 when the
     /// reader saw it first).
     pub tail_visible_ms: VisibleMs,
+    /// Records the tail readers timed, and the share of them seen before the writer counted
+    /// their acknowledgement (timed 0).
+    pub tail_records: u64,
+    pub tail_seen_first_share: f64,
     /// The share of served random reads answered by a server that is not a voter; `null` when
     /// the service does not name who answered (over HTTP).
     pub served_by_replica_share: Option<f64>,
@@ -204,6 +226,7 @@ impl Readers {
         for (index, seq) in std::mem::take(&mut stats.early) {
             if shared.acks.get(index).is_some_and(|a| seq < a.next.load(Ordering::Relaxed)) {
                 stats.tail_visible.record(0);
+                stats.seen_first += 1;
             }
         }
         let acked = shared.records.load(Ordering::Relaxed);
@@ -230,6 +253,12 @@ impl Readers {
             },
             reads_unserved: stats.unserved,
             tail_visible_ms: VisibleMs { p50: ms(&stats.tail_visible, 0.50), p99: ms(&stats.tail_visible, 0.99) },
+            tail_records: stats.tail_visible.count(),
+            tail_seen_first_share: if stats.tail_visible.count() > 0 {
+                stats.seen_first as f64 / stats.tail_visible.count() as f64
+            } else {
+                0.0
+            },
             served_by_replica_share: (stats.served_named > 0)
                 .then(|| stats.served_by_replica as f64 / stats.served_named as f64),
             voter_cpu_us_per_record: voter_cpu,
@@ -280,14 +309,13 @@ where
                 let seen = Instant::now();
                 for seq in (from.0..).take(records.len()) {
                     match acks.acked_at(seq) {
-                        Some(at) => {
+                        Acked::At(at) => {
                             stats.tail_visible.record(seen.saturating_duration_since(at).as_micros() as u64);
                         }
-                        None if seq >= acks.next.load(Ordering::Relaxed) && stats.early.len() < EARLY_SIGHTINGS_MAX => {
-                            stats.early.push((index, seq));
-                        }
-                        // Acknowledged so long ago its instant was dropped.
-                        None => {}
+                        Acked::NotYet if stats.early.len() < EARLY_SIGHTINGS_MAX => stats.early.push((index, seq)),
+                        // Acknowledged so long ago its instant was dropped (or more sightings
+                        // ahead of their acknowledgements than are kept).
+                        Acked::NotYet | Acked::Dropped => {}
                     }
                 }
             }
@@ -462,19 +490,19 @@ mod tests {
         let t1 = t0 + Duration::from_millis(1);
         acks.acknowledged(13, 1, t1, true);
         assert_eq!(acks.next.load(Ordering::Relaxed), 14);
-        assert_eq!(acks.acked_at(9), None);
-        assert_eq!(acks.acked_at(10), Some(t0));
-        assert_eq!(acks.acked_at(12), Some(t0));
-        assert_eq!(acks.acked_at(13), Some(t1));
-        assert_eq!(acks.acked_at(14), None);
+        assert_eq!(acks.acked_at(9), Acked::Dropped);
+        assert_eq!(acks.acked_at(10), Acked::At(t0));
+        assert_eq!(acks.acked_at(12), Acked::At(t0));
+        assert_eq!(acks.acked_at(13), Acked::At(t1));
+        assert_eq!(acks.acked_at(14), Acked::NotYet);
         for i in 0..ACK_TIMES_MAX as u64 {
             acks.acknowledged(14 + i, 1, t1, true);
         }
-        assert_eq!(acks.acked_at(10), None, "the oldest went first");
+        assert_eq!(acks.acked_at(10), Acked::Dropped, "the oldest went first");
         assert_eq!(acks.times.lock().unwrap().len(), ACK_TIMES_MAX);
         let untimed = JournalAcks::default();
         untimed.acknowledged(0, 5, t0, false);
-        assert_eq!((untimed.next.load(Ordering::Relaxed), untimed.acked_at(0)), (5, None));
+        assert_eq!((untimed.next.load(Ordering::Relaxed), untimed.acked_at(0)), (5, Acked::NotYet));
     }
 
     #[test]
