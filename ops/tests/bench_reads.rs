@@ -1,7 +1,9 @@
 //! `paros bench --readers` on the embedded cell: tail readers and random readers run beside the
 //! writers, and the report carries their figures (and leaves them out without readers).
 
-use std::process::Command;
+use std::process::{Command, Stdio};
+
+mod common;
 
 fn bench(extra: &[&str]) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_paros"))
@@ -59,4 +61,25 @@ fn linearizable_readers_are_reported_and_no_readers_leave_the_report_as_it_was()
         assert!(plain.get(field).is_none(), "{field} without readers: {plain}");
     }
     assert!(plain["records_per_s"].as_f64().unwrap() > 0.0, "{plain}");
+}
+
+#[test]
+fn readers_over_http_leave_what_the_gateway_does_not_say_null() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dev, url) = common::start_with(&dir.path().join("data"), &["--quota-requests-per-s", "1000000"]);
+    let out = common::paros()
+        .args(["bench", "--target", &url, "--writers", "2", "--journals", "2", "--duration-s", "2"])
+        .args(["--readers", "2", "--json"])
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("paros bench runs");
+    common::stop(dev);
+    assert!(out.status.success(), "paros bench --target --readers failed");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(report["target"], "http", "{report}");
+    assert!(report["reads"].as_u64().unwrap() > 0, "{report}");
+    assert!(report["tail_records"].as_u64().unwrap() > 0, "{report}");
+    for field in ["served_by_replica_share", "voter_cpu_us_per_record", "replica_cpu_us_per_record"] {
+        assert!(report[field].is_null(), "{field} over HTTP: {report}");
+    }
 }
