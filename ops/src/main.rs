@@ -72,6 +72,22 @@ The report (--json prints it as one JSON object; without --json, as text):
                               with --idle-journals: memory per idle journal (all nodes), their
                               placement time, and the journals asleep when memory was read
   over_quota_retries          over HTTP: writes the gateway answered 429 (each waited Retry-After)
+With --readers R (absent without):
+  readers, consistency        R, and --consistency (at_least or linearizable)
+  reads, read_records, reads_per_s
+                              pages served to the random readers (R/2 rounded down), their records
+  read_latency_ms             p50/p90/p99/max of the random readers' served reads
+  reads_unserved              random reads not served within --read-deadline-ms
+  tail_visible_ms             p50/p99 from a writer's acknowledgement to a tail reader seeing the
+                              record (0 when the reader saw it first)
+  tail_records, tail_seen_first_share
+                              records the tail readers timed; the share seen before the writer
+                              counted their acknowledgement
+  served_by_replica_share     served random reads answered by a server that is not a voter (null
+                              over HTTP: the gateway does not name the server)
+  voter_cpu_us_per_record, replica_cpu_us_per_record
+                              CPU of the voters' (others') paros-node-* threads per acknowledged
+                              record, in µs (null over HTTP, off Linux, or with no other threads)
 Over HTTP the figures only the embedded cell knows (syncs, rounds, the store, memory) are 0.
 --raw-fjall reports records_per_s, batches_per_s, p50_us, p99_us, p999_us, max_us, fsyncs_per_s and
 records_per_fsync (one sync per batch), and over_5ms and over_15ms (batches slower than 5 and 15 ms:
@@ -82,6 +98,7 @@ Examples:
   paros bench --raw-fjall --batch 64 --duration-s 10 --json        # the bare-disk baseline
   paros bench --writers 1 --journals 1 --record-bytes 16384 --batch 16 --stop-after-mib 384 --json
   paros bench --target http://127.0.0.1:7400 --json     # a running `paros dev`
+  paros bench --writers 16 --journals 16 --readers 16 --consistency linearizable --json
 
 Scripts in ops/scripts/ (not part of CI). The VM is shared: compare figures only within one run.
   bench.sh [secs]                  the four reported runs (1 and 64 writers at batch 1, 1 writer at
@@ -222,6 +239,18 @@ enum Command {
         /// wrote at most this many journals on average; default: the shell's, 6.
         #[arg(long)]
         spin_round_journals_max: Option<usize>,
+        /// Readers beside the writers, spread over the written journals round-robin: half
+        /// (rounded up) follow a journal from its tail (`tail_visible_ms`), the others read one
+        /// page at a random acknowledged position at a time (`reads_per_s`, `read_latency_ms`).
+        #[arg(long, default_value_t = 0)]
+        readers: usize,
+        /// The readers' consistency: `at_least` (a read at position p is served by a server
+        /// that has applied p; the tail readers read monotonically) or `linearizable`.
+        #[arg(long, value_enum, default_value_t = bench::ReadMode::AtLeast)]
+        consistency: bench::ReadMode,
+        /// How long one read may take before it counts as unserved, in milliseconds.
+        #[arg(long, default_value_t = 1000)]
+        read_deadline_ms: u64,
     },
     /// Run the embedded cell — three nodes, the registry and the tenant gateway — in this
     /// process, serving the HTTP API on `--listen`. Stop with Ctrl-C (or SIGTERM).
@@ -332,6 +361,9 @@ fn main() -> ExitCode {
             dormant_after_s,
             idle_spin_us,
             spin_round_journals_max,
+            readers,
+            consistency,
+            read_deadline_ms,
         } => {
             let duration = Duration::from_secs(duration_s);
             if raw_fjall {
@@ -375,6 +407,9 @@ fn main() -> ExitCode {
                 dormant_after,
                 idle_spin: idle_spin_us.map(Duration::from_micros),
                 spin_round_journals_max,
+                readers,
+                consistency,
+                read_deadline: Duration::from_millis(read_deadline_ms),
             };
             match runtime.block_on(bench::run(args)) {
                 Ok(report) => {
@@ -495,6 +530,18 @@ fn print_report(r: &bench::Report, json: bool) {
         println!(
             "  rss per idle journal {:>9} bytes ({} idle journals)",
             r.rss_per_idle_journal_bytes, r.idle_journals
+        );
+    }
+    if let Some(reads) = &r.reads {
+        println!(
+            "  reads ({} readers, {}) {:.0}/s, p50/p99 {:.3} / {:.3} ms, {} unserved; tail visible p50 {:.3} ms",
+            reads.readers,
+            reads.consistency.name(),
+            reads.reads_per_s,
+            reads.read_latency_ms.p50,
+            reads.read_latency_ms.p99,
+            reads.reads_unserved,
+            reads.tail_visible_ms.p50
         );
     }
     println!(

@@ -11,6 +11,7 @@ use paros_client::{
     WriterConfig, WriterError,
 };
 
+use super::read::{self, ReadFigures, ReadSetup};
 use super::report::progress_bar;
 use super::{BenchArgs, BenchError, JournalWriter, Journals, Shared, record_bytes};
 
@@ -52,21 +53,39 @@ where
         let config = WriterConfig { batches_in_flight_max: depth, ..defaults };
         let mut writer = Writer::new(client.clone(), journal.clone(), config).map_err(|e| fail(e.to_string()))?;
         claim(&mut writer, index, shared).await?;
+        if let Some(acks) = shared.acks.get(index) {
+            acks.next.store(writer.core().next_seq().0, Ordering::Relaxed);
+        }
         let sent = std::collections::VecDeque::new();
         out.push(Arc::new(tokio::sync::Mutex::new(JournalWriter { index, journal, writer, sent })));
     }
     Ok(out)
 }
 
-/// Runs the writers for the run's duration; the seconds they ran.
-pub(super) async fn drive<S>(journals: &Journals<S>, args: &BenchArgs, shared: &Arc<Shared>) -> Result<f64, BenchError>
+/// Runs the writers for the run's duration, and `args.readers` readers beside them when
+/// `readers` says how; the seconds the writers ran, and the readers' figures.
+pub(super) async fn drive<S>(
+    journals: &Journals<S>,
+    args: &BenchArgs,
+    shared: &Arc<Shared>,
+    readers: Option<ReadSetup<S>>,
+) -> Result<(f64, Option<ReadFigures>), BenchError>
 where
     S: JournalService + 'static,
     S::Journal: 'static,
 {
+    // The readers read the journals the writers write (writer i writes journal i mod journals).
+    let mut written = Vec::new();
+    for j in journals.iter().take(args.writers) {
+        let j = j.lock().await;
+        written.push((j.index, j.journal.clone()));
+    }
     let started = Instant::now();
     *shared.deadline.lock().expect("lock") = Some(started + args.duration);
     *shared.started.lock().expect("lock") = Some(started);
+    let readers = readers.filter(|_| args.readers > 0).map(|setup| {
+        read::start(setup, &written, args.readers, args.consistency, args.read_deadline, args.record_bytes, shared)
+    });
     let mut tasks = Vec::new();
     for w in 0..args.writers {
         let journal = Arc::clone(&journals[w % journals.len()]);
@@ -95,7 +114,11 @@ where
     if let Some(p) = progress {
         p.finish_and_clear();
     }
-    Ok(elapsed)
+    let figures = match readers {
+        Some(r) => Some(r.finish(shared, args.readers, args.consistency, elapsed).await?),
+        None => None,
+    };
+    Ok((elapsed, figures))
 }
 
 /// One loop: keeps `depth` writes in flight on its journal (taking turns with the loops that
@@ -161,6 +184,9 @@ where
 
 /// Counts the acknowledged write of `count` records at `seq` of journal `index` (and logs it).
 fn acknowledged(shared: &Shared, index: usize, seq: u64, count: u64) -> Result<(), BenchError> {
+    if let Some(acks) = shared.acks.get(index) {
+        acks.acknowledged(seq, count, Instant::now(), shared.ack_times);
+    }
     shared.records.fetch_add(count, Ordering::Relaxed);
     if shared.batches.fetch_add(1, Ordering::Relaxed) == 0 {
         shared.first_ack.lock().expect("lock").get_or_insert_with(Instant::now);

@@ -8,6 +8,7 @@ use paros_client::{Client, ClientConfig, GatewayClient, HttpConfig, HttpService}
 use paros_embedded::random_u64;
 
 use super::drive::{claim_all, drive, verify};
+use super::read::ReadSetup;
 use super::report::{Report, report};
 use super::{BENCH_TENANT, BenchArgs, BenchError, Shared, cpu_s, shared};
 
@@ -96,11 +97,14 @@ pub(super) async fn run_http(args: BenchArgs, url: &str) -> Result<Report, Bench
     let placement_s = started.elapsed().as_secs_f64();
     let cpu_before = thread_cpu(url).await;
     let own_before = cpu_s();
-    let elapsed = drive(&journals, &args, &shared).await?;
+    // The gateway does not say which server answered a read: no voters to tell replicas by.
+    let readers = ReadSetup { client: client.clone(), voters: None };
+    let (elapsed, reads) = drive(&journals, &args, &shared, Some(readers)).await?;
     let own_spent = cpu_s() - own_before;
     let cpu_after = thread_cpu(url).await;
     let verified = verify(&client, &journals, &shared, args.record_bytes).await?;
     let mut report = report(&args, &shared, elapsed, verified);
+    report.reads = reads;
     report.target = "http";
     report.transport =
         format!("{}{}", if args.http1 { "http1" } else { "http2" }, if args.session { "+session" } else { "" });

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use paros_embedded::EmbeddedCell;
 
 use super::drive::{claim_all, drive, verify};
+use super::read::ReadSetup;
 use super::report::{Report, RoundSplit, Split, report, sum_activity};
 use super::{
     BenchArgs, BenchError, IDLE_SETTLE, IDLE_TENANT, bench_journals, cpu_s, named_journals, rss_bytes, shared,
@@ -88,7 +89,8 @@ async fn measure(cell: &EmbeddedCell, args: &BenchArgs, opening: Instant, open_s
     let threads = paros_gateway::threads::ThreadCpu::default();
     let threads_before = threads.sample();
     let cpu_before = cpu_s();
-    let elapsed = drive(&journals, args, &shared).await?;
+    let readers = ReadSetup { client: cell.client.clone(), voters: Some(cell.manifest.nodes.clone()) };
+    let (elapsed, reads) = drive(&journals, args, &shared, Some(readers)).await?;
     let cpu_spent = cpu_s() - cpu_before;
     let threads_after = threads.sample();
     let syncs_after: u64 = cell.node_stats().iter().map(|s| s.syncs).sum();
@@ -106,6 +108,7 @@ async fn measure(cell: &EmbeddedCell, args: &BenchArgs, opening: Instant, open_s
     let read_back_s = read_started.elapsed().as_secs_f64();
     let rss_peak_read_bytes = rss_bytes("VmHWM:");
     let mut report = report(args, &shared, elapsed, verified);
+    report.reads = reads;
     report.cpu_us_per_record =
         if report.acked_records > 0 { cpu_spent * 1e6 / report.acked_records as f64 } else { 0.0 };
     if report.acked_records > 0 {

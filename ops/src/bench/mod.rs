@@ -10,6 +10,7 @@
 mod drive;
 mod http;
 mod in_cell;
+mod read;
 mod report;
 
 use std::collections::BTreeMap;
@@ -30,6 +31,7 @@ use paros_embedded::{CellError, EmbeddedCell, random_u64};
 
 use http::run_http;
 use in_cell::run_in_cell;
+pub use read::ReadFigures;
 pub use report::Report;
 
 /// The benchmark's shape.
@@ -69,6 +71,39 @@ pub struct BenchArgs {
     /// The nodes' [`paros_node::shell::ShellConfig::spin_round_journals_max`] (`None`: the
     /// default).
     pub spin_round_journals_max: Option<usize>,
+    /// Readers beside the writers: half (rounded up) follow a journal's tail, the others read
+    /// pages at random acknowledged positions (0: none, and no read figures in the report).
+    pub readers: usize,
+    /// The consistency the readers read with.
+    pub consistency: ReadMode,
+    /// How long one read may take before it counts as unserved (and a tail reader's long-poll,
+    /// capped at a second).
+    pub read_deadline: Duration,
+}
+
+/// The consistency of the bench's readers (`--consistency`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadMode {
+    /// A random read at position `p` asks for a server that has applied `p`
+    /// (`Consistency::Reached(p + 1)`); a tail reader reads monotonically.
+    #[default]
+    #[value(name = "at_least")]
+    AtLeast,
+    /// Every read is linearizable.
+    #[value(name = "linearizable")]
+    Linearizable,
+}
+
+impl ReadMode {
+    /// The flag's (and the report's) name of the mode.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadMode::AtLeast => "at_least",
+            ReadMode::Linearizable => "linearizable",
+        }
+    }
 }
 
 /// Why a benchmark run failed.
@@ -82,6 +117,8 @@ pub enum BenchError {
     Registry(String),
     #[error("writer for journal {journal} failed: {reason}")]
     Writer { journal: usize, reason: String },
+    #[error("reader of journal {journal} failed: {reason}")]
+    Reader { journal: usize, reason: String },
     #[error("verification failed: {0}")]
     Verify(String),
     #[error("io: {0}")]
@@ -257,6 +294,10 @@ struct Shared {
     started: Mutex<Option<Instant>>,
     /// When the first write of the run was acknowledged.
     first_ack: Mutex<Option<Instant>>,
+    /// Each bench journal's acknowledgements, by index, for the readers.
+    acks: Vec<read::JournalAcks>,
+    /// Whether the acknowledgements' instants are kept (there are readers).
+    ack_times: bool,
 }
 
 impl Shared {
@@ -274,6 +315,9 @@ impl Shared {
 pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
     if args.writers == 0 || args.journals == 0 || args.batch == 0 || args.record_bytes == 0 || args.in_flight == 0 {
         return Err(BenchError::Args("writers, journals, batch, in-flight and record-bytes must be at least 1".into()));
+    }
+    if args.readers > 0 && args.read_deadline.is_zero() {
+        return Err(BenchError::Args("--read-deadline-ms must be at least 1 with --readers".into()));
     }
     let limits = paros_core::journal::Limits::default();
     if args.batch > limits.write_records_max as usize
@@ -306,6 +350,8 @@ fn shared(args: &BenchArgs) -> Result<Arc<Shared>, BenchError> {
         deadline: Mutex::new(None),
         started: Mutex::new(None),
         first_ack: Mutex::new(None),
+        acks: (0..args.journals).map(|_| read::JournalAcks::default()).collect(),
+        ack_times: args.readers > 0,
     }))
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{BenchArgs, Shared};
+use super::{BenchArgs, ReadFigures, Shared};
 
 /// What `paros bench --json` prints.
 #[derive(Clone, Debug, Serialize)]
@@ -103,6 +103,9 @@ pub struct Report {
     /// The slowest second's records over the median second's (1.0 is flat; 0 with fewer
     /// than two whole seconds).
     pub min_window_ratio: f64,
+    /// The readers' figures (`--readers`), as fields of the report; absent without readers.
+    #[serde(flatten)]
+    pub reads: Option<ReadFigures>,
 }
 
 /// Quantiles of one part of a round, in microseconds.
@@ -265,6 +268,7 @@ pub(super) fn report(args: &BenchArgs, shared: &Shared, elapsed: f64, verified: 
         store_room_waited_s: 0.0,
         windows,
         min_window_ratio,
+        reads: None,
     }
 }
 
