@@ -8,7 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use paros_embedded::{CellError, EmbeddedCell, NodeSample};
-use paros_gateway::{Gateway, GatewayConfig, KeyPair, NodeCounters, NodeStats, SigningKeys, StoreCounters};
+use paros_gateway::{
+    Gateway, GatewayConfig, KeyPair, NodeCounters, NodeStats, ReplicaCounters, ReplicaStateName, SigningKeys,
+    StoreCounters,
+};
 
 /// One embedded node's sample as the gateway's port shows it.
 #[must_use]
@@ -24,7 +27,7 @@ pub fn node_counters(s: &NodeSample) -> NodeCounters {
         leaderships_won: h.leaderships_won,
         dormant: h.dormant,
         store: None,
-        replica: None,
+        replica: s.replica.map(|(feed, state)| replica_counters(feed, state, h)),
     }
     .with_store(StoreCounters {
         compactions_completed: st.compactions_completed,
@@ -38,6 +41,30 @@ pub fn node_counters(s: &NodeSample) -> NodeCounters {
         room_waited_us: st.room_waited_us,
         disk_bytes: st.disk_bytes,
     })
+}
+
+/// A read replica's state and lag as the gateway's port shows them.
+fn replica_counters(
+    feed: paros_core::NodeId,
+    state: paros_replica::State,
+    h: &paros_node::HostStats,
+) -> ReplicaCounters {
+    let r = &h.replicas;
+    ReplicaCounters {
+        feed,
+        state: match state {
+            paros_replica::State::Bootstrapping => ReplicaStateName::Bootstrapping,
+            paros_replica::State::CatchingUp => ReplicaStateName::CatchingUp,
+            paros_replica::State::Serving => ReplicaStateName::Serving,
+        },
+        bootstrapping: r.bootstrapping,
+        catching_up: r.catching_up,
+        serving: r.serving,
+        behind: r.behind,
+        lag_slots_max: r.lag_slots_max,
+        lag_ms_max: r.lag_ms_max,
+        reads_refused_unready: h.reads_refused_unready,
+    }
 }
 
 /// How long the admin token `paros dev` prints stays valid.

@@ -10,6 +10,9 @@
 
 pub mod in_cell;
 mod placer;
+mod replicas;
+
+pub use replicas::{ReplicaSample, Replicas};
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -17,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use in_cell::{InCell, InCellConfig};
+use in_cell::{InCell, InCellConfig, ReplicaReads};
 use paros_bus::InProcessBus;
 use paros_client::{Client, ClientConfig};
 use paros_core::journal::WriterMode;
@@ -33,6 +36,7 @@ use paros_registry::{
     Answer, BusAddress, CellId, Command, Directory, JournalName, Limits, Member, Op, Quotas, Refusal, Request,
     RequestId, TenantName, TierName, Verdict, Zone,
 };
+use paros_replica::{ReadRouter, RouterConfig};
 use paros_store::FjallStore;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
@@ -42,6 +46,9 @@ pub const CELL_TENANT: TenantId = TenantId(0);
 
 /// How many nodes a new embedded cell has.
 pub const EMBEDDED_MEMBERS: usize = 3;
+
+/// How many read replicas a new embedded cell has, all on the default tier.
+pub const EMBEDDED_REPLICAS: usize = 2;
 
 /// A fresh random u64 from the OS-seeded hasher keys (ids are random, never constants).
 #[must_use]
@@ -63,6 +70,13 @@ pub struct Manifest {
     pub cell: u64,
     pub nodes: Vec<NodeId>,
     pub registry: JournalId,
+    /// The read replicas, on the default tier (none in a cell made before replicas existed).
+    #[serde(default)]
+    pub replicas: Vec<NodeId>,
+    /// The default tier's feed, drawn with the cell (`None`: a cell made before replicas
+    /// existed; its default tier, if any, has a feed of the registry's choosing).
+    #[serde(default)]
+    pub feed: Option<NodeId>,
 }
 
 /// Why the embedded cell would not start, or a registry request failed.
@@ -130,6 +144,8 @@ pub struct EmbeddedCell {
     pub client: Client<CellService>,
     coordinator: CoordinatorHandle,
     coordinator_task: tokio::task::JoinHandle<CoordinatorStop>,
+    /// The read replica tier (`None` in a cell made without one).
+    replicas: Option<Arc<Replicas>>,
     followers: Vec<watch::Receiver<Followed>>,
     follower_tasks: Vec<tokio::task::JoinHandle<String>>,
     /// The first storage fault of any node (`None` while there is none); each node's fault is
@@ -243,6 +259,8 @@ impl EmbeddedCell {
                     cell: random_u64(),
                     nodes: (0..members.max(1)).map(|_| NodeId(random_u64())).collect(),
                     registry: JournalId(random_u64()),
+                    replicas: (0..EMBEDDED_REPLICAS).map(|_| NodeId(random_u64())).collect(),
+                    feed: Some(NodeId(random_u64())),
                 };
                 (m, true)
             }
@@ -286,8 +304,20 @@ impl EmbeddedCell {
             std::fs::write(&manifest_path, bytes).map_err(|e| CellError::Dir(manifest_path.clone(), e))?;
         }
         let tick_ms = u64::try_from(shell_config.tick.as_millis()).unwrap_or(u64::MAX);
-        let service =
+        // Reads go to the journal's replicas first: its tier's feed, from the directory the
+        // follower (started below) publishes.
+        let directory: Arc<std::sync::OnceLock<watch::Receiver<Followed>>> = Arc::default();
+        let reads = {
+            let directory = Arc::clone(&directory);
+            Arc::new(ReplicaReads::new(ReadRouter::new(RouterConfig::default()), move |key: &JournalKey| {
+                directory.get()?.borrow().directory.as_ref()?.journal(*key)?.feed
+            }))
+        };
+        let mut service =
             InCell::new(bus.clone(), manifest.nodes.clone(), InCellConfig { tick_ms, ..InCellConfig::default() });
+        if !manifest.replicas.is_empty() {
+            service = service.with_replicas(Arc::clone(&reads));
+        }
         let client = Client::new(service, ClientConfig::default()).expect("the default client configuration is valid");
         // One follower for the three nodes: the registry is folded once in this process, and
         // the directory it publishes is the one every node hosts what it places.
@@ -303,6 +333,22 @@ impl EmbeddedCell {
             })
             .collect();
         let (progress, task) = spawn_follower_of(client.clone(), registry, followed, FollowerConfig::default());
+        let _ = directory.set(progress.clone());
+        let replicas = match manifest.feed {
+            Some(feed) if !manifest.replicas.is_empty() => {
+                let setup = replicas::Setup {
+                    dir: dir.to_path_buf(),
+                    bus: bus.clone(),
+                    feed,
+                    registry,
+                    tunables,
+                    shell: shell_config,
+                    store: store.for_member(manifest.nodes.len()),
+                };
+                Some(Replicas::start(setup, &manifest.replicas, reads, progress.clone())?)
+            }
+            _ => None,
+        };
         let (followers, follower_tasks) = (vec![progress], vec![task]);
         let (coordinator, coordinator_task) = spawn_coordinator(client.clone(), registry, coordinator);
         let (faults, _) = watch::channel(None);
@@ -331,6 +377,7 @@ impl EmbeddedCell {
             client,
             coordinator,
             coordinator_task,
+            replicas,
             followers,
             follower_tasks,
             faults,
@@ -374,23 +421,54 @@ impl EmbeddedCell {
             registry: self.manifest.registry,
             limits: Limits::default(),
         };
-        match self.request(Op::Command(command)).await {
-            Ok(_) => {}
-            Err(CellError::Refused(Refusal::CellFormed { cell })) => return Err(CellError::AlreadyFormed(cell)),
+        let formed = match self.request(Op::Command(command)).await {
+            Ok(_) => None,
+            Err(CellError::Refused(Refusal::CellFormed { cell })) => Some(cell),
             Err(e) => return Err(e),
+        };
+        // Formation is finished (a default tier, the replicas on it) however often it was cut
+        // short before: each step is taken at most once.
+        self.form_tier().await?;
+        match formed {
+            Some(cell) => Err(CellError::AlreadyFormed(cell)),
+            None => Ok(CellId(self.manifest.cell)),
         }
-        // The feed is an id no machine has: drawn again in the unlikely case it is taken.
+    }
+
+    /// Creates the default tier (with the manifest's feed) if missing, and registers the
+    /// replicas on it.
+    async fn form_tier(&self) -> Result<(), CellError> {
+        // The feed is an id no machine has: a random one is drawn again in the unlikely case
+        // it is taken; the manifest's is the one its replicas subscribe to.
         let mut draws = 1;
         loop {
-            let tier = Command::CreateTier { tier: TierName::default_tier(), feed: NodeId(random_u64()) };
+            let feed = self.manifest.feed.unwrap_or_else(|| NodeId(random_u64()));
+            let tier = Command::CreateTier { tier: TierName::default_tier(), feed };
             match self.request(Op::Command(tier)).await {
-                Ok(_) | Err(CellError::Refused(Refusal::TierNameTaken { .. })) => {
-                    return Ok(CellId(self.manifest.cell));
+                Ok(_) | Err(CellError::Refused(Refusal::TierNameTaken { .. })) => break,
+                Err(CellError::Refused(Refusal::FeedTaken { .. })) if draws < 4 && self.manifest.feed.is_none() => {
+                    draws += 1;
                 }
-                Err(CellError::Refused(Refusal::FeedTaken { .. })) if draws < 4 => draws += 1,
                 Err(e) => return Err(e),
             }
         }
+        for (i, id) in self.manifest.replicas.iter().enumerate() {
+            let m = member(*id, self.manifest.nodes.len() + i);
+            let register = Command::RegisterReplica {
+                id: m.id,
+                tier: TierName::default_tier(),
+                bus_address: m.bus_address,
+                zone: m.zone,
+            };
+            self.request(Op::Command(register)).await?;
+        }
+        Ok(())
+    }
+
+    /// The read replica tier, when the cell has one.
+    #[must_use]
+    pub fn replicas(&self) -> Option<&Arc<Replicas>> {
+        self.replicas.as_ref()
     }
 
     /// The key of `tenant`'s journal `name`, for [`client`](Self::client)'s writers and readers:
@@ -497,7 +575,7 @@ impl EmbeddedCell {
     /// Each node's counters as of its last round.
     #[must_use]
     pub fn node_stats(&self) -> Vec<paros_node::HostStats> {
-        self.stats_reader().read().into_iter().map(|s| s.host).collect()
+        self.stats_reader().read_nodes().into_iter().map(|s| s.host).collect()
     }
 
     /// A clonable reader of every node's counters (a gateway's dashboard holds one); it reads
@@ -508,6 +586,7 @@ impl EmbeddedCell {
             ids: self.manifest.nodes.clone(),
             nodes: Arc::clone(&self.nodes),
             probes: Arc::clone(&self.probes),
+            replicas: self.replicas.clone(),
         }
     }
 
@@ -534,6 +613,9 @@ impl EmbeddedCell {
     /// The storage fault of a node that stopped on one (the first, in node order): it has no
     /// host to give back. Every node is stopped all the same.
     pub fn stop(self) -> Result<Vec<Host<FjallStore>>, Arc<NodeFault>> {
+        if let Some(r) = &self.replicas {
+            r.stop();
+        }
         self.coordinator_task.abort();
         for t in &self.follower_tasks {
             t.abort();
@@ -554,12 +636,15 @@ pub struct NodeStatsReader {
     ids: Vec<NodeId>,
     nodes: Arc<Mutex<Vec<NodeHandle<FjallStore>>>>,
     probes: Arc<Mutex<Vec<paros_store::StoreProbe>>>,
+    replicas: Option<Arc<Replicas>>,
 }
 
 /// One running node's counters and its store's activity, read together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NodeSample {
     pub node: NodeId,
+    /// The tier feed a read replica is joined to, and its state (`None` for a voter).
+    pub replica: Option<(NodeId, paros_replica::State)>,
     /// The node's counters as of its last round.
     pub host: paros_node::HostStats,
     /// Its store's background work and size on disk now.
@@ -573,9 +658,23 @@ impl std::fmt::Debug for NodeStatsReader {
 }
 
 impl NodeStatsReader {
-    /// Each running node's counters and store activity (none once the cell stopped).
+    /// Each running node's counters and store activity (none once the cell stopped), then each
+    /// running read replica's.
     #[must_use]
     pub fn read(&self) -> Vec<NodeSample> {
+        let mut samples = self.read_nodes();
+        if let Some(r) = &self.replicas {
+            samples.extend(r.samples().into_iter().map(|r| NodeSample {
+                node: r.id,
+                replica: Some((r.feed, r.state())),
+                host: r.host,
+                store: r.store,
+            }));
+        }
+        samples
+    }
+
+    fn read_nodes(&self) -> Vec<NodeSample> {
         let hosts: Vec<_> = self
             .nodes
             .lock()
@@ -594,7 +693,7 @@ impl NodeStatsReader {
             .iter()
             .zip(hosts)
             .zip(stores)
-            .map(|((node, host), store)| NodeSample { node: *node, host, store })
+            .map(|((node, host), store)| NodeSample { node: *node, replica: None, host, store })
             .collect()
     }
 }

@@ -731,9 +731,13 @@ impl<S: crate::JournalService> ReaderState<S> {
     async fn read_once(&mut self, wait_ms: u32, long_poll: bool) -> Result<ReaderOutcome, ReaderError> {
         loop {
             let request = self.cursor.next_request();
-            let servers = self.client.service().servers();
-            let server =
-                (!servers.is_empty()).then(|| servers[(self.start + request.attempt as usize) % servers.len()]);
+            // Ranked servers (read replicas first) from the best on each new request; others in
+            // rotation from this reader's own start.
+            let (servers, start) = match self.client.service().read_servers(&self.journal) {
+                crate::ReadServers::Rotate(servers) => (servers, self.start),
+                crate::ReadServers::Ranked(servers) => (servers, 0),
+            };
+            let server = (!servers.is_empty()).then(|| servers[(start + request.attempt as usize) % servers.len()]);
             let consistency = match self.consistency {
                 ReadConsistency::Linearizable => paros_core::Consistency::Linearizable,
                 ReadConsistency::Monotonic => {
