@@ -11,7 +11,9 @@ use crate::State;
 pub struct RouterConfig {
     /// A replica that knows of more chosen slots than this it has not applied is skipped.
     pub lag_slots_max: u64,
-    /// How long a replica that answered `Unserved` (or did not answer) is skipped, in ms.
+    /// How long a replica that answered `Unserved` (or did not answer) is skipped, in ms. Short:
+    /// `Unserved` is often one journal's (a gate that just closed on a new placement), and a
+    /// replica that is gone or behind leaves the ranking by the next [`ReadRouter::update`].
     pub skip_ms: u64,
     /// Replicas one read tries at most before the voters.
     pub replicas_per_read_max: usize,
@@ -19,7 +21,7 @@ pub struct RouterConfig {
 
 impl Default for RouterConfig {
     fn default() -> Self {
-        RouterConfig { lag_slots_max: 1_024, skip_ms: 1_000, replicas_per_read_max: 2 }
+        RouterConfig { lag_slots_max: 1_024, skip_ms: 100, replicas_per_read_max: 2 }
     }
 }
 
