@@ -239,6 +239,10 @@ enum Command {
         /// wrote at most this many journals on average; default: the shell's, 6.
         #[arg(long)]
         spin_round_journals_max: Option<usize>,
+        /// Read replicas of the embedded cell (one tier); reads go to them first. In-cell
+        /// runs only.
+        #[arg(long, default_value_t = 0)]
+        replicas: usize,
         /// Readers beside the writers, spread over the written journals round-robin: half
         /// (rounded up) follow a journal from its tail (`tail_visible_ms`), the others read one
         /// page at a random acknowledged position at a time (`reads_per_s`, `read_latency_ms`).
@@ -361,6 +365,7 @@ fn main() -> ExitCode {
             dormant_after_s,
             idle_spin_us,
             spin_round_journals_max,
+            replicas,
             readers,
             consistency,
             read_deadline_ms,
@@ -407,6 +412,7 @@ fn main() -> ExitCode {
                 dormant_after,
                 idle_spin: idle_spin_us.map(Duration::from_micros),
                 spin_round_journals_max,
+                replicas,
                 readers,
                 consistency,
                 read_deadline: Duration::from_millis(read_deadline_ms),

@@ -57,19 +57,25 @@ fn paros_dev_serves_the_cli_stops_on_sigint_and_keeps_every_record_across_a_rest
     assert_eq!(out, "0\tfirst\n1\tsecond\n2\tthird\n3\tfourth\n");
     let (code, _) = cli(&url, Some("not-a-token"), &["read", "orders", "--from", "0"], None);
     assert_eq!(code, 6, "a bad token exits 6");
-    // paros dev gives the gateway its nodes' counters: /metrics carries one series per node,
-    // and the tenant's writes and the refused token are counted.
+    // paros dev gives the gateway its machines' counters: /metrics carries one series per
+    // machine (three voters, two read replicas), each replica's state, and the tenant's writes
+    // and the refused token are counted.
     let metrics = http_get(&url, "/metrics");
     assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
     assert_eq!(
         metrics.lines().filter(|l| l.starts_with("paros_gateway_node_rounds_total{node=")).count(),
-        3,
+        5,
         "{metrics}"
     );
     assert_eq!(
         metrics.lines().filter(|l| l.starts_with("paros_gateway_node_store_disk_bytes{node=")).count(),
-        3,
+        5,
         "{metrics}"
+    );
+    assert_eq!(
+        metrics.lines().filter(|l| l.starts_with("paros_gateway_replica_state{") && l.ends_with(" 1")).count(),
+        2,
+        "each of the two replicas is in one state: {metrics}"
     );
     assert!(
         metrics.lines().any(|l| l.starts_with("paros_gateway_tenant_records_total{")

@@ -246,6 +246,21 @@ impl EmbeddedCell {
         store: paros_store::StoreOptions,
         shell_config: ShellConfig,
     ) -> Result<EmbeddedCell, CellError> {
+        Self::open_replicated(dir, (members, EMBEDDED_REPLICAS), coordinator, store, shell_config).await
+    }
+
+    /// [`open_tuned`](Self::open_tuned) with `(members, replicas)` machines for a new cell: its
+    /// nodes and the read replicas of its default tier (0: none). An existing cell keeps its own.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub async fn open_replicated(
+        dir: &Path,
+        (members, replicas): (usize, usize),
+        coordinator: CoordinatorLoopConfig,
+        store: paros_store::StoreOptions,
+        shell_config: ShellConfig,
+    ) -> Result<EmbeddedCell, CellError> {
         std::fs::create_dir_all(dir).map_err(|e| CellError::Dir(dir.into(), e))?;
         let manifest_path = dir.join("cell.json");
         let (manifest, fresh) = match std::fs::read(&manifest_path) {
@@ -259,7 +274,7 @@ impl EmbeddedCell {
                     cell: random_u64(),
                     nodes: (0..members.max(1)).map(|_| NodeId(random_u64())).collect(),
                     registry: JournalId(random_u64()),
-                    replicas: (0..EMBEDDED_REPLICAS).map(|_| NodeId(random_u64())).collect(),
+                    replicas: (0..replicas).map(|_| NodeId(random_u64())).collect(),
                     feed: Some(NodeId(random_u64())),
                 };
                 (m, true)

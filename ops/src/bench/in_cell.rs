@@ -31,9 +31,9 @@ pub(super) async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
         spin_round_journals_max: args.spin_round_journals_max.unwrap_or(defaults.spin_round_journals_max),
         ..defaults
     };
-    let cell = EmbeddedCell::open_tuned(
+    let cell = EmbeddedCell::open_replicated(
         dir,
-        paros_embedded::EMBEDDED_MEMBERS,
+        (paros_embedded::EMBEDDED_MEMBERS, args.replicas),
         paros_registry::daemon::CoordinatorLoopConfig::default(),
         args.store,
         shell,

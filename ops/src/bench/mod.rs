@@ -71,6 +71,9 @@ pub struct BenchArgs {
     /// The nodes' [`paros_node::shell::ShellConfig::spin_round_journals_max`] (`None`: the
     /// default).
     pub spin_round_journals_max: Option<usize>,
+    /// Read replicas of the embedded cell's default tier (0: none; reads then go to the
+    /// voters). In-cell only: a gateway's cell has the replicas it has.
+    pub replicas: usize,
     /// Readers beside the writers: half (rounded up) follow a journal's tail, the others read
     /// pages at random acknowledged positions (0: none, and no read figures in the report).
     pub readers: usize,

@@ -119,7 +119,10 @@ impl Audit {
     pub fn on_replica_page(&mut self, node: NodeId, key: JournalKey, applied: Slot) {
         let mark = self.boot_marks.get(&(node, key)).copied().unwrap_or(Slot(0));
         self.claims.check(Claim::ReplicaCaughtUpFirst, applied >= mark, || {
-            format!("{node:?} served a page of {key:?} having applied below {applied:?}: slots below {mark:?} were chosen when it booted")
+            format!(
+                "{node:?} served a page of {key:?} having applied below {applied:?}: \
+                 slots below {mark:?} were chosen when it booted"
+            )
         });
         if self.wiped_boots.contains(&node) && mark > Slot(0) {
             self.claims.reach(Claim::ReplicaCaughtUpFirst);
