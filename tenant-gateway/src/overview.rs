@@ -96,7 +96,10 @@ pub struct MachineBody {
     pub zone: Option<String>,
     /// `registered`, `draining` or `retired`; null as for `role`.
     pub standing: Option<&'static str>,
-    /// Null when the gateway was given no node counters, or this node reported none.
+    /// A read replica's tier; null for any other machine.
+    pub tier: Option<String>,
+    /// Null when the gateway was given no node counters, or this node reported none. A read
+    /// replica's carry its state and lag (`replica`).
     pub counters: Option<NodeCounters>,
 }
 
@@ -207,6 +210,7 @@ fn machines(d: &Directory, counters: Option<Vec<NodeCounters>>, max: usize) -> (
                 role: Some(role_text(m.role)),
                 zone: Some(m.zone.as_str().to_owned()),
                 standing: Some(standing_text(m.standing)),
+                tier: m.tier.as_ref().map(|t| t.as_str().to_owned()),
                 counters,
             });
         }
@@ -214,7 +218,15 @@ fn machines(d: &Directory, counters: Option<Vec<NodeCounters>>, max: usize) -> (
     for (node, c) in by_node {
         total += 1;
         if out.len() < max {
-            out.push(MachineBody { node: node.to_string(), role: None, zone: None, standing: None, counters: Some(c) });
+            let body = MachineBody {
+                node: node.to_string(),
+                role: None,
+                zone: None,
+                standing: None,
+                tier: None,
+                counters: Some(c),
+            };
+            out.push(body);
         }
     }
     (out, total)

@@ -138,8 +138,8 @@ async fn the_dashboard_renders_live_figures_in_headless_chromium() {
     let polls: u64 =
         dom.split("data-polls=\"").nth(1).and_then(|r| r.split('"').next()).and_then(|n| n.parse().ok()).unwrap_or(0);
     assert!(polls >= 2, "the page polled the overview at least twice ({chromium_path}); DOM:\n{dom}");
-    assert_eq!(text_after(&dom, "id=\"node-count\""), Some("3"), "the machine count; DOM:\n{dom}");
-    assert_eq!(dom.matches("data-node=\"").count(), 3, "one row per machine");
+    assert_eq!(text_after(&dom, "id=\"node-count\""), Some("5"), "the machine count; DOM:\n{dom}");
+    assert_eq!(dom.matches("data-node=\"").count(), 5, "one row per machine");
 
     let row = dom.find("data-journal=\"acme/orders\"").map(|at| &dom[at..]).expect("the journal's row");
     let next_seq: u64 =

@@ -78,7 +78,17 @@ pub fn sample_counters(s: &NodeSample) -> NodeCounters {
         leaderships_won: h.leaderships_won,
         dormant: h.dormant,
         store: None,
-        replica: None,
+        replica: s.replica.map(|(feed, state)| paros_gateway::ReplicaCounters {
+            feed,
+            state: match state {
+                paros_replica::State::Bootstrapping => paros_gateway::ReplicaStateName::Bootstrapping,
+                paros_replica::State::CatchingUp => paros_gateway::ReplicaStateName::CatchingUp,
+                paros_replica::State::Serving => paros_gateway::ReplicaStateName::Serving,
+            },
+            lag_slots_max: h.replicas.lag_slots_max,
+            lag_ms_max: h.replicas.lag_ms_max,
+            ..paros_gateway::ReplicaCounters::default()
+        }),
     };
     node.with_store(StoreCounters {
         compactions_completed: st.compactions_completed,
