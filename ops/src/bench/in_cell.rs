@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use paros_embedded::EmbeddedCell;
 
 use super::drive::{claim_all, drive, verify};
-use super::read::ReadSetup;
+use super::read::{NodeCpu, ReadSetup, TICKS_PER_S};
 use super::report::{Report, RoundSplit, Split, report, sum_activity};
 use super::{
     BenchArgs, BenchError, IDLE_SETTLE, IDLE_TENANT, bench_journals, cpu_s, named_journals, rss_bytes, shared,
@@ -90,7 +90,9 @@ async fn measure(cell: &EmbeddedCell, args: &BenchArgs, opening: Instant, open_s
     let threads_before = threads.sample();
     let cpu_before = cpu_s();
     let readers = ReadSetup { client: cell.client.clone(), voters: Some(cell.manifest.nodes.clone()) };
+    let node_cpu_before = NodeCpu::sample(&cell.manifest.nodes);
     let (elapsed, reads) = drive(&journals, args, &shared, Some(readers)).await?;
+    let node_cpu = node_cpu_before.zip(NodeCpu::sample(&cell.manifest.nodes)).map(|(b, a)| a.since(&b));
     let cpu_spent = cpu_s() - cpu_before;
     let threads_after = threads.sample();
     let syncs_after: u64 = cell.node_stats().iter().map(|s| s.syncs).sum();
@@ -109,6 +111,13 @@ async fn measure(cell: &EmbeddedCell, args: &BenchArgs, opening: Instant, open_s
     let rss_peak_read_bytes = rss_bytes("VmHWM:");
     let mut report = report(args, &shared, elapsed, verified);
     report.reads = reads;
+    if let Some((voters, replicas)) = node_cpu
+        && report.acked_records > 0
+    {
+        let per_record = |ticks: u64| ticks as f64 / TICKS_PER_S * 1e6 / report.acked_records as f64;
+        report.voter_node_cpu_us_per_record = Some(per_record(voters));
+        report.replica_node_cpu_us_per_record = replicas.map(per_record);
+    }
     report.cpu_us_per_record =
         if report.acked_records > 0 { cpu_spent * 1e6 / report.acked_records as f64 } else { 0.0 };
     if report.acked_records > 0 {

@@ -413,12 +413,12 @@ where
 }
 
 /// Clock ticks per second of `/proc`'s times (`USER_HZ`, 100 on Linux).
-const TICKS_PER_S: f64 = 100.0;
+pub(super) const TICKS_PER_S: f64 = 100.0;
 
 /// The CPU ticks of this process's node threads (`paros-node-*`), by thread id, each marked
 /// as a voter's or not.
 #[derive(Debug)]
-struct NodeCpu {
+pub(super) struct NodeCpu {
     threads: std::collections::HashMap<u32, (bool, u64)>,
 }
 
@@ -426,7 +426,7 @@ impl NodeCpu {
     /// Reads `/proc/self/task`; `None` where it has no threads (not Linux). A thread's name
     /// (`comm`) is cut to 15 bytes, so a voter's is matched by the cut name: `paros-node-` and
     /// the first 4 hex digits of its id.
-    fn sample(voters: &[NodeId]) -> Option<NodeCpu> {
+    pub(super) fn sample(voters: &[NodeId]) -> Option<NodeCpu> {
         let names: Vec<String> = voters.iter().map(|v| comm_of(&format!("paros-node-{v}"))).collect();
         let mut threads = std::collections::HashMap::new();
         for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
@@ -447,7 +447,7 @@ impl NodeCpu {
 
     /// Ticks the voters' threads and the other node threads used since `before` (the others
     /// `None` when there were none).
-    fn since(&self, before: &NodeCpu) -> (u64, Option<u64>) {
+    pub(super) fn since(&self, before: &NodeCpu) -> (u64, Option<u64>) {
         let (mut voters, mut others, mut any_other) = (0, 0, false);
         for (tid, (voter, ticks)) in &self.threads {
             let spent = ticks.saturating_sub(before.threads.get(tid).map_or(0, |(_, t)| *t));

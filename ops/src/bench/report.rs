@@ -49,6 +49,10 @@ pub struct Report {
     /// when it has no such series); in the cell this process, from its threads' times (the
     /// writers are tokio tasks here, so `runtime` holds the client's side too).
     pub target_cpu_us_per_record: f64,
+    /// In the cell: CPU of the voters' node threads per acknowledged record, in µs, and of the
+    /// read replicas' (`null`: no replicas, or not Linux). Reads served by voters count too.
+    pub voter_node_cpu_us_per_record: Option<f64>,
+    pub replica_node_cpu_us_per_record: Option<f64>,
     /// The same by thread role: `runtime` (tokio's threads and the main thread: HTTP, auth,
     /// the gateway's handlers, the client's hop to the node), `node`, `store`, `read`, `other`.
     pub target_cpu_split: BTreeMap<String, f64>,
@@ -247,6 +251,8 @@ pub(super) fn report(args: &BenchArgs, shared: &Shared, elapsed: f64, verified: 
         verified_records: verified,
         cpu_us_per_record: 0.0,
         target_cpu_us_per_record: 0.0,
+        voter_node_cpu_us_per_record: None,
+        replica_node_cpu_us_per_record: None,
         target_cpu_split: BTreeMap::new(),
         placement_s: 0.0,
         journals_created: 0,
