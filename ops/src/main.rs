@@ -117,6 +117,7 @@ Scripts in ops/scripts/ (not part of CI). The VM is shared: compare figures only
   idle-restart.sh BIN DIR [SECS]   an idle `paros dev` restarted: its resident set and elections";
 
 #[derive(Subcommand, Debug)]
+#[allow(clippy::large_enum_variant, reason = "parsed once at start; `bench`'s flags are many")]
 enum Command {
     /// Measure the embedded cell (or, with `--target`, a running gateway) under write load.
     ///
