@@ -39,6 +39,19 @@ fn spawn_replica(bus: &InProcessBus, disk: &MemStore, seed: u64) -> (NodeHandle<
     (shell::spawn(host, endpoint, inbox, MonotonicClock::new(), shell_config()), booted.fresh)
 }
 
+/// The three voters, running the journal, the first one campaigning.
+async fn spawn_voters(bus: &InProcessBus, seed: u64) -> Vec<NodeHandle<MemStore>> {
+    let mut voters = Vec::new();
+    for (i, id) in VOTERS.iter().enumerate() {
+        let mut host = Host::boot(MemStore::new(), None, *id, Tunables::default(), seed + i as u64).expect("boots");
+        host.place(KEY, config()).expect("placed");
+        let (endpoint, inbox) = bus.register(*id, 1024);
+        voters.push(shell::spawn(host, endpoint, inbox, MonotonicClock::new(), shell_config()));
+    }
+    voters[0].control().campaign(KEY).await.expect("running");
+    voters
+}
+
 async fn write(bus: &InProcessBus, id: u64, record: &'static [u8]) {
     let call = Call::Write { leader: None, seq: Seq(0), records: vec![Bytes::from_static(record)] };
     for attempt in 0..200 {
@@ -90,14 +103,7 @@ async fn await_state(node: &NodeHandle<MemStore>, want: State) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_serves_reads_from_its_tiers_feed_and_relearns_after_losing_its_disk() {
     let bus = InProcessBus::new();
-    let mut voters = Vec::new();
-    for (i, id) in VOTERS.iter().enumerate() {
-        let mut host = Host::boot(MemStore::new(), None, *id, Tunables::default(), 100 + i as u64).expect("boots");
-        host.place(KEY, config()).expect("placed");
-        let (endpoint, inbox) = bus.register(*id, 1024);
-        voters.push(shell::spawn(host, endpoint, inbox, MonotonicClock::new(), shell_config()));
-    }
-    voters[0].control().campaign(KEY).await.expect("running");
+    let voters = spawn_voters(&bus, 100).await;
     let disk = MemStore::new();
     let (replica, fresh) = spawn_replica(&bus, &disk, 7);
     assert!(fresh, "a first start is a fresh store");
@@ -148,14 +154,7 @@ async fn a_replica_serves_reads_from_its_tiers_feed_and_relearns_after_losing_it
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_that_missed_the_feed_catches_up_from_the_repeated_marks_without_a_read() {
     let bus = InProcessBus::new();
-    let mut voters = Vec::new();
-    for (i, id) in VOTERS.iter().enumerate() {
-        let mut host = Host::boot(MemStore::new(), None, *id, Tunables::default(), 200 + i as u64).expect("boots");
-        host.place(KEY, config()).expect("placed");
-        let (endpoint, inbox) = bus.register(*id, 1024);
-        voters.push(shell::spawn(host, endpoint, inbox, MonotonicClock::new(), shell_config()));
-    }
-    voters[0].control().campaign(KEY).await.expect("running");
+    let voters = spawn_voters(&bus, 200).await;
     let (replica, _) = spawn_replica(&bus, &MemStore::new(), 9);
     write(&bus, 1, b"a").await;
     await_page(&bus, 3_000, 1, Consistency::Linearizable).await;

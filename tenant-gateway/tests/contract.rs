@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use common::{call, code, create, raw, signup, world};
+use common::{call, claimed_with, code, create, raw, signup, world};
 
 const A: &str = "0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b";
 
@@ -148,12 +148,7 @@ async fn a_read_answers_within_a_few_milliseconds_of_its_wait() {
     let r = &w.router;
     let (_, owner, _) = signup(r, "acme").await;
     create(r, &owner, "orders", None).await;
-    let (s, v) =
-        call(r, "POST", "/v1/journals/orders/leader", Some(&owner), Some(json!({"new": A, "old": null}))).await;
-    assert_eq!(s, StatusCode::OK, "{v}");
-    let body = json!({"leader": A, "seq": 0, "records": ["aGk=", "aGk="]});
-    let (s, v) = call(r, "POST", "/v1/journals/orders/records", Some(&owner), Some(body)).await;
-    assert_eq!(s, StatusCode::OK, "{v}");
+    claimed_with(r, &owner, "orders", A, &["aGk=", "aGk="]).await;
     let window = Duration::from_millis(200)..Duration::from_millis(400);
 
     // A position the journal does not reach in time: 503 once wait_ms passed, not seconds later.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use common::{call, create, raw, signup, world};
+use common::{claimed_with, create, raw, signup, world};
 
 const A: &str = "0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b";
 
@@ -18,12 +18,7 @@ async fn a_read_is_served_by_a_replica_of_the_journals_tier_and_names_it() {
     let r = &w.router;
     let (_, owner, _) = signup(r, "acme").await;
     create(r, &owner, "orders", None).await;
-    let (s, v) =
-        call(r, "POST", "/v1/journals/orders/leader", Some(&owner), Some(json!({"new": A, "old": null}))).await;
-    assert_eq!(s, StatusCode::OK, "{v}");
-    let write = json!({"leader": A, "seq": 0, "records": ["aGk=", "dGhlcmU="]});
-    let (s, v) = call(r, "POST", "/v1/journals/orders/records", Some(&owner), Some(write)).await;
-    assert_eq!(s, StatusCode::OK, "{v}");
+    claimed_with(r, &owner, "orders", A, &["aGk=", "dGhlcmU="]).await;
     let replicas: Vec<String> = w.cell.manifest.replicas.iter().map(ToString::to_string).collect();
     let voters: Vec<String> = w.cell.manifest.nodes.iter().map(ToString::to_string).collect();
     assert_eq!(replicas.len(), 2, "the embedded cell has a tier of two replicas");

@@ -176,3 +176,20 @@ pub async fn mint(router: &Router, token: &str, body: Value) -> (StatusCode, Val
 pub fn code(v: &Value) -> &str {
     v["code"].as_str().unwrap_or("")
 }
+
+/// Claims `name` for leader `leader` and writes `records` (base64) at seq 0: a journal with
+/// records to read.
+pub async fn claimed_with(router: &Router, token: &str, name: &str, leader: &str, records: &[&str]) {
+    let (s, v) = call(
+        router,
+        "POST",
+        &format!("/v1/journals/{name}/leader"),
+        Some(token),
+        Some(serde_json::json!({"new": leader, "old": null})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let body = serde_json::json!({"leader": leader, "seq": 0, "records": records});
+    let (s, v) = call(router, "POST", &format!("/v1/journals/{name}/records"), Some(token), Some(body)).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+}
