@@ -1,4 +1,4 @@
-//! `paros dev`: the embedded cell — three nodes, the registry, and the tenant gateway on
+//! `paros dev`: the embedded cell — three nodes, two read replicas, the registry, and the tenant gateway on
 //! 127.0.0.1 — in one process, on fjall under a data directory. Restartable on the same data;
 //! SIGINT or SIGTERM stops it cleanly.
 

@@ -257,7 +257,7 @@ enum Command {
         #[arg(long, default_value_t = 1000)]
         read_deadline_ms: u64,
     },
-    /// Run the embedded cell — three nodes, the registry and the tenant gateway — in this
+    /// Run the embedded cell — three nodes, two read replicas, the registry and the tenant gateway — in this
     /// process, serving the HTTP API on `--listen`. Stop with Ctrl-C (or SIGTERM).
     Dev {
         /// Where the cell keeps its data (created on first start, reused after).
