@@ -120,9 +120,9 @@ pub(super) struct Dormancy {
     /// Replica journals that went dormant in this boot, caught up, and the chosen index each
     /// had applied: they wake serving, and a feed mark at or below it does not wake them.
     pub(super) slept_serving: HashMap<JournalKey, paros_core::Slot>,
-    /// Journals that went dormant in this boot leading, with replica tiers to feed, and their
+    /// Journals with replica tiers to feed that went dormant in this boot as voters, and their
     /// chosen index then: the feed marks this machine repeats for them (`feed.rs`).
-    pub(super) led_marks: BTreeMap<JournalKey, paros_core::Slot>,
+    pub(super) voter_marks: BTreeMap<JournalKey, paros_core::Slot>,
     pub(super) boot_wakes_per_tick: usize,
     /// Journals woken only for a check-in, asked nothing since: to check in after this boot,
     /// or by a peer's message (a peer's check-in elects the journal everywhere) and given no
@@ -151,7 +151,7 @@ impl Default for Dormancy {
             count: 0,
             boot_wakes: BTreeSet::new(),
             slept_serving: HashMap::new(),
-            led_marks: BTreeMap::new(),
+            voter_marks: BTreeMap::new(),
             boot_wakes_per_tick: super::BOOT_WAKES_PER_TICK,
             checking_in: HashSet::new(),
             check_ins_max: super::CHECK_INS_MAX,
@@ -278,8 +278,8 @@ impl<S: LogStore> Host<S> {
                         Hosted::Replica(r) => {
                             self.dormancy.slept_serving.insert(key, r.chosen_up_to());
                         }
-                        Hosted::Voter(v) if v.is_leader() && !v.config().learners.is_empty() => {
-                            self.dormancy.led_marks.insert(key, v.chosen_up_to());
+                        Hosted::Voter(v) if !v.config().learners.is_empty() => {
+                            self.dormancy.voter_marks.insert(key, v.chosen_up_to());
                         }
                         _ => {}
                     }
@@ -441,7 +441,7 @@ impl<S: LogStore> Host<S> {
         // A replica that went dormant in this boot was serving (only a caught-up journal
         // sleeps); one booted or placed dormant has not caught up since the machine started.
         let serving = self.dormancy.slept_serving.remove(&key).is_some();
-        self.dormancy.led_marks.remove(&key);
+        self.dormancy.voter_marks.remove(&key);
         self.install(key, std::sync::Arc::unwrap_or_clone(config), durable, serving);
         self.dormancy.woken.insert(key);
         if let Some(life) = self.journals.get(&key).and_then(Hosted::life) {

@@ -1,14 +1,17 @@
-//! Feed marks repeated per tier: the watermarks of the journals this machine leads, for their
-//! replica tiers.
+//! Feed marks repeated per tier: the watermarks of the journals this machine votes in, for
+//! their replica tiers.
 //!
 //! A leader marks its tiers' feeds itself while its journal's chosen prefix moves and once as
 //! it quiesces (`Voter::mark_feed`). Those can be lost, and an idle journal sends nothing
 //! more: a replica that missed them would stay behind until a read finds the gap. So every
-//! `refresh_ticks` this machine repeats the marks of the journals it leads — awake ones from
-//! their voter, dormant ones from what they had chosen when they went to sleep — at most
-//! `per_refresh_max` journals each time, taking turns through them. The marks for one feed
-//! leave in one bus message: one message per tier per refresh, not one per journal. A replica
-//! asleep on a journal takes a mark of what it has applied as no news, without waking it.
+//! `refresh_ticks` this machine repeats the marks of the journals it votes in — awake ones
+//! from their voter, dormant ones from what they had chosen when they went to sleep — at most
+//! `per_refresh_max` journals each time, taking turns through them. Every voter does, not only
+//! the leader: an idle journal may have none (its leader crashed and no input elected
+//! another), and a follower's chosen prefix is as chosen as the leader's. The marks for one
+//! feed leave in one bus message: one message per tier per voter per refresh, not one per
+//! journal. A replica asleep on a journal takes a mark of what it has applied as no news,
+//! without waking it.
 
 use std::collections::BTreeMap;
 
@@ -62,7 +65,7 @@ impl<S: LogStore> Host<S> {
         self.marks.per_refresh_max = per_refresh_max.max(1);
     }
 
-    /// On a tick: when a repeat is due, queues the marks of the next journals led here.
+    /// On a tick: when a repeat is due, queues the marks of the next journals voted in here.
     pub(super) fn repeat_feed_marks(&mut self) {
         if !self.stats.ticks.is_multiple_of(self.marks.refresh_ticks) {
             return;
@@ -77,8 +80,8 @@ impl<S: LogStore> Host<S> {
         self.marks.cursor = keys.last().copied();
         for key in keys {
             let (learners, chosen): (&[NodeId], Slot) = match &self.journals[&key] {
-                Hosted::Voter(v) if v.is_leader() => (&v.config().learners, v.chosen_up_to()),
-                Hosted::Dormant(config) => match self.dormancy.led_marks.get(&key) {
+                Hosted::Voter(v) => (&v.config().learners, v.chosen_up_to()),
+                Hosted::Dormant(config) => match self.dormancy.voter_marks.get(&key) {
                     Some(chosen) => (&config.learners, *chosen),
                     None => continue,
                 },

@@ -208,7 +208,7 @@ impl<S: LogStore> Host<S> {
         self.dormancy.quiet_at.remove(key);
         self.dormancy.woken.remove(key);
         self.dormancy.slept_serving.remove(key);
-        self.dormancy.led_marks.remove(key);
+        self.dormancy.voter_marks.remove(key);
         self.dormancy.checking_in.remove(key);
         self.round.forget(key);
         self.round.placements.push(Placement::Remove(*key));

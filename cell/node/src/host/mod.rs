@@ -91,7 +91,7 @@ pub struct HostStats {
     pub stale_answers_dormant: u64,
     /// Reads a replica here refused because it had not caught up since it started.
     pub reads_refused_unready: u64,
-    /// Feed marks this machine repeated for the journals it leads (see `feed.rs`), and the
+    /// Feed marks this machine repeated for the journals it votes in (see `feed.rs`), and the
     /// marks a sleeping replica here took as no news (it had applied that much).
     pub feed_marks_repeated: u64,
     pub feed_marks_asleep: u64,
@@ -189,7 +189,7 @@ pub struct Host<S: LogStore> {
     /// The replica tiers' feed addresses this machine subscribes to: a journal whose learners
     /// name one of them is hosted here as a replica.
     feeds: std::collections::BTreeSet<NodeId>,
-    /// The feed marks this machine repeats for the journals it leads.
+    /// The feed marks this machine repeats for the journals it votes in.
     marks: feed::Marks,
 }
 
