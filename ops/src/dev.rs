@@ -63,6 +63,7 @@ fn replica_counters(
         behind: r.behind,
         lag_slots_max: r.lag_slots_max,
         lag_ms_max: r.lag_ms_max,
+        feed_age_ms_max: r.feed_age_ms_max,
         reads_refused_unready: h.reads_refused_unready,
     }
 }

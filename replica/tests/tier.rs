@@ -163,6 +163,8 @@ async fn a_replica_that_missed_the_feed_catches_up_from_the_repeated_marks_witho
         write(&bus, i as u64 + 20, *r).await;
     }
     tokio::time::sleep(Duration::from_millis(200)).await; // the journal goes quiet meanwhile
+    let age = replica.stats().replicas.feed_age_ms_max;
+    assert!(age >= 100, "cut off from its feed, the replica's watermark ages: {age} ms");
     let repeated = || voters.iter().map(|v| v.stats().feed_marks_repeated).sum::<u64>();
     bus.subscribe(FEED, REPLICA);
     let before = repeated();
@@ -175,6 +177,8 @@ async fn a_replica_that_missed_the_feed_catches_up_from_the_repeated_marks_witho
         }
     }
     assert!(heard, "the leader repeats its marks");
+    let age = replica.stats().replicas.feed_age_ms_max;
+    assert!(age < 100, "the repeated marks renew its watermark: {age} ms old");
     tokio::time::sleep(Duration::from_millis(50)).await;
     let host = replica.stop().expect("stops");
     let applied = host.replica(&KEY).map(|r| r.state().next_seq);

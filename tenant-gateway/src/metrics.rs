@@ -135,7 +135,7 @@ const STORE_FAMILIES: [Field<StoreCounters>; 10] = [
 
 /// The read replica families (one series per replica, its journals' maxima): name, help, kind,
 /// value.
-const REPLICA_FAMILIES: [Field<ReplicaCounters>; 4] = [
+const REPLICA_FAMILIES: [Field<ReplicaCounters>; 5] = [
     ("replica_journals_behind", "Journals each replica knows chosen slots of and has not applied", Kind::Gauge, |r| {
         Value::Count(r.behind)
     }),
@@ -147,6 +147,12 @@ const REPLICA_FAMILIES: [Field<ReplicaCounters>; 4] = [
         "How long the furthest behind journal of each replica has known of slots it has not applied",
         Kind::Gauge,
         |r| Value::Micros(r.lag_ms_max.saturating_mul(1_000)),
+    ),
+    (
+        "replica_watermark_age_seconds_max",
+        "The age of each replica's oldest watermark: time since its tier's feed last told one of its journals anything",
+        Kind::Gauge,
+        |r| Value::Micros(r.feed_age_ms_max.saturating_mul(1_000)),
     ),
     (
         "replica_reads_refused_unready",
@@ -494,6 +500,7 @@ mod tests {
                 state: ReplicaStateName::CatchingUp,
                 lag_slots_max: 7,
                 lag_ms_max: 250,
+                feed_age_ms_max: 40,
                 reads_refused_unready: 3,
                 ..ReplicaCounters::default()
             };
@@ -531,6 +538,7 @@ mod tests {
         assert_eq!(value(r#"paros_gateway_replica_state{node="NODE3",state="serving"}"#), Some(0.0));
         assert_eq!(value(r#"paros_gateway_replica_lag_slots_max{node="NODE3"}"#), Some(7.0));
         assert_eq!(value(r#"paros_gateway_replica_lag_seconds_max{node="NODE3"}"#), Some(0.25));
+        assert_eq!(value(r#"paros_gateway_replica_watermark_age_seconds_max{node="NODE3"}"#), Some(0.04));
         assert_eq!(value(r#"paros_gateway_replica_reads_refused_unready_total{node="NODE3"}"#), Some(3.0));
         assert_eq!(
             value(r#"paros_gateway_replica_lag_slots_max{node="NODE1"}"#),

@@ -52,6 +52,9 @@ pub struct ReplicaCounters {
     /// The most such slots one journal has, and for how long the furthest behind has been.
     pub lag_slots_max: u64,
     pub lag_ms_max: u64,
+    /// The age of its oldest watermark: ms since its tier's feed last told one of its awake
+    /// journals anything (voters repeat their marks every few ticks).
+    pub feed_age_ms_max: u64,
     /// Reads it refused because it had not caught up since it started.
     pub reads_refused_unready: u64,
 }

@@ -56,6 +56,10 @@ impl<S: LogStore> Host<S> {
     pub fn replica_states(&self) -> ReplicaStates {
         let mut states = ReplicaStates::default();
         for (key, j) in &self.journals {
+            if let Some(heard) = self.feed_heard.get(key) {
+                let age = (self.stats.ticks - heard).saturating_mul(self.tick_ms());
+                states.feed_age_ms_max = states.feed_age_ms_max.max(age);
+            }
             match j {
                 Hosted::Replica(r) => {
                     match r.serving_state() {
@@ -126,6 +130,9 @@ impl<S: LogStore> Host<S> {
     /// Hosts a journal dormant: its state stays in the store until its first input.
     pub(super) fn install_dormant(&mut self, key: JournalKey, config: JournalConfig) {
         self.note_peers(&config);
+        if !config.voters.contains(&self.me) {
+            self.feed_heard.entry(key).or_insert(self.stats.ticks);
+        }
         let config = self.dormancy.configs.share(config);
         self.journals.insert(key, Hosted::Dormant(config));
         self.dormancy.count += 1;
@@ -146,6 +153,9 @@ impl<S: LogStore> Host<S> {
         self.lives += 1;
         self.dormancy.woken.remove(&key);
         self.note_peers(&config);
+        if !config.voters.contains(&self.me) {
+            self.feed_heard.entry(key).or_insert(self.stats.ticks);
+        }
         let hosted = if config.voters.contains(&self.me) {
             Hosted::Voter(Box::new(Voter::recover(self.me, config, self.tunables, seed, life, durable)))
         } else {
@@ -209,6 +219,7 @@ impl<S: LogStore> Host<S> {
         self.dormancy.woken.remove(key);
         self.dormancy.slept_serving.remove(key);
         self.dormancy.voter_marks.remove(key);
+        self.feed_heard.remove(key);
         self.dormancy.checking_in.remove(key);
         self.round.forget(key);
         self.round.placements.push(Placement::Remove(*key));
@@ -239,6 +250,11 @@ impl<S: LogStore> Host<S> {
                 self.stats.unknown_journal_drops += 1;
                 continue;
             };
+            if let Some(heard) = self.feed_heard.get_mut(&e.journal)
+                && matches!(e.message, paros_core::Message::Chosen { .. } | paros_core::Message::FeedMark { .. })
+            {
+                *heard = self.stats.ticks;
+            }
             if let Some(answered) = e.message.answers_life()
                 && j.life() != Some(answered)
             {
@@ -292,6 +308,10 @@ pub struct ReplicaStates {
     pub lag_slots_max: u64,
     /// How long the furthest behind has known of slots it has not applied, in ms (whole ticks).
     pub lag_ms_max: u64,
+    /// The oldest watermark among the replica journals here (dormant ones too): ms since its
+    /// tier's feed last told one of them anything (whole ticks; a journal placed here starts
+    /// its clock when placed).
+    pub feed_age_ms_max: u64,
 }
 
 impl ReplicaStates {

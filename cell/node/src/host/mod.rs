@@ -191,6 +191,9 @@ pub struct Host<S: LogStore> {
     feeds: std::collections::BTreeSet<NodeId>,
     /// The feed marks this machine repeats for the journals it votes in.
     marks: feed::Marks,
+    /// Per replica journal here: the machine tick its tier's feed last told it anything (a
+    /// batch or a mark), or it was placed. The age of its watermark.
+    feed_heard: std::collections::HashMap<JournalKey, u64>,
 }
 
 /// Ticks of quiet after which a journal woken only for a check-in (its own after a boot, or a
@@ -260,6 +263,7 @@ impl<S: LogStore> Host<S> {
             dormancy: Dormancy::default(),
             feeds: std::collections::BTreeSet::new(),
             marks: feed::Marks::default(),
+            feed_heard: std::collections::HashMap::new(),
         };
         if asleep {
             for (key, config) in host.store_mut().load_configs()? {
