@@ -86,8 +86,14 @@ impl ReplicaSample {
     /// as its journals stand.
     #[must_use]
     pub fn state(&self) -> State {
-        if self.placed { State::of(&self.host.replicas) } else { State::Bootstrapping }
+        state_of(self.placed, &self.host)
     }
+}
+
+/// A replica's state: bootstrapping until it has placed its tier's journals once (`placed`),
+/// then as its journals stand.
+fn state_of(placed: bool, host: &paros_node::HostStats) -> State {
+    if placed { State::of(&host.replicas) } else { State::Bootstrapping }
 }
 
 /// Whom a follow task places journals for.
@@ -214,12 +220,19 @@ impl Replicas {
     }
 
     /// Tells the router how every running replica stands now.
+    /// Reads the hosts' counters only: sampling a store walks its directory, which the router
+    /// needs not and this runs every [`SEEN_EVERY`].
     fn tell_router(&self) {
         let seen = self
-            .samples()
-            .into_iter()
+            .slots()
+            .iter()
             .filter(|s| self.setup.bus.is_registered(s.id))
-            .map(|s| ReplicaSeen { id: s.id, feed: s.feed, state: s.state(), lag_slots: s.host.replicas.lag_slots_max })
+            .filter_map(|s| {
+                let r = s.running.as_ref()?;
+                let host = r.node.stats();
+                let state = state_of(r.placed.load(Ordering::Acquire), &host);
+                Some(ReplicaSeen { id: s.id, feed: self.setup.feed, state, lag_slots: host.replicas.lag_slots_max })
+            })
             .collect();
         self.reads.update(seen);
     }

@@ -250,8 +250,9 @@ impl<S: LogStore> Host<S> {
                 self.stats.unknown_journal_drops += 1;
                 continue;
             };
-            if let Some(heard) = self.feed_heard.get_mut(&e.journal)
-                && matches!(e.message, paros_core::Message::Chosen { .. } | paros_core::Message::FeedMark { .. })
+            // The variant first: most envelopes (a voter's whole traffic) are neither.
+            if matches!(e.message, paros_core::Message::Chosen { .. } | paros_core::Message::FeedMark { .. })
+                && let Some(heard) = self.feed_heard.get_mut(&e.journal)
             {
                 *heard = self.stats.ticks;
             }
