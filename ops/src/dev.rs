@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use paros_embedded::{CellError, EmbeddedCell, NodeSample};
 use paros_gateway::{
-    Gateway, GatewayConfig, KeyPair, NodeCounters, NodeStats, ReplicaCounters, ReplicaStateName, SigningKeys,
-    StoreCounters,
+    Gateway, GatewayConfig, KeyPair, LagHistogram, LaggingJournal, NodeCounters, NodeStats, ReplicaCounters,
+    ReplicaStateName, SigningKeys, StoreCounters,
 };
 
 /// One embedded node's sample as the gateway's port shows it.
@@ -65,6 +65,10 @@ fn replica_counters(
         lag_ms_max: r.lag_ms_max,
         feed_age_ms_max: r.feed_age_ms_max,
         reads_refused_unready: h.reads_refused_unready,
+        lag_slots_journals: LagHistogram { bounds: paros_node::host::LAG_SLOTS_BOUNDS, counts: r.lag_slots_journals },
+        lag_ms_journals: LagHistogram { bounds: paros_node::host::LAG_MS_BOUNDS, counts: r.lag_ms_journals },
+        top: r.top.map(|l| LaggingJournal { journal: l.journal, slots: l.slots, ms: l.ms }),
+        top_len: r.top_len,
     }
 }
 

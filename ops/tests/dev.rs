@@ -77,6 +77,15 @@ fn paros_dev_serves_the_cli_stops_on_sigint_and_keeps_every_record_across_a_rest
         2,
         "each of the two replicas is in one state: {metrics}"
     );
+    // Each replica's journals by lag: the histogram's last bucket counts every journal it
+    // hosts (`orders` at least).
+    let all_journals: Vec<u64> = metrics
+        .lines()
+        .filter(|l| l.starts_with("paros_gateway_replica_journals_lag_slots{") && l.contains("le=\"+Inf\""))
+        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(all_journals.len(), 2, "{metrics}");
+    assert!(all_journals.iter().all(|n| *n >= 1), "{metrics}");
     assert!(
         metrics.lines().any(|l| l.starts_with("paros_gateway_tenant_records_total{")
             && l.contains("direction=\"written\"")

@@ -36,7 +36,10 @@ pub use auth::{KeyError, KeyPair, Principal, mint_admin_token};
 pub use cell::CellPort;
 pub use config::GatewayConfig;
 pub use error::ApiError;
-pub use nodes::{NodeCounters, NodeStats, ReplicaCounters, ReplicaStateName, StoreCounters};
+pub use nodes::{
+    LAG_BUCKETS, LAG_TOP_MAX, LagHistogram, LaggingJournal, NodeCounters, NodeStats, ReplicaCounters, ReplicaStateName,
+    StoreCounters,
+};
 pub use overview::OverviewQuery;
 pub use router::router;
 pub use state::{Gateway, RetireError, SigningKeys, StartError};

@@ -58,8 +58,12 @@ fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.000_5, 2.0, 16))
 }
 
-/// The node counters, read from the port at each scrape.
-struct NodeCollector(Arc<dyn NodeStats>);
+/// The node counters, read from the port at each scrape, and the directory that names the
+/// journals in the replicas' top-N series (as of the last [`Metrics::name_journals`]).
+struct NodeCollector(Arc<dyn NodeStats>, Names);
+
+/// Where the collector finds journal names.
+type Names = Arc<RwLock<Option<Arc<paros_registry::Directory>>>>;
 
 impl std::fmt::Debug for NodeCollector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -182,6 +186,84 @@ fn encode_replica_states(encoder: &mut DescriptorEncoder, stats: &[NodeCounters]
     Ok(())
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BucketLabels {
+    node: String,
+    le: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct JournalLabels {
+    node: String,
+    journal: String,
+}
+
+/// The replicas' lag over their journals: per replica, a histogram of its journals by lag (in
+/// slots and in seconds; a gauge per cumulative bucket, `le` as in a histogram, since the
+/// counts are a snapshot), and its few journals furthest behind by name (bounded:
+/// [`crate::nodes::LAG_TOP_MAX`] per replica).
+fn encode_replica_lags(
+    encoder: &mut DescriptorEncoder,
+    stats: &[NodeCounters],
+    names: Option<&paros_registry::Directory>,
+) -> Result<(), std::fmt::Error> {
+    type Pick = fn(&ReplicaCounters) -> &crate::nodes::LagHistogram;
+    let histograms: [(&str, &str, Pick, f64); 2] = [
+        (
+            "replica_journals_lag_slots",
+            "Each replica's journals lagging at most le chosen slots (cumulative, a snapshot)",
+            |r| &r.lag_slots_journals,
+            1.0,
+        ),
+        (
+            "replica_journals_lag_seconds",
+            "Each replica's journals behind for at most le seconds (cumulative, a snapshot)",
+            |r| &r.lag_ms_journals,
+            1e-3,
+        ),
+    ];
+    for (name, help, pick, scale) in histograms {
+        let mut family = encoder.encode_descriptor(name, help, None, ConstGauge::<i64>::TYPE)?;
+        for c in stats {
+            let Some(r) = &c.replica else { continue };
+            let h = pick(r);
+            let mut below = 0u64;
+            for (i, count) in h.counts.iter().enumerate() {
+                below += count;
+                #[allow(clippy::cast_precision_loss, reason = "bucket bounds are small")]
+                let le = h.bounds.get(i).map_or_else(|| "+Inf".to_owned(), |b| (*b as f64 * scale).to_string());
+                let labels = BucketLabels { node: c.node.to_string(), le };
+                ConstGauge::new(i64::try_from(below).unwrap_or(i64::MAX)).encode(family.encode_family(&labels)?)?;
+            }
+        }
+    }
+    let name_of = |key: paros_core::JournalKey| {
+        names
+            .and_then(|d| Some(format!("{}/{}", d.tenant(key.tenant)?.name, d.journal(key)?.name)))
+            .unwrap_or_else(|| format!("{}/{}", key.tenant, key.journal))
+    };
+    let help = "Chosen slots not yet applied by each replica's journals furthest behind (tenant/journal)";
+    let mut family = encoder.encode_descriptor("replica_journal_lag_slots", help, None, ConstGauge::<i64>::TYPE)?;
+    for c in stats {
+        let Some(r) = &c.replica else { continue };
+        for l in r.top() {
+            let labels = JournalLabels { node: c.node.to_string(), journal: name_of(l.journal) };
+            ConstGauge::new(i64::try_from(l.slots).unwrap_or(i64::MAX)).encode(family.encode_family(&labels)?)?;
+        }
+    }
+    let help = "How long each replica's journals furthest behind have been behind (tenant/journal)";
+    let mut family = encoder.encode_descriptor("replica_journal_lag_seconds", help, None, ConstGauge::<f64>::TYPE)?;
+    for c in stats {
+        let Some(r) = &c.replica else { continue };
+        for l in r.top() {
+            let labels = JournalLabels { node: c.node.to_string(), journal: name_of(l.journal) };
+            #[allow(clippy::cast_precision_loss, reason = "milliseconds shown in seconds")]
+            ConstGauge::new(l.ms as f64 / 1e3).encode(family.encode_family(&labels)?)?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes one family: a series per node that has a value.
 fn encode_family(
     encoder: &mut DescriptorEncoder,
@@ -215,6 +297,8 @@ impl Collector for NodeCollector {
         }
         if stats.iter().any(|c| c.replica.is_some()) {
             encode_replica_states(&mut encoder, &stats)?;
+            let names = self.1.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+            encode_replica_lags(&mut encoder, &stats, names.as_deref())?;
             for (name, help, kind, value) in REPLICA_FAMILIES {
                 encode_family(
                     &mut encoder,
@@ -301,6 +385,8 @@ pub struct Metrics {
     routes: RwLock<Vec<RouteSeries>>,
     /// The series each tenant's traffic counts, found once per tenant.
     tenants: RwLock<HashMap<TenantId, TenantSeries>>,
+    /// The directory the node collector names journals from.
+    names: Names,
 }
 
 /// One (method, route, status)'s request counter and its (method, route)'s latency histogram.
@@ -360,8 +446,9 @@ impl Metrics {
             let _ = auth_refusals.get_or_create(&RefusalLabels { reason: r.as_str() });
         }
         registry.register_collector(Box::new(ThreadCollector::default()));
+        let names = Names::default();
         if let Some(port) = &nodes {
-            registry.register_collector(Box::new(NodeCollector(Arc::clone(port))));
+            registry.register_collector(Box::new(NodeCollector(Arc::clone(port), Arc::clone(&names))));
         }
         Metrics {
             registry: Mutex::new(registry),
@@ -374,7 +461,14 @@ impl Metrics {
             nodes,
             routes: RwLock::default(),
             tenants: RwLock::default(),
+            names,
         }
+    }
+
+    /// The directory whose names the replicas' top-N journal series carry (ids, as
+    /// `tenant/journal` in hex, for a journal it does not know).
+    pub fn name_journals(&self, directory: Option<Arc<paros_registry::Directory>>) {
+        *self.names.write().unwrap_or_else(std::sync::PoisonError::into_inner) = directory;
     }
 
     /// The node counters now, when the gateway was given the port.
@@ -502,6 +596,20 @@ mod tests {
                 lag_ms_max: 250,
                 feed_age_ms_max: 40,
                 reads_refused_unready: 3,
+                lag_slots_journals: crate::nodes::LagHistogram {
+                    bounds: [0, 1, 16, 256, 4_096, 65_536],
+                    counts: [5, 0, 2, 0, 0, 0, 1],
+                },
+                lag_ms_journals: crate::nodes::LagHistogram {
+                    bounds: [0, 10, 100, 1_000, 10_000, 60_000],
+                    counts: [5, 0, 0, 3, 0, 0, 0],
+                },
+                top: [crate::nodes::LaggingJournal {
+                    journal: paros_core::JournalKey { tenant: TenantId(9), journal: paros_core::JournalId(4) },
+                    slots: 70_000,
+                    ms: 250,
+                }; crate::nodes::LAG_TOP_MAX],
+                top_len: 1,
                 ..ReplicaCounters::default()
             };
             vec![
@@ -540,6 +648,18 @@ mod tests {
         assert_eq!(value(r#"paros_gateway_replica_lag_seconds_max{node="NODE3"}"#), Some(0.25));
         assert_eq!(value(r#"paros_gateway_replica_watermark_age_seconds_max{node="NODE3"}"#), Some(0.04));
         assert_eq!(value(r#"paros_gateway_replica_reads_refused_unready_total{node="NODE3"}"#), Some(3.0));
+        assert_eq!(value(r#"paros_gateway_replica_journals_lag_slots{node="NODE3",le="0"}"#), Some(5.0));
+        assert_eq!(value(r#"paros_gateway_replica_journals_lag_slots{node="NODE3",le="16"}"#), Some(7.0));
+        assert_eq!(value(r#"paros_gateway_replica_journals_lag_slots{node="NODE3",le="65536"}"#), Some(7.0));
+        assert_eq!(value(r#"paros_gateway_replica_journals_lag_slots{node="NODE3",le="+Inf"}"#), Some(8.0));
+        assert_eq!(value(r#"paros_gateway_replica_journals_lag_seconds{node="NODE3",le="0.01"}"#), Some(5.0));
+        assert_eq!(value(r#"paros_gateway_replica_journals_lag_seconds{node="NODE3",le="1"}"#), Some(8.0));
+        let journal = format!("{}/{}", TenantId(9), paros_core::JournalId(4));
+        let top = format!(r#"paros_gateway_replica_journal_lag_slots{{node="NODE3",journal="{journal}"}}"#);
+        assert_eq!(value(&top), Some(70_000.0), "a journal the directory does not know is named by its ids");
+        let top = format!(r#"paros_gateway_replica_journal_lag_seconds{{node="NODE3",journal="{journal}"}}"#);
+        assert_eq!(value(&top), Some(0.25));
+        assert_eq!(text.matches("paros_gateway_replica_journal_lag_slots{").count(), 1, "only the first top_len");
         assert_eq!(
             value(r#"paros_gateway_replica_lag_slots_max{node="NODE1"}"#),
             None,

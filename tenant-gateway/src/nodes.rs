@@ -57,6 +57,46 @@ pub struct ReplicaCounters {
     pub feed_age_ms_max: u64,
     /// Reads it refused because it had not caught up since it started.
     pub reads_refused_unready: u64,
+    /// Its journals by lag in slots, and in ms (metrics only).
+    #[serde(skip)]
+    pub lag_slots_journals: LagHistogram,
+    #[serde(skip)]
+    pub lag_ms_journals: LagHistogram,
+    /// Its journals furthest behind, most first: the first `top_len` of `top` (metrics only).
+    #[serde(skip)]
+    pub top: [LaggingJournal; LAG_TOP_MAX],
+    #[serde(skip)]
+    pub top_len: usize,
+}
+
+impl ReplicaCounters {
+    /// The journals furthest behind, most first.
+    #[must_use]
+    pub fn top(&self) -> &[LaggingJournal] {
+        &self.top[..self.top_len.min(LAG_TOP_MAX)]
+    }
+}
+
+/// Buckets in a [`LagHistogram`]: one per bound and one past them all.
+pub const LAG_BUCKETS: usize = 7;
+/// The most journals [`ReplicaCounters::top`] names.
+pub const LAG_TOP_MAX: usize = 8;
+
+/// A replica's journals counted by lag: `counts[i]` journals lag at most `bounds[i]` and more
+/// than the bound before; the last count is those past every bound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LagHistogram {
+    pub bounds: [u64; LAG_BUCKETS - 1],
+    pub counts: [u64; LAG_BUCKETS],
+}
+
+/// One of a replica's journals furthest behind: chosen slots it has not applied, and how long
+/// it has been behind (ms).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LaggingJournal {
+    pub journal: paros_core::JournalKey,
+    pub slots: u64,
+    pub ms: u64,
 }
 
 fn hex<S: serde::Serializer>(id: &NodeId, s: S) -> Result<S::Ok, S::Error> {

@@ -47,6 +47,7 @@ pub(crate) async fn metrics(
     no_query(query.as_deref())?;
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let format = Exposition::negotiate(accept);
+    g.inner.metrics.name_journals(g.directory().ok());
     let text = g.inner.metrics.render(format);
     Ok(([(header::CONTENT_TYPE, format.content_type())], text).into_response())
 }

@@ -67,12 +67,8 @@ impl<S: LogStore> Host<S> {
                         paros_core::ReplicaState::CatchingUp { .. } => states.catching_up += 1,
                         paros_core::ReplicaState::Serving => states.serving += 1,
                     }
-                    let lag = r.lag_slots();
-                    if lag > 0 {
-                        states.behind += 1;
-                        states.lag_slots_max = states.lag_slots_max.max(lag);
-                        states.lag_ms_max = states.lag_ms_max.max(r.behind_ticks().saturating_mul(self.tick_ms()));
-                    }
+                    let (slots, ms) = (r.lag_slots(), r.behind_ticks().saturating_mul(self.tick_ms()));
+                    states.count_lag(*key, slots, ms, self.lag_top);
                 }
                 // Booted dormant: not run since the machine started. Any other dormant replica
                 // went to sleep caught up, or was placed asleep and never asked anything (its
@@ -83,11 +79,18 @@ impl<S: LogStore> Host<S> {
                     } else {
                         states.serving += 1;
                     }
+                    states.count_lag(*key, 0, 0, self.lag_top);
                 }
                 Hosted::Voter(_) | Hosted::Dormant(_) => {}
             }
         }
         states
+    }
+
+    /// How many of the furthest behind replica journals [`ReplicaStates::top`] names (at most
+    /// [`LAG_TOP_MAX`]; default [`LAG_TOP_DEFAULT`]).
+    pub fn set_lag_top(&mut self, n: usize) {
+        self.lag_top = n.min(LAG_TOP_MAX);
     }
 
     /// Every journal hosted here, with its configuration.
@@ -313,12 +316,111 @@ pub struct ReplicaStates {
     /// tier's feed last told one of them anything (whole ticks; a journal placed here starts
     /// its clock when placed).
     pub feed_age_ms_max: u64,
+    /// Every replica journal here by its lag in slots: `lag_slots_journals[i]` counts those
+    /// lagging at most [`LAG_SLOTS_BOUNDS`]`[i]` slots and more than the bound before it; the
+    /// last counts those past every bound. A dormant journal lags 0.
+    pub lag_slots_journals: [u64; LAG_BUCKETS],
+    /// The same by lag in ms, over [`LAG_MS_BOUNDS`].
+    pub lag_ms_journals: [u64; LAG_BUCKETS],
+    /// The journals furthest behind, most slots first (ties: longest behind, then key): at
+    /// most [`Host::set_lag_top`] of them, in the first `top_len` places.
+    pub top: [Lagging; LAG_TOP_MAX],
+    pub top_len: usize,
+}
+
+/// The upper bounds (inclusive) of [`ReplicaStates::lag_slots_journals`]' buckets.
+pub const LAG_SLOTS_BOUNDS: [u64; LAG_BUCKETS - 1] = [0, 1, 16, 256, 4_096, 65_536];
+/// The upper bounds (inclusive) of [`ReplicaStates::lag_ms_journals`]' buckets.
+pub const LAG_MS_BOUNDS: [u64; LAG_BUCKETS - 1] = [0, 10, 100, 1_000, 10_000, 60_000];
+/// Buckets in each lag histogram: one per bound and one past them all.
+pub const LAG_BUCKETS: usize = 7;
+/// The most journals [`ReplicaStates::top`] can name (a fixed ceiling keeps the counters `Copy`).
+pub const LAG_TOP_MAX: usize = 8;
+/// The journals [`ReplicaStates::top`] names unless [`Host::set_lag_top`] says otherwise.
+pub const LAG_TOP_DEFAULT: usize = 5;
+
+/// One replica journal's lag: chosen slots it knows of and has not applied, and for how long
+/// (ms, whole ticks).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct Lagging {
+    pub journal: JournalKey,
+    pub slots: u64,
+    pub ms: u64,
+}
+
+fn bucket(bounds: &[u64], value: u64) -> usize {
+    bounds.iter().position(|b| value <= *b).unwrap_or(bounds.len())
 }
 
 impl ReplicaStates {
+    /// Counts one replica journal's lag into the maxima, the histograms and the top `top`.
+    fn count_lag(&mut self, journal: JournalKey, slots: u64, ms: u64, top: usize) {
+        self.lag_slots_journals[bucket(&LAG_SLOTS_BOUNDS, slots)] += 1;
+        self.lag_ms_journals[bucket(&LAG_MS_BOUNDS, ms)] += 1;
+        if slots == 0 {
+            return;
+        }
+        self.behind += 1;
+        self.lag_slots_max = self.lag_slots_max.max(slots);
+        self.lag_ms_max = self.lag_ms_max.max(ms);
+        let this = Lagging { journal, slots, ms };
+        let rank = |l: &Lagging| (std::cmp::Reverse(l.slots), std::cmp::Reverse(l.ms), l.journal);
+        let at = self.top[..self.top_len].partition_point(|l| rank(l) < rank(&this));
+        let top = top.min(LAG_TOP_MAX);
+        if at >= top {
+            return;
+        }
+        let end = (self.top_len + 1).min(top);
+        self.top.copy_within(at..end - 1, at + 1);
+        self.top[at] = this;
+        self.top_len = end;
+    }
+
+    /// The journals furthest behind, most first.
+    #[must_use]
+    pub fn top(&self) -> &[Lagging] {
+        &self.top[..self.top_len]
+    }
+
     /// Every replica journal here has caught up once since the machine started.
     #[must_use]
     pub fn is_serving(&self) -> bool {
         self.bootstrapping == 0 && self.catching_up == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(j: u64) -> JournalKey {
+        JournalKey { tenant: paros_core::TenantId(1), journal: paros_core::JournalId(j) }
+    }
+
+    #[test]
+    fn lags_fill_the_histograms_and_the_top_keeps_the_furthest_behind_in_order() {
+        let mut s = ReplicaStates::default();
+        for (j, slots, ms) in [(1, 0, 0), (2, 5, 100), (3, 300, 20), (4, 5, 300), (5, 70_000, 90_000), (6, 1, 10)] {
+            s.count_lag(key(j), slots, ms, 3);
+        }
+        assert_eq!(s.lag_slots_journals, [1, 1, 2, 0, 1, 0, 1]);
+        assert_eq!(s.lag_ms_journals, [1, 1, 2, 1, 0, 0, 1]);
+        assert_eq!((s.behind, s.lag_slots_max, s.lag_ms_max), (5, 70_000, 90_000));
+        let top: Vec<_> = s.top().iter().map(|l| (l.journal.journal.0, l.slots, l.ms)).collect();
+        assert_eq!(top, [(5, 70_000, 90_000), (3, 300, 20), (4, 5, 300)], "ties go to the longest behind");
+    }
+
+    #[test]
+    fn the_top_is_never_longer_than_asked_nor_than_its_ceiling() {
+        let mut none = ReplicaStates::default();
+        none.count_lag(key(1), 9, 9, 0);
+        assert!(none.top().is_empty());
+        let mut all = ReplicaStates::default();
+        for j in 0..20 {
+            all.count_lag(key(j), j + 1, 0, 100);
+        }
+        assert_eq!(all.top().len(), LAG_TOP_MAX);
+        assert_eq!(all.top()[0].slots, 20);
+        assert_eq!(all.top()[LAG_TOP_MAX - 1].slots, 20 - LAG_TOP_MAX as u64 + 1);
     }
 }

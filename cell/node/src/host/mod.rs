@@ -31,7 +31,9 @@ mod round;
 use dormancy::Dormancy;
 use fetches::Fetches;
 use hosted::Hosted;
-pub use journals::{PlaceError, ReplicaStates};
+pub use journals::{
+    LAG_BUCKETS, LAG_MS_BOUNDS, LAG_SLOTS_BOUNDS, LAG_TOP_DEFAULT, LAG_TOP_MAX, Lagging, PlaceError, ReplicaStates,
+};
 use liveness::Liveness;
 pub use liveness::{Clocked, TICK_MS_DEFAULT};
 pub use owed::Owed;
@@ -194,6 +196,8 @@ pub struct Host<S: LogStore> {
     /// Per replica journal here: the machine tick its tier's feed last told it anything (a
     /// batch or a mark), or it was placed. The age of its watermark.
     feed_heard: std::collections::HashMap<JournalKey, u64>,
+    /// How many of the furthest behind replica journals [`ReplicaStates::top`] names.
+    lag_top: usize,
 }
 
 /// Ticks of quiet after which a journal woken only for a check-in (its own after a boot, or a
@@ -264,6 +268,7 @@ impl<S: LogStore> Host<S> {
             feeds: std::collections::BTreeSet::new(),
             marks: feed::Marks::default(),
             feed_heard: std::collections::HashMap::new(),
+            lag_top: journals::LAG_TOP_DEFAULT,
         };
         if asleep {
             for (key, config) in host.store_mut().load_configs()? {
