@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use paros_embedded::{CellError, EmbeddedCell, NodeSample};
 use paros_gateway::{
-    Gateway, GatewayConfig, KeyPair, LagHistogram, LaggingJournal, NodeCounters, NodeStats, ReplicaCounters,
-    ReplicaStateName, SigningKeys, StoreCounters,
+    ControlError, Gateway, GatewayConfig, KeyPair, LagHistogram, LaggingJournal, MachineControl, NodeCounters,
+    NodeStats, ReplicaCounters, ReplicaStateName, SigningKeys, StoreCounters,
 };
 
 /// One embedded node's sample as the gateway's port shows it.
@@ -69,6 +69,32 @@ fn replica_counters(
         lag_ms_journals: LagHistogram { bounds: paros_node::host::LAG_MS_BOUNDS, counts: r.lag_ms_journals },
         top: r.top.map(|l| LaggingJournal { journal: l.journal, slots: l.slots, ms: l.ms }),
         top_len: r.top_len,
+    }
+}
+
+/// Stops and starts the embedded cell's read replicas by hand, for an operator trying failures
+/// (`paros cell stop|start`).
+pub struct ReplicaControl(pub Arc<paros_embedded::Replicas>);
+
+impl ReplicaControl {
+    fn index(&self, node: paros_core::NodeId) -> Result<usize, ControlError> {
+        self.0.ids().iter().position(|id| *id == node).ok_or(ControlError::NotControlled)
+    }
+}
+
+impl MachineControl for ReplicaControl {
+    fn stop(&self, node: paros_core::NodeId, wipe: bool) -> Result<(), ControlError> {
+        let i = self.index(node)?;
+        self.0.kill(i);
+        if wipe {
+            self.0.wipe(i).map_err(|e| ControlError::Failed(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    fn start(&self, node: paros_core::NodeId) -> Result<(), ControlError> {
+        let i = self.index(node)?;
+        self.0.boot(i).map_err(|e| ControlError::Failed(e.to_string()))
     }
 }
 
@@ -228,6 +254,9 @@ async fn serve(
     )
     .await
     .map_err(|e| DevError::Gateway(e.to_string()))?;
+    if let Some(replicas) = cell.replicas() {
+        gateway.control_machines(Arc::new(ReplicaControl(Arc::clone(replicas))));
+    }
     retire(&gateway, dir, &keys.retire).await?;
     let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| DevError::Listen(listen, e))?;
     let addr = listener.local_addr().map_err(|e| DevError::Listen(listen, e))?;

@@ -15,9 +15,13 @@ pub struct GatewayConfig {
     pub write_records_max: u32,
     /// The most decoded record bytes one Write may carry (413 beyond).
     pub write_bytes_max: u64,
-    /// The most records one Read page holds (a larger `limit` is clamped).
+    /// The most records one Read page holds (a larger `limit` is clamped). At most the cell's
+    /// own page bound (`Tunables::page_records_max`): the contract says a page ends early only
+    /// at the tail, at `limit` or at `max_bytes`, so a larger bound here would have the cell end
+    /// pages early where a client may take a short page for the tail.
     pub read_records_max: u32,
-    /// The most decoded record bytes one Read page holds (a larger `max_bytes` is clamped).
+    /// The most decoded record bytes one Read page holds (a larger `max_bytes` is clamped). At
+    /// most the cell's own (`Tunables::page_bytes_max`), as above.
     pub read_bytes_max: u32,
     /// How long a minted token lives when `expires_in_s` is omitted (capped by its parent).
     pub token_expiry_default: Duration,
@@ -66,8 +70,8 @@ impl Default for GatewayConfig {
             body_limit_bytes: 2 << 20,
             write_records_max: 1024,
             write_bytes_max: 1 << 20,
-            read_records_max: 1024,
-            read_bytes_max: 1 << 20,
+            read_records_max: paros_core::Tunables::default().page_records_max,
+            read_bytes_max: paros_core::Tunables::default().page_bytes_max,
             token_expiry_default: Duration::from_secs(24 * 3600),
             signup_token_expiry: Duration::from_secs(30 * 24 * 3600),
             quotas_default: Quotas::default(),

@@ -37,11 +37,12 @@ pub use cell::CellPort;
 pub use config::GatewayConfig;
 pub use error::ApiError;
 pub use nodes::{
-    LAG_BUCKETS, LAG_TOP_MAX, LagHistogram, LaggingJournal, NodeCounters, NodeStats, ReplicaCounters, ReplicaStateName,
-    StoreCounters,
+    ControlError, LAG_BUCKETS, LAG_TOP_MAX, LagHistogram, LaggingJournal, MachineControl, NodeCounters, NodeStats,
+    ReplicaCounters, ReplicaStateName, StoreCounters,
 };
 pub use overview::OverviewQuery;
 pub use router::router;
+pub use routes::machines::{MachineStateBody, ReadyBody};
 pub use state::{Gateway, RetireError, SigningKeys, StartError};
 
 /// Writes a fresh signing key file to `path` (never overwriting one) and returns the key.

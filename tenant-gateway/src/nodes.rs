@@ -103,6 +103,32 @@ fn hex<S: serde::Serializer>(id: &NodeId, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(id)
 }
 
+/// The port through which an operator stops and starts a cell's machines by hand, where the
+/// cell can (the embedded cell of `paros dev`: its read replicas), to try failures
+/// (`POST /v1/admin/machines/{node}/stop|start`).
+pub trait MachineControl: Send + Sync + 'static {
+    /// Stops machine `node` as a crash would; with `wipe`, deletes its store too.
+    ///
+    /// # Errors
+    /// [`ControlError`].
+    fn stop(&self, node: NodeId, wipe: bool) -> Result<(), ControlError>;
+
+    /// Starts stopped machine `node` again (an empty store relearns); a running one is left be.
+    ///
+    /// # Errors
+    /// [`ControlError`].
+    fn start(&self, node: NodeId) -> Result<(), ControlError>;
+}
+
+/// Why a machine was not stopped or started.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ControlError {
+    /// Not a machine this port stops and starts.
+    NotControlled,
+    /// It is, but the step failed (its store did not open, its directory was not removed).
+    Failed(String),
+}
+
 /// A read replica's state (DESIGN §7).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]

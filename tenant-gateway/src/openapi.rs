@@ -41,6 +41,9 @@ use crate::wire::no_query;
         crate::routes::tail::tail,
         crate::routes::ops::healthz,
         crate::routes::ops::metrics,
+        crate::routes::machines::readyz,
+        crate::routes::machines::stop,
+        crate::routes::machines::start,
         openapi_json,
         crate::overview::admin_overview,
         crate::overview::ui,
@@ -53,7 +56,8 @@ use crate::wire::no_query;
         TruncateRequest, TruncateAnswer, paros_api::SessionEnd, crate::overview::OverviewBody,
         crate::overview::MachineBody,
         crate::nodes::NodeCounters, crate::overview::TrafficBody, crate::overview::TenantBody,
-        crate::overview::JournalBody, crate::overview::LeaderNodeBody
+        crate::overview::JournalBody, crate::overview::LeaderNodeBody, crate::routes::machines::ReadyBody,
+        crate::routes::machines::MachineStateBody
     ))
 )]
 pub struct ApiDoc;

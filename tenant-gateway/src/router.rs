@@ -8,7 +8,7 @@ use axum::middleware;
 use axum::routing::{delete, get, post};
 
 use crate::layers::{authenticate, observe};
-use crate::routes::{journals, ops, records, session, tail, tenants};
+use crate::routes::{journals, machines, ops, records, session, tail, tenants};
 use crate::state::Gateway;
 use crate::{openapi, overview};
 
@@ -28,10 +28,13 @@ pub fn router(g: Gateway) -> Router {
         .route("/v1/journals/{name}/session", post(session::session))
         .route("/v1/journals/{name}/tail", get(tail::tail))
         .route("/v1/admin/overview", get(overview::admin_overview))
+        .route("/v1/admin/machines/{node}/stop", post(machines::stop))
+        .route("/v1/admin/machines/{node}/start", post(machines::start))
         .route_layer(middleware::from_fn_with_state(g.clone(), authenticate));
     Router::new()
         .route("/v1/signup", post(tenants::signup))
         .route("/healthz", get(ops::healthz))
+        .route("/readyz/{node}", get(machines::readyz))
         .route("/metrics", get(ops::metrics))
         .route("/v1/openapi.json", get(openapi::openapi_json))
         .route("/ui", get(overview::ui))

@@ -81,6 +81,8 @@ pub(crate) struct Inner {
     pub(crate) metrics: Metrics,
     pub(crate) tails: Mutex<HashMap<TenantId, Arc<AtomicUsize>>>,
     pub(crate) sessions: Mutex<HashMap<TenantId, Arc<AtomicUsize>>>,
+    /// Stops and starts machines by hand, where the cell allows it ([`Gateway::control_machines`]).
+    pub(crate) control: std::sync::OnceLock<Arc<dyn crate::nodes::MachineControl>>,
 }
 
 /// A running gateway's state; cheap to clone. Build one with [`Gateway::start`], serve
@@ -179,6 +181,7 @@ impl Gateway {
                 metrics: Metrics::new(nodes),
                 tails: Mutex::new(HashMap::new()),
                 sessions: Mutex::new(HashMap::new()),
+                control: std::sync::OnceLock::new(),
             }),
         };
         let active = gateway.inner.keys.active.clone();
@@ -190,6 +193,12 @@ impl Gateway {
             gateway.register_key(&key).await?;
         }
         Ok(gateway)
+    }
+
+    /// Lets an admin stop and start machines by hand through `control`
+    /// (`POST /v1/admin/machines/{node}/stop|start`). Set once; a later call is ignored.
+    pub fn control_machines(&self, control: Arc<dyn crate::nodes::MachineControl>) {
+        let _ = self.inner.control.set(control);
     }
 
     /// Retires signing key `kid` in the registry: from the moment the directory shows it, every

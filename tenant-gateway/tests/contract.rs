@@ -189,3 +189,41 @@ async fn a_read_answers_within_a_few_milliseconds_of_its_wait() {
     assert_eq!(v["records"].as_array().map(Vec::len), Some(3), "{v}");
     assert!(took < Duration::from_millis(500), "answered after {took:?}");
 }
+
+/// A page ends early only at the tail, at `limit` or at `max_bytes` (clamped to the server's
+/// maximum): the gateway's bounds are the cell's, so a page never stops short of them with more
+/// records there, where a client may take a short page for the tail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_holds_the_gateways_bound_when_the_journal_has_more() {
+    let config = paros_gateway::GatewayConfig::default();
+    let w = common::world_with(config).await;
+    let r = &w.router;
+    let (_, owner, _) = signup(r, "pages").await;
+    create(r, &owner, "long", None).await;
+    let records_max = config.read_records_max as usize;
+    claimed_with(r, &owner, "long", A, &["eA=="]).await;
+    let mut seq = 1;
+    while seq < 2 * records_max {
+        let n = (config.write_records_max as usize).min(2 * records_max - seq);
+        let body = json!({"leader": A, "seq": seq, "records": vec!["eA=="; n]});
+        let (s, v) = call(r, "POST", "/v1/journals/long/records", Some(&owner), Some(body)).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        seq += n;
+    }
+    let (s, v) = call(r, "GET", "/v1/journals/long/records?from=0&limit=100000", Some(&owner), None).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["records"].as_array().unwrap().len(), records_max, "{}", v["view"]);
+
+    // Records of 1 KiB: a page holds as many as `read_bytes_max` allows.
+    let kib = paros_api::Record(vec![7; 1024]);
+    let big: Vec<_> = (0..100).map(|_| kib.clone()).collect();
+    let body = json!({"leader": A, "seq": seq, "records": big});
+    let (s, v) = call(r, "POST", "/v1/journals/long/records", Some(&owner), Some(body)).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let uri = format!("/v1/journals/long/records?from={seq}&limit=100000&max_bytes=1000000000");
+    let (s, v) = call(r, "GET", &uri, Some(&owner), None).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let expected = (config.read_bytes_max as usize / 1024).min(100);
+    assert_eq!(v["records"].as_array().unwrap().len(), expected, "{}", v["view"]);
+    let _ = w.cell.stop();
+}

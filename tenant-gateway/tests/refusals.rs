@@ -273,15 +273,18 @@ async fn the_openapi_document_describes_the_routes_the_router_serves() {
         ("GET", "/v1/openapi.json"),
         ("GET", "/ui"),
         ("GET", "/v1/admin/overview"),
+        ("GET", "/readyz/{node}"),
+        ("POST", "/v1/admin/machines/{node}/stop"),
+        ("POST", "/v1/admin/machines/{node}/start"),
     ]
     .into_iter()
     .map(|(m, p)| (m.to_owned(), p.to_owned()))
     .collect();
-    assert_eq!(documented, expected, "the document names the contract's routes and the admin overview");
+    assert_eq!(documented, expected, "the document names the contract's routes and the operator's");
     // Every documented route is served (answered by a handler, not the router's fallback),
     // and each documented path refuses a method it does not document.
     for (method, path) in &documented {
-        let uri = path.replace("{name}", "x").replace("{token_id}", "x");
+        let uri = path.replace("{name}", "x").replace("{token_id}", "x").replace("{node}", "1");
         let (_, headers, _) = raw(r, method, &uri, None, None, Vec::new()).await;
         assert!(!headers.contains_key("x-paros-no-route"), "{method} {path} is served");
         let (_, headers, _) = raw(r, "PATCH", &uri, None, None, Vec::new()).await;

@@ -5,6 +5,7 @@
 //! [`crate::wire`] (bodies and queries).
 
 pub(crate) mod journals;
+pub(crate) mod machines;
 pub(crate) mod ops;
 pub(crate) mod records;
 pub(crate) mod session;
