@@ -74,8 +74,11 @@ The report (--json prints it as one JSON object; without --json, as text):
   over_quota_retries          over HTTP: writes the gateway answered 429 (each waited Retry-After)
 With --readers R (absent without):
   readers, consistency        R, and --consistency (at_least or linearizable)
-  reads, read_records, reads_per_s
-                              pages served to the random readers (R/2 rounded down), their records
+  reads, read_records, reads_per_s, read_limit
+                              pages served to the random readers (R/2 rounded down), their records,
+                              and the limit each asked for (--read-limit)
+  tail_reads_per_s, all_reads_per_s
+                              pages the tail readers' long-polls returned per second; all readers'
   read_latency_ms             p50/p90/p99/max of the random readers' served reads
   reads_unserved              random reads not served within --read-deadline-ms
   tail_visible_ms             p50/p99 from a writer's acknowledgement to a tail reader seeing the
@@ -256,6 +259,10 @@ enum Command {
         /// How long one read may take before it counts as unserved, in milliseconds.
         #[arg(long, default_value_t = 1000)]
         read_deadline_ms: u64,
+        /// The most records one random read asks for (its `limit`; a point read is 1). Default:
+        /// a full page (the client's `page_records_max`).
+        #[arg(long)]
+        read_limit: Option<u32>,
     },
     /// Run the embedded cell — three nodes, two read replicas, the registry and the tenant gateway — in this
     /// process, serving the HTTP API on `--listen`. Stop with Ctrl-C (or SIGTERM).
@@ -370,6 +377,7 @@ fn main() -> ExitCode {
             readers,
             consistency,
             read_deadline_ms,
+            read_limit,
         } => {
             let duration = Duration::from_secs(duration_s);
             if raw_fjall {
@@ -417,6 +425,7 @@ fn main() -> ExitCode {
                 readers,
                 consistency,
                 read_deadline: Duration::from_millis(read_deadline_ms),
+                read_limit,
             };
             match runtime.block_on(bench::run(args)) {
                 Ok(report) => {

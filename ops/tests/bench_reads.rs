@@ -19,14 +19,18 @@ fn bench(extra: &[&str]) -> serde_json::Value {
 
 #[test]
 fn readers_beside_the_writers_report_reads_latency_and_tail_visibility() {
-    let report = bench(&["--readers", "2"]);
+    let report = bench(&["--readers", "2", "--read-limit", "1"]);
     assert_eq!(report["readers"], 2, "{report}");
+    assert_eq!(report["read_limit"], 1, "{report}");
+    assert_eq!(report["read_records"], report["reads"], "a point read holds one record: {report}");
+    let (tail, all) = (report["tail_reads_per_s"].as_f64().unwrap(), report["all_reads_per_s"].as_f64().unwrap());
+    assert!(tail > 0.0, "the tail reader's pages count: {report}");
+    assert!((all - tail - report["reads_per_s"].as_f64().unwrap()).abs() < 1e-6, "{report}");
     assert_eq!(report["consistency"], "at_least", "{report}");
     assert!(report["acked_records"].as_u64().unwrap() > 0, "{report}");
     assert_eq!(report["acked_records"], report["verified_records"], "{report}");
     let reads = report["reads"].as_u64().expect("reads");
     assert!(reads > 0, "{report}");
-    assert!(report["read_records"].as_u64().unwrap() >= reads, "a served page holds a record: {report}");
     assert!(report["reads_per_s"].as_f64().unwrap() > 0.0, "{report}");
     let latency = &report["read_latency_ms"];
     let (p50, p90, p99, max) = (

@@ -84,7 +84,8 @@ where
     *shared.deadline.lock().expect("lock") = Some(started + args.duration);
     *shared.started.lock().expect("lock") = Some(started);
     let readers = readers.filter(|_| args.readers > 0).map(|setup| {
-        read::start(setup, &written, args.readers, args.consistency, args.read_deadline, args.record_bytes, shared)
+        let sizes = (args.record_bytes, args.read_limit);
+        read::start(setup, &written, args.readers, args.consistency, args.read_deadline, sizes, shared)
     });
     let mut tasks = Vec::new();
     for w in 0..args.writers {

@@ -82,6 +82,8 @@ pub struct BenchArgs {
     /// How long one read may take before it counts as unserved (and a tail reader's long-poll,
     /// capped at a second).
     pub read_deadline: Duration,
+    /// The `limit` of each random read (`None`: a full page).
+    pub read_limit: Option<u32>,
 }
 
 /// The consistency of the bench's readers (`--consistency`).
@@ -318,6 +320,9 @@ impl Shared {
 pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
     if args.writers == 0 || args.journals == 0 || args.batch == 0 || args.record_bytes == 0 || args.in_flight == 0 {
         return Err(BenchError::Args("writers, journals, batch, in-flight and record-bytes must be at least 1".into()));
+    }
+    if args.read_limit == Some(0) {
+        return Err(BenchError::Args("--read-limit must be at least 1".into()));
     }
     if args.readers > 0 && args.read_deadline.is_zero() {
         return Err(BenchError::Args("--read-deadline-ms must be at least 1 with --readers".into()));

@@ -102,6 +102,8 @@ pub(super) struct ReadStats {
     early: Vec<(usize, u64)>,
     /// Of `tail_visible`, records seen before their acknowledgement was counted.
     seen_first: u64,
+    /// Pages of records the tail readers' follows returned.
+    tail_pages: u64,
 }
 
 impl ReadStats {
@@ -115,6 +117,7 @@ impl ReadStats {
         self.tail_visible.merge(&other.tail_visible);
         self.early.extend(other.early);
         self.seen_first += other.seen_first;
+        self.tail_pages += other.tail_pages;
     }
 }
 
@@ -141,10 +144,16 @@ pub struct ReadFigures {
     pub readers: usize,
     /// The random readers' consistency (and the tail readers': `at_least` follows monotonically).
     pub consistency: ReadMode,
-    /// Pages served to the random readers, and the records they held.
+    /// Pages served to the random readers, and the records they held; each asked for at most
+    /// `read_limit` records.
     pub reads: u64,
     pub read_records: u64,
     pub reads_per_s: f64,
+    pub read_limit: u32,
+    /// Pages of records the tail readers' long-polls returned, per second, and every reader's
+    /// pages per second (random and tail).
+    pub tail_reads_per_s: f64,
+    pub all_reads_per_s: f64,
     /// Latency of the random readers' served reads.
     pub read_latency_ms: LatencyMs,
     /// Random reads not served within `--read-deadline-ms`.
@@ -169,6 +178,8 @@ pub struct ReadFigures {
 /// The readers as they run.
 pub(super) struct Readers {
     tasks: Vec<tokio::task::JoinHandle<Result<ReadStats, BenchError>>>,
+    /// The random reads' `limit`.
+    limit: u32,
     cpu_before: Option<NodeCpu>,
     voters: Option<Vec<NodeId>>,
 }
@@ -181,7 +192,7 @@ pub(super) fn start<S>(
     count: usize,
     mode: ReadMode,
     deadline: Duration,
-    record_bytes: usize,
+    (record_bytes, limit): (usize, Option<u32>),
     shared: &Arc<Shared>,
 ) -> Readers
 where
@@ -190,6 +201,7 @@ where
 {
     let cpu_before = setup.voters.as_deref().and_then(NodeCpu::sample);
     let tails = count.div_ceil(2);
+    let limit = limit.unwrap_or(ReaderConfig::default().page_records_max);
     let mut tasks = Vec::new();
     for r in 0..count {
         let (index, journal) = journals[r % journals.len()].clone();
@@ -198,13 +210,13 @@ where
         tasks.push(if r < tails {
             tokio::spawn(async move { tail_loop(client, journal, index, mode, deadline, &shared).await })
         } else {
-            let check = Check { index, record_bytes };
+            let check = Check { index, record_bytes, limit };
             tokio::spawn(async move {
                 random_loop(client, journal, check, mode, deadline, voters.as_deref(), &shared).await
             })
         });
     }
-    Readers { tasks, cpu_before, voters: setup.voters }
+    Readers { tasks, limit, cpu_before, voters: setup.voters }
 }
 
 impl Readers {
@@ -229,6 +241,7 @@ impl Readers {
                 stats.seen_first += 1;
             }
         }
+        let per_s = |n: u64| if elapsed > 0.0 { n as f64 / elapsed } else { 0.0 };
         let acked = shared.records.load(Ordering::Relaxed);
         let per_record = |ticks: u64| (acked > 0).then(|| ticks as f64 / TICKS_PER_S * 1e6 / acked as f64);
         let (voter_cpu, replica_cpu) = match (self.cpu_before, cpu_after) {
@@ -244,7 +257,10 @@ impl Readers {
             consistency: mode,
             reads: stats.reads,
             read_records: stats.read_records,
-            reads_per_s: if elapsed > 0.0 { stats.reads as f64 / elapsed } else { 0.0 },
+            reads_per_s: per_s(stats.reads),
+            read_limit: self.limit,
+            tail_reads_per_s: per_s(stats.tail_pages),
+            all_reads_per_s: per_s(stats.reads + stats.tail_pages),
             read_latency_ms: LatencyMs {
                 p50: ms(&stats.latency, 0.50),
                 p90: ms(&stats.latency, 0.90),
@@ -307,6 +323,7 @@ where
         match outcome {
             Ok(ReaderOutcome::Records { from, records, .. }) => {
                 let seen = Instant::now();
+                stats.tail_pages += 1;
                 for seq in (from.0..).take(records.len()) {
                     match acks.acked_at(seq) {
                         Acked::At(at) => {
@@ -338,6 +355,8 @@ where
 struct Check {
     index: usize,
     record_bytes: usize,
+    /// The most records one read asks for.
+    limit: u32,
 }
 
 /// A random reader: one page at a random acknowledged position at a time, until the run stops.
@@ -373,13 +392,8 @@ where
             ReadMode::AtLeast => Consistency::Reached(Seq(at + 1)),
             ReadMode::Linearizable => Consistency::Linearizable,
         };
-        let params = ReadParams {
-            from: Seq(at),
-            limit: page.page_records_max,
-            max_bytes: page.page_bytes_max,
-            wait_ms: 0,
-            consistency,
-        };
+        let params =
+            ReadParams { from: Seq(at), limit: check.limit, max_bytes: page.page_bytes_max, wait_ms: 0, consistency };
         let started = Instant::now();
         let read = client.read_served(&journal, params, ReadDeadline { wait_until: deadline, give_up_at: deadline });
         let Ok((answer, served_by)) = tokio::time::timeout(deadline, read).await else {
