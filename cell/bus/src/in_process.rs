@@ -45,7 +45,7 @@ struct Shared {
     /// Requests waiting to go into a node's inbox together (see [`InProcessBus::call`]).
     outboxes: Mutex<HashMap<NodeId, Vec<(NodeRequest, Responder)>>>,
     /// Replica tiers' feeds: a batch sent to a feed address goes to each subscriber.
-    feeds: Mutex<HashMap<NodeId, Vec<NodeId>>>,
+    feeds: std::sync::RwLock<HashMap<NodeId, Vec<NodeId>>>,
     counters: Counters,
 }
 
@@ -89,7 +89,7 @@ impl InProcessBus {
     /// Subscribes registered node `node` to the replica tier feed `feed`: every protocol batch
     /// sent to `feed` is put into its inbox too. Subscribing twice changes nothing.
     pub fn subscribe(&self, feed: NodeId, node: NodeId) {
-        let mut feeds = self.shared.feeds.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut feeds = self.shared.feeds.write().unwrap_or_else(PoisonError::into_inner);
         let members = feeds.entry(feed).or_default();
         if !members.contains(&node) {
             members.push(node);
@@ -98,7 +98,7 @@ impl InProcessBus {
 
     /// Ends `node`'s subscription to `feed`. Returns whether it was subscribed.
     pub fn unsubscribe(&self, feed: NodeId, node: NodeId) -> bool {
-        let mut feeds = self.shared.feeds.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut feeds = self.shared.feeds.write().unwrap_or_else(PoisonError::into_inner);
         let Some(members) = feeds.get_mut(&feed) else { return false };
         let before = members.len();
         members.retain(|m| *m != node);
@@ -111,7 +111,12 @@ impl InProcessBus {
 
     /// The subscribers of `feed` (`None`: `feed` is no feed).
     fn feed_members(&self, feed: NodeId) -> Option<Vec<NodeId>> {
-        self.shared.feeds.lock().unwrap_or_else(PoisonError::into_inner).get(&feed).cloned()
+        // Read for every protocol send: shared, and empty-handed at once for a machine.
+        let feeds = self.shared.feeds.read().unwrap_or_else(PoisonError::into_inner);
+        if feeds.is_empty() {
+            return None;
+        }
+        feeds.get(&feed).cloned()
     }
 
     /// Whether `node` is registered and its inbox receiver is still alive.
@@ -160,26 +165,36 @@ impl InProcessBus {
         if let Some(members) = self.feed_members(to) {
             // One publish to a tier's feed: the bus hands each subscriber its copy.
             self.shared.counters.feed_publishes.fetch_add(1, Ordering::Relaxed);
-            if let Some((last, rest)) = members.split_last() {
-                for m in rest {
-                    self.put(from, *m, envelopes.clone());
+            // One allocation shared by them all: no subscriber's copy is made on the sender's
+            // thread.
+            match members.as_slice() {
+                [] => {}
+                [only] => self.put(*only, Incoming::Protocol { from, envelopes }),
+                _ => {
+                    let shared: std::sync::Arc<[Envelope]> = envelopes.into();
+                    for m in &members {
+                        self.put(*m, Incoming::Published { from, envelopes: std::sync::Arc::clone(&shared) });
+                    }
                 }
-                self.put(from, *last, envelopes);
             }
             return;
         }
-        self.put(from, to, envelopes);
+        self.put(to, Incoming::Protocol { from, envelopes });
     }
 
     /// Puts one protocol batch into node `to`'s inbox (see [`Self::send_protocol`]).
-    fn put(&self, from: NodeId, to: NodeId, envelopes: Vec<Envelope>) {
+    fn put(&self, to: NodeId, item: Incoming) {
         let c = &self.shared.counters;
-        let count = envelopes.len() as u64;
+        let count = match &item {
+            Incoming::Protocol { envelopes, .. } => envelopes.len(),
+            Incoming::Published { envelopes, .. } => envelopes.len(),
+            Incoming::Request { .. } | Incoming::Requests(_) => 0,
+        } as u64;
         let Some(tx) = self.route(to) else {
             c.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         };
-        match tx.try_send(Incoming::Protocol { from, envelopes }) {
+        match tx.try_send(item) {
             Ok(()) => {
                 c.messages_sent.fetch_add(1, Ordering::Relaxed);
                 c.envelopes_sent.fetch_add(count, Ordering::Relaxed);
@@ -295,7 +310,7 @@ fn unsent(item: Incoming) {
     let requests = match item {
         Incoming::Request { request, reply } => vec![(request, reply)],
         Incoming::Requests(requests) => requests,
-        Incoming::Protocol { .. } => return,
+        Incoming::Protocol { .. } | Incoming::Published { .. } => return,
     };
     for (_, reply) in requests {
         let _ = reply.send(NodeAnswer::Call(paros_core::wire::CallAnswer::Busy));

@@ -41,7 +41,9 @@ async fn a_protocol_batch_arrives_as_one_message() {
             assert_eq!(from, A);
             assert_eq!(envelopes, batch);
         }
-        Incoming::Request { .. } | Incoming::Requests(_) => panic!("expected a protocol batch"),
+        Incoming::Request { .. } | Incoming::Requests(_) | Incoming::Published { .. } => {
+            panic!("expected a protocol batch")
+        }
     }
     assert_eq!(
         bus.stats(),
@@ -74,7 +76,9 @@ async fn a_request_is_answered() {
                 assert_eq!(request, truncate_request());
                 reply.send(NodeAnswer::Call(CallAnswer::Busy)).expect("caller waits");
             }
-            Incoming::Protocol { .. } | Incoming::Requests(_) => panic!("expected a request"),
+            Incoming::Protocol { .. } | Incoming::Published { .. } | Incoming::Requests(_) => {
+                panic!("expected a request")
+            }
         }
     });
 
@@ -165,7 +169,9 @@ async fn a_dropped_responder_is_dropped() {
     let server = tokio::spawn(async move {
         match b_inbox.recv().await.expect("an item") {
             Incoming::Request { reply, .. } => drop(reply),
-            Incoming::Protocol { .. } | Incoming::Requests(_) => panic!("expected a request"),
+            Incoming::Protocol { .. } | Incoming::Published { .. } | Incoming::Requests(_) => {
+                panic!("expected a request")
+            }
         }
     });
 
@@ -207,7 +213,9 @@ async fn a_full_inbox_drops_protocol_messages_and_counts_them() {
     for round in 1..=2 {
         match b_inbox.recv().await.expect("an item") {
             Incoming::Protocol { envelopes, .. } => assert_eq!(envelopes[0], catch_up(A, round)),
-            Incoming::Request { .. } | Incoming::Requests(_) => panic!("expected a protocol batch"),
+            Incoming::Request { .. } | Incoming::Requests(_) | Incoming::Published { .. } => {
+                panic!("expected a protocol batch")
+            }
         }
     }
     assert!(b_inbox.try_recv().is_err());
@@ -241,7 +249,9 @@ async fn a_request_waits_for_room_in_a_full_inbox() {
         Incoming::Request { reply, .. } => {
             reply.send(NodeAnswer::UnknownJournal).expect("caller waits");
         }
-        Incoming::Protocol { .. } | Incoming::Requests(_) => panic!("expected a request"),
+        Incoming::Protocol { .. } | Incoming::Published { .. } | Incoming::Requests(_) => {
+            panic!("expected a request")
+        }
     }
     assert_eq!(caller.await.expect("caller ran"), Ok(NodeAnswer::UnknownJournal));
     assert_eq!(bus.stats().dropped, 0, "requests are never dropped for a full inbox");
@@ -352,16 +362,24 @@ async fn a_batch_sent_to_a_feed_is_published_once_and_reaches_every_subscriber()
     bus.subscribe(FEED, C);
     let batch = vec![catch_up(A, 1), catch_up(A, 2)];
     a.send(FEED, batch.clone());
+    let mut shared = Vec::new();
     for inbox in [&mut b_inbox, &mut c_inbox] {
         match inbox.try_recv() {
-            Ok(Incoming::Protocol { from, envelopes }) => assert_eq!((from, envelopes), (A, batch.clone())),
+            Ok(Incoming::Published { from, envelopes }) => {
+                assert_eq!((from, envelopes.to_vec()), (A, batch.clone()));
+                shared.push(envelopes);
+            }
             other => panic!("a subscriber missed the feed's batch: {other:?}"),
         }
         assert!(inbox.try_recv().is_err(), "one copy per subscriber, however often it subscribed");
     }
+    assert!(std::sync::Arc::ptr_eq(&shared[0], &shared[1]), "the subscribers share the publisher's one batch");
     assert_eq!(bus.stats().feed_publishes, 1, "one publish");
     assert!(bus.unsubscribe(FEED, C));
     a.send(FEED, batch.clone());
-    assert!(b_inbox.try_recv().is_ok(), "a subscriber still gets it");
+    assert!(
+        matches!(b_inbox.try_recv(), Ok(Incoming::Protocol { envelopes, .. }) if envelopes == batch),
+        "a lone subscriber still gets it, as a batch of its own"
+    );
     assert!(c_inbox.try_recv().is_err(), "an unsubscribed node does not");
 }

@@ -24,6 +24,10 @@ pub type Responder = tokio::sync::oneshot::Sender<NodeAnswer>;
 pub enum Incoming {
     /// Protocol messages from one peer, batched.
     Protocol { from: NodeId, envelopes: Vec<Envelope> },
+    /// A batch one peer published to a replica tier's feed, shared by every subscriber: the
+    /// publisher hands out one allocation, and each subscriber copies the envelopes out on its
+    /// own thread.
+    Published { from: NodeId, envelopes: std::sync::Arc<[Envelope]> },
     /// A request to answer through `reply`.
     Request { request: NodeRequest, reply: Responder },
     /// Requests made together (in one turn of the caller's runtime), one inbox item for all:

@@ -179,6 +179,7 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
         while let Some(i) = input {
             match i {
                 Incoming::Protocol { from, envelopes } => pump.deliver(from, envelopes),
+                Incoming::Published { from, envelopes } => pump.deliver(from, envelopes.to_vec()),
                 Incoming::Request { request, reply } => take_request(&mut pump, &mut responders, request, reply),
                 Incoming::Requests(requests) => {
                     for (request, reply) in requests {
@@ -291,6 +292,7 @@ fn is_work(input: &Incoming) -> bool {
     match input {
         Incoming::Request { .. } | Incoming::Requests(_) => true,
         Incoming::Protocol { envelopes, .. } => envelopes.iter().any(|e| !e.message.is_liveness()),
+        Incoming::Published { envelopes, .. } => envelopes.iter().any(|e| !e.message.is_liveness()),
     }
 }
 
