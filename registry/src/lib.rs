@@ -30,13 +30,13 @@ pub mod term;
 pub mod verdict;
 
 pub use command::{
-    COMMAND_VERSION, CellId, Command, DecodeError, KeyScope, Limits, Member, Quotas, Record, RequestId, Role, Standing,
-    TenantStatus,
+    COMMAND_VERSION, CellId, Command, DecodeError, Epoch, Incarnation, KeyScope, Limits, Member, Quotas, Record,
+    RequestId, Role, Standing, TenantStatus,
 };
 pub use coordinator::{Answer, Coordinator, CoordinatorConfig, CoordinatorError, Op, Reply, Request, Stats, Submitted};
 pub use directory::{
-    Cell, Directory, Journal, Judged, Machine, RestoreError, SharedDirectory, SigningKey, Tenant, Tier,
+    Cell, Directory, Journal, Judged, Machine, RestoreError, SeatMove, SharedDirectory, SigningKey, Tenant, Tier,
 };
 pub use names::{BusAddress, JournalName, KeyId, NameError, TenantName, TierName, TokenId, Zone};
 pub use placement::{Candidate, PlacementError, place};
-pub use verdict::{Accepted, LimitField, Refusal, Verdict, VoterRefusal};
+pub use verdict::{Accepted, LimitField, MoveRefusal, Refusal, Verdict, VoterRefusal};
