@@ -248,7 +248,8 @@ pub enum Command {
     },
     /// Records the registry's intent to move `journal`'s seat from voter `from` to `to`: its
     /// next configuration, at the next epoch. The journal's own log decides the change; the
-    /// move stays in progress until [`Command::MoveDone`].
+    /// move stays in progress until [`Command::MoveDone`]. Not to be sent to a live cell before
+    /// the journal's side (`Reconfigure` in cell/core) exists: see docs/reconfiguration.md.
     MoveSeat {
         journal: JournalKey,
         from: NodeId,
