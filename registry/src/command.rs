@@ -9,7 +9,7 @@
 //! never mistaken for a checkpoint run record.
 
 use bytes::Bytes;
-use paros_core::ids::{JournalId, NodeId, TenantId};
+use paros_core::ids::{JournalId, JournalKey, NodeId, TenantId};
 use paros_core::journal::WriterMode;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -30,6 +30,25 @@ pub struct RequestId(pub u128);
 /// A cell's identity, drawn once by `paros cell init`.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
 pub struct CellId(pub u64);
+
+/// A machine's store incarnation (`paros_node::Incarnation`, minted once when the store takes
+/// its identity): recorded by [`Command::Admit`] and [`Command::Rejoin`], so that a store wiped
+/// or replaced under a known id is told apart from the one whose promises that id made.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+pub struct Incarnation(pub u64);
+
+/// A journal's configuration epoch: 0 for the voters it was created with, one more for each
+/// seat move the registry recorded done.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default, Serialize, Deserialize)]
+pub struct Epoch(pub u64);
+
+impl Epoch {
+    /// The epoch after this one.
+    #[must_use]
+    pub fn next(self) -> Epoch {
+        Epoch(self.0 + 1)
+    }
+}
 
 /// What a machine does in the cell.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
@@ -202,6 +221,45 @@ pub enum Command {
         mode: WriterMode,
         voters: Vec<NodeId>,
         tier: TierName,
+    },
+    // Issue 34 (a cell that heals): machines' incarnations and moving a journal's seats. The
+    // registry records intent; the journal's own log decides the change
+    // (docs/reconfiguration.md).
+    /// Admits a machine with its store's incarnation: `RegisterMachine`'s rules, and the
+    /// incarnation is recorded; an id already recorded under another incarnation is refused
+    /// (its store is foreign: the machine comes back only through [`Command::Rejoin`]).
+    /// Draining and retiring a machine are `SetStanding`.
+    Admit {
+        id: NodeId,
+        role: Role,
+        bus_address: BusAddress,
+        zone: Zone,
+        incarnation: Incarnation,
+    },
+    /// `new` is machine `old` come back with a wiped or replaced store, under a new identity:
+    /// `old` is retired for good and marked replaced by `new` (it never votes again and is
+    /// never placed again); `new` is registered in `old`'s role (and tier), in service.
+    Rejoin {
+        old: NodeId,
+        new: NodeId,
+        bus_address: BusAddress,
+        zone: Zone,
+        incarnation: Incarnation,
+    },
+    /// Records the registry's intent to move `journal`'s seat from voter `from` to `to`: its
+    /// next configuration, at the next epoch. The journal's own log decides the change; the
+    /// move stays in progress until [`Command::MoveDone`]. Not to be sent to a live cell before
+    /// the journal's side (`Reconfigure` in cell/core) exists: see docs/reconfiguration.md.
+    MoveSeat {
+        journal: JournalKey,
+        from: NodeId,
+        to: NodeId,
+    },
+    /// Records the move of `journal` to `epoch` complete: the new configuration holds the
+    /// prefix (docs/reconfiguration.md rule 6), so the journal's voters are now the target's.
+    MoveDone {
+        journal: JournalKey,
+        epoch: Epoch,
     },
 }
 

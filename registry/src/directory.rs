@@ -45,7 +45,9 @@
 //!   configuration its voters run it with never changes;
 //! - `DeleteJournal`: no live journal of that name in the tenant (never created, or deleted
 //!   already) is refused `UnknownJournal`; deleting frees the name and keeps a tombstone (the
-//!   id is never reused, and nodes learn to drop the journal's data).
+//!   id is never reused, and nodes learn to drop the journal's data);
+//! - `Admit`, `Rejoin`, `MoveSeat`, `MoveDone` (issue 34: identities and seat moves): the rules
+//!   are written on `directory/seats.rs`.
 //!
 //! **Idempotency window.** The verdict of each request id is kept, for the last
 //! [`Limits::verdicts_max`] ids judged (bounded, FIFO by position). A record whose id is still
@@ -69,15 +71,21 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::command::{
-    CellId, Command, KeyScope, Limits, Member, PUBLIC_KEY_LEN, Quotas, Record, RequestId, Role, Standing, TenantStatus,
+    CellId, Command, Epoch, Incarnation, KeyScope, Limits, Member, PUBLIC_KEY_LEN, Quotas, Record, RequestId, Role,
+    Standing, TenantStatus,
 };
 use crate::names::{BusAddress, JournalName, KeyId, TenantName, TierName, TokenId, Zone};
 use crate::verdict::{Accepted, LimitField, Refusal, Verdict, VoterRefusal};
 
-/// The checkpoint format version this crate writes and the only one it restores. Version 2
-/// added tiers (and the tier of machines and journals); a version 1 checkpoint is refused
-/// (`UnknownVersion`): old checkpoints are not readable (old records are).
-pub const CHECKPOINT_VERSION: u8 = 2;
+mod seats;
+mod v2;
+
+/// The checkpoint format version this crate writes. Version 2 added tiers (and the tier of
+/// machines and journals); version 3 machines' incarnations and replacements and journals'
+/// epochs and seat moves. A version 2 checkpoint is restored (as a state of version 3 with
+/// no incarnation recorded, every journal at epoch 0 and no move in progress); a version 1
+/// checkpoint is refused (`UnknownVersion`).
+pub const CHECKPOINT_VERSION: u8 = 3;
 
 /// The formed cell.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -105,6 +113,21 @@ pub struct Machine {
     /// A replica's tier, fixed at registration: `None` for nodes and gateways, and for a
     /// replica registered by `RegisterMachine`.
     pub tier: Option<TierName>,
+    /// Its store's incarnation, recorded by `Admit` or `Rejoin`; `None` for a machine
+    /// registered otherwise and never admitted since (the founders, `RegisterMachine`).
+    pub incarnation: Option<Incarnation>,
+    /// The new identity this machine came back as (`Rejoin`): it is retired, and never votes
+    /// or is placed again.
+    pub replaced_by: Option<NodeId>,
+    /// The old identity this machine replaces (`Rejoin`).
+    pub replaces: Option<NodeId>,
+}
+
+impl Machine {
+    /// Whether it is an old identity, replaced by a new one.
+    pub fn is_replaced(&self) -> bool {
+        self.replaced_by.is_some()
+    }
 }
 
 /// A replica tier: a feed and the replicas registered on it ([`Directory::replicas_of`]).
@@ -158,6 +181,24 @@ pub struct Journal {
     /// The registry position of the `DeleteJournal` that deleted it.
     #[serde(with = "crate::seq_serde::option")]
     pub deleted_at: Option<Seq>,
+    /// The epoch of `voters`: 0 at creation, one more for each seat move recorded done.
+    pub epoch: Epoch,
+    /// The seat move in progress, if any: the registry's intent, decided in the journal's own
+    /// log and recorded done by `MoveDone`.
+    pub moving: Option<SeatMove>,
+}
+
+/// A seat move in progress: the journal's next configuration is its voters with `from`
+/// replaced by `to` (in place: the first voter stays first unless it is the one moved), at
+/// `epoch` (the journal's epoch plus one).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct SeatMove {
+    pub from: NodeId,
+    pub to: NodeId,
+    pub epoch: Epoch,
+    /// The registry position of the `MoveSeat` that recorded it.
+    #[serde(with = "crate::seq_serde")]
+    pub at: Seq,
 }
 
 impl Journal {
@@ -180,6 +221,17 @@ impl Journal {
     /// tier's feed, or none.
     pub fn config(&self) -> JournalConfig {
         JournalConfig { mode: self.mode, voters: self.voters.to_vec(), learners: self.feed.into_iter().collect() }
+    }
+
+    /// The voters of the next configuration while a seat move is in progress.
+    pub fn next_voters(&self) -> Option<Vec<NodeId>> {
+        let m = self.moving?;
+        Some(self.voters.iter().map(|&v| if v == m.from { m.to } else { v }).collect())
+    }
+
+    /// Whether the journal is live and a seat of it is moving to `node`.
+    pub fn is_joining(&self, node: NodeId) -> bool {
+        self.is_live() && self.moving.is_some_and(|m| m.to == node)
     }
 
     /// Whether `config` is [`config`](Self::config) (compared in place, no copy).
@@ -220,7 +272,7 @@ struct Index {
     journal_names: BTreeMap<TenantId, BTreeMap<JournalName, JournalId>>,
     /// The request ids of the window, oldest first.
     verdict_order: VecDeque<(Seq, RequestId)>,
-    /// Live journals where the node is a voter.
+    /// Live journals where the node is a voter, or the target of a seat move in progress.
     load: BTreeMap<NodeId, usize>,
     live_journals: BTreeMap<TenantId, u32>,
     live_keys: BTreeMap<KeyScope, u32>,
@@ -388,7 +440,7 @@ impl Directory {
         self.state.journals.values().filter(move |j| j.is_placed_on(node))
     }
 
-    /// How many live journals have `node` as a voter.
+    /// How many seats of live journals `node` holds, or is the target of a move for.
     pub fn load(&self, node: NodeId) -> usize {
         self.index.load.get(&node).copied().unwrap_or(0)
     }
@@ -472,6 +524,14 @@ impl Directory {
                 let new = NewJournal { tenant, journal, name, mode, voters };
                 self.create_journal(at, new, Some(tier))
             }
+            Command::Admit { id, role, bus_address, zone, incarnation } => {
+                self.register(at, id, role, None, bus_address, zone, Some(incarnation))
+            }
+            Command::Rejoin { old, new, bus_address, zone, incarnation } => {
+                self.rejoin(at, old, new, bus_address, zone, incarnation)
+            }
+            Command::MoveSeat { journal, from, to } => self.move_seat(at, journal, from, to),
+            Command::MoveDone { journal, epoch } => self.move_done(journal, epoch),
         };
         match result {
             Ok(accepted) => Verdict::Accepted(accepted),
@@ -512,6 +572,9 @@ impl Directory {
                     standing: Standing::Registered,
                     registered_at: at,
                     tier: None,
+                    incarnation: None,
+                    replaced_by: None,
+                    replaces: None,
                 },
             );
         }
@@ -527,10 +590,12 @@ impl Directory {
         bus_address: BusAddress,
         zone: Zone,
     ) -> Result<Accepted, Refusal> {
-        self.register(at, id, role, None, bus_address, zone)
+        self.register(at, id, role, None, bus_address, zone, None)
     }
 
-    /// `RegisterMachine`'s rules; `tier` is `Some` for a `RegisterReplica` (its tier is known).
+    /// `RegisterMachine`'s rules; `tier` is `Some` for a `RegisterReplica` (its tier is known),
+    /// `incarnation` for an `Admit` (recorded the first time, refused when another is).
+    #[allow(clippy::too_many_arguments)]
     fn register(
         &mut self,
         at: Seq,
@@ -539,6 +604,7 @@ impl Directory {
         tier: Option<TierName>,
         bus_address: BusAddress,
         zone: Zone,
+        incarnation: Option<Incarnation>,
     ) -> Result<Accepted, Refusal> {
         if let Some(t) = self.tier_fed_at(id) {
             return Err(Refusal::MachineIsAFeed { machine: id, tier: t.name.clone() });
@@ -553,12 +619,31 @@ impl Directory {
             if tier.is_some() && m.tier != tier {
                 return Err(Refusal::TierChange { machine: id, registered: m.tier.clone() });
             }
+            if let (Some(recorded), Some(offered)) = (m.incarnation, incarnation)
+                && recorded != offered
+            {
+                return Err(Refusal::IncarnationChanged { machine: id, recorded, offered });
+            }
             m.bus_address = bus_address;
             m.zone = zone;
+            m.incarnation = m.incarnation.or(incarnation);
             return Ok(Accepted::MachineRegistered { machine: id, updated: true });
         }
         let standing = Standing::Registered;
-        self.state.machines.insert(id, Machine { id, role, bus_address, zone, standing, registered_at: at, tier });
+        let (replaced_by, replaces) = (None, None);
+        let machine = Machine {
+            id,
+            role,
+            bus_address,
+            zone,
+            standing,
+            registered_at: at,
+            tier,
+            incarnation,
+            replaced_by,
+            replaces,
+        };
+        self.state.machines.insert(id, machine);
         Ok(Accepted::MachineRegistered { machine: id, updated: false })
     }
 
@@ -573,7 +658,7 @@ impl Directory {
         if !self.state.tiers.contains_key(&tier) {
             return Err(Refusal::UnknownTier { tier });
         }
-        self.register(at, id, Role::Replica, Some(tier), bus_address, zone)
+        self.register(at, id, Role::Replica, Some(tier), bus_address, zone, None)
     }
 
     fn create_tier(&mut self, at: Seq, tier: TierName, feed: NodeId) -> Result<Accepted, Refusal> {
@@ -692,9 +777,11 @@ impl Directory {
             *self.index.load.entry(*v).or_insert(0) += 1;
         }
         self.index.journal_names.entry(tenant).or_default().insert(name.clone(), journal);
+        let (epoch, moving, deleted_at) = (Epoch(0), None, None);
+        let voters_here = voters.as_slice().into();
         self.state.journals.insert(
             key,
-            Journal { key, name, mode, voters: voters.as_slice().into(), tier, feed, created_at: at, deleted_at: None },
+            Journal { key, name, mode, voters: voters_here, tier, feed, created_at: at, deleted_at, epoch, moving },
         );
         Ok(Accepted::JournalCreated { key, voters, at })
     }
@@ -703,13 +790,22 @@ impl Directory {
     fn check_voters(&self, voters: &[NodeId]) -> Result<(), VoterRefusal> {
         voter_shape(voters, self.limits().voters_max)?;
         for &node in voters {
-            let m = self.state.machines.get(&node).ok_or(VoterRefusal::Unknown { node })?;
-            if m.role != Role::Node {
-                return Err(VoterRefusal::NotANode { node, role: m.role });
-            }
-            if m.standing != Standing::Registered {
-                return Err(VoterRefusal::NotInService { node, standing: m.standing });
-            }
+            self.check_seat(node)?;
+        }
+        Ok(())
+    }
+
+    /// Whether `node` may take a new seat: a known node, not replaced, standing `Registered`.
+    fn check_seat(&self, node: NodeId) -> Result<(), VoterRefusal> {
+        let m = self.state.machines.get(&node).ok_or(VoterRefusal::Unknown { node })?;
+        if m.role != Role::Node {
+            return Err(VoterRefusal::NotANode { node, role: m.role });
+        }
+        if let Some(by) = m.replaced_by {
+            return Err(VoterRefusal::Replaced { node, by });
+        }
+        if m.standing != Standing::Registered {
+            return Err(VoterRefusal::NotInService { node, standing: m.standing });
         }
         Ok(())
     }
@@ -729,7 +825,7 @@ impl Directory {
         let key = JournalKey { tenant, journal };
         if let Some(j) = self.state.journals.get_mut(&key) {
             j.deleted_at = Some(at);
-            for v in &j.voters {
+            for v in j.voters.iter().chain(j.moving.as_ref().map(|m| &m.to)) {
                 decrement(&mut self.index.load, *v);
             }
         }
@@ -758,6 +854,16 @@ impl Directory {
                 && (m.role != Role::Replica || !state.tiers.contains_key(tier))
             {
                 return Err(Inconsistent("a machine on a tier that is not a replica or not a tier"));
+            }
+            if let Some(by) = m.replaced_by
+                && (m.standing != Standing::Retired || state.machines.get(&by).and_then(|n| n.replaces) != Some(*id))
+            {
+                return Err(Inconsistent("a replaced machine not retired, or not named by its replacement"));
+            }
+            if let Some(old) = m.replaces
+                && state.machines.get(&old).and_then(|o| o.replaced_by) != Some(*id)
+            {
+                return Err(Inconsistent("a replacement its old identity does not name"));
             }
         }
         for (id, t) in &state.tenants {
@@ -800,9 +906,14 @@ impl Directory {
                     return Err(Inconsistent("two live journals share a name"));
                 }
                 *index.live_journals.entry(key.tenant).or_insert(0) += 1;
-                for v in &j.voters {
+                for v in j.voters.iter().chain(j.moving.as_ref().map(|m| &m.to)) {
                     *index.load.entry(*v).or_insert(0) += 1;
                 }
+            }
+            if let Some(m) = &j.moving
+                && (m.epoch != j.epoch.next() || !j.voters.contains(&m.from) || j.voters.contains(&m.to))
+            {
+                return Err(Inconsistent("a seat move that is not from a voter to a non-voter at the next epoch"));
             }
         }
         let mut order: Vec<(Seq, RequestId)> = state.verdicts.iter().map(|(id, j)| (j.at, *id)).collect();
@@ -816,6 +927,13 @@ impl Directory {
         }
         index.verdict_order = order.into();
         Ok(Directory { state, index })
+    }
+
+    /// The directory as a format 2 checkpoint (the format before issue 34), for the tests of
+    /// the upgrade; `None` when it holds what format 2 cannot say.
+    #[doc(hidden)]
+    pub fn checkpoint_v2(&self) -> Option<Vec<u8>> {
+        v2::encode(&self.state)
     }
 
     /// Whether the derived index agrees with a rebuild from the state (tests call it after
@@ -880,6 +998,9 @@ impl Checkpointable for Directory {
 
     fn restore(bytes: &[u8]) -> Result<Self, RestoreError> {
         let (&version, body) = bytes.split_first().ok_or(RestoreError::Empty)?;
+        if version == v2::VERSION {
+            return Self::reindex(v2::restore(body)?);
+        }
         if version != CHECKPOINT_VERSION {
             return Err(RestoreError::UnknownVersion(version));
         }

@@ -8,7 +8,8 @@
 //!   the verdict of every recent request; every command is judged there and refused in place
 //!   when invalid; it is [`paros_client::Checkpointable`], so every reader folds it with the same
 //!   [`paros_client::Folder`] and meets checkpoints the same way;
-//! - [`placement`]: which nodes vote for a new journal;
+//! - [`placement`]: which nodes vote for a new journal; [`planner`]: which seats move next
+//!   (drain, heal, rebalance), sans-IO;
 //! - [`Coordinator`]: the registry's writer logic, sans-IO — requests in, records to append
 //!   out, answers read from the fold, checkpoint-and-truncate through
 //!   [`paros_client::Checkpointer`];
@@ -25,18 +26,20 @@ pub mod follow;
 pub mod follower;
 pub mod names;
 pub mod placement;
+pub mod planner;
 mod seq_serde;
 pub mod term;
 pub mod verdict;
 
 pub use command::{
-    COMMAND_VERSION, CellId, Command, DecodeError, KeyScope, Limits, Member, Quotas, Record, RequestId, Role, Standing,
-    TenantStatus,
+    COMMAND_VERSION, CellId, Command, DecodeError, Epoch, Incarnation, KeyScope, Limits, Member, Quotas, Record,
+    RequestId, Role, Standing, TenantStatus,
 };
 pub use coordinator::{Answer, Coordinator, CoordinatorConfig, CoordinatorError, Op, Reply, Request, Stats, Submitted};
 pub use directory::{
-    Cell, Directory, Journal, Judged, Machine, RestoreError, SharedDirectory, SigningKey, Tenant, Tier,
+    Cell, Directory, Journal, Judged, Machine, RestoreError, SeatMove, SharedDirectory, SigningKey, Tenant, Tier,
 };
 pub use names::{BusAddress, JournalName, KeyId, NameError, TenantName, TierName, TokenId, Zone};
 pub use placement::{Candidate, PlacementError, place};
-pub use verdict::{Accepted, LimitField, Refusal, Verdict, VoterRefusal};
+pub use planner::{PlanConfig, PlannedMove, Seen, Why, plan};
+pub use verdict::{Accepted, LimitField, MoveRefusal, Refusal, Verdict, VoterRefusal};

@@ -1,17 +1,20 @@
 //! Placement: which nodes vote for a new journal. A pure function of the directory.
 //!
-//! The eligible nodes are the registered `Node` machines standing `Registered` (draining and
-//! retired nodes take nothing new). Voters are picked one at a time, each time the candidate
-//! with the smallest `(load, voters already picked in its zone, id)`:
-//! - **least loaded first**: load is the count of live journals the node votes for, plus what
-//!   the caller adds for placements decided but not yet folded;
-//! - **then spread across zones**: among equally loaded nodes, one in a zone not yet used wins,
-//!   so a journal on a balanced cell survives the loss of a zone when the cell has enough zones;
+//! The eligible nodes are every registered `Node` machine standing `Registered` — the founders
+//! and every machine admitted since; draining, retired and replaced nodes take nothing new
+//! (a replaced node is retired). Voters are picked one at a time, each time the candidate with
+//! the smallest `(voters already picked in its zone, load, id)`:
+//! - **spread across zones first**: a node in a zone not yet used wins, so a journal survives
+//!   the loss of a zone whenever the cell has as many zones as the journal has voters;
+//! - **then least loaded**: load is the count of seats the node holds or is being moved to
+//!   ([`Directory::load`]), plus what the caller adds for placements decided but not yet
+//!   folded;
 //! - **then by id**, so the choice is deterministic (the coordinator decides placement, every
 //!   reader only checks it).
 //!
 //! The voters come back sorted by id: the set is what matters, and one spelling of it keeps
-//! the records canonical.
+//! the records canonical. Moving seats of existing journals (drain, heal, rebalance) is the
+//! [`crate::planner`]'s, by the same order.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -75,7 +78,7 @@ pub fn place(candidates: &[Candidate], want: usize) -> Result<Vec<NodeId>, Place
         let pick = candidates
             .iter()
             .filter(|c| !chosen.contains(&c.id))
-            .min_by_key(|c| (c.load, zone_uses.get(&c.zone).copied().unwrap_or(0), c.id))
+            .min_by_key(|c| (zone_uses.get(&c.zone).copied().unwrap_or(0), c.load, c.id))
             .ok_or(PlacementError::TooFewNodes { wanted: want, eligible })?;
         chosen.insert(pick.id);
         *zone_uses.entry(&pick.zone).or_insert(0) += 1;

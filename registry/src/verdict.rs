@@ -7,7 +7,7 @@ use paros_client::Seq;
 use paros_core::ids::{JournalKey, NodeId, TenantId};
 use serde::{Deserialize, Serialize};
 
-use crate::command::{CellId, KeyScope, Role, Standing, TenantStatus};
+use crate::command::{CellId, Epoch, Incarnation, KeyScope, Role, Standing, TenantStatus};
 use crate::names::{JournalName, KeyId, TenantName, TierName};
 
 /// The fold's judgement of one request.
@@ -87,6 +87,27 @@ pub enum Accepted {
     TierCreated {
         tier: TierName,
         feed: NodeId,
+    },
+    // Issue 34. (An `Admit` is answered `MachineRegistered`.)
+    /// A `Rejoin`: `old` is retired and replaced by `new`.
+    Rejoined {
+        old: NodeId,
+        new: NodeId,
+    },
+    /// A `MoveSeat` recorded: the journal's next configuration is its voters with `from`
+    /// replaced by `to`, at `epoch`.
+    SeatMoving {
+        key: JournalKey,
+        from: NodeId,
+        to: NodeId,
+        epoch: Epoch,
+    },
+    /// A `MoveDone`: the journal's voters are the move's target at `epoch`. `already`: the
+    /// move was recorded done before (a re-driven completion changes nothing).
+    SeatMoved {
+        key: JournalKey,
+        epoch: Epoch,
+        already: bool,
     },
 }
 
@@ -201,6 +222,44 @@ pub enum Refusal {
         machine: NodeId,
         registered: Option<TierName>,
     },
+    // Issue 34.
+    /// `Admit` under an id recorded with another incarnation: the store is not the one that
+    /// id's promises were made with; the machine joins again only as a new identity (`Rejoin`).
+    IncarnationChanged {
+        machine: NodeId,
+        recorded: Incarnation,
+        offered: Incarnation,
+    },
+    /// `Rejoin` of a machine already replaced by `by`.
+    AlreadyReplaced {
+        machine: NodeId,
+        by: NodeId,
+    },
+    /// `Rejoin` under an id that is, or was, a machine's: a new identity is new.
+    IdentityTaken {
+        machine: NodeId,
+    },
+    /// A `MoveSeat` or `MoveDone` breaks a rule.
+    Move(MoveRefusal),
+}
+
+/// Why a seat move (or its completion) is refused.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum MoveRefusal {
+    /// No live journal has this key.
+    UnknownJournal { key: JournalKey },
+    /// A move of the journal to `epoch` is recorded and not done: one move at a time.
+    InProgress { key: JournalKey, epoch: Epoch },
+    /// `node` holds no seat of the journal.
+    NotAVoter { key: JournalKey, node: NodeId },
+    /// `node` holds a seat of the journal already: two seats on one machine are one.
+    AlreadyAVoter { key: JournalKey, node: NodeId },
+    /// The target cannot take a seat: unknown, not a node, draining, retired or replaced.
+    Target(VoterRefusal),
+    /// A `MoveDone` with no move of the journal in progress (and not the epoch it is at).
+    NotMoving { key: JournalKey },
+    /// A `MoveDone` naming another epoch than the move in progress.
+    WrongEpoch { key: JournalKey, pending: Epoch, offered: Epoch },
 }
 
 /// The limit `InitCell` set to zero.
@@ -240,5 +299,11 @@ pub enum VoterRefusal {
     NotInService {
         node: NodeId,
         standing: Standing,
+    },
+    /// The machine is an old identity, replaced by `by` (its store was wiped): it never votes
+    /// again.
+    Replaced {
+        node: NodeId,
+        by: NodeId,
     },
 }

@@ -78,7 +78,23 @@ proptest! {
         bytes in prop::collection::vec(any::<u8>(), 0..64),
     ) {
         if let Ok(dir) = Directory::restore(&bytes) {
-            prop_assert_eq!(dir.checkpoint(), bytes, "whatever restores is canonical");
+            let canonical = dir.checkpoint() == bytes || dir.checkpoint_v2().as_ref() == Some(&bytes);
+            prop_assert!(canonical, "whatever restores is canonical (in its format, 3 or 2)");
+        }
+    }
+
+    /// A directory that format 2 can say (no incarnation, no replacement, no move) restores
+    /// from its format 2 checkpoint to the same directory: a registry truncated behind a
+    /// checkpoint written before issue 34 still folds.
+    #[test]
+    fn a_format_2_checkpoint_restores_to_the_same_directory(records in records()) {
+        let dir = fold_all(&records);
+        if let Some(old) = dir.checkpoint_v2() {
+            prop_assert_eq!(old[0], 2, "format 2");
+            prop_assert_eq!(Directory::restore(&old), Ok(dir.clone()), "restores to the same directory");
+            let mut trailing = old.clone();
+            trailing.push(0);
+            prop_assert_eq!(Directory::restore(&trailing), Err(RestoreError::Trailing(1)), "trailing bytes refused");
         }
     }
 }

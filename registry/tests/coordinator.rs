@@ -41,7 +41,9 @@ fn create_op(id: u128, tenant: u64, journal: u64, name: &str) -> Request {
 fn formed(nodes: u64, config: CoordinatorConfig) -> (Coordinator, Log) {
     let mut c = coordinator(config);
     let mut log = Log::default();
-    c.submit(req(1, init_cell(vec![member(1, "a")])));
+    // Node n in zone ["a", "b", "c"][n % 3], node 1 included: six nodes are two per zone
+    // (placement spreads zones before load, so an uneven zone would draw every journal).
+    c.submit(req(1, init_cell(vec![member(1, "b")])));
     for n in 2..=nodes {
         c.submit(req(u128::from(n), register(n, Role::Node, ["a", "b", "c"][n as usize % 3])));
     }

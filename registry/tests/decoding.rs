@@ -68,10 +68,44 @@ fn every_command_round_trips() {
         sign_up(3, "c"),
         create(3, 4, "d", &[1]),
         delete(3, "d"),
+        admit(5, paros_registry::Role::Node, "e", u64::MAX),
+        rejoin(5, 6, "f", 7),
+        move_seat(3, 4, 1, 6),
+        move_done(3, 4, 1),
     ];
     for c in commands {
         let r = Record { id: RequestId(u128::MAX), command: c };
         assert_eq!(Record::decode(&r.encode()), Ok(r.clone()), "round trip of {r:?}");
         let _: Bytes = r.encode();
     }
+}
+
+/// The variants issue 34 appended keep every older variant's bytes: an old record decodes as
+/// before (`an_old_create_journal_record_still_decodes` in `command.rs`), and the new ones
+/// are numbered after `CreateJournalOnTier` (13). Their bytes are pinned here; a merge that
+/// appends other variants before them renumbers them, and must do so before any registry
+/// log holds one.
+#[test]
+fn the_issue_34_commands_are_appended_after_the_others() {
+    let cases: [(Command, u8); 4] = [
+        (admit(5, paros_registry::Role::Node, "e", 9), 14),
+        (rejoin(5, 6, "f", 7), 15),
+        (move_seat(3, 4, 1, 6), 16),
+        (move_done(3, 4, 1), 17),
+    ];
+    for (command, index) in cases {
+        let bytes = encode(5, command.clone());
+        assert_eq!(bytes[..3], [COMMAND_VERSION, 5, index], "{command:?} is variant {index}");
+    }
+    // MoveSeat, byte for byte: tenant 3, journal 4, from 1, to 6.
+    let bytes = [COMMAND_VERSION, 5, 16, 3, 4, 1, 6];
+    let want = Record { id: RequestId(5), command: move_seat(3, 4, 1, 6) };
+    assert_eq!(Record::decode(&bytes), Ok(want.clone()), "decodes");
+    assert_eq!(want.encode()[..], bytes[..], "and is what this build writes");
+    // A MoveDone cut short is malformed under its id; one with a byte more is trailing.
+    let done = encode(5, move_done(3, 4, 1));
+    assert!(matches!(Record::decode(&done[..done.len() - 1]), Err(DecodeError::Malformed { id: Some(_), .. })));
+    let mut longer = done.to_vec();
+    longer.push(0);
+    assert_eq!(Record::decode(&longer), Err(DecodeError::Trailing { extra: 1, id: RequestId(5) }));
 }

@@ -1,4 +1,4 @@
-//! Placement: least loaded first, then spread across zones, then by id; too few nodes is a
+//! Placement: spread across zones first, then least loaded, then by id; too few nodes is a
 //! typed error.
 
 mod common;
@@ -74,4 +74,22 @@ fn only_registered_nodes_in_service_are_candidates_and_load_counts_live_journals
     let with_pending = candidates(&b.dir, &pending);
     assert_eq!(with_pending[3].load, 3, "pending placements count as load");
     assert_eq!(b.dir.journals_on(NodeId(1)).count(), 1, "node 1 holds one live journal");
+}
+
+#[test]
+fn placement_uses_admitted_nodes_and_spreads_zones_before_load() {
+    let mut b = Book::formed();
+    assert!(b.run(create(100, 1, "x", &[1, 2, 3])).is_accepted());
+    assert!(b.run(admit(4, Role::Node, "a", 40)).is_accepted());
+    assert!(b.run(admit(5, Role::Node, "a", 50)).is_accepted());
+    let c = candidates(&b.dir, &BTreeMap::new());
+    let picked = place(&c, 3).expect("placed");
+    // Zone a has three nodes (1 loaded, 4 and 5 empty); b and c one loaded node each.
+    assert_eq!(picked, vec![NodeId(2), NodeId(3), NodeId(4)], "one per zone, then the least loaded of zone a");
+}
+
+#[test]
+fn zones_are_spread_before_load() {
+    let c = [cand(1, "a", 0), cand(2, "a", 0), cand(3, "b", 5)];
+    assert_eq!(place(&c, 2), Ok(ids(&[1, 3])), "a loaded node of another zone wins over an empty one of a used zone");
 }

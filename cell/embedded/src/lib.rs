@@ -114,9 +114,10 @@ impl CellError {
     #[must_use]
     pub fn exit_code(&self) -> i32 {
         match self {
-            CellError::Boot { source: BootError::Wiped(_) | BootError::WrongIdentity { .. }, .. } => {
-                shell::EXIT_REFUSED
-            }
+            CellError::Boot {
+                source: BootError::Wiped(_) | BootError::WrongIdentity { .. } | BootError::WrongIncarnation { .. },
+                ..
+            } => shell::EXIT_REFUSED,
             CellError::Manifest(..) | CellError::Place(_) | CellError::AlreadyFormed(_) | CellError::Refused(_) => 2,
             CellError::Store(_) | CellError::NodeFault(_) | CellError::Dir(..) => shell::EXIT_STORAGE_FAULT,
             _ => 1,

@@ -14,4 +14,5 @@ pub mod timing;
 pub use fetch::{FetchJob, Fetched};
 pub use host::{BootError, Clocked, Early, Host, HostStats, LifeEvent, Owed, PendingRound, PlaceError, RoundOutput};
 pub use mem_store::MemStore;
+pub use ports::Incarnation;
 pub use pump::{Effects, Persist, Pump};

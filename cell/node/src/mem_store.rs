@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use paros_core::{Durable, JournalConfig, JournalKey, LogEntry, NodeId, Slot, WriteOp};
 
-use crate::ports::{LogRead, LogStore, Placement, StoreError, StoreOp, StoredJournal};
+use crate::ports::{Incarnation, LogRead, LogStore, Placement, StoreError, StoreOp, StoredJournal};
 
 /// A change written and not yet synced, in write order.
 #[derive(Debug)]
@@ -18,6 +18,7 @@ enum Unsynced {
 #[derive(Debug, Default)]
 struct Disk {
     identity: Option<NodeId>,
+    incarnation: Option<Incarnation>,
     configs: BTreeMap<JournalKey, JournalConfig>,
     synced: BTreeMap<JournalKey, Durable>,
     unsynced: Vec<Unsynced>,
@@ -113,6 +114,23 @@ impl LogStore for MemStore {
     fn set_identity(&mut self, node: NodeId) -> Result<(), StoreError> {
         self.disk.lock().expect("disk lock").identity = Some(node);
         Ok(())
+    }
+
+    fn incarnation(&self) -> Result<Option<Incarnation>, StoreError> {
+        Ok(self.disk.lock().expect("disk lock").incarnation)
+    }
+
+    fn set_incarnation(&mut self, incarnation: Incarnation) -> Result<(), StoreError> {
+        let mut d = self.disk.lock().expect("disk lock");
+        match d.incarnation {
+            Some(recorded) if recorded != incarnation => {
+                Err(StoreError::IncarnationTaken { recorded, offered: incarnation })
+            }
+            _ => {
+                d.incarnation = Some(incarnation);
+                Ok(())
+            }
+        }
     }
 
     fn place(&mut self, placements: &[Placement]) -> Result<(), StoreError> {

@@ -7,6 +7,28 @@ use std::sync::Arc;
 use paros_core::{Durable, JournalConfig, JournalKey, LogEntry, Message, NodeId, Slot, WriteOp};
 use serde::{Deserialize, Serialize};
 
+/// A store's incarnation: a random non-zero id recorded once, when the store first takes its
+/// machine's identity. A machine id names a machine; the incarnation names the one store whose
+/// promises that id made. A wiped store under a known id has none (it refuses to boot,
+/// [`crate::BootError::Wiped`]); a foreign or re-formatted one has another
+/// ([`crate::BootError::WrongIncarnation`]). The registry records each machine's incarnation.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+pub struct Incarnation(pub u64);
+
+impl Incarnation {
+    /// The incarnation minted from a boot's fresh `seed` for machine `node`: a non-zero
+    /// mix of both (splitmix64), so two stores formatted under one id differ whenever their
+    /// boots' seeds differ.
+    #[must_use]
+    pub fn mint(seed: u64, node: NodeId) -> Incarnation {
+        let mut z = seed ^ node.0.rotate_left(32) ^ 0x9e37_79b9_7f4a_7c15;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        Incarnation(z.max(1))
+    }
+}
+
 /// A storage fault. Unknown, not "not done": the process must stop and recover from disk.
 ///
 /// One variant per reason; the engine's or the file system's own error, where there is one,
@@ -65,6 +87,9 @@ pub enum StoreError {
     /// The store records another machine identity: the promises on disk were made under it.
     #[error("store already belongs to node {recorded}, refusing to record {offered}")]
     IdentityTaken { recorded: NodeId, offered: NodeId },
+    /// The store records another incarnation: it was formatted once, and only once.
+    #[error("store already has incarnation {recorded:?}, refusing to record {offered:?}")]
+    IncarnationTaken { recorded: Incarnation, offered: Incarnation },
     /// The store's format marker names a layout this build does not read.
     #[error("storage format {found} is not the supported {supported}")]
     Format { found: u32, supported: u32 },
@@ -226,6 +251,27 @@ pub trait LogStore: LogRead + Send + 'static {
     /// # Errors
     /// Any storage fault.
     fn set_identity(&mut self, node: NodeId) -> Result<(), StoreError>;
+
+    /// The store's incarnation, recorded once with its first identity (or, for a store an
+    /// older build formatted, at its first boot by this one): a wiped or re-formatted store
+    /// reads back another one, or none. `None` by default: a store that records none (the
+    /// simulation's disk, for now).
+    ///
+    /// # Errors
+    /// A read fault or an incarnation that does not decode.
+    fn incarnation(&self) -> Result<Option<Incarnation>, StoreError> {
+        Ok(None)
+    }
+
+    /// Records the store's incarnation (once) and makes it durable. The default records
+    /// nothing (see [`LogStore::incarnation`]).
+    ///
+    /// # Errors
+    /// Any storage fault; [`StoreError::IncarnationTaken`] for a store that records another.
+    fn set_incarnation(&mut self, incarnation: Incarnation) -> Result<(), StoreError> {
+        let _ = incarnation;
+        Ok(())
+    }
 
     /// Places and removes journals: a `Put` records a journal's configuration, a `Remove`
     /// deletes its configuration and every row it holds (promise, state, log). Applied in

@@ -426,6 +426,32 @@ fn a_wiped_store_under_an_existing_identity_refuses_to_boot() {
 }
 
 #[test]
+fn the_store_incarnation_is_minted_once_and_checked() {
+    let disk = MemStore::new();
+    let id = NodeId(0x51);
+    let host = Host::boot(disk.clone(), None, id, tunables(), 1).unwrap();
+    let first = host.incarnation().expect("minted at first boot");
+    drop(host);
+    let host = Host::boot(disk.clone(), Some(id), NodeId(0x52), tunables(), 2).unwrap();
+    assert_eq!(host.incarnation(), Some(first), "a later boot (another seed) keeps it");
+    assert!(host.check_incarnation(Some(first)).is_ok() && host.check_incarnation(None).is_ok());
+    drop(host);
+    disk.wipe();
+    let host = Host::boot(disk.clone(), None, id, tunables(), 3).unwrap();
+    assert_ne!(host.incarnation(), Some(first), "a store formatted again under the same id is another one");
+    assert!(
+        matches!(host.check_incarnation(Some(first)), Err(BootError::WrongIncarnation { node, .. }) if node == id),
+        "and is refused against the recorded one"
+    );
+    assert_ne!(
+        paros_node::Incarnation::mint(1, NodeId(1)),
+        paros_node::Incarnation::mint(1, NodeId(2)),
+        "the mint mixes in the id"
+    );
+    assert_ne!(paros_node::Incarnation::mint(0, NodeId(0)).0, 0, "never zero");
+}
+
+#[test]
 fn a_failed_sync_fails_the_round_and_nothing_leaves() {
     let mut cell = Cell::new(1);
     let k = key(0);

@@ -12,6 +12,8 @@ pub(crate) const LOG_LEN: usize = 24;
 pub(crate) const META_FORMAT: &[u8] = b"format";
 /// The `meta` key of the machine identity.
 pub(crate) const META_IDENTITY: &[u8] = b"identity";
+/// The `meta` key of the store's incarnation (`u64` big-endian, raw).
+pub(crate) const META_INCARNATION: &[u8] = b"incarnation";
 /// The `meta` key the reclaimer writes after dropping tables (see `reclaim`).
 pub(crate) const META_RECLAIMED: &[u8] = b"reclaimed";
 /// The `meta` key prefix of journal configs: `config/ ‖ tenant ‖ journal`.

@@ -19,6 +19,7 @@
 //! | `anchor` | `tenant ‖ journal ‖ slot` | `JournalState` before `slot` (a fold checkpoint) |
 //! | `meta` | `format` | format marker, `u32` big-endian (raw, not postcard) = [`FORMAT`] |
 //! | `meta` | `identity` | `NodeId` |
+//! | `meta` | `incarnation` | the store's `Incarnation`, `u64` big-endian (raw), written once with the identity |
 //! | `meta` | `config/ ‖ tenant ‖ journal` | `JournalConfig` |
 //! | `meta` | `reclaimed` | passes of the reclaimer that dropped tables since open, `u64` big-endian (raw) |
 //!

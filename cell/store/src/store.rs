@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use fjall::{Database, PersistMode};
 use paros_core::{Durable, JournalConfig, JournalKey, LogEntry, NodeId, Slot, WriteOp};
-use paros_node::ports::{LogRead, LogStore, Placement, StoreError, StoreOp, StoredJournal};
+use paros_node::ports::{Incarnation, LogRead, LogStore, Placement, StoreError, StoreOp, StoredJournal};
 
 use crate::apply::{self, Applier, Pace, Shared};
 use crate::error::{corrupt, engine};
@@ -275,6 +275,30 @@ impl LogStore for FjallStore {
             None => {}
         }
         self.spaces.meta.insert(keys::META_IDENTITY, encode(&node, "identity")?).map_err(engine(StoreOp::Write))?;
+        self.persist()
+    }
+
+    fn incarnation(&self) -> Result<Option<Incarnation>, StoreError> {
+        let key = keys::META_INCARNATION;
+        match self.spaces.meta.get(key).map_err(engine(StoreOp::Read))? {
+            Some(raw) => {
+                let raw: [u8; 8] = raw.as_ref().try_into().map_err(|_| corrupt("incarnation", key))?;
+                Ok(Some(Incarnation(u64::from_be_bytes(raw))))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Records `incarnation` and syncs. Idempotent for the one already recorded; refuses
+    /// ([`StoreError::IncarnationTaken`]) another: a store is formatted once.
+    fn set_incarnation(&mut self, incarnation: Incarnation) -> Result<(), StoreError> {
+        match self.incarnation()? {
+            Some(have) if have == incarnation => return Ok(()),
+            Some(recorded) => return Err(StoreError::IncarnationTaken { recorded, offered: incarnation }),
+            None => {}
+        }
+        let raw = incarnation.0.to_be_bytes();
+        self.spaces.meta.insert(keys::META_INCARNATION, raw).map_err(engine(StoreOp::Write))?;
         self.persist()
     }
 

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use common::{config, jk, loaded, model, noop, state, write};
 use paros_core::{Ballot, JournalKey, NodeId, Slot, WriteOp};
-use paros_node::ports::{LogStore, Placement, StoreError, StoreOp};
+use paros_node::ports::{Incarnation, LogStore, Placement, StoreError, StoreOp};
+use paros_node::{BootError, Host};
 use paros_store::{FORMAT, FjallStore, StoreStats};
 
 fn b(round: u64, node: u64) -> Ballot {
@@ -174,6 +175,52 @@ fn identity_round_trips_and_is_never_replaced() {
     let store = FjallStore::open(dir.path()).unwrap();
     assert!(!store.is_fresh());
     assert_eq!(store.identity().unwrap(), Some(NodeId(0xabcd)));
+}
+
+#[test]
+fn the_incarnation_round_trips_and_is_never_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = FjallStore::open(dir.path()).unwrap();
+    assert_eq!(store.incarnation().unwrap(), None, "a fresh store has none yet");
+    store.set_incarnation(Incarnation(0x1ca7)).unwrap();
+    store.set_incarnation(Incarnation(0x1ca7)).unwrap();
+    match store.set_incarnation(Incarnation(2)) {
+        Err(StoreError::IncarnationTaken { recorded, offered }) => {
+            assert_eq!((recorded, offered), (Incarnation(0x1ca7), Incarnation(2)), "the first one stays")
+        }
+        other => panic!("expected the incarnation to be refused, got {other:?}"),
+    }
+    drop(store);
+    let store = FjallStore::open(dir.path()).unwrap();
+    assert_eq!(store.incarnation().unwrap(), Some(Incarnation(0x1ca7)), "durable across a reopen");
+}
+
+/// A host formats a fresh store with an incarnation, reads the same one back at every boot,
+/// and a store formatted again under the same id (its identity handed over by hand) is told
+/// apart by it: the shell refuses it like a wiped one.
+#[test]
+fn a_host_records_the_incarnation_once_and_a_reformatted_store_is_foreign() {
+    let tunables = paros_core::Tunables::default();
+    let id = NodeId(0x77);
+    let first = tempfile::tempdir().unwrap();
+    let host = Host::boot(FjallStore::open(first.path()).unwrap(), None, id, tunables, 11).unwrap();
+    let recorded = host.incarnation().expect("the fjall store records an incarnation");
+    drop(host);
+    let host = Host::boot(FjallStore::open(first.path()).unwrap(), Some(id), NodeId(1), tunables, 12).unwrap();
+    assert_eq!(host.incarnation(), Some(recorded), "a later boot reads the same incarnation back");
+    assert!(host.check_incarnation(Some(recorded)).is_ok(), "its own incarnation passes");
+    drop(host);
+    let wiped = tempfile::tempdir().unwrap();
+    let refused = Host::boot(FjallStore::open(wiped.path()).unwrap(), Some(id), NodeId(2), tunables, 13);
+    assert!(matches!(refused, Err(BootError::Wiped(w)) if w == id), "an empty store under a known id is refused");
+    let again = Host::boot(FjallStore::open(wiped.path()).unwrap(), None, id, tunables, 14).unwrap();
+    assert_ne!(again.incarnation(), Some(recorded), "formatted again: another incarnation");
+    match again.check_incarnation(Some(recorded)) {
+        Err(BootError::WrongIncarnation { node, recorded: r, found }) => {
+            assert_eq!((node, r, found), (id, recorded, again.incarnation()), "named in the refusal")
+        }
+        other => panic!("expected a foreign store to be refused, got {other:?}"),
+    }
 }
 
 #[test]

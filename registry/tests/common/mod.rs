@@ -6,11 +6,11 @@ pub mod strategy;
 
 use bytes::Bytes;
 use paros_client::{Checkpointable, Seq};
-use paros_core::ids::{JournalId, NodeId, TenantId};
+use paros_core::ids::{JournalId, JournalKey, NodeId, TenantId};
 use paros_core::journal::WriterMode;
 use paros_registry::{
-    BusAddress, CellId, Command, Directory, JournalName, Limits, Member, Quotas, Record, RequestId, Role, TenantName,
-    TierName, Verdict, Zone,
+    BusAddress, CellId, Command, Directory, Epoch, Incarnation, JournalName, Limits, Member, Quotas, Record, RequestId,
+    Role, TenantName, TierName, Verdict, Zone,
 };
 
 pub fn tenant_name(s: &str) -> TenantName {
@@ -80,6 +80,32 @@ pub fn create_on(tenant: u64, journal: u64, name: &str, voters: &[u64], on: &str
 
 pub fn delete(tenant: u64, name: &str) -> Command {
     Command::DeleteJournal { tenant: TenantId(tenant), name: journal_name(name) }
+}
+
+pub fn admit(id: u64, role: Role, z: &str, incarnation: u64) -> Command {
+    Command::Admit { id: NodeId(id), role, bus_address: addr(id), zone: zone(z), incarnation: Incarnation(incarnation) }
+}
+
+pub fn rejoin(old: u64, new: u64, z: &str, incarnation: u64) -> Command {
+    Command::Rejoin {
+        old: NodeId(old),
+        new: NodeId(new),
+        bus_address: addr(new),
+        zone: zone(z),
+        incarnation: Incarnation(incarnation),
+    }
+}
+
+pub fn jkey(tenant: u64, journal: u64) -> JournalKey {
+    JournalKey { tenant: TenantId(tenant), journal: JournalId(journal) }
+}
+
+pub fn move_seat(tenant: u64, journal: u64, from: u64, to: u64) -> Command {
+    Command::MoveSeat { journal: jkey(tenant, journal), from: NodeId(from), to: NodeId(to) }
+}
+
+pub fn move_done(tenant: u64, journal: u64, epoch: u64) -> Command {
+    Command::MoveDone { journal: jkey(tenant, journal), epoch: Epoch(epoch) }
 }
 
 pub fn encode(id: u128, command: Command) -> Bytes {

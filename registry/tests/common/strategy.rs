@@ -55,6 +55,13 @@ pub fn command() -> impl Strategy<Value = Command> {
             prop::sample::select(tiers.to_vec()),
         )
             .prop_map(|(t, j, n, v, tier)| create_on(t, j, n, &v, tier)),
+        // Issue 34: incarnations collide, old identities rejoin, seats move and complete.
+        2 => (1u64..12, 0usize..3, prop::sample::select(vec!["a", "b", "c"]), 1u64..4)
+            .prop_map(|(id, role, z, i)| admit(id, [Role::Node, Role::Replica, Role::Gateway][role], z, i)),
+        1 => (1u64..8, 4u64..12, prop::sample::select(vec!["a", "b", "c"]), 1u64..4)
+            .prop_map(|(old, new, z, i)| rejoin(old, new, z, i)),
+        3 => (100u64..104, 0u64..8, 1u64..8, 1u64..10).prop_map(|(t, j, from, to)| move_seat(t, j, from, to)),
+        2 => (100u64..104, 0u64..8, 0u64..3).prop_map(|(t, j, e)| move_done(t, j, e)),
     ]
 }
 

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use paros_core::{Applied, JournalKey, NodeId, ReadAnswer, Ready, Tunables, WriteOp};
 
-use crate::ports::{Envelope, LogStore, Placement, StoreError};
+use crate::ports::{Envelope, Incarnation, LogStore, Placement, StoreError};
 use crate::rpc::NodeAnswer;
 
 mod dormancy;
@@ -160,6 +160,11 @@ pub enum BootError {
     /// The store belongs to another machine.
     #[error("the store belongs to {found:?}, not {expected:?}")]
     WrongIdentity { expected: NodeId, found: NodeId },
+    /// The store is this machine's id but another incarnation than the one recorded for it
+    /// (by its data directory or the registry): a store formatted again, or copied from
+    /// elsewhere. Its promises are not the ones this id made; it must join as a new identity.
+    #[error("the store of {node:?} is incarnation {found:?}, not the recorded {recorded:?}: a foreign store")]
+    WrongIncarnation { node: NodeId, recorded: Incarnation, found: Option<Incarnation> },
 }
 
 /// Every journal on one machine, and the machine's store.
@@ -171,6 +176,8 @@ pub enum BootError {
 #[derive(Debug)]
 pub struct Host<S: LogStore> {
     me: NodeId,
+    /// The store's incarnation, as read back at boot (`None`: the store records none).
+    incarnation: Option<Incarnation>,
     /// `None` while lent to a storage thread for a round's write and sync.
     store: Option<S>,
     tunables: Tunables,
@@ -251,8 +258,15 @@ impl<S: LogStore> Host<S> {
                 fresh
             }
         };
+        // Minted once: with the identity of a fresh store, or at the first boot by this build
+        // of a store an older one formatted (its identity is intact, so its promises are).
+        if store.incarnation()?.is_none() {
+            store.set_incarnation(Incarnation::mint(seed, me))?;
+        }
+        let incarnation = store.incarnation()?;
         let mut host = Host {
             me,
+            incarnation,
             store: Some(store),
             tunables,
             journals: BTreeMap::new(),
@@ -305,6 +319,27 @@ impl<S: LogStore> Host<S> {
     #[must_use]
     pub fn id(&self) -> NodeId {
         self.me
+    }
+
+    /// The store's incarnation, read back at boot; `None` for a store that records none.
+    #[must_use]
+    pub fn incarnation(&self) -> Option<Incarnation> {
+        self.incarnation
+    }
+
+    /// Checks the store against the incarnation recorded for this machine elsewhere (its
+    /// data directory, the registry's directory); `None` recorded checks nothing.
+    ///
+    /// # Errors
+    /// [`BootError::WrongIncarnation`] when the store is another incarnation (or none): the
+    /// shell then refuses to run (exit 78), and the machine joins again as a new identity.
+    pub fn check_incarnation(&self, recorded: Option<Incarnation>) -> Result<(), BootError> {
+        match recorded {
+            Some(recorded) if self.incarnation != Some(recorded) => {
+                Err(BootError::WrongIncarnation { node: self.me, recorded, found: self.incarnation })
+            }
+            _ => Ok(()),
+        }
     }
 
     #[must_use]
