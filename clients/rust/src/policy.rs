@@ -60,7 +60,7 @@
 //! - `UnknownJournal` as for a call, within the read's deadline too.
 //! - A page, `Truncated` or `Denied` ends the read; so do `read_attempts_max` and the
 //!   deadline, with the held page, else `UnknownJournal` if that was the last answer, else
-//!   `Unserved`.
+//!   `Unserved` carrying the furthest `applied_to` any server that did not serve it named.
 //!
 //! Answers are parsed, not trusted: a verdict that cannot answer this call (a `Won` for a
 //! Write, an `Accepted` at another seq, a view with `first_seq > next_seq`) ends the call with
@@ -605,7 +605,7 @@ impl CallPolicy {
                 }
                 self.finish(Ok(Decided::Ambiguous))
             }
-            ReadAnswer::Unserved => {
+            ReadAnswer::Unserved { .. } => {
                 self.rotation.rotate();
                 self.retry_read(elapsed)
             }
@@ -859,6 +859,9 @@ pub struct ReadPolicy {
     asked: Option<NodeId>,
     /// The server whose answer (an early page, or the one that ended it) is the read's.
     served_by: Option<NodeId>,
+    /// The furthest any server that did not serve the read said it had applied the journal:
+    /// what an `Unserved` end carries.
+    applied_to: Option<Seq>,
 }
 
 impl ReadPolicy {
@@ -912,6 +915,7 @@ impl ReadPolicy {
             done: false,
             asked: None,
             served_by: None,
+            applied_to: None,
         })
     }
 
@@ -939,7 +943,7 @@ impl ReadPolicy {
     /// read began.
     pub fn on_answer(&mut self, answer: ReadAnswer, elapsed: Duration) -> ReadStep {
         if self.done {
-            return ReadStep::Done(ReadAnswer::Unserved);
+            return ReadStep::Done(ReadAnswer::Unserved { applied_to: self.applied_to });
         }
         self.unknown = matches!(answer, ReadAnswer::UnknownJournal);
         if !self.unknown {
@@ -953,7 +957,8 @@ impl ReadPolicy {
                 self.served_by = self.asked;
                 self.next(Duration::ZERO, elapsed)
             }
-            ReadAnswer::Unserved => {
+            ReadAnswer::Unserved { applied_to } => {
+                self.applied_to = self.applied_to.max(applied_to);
                 let delay = backoff(&self.config, self.sent, &mut self.rng);
                 self.next(delay, elapsed)
             }
@@ -1009,12 +1014,13 @@ impl ReadPolicy {
     }
 
     /// The read ends without a page that serves it: the early page if one is held, else
-    /// `UnknownJournal` if that was the last answer, else `Unserved`.
+    /// `UnknownJournal` if that was the last answer, else `Unserved`, carrying the furthest
+    /// applied position a server that did not serve it named.
     fn give_up(&mut self) -> ReadStep {
         let answer = match self.early.take() {
             Some(early) => early,
             None if self.unknown => ReadAnswer::UnknownJournal,
-            None => ReadAnswer::Unserved,
+            None => ReadAnswer::Unserved { applied_to: self.applied_to },
         };
         self.finish(answer)
     }
