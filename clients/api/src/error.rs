@@ -203,9 +203,10 @@ pub struct ErrorBody {
     pub max_body_bytes: Option<u64>,
     /// On a Read's 503 `unavailable` only: how far the server that came closest to serving the
     /// read had applied the journal — the end of its applied prefix (its `next_seq`: every
-    /// record below it is applied there, the one at it is not). An `at_least` read of `min_seq
-    /// = m` that was not served within `wait_ms` says `applied_to ≤ m`. Omitted when no server
-    /// said.
+    /// record below it is applied there, the one at it is not). A server that waited out an
+    /// `at_least` read of `min_seq = m` says `applied_to ≤ m`; one that refused for another
+    /// reason (not caught up since it started, too busy) may have applied further. Omitted when
+    /// no server said.
     #[cfg_attr(feature = "openapi", schema(nullable = false, value_type = Option<crate::schema::SeqSchema>))]
     #[serde(default, deserialize_with = "crate::optional::present", skip_serializing_if = "Option::is_none")]
     pub applied_to: Option<Seq>,
