@@ -250,10 +250,10 @@ impl Reads {
     /// One tick: reads past their deadline are answered `Unserved`, carrying `applied_to`,
     /// the fold's `next_seq` (a long-poll that expires is answered by the next `poll` with an
     /// empty page). Called with every answer the fold allows already given (a `poll` since the
-    /// fold last moved), so an at-least read of `Reached(seq)` expires with `applied_to < seq`. A watermark round that has not
-    /// heard a quorum after [`WATERMARK_RETRY_TICKS`] is abandoned and its reads join the next
-    /// round (a request or a reply was lost): a later round's target is at least as high, so
-    /// the read stays linearizable.
+    /// fold last moved), so an at-least read of `Reached(seq)` expires with `applied_to < seq`.
+    /// A watermark round that has not heard a quorum after [`WATERMARK_RETRY_TICKS`] is
+    /// abandoned and its reads join the next round (a request or a reply was lost): a later
+    /// round's target is at least as high, so the read stays linearizable.
     pub fn tick(&mut self, applied_to: Seq, answers: &mut Vec<(ReadId, ReadAnswer)>) {
         self.tick += 1;
         let tick = self.tick;
