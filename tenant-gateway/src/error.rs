@@ -19,11 +19,20 @@ struct Repr {
     limits: Option<Limits>,
     /// `Retry-After`, on `over_quota`.
     retry_after: Option<Duration>,
+    /// On a Read's `unavailable`: how far the closest server had applied the journal.
+    applied_to: Option<paros_core::Seq>,
 }
 
 impl ApiError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> ApiError {
-        ApiError(Box::new(Repr { code, message: message.into(), view: None, limits: None, retry_after: None }))
+        ApiError(Box::new(Repr {
+            code,
+            message: message.into(),
+            view: None,
+            limits: None,
+            retry_after: None,
+            applied_to: None,
+        }))
     }
 
     #[must_use]
@@ -35,6 +44,14 @@ impl ApiError {
     #[must_use]
     pub fn with_limits(mut self, limits: Limits) -> ApiError {
         self.0.limits = Some(limits);
+        self
+    }
+
+    /// A Read's `unavailable` saying how far the server that came closest had applied the
+    /// journal (`None`: no server said, and the body leaves the field out).
+    #[must_use]
+    pub fn with_applied_to(mut self, applied_to: Option<paros_core::Seq>) -> ApiError {
+        self.0.applied_to = applied_to;
         self
     }
 
@@ -90,7 +107,7 @@ impl ApiError {
         if let Some(l) = self.0.limits {
             body = body.with_limits(l);
         }
-        body
+        body.with_applied_to(self.0.applied_to)
     }
 
     /// The status answered.

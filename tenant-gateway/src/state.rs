@@ -397,7 +397,7 @@ impl Gateway {
         };
         match self.read(key, params, None).await.answer {
             ReadAnswer::Page { view, .. } | ReadAnswer::Truncated { view } => Ok(view),
-            ReadAnswer::Unserved | ReadAnswer::Denied(_) => {
+            ReadAnswer::Unserved { .. } | ReadAnswer::Denied(_) => {
                 Err(ApiError::unavailable("no server could answer now; retry"))
             }
             ReadAnswer::UnknownJournal => Err(ApiError::unavailable("the journal is not placed yet; retry")),

@@ -156,6 +156,7 @@ async fn a_read_answers_within_a_few_milliseconds_of_its_wait() {
         let (s, v, took) = timed(r, &owner, "/v1/journals/orders/records?from=2&min_seq=50&wait_ms=200").await;
         assert_eq!((s, code(&v)), (StatusCode::SERVICE_UNAVAILABLE, "unavailable"), "{v}");
         assert!(window.contains(&took), "min_seq not reached: answered after {took:?}");
+        assert!(v["applied_to"].as_u64().is_some_and(|a| a <= 2), "how far the server had applied: {v}");
         let uri = "/v1/journals/orders/records?from=2&consistency=linearizable&min_seq=50&wait_ms=200";
         let (s, v, took) = timed(r, &owner, uri).await;
         assert_eq!((s, code(&v)), (StatusCode::SERVICE_UNAVAILABLE, "unavailable"), "{v}");

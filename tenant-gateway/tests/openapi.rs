@@ -186,6 +186,8 @@ async fn request_bodies_are_documented_as_strictly_as_they_are_parsed() {
         error["properties"]["view"].get("oneOf").is_none() && error["properties"]["view"]["type"] != "null",
         "absent, never null"
     );
+    assert_eq!(error["properties"]["applied_to"]["$ref"], "#/components/schemas/Seq", "a read 503's position");
+    assert!(!error["required"].as_array().unwrap().iter().any(|f| f == "applied_to"), "absent when unknown");
 
     let read = operation(&doc, "get /v1/journals/{name}/records");
     for param in read["parameters"].as_array().unwrap() {
@@ -394,6 +396,7 @@ fn samples() -> Vec<(&'static str, Vec<Value>)> {
     let mut errors: Vec<ErrorBody> = ErrorCode::ALL.iter().map(|&c| ErrorBody::new(c, "")).collect();
     errors.push(ErrorBody::new(ErrorCode::TooLarge, "over").with_view(views[0]).with_limits(limits));
     errors.push(ErrorBody::new(ErrorCode::Refused, "not the writer").with_view(views[1]));
+    errors.push(ErrorBody::new(ErrorCode::Unavailable, "not applied").with_applied_to(Some(Seq(big))));
     vec![
         ("ErrorBody", v(&errors)),
         (

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// The wire format version this build writes and the only one it reads.
-pub const WIRE_VERSION: u8 = 5;
+pub const WIRE_VERSION: u8 = 6;
 
 /// Why a bus message could not be decoded.
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]

@@ -100,7 +100,8 @@ impl Reads {
         self.pending.is_empty()
     }
 
-    /// Takes a read. Answers `Unserved` at once when `reads_max` reads already wait.
+    /// Takes a read. Answers `Unserved` at once when `reads_max` reads already wait, saying
+    /// the journal is applied up to `applied_to` here (the fold's `next_seq`).
     ///
     /// A linearizable read may wait `read_ticks_max` for its quorum round and its fold, then
     /// up to its `wait_ticks` at the tail. An at-least read waits for the journal, its position
@@ -111,11 +112,12 @@ impl Reads {
         &mut self,
         id: ReadId,
         request: ReadRequest,
+        applied_to: Seq,
         tunables: &Tunables,
         answers: &mut Vec<(ReadId, ReadAnswer)>,
     ) {
         if self.pending.len() >= tunables.reads_max as usize {
-            answers.push((id, ReadAnswer::Unserved));
+            answers.push((id, ReadAnswer::unserved_at(applied_to)));
             return;
         }
         let (stage, ticks) = match request.consistency {
@@ -245,12 +247,14 @@ impl Reads {
         }
     }
 
-    /// One tick: reads past their deadline are answered `Unserved` (a long-poll that expires
-    /// is answered by the next `poll` with an empty page). A watermark round that has not
-    /// heard a quorum after [`WATERMARK_RETRY_TICKS`] is abandoned and its reads join the next
-    /// round (a request or a reply was lost): a later round's target is at least as high, so
-    /// the read stays linearizable.
-    pub fn tick(&mut self, answers: &mut Vec<(ReadId, ReadAnswer)>) {
+    /// One tick: reads past their deadline are answered `Unserved`, carrying `applied_to`,
+    /// the fold's `next_seq` (a long-poll that expires is answered by the next `poll` with an
+    /// empty page). Called with every answer the fold allows already given (a `poll` since the
+    /// fold last moved), so an at-least read of `Reached(seq)` expires with `applied_to < seq`.
+    /// A watermark round that has not heard a quorum after [`WATERMARK_RETRY_TICKS`] is
+    /// abandoned and its reads join the next round (a request or a reply was lost): a later
+    /// round's target is at least as high, so the read stays linearizable.
+    pub fn tick(&mut self, applied_to: Seq, answers: &mut Vec<(ReadId, ReadAnswer)>) {
         self.tick += 1;
         let tick = self.tick;
         let expired: Vec<ReadId> = self
@@ -261,7 +265,7 @@ impl Reads {
             .collect();
         for id in expired {
             self.pending.remove(&id);
-            answers.push((id, ReadAnswer::Unserved));
+            answers.push((id, ReadAnswer::unserved_at(applied_to)));
         }
         let stale: Vec<u64> = self
             .rounds
@@ -347,7 +351,7 @@ pub fn page(fold: &Fold, log: &Log, request: &ReadRequest, tunables: &Tunables) 
     let mut page = Collect::new(bounds);
     match fold.locate(request.from) {
         Located::Truncated => Paged::Answer(ReadAnswer::Truncated(view)),
-        Located::NotHeld => Paged::Answer(ReadAnswer::Unserved),
+        Located::NotHeld => Paged::Answer(ReadAnswer::unserved_at(view.next_seq)),
         Located::Anchored { slot, state } => {
             // The store part ends where the window begins; the page goes on in memory.
             let tail_from = fold.window_seq();
@@ -431,7 +435,7 @@ impl PageFetch {
     /// entries from `from` on in slot order (a store's range read), then goes on with the
     /// window's records. Reads at most [`PageFetch::scan_slots_max`] slots. `Unserved` when the
     /// entries it needs are gone (truncated meanwhile) or no record was found within that
-    /// bound.
+    /// bound, carrying the view's `next_seq` (see [`PageFetch::unserved`]).
     ///
     /// # Errors
     /// The first error `read` returns.
@@ -485,9 +489,16 @@ impl PageFetch {
             }
         }
         if page.records.is_empty() {
-            return Ok(ReadAnswer::Unserved);
+            return Ok(self.unserved());
         }
         Ok(ReadAnswer::Page { from: self.request.from, records: page.records, view: self.view })
+    }
+
+    /// The page refused (its entries are gone, or the store could not read them): `Unserved`
+    /// by a server that had applied up to the view's `next_seq` when it served the read.
+    #[must_use]
+    pub fn unserved(&self) -> ReadAnswer {
+        ReadAnswer::unserved_at(self.view.next_seq)
     }
 
     /// The most slots one page's re-fold reads: the anchor stride to reach the first record,
@@ -566,7 +577,8 @@ mod tests {
                 consistency: Consistency::Reached(Seq(at_least)),
             };
             let mut answers = Vec::new();
-            self.reads.add(ReadId(id), request, &self.tunables, &mut answers);
+            let applied_to = self.fold.state().next_seq;
+            self.reads.add(ReadId(id), request, applied_to, &self.tunables, &mut answers);
             answers.extend(self.poll());
             answers
         }
@@ -581,7 +593,7 @@ mod tests {
         /// One tick, then a poll: what was answered.
         fn tick(&mut self) -> Vec<(ReadId, ReadAnswer)> {
             let mut answers = Vec::new();
-            self.reads.tick(&mut answers);
+            self.reads.tick(self.fold.state().next_seq, &mut answers);
             answers.extend(self.poll());
             answers
         }
@@ -610,17 +622,36 @@ mod tests {
             let answered = j.ticks_until_answered(40);
             assert_eq!(
                 answered,
-                Some((u64::from(wait_ticks) + 1, vec![(ReadId(1), ReadAnswer::Unserved)])),
+                Some((u64::from(wait_ticks) + 1, vec![(ReadId(1), ReadAnswer::unserved_at(Seq(0)))])),
                 "a wait of {wait_ticks} ticks ends in the tick after it, not after read_ticks_max"
             );
         }
     }
 
     #[test]
+    fn an_unserved_at_least_read_says_how_far_the_server_applied() {
+        let mut j = Journal::new(Tunables { read_ticks_max: 20, reads_max: 1, ..Tunables::default() });
+        j.append(b"a");
+        j.append(b"b");
+        // Parked for position 5, past the prefix [0, 2); one more read finds no room.
+        assert_eq!(j.read(1, 0, 5, 3), vec![]);
+        assert_eq!(j.read(2, 0, 1, 3), vec![(ReadId(2), ReadAnswer::unserved_at(Seq(2)))], "no room: refused at once");
+        assert_eq!(j.tick(), vec![]);
+        j.append(b"c");
+        assert_eq!(j.poll(), vec![], "position 3 is not position 5");
+        let answered = j.ticks_until_answered(40);
+        assert_eq!(
+            answered,
+            Some((3, vec![(ReadId(1), ReadAnswer::Unserved { applied_to: Some(Seq(3)) })])),
+            "the wait ran out with the prefix at 3, short of 5: never a page, never before the wait"
+        );
+    }
+
+    #[test]
     fn an_at_least_read_waits_no_longer_than_read_ticks_max() {
         let mut j = Journal::new(Tunables { read_ticks_max: 4, ..Tunables::default() });
         assert_eq!(j.read(1, 0, 1, 1000), vec![]);
-        assert_eq!(j.ticks_until_answered(40), Some((5, vec![(ReadId(1), ReadAnswer::Unserved)])));
+        assert_eq!(j.ticks_until_answered(40), Some((5, vec![(ReadId(1), ReadAnswer::unserved_at(Seq(0)))])));
     }
 
     #[test]

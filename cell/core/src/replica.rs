@@ -211,18 +211,21 @@ impl Replica {
     pub fn read(&mut self, id: ReadId, request: ReadRequest) {
         if self.reads.gate() != Gate::Open {
             // Not caught up since it started: another server answers (never a page from here).
+            // The refusal still says how far this replica has applied.
             self.refused_unready += 1;
-            self.effects.ready.reads.push((id, crate::wire::ReadAnswer::Unserved));
+            let applied_to = self.learner.state().next_seq;
+            self.effects.ready.reads.push((id, crate::wire::ReadAnswer::unserved_at(applied_to)));
             return;
         }
-        self.reads.add(id, request, &self.tunables, &mut self.effects.ready.reads);
+        let applied_to = self.learner.state().next_seq;
+        self.reads.add(id, request, applied_to, &self.tunables, &mut self.effects.ready.reads);
         self.settle();
     }
 
     /// One clock tick.
     pub fn tick(&mut self) {
         self.tick += 1;
-        self.reads.tick(&mut self.effects.ready.reads);
+        self.reads.tick(self.learner.state().next_seq, &mut self.effects.ready.reads);
         // Behind as told (a feed mark, a catch-up answer), or a read (the gate among them)
         // waits for what this replica has not learned: the feed may have lost it.
         let fold = self.learner.fold();

@@ -340,7 +340,8 @@ impl Voter {
 
     /// A read of this journal. Answered in a later `Ready`.
     pub fn read(&mut self, id: ReadId, request: ReadRequest) {
-        self.reads.add(id, request, &self.tunables, &mut self.effects.ready.reads);
+        let applied_to = self.learner.state().next_seq;
+        self.reads.add(id, request, applied_to, &self.tunables, &mut self.effects.ready.reads);
         self.settle();
     }
 
@@ -375,7 +376,8 @@ impl Voter {
         if (was_leader && !self.proposer.is_leader()) || self.lost_campaign_with_calls() {
             self.redirect_queued();
         }
-        self.reads.tick(&mut self.effects.ready.reads);
+        // The fold has not moved since the last `settle`: what it could serve was served.
+        self.reads.tick(self.learner.state().next_seq, &mut self.effects.ready.reads);
         let tick = self.tick;
         let expired: Vec<Slot> = self.held.iter().filter(|(_, h)| tick > h.deadline).map(|(s, _)| *s).collect();
         for s in expired {

@@ -76,9 +76,29 @@ pub enum ReadAnswer {
     Page { from: Seq, records: Vec<Bytes>, view: JournalView },
     /// `from` lies below `first_seq`.
     Truncated(JournalView),
-    /// This server cannot answer now (no quorum, election, not caught up, or the records lie
-    /// below a trim point it jumped to). Ask another.
-    Unserved,
+    /// This server cannot answer now (no quorum, election, not caught up, an `at_least`
+    /// position it has not applied within the wait, or the records lie below a trim point it
+    /// jumped to). Ask another.
+    Unserved {
+        /// How far this server had applied the journal when it judged the read: the end of its
+        /// applied prefix, its fold's `next_seq` (every record below it is applied there; the
+        /// record at it is not). An `at_least` read of `Reached(seq)` that waited its bound
+        /// out answers `applied_to < seq`. `None` when the server did not know (it refused the
+        /// read before looking at the journal's state).
+        applied_to: Option<Seq>,
+    },
+}
+
+impl ReadAnswer {
+    /// `Unserved` by a server that has applied the journal up to `applied_to` (its fold's
+    /// `next_seq`).
+    #[must_use]
+    pub fn unserved_at(applied_to: Seq) -> ReadAnswer {
+        ReadAnswer::Unserved { applied_to: Some(applied_to) }
+    }
+
+    /// `Unserved` by a server that did not look at the journal's state.
+    pub const UNSERVED: ReadAnswer = ReadAnswer::Unserved { applied_to: None };
 }
 
 /// A request to one node.

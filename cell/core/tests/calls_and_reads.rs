@@ -92,8 +92,11 @@ fn an_at_least_read_the_server_never_reaches_is_unserved_not_stale() {
     let (a, mut w) = claimed(&mut c);
     w.append(&mut c, a, recs("x", 2));
     c.settle(300);
-    let read = c.submit_read(learner_id(0), request(Seq(0), Consistency::Reached(Seq(50))));
-    assert_eq!(await_read(&mut c, read, 40), Some(ReadAnswer::Unserved));
+    assert_eq!(c.state_of(learner_id(0)).next_seq, Seq(2), "the replica applied both records");
+    let parked = ReadRequest { wait_ticks: 5, ..request(Seq(0), Consistency::Reached(Seq(50))) };
+    let read = c.submit_read(learner_id(0), parked);
+    // Parked until its wait ran out, then refused saying how far the replica had applied.
+    assert_eq!(await_read(&mut c, read, 40), Some(ReadAnswer::Unserved { applied_to: Some(Seq(2)) }));
 }
 
 #[test]
@@ -133,7 +136,7 @@ fn a_linearizable_read_sees_every_write_acked_before_it() {
                     lagging_served += usize::from(node != leader);
                 }
                 // Allowed (a lost watermark round): never stale, sometimes not served.
-                Some(ReadAnswer::Unserved) => {}
+                Some(ReadAnswer::Unserved { .. }) => {}
                 other => panic!("seed={seed}: {node:?}: {other:?}"),
             }
         }

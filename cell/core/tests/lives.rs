@@ -164,7 +164,11 @@ fn a_booted_replica_serves_no_read_until_it_covers_a_watermark_of_this_life() {
     r.read(ReadId(1), linearizable_from_0());
     let ready = r.ready();
     r.advance();
-    assert_eq!(answer_of(&ready, ReadId(1)), Some(&ReadAnswer::Unserved), "a read before it caught up is refused");
+    assert_eq!(
+        answer_of(&ready, ReadId(1)),
+        Some(&ReadAnswer::unserved_at(Seq(0))),
+        "a read before it caught up is refused, saying how far the replica has applied"
+    );
     assert_eq!(r.refused_unready(), 1, "and counted");
     // Watermarks answering an earlier life of the journal here count for nothing.
     for p in PEERS {

@@ -172,10 +172,10 @@ impl<R: Rpc> JournalService for InCell<R> {
             match self.rpc.request(to, NodeRequest::Read { journal: *journal, id, read: request }, deadline).await {
                 Ok(NodeAnswer::Read(answer)) => paros_client::ReadAnswer::from_node(answer),
                 Ok(NodeAnswer::UnknownJournal) => paros_client::ReadAnswer::UnknownJournal,
-                Ok(NodeAnswer::Call(_)) | Err(_) => paros_client::ReadAnswer::Unserved,
+                Ok(NodeAnswer::Call(_)) | Err(_) => paros_client::ReadAnswer::Unserved { applied_to: None },
             };
         if let Some(replicas) = &self.replicas
-            && matches!(answer, paros_client::ReadAnswer::Unserved | paros_client::ReadAnswer::UnknownJournal)
+            && matches!(answer, paros_client::ReadAnswer::Unserved { .. } | paros_client::ReadAnswer::UnknownJournal)
             && replicas.is_replica(to)
         {
             // Not caught up, not hosting it yet, or gone: the next reads skip it for a while.

@@ -55,7 +55,7 @@ async fn read_load(
                 }
                 *served.entry(by.expect("an in-cell read names its server")).or_default() += 1;
             }
-            ReadAnswer::Unserved => {}
+            ReadAnswer::Unserved { .. } => {}
             other => panic!("read at {p}: {other:?}"),
         }
     }

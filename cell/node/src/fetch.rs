@@ -144,7 +144,7 @@ impl FetchJob {
                     Ok::<_, StoreError>(got)
                 });
                 let failed = built.is_err();
-                let answer = built.unwrap_or(ReadAnswer::Unserved);
+                let answer = built.unwrap_or_else(|_| page.unserved());
                 Fetched { key, answer: FetchedAnswer::Page(read, answer), entries, failed, refused: false }
             }
         }
@@ -157,7 +157,7 @@ impl FetchJob {
     pub fn refuse(self) -> Fetched {
         let answer = match self.read {
             Read::Fetch(Fetch::CatchUp { .. }) => FetchedAnswer::CatchUp(None),
-            Read::Fetch(Fetch::Page { read, .. }) => FetchedAnswer::Page(read, ReadAnswer::Unserved),
+            Read::Fetch(Fetch::Page { read, page }) => FetchedAnswer::Page(read, page.unserved()),
             Read::Wake(wake) => FetchedAnswer::Woken(wake, None),
         };
         Fetched { key: self.key, answer, entries: 0, failed: false, refused: true }

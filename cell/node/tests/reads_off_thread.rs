@@ -183,7 +183,11 @@ async fn a_read_that_finds_the_read_queue_full_is_answered_unserved_at_once() {
     node.gate.set(true);
     let first = node.send(first_record()).await;
     node.reads_waiting(1).await;
-    assert_eq!(node.ask(first_record()).await, NodeAnswer::Read(ReadAnswer::Unserved), "no room: retry later");
+    assert_eq!(
+        node.ask(first_record()).await,
+        NodeAnswer::Read(ReadAnswer::unserved_at(Seq(24))),
+        "no room: retry later"
+    );
     let stats = stats_reach(&node, |s| s.fetches_refused >= 1).await;
     assert_eq!((stats.fetches_refused, stats.fetches), (1, 0), "the refusal is counted; nothing served yet");
     node.gate.set(false);
@@ -247,6 +251,11 @@ impl Driver {
     /// [`Driver::new`] with `tunables` (its window and anchors aside), and with journals quiet
     /// for `dormant_after` ticks leaving memory: a tick then passes at every step.
     fn with(tunables: Tunables, dormant_after: Option<u64>) -> Driver {
+        Driver::feeding(tunables, dormant_after, vec![])
+    }
+
+    /// [`Driver::with`], the journal's chosen batches fed to the tiers `learners`.
+    fn feeding(tunables: Tunables, dormant_after: Option<u64>, learners: Vec<NodeId>) -> Driver {
         let tunables = Tunables { window_slots: 4, window_bytes: 64, anchor_slots: 5, ..tunables };
         let disk = MemStore::new();
         let mut host = Host::boot(disk.clone(), None, ME, tunables, 0x78).expect("boots");
@@ -254,8 +263,7 @@ impl Driver {
             host.set_dormancy(dormant_after);
             host.set_tick_ms(1);
         }
-        host.place(SLOW, JournalConfig { mode: WriterMode::Single, voters: vec![ME], learners: vec![] })
-            .expect("placed");
+        host.place(SLOW, JournalConfig { mode: WriterMode::Single, voters: vec![ME], learners }).expect("placed");
         host.campaign(&SLOW);
         let mut d = Driver {
             pump: paros_node::Pump::new(host, 0),
@@ -347,7 +355,11 @@ fn past_the_bound_a_read_below_the_window_is_answered_unserved_in_the_same_step(
     d.settle();
     assert_eq!(d.jobs.len(), 1, "one read out at a time");
     assert!(d.answer(first).is_none());
-    assert_eq!(d.answer(second), Some(&NodeAnswer::Read(ReadAnswer::Unserved)), "the other is refused at once");
+    assert_eq!(
+        d.answer(second),
+        Some(&NodeAnswer::Read(ReadAnswer::unserved_at(Seq(24)))),
+        "the other is refused at once"
+    );
     assert_eq!(d.pump.host().stats().fetches_refused, 1);
     let job = d.jobs.pop().expect("one job");
     d.pump.fetched(job.run(&d.reader));
@@ -411,6 +423,29 @@ fn a_step_hands_a_wake_out_once_and_its_journal_answers_only_once_the_answer_com
         panic!("a page: {:?}", d.answer(read))
     };
     assert_eq!((*from, records.clone()), (Seq(0), vec![Bytes::from("record 0")]));
+}
+
+#[test]
+fn a_read_past_the_bound_of_a_waking_journal_says_how_far_it_was_applied_when_this_boot_noted_it() {
+    // A voter feeding a tier notes where it stood when it went dormant; one feeding none does not.
+    for (learners, applied_to) in [(vec![NodeId(0xfeed)], Some(Seq(24))), (vec![], None)] {
+        let mut d = Driver::feeding(Tunables { reads_max: 1, ..Tunables::default() }, Some(3), learners);
+        for _ in 0..200 {
+            if d.pump.host().is_dormant(&SLOW) {
+                break;
+            }
+            d.run(1, false);
+        }
+        assert!(d.pump.host().is_dormant(&SLOW), "the quiet journal went dormant");
+        let held = d.ask(first_record());
+        let refused = d.ask(first_record());
+        assert!(d.answer(held).is_none(), "the first read is held while the journal wakes");
+        assert_eq!(
+            d.answer(refused),
+            Some(&NodeAnswer::Read(ReadAnswer::Unserved { applied_to })),
+            "past the bound of held reads, refused at once"
+        );
+    }
 }
 
 #[test]

@@ -48,7 +48,7 @@ fn honest() -> Vec<HistoryOp> {
     vec![
         read(1, 0, Some(page(0, 2, view(0, 2))), ReadReport::Records { from: 0, count: 2 }),
         read(2, 2, Some(ReadAnswer::Truncated(view(5, 7))), ReadReport::Gap { from: 2, resumed_at: 5 }),
-        read(3, 5, Some(ReadAnswer::Unserved), ReadReport::Nothing),
+        read(3, 5, Some(ReadAnswer::Unserved { applied_to: None }), ReadReport::Nothing),
         read(4, 5, None, ReadReport::Nothing),
         read(5, 5, Some(page(5, 2, view(5, 7))), ReadReport::Records { from: 5, count: 2 }),
         read(6, 7, Some(page(7, 0, view(9, 9))), ReadReport::Gap { from: 7, resumed_at: 9 }),
@@ -94,7 +94,7 @@ fn a_report_the_answer_does_not_allow_is_a_violation() {
     // A gap from an answer that was not a truncation: it covers nothing, so the later read
     // from 5 skipped silently too.
     let mut h = honest();
-    h[1].output = Some(OpOutput::Read(ReadAnswer::Unserved));
+    h[1].output = Some(OpOutput::Read(ReadAnswer::Unserved { applied_to: None }));
     let v = check(&h);
     assert_eq!(v.violations.len(), 2, "{:#?}", v.violations);
     // A gap that names another resume point than the answer's first position.

@@ -2,6 +2,7 @@
 
 use core::fmt;
 
+use paros_core::Seq;
 use paros_core::journal::JournalView;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -180,8 +181,8 @@ pub struct Limits {
 /// The body of every non-2xx answer.
 ///
 /// `{"code", "message"}`, then `"view"` where a view is known, then — on every `too_large` —
-/// `"max_records"`, `"max_bytes"` and `"max_body_bytes"`. Absent fields are omitted, never
-/// `null`.
+/// `"max_records"`, `"max_bytes"` and `"max_body_bytes"`, then — on a Read's 503 `unavailable`,
+/// when a server said — `"applied_to"`. Absent fields are omitted, never `null`.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(remote = "Self")]
@@ -200,6 +201,15 @@ pub struct ErrorBody {
     #[cfg_attr(feature = "openapi", schema(nullable = false))]
     #[serde(default, deserialize_with = "crate::optional::present", skip_serializing_if = "Option::is_none")]
     pub max_body_bytes: Option<u64>,
+    /// On a Read's 503 `unavailable` only: how far the server that came closest to serving the
+    /// read had applied the journal — the end of its applied prefix (its `next_seq`: every
+    /// record below it is applied there, the one at it is not). A server that waited out an
+    /// `at_least` read of `min_seq = m` says `applied_to ≤ m`; one that refused for another
+    /// reason (not caught up since it started, too busy) may have applied further. Omitted when
+    /// no server said.
+    #[cfg_attr(feature = "openapi", schema(nullable = false, value_type = Option<crate::schema::SeqSchema>))]
+    #[serde(default, deserialize_with = "crate::optional::present", skip_serializing_if = "Option::is_none")]
+    pub applied_to: Option<Seq>,
 }
 
 impl ErrorBody {
@@ -213,6 +223,7 @@ impl ErrorBody {
             max_records: None,
             max_bytes: None,
             max_body_bytes: None,
+            applied_to: None,
         }
     }
 
@@ -229,6 +240,13 @@ impl ErrorBody {
         self.max_records = Some(limits.max_records);
         self.max_bytes = Some(limits.max_bytes);
         self.max_body_bytes = Some(limits.max_body_bytes);
+        self
+    }
+
+    /// The body with `applied_to` attached, when it is known (what a Read's 503 carries).
+    #[must_use]
+    pub fn with_applied_to(mut self, applied_to: Option<Seq>) -> ErrorBody {
+        self.applied_to = applied_to;
         self
     }
 

@@ -149,7 +149,11 @@ pub enum ReadOutcome {
     /// 410 `truncated`: `from` is below `first_seq`.
     Truncated(JournalView),
     /// 503 `unavailable`: not served within `wait_ms` (or no server could answer); retry.
-    Unserved,
+    Unserved {
+        /// The body's `applied_to`: how far the server that came closest had applied the
+        /// journal (its `next_seq`), when one said.
+        applied_to: Option<Seq>,
+    },
 }
 
 impl ReadOutcome {
@@ -164,7 +168,7 @@ impl ReadOutcome {
         };
         Ok(match e.code {
             ErrorCode::Truncated => ReadOutcome::Truncated(view_of(&e)?),
-            ErrorCode::Unavailable => ReadOutcome::Unserved,
+            ErrorCode::Unavailable => ReadOutcome::Unserved { applied_to: e.applied_to },
             _ => return Err(ApiError::Answered(Box::new(e))),
         })
     }

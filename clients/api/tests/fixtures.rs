@@ -199,6 +199,9 @@ fn error_bodies_bare_with_a_view_and_with_the_three_limits() {
     assert_eq!(batch.limits().map(|l| (l.max_records, l.max_bytes, l.max_body_bytes)), Some((1024, 1 << 20, 2 << 20)));
     let body: ErrorBody = round_trip(&format!(r#"{{"code":"too_large","message":"body over the limit",{limits}}}"#));
     assert_eq!(body.view, None);
+    let unserved: ErrorBody =
+        round_trip(r#"{"code":"unavailable","message":"not applied","applied_to":18446744073709551615}"#);
+    assert_eq!((unserved.applied_to, unserved.view), (Some(Seq(u64::MAX)), None), "a u64 stays an integer");
 }
 
 #[test]
@@ -211,6 +214,13 @@ fn built_error_bodies_serialize_in_api_md_field_order() {
             r#"{{"code":"too_large","message":"m","view":{VIEW_NEW},"max_records":1,"max_bytes":2,"max_body_bytes":3}}"#
         )
     );
+    let unserved = ErrorBody::new(ErrorCode::Unavailable, "m").with_applied_to(Some(Seq(4)));
+    assert_eq!(
+        serde_json::to_string(&unserved).expect("serializes"),
+        r#"{"code":"unavailable","message":"m","applied_to":4}"#
+    );
+    let unknown = ErrorBody::new(ErrorCode::Unavailable, "m").with_applied_to(None);
+    assert_eq!(serde_json::to_string(&unknown).expect("serializes"), r#"{"code":"unavailable","message":"m"}"#);
 }
 
 /// The contract's table, copied by hand: status and code string of every error.

@@ -146,7 +146,16 @@ fn a_read_maps_pages_truncation_and_unserved() {
     };
     assert_eq!((p.from, p.records.len(), p.view), (Seq(3), 1, view()));
     assert_eq!(ReadOutcome::from_response(410, err("truncated").as_bytes()).ok(), Some(ReadOutcome::Truncated(view())));
-    assert_eq!(ReadOutcome::from_response(503, bare("unavailable").as_bytes()).ok(), Some(ReadOutcome::Unserved));
+    assert_eq!(
+        ReadOutcome::from_response(503, bare("unavailable").as_bytes()).ok(),
+        Some(ReadOutcome::Unserved { applied_to: None })
+    );
+    let applied = r#"{"code":"unavailable","message":"m","applied_to":7}"#;
+    assert_eq!(
+        ReadOutcome::from_response(503, applied.as_bytes()).ok(),
+        Some(ReadOutcome::Unserved { applied_to: Some(Seq(7)) }),
+        "a read's 503 says how far the closest server had applied"
+    );
     assert!(ReadOutcome::from_response(504, bare("ambiguous").as_bytes()).is_err(), "a read has no ambiguous outcome");
 }
 

@@ -50,6 +50,8 @@ fn null_for_an_optional_field_is_refused() {
 fn null_for_an_optional_answer_field_is_refused_too() {
     refused::<ErrorBody>(r#"{"code":"refused","message":"m","view":null}"#);
     refused::<ErrorBody>(r#"{"code":"too_large","message":"m","max_records":null}"#);
+    refused::<ErrorBody>(r#"{"code":"unavailable","message":"m","applied_to":null}"#);
+    refused::<ErrorBody>(r#"{"code":"unavailable","message":"m","applied_to":-1}"#);
 }
 
 #[test]

@@ -234,7 +234,7 @@ impl<S: JournalService> Client<S> {
         let mut policy = match ReadPolicy::over(params, deadline, servers, hint, self.inner.config, rng) {
             Ok(policy) => policy,
             // The config was validated by `new`; a policy cannot refuse it.
-            Err(_) => return (ReadAnswer::Unserved, None),
+            Err(_) => return (ReadAnswer::Unserved { applied_to: None }, None),
         };
         let mut step = policy.start();
         loop {

@@ -60,7 +60,7 @@ pub enum Fault {
 /// What the fake does with one read, instead of answering it plainly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadFault {
-    /// The read is answered `Unserved`.
+    /// The read is answered `Unserved`, saying the journal is applied up to its `next_seq`.
     Unserved,
     /// The read is answered `UnknownJournal`.
     UnknownJournal,
@@ -354,15 +354,16 @@ impl JournalService for FakeService {
             if *journal != self.journal {
                 return ReadAnswer::UnknownJournal;
             }
+            let next_seq = state.fold.state().next_seq;
             match state.read_faults.pop_front() {
-                Some(ReadFault::Unserved) => return ReadAnswer::Unserved,
+                Some(ReadFault::Unserved) => return ReadAnswer::Unserved { applied_to: Some(next_seq) },
                 Some(ReadFault::UnknownJournal) => return ReadAnswer::UnknownJournal,
                 None => {}
             }
             if let Consistency::Reached(seq) = read.consistency
-                && state.fold.state().next_seq < seq
+                && next_seq < seq
             {
-                return ReadAnswer::Unserved;
+                return ReadAnswer::Unserved { applied_to: Some(next_seq) };
             }
             let view = state.fold.state().view();
             if read.wait_ms == 0 || read.from < view.next_seq || read.from < view.first_seq {

@@ -51,7 +51,10 @@
 //!   the leader that took it has applied it, where a follower learns the commit only at its
 //!   next heartbeat); later tries rotate through the servers.
 //! - Each try asks its server to wait what is left of `wait_until`, and is cut off at
-//!   `give_up_at` (at `wait_until` once an early empty page is held, below).
+//!   `give_up_at` (at `wait_until` once an early empty page is held, below) — plus
+//!   `read_answer_grace` when no early page is held and the server was asked to wait until
+//!   then: it answers just after by its own clock, and its answer (an `Unserved` saying how
+//!   far it applied, an empty page at the tail) is worth more than a cut-off.
 //! - `Unserved` is asked again of the next server after a jittered backoff, while the backoff
 //!   ends before `give_up_at`.
 //! - An empty page at the tail that comes back before `wait_until` (a server caps its own
@@ -60,7 +63,7 @@
 //! - `UnknownJournal` as for a call, within the read's deadline too.
 //! - A page, `Truncated` or `Denied` ends the read; so do `read_attempts_max` and the
 //!   deadline, with the held page, else `UnknownJournal` if that was the last answer, else
-//!   `Unserved`.
+//!   `Unserved` carrying the furthest `applied_to` any server that did not serve it named.
 //!
 //! Answers are parsed, not trusted: a verdict that cannot answer this call (a `Won` for a
 //! Write, an `Accepted` at another seq, a view with `first_seq > next_seq`) ends the call with
@@ -103,6 +106,10 @@ pub struct ClientConfig {
     /// Requests sent for one read at most, counting the first (not those answered
     /// `UnknownJournal`).
     pub read_attempts_max: u32,
+    /// How long past a read's end the answer of a server asked to wait until that end may
+    /// still come back (its clock ticks, the trip back): an `Unserved` saying how far it had
+    /// applied, or an empty page at the tail, is the read's answer rather than a cut-off.
+    pub read_answer_grace: Duration,
 }
 
 impl Default for ClientConfig {
@@ -118,6 +125,7 @@ impl Default for ClientConfig {
             leader_hints_max: 65_536,
             placement_wait: Duration::from_secs(5),
             read_attempts_max: 8,
+            read_answer_grace: Duration::from_millis(100),
         }
     }
 }
@@ -605,7 +613,7 @@ impl CallPolicy {
                 }
                 self.finish(Ok(Decided::Ambiguous))
             }
-            ReadAnswer::Unserved => {
+            ReadAnswer::Unserved { .. } => {
                 self.rotation.rotate();
                 self.retry_read(elapsed)
             }
@@ -787,7 +795,8 @@ pub struct ReadDeadline {
     /// page at the tail is answered then.
     pub wait_until: Duration,
     /// The end of the wait for a server to serve the read at all: an unserved read is
-    /// answered `Unserved` then.
+    /// answered `Unserved` then (or up to [`ClientConfig::read_answer_grace`] later, when the
+    /// server asked last was asked to wait until then and its own answer comes back).
     pub give_up_at: Duration,
 }
 
@@ -859,6 +868,9 @@ pub struct ReadPolicy {
     asked: Option<NodeId>,
     /// The server whose answer (an early page, or the one that ended it) is the read's.
     served_by: Option<NodeId>,
+    /// The furthest any server that did not serve the read said it had applied the journal:
+    /// what an `Unserved` end carries.
+    applied_to: Option<Seq>,
 }
 
 impl ReadPolicy {
@@ -912,6 +924,7 @@ impl ReadPolicy {
             done: false,
             asked: None,
             served_by: None,
+            applied_to: None,
         })
     }
 
@@ -939,7 +952,7 @@ impl ReadPolicy {
     /// read began.
     pub fn on_answer(&mut self, answer: ReadAnswer, elapsed: Duration) -> ReadStep {
         if self.done {
-            return ReadStep::Done(ReadAnswer::Unserved);
+            return ReadStep::Done(ReadAnswer::Unserved { applied_to: self.applied_to });
         }
         self.unknown = matches!(answer, ReadAnswer::UnknownJournal);
         if !self.unknown {
@@ -953,7 +966,8 @@ impl ReadPolicy {
                 self.served_by = self.asked;
                 self.next(Duration::ZERO, elapsed)
             }
-            ReadAnswer::Unserved => {
+            ReadAnswer::Unserved { applied_to } => {
+                self.applied_to = self.applied_to.max(applied_to);
                 let delay = backoff(&self.config, self.sent, &mut self.rng);
                 self.next(delay, elapsed)
             }
@@ -1000,21 +1014,29 @@ impl ReadPolicy {
     }
 
     fn send(&mut self, after: Duration, elapsed: Duration) -> ReadStep {
-        let left = self.deadline.wait_until.saturating_sub(elapsed.saturating_add(after));
+        let start = elapsed.saturating_add(after);
+        let left = self.deadline.wait_until.saturating_sub(start);
         let wait_ms = u32::try_from(left.as_micros().div_ceil(1000)).unwrap_or(u32::MAX);
         let route = Route { server: self.rotation.server, attempt: self.sent };
         self.asked = route.server;
         self.sent += 1;
-        ReadStep::Send { params: ReadParams { wait_ms, ..self.params }, route, after, cut_off: self.end() }
+        // A server asked to wait until the read's end answers just after it, by its own clock:
+        // unless an early page is held (the answer then), its answer (how far it applied, an
+        // empty page at the tail) is given the grace to come back.
+        let end = self.end();
+        let graced = self.early.is_none() && start.saturating_add(left) >= end;
+        let cut_off = if graced { end.saturating_add(self.config.read_answer_grace) } else { end };
+        ReadStep::Send { params: ReadParams { wait_ms, ..self.params }, route, after, cut_off }
     }
 
     /// The read ends without a page that serves it: the early page if one is held, else
-    /// `UnknownJournal` if that was the last answer, else `Unserved`.
+    /// `UnknownJournal` if that was the last answer, else `Unserved`, carrying the furthest
+    /// applied position a server that did not serve it named.
     fn give_up(&mut self) -> ReadStep {
         let answer = match self.early.take() {
             Some(early) => early,
             None if self.unknown => ReadAnswer::UnknownJournal,
-            None => ReadAnswer::Unserved,
+            None => ReadAnswer::Unserved { applied_to: self.applied_to },
         };
         self.finish(answer)
     }

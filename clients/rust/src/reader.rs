@@ -6,7 +6,8 @@
 //! trusted: a page that does not start at the cursor, or that contradicts its own view, is
 //! refused with a [`ReaderError`] and changes nothing. `Unserved` answers are retried (the
 //! wrapper asks another server) up to [`ReaderConfig::unserved_retries_max`] times in a row,
-//! then reported as [`ReaderOutcome::Unavailable`]. An empty page whose view ends below the
+//! then reported as [`ReaderOutcome::Unavailable`], with the furthest position any of those
+//! servers said it had applied (`applied_to`). An empty page whose view ends below the
 //! cursor is not "at the tail": unless an earlier answer named a tail at or past the cursor (then
 //! the server lags), the cursor lies past the tail, at a position never written, and says so
 //! with [`ReaderError::PastTail`].
@@ -95,6 +96,9 @@ pub enum ReaderOutcome {
     Unavailable {
         /// How many reads in a row were not served.
         attempts: u32,
+        /// The furthest any of those servers said it had applied the journal (its `next_seq`),
+        /// if one said.
+        applied_to: Option<Seq>,
     },
     /// No such journal.
     UnknownJournal,
@@ -236,16 +240,25 @@ pub enum ReaderError {
     UnknownJournal,
     /// `attempts` reads in a row were not served (where the reader yields items and does not
     /// retry for ever, as [`Reader::read_to_tail`]). Nothing changed; reading again may succeed.
-    #[error("{attempts} reads in a row were not served")]
+    #[error("{attempts} reads in a row were not served{}", applied_suffix(*.applied_to))]
     Unavailable {
         /// How many reads in a row were not served.
         attempts: u32,
+        /// The furthest any of those servers said it had applied the journal (its `next_seq`:
+        /// every record below it is applied there), if one said. Reading again from a server
+        /// that reached it is not promised.
+        applied_to: Option<Seq>,
     },
     /// The [`Reader`]'s stream holds a read in flight or items of a page not yet yielded: the
     /// reader's own methods would read past them. Poll the stream until it yields its next
     /// item (and the items of that page), then the methods are free again. Nothing changed.
     #[error("the reader's stream holds a read in flight or items not yet yielded")]
     StreamBusy,
+}
+
+/// `ReaderError::Unavailable`'s message tail: how far a server had applied, when one said.
+fn applied_suffix(applied_to: Option<Seq>) -> String {
+    applied_to.map_or_else(String::new, |a| format!(" (the furthest server had applied up to {})", a.0))
 }
 
 impl ReaderError {
@@ -277,6 +290,8 @@ pub struct ReaderCursor {
     cursor: Seq,
     tail: Option<Seq>,
     unserved: u32,
+    /// The furthest `applied_to` the unserved answers in a row named.
+    unserved_applied: Option<Seq>,
 }
 
 impl ReaderCursor {
@@ -291,7 +306,7 @@ impl ReaderCursor {
         if config.page_bytes_max == 0 {
             return Err(ReaderConfigError::PageBytesZero);
         }
-        Ok(ReaderCursor { config, cursor: from, tail: None, unserved: 0 })
+        Ok(ReaderCursor { config, cursor: from, tail: None, unserved: 0, unserved_applied: None })
     }
 
     /// The next position wanted.
@@ -329,9 +344,10 @@ impl ReaderCursor {
         let outcome = match answer {
             ReadAnswer::Page { from, records, view } => self.on_page(from, records, view)?,
             ReadAnswer::Truncated { view } => self.on_truncated(view)?,
-            ReadAnswer::Unserved => self.on_unserved(),
+            ReadAnswer::Unserved { applied_to } => self.on_unserved(applied_to),
             ReadAnswer::UnknownJournal => {
                 self.unserved = 0;
+                self.unserved_applied = None;
                 ReaderOutcome::UnknownJournal
             }
             ReadAnswer::Denied(denial) => return Err(ReaderError::Denied(denial)),
@@ -389,19 +405,21 @@ impl ReaderCursor {
         Ok(ReaderOutcome::Gap { from: cursor, resumed_at: view.first_seq, view })
     }
 
-    fn on_unserved(&mut self) -> ReaderOutcome {
+    fn on_unserved(&mut self, applied_to: Option<Seq>) -> ReaderOutcome {
+        self.unserved_applied = self.unserved_applied.max(applied_to);
         if self.unserved < self.config.unserved_retries_max {
             self.unserved += 1;
             ReaderOutcome::Retry { attempt: self.unserved }
         } else {
             let attempts = self.unserved + 1;
             self.unserved = 0;
-            ReaderOutcome::Unavailable { attempts }
+            ReaderOutcome::Unavailable { attempts, applied_to: self.unserved_applied.take() }
         }
     }
 
     fn learn(&mut self, view: JournalView) {
         self.unserved = 0;
+        self.unserved_applied = None;
         self.tail = Some(self.tail.map_or(view.next_seq, |tail| tail.max(view.next_seq)));
     }
 }
@@ -701,7 +719,9 @@ impl<S: crate::JournalService> Reader<S> {
         let mut items = Vec::new();
         for outcome in outcomes {
             let end = match outcome {
-                ReaderOutcome::Unavailable { attempts } => Err(ReaderError::Unavailable { attempts }),
+                ReaderOutcome::Unavailable { attempts, applied_to } => {
+                    Err(ReaderError::Unavailable { attempts, applied_to })
+                }
                 outcome => outcome.into_items(),
             };
             match end {

@@ -36,7 +36,13 @@ pub enum ReadAnswer {
         view: JournalView,
     },
     /// This server cannot serve the read now; another may.
-    Unserved,
+    Unserved {
+        /// How far the server had applied the journal when it judged the read: the end of its
+        /// applied prefix, its `next_seq` (every record below it is applied there). A read of
+        /// `Reached(seq)` not served within its wait says `applied_to < seq`. `None` when the
+        /// server did not say (it refused before looking at the journal, or no answer came).
+        applied_to: Option<Seq>,
+    },
     /// No such journal.
     UnknownJournal,
     /// The service refused the read (unauthorized, forbidden, over quota, malformed).
@@ -167,8 +173,8 @@ pub trait JournalService: Send + Sync {
     ) -> impl Future<Output = CallReply> + Send;
 
     /// Sends one read and waits for its page (`wait_ms` plus the service's deadline at most).
-    /// A read that got no answer is [`ReadAnswer::Unserved`]: reads change nothing, so a lost
-    /// one is simply asked again.
+    /// A read that got no answer is [`ReadAnswer::Unserved`] with no `applied_to`: reads change
+    /// nothing, so a lost one is simply asked again.
     fn read(&self, journal: &Self::Journal, read: ReadParams, route: Route) -> impl Future<Output = ReadAnswer> + Send;
 
     /// The journal's current view (its retained range and writer), from a linearizable read of
@@ -217,7 +223,7 @@ impl ReadAnswer {
         match answer {
             paros_core::ReadAnswer::Page { from, records, view } => ReadAnswer::Page { from, records, view },
             paros_core::ReadAnswer::Truncated(view) => ReadAnswer::Truncated { view },
-            paros_core::ReadAnswer::Unserved => ReadAnswer::Unserved,
+            paros_core::ReadAnswer::Unserved { applied_to } => ReadAnswer::Unserved { applied_to },
         }
     }
 }

@@ -870,7 +870,7 @@ async fn inspect_view<S: JournalService + 'static>(
             }
             ReadAnswer::UnknownJournal => return Err(WriterError::undecided(Decided::UnknownJournal)),
             ReadAnswer::Denied(denial) => return Err(WriterError::Denied { denial, ambiguous: false }),
-            ReadAnswer::Unserved => {
+            ReadAnswer::Unserved { .. } => {
                 tokio::time::sleep(crate::policy::backoff(client.config(), attempt + 1, &mut rng)).await;
             }
         }

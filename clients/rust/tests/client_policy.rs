@@ -366,7 +366,10 @@ fn a_read_back_below_the_trim_point_is_ambiguous() {
 fn an_unserved_read_back_is_asked_again() {
     let v = view(Some(u(0xa)), 0, 8);
     let rs = records("r", 3);
-    let pages = vec![ReadAnswer::Unserved, ReadAnswer::Page { from: Seq(5), records: rs.clone(), view: v }];
+    let pages = vec![
+        ReadAnswer::Unserved { applied_to: None },
+        ReadAnswer::Page { from: Seq(5), records: rs.clone(), view: v },
+    ];
     // read_back_records_max is 2, but a page of three is still compared in full: the bound is
     // what is asked, the comparison is over what came.
     assert_eq!(read_back(pages), Ok(Decided::Verdict(duplicate(5, 3, 8))));

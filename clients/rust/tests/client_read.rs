@@ -102,7 +102,7 @@ async fn client_after_a_write(service: Scripted) -> (Client<Scripted>, NodeId) {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn the_first_try_goes_to_the_last_verdicts_server_and_unserved_rotates_after_a_backoff() {
-    let unserved = || vec![Serve::After(ms(5), ReadAnswer::Unserved)];
+    let unserved = || vec![Serve::After(ms(5), ReadAnswer::Unserved { applied_to: None })];
     let service = Scripted::new([(1, unserved()), (2, unserved()), (3, unserved())]);
     let (client, leader) = client_after_a_write(service).await;
     client.service().scripts.lock().unwrap().insert(NodeId(leader.0 % 3 + 1), vec![Serve::After(ms(5), page())]);
@@ -119,14 +119,46 @@ async fn the_first_try_goes_to_the_last_verdicts_server_and_unserved_rotates_aft
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
-async fn a_try_no_server_answers_is_cut_off_at_give_up_at() {
+async fn a_try_no_server_answers_is_cut_off_at_give_up_at_and_its_grace() {
     let service = Scripted::new([(1, vec![Serve::Hang]), (2, vec![Serve::Hang]), (3, vec![Serve::Hang])]);
     let client = Client::with_seed(service, ClientConfig::default(), 3).expect("valid");
     let started = Instant::now();
     let reached = ReadParams { consistency: Consistency::Reached(Seq(50)), ..params() };
     let answer = client.read(&"j", reached, ReadDeadline { wait_until: ms(200), give_up_at: ms(200) }).await;
-    assert_eq!(answer, ReadAnswer::Unserved);
-    assert_eq!(started.elapsed(), ms(200), "answered at the deadline, to the millisecond");
+    assert_eq!(answer, ReadAnswer::Unserved { applied_to: None }, "no server said how far it had applied");
+    let grace = ClientConfig::default().read_answer_grace;
+    assert_eq!(
+        started.elapsed(),
+        ms(200) + grace,
+        "the server was asked to wait until the deadline: its answer had the grace to come back, to the millisecond"
+    );
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_server_that_answers_just_after_the_deadline_it_was_asked_to_wait_for_is_heard() {
+    // The server's clock ticks past the wait before it answers: 15 ms late.
+    let late = || vec![Serve::After(ms(215), ReadAnswer::Unserved { applied_to: Some(Seq(4)) })];
+    let service = Scripted::new([(1, late()), (2, late()), (3, late())]);
+    let client = Client::with_seed(service, ClientConfig::default(), 3).expect("valid");
+    let started = Instant::now();
+    let reached = ReadParams { consistency: Consistency::Reached(Seq(50)), ..params() };
+    let answer = client.read(&"j", reached, ReadDeadline { wait_until: ms(200), give_up_at: ms(200) }).await;
+    assert_eq!(answer, ReadAnswer::Unserved { applied_to: Some(Seq(4)) }, "its answer, not a cut-off");
+    assert_eq!(started.elapsed(), ms(215), "answered when it came back");
+    assert_eq!(client.service().reads().len(), 1, "and no server asked after the deadline");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_unserved_read_ends_carrying_the_furthest_applied_position_a_server_named() {
+    let unserved =
+        |applied_to: Option<u64>| vec![Serve::After(ms(5), ReadAnswer::Unserved { applied_to: applied_to.map(Seq) })];
+    let service = Scripted::new([(1, unserved(Some(3))), (2, unserved(Some(7))), (3, unserved(None))]);
+    let client = Client::with_seed(service, ClientConfig::default(), 3).expect("valid");
+    let reached = ReadParams { consistency: Consistency::Reached(Seq(50)), ..params() };
+    let answer = client.read(&"j", reached, ReadDeadline { wait_until: ms(200), give_up_at: ms(200) }).await;
+    let asked: std::collections::BTreeSet<NodeId> = client.service().reads().iter().map(|r| r.0).collect();
+    assert_eq!(asked.len(), 3, "every server was asked: {asked:?}");
+    assert_eq!(answer, ReadAnswer::Unserved { applied_to: Some(Seq(7)) }, "the furthest any server had applied");
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]

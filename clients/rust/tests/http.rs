@@ -361,7 +361,7 @@ async fn a_refused_connection_is_not_sent() {
     assert_eq!(service.call(&j(), CallId(1), &write_call(), Route::default()).await, CallReply::NotSent);
     assert_eq!(
         service.read(&j(), read_params(0, Consistency::Linearizable), Route::default()).await,
-        ReadAnswer::Unserved
+        ReadAnswer::Unserved { applied_to: None }
     );
 }
 
@@ -430,11 +430,15 @@ async fn a_linearizable_read_with_server_defaults_sends_from_alone() {
 async fn read_answers_410_503_504_404_and_401_map_to_the_readers_answers() {
     let cases: Vec<(Resp, ReadAnswer)> = vec![
         (err(410, "truncated", Some(view(None, 5, 9))), ReadAnswer::Truncated { view: journal_view(None, 5, 9) }),
-        (err(503, "unavailable", None), ReadAnswer::Unserved),
-        (err(504, "ambiguous", None), ReadAnswer::Unserved),
+        (err(503, "unavailable", None), ReadAnswer::Unserved { applied_to: None }),
+        (
+            reply(503, json!({"code": "unavailable", "message": "m", "applied_to": 6})),
+            ReadAnswer::Unserved { applied_to: Some(Seq(6)) },
+        ),
+        (err(504, "ambiguous", None), ReadAnswer::Unserved { applied_to: None }),
         (err(404, "unknown_journal", None), ReadAnswer::UnknownJournal),
         (err(401, "unauthorized", None), ReadAnswer::Denied(Denial::new(401, "unauthorized", "m"))),
-        (Resp::Drop, ReadAnswer::Unserved),
+        (Resp::Drop, ReadAnswer::Unserved { applied_to: None }),
     ];
     for (resp, want) in cases {
         let resp = Mutex::new(Some(resp));

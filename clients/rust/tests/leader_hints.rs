@@ -40,7 +40,7 @@ impl JournalService for Led {
     }
 
     async fn read(&self, _journal: &&'static str, _read: ReadParams, _route: Route) -> ReadAnswer {
-        ReadAnswer::Unserved
+        ReadAnswer::Unserved { applied_to: None }
     }
 }
 
@@ -136,7 +136,7 @@ impl JournalService for Electing {
                 view: JournalView { leader: None, first_seq: Seq(0), next_seq: Seq(0) },
             }
         } else {
-            ReadAnswer::Unserved
+            ReadAnswer::Unserved { applied_to: None }
         }
     }
 }

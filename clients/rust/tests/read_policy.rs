@@ -90,14 +90,19 @@ fn unserved_is_asked_again_of_the_next_server_after_a_backoff() {
     let config = ClientConfig::default();
     let mut p = policy();
     p.start();
-    let (server, attempt, wait_ms, after, cut_off) = send(p.on_answer(ReadAnswer::Unserved, ms(30)));
+    let (server, attempt, wait_ms, after, cut_off) =
+        send(p.on_answer(ReadAnswer::Unserved { applied_to: None }, ms(30)));
     assert_eq!((server, attempt, cut_off), (Some(NodeId(3)), 1, ms(1200)));
     assert!(after >= config.backoff_base && after <= config.backoff_max, "{after:?}");
     let left = ms(200).saturating_sub(ms(30) + after);
     assert_eq!(wait_ms, u32::try_from(left.as_micros().div_ceil(1000)).unwrap(), "what is left of the wait");
     let elapsed = ms(30) + after + ms(5);
-    assert_eq!(send(p.on_answer(ReadAnswer::Unserved, elapsed)).0, Some(NodeId(1)), "the rotation wraps");
-    assert_eq!(send(p.on_answer(ReadAnswer::Unserved, elapsed + ms(100))).0, Some(NodeId(2)));
+    assert_eq!(
+        send(p.on_answer(ReadAnswer::Unserved { applied_to: None }, elapsed)).0,
+        Some(NodeId(1)),
+        "the rotation wraps"
+    );
+    assert_eq!(send(p.on_answer(ReadAnswer::Unserved { applied_to: None }, elapsed + ms(100))).0, Some(NodeId(2)));
     assert_eq!(done(p.on_answer(page(0, 1), elapsed + ms(200))), page(0, 1));
 }
 
@@ -106,10 +111,13 @@ fn the_deadline_ends_a_read_no_server_serves() {
     let mut p = policy();
     p.start();
     // No backoff is slept into the end of the wait for a server.
-    assert_eq!(done(p.on_answer(ReadAnswer::Unserved, ms(1195))), ReadAnswer::Unserved);
+    assert_eq!(
+        done(p.on_answer(ReadAnswer::Unserved { applied_to: None }, ms(1195))),
+        ReadAnswer::Unserved { applied_to: None }
+    );
     let mut p = policy();
     p.start();
-    assert_eq!(done(p.on_cut_off()), ReadAnswer::Unserved, "no answer by the cut-off");
+    assert_eq!(done(p.on_cut_off()), ReadAnswer::Unserved { applied_to: None }, "no answer by the cut-off");
 }
 
 #[test]
@@ -124,10 +132,10 @@ fn every_try_before_the_end_is_cut_off_at_give_up_at_and_none_is_scheduled_after
                 assert!(elapsed < ms(1200), "a try starts before give_up_at: {elapsed:?}");
                 assert_eq!(cut_off, ms(1200));
                 elapsed += ms(60);
-                step = p.on_answer(ReadAnswer::Unserved, elapsed);
+                step = p.on_answer(ReadAnswer::Unserved { applied_to: None }, elapsed);
             }
             ReadStep::Done(answer) => {
-                assert_eq!(answer, ReadAnswer::Unserved);
+                assert_eq!(answer, ReadAnswer::Unserved { applied_to: None });
                 break;
             }
         }
@@ -140,8 +148,11 @@ fn read_attempts_max_ends_the_read() {
     let config = ClientConfig { read_attempts_max: 2, ..ClientConfig::default() };
     let mut p = policy_with(config, ReadDeadline { wait_until: T0, give_up_at: ms(60_000) }, None);
     p.start();
-    send(p.on_answer(ReadAnswer::Unserved, ms(1)));
-    assert_eq!(done(p.on_answer(ReadAnswer::Unserved, ms(100))), ReadAnswer::Unserved);
+    send(p.on_answer(ReadAnswer::Unserved { applied_to: None }, ms(1)));
+    assert_eq!(
+        done(p.on_answer(ReadAnswer::Unserved { applied_to: None }, ms(100))),
+        ReadAnswer::Unserved { applied_to: None }
+    );
     assert_eq!(p.sent(), 2);
 }
 
@@ -169,7 +180,7 @@ fn unserved_after_an_early_page_ends_at_wait_until_with_the_page() {
     p.start();
     send(p.on_answer(empty(4), ms(120)));
     // A backoff from 195 ms would end past wait_until: the held page is the answer now.
-    assert_eq!(done(p.on_answer(ReadAnswer::Unserved, ms(195))), empty(4));
+    assert_eq!(done(p.on_answer(ReadAnswer::Unserved { applied_to: None }, ms(195))), empty(4));
 }
 
 #[test]
@@ -248,7 +259,7 @@ fn a_service_that_routes_by_itself_is_asked_by_attempt_and_its_unknown_journal_s
     )
     .expect("valid");
     assert_eq!(send(p.start()).0, None);
-    let (server, attempt, ..) = send(p.on_answer(ReadAnswer::Unserved, ms(1)));
+    let (server, attempt, ..) = send(p.on_answer(ReadAnswer::Unserved { applied_to: None }, ms(1)));
     assert_eq!((server, attempt), (None, 1));
     assert_eq!(done(p.on_answer(ReadAnswer::UnknownJournal, ms(40))), ReadAnswer::UnknownJournal);
 }
@@ -291,12 +302,40 @@ fn ranked_servers_are_asked_in_their_order_and_the_read_names_who_served_it() {
     )
     .expect("valid");
     assert_eq!(send(p.start()).0, Some(NodeId(21)), "the best replica first, not the hint");
-    assert_eq!(send(p.on_answer(ReadAnswer::Unserved, ms(1))).0, Some(NodeId(22)), "then the next replica");
-    assert_eq!(send(p.on_answer(ReadAnswer::Unserved, ms(2))).0, Some(NodeId(1)), "then the voters");
+    assert_eq!(
+        send(p.on_answer(ReadAnswer::Unserved { applied_to: None }, ms(1))).0,
+        Some(NodeId(22)),
+        "then the next replica"
+    );
+    assert_eq!(
+        send(p.on_answer(ReadAnswer::Unserved { applied_to: None }, ms(2))).0,
+        Some(NodeId(1)),
+        "then the voters"
+    );
     assert_eq!(p.served_by(), None, "nothing served it yet");
     match p.on_answer(page(0, 2), ms(3)) {
         ReadStep::Done(answer) => assert_eq!(answer, page(0, 2)),
         other => panic!("a page serves the read: {other:?}"),
     }
     assert_eq!(p.served_by(), Some(NodeId(1)), "the voter that answered");
+}
+
+#[test]
+fn an_unserved_end_carries_the_furthest_applied_position_any_server_named() {
+    let ranked = vec![NodeId(21), NodeId(22), NodeId(1)];
+    let mut p = ReadPolicy::over(
+        params(0, Consistency::Reached(Seq(9))),
+        deadline(),
+        paros_client::ReadServers::Ranked(ranked),
+        None,
+        ClientConfig::default(),
+        Rng::new(7),
+    )
+    .expect("valid");
+    let unserved = |applied_to: Option<u64>| ReadAnswer::Unserved { applied_to: applied_to.map(Seq) };
+    send(p.start());
+    send(p.on_answer(unserved(Some(6)), ms(1)));
+    send(p.on_answer(unserved(Some(4)), ms(2)));
+    send(p.on_answer(unserved(None), ms(3)));
+    assert_eq!(done(p.on_cut_off()), unserved(Some(6)), "the replica that came closest, not the last answer");
 }

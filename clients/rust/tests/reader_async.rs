@@ -68,7 +68,11 @@ async fn unserved_reads_are_retried_then_reported_unavailable() {
     assert!(matches!(r.next().await, Ok(ReaderOutcome::Records { .. })), "two unserved reads are retried");
     let retries = ReaderConfig::default().unserved_retries_max as usize;
     fake.script_reads(std::iter::repeat_n(ReadFault::Unserved, retries + 1));
-    assert_eq!(r.next().await, Ok(ReaderOutcome::Unavailable { attempts: retries as u32 + 1 }));
+    assert_eq!(
+        r.next().await,
+        Ok(ReaderOutcome::Unavailable { attempts: retries as u32 + 1, applied_to: Some(Seq(2)) }),
+        "the fake says it has applied its two records"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -207,7 +211,8 @@ async fn read_to_tail_ends_with_an_unavailable_read_and_resumes_at_the_cursor() 
     let retries = ReaderConfig::default().unserved_retries_max as usize;
     fake.script_reads(std::iter::repeat_n(ReadFault::Unserved, retries + 1));
     let first = r.read_to_tail().await;
-    assert_eq!(first, Err(paros_client::ReaderError::Unavailable { attempts: retries as u32 + 1 }));
+    let unavailable = paros_client::ReaderError::Unavailable { attempts: retries as u32 + 1, applied_to: Some(Seq(4)) };
+    assert_eq!(first, Err(unavailable), "the error says how far the server had applied");
     let rest = r.read_to_tail().await.expect("good answers");
     let seqs: Vec<_> = rest.iter().map(ReadItem::start).collect();
     assert_eq!(seqs, vec![Seq(0), Seq(1), Seq(2), Seq(3)]);

@@ -104,33 +104,41 @@ fn pages_that_contradict_their_view_or_request_are_refused() {
 fn unserved_is_retried_up_to_the_bound_then_unavailable() {
     let config = ReaderConfig { unserved_retries_max: 2, ..ReaderConfig::default() };
     let mut reader = ReaderCursor::new(Seq(0), config).expect("non-zero page bounds are valid");
+    let unserved = |applied_to: Option<u64>| ReadAnswer::Unserved { applied_to: applied_to.map(Seq) };
     assert_eq!(
-        reader.absorb(ReadAnswer::Unserved),
+        reader.absorb(unserved(Some(3))),
         Ok(ReaderOutcome::Retry { attempt: 1 }),
         "the first unserved read is retried"
     );
     assert_eq!(reader.next_request().attempt, 1, "the retry says which attempt it is");
     assert_eq!(
-        reader.absorb(ReadAnswer::Unserved),
+        reader.absorb(unserved(None)),
         Ok(ReaderOutcome::Retry { attempt: 2 }),
         "the second unserved read is retried"
     );
     assert_eq!(
-        reader.absorb(ReadAnswer::Unserved),
-        Ok(ReaderOutcome::Unavailable { attempts: 3 }),
-        "past the bound of two retries the journal is reported unavailable"
+        reader.absorb(unserved(Some(2))),
+        Ok(ReaderOutcome::Unavailable { attempts: 3, applied_to: Some(Seq(3)) }),
+        "past the bound of two retries the journal is reported unavailable, with the furthest applied position named"
     );
     assert_eq!(reader.next_request().attempt, 0, "after reporting unavailable the count starts over");
+    reader.absorb(unserved(None)).expect("an unserved answer is taken");
+    reader.absorb(unserved(None)).expect("an unserved answer is taken");
+    assert_eq!(
+        reader.absorb(unserved(None)),
+        Ok(ReaderOutcome::Unavailable { attempts: 3, applied_to: None }),
+        "a streak that named nothing names nothing: the last streak's position is not carried over"
+    );
 }
 
 #[test]
 fn a_served_answer_resets_the_unserved_count() {
     let config = ReaderConfig { unserved_retries_max: 1, ..ReaderConfig::default() };
     let mut reader = ReaderCursor::new(Seq(0), config).expect("non-zero page bounds are valid");
-    reader.absorb(ReadAnswer::Unserved).expect("an unserved answer is taken");
+    reader.absorb(ReadAnswer::Unserved { applied_to: None }).expect("an unserved answer is taken");
     reader.absorb(page(0, 1, view(0, 5))).expect("a page at the cursor is taken");
     assert_eq!(
-        reader.absorb(ReadAnswer::Unserved),
+        reader.absorb(ReadAnswer::Unserved { applied_to: None }),
         Ok(ReaderOutcome::Retry { attempt: 1 }),
         "a served page restarts the retry count"
     );
@@ -225,7 +233,7 @@ fn an_outcome_as_items_names_every_position_and_every_gap() {
     let items = gap.into_items().expect("a gap is an item");
     assert_eq!(items, vec![ReadItem::Gap { from: Seq(3), to: Seq(7) }]);
     assert_eq!((items[0].start(), items[0].end()), (Seq(3), Seq(7)));
-    assert_eq!(ReaderOutcome::Unavailable { attempts: 4 }.into_items(), Ok(vec![]));
+    assert_eq!(ReaderOutcome::Unavailable { attempts: 4, applied_to: Some(Seq(1)) }.into_items(), Ok(vec![]));
     assert_eq!(ReaderOutcome::Retry { attempt: 1 }.into_items(), Ok(vec![]));
     assert_eq!(ReaderOutcome::UnknownJournal.into_items(), Err(ReaderError::UnknownJournal));
 }

@@ -414,7 +414,7 @@ where
                 }
             }
             ReadAnswer::Truncated { view } => first = first.max(view.first_seq.0),
-            ReadAnswer::Page { .. } | ReadAnswer::Unserved | ReadAnswer::UnknownJournal => stats.unserved += 1,
+            ReadAnswer::Page { .. } | ReadAnswer::Unserved { .. } | ReadAnswer::UnknownJournal => stats.unserved += 1,
             ReadAnswer::Denied(denial) if denial.status == 429 => {
                 shared.over_quota.fetch_add(1, Ordering::Relaxed);
                 let wait = Duration::from_secs(denial.retry_after_s.unwrap_or(1).max(1));

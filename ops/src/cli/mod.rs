@@ -314,9 +314,10 @@ pub enum Failure {
     /// The read's `--from` is below the journal's first retained position. Exit 3.
     #[error("truncated: {journal} starts at {} now", .view.first_seq)]
     ReadTruncated { journal: JournalName, view: JournalView },
-    /// The read was not served within its bounds. Exit 5.
-    #[error("unavailable: the read was not served in time")]
-    ReadUnserved,
+    /// The read was not served within its bounds; `applied_to` is how far the server that got
+    /// furthest had applied the journal, when one said. Exit 5.
+    #[error("{}", unserved_text(*.applied_to))]
+    ReadUnserved { applied_to: Option<Seq> },
     /// A multi-writer append answered with an outcome other than its acknowledgement, after
     /// `after` records were appended: ambiguous (exit 4), too large or refused (3).
     #[error("{}", append_text(.outcome, .after))]
@@ -370,7 +371,7 @@ impl Failure {
             Failure::Decided { decided } => decided_code(decided),
             Failure::Fenced { .. } | Failure::ClaimLost { .. } | Failure::Halted { .. } => REFUSED,
             Failure::ReadTruncated { .. } | Failure::TruncateShape { .. } => REFUSED,
-            Failure::ReadUnserved => UNAVAILABLE,
+            Failure::ReadUnserved { .. } => UNAVAILABLE,
             Failure::Append { outcome, .. } => match outcome {
                 WriteOutcome::Ambiguous => AMBIGUOUS,
                 WriteOutcome::TooLarge { .. }
@@ -508,6 +509,14 @@ fn decided_text(decided: &Decided) -> String {
             }
             msg
         }
+    }
+}
+
+/// What an unserved read prints: how far a server had applied the journal, when one said.
+fn unserved_text(applied_to: Option<Seq>) -> String {
+    match applied_to {
+        Some(a) => format!("unavailable: the read was not served in time (a server had applied up to {a})"),
+        None => "unavailable: the read was not served in time".to_owned(),
     }
 }
 

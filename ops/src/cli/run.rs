@@ -118,7 +118,7 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
                     Ok(())
                 }
                 ReadOutcome::Truncated(view) => Err(Failure::ReadTruncated { journal, view }),
-                ReadOutcome::Unserved => Err(Failure::ReadUnserved),
+                ReadOutcome::Unserved { applied_to } => Err(Failure::ReadUnserved { applied_to }),
             }
         }
         Verb::Tail { journal, from, base64, gateway } => {

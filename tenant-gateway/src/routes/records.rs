@@ -246,7 +246,9 @@ pub(crate) async fn send_write(
         (status = 404, body = paros_api::ErrorBody),
         (status = 410, body = paros_api::ErrorBody,
             description = "truncated: starts below the journal's first retained position, given in the view"),
-        (status = 503, body = paros_api::ErrorBody),
+        (status = 503, body = paros_api::ErrorBody,
+            description = "unavailable: not served within wait_ms (an at_least read: the record at min_seq \
+                is not applied); applied_to, when present, is how far the closest server had applied"),
     ))]
 pub(crate) async fn read(
     State(g): State<Gateway>,
@@ -284,15 +286,18 @@ pub(crate) async fn read(
         ReadAnswer::Truncated { view } => {
             Err(ApiError::new(ErrorCode::Truncated, "from is below first_seq").with_view(view))
         }
-        // A read at least at `min_seq` not served within `wait_ms` (the contract: 503).
-        ReadAnswer::Unserved if consistency != Consistency::Linearizable || reach.is_some() => {
-            Err(ApiError::unavailable("the record at min_seq is not applied within wait_ms; retry"))
+        // A read at least at `min_seq` not served within `wait_ms` (the contract: 503), saying
+        // how far the closest server had applied the journal when one said.
+        ReadAnswer::Unserved { applied_to } if consistency != Consistency::Linearizable || reach.is_some() => {
+            Err(ApiError::unavailable("the record at min_seq is not applied within wait_ms; retry")
+                .with_applied_to(applied_to))
+        }
+        ReadAnswer::Unserved { applied_to } => {
+            Err(ApiError::unavailable("the read was not served in time; retry").with_applied_to(applied_to))
         }
         // The cell never denies (authorization happened here); a denial is a cell that could
         // not answer.
-        ReadAnswer::Unserved | ReadAnswer::Denied(_) => {
-            Err(ApiError::unavailable("the read was not served in time; retry"))
-        }
+        ReadAnswer::Denied(_) => Err(ApiError::unavailable("the read was not served in time; retry")),
         ReadAnswer::UnknownJournal => Err(ApiError::unavailable("the journal is not placed yet; retry")),
     }
 }

@@ -126,7 +126,7 @@ async fn next_event(s: &mut TailState) -> Option<Option<(TailEvent, Seq)>> {
             let caught_up = s.cursor >= view.next_seq;
             (TailEvent::Heartbeat(Heartbeat { view, caught_up }), s.cursor)
         }
-        ReadAnswer::Unserved | ReadAnswer::UnknownJournal | ReadAnswer::Denied(_) => {
+        ReadAnswer::Unserved { .. } | ReadAnswer::UnknownJournal | ReadAnswer::Denied(_) => {
             let live = s.g.directory().ok().is_some_and(|d| d.journal(s.key).is_some_and(|j| j.is_live()));
             return live.then_some(None);
         }

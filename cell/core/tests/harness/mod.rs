@@ -542,7 +542,7 @@ pub fn read_range(c: &mut Cluster, node: NodeId, from: u64, to: u64, consistency
                 assert_eq!(f, at, "a page starts where it was asked to");
                 records.extend(page);
             }
-            Some(ReadAnswer::Unserved) if unserved < 20 => unserved += 1,
+            Some(ReadAnswer::Unserved { .. }) if unserved < 20 => unserved += 1,
             other => panic!("reading {at:?} at {node:?}: {other:?}"),
         }
     }

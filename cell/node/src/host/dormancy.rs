@@ -117,12 +117,13 @@ pub(super) struct Dormancy {
     /// Journals booted dormant and not checked in since (neither woken for their turn nor by
     /// a peer's election or leader), and how many to wake per tick.
     pub(super) boot_wakes: BTreeSet<JournalKey>,
-    /// Replica journals that went dormant in this boot, caught up, and the chosen index each
-    /// had applied: they wake serving, and a feed mark at or below it does not wake them.
-    pub(super) slept_serving: HashMap<JournalKey, paros_core::Slot>,
-    /// Journals with replica tiers to feed that went dormant in this boot as voters, and their
-    /// chosen index then: the feed marks this machine repeats for them (`feed.rs`).
-    pub(super) voter_marks: BTreeMap<JournalKey, paros_core::Slot>,
+    /// Replica journals that went dormant in this boot, caught up, and where each stood: they
+    /// wake serving, and a feed mark at or below the chosen index it had applied does not wake
+    /// them.
+    pub(super) slept_serving: HashMap<JournalKey, SleptAt>,
+    /// Journals with replica tiers to feed that went dormant in this boot as voters, and where
+    /// each stood: its chosen index is the feed mark this machine repeats for it (`feed.rs`).
+    pub(super) voter_marks: BTreeMap<JournalKey, SleptAt>,
     pub(super) boot_wakes_per_tick: usize,
     /// Journals woken only for a check-in, asked nothing since: to check in after this boot,
     /// or by a peer's message (a peer's check-in elects the journal everywhere) and given no
@@ -137,6 +138,21 @@ pub(super) struct Dormancy {
     pub(super) configs: paros_core::ConfigPool,
     /// Awake journals whose life began with a wake from dormancy (for `HostStats`).
     pub(super) woken: HashSet<JournalKey>,
+}
+
+/// Where a journal stood when it went dormant.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct SleptAt {
+    /// The chosen index it had applied.
+    pub(super) chosen_up_to: paros_core::Slot,
+    /// Its fold's `next_seq`: a read refused while it is dormant says it is applied that far.
+    pub(super) applied_to: paros_core::Seq,
+}
+
+impl SleptAt {
+    fn of(chosen_up_to: paros_core::Slot, state: &paros_core::journal::JournalState) -> SleptAt {
+        SleptAt { chosen_up_to, applied_to: state.next_seq }
+    }
 }
 
 impl Default for Dormancy {
@@ -230,6 +246,20 @@ impl<S: LogStore> Host<S> {
         matches!(self.journals.get(key), Some(Hosted::Dormant(_)))
     }
 
+    /// How far `key` is applied here, as far as this machine knows without reading its store:
+    /// an awake journal's fold's `next_seq`; a dormant one's when it went dormant in this boot
+    /// as a replica or as a voter feeding a tier (`None` for the others, and for a journal not
+    /// hosted here).
+    pub(super) fn applied_to(&self, key: &JournalKey) -> Option<paros_core::Seq> {
+        match self.journals.get(key)? {
+            Hosted::Dormant(_) => {
+                let at = self.dormancy.slept_serving.get(key).or_else(|| self.dormancy.voter_marks.get(key));
+                at.map(|at| at.applied_to)
+            }
+            awake => awake.applied_to(),
+        }
+    }
+
     /// Journals booted dormant are woken this many per tick, once each, so every one checks in
     /// with its peers (a machine that was down catches up) without a boot storm.
     pub fn set_boot_wakes_per_tick(&mut self, n: usize) {
@@ -276,10 +306,10 @@ impl<S: LogStore> Host<S> {
                     match &self.journals[&key] {
                         // Only a caught-up replica is quiet: it wakes serving.
                         Hosted::Replica(r) => {
-                            self.dormancy.slept_serving.insert(key, r.chosen_up_to());
+                            self.dormancy.slept_serving.insert(key, SleptAt::of(r.chosen_up_to(), r.state()));
                         }
                         Hosted::Voter(v) if !v.config().learners.is_empty() => {
-                            self.dormancy.voter_marks.insert(key, v.chosen_up_to());
+                            self.dormancy.voter_marks.insert(key, SleptAt::of(v.chosen_up_to(), v.state()));
                         }
                         _ => {}
                     }
@@ -420,12 +450,14 @@ impl<S: LogStore> Host<S> {
     }
 
     /// Refuses a held input for now (the caller retries): a call is answered `Busy`, a read
-    /// `Unserved`, and neither is owed any more; nobody waits on the other inputs.
+    /// `Unserved` (saying how far the journal was applied when it went dormant, when this boot
+    /// noted it), and neither is owed any more; nobody waits on the other inputs.
     fn refuse_held(&mut self, input: &Stashed) -> Option<Early> {
         let (owed, answer) = match *input {
             Stashed::Call(id, k, _) => (self.owing.take_call(k, id)?, NodeAnswer::Call(paros_core::CallAnswer::Busy)),
             Stashed::Read(id, k, _) => {
-                (self.owing.take_read(k, id)?, NodeAnswer::Read(paros_core::ReadAnswer::Unserved))
+                let applied_to = self.applied_to(&k);
+                (self.owing.take_read(k, id)?, NodeAnswer::Read(paros_core::ReadAnswer::Unserved { applied_to }))
             }
             Stashed::Deliver(..) | Stashed::Campaign(_) | Stashed::Wake(_) => return None,
         };

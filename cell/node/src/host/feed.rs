@@ -82,7 +82,7 @@ impl<S: LogStore> Host<S> {
             let (learners, chosen): (&[NodeId], Slot) = match &self.journals[&key] {
                 Hosted::Voter(v) => (&v.config().learners, v.chosen_up_to()),
                 Hosted::Dormant(config) => match self.dormancy.voter_marks.get(&key) {
-                    Some(chosen) => (&config.learners, *chosen),
+                    Some(at) => (&config.learners, at.chosen_up_to),
                     None => continue,
                 },
                 _ => continue,

@@ -62,6 +62,15 @@ impl Hosted {
         }
     }
 
+    /// How far the journal is applied here (its fold's `next_seq`; `None` while dormant).
+    pub(super) fn applied_to(&self) -> Option<paros_core::Seq> {
+        match self {
+            Hosted::Voter(v) => Some(v.state().next_seq),
+            Hosted::Replica(r) => Some(r.state().next_seq),
+            Hosted::Dormant(_) => None,
+        }
+    }
+
     pub(super) fn config(&self) -> &paros_core::JournalConfig {
         match self {
             Hosted::Voter(v) => v.config(),

@@ -278,7 +278,7 @@ impl<S: LogStore> Host<S> {
             }
             if let Hosted::Dormant(_) = j {
                 if let paros_core::Message::FeedMark { chosen_up_to } = e.message
-                    && self.dormancy.slept_serving.get(&e.journal).is_some_and(|applied| chosen_up_to <= *applied)
+                    && self.dormancy.slept_serving.get(&e.journal).is_some_and(|at| chosen_up_to <= at.chosen_up_to)
                 {
                     // A repeated mark of what this sleeping replica has applied: no news.
                     self.stats.feed_marks_asleep += 1;

@@ -108,7 +108,7 @@ impl<S: LogStore> Host<S> {
         }
         if self.owing.reads.contains(&(journal, id)) {
             // Two reads under one id: the second cannot be told apart from the first's answer.
-            return Err(NodeAnswer::Read(ReadAnswer::Unserved));
+            return Err(NodeAnswer::Read(ReadAnswer::Unserved { applied_to: self.applied_to(&journal) }));
         }
         self.owing.reads.insert((journal, id));
         match self.read_owed(journal, id, read) {

@@ -31,10 +31,11 @@ pub enum Claim {
     AnswerForItsRequest,
     ReplicaCaughtUpFirst,
     AtLeastReached,
+    UnservedSaysApplied,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 26] = [
+    pub const ALL: [Claim; 27] = [
         Claim::OneChosenPerSlot,
         Claim::SameOutcome,
         Claim::PromiseNeverDecreases,
@@ -61,6 +62,7 @@ impl Claim {
         Claim::AnswerForItsRequest,
         Claim::ReplicaCaughtUpFirst,
         Claim::AtLeastReached,
+        Claim::UnservedSaysApplied,
     ];
 
     /// The claim's name, exactly as the runner prints it.
@@ -115,6 +117,10 @@ impl Claim {
                  (reached: a replica that lost its disk serves again)"
             }
             Claim::AtLeastReached => "a read served at_least(seq) reflects every write through seq",
+            Claim::UnservedSaysApplied => {
+                "an unserved read says how far its server had applied, never further than its fold; \
+                 a serving replica that held an at_least(seq) read to its end says short of seq"
+            }
         }
     }
 

@@ -219,7 +219,7 @@ impl HistoryOp {
             Some(OpOutput::Read(ReadAnswer::Page { records, .. })) if records.is_empty() => "empty_page",
             Some(OpOutput::Read(ReadAnswer::Page { .. })) => "page",
             Some(OpOutput::Read(ReadAnswer::Truncated(_))) => "read_truncated",
-            Some(OpOutput::Read(ReadAnswer::Unserved)) => "unserved",
+            Some(OpOutput::Read(ReadAnswer::Unserved { .. })) => "unserved",
         }
     }
 }
@@ -426,6 +426,6 @@ fn output_json(output: &OpOutput) -> Value {
             json!({ "page": { "from": from.0, "records": records_json(records), "view": view_json(view) } })
         }
         OpOutput::Read(ReadAnswer::Truncated(v)) => json!({ "truncated": view_json(v) }),
-        OpOutput::Read(ReadAnswer::Unserved) => json!("unserved"),
+        OpOutput::Read(ReadAnswer::Unserved { .. }) => json!("unserved"),
     }
 }

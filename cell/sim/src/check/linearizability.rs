@@ -266,7 +266,7 @@ fn lands(h: &HistoryOp, model: &JournalModel) -> bool {
 fn keep(op: &HistoryOp, model: &JournalModel) -> bool {
     match (&op.input, &op.output) {
         (OpInput::Read { consistency: Consistency::Linearizable, .. }, Some(OpOutput::Read(a))) => {
-            !matches!(a, ReadAnswer::Unserved)
+            !matches!(a, ReadAnswer::Unserved { .. })
         }
         (OpInput::Read { .. }, _) => false,
         _ if op.is_ambiguous() => !model.inert(&op.input),
@@ -485,7 +485,7 @@ pub fn stale_read_violation(history: &[HistoryOp]) -> Option<String> {
             continue;
         };
         let ok = match answer {
-            ReadAnswer::Unserved => true,
+            ReadAnswer::Unserved { .. } => true,
             ReadAnswer::Truncated(v) => v.next_seq >= *at_least && *from < v.first_seq.0 && v.first_seq <= v.next_seq,
             ReadAnswer::Page { from: f, records, view: v } => {
                 let end = from + records.len() as u64;

@@ -256,7 +256,7 @@ impl JournalModel {
         }
         match answer {
             ReadAnswer::Truncated(v) => from < self.first && *v == self.view(),
-            ReadAnswer::Unserved => true,
+            ReadAnswer::Unserved { .. } => true,
             ReadAnswer::Page { from: f, records, view } => {
                 if f.0 != from || *view != self.view() || from < self.first {
                     return false;

@@ -88,7 +88,7 @@ impl Flight {
         let step = if read {
             let answer = match reply {
                 Reply::Read(a) => paros_client::ReadAnswer::from_node(a),
-                Reply::Call(_) | Reply::TimedOut => paros_client::ReadAnswer::Unserved,
+                Reply::Call(_) | Reply::TimedOut => paros_client::ReadAnswer::Unserved { applied_to: None },
             };
             self.policy.on_read(answer, elapsed)
         } else {

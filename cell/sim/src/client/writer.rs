@@ -710,7 +710,7 @@ impl Writer {
         c.in_flight = None;
         let answer = match reply {
             Reply::Read(a) => ReadAnswer::from_node(a),
-            Reply::Call(_) | Reply::TimedOut => ReadAnswer::Unserved,
+            Reply::Call(_) | Reply::TimedOut => ReadAnswer::Unserved { applied_to: None },
         };
         let mut retry = None;
         match c.cursor.absorb(answer) {

@@ -129,7 +129,7 @@ impl CallOp {
             (false, Some(RegReply::Call(a))) => self.policy.on_reply(CallReply::Answer(*a), elapsed),
             (false, _) => self.policy.on_reply(CallReply::NoAnswer, elapsed),
             (true, Some(RegReply::Read(a))) => self.policy.on_read(ReadAnswer::from_node(a.clone()), elapsed),
-            (true, _) => self.policy.on_read(ReadAnswer::Unserved, elapsed),
+            (true, _) => self.policy.on_read(ReadAnswer::Unserved { applied_to: None }, elapsed),
         };
         self.absorb(step, now)
     }

@@ -64,6 +64,33 @@ pub struct Audit {
     boot_marks: BTreeMap<(NodeId, JournalKey), Slot>,
     /// Replicas whose current boot began on a wiped disk.
     wiped_boots: BTreeSet<NodeId>,
+    /// Replica journals that served a page in the machine's current boot: their gate is open
+    /// for the rest of it (a journal that sleeps serving wakes serving).
+    served_since_boot: BTreeSet<(NodeId, JournalKey)>,
+    /// Client reads handed to each machine's journal and not answered yet (a read its host
+    /// dropped stays counted: the count only errs high).
+    held_reads: BTreeMap<(NodeId, JournalKey), usize>,
+    /// Each held read: where, and how many reads that journal held when it arrived.
+    held_read: BTreeMap<u64, (NodeId, JournalKey, usize)>,
+}
+
+/// A read's `Unserved` answer, as the audit judges it at the moment its machine releases it.
+#[derive(Clone, Copy, Debug)]
+pub struct UnservedRead {
+    pub node: NodeId,
+    pub key: JournalKey,
+    /// A learner-only replica.
+    pub by_replica: bool,
+    pub from: paros_core::Seq,
+    pub consistency: paros_core::Consistency,
+    /// The answer's `applied_to`.
+    pub applied_to: paros_core::Seq,
+    /// The server's fold's `next_seq` now (`None`: no probe).
+    pub applied_now: Option<paros_core::Seq>,
+    /// Reads the journal held there when this one arrived (`None`: not known).
+    pub held_before: Option<usize>,
+    /// The servers' bound on reads held per journal.
+    pub reads_max: usize,
 }
 
 /// What a campaign heard, per slot.
@@ -112,11 +139,69 @@ impl Audit {
         } else {
             self.wiped_boots.remove(&node);
         }
+        self.served_since_boot.retain(|(n, _)| *n != node);
+    }
+
+    /// Client read `req` of `key` was handed to `node`.
+    pub fn read_delivered(&mut self, node: NodeId, key: JournalKey, req: u64) {
+        let held = self.held_reads.entry((node, key)).or_default();
+        self.held_read.insert(req, (node, key, *held));
+        *held += 1;
+    }
+
+    /// `node` released its answer to read `req`: how many reads its journal held when that one
+    /// arrived, if it was a client read handed to it.
+    pub fn read_released(&mut self, req: u64) -> Option<usize> {
+        let (node, key, before) = self.held_read.remove(&req)?;
+        if let Some(held) = self.held_reads.get_mut(&(node, key)) {
+            *held = held.saturating_sub(1);
+        }
+        Some(before)
+    }
+
+    /// `node` stopped: the reads it held are gone with it.
+    pub fn reads_lost(&mut self, node: NodeId) {
+        self.held_reads.retain(|(n, _), _| *n != node);
+        self.held_read.retain(|_, (n, _, _)| *n != node);
+    }
+
+    /// A read was answered `Unserved` with how far its server had applied the journal. The
+    /// answer never claims more than the server's fold has applied; and a replica whose gate
+    /// is open (it served this journal in this boot), that had room for the read and whose
+    /// page would start at or past its applied prefix (no page below its window, no trim point
+    /// it jumped past) can only have held an `at_least(seq)` read to its end: it says
+    /// `applied_to < seq`.
+    pub fn on_unserved(&mut self, u: &UnservedRead) {
+        let UnservedRead { node, key, applied_to, .. } = *u;
+        if let Some(now) = u.applied_now {
+            self.claims.check(Claim::UnservedSaysApplied, applied_to <= now, || {
+                format!("{node:?} answered a read of {key:?} unserved, applied to {applied_to:?}, its fold at {now:?}")
+            });
+        }
+        let paros_core::Consistency::Reached(seq) = u.consistency else { return };
+        let held_to_its_end = u.by_replica
+            && self.served_since_boot.contains(&(node, key))
+            && u.from >= applied_to
+            && u.held_before.is_some_and(|held| held < u.reads_max);
+        if !held_to_its_end {
+            return;
+        }
+        self.claims.check(Claim::UnservedSaysApplied, applied_to < seq, || {
+            format!(
+                "{node:?}, serving {key:?}, answered a read from {:?} at least at {seq:?} unserved, \
+                 applied to {applied_to:?}: it could have served it",
+                u.from
+            )
+        });
+        if applied_to < seq {
+            self.claims.reach(Claim::UnservedSaysApplied);
+        }
     }
 
     /// Replica `node` served a page of `key` from a fold that has applied every slot below
     /// `applied`.
     pub fn on_replica_page(&mut self, node: NodeId, key: JournalKey, applied: Slot) {
+        self.served_since_boot.insert((node, key));
         let mark = self.boot_marks.get(&(node, key)).copied().unwrap_or(Slot(0));
         self.claims.check(Claim::ReplicaCaughtUpFirst, applied >= mark, || {
             format!(
@@ -542,7 +627,7 @@ impl Audit {
                     format!("{key:?}: a read from seq{from} was served a page from {f:?} with {view:?}")
                 });
             }
-            ReadAnswer::Unserved => {}
+            ReadAnswer::Unserved { .. } => {}
         }
     }
 }

@@ -139,10 +139,14 @@ impl<H: Host> World<H> {
     }
 
     pub(super) fn on_request(&mut self, to: usize, req: u64, journal: JournalKey, request: Request) {
+        let id = self.machines[to].spec.id;
         let Some(host) = self.machines[to].host.as_mut() else { return };
         match request {
             Request::Call(id, call) => host.call(journal, req, id.unwrap_or(CallId(req)), call),
-            Request::Read(read) => host.read(journal, req, read),
+            Request::Read(read) => {
+                host.read(journal, req, read);
+                self.audit.read_delivered(id, journal, req);
+            }
         }
         self.kick(to);
     }

@@ -48,6 +48,7 @@ impl<H: Host> World<H> {
             .map(|p| (p.key, mach.disk.durable(&p.key).map_or(paros_core::Ballot::ZERO, |d| d.promise)))
             .collect();
         self.audit.on_crash(id, lost, &durable);
+        self.audit.reads_lost(id);
         self.observe_disk(m);
         self.trace.event(self.now, "crash", &[id.0], || format!("{id:?} ({why})"));
     }
@@ -240,6 +241,26 @@ impl<H: Host> World<H> {
         }
         let replica = self.machines[m].spec.role == crate::host::MachineRole::Replica;
         for (req, answer) in out.reads {
+            let held_before = self.audit.read_released(req);
+            if let paros_core::ReadAnswer::Unserved { applied_to: Some(applied_to) } = answer
+                && let Some(o) = self.requests.get(&req)
+                && let crate::check::history::OpInput::Read { from: f, consistency, .. } = self.history[o.history].input
+            {
+                let key = self.history[o.history].journal;
+                let mach = &self.machines[m];
+                let probe = mach.host.as_ref().and_then(|h| h.probe(&mach.disk, &key));
+                self.audit.on_unserved(&crate::world::audit::UnservedRead {
+                    node: from,
+                    key,
+                    by_replica: replica,
+                    from: paros_core::Seq(f),
+                    consistency,
+                    applied_to,
+                    applied_now: probe.map(|p| p.state.next_seq),
+                    held_before,
+                    reads_max: self.params.tunables.reads_max as usize,
+                });
+            }
             if replica
                 && matches!(answer, paros_core::ReadAnswer::Page { .. })
                 && let Some(o) = self.requests.get(&req)

@@ -106,13 +106,13 @@ impl HttpService {
         match self.gateway.read(journal, &query).await {
             Ok(ReadOutcome::Page(page)) => page_answer(page),
             Ok(ReadOutcome::Truncated(view)) => ReadAnswer::Truncated { view },
-            Ok(ReadOutcome::Unserved) => ReadAnswer::Unserved,
+            Ok(ReadOutcome::Unserved { applied_to }) => ReadAnswer::Unserved { applied_to },
             Err(GatewayError::Denied(d)) => match refusal(d) {
                 Refusal::UnknownJournal => ReadAnswer::UnknownJournal,
                 Refusal::Denied(d) => ReadAnswer::Denied(d),
-                Refusal::Busy | Refusal::Lost => ReadAnswer::Unserved,
+                Refusal::Busy | Refusal::Lost => ReadAnswer::Unserved { applied_to: None },
             },
-            Err(_) => ReadAnswer::Unserved,
+            Err(_) => ReadAnswer::Unserved { applied_to: None },
         }
     }
 }
