@@ -280,6 +280,8 @@ impl<H: Host> World<H> {
                 }
                 FollowerEffect::Remove { machine, journal } => {
                     host.remove(&journal);
+                    // Its life here ends: a later placement begins another (answers audit).
+                    self.answers.life_bound(id, journal);
                     f.driver().removed(machine, journal);
                     let key = journal;
                     self.trace.event(now, "remove", &[id.0, key.journal.0], || format!("{id:?} removes {key:?}"));
