@@ -24,7 +24,9 @@
 //!   none) is refused (`TierChange`): a replica's tier is fixed at registration. Accepted as
 //!   `MachineRegistered`;
 //! - `SetStanding`: unknown machine refused; `Registered ⇄ Draining` and anything `→ Retired`
-//!   are accepted, the same standing is an accepted no-op, and leaving `Retired` is refused;
+//!   are accepted, the same standing is an accepted no-op, and leaving `Retired` is refused.
+//!   Retiring a replica removes it from its tier: it hosts none of the tier's journals any more
+//!   ([`changes_for`](crate::follow::changes_for)), and it stays listed, retired, on its tier;
 //! - `SignUp`: a taken tenant id or a taken name (names are never freed) is refused;
 //! - `SetTenantStatus`, `SetQuotas`, `RevokeToken`: the tenant must exist; revoking an already
 //!   revoked token id is accepted again (`already`, the contract's "revoking again is 204"); a new

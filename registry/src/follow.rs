@@ -3,7 +3,9 @@
 //! Every node folds the registry and, after each page, compares the journals the directory
 //! places on it with the ones it hosts: journals placed and not hosted are created, journals
 //! hosted and no longer placed (deleted, or moved) are removed. A replica does the same with
-//! the live journals of its tier (those fed at its tier's feed). The registry journal itself is
+//! the live journals of its tier (those fed at its tier's feed), until it is retired
+//! (`SetStanding` to `Retired`: the replica is removed from its tier), when it hosts none of
+//! them any more. The registry journal itself is
 //! placed by the cell's formation, not by the directory, and is never removed here. Pure: the
 //! async follower applies the result through the node's control handle.
 
@@ -64,7 +66,8 @@ pub fn changes<C: Borrow<JournalConfig>>(
 pub enum Hosting {
     /// A node: the live journals it votes for.
     Voter,
-    /// A replica of the tier fed at `feed`: every live journal of that tier.
+    /// A replica of the tier fed at `feed`: every live journal of that tier, none once the
+    /// directory says the replica is retired.
     Replica { feed: NodeId },
 }
 
@@ -75,18 +78,26 @@ impl Hosting {
         Hosting::Voter
     }
 
-    /// Whether a machine hosting so, with id `node`, hosts `journal`.
-    fn hosts(&self, node: NodeId, journal: &crate::Journal) -> bool {
+    /// Whether a machine hosting so, with id `node`, hosts `journal` (`retired`: the
+    /// directory says the machine is retired).
+    fn hosts(&self, node: NodeId, journal: &crate::Journal, retired: bool) -> bool {
         match self {
             Hosting::Voter => journal.is_placed_on(node),
-            Hosting::Replica { feed } => journal.is_fed_at(*feed),
+            Hosting::Replica { feed } => !retired && journal.is_fed_at(*feed),
         }
     }
 }
 
+/// Whether the directory says `node` is retired: a retired replica leaves its tier.
+fn is_retired(directory: &Directory, node: NodeId) -> bool {
+    directory.machine(node).is_some_and(|m| m.standing == crate::Standing::Retired)
+}
+
 /// What `node`, a machine `hosting` so and hosting `hosted`, must change to host what
 /// `directory` says it hosts, each journal with its [`config`](crate::Journal::config). `keep`
-/// is never removed (the registry journal). A voter's changes are [`changes`].
+/// is never removed (the registry journal). A voter's changes are [`changes`]; a replica the
+/// directory retired is removed from its tier: it places nothing and removes every journal but
+/// `keep`.
 #[must_use]
 pub fn changes_for<C: Borrow<JournalConfig>>(
     directory: &Directory,
@@ -99,12 +110,13 @@ pub fn changes_for<C: Borrow<JournalConfig>>(
         Hosting::Voter => return changes(directory, node, hosted, keep),
         Hosting::Replica { feed } => *feed,
     };
+    let retired = is_retired(directory, node);
     let place = directory
         .journals_fed_at(feed)
-        .filter(|j| !hosted.get(&j.key).is_some_and(|c| j.runs_as(c.borrow())))
+        .filter(|j| !retired && !hosted.get(&j.key).is_some_and(|c| j.runs_as(c.borrow())))
         .map(|j| (j.key, j.config()))
         .collect();
-    let stays = |k: &JournalKey| directory.journal(*k).is_some_and(|j| hosting.hosts(node, j));
+    let stays = |k: &JournalKey| directory.journal(*k).is_some_and(|j| hosting.hosts(node, j, retired));
     let remove = hosted.keys().filter(|k| *k != keep && !stays(k)).copied().collect();
     Changes { place, remove }
 }

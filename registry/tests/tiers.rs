@@ -161,6 +161,48 @@ fn a_replica_hosts_exactly_its_tiers_live_journals() {
 }
 
 #[test]
+fn a_retired_replica_leaves_its_tier_and_hosts_none_of_its_journals() {
+    let mut b = Book::formed();
+    assert!(b.run(create_tier("gold", 0xfeed)).is_accepted());
+    assert!(b.run(register_replica(9, "gold", "a")).is_accepted());
+    assert!(b.run(register_replica(10, "gold", "b")).is_accepted());
+    assert!(b.run(create_on(100, 1, "g1", &[1, 2, 3], "gold")).is_accepted());
+    assert!(b.run(create_on(100, 2, "g2", &[1], "gold")).is_accepted());
+    let replica = Hosting::Replica { feed: NodeId(0xfeed) };
+    let mut hosted: BTreeMap<JournalKey, JournalConfig> = BTreeMap::new();
+    hosted.extend(changes_for(&b.dir, NodeId(9), &replica, &hosted, &registry_key()).place);
+    let config = b.dir.journal(key(1)).expect("created").config();
+    hosted.insert(registry_key(), config);
+    let draining = Command::SetStanding { machine: NodeId(9), standing: paros_registry::Standing::Draining };
+    assert!(b.run(draining).is_accepted());
+    assert!(
+        changes_for(&b.dir, NodeId(9), &replica, &hosted, &registry_key()).is_empty(),
+        "a draining replica keeps serving its tier"
+    );
+    let retire = Command::SetStanding { machine: NodeId(9), standing: paros_registry::Standing::Retired };
+    assert!(b.run(retire).is_accepted());
+    let c = changes_for(&b.dir, NodeId(9), &replica, &hosted, &registry_key());
+    assert!(c.place.is_empty(), "a retired replica is placed nothing");
+    assert_eq!(c.remove, vec![key(1), key(2)], "and drops every journal of its tier; the registry journal stays");
+    let fresh =
+        changes_for(&b.dir, NodeId(9), &replica, &BTreeMap::<JournalKey, JournalConfig>::new(), &registry_key());
+    assert!(fresh.is_empty(), "a retired replica booted on an empty disk is placed nothing either");
+    let other =
+        changes_for(&b.dir, NodeId(10), &replica, &BTreeMap::<JournalKey, JournalConfig>::new(), &registry_key());
+    assert_eq!(other.place.len(), 2, "the tier's other replica still hosts every journal of the tier");
+    let listed: Vec<(NodeId, paros_registry::Standing)> =
+        b.dir.replicas_of(&tier("gold")).map(|m| (m.id, m.standing)).collect();
+    assert_eq!(
+        listed,
+        vec![(NodeId(9), paros_registry::Standing::Retired), (NodeId(10), paros_registry::Standing::Registered)],
+        "the retired replica stays listed on its tier, retired"
+    );
+    assert!(b.run(create_on(100, 3, "g3", &[1, 2, 3], "gold")).is_accepted());
+    let c = changes_for(&b.dir, NodeId(9), &replica, &BTreeMap::<JournalKey, JournalConfig>::new(), &registry_key());
+    assert!(c.place.is_empty(), "nor a journal created on its tier after it was retired");
+}
+
+#[test]
 fn a_checkpoint_with_tiers_restores_the_same_directory() {
     use paros_client::Checkpointable;
     let mut b = Book::formed();

@@ -136,13 +136,9 @@ impl<R: Rpc> JournalService for InCell<R> {
     fn read_servers(&self, journal: &JournalKey) -> ReadServers {
         let Some(replicas) = &self.replicas else { return ReadServers::Rotate(self.servers.clone()) };
         let feed = (replicas.feed_of)(journal);
-        let mut ranked = replicas.router().ranked(feed, replicas.now_ms());
+        let ranked = replicas.router().ranked(feed, replicas.now_ms());
         // The nodes after the replicas, from one in turn.
-        let mut nodes = self.servers.clone();
-        let n = nodes.len().max(1);
-        nodes.rotate_left((self.next_read.load(Ordering::Relaxed) % n as u64) as usize);
-        ranked.extend(nodes);
-        ReadServers::Ranked(ranked)
+        ReadServers::replicas_first(ranked, &self.servers, self.next_read.load(Ordering::Relaxed))
     }
 
     async fn call(&self, journal: &JournalKey, id: CallId, call: &Call, route: Route) -> CallReply {

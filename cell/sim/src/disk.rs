@@ -112,6 +112,12 @@ impl SimDisk {
             .collect()
     }
 
+    /// Whether `key` is durably placed here (a reboot would host it).
+    #[must_use]
+    pub fn is_placed(&self, key: &JournalKey) -> bool {
+        self.state().placed.contains_key(key)
+    }
+
     /// The process died: everything written and not synced is gone.
     pub fn crash(&self) {
         let mut state = self.state();

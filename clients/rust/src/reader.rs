@@ -753,11 +753,7 @@ impl<S: crate::JournalService> ReaderState<S> {
             let request = self.cursor.next_request();
             // Ranked servers (read replicas first) from the best on each new request; others in
             // rotation from this reader's own start.
-            let (servers, start) = match self.client.service().read_servers(&self.journal) {
-                crate::ReadServers::Rotate(servers) => (servers, self.start),
-                crate::ReadServers::Ranked(servers) => (servers, 0),
-            };
-            let server = (!servers.is_empty()).then(|| servers[(start + request.attempt as usize) % servers.len()]);
+            let server = self.client.service().read_servers(&self.journal).pick(self.start, request.attempt);
             let consistency = match self.consistency {
                 ReadConsistency::Linearizable => paros_core::Consistency::Linearizable,
                 ReadConsistency::Monotonic => {

@@ -129,6 +129,33 @@ pub enum ReadServers {
     Ranked(Vec<NodeId>),
 }
 
+impl ReadServers {
+    /// A journal's read replicas as a router ranked them, best first, then its `voters` from
+    /// the one at `turn` (modulo their count), so reads that reach the voters take turns.
+    #[must_use]
+    pub fn replicas_first(replicas: Vec<NodeId>, voters: &[NodeId], turn: u64) -> ReadServers {
+        let mut ranked = replicas;
+        if !voters.is_empty() {
+            let start = usize::try_from(turn % voters.len() as u64).unwrap_or(0);
+            ranked.extend(voters[start..].iter().chain(&voters[..start]));
+        }
+        ReadServers::Ranked(ranked)
+    }
+
+    /// The server try `attempt` (0 for the first) of a cursor's read asks: ranked servers from
+    /// the best on each new read, one further down the ranking on each retry; servers in
+    /// rotation from `start` on, one further on each retry. `None` when no server is named (the
+    /// service routes by itself).
+    #[must_use]
+    pub fn pick(&self, start: usize, attempt: u32) -> Option<NodeId> {
+        let (servers, start) = match self {
+            ReadServers::Rotate(servers) => (servers, start),
+            ReadServers::Ranked(servers) => (servers, 0),
+        };
+        (!servers.is_empty()).then(|| servers[start.wrapping_add(attempt as usize) % servers.len()])
+    }
+}
+
 /// One page request, as the service sends it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReadParams {

@@ -339,3 +339,27 @@ fn an_unserved_end_carries_the_furthest_applied_position_any_server_named() {
     send(p.on_answer(unserved(None), ms(3)));
     assert_eq!(done(p.on_cut_off()), unserved(Some(6)), "the replica that came closest, not the last answer");
 }
+
+#[test]
+fn replicas_first_ranks_the_replicas_then_the_voters_from_the_one_in_turn() {
+    use paros_client::ReadServers;
+    let ranked = ReadServers::replicas_first(vec![NodeId(21), NodeId(22)], &servers(), 4);
+    assert_eq!(
+        ranked,
+        ReadServers::Ranked(vec![NodeId(21), NodeId(22), NodeId(2), NodeId(3), NodeId(1)]),
+        "the replicas as ranked, then the voters from turn 4 mod 3"
+    );
+    assert_eq!(ReadServers::replicas_first(Vec::new(), &[], 9), ReadServers::Ranked(Vec::new()), "nothing to rank");
+}
+
+#[test]
+fn a_cursor_read_picks_ranked_servers_from_the_best_and_rotated_ones_from_its_start() {
+    use paros_client::ReadServers;
+    let ranked = ReadServers::Ranked(vec![NodeId(21), NodeId(1), NodeId(2)]);
+    let picks: Vec<_> = (0..4).map(|attempt| ranked.pick(5, attempt)).collect();
+    assert_eq!(picks, [Some(NodeId(21)), Some(NodeId(1)), Some(NodeId(2)), Some(NodeId(21))], "start unused");
+    let rotate = ReadServers::Rotate(servers());
+    let picks: Vec<_> = (0..3).map(|attempt| rotate.pick(1, attempt)).collect();
+    assert_eq!(picks, [Some(NodeId(2)), Some(NodeId(3)), Some(NodeId(1))], "from the reader's start");
+    assert_eq!(ReadServers::Rotate(Vec::new()).pick(0, 0), None, "the service routes by itself");
+}

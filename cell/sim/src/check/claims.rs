@@ -32,10 +32,13 @@ pub enum Claim {
     ReplicaCaughtUpFirst,
     AtLeastReached,
     UnservedSaysApplied,
+    ReplicaJoins,
+    ReplicaLeaves,
+    ReadRouted,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 27] = [
+    pub const ALL: [Claim; 30] = [
         Claim::OneChosenPerSlot,
         Claim::SameOutcome,
         Claim::PromiseNeverDecreases,
@@ -63,6 +66,9 @@ impl Claim {
         Claim::ReplicaCaughtUpFirst,
         Claim::AtLeastReached,
         Claim::UnservedSaysApplied,
+        Claim::ReplicaJoins,
+        Claim::ReplicaLeaves,
+        Claim::ReadRouted,
     ];
 
     /// The claim's name, exactly as the runner prints it.
@@ -121,6 +127,18 @@ impl Claim {
                 "an unserved read says how far its server had applied, never further than its fold; \
                  a serving replica that held an at_least(seq) read to its end says short of seq"
             }
+            Claim::ReplicaJoins => {
+                "replica: a replica added during the run hosts every journal of its tier by the end \
+                 (reached: it caught up and served a reader)"
+            }
+            Claim::ReplicaLeaves => {
+                "replica: a replica removed from its tier drops every journal of the tier and serves no read \
+                 sent after it dropped it (reached: removed while readers used it, who read on elsewhere)"
+            }
+            Claim::ReadRouted => {
+                "replica: a reader asks the replicas its router ranks: those last seen serving, on the journal's \
+                 tier, within the lag bound, not skipped and not removed, least behind first"
+            }
         }
     }
 
@@ -150,6 +168,8 @@ impl Claim {
             | Claim::FetchedFromDisk
             | Claim::DormantWakes => Some(REGISTRY_REACH_SHARE_MIN),
             Claim::MultiWriterRace => Some(MULTI_WRITER_REACH_SHARE_MIN),
+            Claim::ReplicaJoins | Claim::ReplicaLeaves => Some(0.05),
+            Claim::ReadRouted => Some(READ_ROUTED_REACH_SHARE_MIN),
             _ => None,
         }
     }
@@ -165,6 +185,10 @@ const REGISTRY_REACH_SHARE_MIN: f64 = 0.25;
 /// The share of seeds in which two appenders of a multi-writer journal race and are both
 /// acknowledged, at least (about half the seeds place a workload on a multi-writer journal).
 const MULTI_WRITER_REACH_SHARE_MIN: f64 = 0.25;
+
+/// The share of seeds in which a reader's read is routed to a replica that serves it, at least
+/// (about two seeds in three have replicas from the start).
+const READ_ROUTED_REACH_SHARE_MIN: f64 = 0.25;
 
 /// Sweeps at least this long must reach every must-reach claim.
 pub const MUST_REACH_SEEDS_MIN: u64 = 50;

@@ -3,9 +3,14 @@
 //! [`Chain`] state, which restores from a checkpoint run after a gap and verifies the runs it
 //! meets while whole. It sometimes pauses; a paused reader is not folding, so the writers may
 //! truncate past it.
+//!
+//! Each read asks the servers the world gives it as paros-client's `Reader` asks the servers its
+//! service gives ([`ReadServers::pick`]): the journal's read replicas ranked by the router
+//! first, then its voters; or its voters in rotation from the reader's own start.
 
 use paros_client::{
-    ClientConfig, FoldEvent, Folder, FolderConfig, ReadAnswer, ReaderConfig, ReaderCursor, ReaderOutcome, Seq,
+    ClientConfig, FoldEvent, Folder, FolderConfig, ReadAnswer, ReadServers, ReaderConfig, ReaderCursor, ReaderOutcome,
+    Seq,
 };
 use paros_core::rng::Rng;
 use paros_core::{Consistency, NodeId, ReadRequest};
@@ -56,7 +61,7 @@ pub(super) fn note_fold(folder: &Folder<Chain>, events: &[FoldEvent], io: &mut C
 #[derive(Debug)]
 pub struct Reader {
     name: String,
-    servers: Vec<NodeId>,
+    /// Where a rotation over the servers starts (paros-client's `Reader` draws its own).
     start: usize,
     rng: SimRng,
     backoff_rng: Rng,
@@ -75,13 +80,13 @@ impl Reader {
     #[must_use]
     pub fn new(
         name: String,
-        servers: Vec<NodeId>,
+        voters: &[NodeId],
         mut rng: SimRng,
         params: ReaderParams,
         tick_ns: u64,
         start_at: u64,
     ) -> Reader {
-        let start = rng.below(servers.len() as u64) as usize;
+        let start = rng.below(voters.len() as u64) as usize;
         let config = ReaderConfig {
             page_records_max: params.limit_max.max(1),
             page_bytes_max: params.bytes_max.max(1),
@@ -91,7 +96,6 @@ impl Reader {
         let backoff_rng = Rng::new(rng.u64());
         Reader {
             name,
-            servers,
             start,
             rng,
             backoff_rng,
@@ -124,8 +128,8 @@ impl Reader {
         self.cursor.cursor().0
     }
 
-    /// Time passed: read if due.
-    pub fn wake(&mut self, now: u64, _ctx: ClientCtx, io: &mut ClientIo) {
+    /// Time passed: read if due, from the server `servers` gives it (asked once per read sent).
+    pub fn wake(&mut self, now: u64, _ctx: ClientCtx, servers: &mut dyn FnMut() -> ReadServers, io: &mut ClientIo) {
         if let Some(until) = self.paused_until {
             if now < until {
                 return;
@@ -154,7 +158,7 @@ impl Reader {
             wait_ticks: u32::try_from(u64::from(r.wait_ms).div_ceil(tick_ms)).unwrap_or(u32::MAX),
             consistency,
         };
-        let to = self.servers[(self.start + r.attempt as usize) % self.servers.len()];
+        let to = servers().pick(self.start, r.attempt).expect("a reader is given servers to ask");
         self.in_flight = Some(io.send(to, Request::Read(request)));
     }
 

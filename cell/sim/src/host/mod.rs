@@ -183,4 +183,8 @@ pub trait Host: Sized {
 
     /// Answers to requests of an earlier life of their journal dropped here since boot.
     fn stale_answers(&self) -> u64;
+
+    /// How the replica journals hosted here stand (all zero on a voter): what a read router
+    /// is told of a replica machine.
+    fn replica_states(&self) -> paros_node::host::ReplicaStates;
 }

@@ -107,16 +107,30 @@ impl NodeHost {
 impl Host for NodeHost {
     fn boot(spec: &MachineSpec, disk: &SimDisk, seed: u64) -> NodeHost {
         // With dormancy, a machine boots its journals dormant, as the embedded cell does.
-        let boot =
-            if spec.dormant_after_ticks.is_some() { paros_node::Host::boot_asleep } else { paros_node::Host::boot };
-        // No identity is asserted: a replica may come back on a wiped disk under its own id.
-        let mut host = boot(disk.clone(), None, spec.id, spec.tunables, seed).expect("a simulated machine boots");
+        let asleep = spec.dormant_after_ticks.is_some();
+        let replica = spec.role == super::MachineRole::Replica && !spec.feeds.is_empty();
+        let mut host = match (replica, spec.feeds.first()) {
+            // A replica of a tier boots as the replica daemon boots one (a wiped disk under its
+            // own id boots and relearns), joined to its tier's feed.
+            (true, Some(feed)) => {
+                paros_replica::boot(disk.clone(), spec.id, *feed, spec.tunables, seed, asleep)
+                    .expect("a simulated replica boots")
+                    .host
+            }
+            // A voter, or a replica removed from its tier (on no feed).
+            _ => {
+                let boot = if asleep { paros_node::Host::boot_asleep } else { paros_node::Host::boot };
+                // No identity is asserted: a replica may come back on a wiped disk under its own id.
+                boot(disk.clone(), None, spec.id, spec.tunables, seed).expect("a simulated machine boots")
+            }
+        };
         assert_eq!(host.id(), spec.id, "a machine's disk holds its own identity");
         let reader = host.store().reader();
         let config = paros_node::shell::ShellConfig::default();
         let spin =
             Spin::new(u64::try_from(config.idle_spin.as_micros()).unwrap_or(u64::MAX), config.spin_round_journals_max);
-        for feed in &spec.feeds {
+        // `paros_replica::boot` joined a replica's first feed.
+        for feed in spec.feeds.iter().skip(usize::from(replica)) {
             host.join_feed(*feed);
         }
         for p in &spec.formation {
@@ -351,5 +365,9 @@ impl Host for NodeHost {
     fn stale_answers(&self) -> u64 {
         let stats = self.pump.host().stats();
         stats.stale_answers + stats.stale_answers_dormant
+    }
+
+    fn replica_states(&self) -> paros_node::host::ReplicaStates {
+        self.pump.host().stats().replicas
     }
 }

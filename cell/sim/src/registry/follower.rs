@@ -34,6 +34,8 @@ pub struct Follower {
     next_at: u64,
     /// Why the follower stopped, once it did (as the daemon's follower task ends).
     stopped: Option<FollowError>,
+    /// The machine hosts what the directory says once (a directory was published).
+    applied: bool,
 }
 
 impl Follower {
@@ -63,7 +65,20 @@ impl Follower {
             next_token: 0,
             next_at: 0,
             stopped: None,
+            applied: false,
         }
+    }
+
+    /// Whether the machine has hosted what the directory says once since this follower began
+    /// (a replica's readiness waits for it, as the embedded cell's does).
+    #[must_use]
+    pub fn applied(&self) -> bool {
+        self.applied
+    }
+
+    /// A directory was published: the machine hosts what it says.
+    pub fn note_applied(&mut self) {
+        self.applied = true;
     }
 
     /// The sans-IO follower: what to place and remove ([`Driver::poll`]), and its reports.

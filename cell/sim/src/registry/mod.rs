@@ -24,7 +24,7 @@ pub mod plan;
 pub use audit::{RegistryAudit, RegistryFigures};
 pub use coordinator::CoordinatorActor;
 pub use follower::Follower;
-pub use plan::{Plan, Script};
+pub use plan::{Plan, Script, TierChanges};
 
 use paros_core::{Call, CallAnswer, NodeId, ReadAnswer, ReadRequest};
 

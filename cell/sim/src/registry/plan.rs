@@ -57,6 +57,13 @@ impl Script {
         self.answered.insert(i, answer.clone()).is_none()
     }
 
+    /// Whether request `id` was answered with an accepted verdict.
+    #[must_use]
+    pub fn accepted(&self, id: RequestId) -> bool {
+        let Some(i) = self.index.get(&id) else { return false };
+        matches!(self.answered.get(i), Some(Answer::Verdict(v)) if v.is_accepted())
+    }
+
     /// Requests answered so far, and of them the accepted ones.
     #[must_use]
     pub fn answered(&self) -> (usize, usize) {
@@ -76,6 +83,10 @@ pub struct Plan {
     /// The feed of the one tier (`default`) the replicas share, when there are replicas: the
     /// learner of every journal the registry creates then.
     pub feed: NodeId,
+    /// The `RegisterReplica` request of each replica, the one joining during the run included.
+    pub registrations: BTreeMap<NodeId, RequestId>,
+    /// The replica retired during the run (`SetStanding` to `Retired`), and its request.
+    pub retirement: Option<(NodeId, RequestId)>,
     pub script: Vec<Scripted>,
     /// The scratch journals the script creates (and mostly deletes again).
     pub scratch: Vec<JournalKey>,
@@ -90,19 +101,30 @@ fn zone(i: usize) -> Zone {
     Zone::new(format!("z{}", i % 3)).expect("a valid zone")
 }
 
+/// The replicas of a world: those there from the start, the one that joins during the run and
+/// the one retired during the run, each with when.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TierChanges<'a> {
+    pub replicas: &'a [NodeId],
+    pub join: Option<(NodeId, u64)>,
+    pub leave: Option<(NodeId, u64)>,
+}
+
 impl Plan {
-    /// The registry of a world with `voters` and `replicas`, whose workload journals
+    /// The registry of a world with `voters` and `tier`'s replicas, whose workload journals
     /// (`journals`, of `tenant`) are created through it; scratch journals come and go until
-    /// `chaos_ns`.
+    /// `chaos_ns`. A replica that joins is registered on the tier when it joins; the one
+    /// that leaves is retired then.
     #[must_use]
     pub fn draw(
         rng: &mut SimRng,
         voters: &[NodeId],
-        replicas: &[NodeId],
+        tier: TierChanges<'_>,
         tenant: TenantId,
         journals: &[(JournalKey, JournalConfig)],
         chaos_ns: u64,
     ) -> Plan {
+        let replicas = tier.replicas;
         let founding_len = if voters.len() >= 5 { 5 } else { 3 };
         let mut founding: Vec<NodeId> = voters[..founding_len].to_vec();
         founding.sort_unstable();
@@ -127,14 +149,17 @@ impl Plan {
         // The replicas share the `default` tier, so every journal created then is fed at its
         // feed; a world without replicas has no tier, and its journals no learners.
         let feed = NodeId(rng.u64());
-        if !replicas.is_empty() {
+        if !replicas.is_empty() || tier.join.is_some() {
             let c = Command::CreateTier { tier: TierName::default_tier(), feed };
             script.push(now(0, id(rng), Op::Command(c)));
         }
+        let mut registrations = BTreeMap::new();
         for (i, r) in replicas.iter().enumerate() {
             let (bus_address, zone) = (addr(100 + i), zone(i));
             let c = Command::RegisterReplica { id: *r, tier: TierName::default_tier(), bus_address, zone };
-            script.push(now(0, id(rng), Op::Command(c)));
+            let request = id(rng);
+            registrations.insert(*r, request);
+            script.push(now(0, request, Op::Command(c)));
         }
         let name = TenantName::parse("work").expect("a valid tenant name");
         script.push(now(0, id(rng), Op::Command(Command::SignUp { tenant, name, quotas: Quotas::default() })));
@@ -179,6 +204,23 @@ impl Plan {
             n += 1;
             at += rng.between(150, 600) * MS;
         }
+        // The tier's changes during the run draw their ids last: a world without them draws
+        // what it drew before they existed.
+        if let Some((r, at)) = tier.join {
+            let (bus_address, zone) = (addr(100 + replicas.len()), zone(replicas.len()));
+            let c = Command::RegisterReplica { id: r, tier: TierName::default_tier(), bus_address, zone };
+            let request = id(rng);
+            registrations.insert(r, request);
+            script.push(now(at, request, Op::Command(c)));
+        }
+        let retirement = tier.leave.map(|(r, at)| {
+            let request = id(rng);
+            let c = Command::SetStanding { machine: r, standing: paros_registry::Standing::Retired };
+            script.push(now(at, request, Op::Command(c)));
+            (r, request)
+        });
+        // The caller sends the script in time order (stable: equal times keep their order).
+        script.sort_by_key(|s| s.at_ns);
         let coordinator = CoordinatorConfig {
             pending_max: 64,
             voters: 3,
@@ -187,6 +229,17 @@ impl Plan {
             checkpoint: CheckpointerConfig { factor: 1, interval_records: 6, chunk_bytes: 512 },
             checkpoint_interval: Some(1_000),
         };
-        Plan { key, config, founding, replicas: replicas.to_vec(), feed, script, scratch, coordinator }
+        Plan {
+            key,
+            config,
+            founding,
+            replicas: replicas.to_vec(),
+            feed,
+            registrations,
+            retirement,
+            script,
+            scratch,
+            coordinator,
+        }
     }
 }

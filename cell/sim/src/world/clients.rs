@@ -30,9 +30,16 @@ impl<H: Host> World<H> {
         let ctx = self.ctx(c);
         let mut io = ClientIo::new(self.clients[c].next_token);
         let now = self.now;
+        if matches!(self.clients[c].kind, ClientKind::Reader(_)) {
+            self.tell_router();
+        }
+        let config = &self.journals[self.clients[c].journal].1;
         match &mut self.clients[c].kind {
             ClientKind::Writer(w) => w.wake(now, ctx, &mut io),
-            ClientKind::Reader(r) => r.wake(now, ctx, &mut io),
+            ClientKind::Reader(r) => {
+                let (tier, claims) = (&mut self.tier, &mut self.audit.claims);
+                r.wake(now, ctx, &mut || tier.read_servers(claims, now, config), &mut io);
+            }
             ClientKind::Prober(p) => p.wake(now, ctx, &mut io),
         }
         self.flush_client(c, io);
@@ -189,6 +196,15 @@ impl<H: Host> World<H> {
             }
             _ => None,
         };
+        if let OpInput::Read { .. } = h.input {
+            let (key, to, sent) = (h.journal, h.to, h.call_ns);
+            let answer = match &reply {
+                Reply::Read(a) => Some(a),
+                Reply::Call(_) | Reply::TimedOut => None,
+            };
+            self.tier_on_read(o.client, key, (to, sent), from, answer);
+        }
+        let h = &self.history[o.history];
         if let (OpInput::Read { from: f, .. }, Reply::Read(answer)) = (&h.input, &reply) {
             let key = h.journal;
             let f = *f;

@@ -61,7 +61,7 @@ impl<H: Host> World<H> {
 
     pub(super) fn on_restart(&mut self, m: usize, cause: RestartCause) {
         let mach = &mut self.machines[m];
-        if mach.held_down && cause == RestartCause::Random {
+        if !mach.present || (mach.held_down && cause == RestartCause::Random) {
             return;
         }
         if cause != RestartCause::Random {
@@ -125,7 +125,8 @@ impl<H: Host> World<H> {
             ClientKind::Writer(w) => !w.busy(),
             ClientKind::Reader(_) | ClientKind::Prober(_) => true,
         });
-        if (writers_idle && (0..self.journals.len()).all(|j| self.converged(j))) || self.now >= self.settle_deadline {
+        let settled = writers_idle && (0..self.journals.len()).all(|j| self.converged(j)) && self.removal_settled();
+        if settled || self.now >= self.settle_deadline {
             self.done = true;
             return;
         }

@@ -41,6 +41,7 @@ impl<H: Host> World<H> {
                 self.check_acked_retained(j);
             }
         }
+        self.tier_finish();
         let (checked, exhausted) = self.check_histories();
         let longest_stall_ns = self.progress.finish(&mut self.audit.claims);
         if let Some((ns, j, at)) = self.progress.longest()
@@ -49,6 +50,7 @@ impl<H: Host> World<H> {
             println!("longest stall: journal {j}, {} ms, measured at {} ms", ns / 1_000_000, at / 1_000_000);
         }
         let events = self.trace.events();
+        let (joined, retired) = self.tier_changed();
         RunReport {
             seed: self.seed,
             hash: self.trace.hash(),
@@ -62,6 +64,8 @@ impl<H: Host> World<H> {
             claims: self.audit.claims,
             longest_stall_ns,
             registry: self.registry.figures(),
+            joined,
+            retired,
         }
     }
 

@@ -189,6 +189,7 @@ impl<H: Host> World<H> {
             }
             self.audit.on_durable(id, role, key, &op);
         }
+        self.tier_observe_drops(m);
     }
 
     pub(super) fn audit_round(&mut self, m: usize, out: &RoundOutput) {

@@ -18,6 +18,7 @@ mod params;
 mod progress;
 mod queue;
 mod registry;
+mod tier;
 mod trace;
 
 pub use params::{NetParams, Outage, Params, WorkloadParams};
@@ -75,6 +76,10 @@ pub struct RunReport {
     pub longest_stall_ns: u64,
     /// The registry journal's figures (retained length, state and run sizes).
     pub registry: crate::registry::RegistryFigures,
+    /// The replica that joined the tier during the run, if one did.
+    pub joined: Option<NodeId>,
+    /// The replica retired from the tier during the run, if its retirement was accepted.
+    pub retired: Option<NodeId>,
 }
 
 /// Runs `seed` on machines made of the node host ([`NodeHost`]): the daemon's own round logic.
@@ -97,6 +102,8 @@ struct Machine<H> {
     /// The disk was wiped since the last boot (a replica coming back empty).
     wiped: bool,
     tick_ns: u64,
+    /// In the cell: false for a replica that joins during the run, until it joins.
+    present: bool,
 }
 
 enum ClientKind {
@@ -130,21 +137,43 @@ enum Event {
     Tick(usize, u64),
     RoundDone(usize, u64),
     ReadsDone(usize, u64),
-    Packet { to: usize, from: NodeId, packet: Packet },
-    Request { to: usize, req: u64, journal: JournalKey, request: Request },
-    Reply { req: u64, from: NodeId, reply: Reply },
+    Packet {
+        to: usize,
+        from: NodeId,
+        packet: Packet,
+    },
+    Request {
+        to: usize,
+        req: u64,
+        journal: JournalKey,
+        request: Request,
+    },
+    Reply {
+        req: u64,
+        from: NodeId,
+        reply: Reply,
+    },
     Timeout(u64),
     ClientWake(usize),
     Crash,
     Restart(usize, RestartCause),
+    /// A replica machine joins the cell: it boots for the first time.
+    Join(usize),
     OutageStart(usize),
     PartitionStart,
     PartitionHeal,
     SettleStart,
     ClientsStop,
     ConvergeCheck,
-    RegistryRequest { to: usize, req: u64, request: crate::registry::RegRequest },
-    RegistryReply { req: u64, reply: Option<crate::registry::RegReply> },
+    RegistryRequest {
+        to: usize,
+        req: u64,
+        request: crate::registry::RegRequest,
+    },
+    RegistryReply {
+        req: u64,
+        reply: Option<crate::registry::RegReply>,
+    },
     RegistryTimeout(u64),
 }
 
@@ -178,6 +207,8 @@ pub struct World<H: Host> {
     /// Requests in flight and journal lives: the answers audit.
     answers: answers::Answers,
     registry: registry::RegistryWorld,
+    /// The replica tier: its changes during the run and the readers' router.
+    tier: tier::TierWorld,
 }
 
 impl<H: Host> std::fmt::Debug for World<H> {
@@ -196,6 +227,12 @@ impl<H: Host> World<H> {
         let params = Params::draw(&mut rng);
         let voter_ids: Vec<NodeId> = (0..params.voters).map(|_| NodeId(rng.u64())).collect();
         let replica_ids: Vec<NodeId> = (0..params.replicas).map(|_| NodeId(rng.u64())).collect();
+        // The tier's changes draw from a stream of their own (added after seeds were published).
+        let mut tier_rng = rng.side(0x6a6f_696e_6c65_6176);
+        let joiner = params.replica_join_ns.map(|at| (NodeId(tier_rng.u64()), at));
+        let leaver = params
+            .replica_leave
+            .map(|(i, at)| (replica_ids.get(i).copied().or(joiner.map(|(id, _)| id)).expect("a replica leaves"), at));
         let tenant = TenantId(rng.u64());
         let journals: Vec<(JournalKey, JournalConfig)> = params
             .placements
@@ -211,9 +248,11 @@ impl<H: Host> World<H> {
             })
             .collect();
         let mut side = rng.side(0x7265_6769_7374_7279);
-        let plan = crate::registry::Plan::draw(&mut side, &voter_ids, &replica_ids, tenant, &journals, params.chaos_ns);
+        let changes = crate::registry::TierChanges { replicas: &replica_ids, join: joiner, leave: leaver };
+        let plan = crate::registry::Plan::draw(&mut side, &voter_ids, changes, tenant, &journals, params.chaos_ns);
         // The registry puts every journal on the replicas' one tier: each is fed at its feed.
-        let feed: Vec<NodeId> = if replica_ids.is_empty() { Vec::new() } else { vec![plan.feed] };
+        let tiered = !replica_ids.is_empty() || joiner.is_some();
+        let feed: Vec<NodeId> = if tiered { vec![plan.feed] } else { Vec::new() };
         let journals: Vec<(JournalKey, JournalConfig)> =
             journals.into_iter().map(|(k, c)| (k, JournalConfig { learners: feed.clone(), ..c })).collect();
         let mut quorum: BTreeMap<JournalKey, usize> = journals.iter().map(|(k, c)| (*k, c.quorum())).collect();
@@ -223,10 +262,11 @@ impl<H: Host> World<H> {
         }
         let registry_placement = Placement { key: plan.key, config: plan.config.clone() };
         let mut machines = Vec::new();
+        let joiner_id = joiner.map(|(id, _)| id);
         for (id, role) in voter_ids
             .iter()
             .map(|v| (*v, MachineRole::Voter))
-            .chain(replica_ids.iter().map(|r| (*r, MachineRole::Replica)))
+            .chain(replica_ids.iter().chain(&joiner_id).map(|r| (*r, MachineRole::Replica)))
         {
             let formation: Vec<Placement> = (plan.config.voters.contains(&id) || plan.config.learners.contains(&id))
                 .then(|| registry_placement.clone())
@@ -250,7 +290,8 @@ impl<H: Host> World<H> {
                 suspect_ticks: params.suspect_ticks,
                 dormant_after_ticks: params.dormant_after_ticks,
             };
-            let skew = rng.between(980, 1020);
+            let present = Some(id) != joiner_id;
+            let skew = if present { rng.between(980, 1020) } else { tier_rng.between(980, 1020) };
             machines.push(Machine {
                 spec,
                 disk: SimDisk::default(),
@@ -261,9 +302,10 @@ impl<H: Host> World<H> {
                 held_down: false,
                 wiped: false,
                 tick_ns: params.tick_ns * skew / 1000,
+                present,
             });
         }
-        let index = machines.iter().enumerate().map(|(i, m)| (m.spec.id, i)).collect();
+        let index: BTreeMap<NodeId, usize> = machines.iter().enumerate().map(|(i, m)| (m.spec.id, i)).collect();
         let mut clients = Vec::new();
         for (w, wl) in params.workloads.iter().enumerate() {
             let config = &journals[wl.journal].1;
@@ -292,13 +334,12 @@ impl<H: Host> World<H> {
                 });
             }
             for (r, rp) in wl.readers.iter().enumerate() {
-                let servers: Vec<NodeId> = config.voters.iter().chain(&replica_ids).copied().collect();
                 let name = format!("r{w}.{r}");
                 let start = rng.between(0, 500 * MS);
                 clients.push(Client {
                     kind: ClientKind::Reader(Box::new(Reader::new(
                         name.clone(),
-                        servers,
+                        &config.voters,
                         rng.fork(),
                         *rp,
                         params.tick_ns,
@@ -310,7 +351,9 @@ impl<H: Host> World<H> {
                 });
             }
             if let Some(pp) = wl.prober {
-                let servers: Vec<NodeId> = config.voters.iter().chain(&replica_ids).copied().collect();
+                // Probes go to any server, removed replicas included (nothing routes them).
+                let servers: Vec<NodeId> =
+                    config.voters.iter().chain(&replica_ids).chain(&joiner_id).copied().collect();
                 let name = format!("p{w}");
                 let start = rng.between(0, 500 * MS);
                 clients.push(Client {
@@ -325,6 +368,7 @@ impl<H: Host> World<H> {
         // The registry journal is judged like every other journal (last, after the workload's).
         let mut journals = journals;
         journals.push((plan.key, plan.config.clone()));
+        let tier = tier::TierWorld::new(&plan, tiered, joiner, leaver, &index);
         let registry = registry::RegistryWorld::new(plan, machines.len(), side.fork());
         let journals_len = journals.len();
         // Judged from three election timeouts into the tail (every machine restarts at its
@@ -358,6 +402,7 @@ impl<H: Host> World<H> {
             trace: Trace::new(options.timeline),
             answers: answers::Answers::default(),
             registry,
+            tier,
         };
         world.schedule_start();
         world
@@ -365,7 +410,12 @@ impl<H: Host> World<H> {
 
     fn schedule_start(&mut self) {
         for m in 0..self.machines.len() {
-            self.boot(m);
+            if self.machines[m].present {
+                self.boot(m);
+            }
+        }
+        if let Some((m, at)) = self.tier.joiner {
+            self.at(at, Event::Join(m));
         }
         for c in 0..self.clients.len() {
             self.at(0, Event::ClientWake(c));
@@ -430,6 +480,7 @@ impl<H: Host> World<H> {
             }
             Event::Crash => self.on_random_crash(),
             Event::Restart(m, cause) => self.on_restart(m, cause),
+            Event::Join(m) => self.on_join(m),
             Event::OutageStart(m) => {
                 if self.chaos {
                     self.machines[m].held_down = true;

@@ -81,6 +81,12 @@ pub struct Params {
     pub replica_outage: Option<Outage>,
     /// Chance a replica comes back with an empty disk.
     pub wipe_replica_ppm: u64,
+    /// When a new replica joins the tier (`None`: none joins): a machine never seen before
+    /// boots on an empty disk and is registered on the tier.
+    pub replica_join_ns: Option<u64>,
+    /// A replica removed from the tier (retired) during the run, and when: an index into the
+    /// replicas there from the start, or `replicas` for the one that joined.
+    pub replica_leave: Option<(usize, u64)>,
     pub partition_gap_ns: Option<(u64, u64)>,
     /// Leader churn: partitions come often, are short, and always cut a leader off alone, so
     /// proposals are left accepted by minorities at many ballots.
@@ -184,6 +190,7 @@ impl Params {
         let accept_drop_ppm = if leader_churn || side.chance(300_000) { side.between(100_000, 500_000) } else { 0 };
         let replica_outage = if replicas > 0 { outage(rng) } else { None };
         let churn_gap_ns = (150 * MS, side.between(300, 800) * MS);
+        let (replica_join_ns, replica_leave) = draw_tier_changes(&mut rng.side(TIER_CHANGES_SALT), replicas, chaos_ns);
         let churn_len_ns = (100 * MS, side.between(200, 500) * MS);
         Params {
             voters,
@@ -212,6 +219,8 @@ impl Params {
             voter_outage,
             replica_outage,
             wipe_replica_ppm: 300_000,
+            replica_join_ns,
+            replica_leave,
             // The main stream draws these whatever the side stream decided, in their old order.
             partition_gap_ns: {
                 let main = rng.chance(600_000).then(|| (S, rng.between(2, 6) * S));
@@ -229,6 +238,23 @@ impl Params {
             client_wake_ns: rng.between(2, 8) * MS,
         }
     }
+}
+
+/// The side stream the tier's changes during a run draw from.
+const TIER_CHANGES_SALT: u64 = 0x7469_6572_6368_6e67;
+
+/// Whether a replica joins the tier during the run, and when; whether one leaves it, which and
+/// when. A replica leaves while the chaos runs and readers use it; the one that joined leaves
+/// only seconds after it joined, so it may have served first.
+fn draw_tier_changes(side: &mut SimRng, replicas: usize, chaos_ns: u64) -> (Option<u64>, Option<(usize, u64)>) {
+    let join = side.chance(450_000).then(|| side.between(chaos_ns * 5 / 100, chaos_ns * 40 / 100));
+    let leave_at = side.between(chaos_ns * 30 / 100, chaos_ns * 70 / 100);
+    let mut candidates: Vec<usize> = (0..replicas).collect();
+    if join.is_some_and(|at| at + 3 * S <= leave_at) {
+        candidates.push(replicas);
+    }
+    let leave = (side.chance(450_000) && !candidates.is_empty()).then(|| (*side.pick(&candidates), leave_at));
+    (join, leave)
 }
 
 /// The bounds of a client's calls: a dozen attempts, a backoff of a few ms doubling to at most

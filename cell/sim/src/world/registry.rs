@@ -87,6 +87,11 @@ impl RegistryWorld {
         f
     }
 
+    /// Whether machine `m`'s follower has placed what the directory says once since it booted.
+    pub fn has_applied(&self, m: usize) -> bool {
+        self.nodes[m].follower.as_ref().is_some_and(|f| f.applied())
+    }
+
     /// Whether request `req` is a registry actor's.
     pub fn owns(&self, req: u64) -> bool {
         self.outstanding.contains_key(&req)
@@ -259,6 +264,7 @@ impl<H: Host> World<H> {
     fn registry_apply(&mut self, m: usize, effects: Vec<FollowerEffect>) {
         let now = self.now;
         let mut changed = false;
+        let mut retired = None;
         for effect in effects {
             let mach = &mut self.machines[m];
             let (Some(host), Some(f)) = (mach.host.as_mut(), self.registry.nodes[m].follower.as_mut()) else { return };
@@ -274,16 +280,27 @@ impl<H: Host> World<H> {
                 }
                 FollowerEffect::Remove { machine, journal } => {
                     host.remove(&journal);
+                    // Its life here ends: a later placement begins another (answers audit).
+                    self.answers.life_bound(id, journal);
                     f.driver().removed(machine, journal);
                     let key = journal;
                     self.trace.event(now, "remove", &[id.0, key.journal.0], || format!("{id:?} removes {key:?}"));
                     changed = true;
                 }
-                FollowerEffect::Publish => f.driver().published(Duration::from_nanos(now)),
+                FollowerEffect::Publish => {
+                    f.driver().published(Duration::from_nanos(now));
+                    f.note_applied();
+                    let standing = f.driver().directory().and_then(|d| d.machine(id).map(|m| m.standing));
+                    retired = Some(standing == Some(paros_registry::Standing::Retired));
+                }
             }
+        }
+        if let Some(retired) = retired {
+            self.tier_published(m, retired);
         }
         if changed {
             self.kick(m);
+            self.tier_observe_drops(m);
         }
     }
 }
