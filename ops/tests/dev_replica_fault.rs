@@ -112,10 +112,23 @@ fn wait_ready(url: &str, node: &str, within: Duration) {
     }
 }
 
+/// Kills `paros dev` if the test ends early (a failed assertion), so no cell outlives it.
+struct Running(Option<Child>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 #[test]
 fn a_replica_killed_and_wiped_under_reads_is_never_read_stale_and_serves_again_once_caught_up() {
     let dir = tempfile::tempdir().unwrap();
     let (child, url, admin) = start_dev(&dir.path().join("paros-data"));
+    let mut running = Running(Some(child));
     let (s, _, signup) = http(&url, "POST", "/v1/signup", None, Some(&json!({"name": "faults"})));
     assert_eq!(s, 200, "{signup}");
     let token = signup["token"].as_str().unwrap().to_owned();
@@ -222,5 +235,5 @@ fn a_replica_killed_and_wiped_under_reads_is_never_read_stale_and_serves_again_o
     assert!(serves_again(), "the wiped replica serves reads again once caught up");
     assert!(reads > 20, "the readers read throughout: {reads}");
     assert!(acked.load(Ordering::Acquire) > 0);
-    stop(child);
+    stop(running.0.take().expect("still running"));
 }
