@@ -5,8 +5,8 @@
 
 mod common;
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::process::{Child, Stdio};
+use std::io::{Read as _, Write as _};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -14,27 +14,9 @@ use std::time::{Duration, Instant};
 use paros_api::Record;
 use serde_json::{Value, json};
 
-use common::{paros, stop};
+use common::{start_admin, stop};
 
 const LEADER: &str = "0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b";
-
-/// Starts `paros dev`; returns the child, its URL and the admin token it printed.
-fn start_dev(data: &std::path::Path) -> (Child, String, String) {
-    let mut child = paros()
-        .args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(data)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("paros dev starts");
-    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
-    let first = lines.next().expect("a first line").expect("readable");
-    let url = first.split_whitespace().find(|w| w.starts_with("http://")).expect("the URL is printed").to_owned();
-    let second = lines.next().expect("a second line").expect("readable");
-    let admin = second.rsplit(' ').next().expect("the admin token is printed").to_owned();
-    std::thread::spawn(move || for _ in lines {});
-    (child, url, admin)
-}
 
 /// One HTTP/1.1 exchange on its own connection: status, the `paros-served-by` header, body.
 fn http(
@@ -127,7 +109,7 @@ impl Drop for Running {
 #[test]
 fn a_replica_killed_and_wiped_under_reads_is_never_read_stale_and_serves_again_once_caught_up() {
     let dir = tempfile::tempdir().unwrap();
-    let (child, url, admin) = start_dev(&dir.path().join("paros-data"));
+    let (child, url, admin) = start_admin(&dir.path().join("paros-data"), &[]);
     let mut running = Running(Some(child));
     let (s, _, signup) = http(&url, "POST", "/v1/signup", None, Some(&json!({"name": "faults"})));
     assert_eq!(s, 200, "{signup}");

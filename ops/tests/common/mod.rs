@@ -17,6 +17,13 @@ pub fn start(data: &Path) -> (Child, String) {
 
 /// Starts `paros dev` on a free port with extra flags; returns the child and its URL.
 pub fn start_with(data: &Path, flags: &[&str]) -> (Child, String) {
+    let (child, url, _) = start_admin(data, flags);
+    (child, url)
+}
+
+/// Starts `paros dev` on a free port with extra flags; returns the child, its URL and the admin
+/// token it printed.
+pub fn start_admin(data: &Path, flags: &[&str]) -> (Child, String, String) {
     let mut child = paros()
         .args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(data)
@@ -28,8 +35,10 @@ pub fn start_with(data: &Path, flags: &[&str]) -> (Child, String) {
     let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
     let first = lines.next().expect("a first line").expect("readable");
     let url = first.split_whitespace().find(|w| w.starts_with("http://")).expect("the URL is printed").to_owned();
+    let second = lines.next().expect("a second line").expect("readable");
+    let admin = second.rsplit(' ').next().expect("the admin token is printed").to_owned();
     std::thread::spawn(move || for _ in lines {});
-    (child, url)
+    (child, url, admin)
 }
 
 /// Stops `paros dev` with SIGINT and checks it exits 0.
