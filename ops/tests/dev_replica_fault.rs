@@ -6,7 +6,6 @@
 mod common;
 
 use std::io::{Read as _, Write as _};
-use std::process::Child;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -94,24 +93,11 @@ fn wait_ready(url: &str, node: &str, within: Duration) {
     }
 }
 
-/// Kills `paros dev` if the test ends early (a failed assertion), so no cell outlives it.
-struct Running(Option<Child>);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.0.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 #[test]
 fn a_replica_killed_and_wiped_under_reads_is_never_read_stale_and_serves_again_once_caught_up() {
     let dir = tempfile::tempdir().unwrap();
     // The readers read as fast as the cell answers: past the default 1,000 requests/s.
-    let (child, url, admin) = start_admin(&dir.path().join("paros-data"), &["--quota-requests-per-s", "1000000"]);
-    let mut running = Running(Some(child));
+    let (dev, url, admin) = start_admin(&dir.path().join("paros-data"), &["--quota-requests-per-s", "1000000"]);
     let (s, _, signup) = http(&url, "POST", "/v1/signup", None, Some(&json!({"name": "faults"})));
     assert_eq!(s, 200, "{signup}");
     let token = signup["token"].as_str().unwrap().to_owned();
@@ -218,5 +204,5 @@ fn a_replica_killed_and_wiped_under_reads_is_never_read_stale_and_serves_again_o
     assert!(serves_again(), "the wiped replica serves reads again once caught up");
     assert!(reads > 20, "the readers read throughout: {reads}");
     assert!(acked.load(Ordering::Acquire) > 0);
-    stop(running.0.take().expect("still running"));
+    stop(dev);
 }
