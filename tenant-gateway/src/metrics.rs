@@ -242,23 +242,27 @@ fn encode_replica_lags(
             .and_then(|d| Some(format!("{}/{}", d.tenant(key.tenant)?.name, d.journal(key)?.name)))
             .unwrap_or_else(|| format!("{}/{}", key.tenant, key.journal))
     };
-    let help = "Chosen slots not yet applied by each replica's journals furthest behind (tenant/journal)";
-    let mut family = encoder.encode_descriptor("replica_journal_lag_slots", help, None, ConstGauge::<i64>::TYPE)?;
-    for c in stats {
-        let Some(r) = &c.replica else { continue };
-        for l in r.top() {
-            let labels = JournalLabels { node: c.node.to_string(), journal: name_of(l.journal) };
-            ConstGauge::new(i64::try_from(l.slots).unwrap_or(i64::MAX)).encode(family.encode_family(&labels)?)?;
-        }
-    }
-    let help = "How long each replica's journals furthest behind have been behind (tenant/journal)";
-    let mut family = encoder.encode_descriptor("replica_journal_lag_seconds", help, None, ConstGauge::<f64>::TYPE)?;
-    for c in stats {
-        let Some(r) = &c.replica else { continue };
-        for l in r.top() {
-            let labels = JournalLabels { node: c.node.to_string(), journal: name_of(l.journal) };
-            #[allow(clippy::cast_precision_loss, reason = "milliseconds shown in seconds")]
-            ConstGauge::new(l.ms as f64 / 1e3).encode(family.encode_family(&labels)?)?;
+    type Top = fn(&crate::nodes::LaggingJournal) -> Value;
+    let tops: [(&str, &str, Top); 2] = [
+        (
+            "replica_journal_lag_slots",
+            "Chosen slots not yet applied by each replica's journals furthest behind (tenant/journal)",
+            |l| Value::Count(l.slots),
+        ),
+        (
+            "replica_journal_lag_seconds",
+            "How long each replica's journals furthest behind have been behind (tenant/journal)",
+            |l| Value::Micros(l.ms.saturating_mul(1_000)),
+        ),
+    ];
+    for (name, help, value) in tops {
+        let mut family = encoder.encode_descriptor(name, help, None, ConstGauge::<i64>::TYPE)?;
+        for c in stats {
+            let Some(r) = &c.replica else { continue };
+            for l in r.top() {
+                let labels = JournalLabels { node: c.node.to_string(), journal: name_of(l.journal) };
+                encode_gauge(family.encode_family(&labels)?, value(l))?;
+            }
         }
     }
     Ok(())
@@ -282,11 +286,19 @@ fn encode_family(
         match (kind, value) {
             (Kind::Counter, Value::Count(n)) => ConstCounter::new(n).encode(metric)?,
             (Kind::Counter, Value::Micros(us)) => ConstCounter::new(us as f64 / 1e6).encode(metric)?,
-            (Kind::Gauge, Value::Count(n)) => ConstGauge::new(i64::try_from(n).unwrap_or(i64::MAX)).encode(metric)?,
-            (Kind::Gauge, Value::Micros(us)) => ConstGauge::new(us as f64 / 1e6).encode(metric)?,
+            (Kind::Gauge, value) => encode_gauge(metric, value)?,
         }
     }
     Ok(())
+}
+
+/// One gauge sample: a count as an integer, a duration in seconds.
+fn encode_gauge(metric: prometheus_client::encoding::MetricEncoder<'_>, value: Value) -> Result<(), std::fmt::Error> {
+    #[allow(clippy::cast_precision_loss, reason = "a duration in seconds, shown to the microsecond")]
+    match value {
+        Value::Count(n) => ConstGauge::new(i64::try_from(n).unwrap_or(i64::MAX)).encode(metric),
+        Value::Micros(us) => ConstGauge::new(us as f64 / 1e6).encode(metric),
+    }
 }
 
 impl Collector for NodeCollector {

@@ -12,14 +12,21 @@ use common::{claimed_with, create, raw, signup, world};
 
 const A: &str = "0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b";
 
+/// A cell with a tenant's journal `orders` holding two records; the tenant's owner token and the
+/// cell's replicas' ids.
+async fn orders_with_two_records() -> (common::World, String, Vec<String>) {
+    let w = world().await;
+    let (_, owner, _) = signup(&w.router, "acme").await;
+    create(&w.router, &owner, "orders", None).await;
+    claimed_with(&w.router, &owner, "orders", A, &["aGk=", "dGhlcmU="]).await;
+    let replicas = w.cell.manifest.replicas.iter().map(ToString::to_string).collect();
+    (w, owner, replicas)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_is_served_by_a_replica_of_the_journals_tier_and_names_it() {
-    let w = world().await;
+    let (w, owner, replicas) = orders_with_two_records().await;
     let r = &w.router;
-    let (_, owner, _) = signup(r, "acme").await;
-    create(r, &owner, "orders", None).await;
-    claimed_with(r, &owner, "orders", A, &["aGk=", "dGhlcmU="]).await;
-    let replicas: Vec<String> = w.cell.manifest.replicas.iter().map(ToString::to_string).collect();
     let voters: Vec<String> = w.cell.manifest.nodes.iter().map(ToString::to_string).collect();
     assert_eq!(replicas.len(), 2, "the embedded cell has a tier of two replicas");
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -46,12 +53,8 @@ async fn a_read_is_served_by_a_replica_of_the_journals_tier_and_names_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_at_least_read_past_the_journal_is_503_saying_how_far_the_closest_server_applied() {
-    let w = world().await;
+    let (w, owner, replicas) = orders_with_two_records().await;
     let r = &w.router;
-    let (_, owner, _) = signup(r, "acme").await;
-    create(r, &owner, "orders", None).await;
-    claimed_with(r, &owner, "orders", A, &["aGk=", "dGhlcmU="]).await;
-    let replicas: Vec<String> = w.cell.manifest.replicas.iter().map(ToString::to_string).collect();
     // Until a replica serves the journal (it hosts it and has caught up).
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
