@@ -279,7 +279,10 @@ fn a_held_call_judged_blind_after_a_jump_gets_no_verdict() {
     v.campaign();
     let _ = round(&mut v);
     let ballot = v.promised();
-    v.step(p, Message::Promise { ballot, from: Slot(0), chosen_up_to: Slot(3), accepted: Vec::<Reported>::new() });
+    v.step(
+        p,
+        Message::Promise { ballot, from: Slot(0), chosen_up_to: Slot(3), accepted: Vec::<Reported>::new(), epoch: 0 },
+    );
     assert!(v.is_leader());
     let call = CallId(1);
     v.propose(call, retry.clone());
@@ -296,7 +299,8 @@ fn a_held_call_judged_blind_after_a_jump_gets_no_verdict() {
     assert!(!v.is_leader());
     let _ = round(&mut v);
     // Q chose the retry at 3 and Truncate{up_to: 1} at 4, then compacted to the write at 2.
-    let sealed = JournalState { leader: Some(a), term: 1, next_seq: Seq(1), first_seq: Seq(0) };
+    let sealed =
+        JournalState { leader: Some(a), term: 1, next_seq: Seq(1), first_seq: Seq(0), ..JournalState::default() };
     v.step(q, Message::TrimmedTo { from: Slot(0), point: Slot(2), state: sealed, life: v.life() });
     let truncate = Call::Truncate { leader: Some(a), up_to: Seq(1) }.into_command();
     v.step(

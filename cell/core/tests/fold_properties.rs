@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use paros_core::journal::{
-    Command, Control, Entry, Fold, JournalState, JournalView, Judged, Located, Outcome, WriterMode,
+    Command, Control, Entry, Fold, JournalState, JournalView, Judged, Located, Outcome, Voters, WriterMode,
 };
-use paros_core::{LeaderUuid, Seq, Slot};
+use paros_core::{LeaderUuid, NodeId, Seq, Slot};
 use proptest::prelude::*;
 
 // ---------------------------------------------------------------------------------------------
@@ -19,6 +19,9 @@ struct Model {
     term: u64,
     next_seq: u64,
     first_seq: u64,
+    /// The configuration: 0 and none from creation, then the last `Reconfigure` that followed it.
+    epoch: u64,
+    voters: Option<Voters>,
     /// Every accepted write, by its start position.
     writes: BTreeMap<u64, (Option<LeaderUuid>, Vec<Bytes>)>,
 }
@@ -34,6 +37,8 @@ impl Model {
             term: self.term,
             next_seq: Seq(self.next_seq),
             first_seq: Seq(self.first_seq),
+            epoch: self.epoch,
+            voters: self.voters,
         }
     }
 
@@ -41,6 +46,16 @@ impl Model {
         let view = self.view();
         match (mode, command) {
             (_, Command::Control(Control::Noop)) => Outcome::Noop,
+            // Rule 1 of docs/reconfiguration.md: only the next epoch, in either mode.
+            (_, Command::Control(Control::Reconfigure { epoch, voters })) => {
+                if *epoch == self.epoch + 1 {
+                    self.epoch = *epoch;
+                    self.voters = Some(*voters);
+                    Outcome::Reconfigured { epoch: *epoch, view }
+                } else {
+                    Outcome::StaleEpoch { epoch: self.epoch, view }
+                }
+            }
             (WriterMode::Single, Command::Write(e)) => {
                 let Some(uuid) = e.leader else { return Outcome::WrongMode(view) };
                 let seq = e.seq.0;
@@ -135,6 +150,12 @@ enum Op {
         up_to: u8,
     },
     Noop,
+    /// A `Reconfigure` to the model's epoch plus `skew` (1: the next one; 4: the one before),
+    /// voters by `seats`.
+    Reconfigure {
+        skew: u8,
+        seats: Vec<u8>,
+    },
     /// Compact as a learner does after a trim: drop the slots below the compaction point.
     Compact,
 }
@@ -172,6 +193,8 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         2 => (1u8..4, 0u8..4).prop_map(|(new, old)| Op::SetLeader { new, old }),
         2 => (0u8..4, any::<u8>()).prop_map(|(uuid, up_to)| Op::Truncate { uuid, up_to }),
         1 => Just(Op::Noop),
+        1 => (prop_oneof![3 => Just(1u8), 1 => 0u8..5], prop::collection::btree_set(1u8..9, 1..6))
+            .prop_map(|(skew, seats)| Op::Reconfigure { skew, seats: seats.into_iter().collect() }),
         1 => Just(Op::Compact),
     ]
 }
@@ -238,6 +261,13 @@ fn resolve(op: &Op, model: &Model) -> Option<(Command, bool)> {
             (Command::Control(Control::Truncate { leader: uuid(*n), up_to }), false)
         }
         Op::Noop => (Command::Control(Control::Noop), false),
+        Op::Reconfigure { skew, seats } => {
+            let voters =
+                Voters::new(&seats.iter().map(|s| NodeId(u64::from(*s))).collect::<Vec<_>>()).expect("distinct");
+            // The next epoch, the one in force, one skipped ahead, or an earlier one.
+            let epoch = if *skew == 4 { model.epoch.saturating_sub(1) } else { model.epoch + u64::from(*skew) };
+            (Command::Control(Control::Reconfigure { epoch, voters }), false)
+        }
         Op::Compact => return None,
     };
     Some(command)
@@ -326,6 +356,7 @@ fn is_refusal(o: &Outcome) -> bool {
             | Outcome::WrongMode(_)
             | Outcome::Lost(_)
             | Outcome::TruncateRefused(_)
+            | Outcome::StaleEpoch { .. }
     )
 }
 

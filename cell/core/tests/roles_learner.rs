@@ -276,7 +276,8 @@ fn compaction_drops_the_slots_below_the_first_retained_write_and_seals_their_sta
     let mut learner = fresh(&log);
     let mut writes = Vec::new();
     walk(&mut learner, &mut log, &mut writes);
-    let sealed = JournalState { leader: Some(uuid()), term: 1, next_seq: Seq(2), first_seq: Seq(0) };
+    let sealed =
+        JournalState { leader: Some(uuid()), term: 1, next_seq: Seq(2), first_seq: Seq(0), ..JournalState::default() };
     assert_eq!(
         writes,
         vec![WriteOp::Truncate { floor: Slot(2), sealed }, WriteOp::Chosen { up_to: Slot(4) }],
@@ -315,7 +316,7 @@ fn a_jump_to_a_point_at_or_below_the_prefix_is_ignored() {
     let mut learner = fresh(&log);
     let mut writes = Vec::new();
     walk(&mut learner, &mut log, &mut writes);
-    let state = JournalState { leader: None, term: 0, next_seq: Seq(9), first_seq: Seq(9) };
+    let state = JournalState { leader: None, term: 0, next_seq: Seq(9), first_seq: Seq(9), ..JournalState::default() };
     for point in [Slot(0), Slot(2), Slot(3)] {
         assert!(!learner.jump(&mut log, point, state, &mut writes), "{point:?}: our prefix already reaches it");
     }
@@ -328,7 +329,7 @@ fn a_jump_to_a_point_at_the_floor_is_ignored() {
     let mut log = Log::from_durable(Slot(6), Vec::new());
     let mut learner = fresh(&log);
     let mut writes = Vec::new();
-    let state = JournalState { leader: None, term: 0, next_seq: Seq(9), first_seq: Seq(9) };
+    let state = JournalState { leader: None, term: 0, next_seq: Seq(9), first_seq: Seq(9), ..JournalState::default() };
     assert!(!learner.jump(&mut log, Slot(6), state, &mut writes), "a point at our floor is nothing new");
     assert!(writes.is_empty(), "{writes:?}");
 }
@@ -339,7 +340,8 @@ fn a_jump_moves_floor_prefix_and_fold_base_and_writes_only_the_trim_point() {
     log.put(Slot(7), Some(ballot(2)), NOOP.into());
     let mut learner = fresh(&log);
     let mut writes = Vec::new();
-    let state = JournalState { leader: Some(uuid()), term: 3, next_seq: Seq(9), first_seq: Seq(4) };
+    let state =
+        JournalState { leader: Some(uuid()), term: 3, next_seq: Seq(9), first_seq: Seq(4), ..JournalState::default() };
     assert!(learner.jump(&mut log, Slot(6), state, &mut writes));
     assert_eq!(
         writes,

@@ -32,13 +32,18 @@ use crate::wal::{self, Spares, Wal};
 ///   "Recycling"). A build that reads only format 3's segments would take a salted segment for
 ///   an empty one and miss its rounds, so it must refuse the directory: the marker says 4.
 ///   Opening a format 3 store replays its unsalted segments and raises the marker.
-pub const FORMAT: u32 = 4;
+/// - 5: a sealed state and an anchor hold the journal's configuration (its epoch and voters,
+///   docs/reconfiguration.md). A build that reads only format 4 would drop it and run a
+///   reconfigured journal with its founding voters, so it must refuse the directory: the
+///   marker says 5. Format 4's rows are read as they are (epoch 0, the founding voters) until
+///   rewritten; opening a format 4 store only raises the marker.
+pub const FORMAT: u32 = 5;
 
 /// Older formats this build opens and upgrades to [`FORMAT`]: the entries of their `log`
 /// keyspace are copied into one generation, `wal/` (format 2; format 1 has none) is replayed
 /// into the next, and `log` is deleted once both are durable, with the marker raised. Format 3
 /// has no `log`: its `wal/` is replayed and the marker raised.
-pub const FORMATS_UPGRADED: &[u32] = &[1, 2, 3];
+pub const FORMATS_UPGRADED: &[u32] = &[1, 2, 3, 4];
 
 /// The keyspace formats 1 and 2 kept log entries in (`tenant ‖ journal ‖ slot`).
 const LEGACY_LOG: &str = "log";

@@ -14,7 +14,7 @@ use crate::error::corrupt;
 use crate::floors::Floors;
 use crate::keys;
 use crate::spaces::{Space, Spaces};
-use crate::values::{StateRow, decode};
+use crate::values::{StateRow, decode, decode_anchor, decode_state_row};
 use crate::view::View;
 
 /// What boot reads for `key`: promise, state row, anchors above the floor, and the entries
@@ -28,7 +28,7 @@ pub(crate) fn read_durable(view: &View<'_>, key: JournalKey) -> Result<Durable, 
         None => Ballot::ZERO,
     };
     let row: StateRow = match view.get(Space::State, &prefix)? {
-        Some(raw) => decode(&raw, "state row", &prefix)?,
+        Some(raw) => decode_state_row(&raw, &prefix)?,
         None => StateRow::default(),
     };
     let last = keys::log(key, Slot(u64::MAX));
@@ -36,7 +36,7 @@ pub(crate) fn read_durable(view: &View<'_>, key: JournalKey) -> Result<Durable, 
     let mut anchors = Vec::new();
     for (k, v) in view.range(Space::Anchor, &keys::log(key, Slot(row.floor.0.saturating_add(1))), &last, usize::MAX)? {
         let slot = keys::decode_slot(&k).ok_or_else(|| corrupt("anchor key", &k))?;
-        anchors.push((slot, decode(&v, "anchor", &k)?));
+        anchors.push((slot, decode_anchor(&v, &k)?));
     }
     let mut durable = Durable {
         promise,

@@ -24,7 +24,7 @@ use crate::probe::StoreProbe;
 use crate::read::{FjallReader, read_durable, read_log_range};
 use crate::reclaim::Reclaimer;
 use crate::spaces::{Space, Spaces};
-use crate::values::{StateRow, decode, encode, encode_log_entry};
+use crate::values::{StateRow, decode, decode_state_row, encode, encode_log_entry};
 use crate::view::View;
 use crate::wal::{self, Spares, Wal};
 
@@ -135,7 +135,7 @@ impl FjallStore {
         for item in self.spaces.state.iter() {
             let (k, v) = item.into_inner().map_err(engine(StoreOp::Read))?;
             let key = keys::decode_journal(&k).ok_or_else(|| corrupt("state key", &k))?;
-            self.rows.insert(key, decode(&v, "state row", &k)?);
+            self.rows.insert(key, decode_state_row(&v, &k)?);
         }
         let floors: Vec<_> =
             self.rows.iter().filter(|(_, r)| r.floor > Slot(0)).map(|(k, r)| (keys::journal(*k), r.floor.0)).collect();

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::{config, jk, loaded, model, write};
 use paros_core::{Ballot, Durable, JournalKey, NodeId, Slot, WriteOp};
 use paros_node::ports::{LogRead, LogStore, Placement};
-use paros_store::{FjallStore, StoreOptions};
+use paros_store::{FORMAT, FjallStore, StoreOptions};
 
 /// An applier that never runs on its own within a test: rounds stay in the log and in memory.
 fn paused() -> StoreOptions {
@@ -258,7 +258,7 @@ fn a_crash_after_segments_were_reused_replays_only_their_new_rounds() {
 }
 
 #[test]
-fn a_format_3_store_with_rounds_in_its_log_opens_and_is_marked_4() {
+fn a_format_3_store_with_rounds_in_its_log_opens_and_is_marked_with_this_builds_format() {
     let dir = tempfile::tempdir().unwrap();
     let (store, want) = synced_while_paused(dir.path(), &[jk(5, 1), jk(5, 2)], 12);
     let image = tempfile::tempdir().unwrap();
@@ -299,7 +299,7 @@ fn a_format_3_store_with_rounds_in_its_log_opens_and_is_marked_4() {
     let meta = db.keyspace("meta", fjall::KeyspaceCreateOptions::default).unwrap();
     assert_eq!(
         meta.get("format").unwrap().unwrap().as_ref(),
-        4u32.to_be_bytes(),
+        FORMAT.to_be_bytes(),
         "marked 4: a format 3 build refuses it now"
     );
 }

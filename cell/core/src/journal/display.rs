@@ -32,6 +32,10 @@ impl fmt::Display for Outcome {
             Outcome::Trimmed(view) => write!(f, "truncated ({view})"),
             Outcome::TruncateRefused(view) => write!(f, "truncate refused: not the writer in force ({view})"),
             Outcome::Noop => f.write_str("a gap filler"),
+            Outcome::Reconfigured { epoch, view } => write!(f, "reconfigured: configuration {epoch} ({view})"),
+            Outcome::StaleEpoch { epoch, view } => {
+                write!(f, "reconfiguration refused: it does not follow configuration {epoch} ({view})")
+            }
         }
     }
 }

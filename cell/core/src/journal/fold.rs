@@ -163,6 +163,13 @@ impl Fold {
                 };
                 self.state.first_seq = self.state.first_seq.max((*up_to).min(self.state.next_seq));
             }
+            Outcome::Reconfigured { epoch, .. } => {
+                let Command::Control(Control::Reconfigure { voters, .. }) = command else {
+                    unreachable!("only Reconfigure reconfigures")
+                };
+                self.state.epoch = epoch;
+                self.state.voters = Some(*voters);
+            }
             _ => {}
         }
         let outcome = match judged.outcome {
@@ -180,6 +187,12 @@ impl Fold {
         let sighted = |outcome| Judged { outcome, blind: false };
         match (self.mode, command) {
             (_, Command::Control(Control::Noop)) => sighted(Outcome::Noop),
+            // Either writer mode: the configuration is the consensus layer's, not the writers'.
+            (_, Command::Control(Control::Reconfigure { epoch, .. })) => sighted(if *epoch == self.state.epoch + 1 {
+                Outcome::Reconfigured { epoch: *epoch, view }
+            } else {
+                Outcome::StaleEpoch { epoch: self.state.epoch, view }
+            }),
             (WriterMode::Single, Command::Write(e)) => match e.leader {
                 None => sighted(Outcome::WrongMode(view)),
                 Some(uuid) => self.judge_fenced_write(uuid, e, entry_at),
@@ -245,6 +258,10 @@ impl Fold {
         assert!(after.next_seq >= before.next_seq, "next_seq never decreases");
         assert!(after.first_seq >= before.first_seq, "first_seq never decreases");
         assert!(
+            after.epoch == before.epoch || matches!(outcome, Outcome::Reconfigured { .. }),
+            "only a Reconfigure changes the configuration"
+        );
+        assert!(
             after.leader == before.leader || after.term > before.term,
             "the leader changes only with a term increase"
         );
@@ -276,6 +293,16 @@ impl Fold {
             }
             Outcome::Noop => {
                 assert_eq!(after, before, "a noop moves nothing");
+            }
+            Outcome::Reconfigured { epoch, view } => {
+                assert_eq!((epoch, after.epoch), (before.epoch + 1, before.epoch + 1), "one epoch at a time");
+                assert_eq!(view, before.view(), "a reconfiguration moves no record and no writer");
+                let config = |s: &JournalState| (s.leader, s.term, s.next_seq, s.first_seq);
+                assert_eq!(config(after), config(before), "a reconfiguration touches only the configuration");
+            }
+            Outcome::StaleEpoch { epoch, view } => {
+                assert_eq!(after, before, "a refusal leaves the state bit-identical");
+                assert_eq!((epoch, view), (before.epoch, before.view()), "a refusal names what it was judged against");
             }
         }
         if self.mode == WriterMode::Multi {
@@ -826,7 +853,13 @@ mod tests {
     #[test]
     fn the_compaction_point_is_the_write_holding_first_seq_and_the_state_before_it() {
         let mut b = led_by_a_with_two_writes();
-        let before_y = JournalState { leader: Some(u(0xa)), term: 1, next_seq: Seq(3), first_seq: Seq(0) };
+        let before_y = JournalState {
+            leader: Some(u(0xa)),
+            term: 1,
+            next_seq: Seq(3),
+            first_seq: Seq(0),
+            ..JournalState::default()
+        };
         assert!(matches!(b.apply(truncate(Some(u(0xa)), 4)), Outcome::Trimmed(_)));
         // "y" at slot 2 holds seq 4; it is the first retained slot, folded from the state before it.
         assert_eq!(b.fold.compaction_point(), Some((Slot(2), before_y)));
@@ -892,7 +925,13 @@ mod tests {
     /// What a laggard holds after jumping to a peer's trim point at slot 10: a journal led by
     /// `a` retaining `[2, 8)`, none of whose writes it ever saw.
     fn jumped() -> Book {
-        let base = JournalState { leader: Some(u(0xa)), term: 1, next_seq: Seq(8), first_seq: Seq(2) };
+        let base = JournalState {
+            leader: Some(u(0xa)),
+            term: 1,
+            next_seq: Seq(8),
+            first_seq: Seq(2),
+            ..JournalState::default()
+        };
         Book::from_base(WriterMode::Single, base, Slot(10))
     }
 

@@ -10,4 +10,7 @@ mod fold;
 mod types;
 
 pub use fold::{Anchoring, Fold, Judged, Located};
-pub use types::{Command, Control, Digested, Entry, JournalState, JournalView, Limits, Outcome, TooLarge, WriterMode};
+pub use types::{
+    Command, Control, Digested, Entry, JournalState, JournalView, Limits, Outcome, TooLarge, VOTERS_MAX, Voters,
+    VotersError, WriterMode,
+};

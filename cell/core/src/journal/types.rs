@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::ids::{LeaderUuid, Seq};
+use crate::ids::{LeaderUuid, NodeId, Seq};
 use crate::object::ObjectOnly;
 
 /// How a journal is written, fixed when it is created.
@@ -23,6 +23,13 @@ pub struct JournalState {
     pub term: u64,
     pub next_seq: Seq,
     pub first_seq: Seq,
+    /// The configuration epoch: 0 from the journal's creation (the founding voters the registry
+    /// placed it on), one more for each decided [`Control::Reconfigure`]
+    /// (docs/reconfiguration.md, rule 1).
+    pub epoch: u64,
+    /// The voters of `epoch`, as its `Reconfigure` named them; `None` at epoch 0, whose voters
+    /// are the founding ones.
+    pub voters: Option<Voters>,
 }
 
 impl JournalState {
@@ -36,6 +43,7 @@ impl JournalState {
     pub fn assert_invariants(&self) {
         assert!(self.first_seq <= self.next_seq, "first_seq never passes next_seq: {self:?}");
         assert_eq!(self.leader.is_some(), self.term > 0, "a leader exists iff term > 0: {self:?}");
+        assert_eq!(self.voters.is_some(), self.epoch > 0, "a decided configuration exists iff epoch > 0: {self:?}");
     }
 }
 
@@ -119,6 +127,86 @@ pub enum Control {
     SetLeader { new: LeaderUuid, old: Option<LeaderUuid> },
     /// Gap filler proposed by a new consensus leader: decides a slot, changes nothing.
     Noop,
+    /// The stop-sign: every slot after this one is governed by `voters`, configuration `epoch`
+    /// (docs/reconfiguration.md). Applied only when `epoch` is the state's epoch plus one; any
+    /// other is refused in place, so a re-driven or repeated request is harmless.
+    Reconfigure { epoch: u64, voters: Voters },
+}
+
+/// The most voters one journal has.
+pub const VOTERS_MAX: usize = 7;
+
+/// A journal's voters as a `Reconfigure` names them: one to [`VOTERS_MAX`] distinct machines.
+/// Fixed-size, so [`JournalState`] stays `Copy`; encoded as a list, and checked when decoded.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "Vec<NodeId>", into = "Vec<NodeId>")]
+pub struct Voters {
+    len: u8,
+    ids: [NodeId; VOTERS_MAX],
+}
+
+/// A list of machines that is no voter set.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum VotersError {
+    #[error("a configuration has at least one voter")]
+    Empty,
+    #[error("a configuration has at most {VOTERS_MAX} voters, not {0}")]
+    TooMany(usize),
+    #[error("machine {0} is named twice")]
+    Repeated(NodeId),
+}
+
+impl Voters {
+    /// The voter set `ids`, in their order.
+    ///
+    /// # Errors
+    /// An empty list, more than [`VOTERS_MAX`], or a machine named twice.
+    pub fn new(ids: &[NodeId]) -> Result<Voters, VotersError> {
+        if ids.is_empty() {
+            return Err(VotersError::Empty);
+        }
+        if ids.len() > VOTERS_MAX {
+            return Err(VotersError::TooMany(ids.len()));
+        }
+        let mut set = Voters { len: 0, ids: [NodeId(0); VOTERS_MAX] };
+        for id in ids {
+            if set.contains(*id) {
+                return Err(VotersError::Repeated(*id));
+            }
+            set.ids[usize::from(set.len)] = *id;
+            set.len += 1;
+        }
+        Ok(set)
+    }
+
+    #[must_use]
+    pub fn as_slice(&self) -> &[NodeId] {
+        &self.ids[..usize::from(self.len)]
+    }
+
+    #[must_use]
+    pub fn contains(&self, id: NodeId) -> bool {
+        self.as_slice().contains(&id)
+    }
+}
+
+impl std::fmt::Debug for Voters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.as_slice()).finish()
+    }
+}
+
+impl TryFrom<Vec<NodeId>> for Voters {
+    type Error = VotersError;
+    fn try_from(ids: Vec<NodeId>) -> Result<Voters, VotersError> {
+        Voters::new(&ids)
+    }
+}
+
+impl From<Voters> for Vec<NodeId> {
+    fn from(v: Voters) -> Vec<NodeId> {
+        v.as_slice().to_vec()
+    }
 }
 
 /// What one Paxos slot holds.
@@ -156,8 +244,23 @@ impl Command {
                 h.uuid(*old);
             }
             Command::Control(Control::Noop) => h.u8(4),
+            Command::Control(Control::Reconfigure { epoch, voters }) => {
+                h.u8(5);
+                h.u64(*epoch);
+                h.u64(voters.as_slice().len() as u64);
+                for v in voters.as_slice() {
+                    h.u64(v.0);
+                }
+            }
         }
         h.0
+    }
+
+    /// A `Reconfigure`: a leader proposes nothing above it until it is applied
+    /// (docs/reconfiguration.md, rule 3).
+    #[must_use]
+    pub fn is_stop_sign(&self) -> bool {
+        matches!(self, Command::Control(Control::Reconfigure { .. }))
     }
 
     /// The records this command would append, if it is a write.
@@ -285,6 +388,11 @@ pub enum Outcome {
     TruncateRefused(JournalView),
     /// A gap filler.
     Noop,
+    /// A `Reconfigure` applied: the journal's configuration is now `epoch`.
+    Reconfigured { epoch: u64, view: JournalView },
+    /// A `Reconfigure` that does not follow the configuration in force (`epoch`, the state's):
+    /// refused in place.
+    StaleEpoch { epoch: u64, view: JournalView },
 }
 
 impl Outcome {
@@ -300,7 +408,9 @@ impl Outcome {
             | Outcome::Won(v)
             | Outcome::Lost(v)
             | Outcome::Trimmed(v)
-            | Outcome::TruncateRefused(v) => Some(v),
+            | Outcome::TruncateRefused(v)
+            | Outcome::Reconfigured { view: v, .. }
+            | Outcome::StaleEpoch { view: v, .. } => Some(v),
             Outcome::Noop => None,
         }
     }
@@ -344,8 +454,8 @@ impl Limits {
 mod tests {
     use bytes::Bytes;
 
-    use super::{Command, Control, Digested, Entry, JournalState, JournalView, Limits, TooLarge};
-    use crate::ids::{LeaderUuid, Seq};
+    use super::{Command, Control, Digested, Entry, JournalState, JournalView, Limits, TooLarge, Voters, VotersError};
+    use crate::ids::{LeaderUuid, NodeId, Seq};
 
     #[test]
     fn postcard_carries_a_view_as_its_raw_fields_and_refuses_what_json_refuses() {
@@ -442,6 +552,11 @@ mod tests {
             Command::Control(Control::Truncate { leader: Some(a), up_to: Seq(0) }),
             Command::Control(Control::Truncate { leader: None, up_to: Seq(0) }),
             Command::Control(Control::Truncate { leader: Some(a), up_to: Seq(1) }),
+            reconfigure(1, &[1, 2, 3]),
+            reconfigure(2, &[1, 2, 3]),
+            reconfigure(1, &[1, 2, 4]),
+            reconfigure(1, &[2, 1, 3]),
+            reconfigure(1, &[1, 2]),
         ];
         let digests: Vec<u64> = commands.iter().map(Command::digest).collect();
         for (i, x) in digests.iter().enumerate() {
@@ -449,6 +564,29 @@ mod tests {
                 assert_ne!(x, y, "{commands:?}");
             }
         }
+    }
+
+    fn reconfigure(epoch: u64, voters: &[u64]) -> Command {
+        let voters: Vec<NodeId> = voters.iter().map(|v| NodeId(*v)).collect();
+        Command::Control(Control::Reconfigure { epoch, voters: Voters::new(&voters).expect("a voter set") })
+    }
+
+    #[test]
+    fn a_voter_set_is_one_to_seven_distinct_machines_checked_as_it_decodes() {
+        let ids = |n: u64| (1..=n).map(NodeId).collect::<Vec<_>>();
+        assert_eq!(Voters::new(&[]), Err(VotersError::Empty));
+        assert_eq!(Voters::new(&ids(8)), Err(VotersError::TooMany(8)));
+        assert_eq!(Voters::new(&[NodeId(3), NodeId(5), NodeId(3)]), Err(VotersError::Repeated(NodeId(3))));
+        let seven = Voters::new(&ids(7)).expect("seven");
+        assert_eq!(seven.as_slice(), ids(7).as_slice(), "kept in the order named");
+        assert!(seven.contains(NodeId(7)) && !seven.contains(NodeId(8)));
+        let bytes = postcard::to_allocvec(&seven).expect("encodes");
+        assert_eq!(postcard::from_bytes::<Voters>(&bytes), Ok(seven));
+        // Decoding goes through the same checks: a list with a repeat is no voter set.
+        let repeated = postcard::to_allocvec(&vec![NodeId(2), NodeId(2)]).expect("encodes");
+        assert!(postcard::from_bytes::<Voters>(&repeated).is_err());
+        let eight = postcard::to_allocvec(&ids(8)).expect("encodes");
+        assert!(postcard::from_bytes::<Voters>(&eight).is_err());
     }
 
     #[test]
@@ -459,6 +597,7 @@ mod tests {
             Command::Control(Control::Noop),
             Command::Control(Control::SetLeader { new: a, old: None }),
             Command::Control(Control::Truncate { leader: Some(a), up_to: Seq(3) }),
+            reconfigure(4, &[9, 8, 7]),
         ];
         for command in commands {
             let digested = Digested::new(command.clone());

@@ -211,6 +211,8 @@ impl HistoryOp {
                 Outcome::Trimmed(_) => "trimmed",
                 Outcome::TruncateRefused(_) => "truncate_refused",
                 Outcome::Noop => "noop",
+                Outcome::Reconfigured { .. } => "reconfigured",
+                Outcome::StaleEpoch { .. } => "stale_epoch",
             },
             Some(OpOutput::Call(CallAnswer::NoVerdict)) => "no_verdict",
             Some(OpOutput::Call(CallAnswer::Redirect { .. })) => "redirect",
@@ -408,6 +410,8 @@ fn outcome_json(o: &Outcome) -> Value {
         Outcome::Trimmed(v) => json!({ "trimmed": view_json(v) }),
         Outcome::TruncateRefused(v) => json!({ "truncate_refused": view_json(v) }),
         Outcome::Noop => json!("noop"),
+        Outcome::Reconfigured { epoch, view } => json!({ "reconfigured": { "epoch": epoch, "view": view_json(view) } }),
+        Outcome::StaleEpoch { epoch, view } => json!({ "stale_epoch": { "epoch": epoch, "view": view_json(view) } }),
     }
 }
 

@@ -319,7 +319,9 @@ fn pins(h: &HistoryOp) -> (Option<u64>, Option<u64>) {
             | Outcome::Truncated(v)
             | Outcome::WrongMode(v)
             | Outcome::Lost(v)
-            | Outcome::TruncateRefused(v) => (Some(v.first_seq.0), Some(v.next_seq.0)),
+            | Outcome::TruncateRefused(v)
+            | Outcome::Reconfigured { view: v, .. }
+            | Outcome::StaleEpoch { view: v, .. } => (Some(v.first_seq.0), Some(v.next_seq.0)),
             Outcome::Won(v) | Outcome::Trimmed(v) => (None, Some(v.next_seq.0)),
             Outcome::Duplicate { .. } | Outcome::Noop => (None, None),
         },

@@ -31,7 +31,13 @@ pub fn noop() -> Command {
 }
 
 pub fn state(first: u64, next: u64) -> JournalState {
-    JournalState { leader: LeaderUuid::new(7), term: 3, next_seq: Seq(next), first_seq: Seq(first) }
+    JournalState {
+        leader: LeaderUuid::new(7),
+        term: 3,
+        next_seq: Seq(next),
+        first_seq: Seq(first),
+        ..JournalState::default()
+    }
 }
 
 /// The model: every journal's `Durable` after applying the batches with `Durable::apply`.
