@@ -43,10 +43,13 @@ impl Acceptor {
     ///
     /// A `from` below the floor is refused with the floor: this acceptor no longer knows those
     /// slots, and "nothing accepted here" would let a second value be chosen.
+    ///
+    /// `epoch` is the configuration this node's walk has reached, told to the campaign.
     pub fn on_prepare(
         &mut self,
         log: &Log,
         chosen_up_to: Slot,
+        epoch: u64,
         ballot: Ballot,
         from: Slot,
         writes: &mut Vec<WriteOp>,
@@ -59,7 +62,7 @@ impl Acceptor {
             .range_from(from.max(chosen_up_to))
             .map(|(slot, e)| Reported { slot: *slot, ballot: e.ballot, command: e.command.clone() })
             .collect();
-        Message::Promise { ballot, from, chosen_up_to, accepted }
+        Message::Promise { ballot, from, chosen_up_to, accepted, epoch }
     }
 
     /// Phase 2: accept each slot's command under `ballot` unless a higher ballot was promised.

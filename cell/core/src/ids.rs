@@ -141,6 +141,10 @@ impl fmt::Debug for Slot {
 }
 
 /// A Paxos ballot, ordered by round, then node.
+///
+/// The round's high bits are the configuration epoch the ballot campaigns in
+/// ([`Ballot::epoch`], docs/reconfiguration.md rules 2 and 10), so ballots order by epoch
+/// first, and a store or a message from before configurations existed reads as epoch 0.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
 pub struct Ballot {
     pub round: u64,
@@ -150,6 +154,21 @@ pub struct Ballot {
 impl Ballot {
     /// The ballot no proposer ever uses: every real ballot is above it.
     pub const ZERO: Ballot = Ballot { round: 0, node: NodeId(0) };
+
+    /// Where the epoch starts in a round: 2^40 rounds per epoch, 2^24 epochs.
+    pub const EPOCH_SHIFT: u32 = 40;
+
+    /// The configuration epoch this ballot campaigns in.
+    #[must_use]
+    pub fn epoch(&self) -> u64 {
+        self.round >> Self::EPOCH_SHIFT
+    }
+
+    /// The first round of `epoch`.
+    #[must_use]
+    pub fn epoch_start(epoch: u64) -> u64 {
+        epoch << Self::EPOCH_SHIFT
+    }
 }
 
 impl fmt::Debug for Ballot {

@@ -22,8 +22,9 @@ pub enum Message {
     Prepare { ballot: Ballot, from: Slot },
     /// Acceptor → proposer: promised `ballot`. Every slot below `chosen_up_to` is chosen here
     /// (the proposer need not re-propose it); `accepted` is every value held from
-    /// `max(from, chosen_up_to)` on.
-    Promise { ballot: Ballot, from: Slot, chosen_up_to: Slot, accepted: Vec<Reported> },
+    /// `max(from, chosen_up_to)` on; `epoch` is the configuration the acceptor's walk reached
+    /// (a campaign of an earlier one is void: docs/reconfiguration.md, rule 9).
+    Promise { ballot: Ballot, from: Slot, chosen_up_to: Slot, accepted: Vec<Reported>, epoch: u64 },
     /// Acceptor → proposer: refused `ballot`: it promised `promised`, or `from` lies below its
     /// `floor` (it no longer knows those slots and will not pretend it accepted nothing there).
     Nack { ballot: Ballot, promised: Ballot, floor: Slot },

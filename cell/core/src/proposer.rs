@@ -35,6 +35,9 @@ struct Leadership {
     /// Each voter's chosen prefix as it last acknowledged a heartbeat.
     caught_up: BTreeMap<NodeId, Slot>,
     idle_ticks: u32,
+    /// The slot of the stop-sign this leader proposed: it proposes nothing above it until the
+    /// slot is applied (docs/reconfiguration.md, rule 3).
+    stop: Option<Slot>,
 }
 
 #[derive(Clone, Debug)]
@@ -52,6 +55,9 @@ pub enum Elected {
     /// Won: the leader re-proposed the suffix; `learn_from` names an acceptor whose chosen
     /// prefix is ahead of ours up to `ahead_to` (catch up from it).
     Won { learn_from: Option<(NodeId, Slot)> },
+    /// Void: `peer` has applied a configuration after the campaign's epoch (rule 9 of
+    /// docs/reconfiguration.md): the campaign stopped; catch up from `peer`.
+    Outdated { peer: NodeId },
 }
 
 /// The proposer role of one journal on one voter.
@@ -136,7 +142,7 @@ impl Proposer {
     #[must_use]
     pub fn window_open(&self, tunables: &Tunables) -> bool {
         match &self.role {
-            Role::Leader(l) => l.inflight.len() < tunables.pipeline_slots_max as usize,
+            Role::Leader(l) => l.stop.is_none() && l.inflight.len() < tunables.pipeline_slots_max as usize,
             _ => false,
         }
     }
@@ -146,16 +152,25 @@ impl Proposer {
         self.election_due = self.rng.range(tunables.election_ticks_min, tunables.election_ticks_max);
     }
 
-    /// Starts a campaign now: Phase 1 from `chosen_up_to` at a ballot above anything seen.
+    /// Starts a campaign now: Phase 1 from `chosen_up_to` at a ballot of `epoch` (the epoch
+    /// of this node's fold) above anything seen. Returns false, campaigning not, when a ballot
+    /// of a later epoch was seen: this node has a configuration to learn first (rule 10 of
+    /// docs/reconfiguration.md).
     pub fn campaign(
         &mut self,
         cfg: &JournalConfig,
         tunables: &Tunables,
         promised: Ballot,
         chosen_up_to: Slot,
+        epoch: u64,
         out: &mut Vec<Outbound>,
-    ) {
+    ) -> bool {
         let round = self.ballot.round.max(promised.round).max(self.round_seen) + 1;
+        if (Ballot { round, node: self.me }).epoch() > epoch {
+            self.redraw(tunables);
+            return false;
+        }
+        let round = round.max(Ballot::epoch_start(epoch) + 1);
         self.ballot = Ballot { round, node: self.me };
         self.role = Role::Candidate(Campaign { from: chosen_up_to, promises: BTreeMap::new() });
         self.leader_hint = None;
@@ -163,6 +178,36 @@ impl Proposer {
         self.redraw(tunables);
         for v in &cfg.voters {
             out.push(Outbound { to: *v, message: Message::Prepare { ballot: self.ballot, from: chosen_up_to } });
+        }
+        true
+    }
+
+    /// The configuration changed under this proposer (its walk applied a stop-sign): whatever
+    /// it led or campaigned for was the old configuration's. It follows, knowing no leader.
+    pub fn reconfigured(&mut self, tunables: &Tunables) {
+        if !matches!(self.role, Role::Follower) {
+            self.role = Role::Follower;
+            self.leader_hint = None;
+            self.redraw(tunables);
+        }
+    }
+
+    /// The stop-sign this leader proposed at `slot` was applied without changing the
+    /// configuration (its epoch did not follow): the leader proposes above it again.
+    pub fn stop_passed(&mut self, slot: Slot) {
+        if let Role::Leader(l) = &mut self.role
+            && l.stop == Some(slot)
+        {
+            l.stop = None;
+        }
+    }
+
+    /// The slot of the stop-sign this leader waits on, if any.
+    #[must_use]
+    pub fn stop(&self) -> Option<Slot> {
+        match &self.role {
+            Role::Leader(l) => l.stop,
+            _ => None,
         }
     }
 
@@ -177,25 +222,37 @@ impl Proposer {
         self.redraw(tunables);
     }
 
-    /// A Promise for our campaign arrived.
+    /// A Promise for our campaign arrived; `epoch` is the configuration the acceptor's own
+    /// walk has reached.
+    #[allow(clippy::too_many_arguments)]
     pub fn on_promise(
         &mut self,
         cfg: &JournalConfig,
+        tunables: &Tunables,
         from: NodeId,
         ballot: Ballot,
         chosen_up_to: Slot,
         accepted: Vec<Reported>,
+        epoch: u64,
         own_chosen: Slot,
     ) -> Elected {
         let Role::Candidate(c) = &mut self.role else { return Elected::NotYet };
         if ballot != self.ballot {
             return Elected::NotYet;
         }
+        if epoch > ballot.epoch() {
+            // A stop-sign below the acceptor's prefix ended our epoch: the slots this campaign
+            // would lead are another configuration's.
+            self.role = Role::Follower;
+            self.leader_hint = None;
+            self.redraw(tunables);
+            return Elected::Outdated { peer: from };
+        }
         c.promises.insert(from, (chosen_up_to, accepted));
         if c.promises.len() < cfg.quorum() {
             return Elected::NotYet;
         }
-        let merged = merge_promises(own_chosen, c.from, &c.promises);
+        let merged = merge_promises(own_chosen, c.from, ballot.epoch(), &c.promises);
         let mut leadership = Leadership {
             next_slot: merged.commands.last().map_or(merged.start, |(s, _)| s.next()),
             inflight: BTreeMap::new(),
@@ -203,8 +260,12 @@ impl Proposer {
             heard: cfg.voters.iter().map(|v| (*v, self.tick)).collect(),
             caught_up: BTreeMap::new(),
             idle_ticks: 0,
+            stop: None,
         };
         for (slot, command) in merged.commands {
+            if command.is_stop_sign() {
+                leadership.stop = Some(slot);
+            }
             leadership.add(slot, Digested::new(command), self.tick);
         }
         self.role = Role::Leader(leadership);
@@ -231,6 +292,9 @@ impl Proposer {
         let Role::Leader(l) = &mut self.role else { panic!("only a leader proposes") };
         let slot = l.next_slot;
         l.next_slot = slot.next();
+        if command.command().is_stop_sign() {
+            l.stop = Some(slot);
+        }
         l.add(slot, command, tick);
         l.idle_ticks = 0;
         slot
@@ -395,16 +459,22 @@ pub struct Merged {
     pub ahead: Option<(NodeId, Slot)>,
 }
 
-/// The P2c merge over the promises of a campaign that started at `campaign_from`, on a node
-/// whose own chosen prefix ends at `own_chosen`.
+/// The P2c merge over the promises of a campaign of configuration `epoch` that started at
+/// `campaign_from`, on a node whose own chosen prefix ends at `own_chosen`.
 ///
 /// For each slot, a value an acceptor knows chosen (reported with no ballot) wins; otherwise
-/// the value reported at the highest ballot. Pure: the caller checked the promises are a quorum
-/// for one ballot.
+/// the value reported at the highest ballot. A value accepted at a ballot of an earlier epoch
+/// is no candidate: every slot the merge covers lies above the stop-sign that ended that epoch
+/// (the campaigner's walk applied it), where nothing was chosen in it (docs/reconfiguration.md
+/// rules 2 and 11). Then the stop-sign rule (11): the lowest slot holding a `Reconfigure` ends
+/// the re-proposals there, unless a slot above it was reported at a higher ballot, which shows
+/// that stop-sign was never chosen: it becomes a `Noop`, and the next one is looked at.
+/// Pure: the caller checked the promises are a quorum for one ballot.
 #[must_use]
 pub fn merge_promises(
     own_chosen: Slot,
     campaign_from: Slot,
+    epoch: u64,
     promises: &BTreeMap<NodeId, (Slot, Vec<Reported>)>,
 ) -> Merged {
     let mut merged: BTreeMap<Slot, (Option<Ballot>, Command)> = BTreeMap::new();
@@ -414,6 +484,9 @@ pub fn merge_promises(
             ahead = Some((*node, *chosen));
         }
         for r in reported {
+            if r.ballot.is_some_and(|b| b.epoch() < epoch) {
+                continue;
+            }
             let better = match merged.get(&r.slot) {
                 None => true,
                 Some((Some(b), _)) => r.ballot.is_none_or(|rb| rb > *b),
@@ -425,6 +498,8 @@ pub fn merge_promises(
         }
     }
     let start = campaign_from.max(ahead.map_or(own_chosen, |(_, s)| s)).max(own_chosen);
+    merged = merged.split_off(&start);
+    honour_stop_signs(&mut merged);
     let end = merged.keys().next_back().map_or(start, |s| s.next()).max(start);
     let mut commands = Vec::new();
     let mut slot = start;
@@ -434,6 +509,24 @@ pub fn merge_promises(
         slot = slot.next();
     }
     Merged { start, commands, ahead }
+}
+
+/// Rule 11 over a merge's values by slot: keeps the lowest stop-sign that may have been chosen
+/// and drops every value above it; a stop-sign outranked by a value above it becomes a `Noop`.
+/// A ballot of `None` (known chosen) outranks every ballot.
+fn honour_stop_signs(merged: &mut BTreeMap<Slot, (Option<Ballot>, Command)>) {
+    let rank = |b: Option<Ballot>| b.map_or((1, Ballot::ZERO), |b| (0, b));
+    let stops: Vec<Slot> = merged.iter().filter(|(_, (_, c))| c.is_stop_sign()).map(|(s, _)| *s).collect();
+    for s in stops {
+        let (ballot, _) = merged[&s];
+        let outranked = merged.range(s.next()..).any(|(_, (b, _))| rank(*b) > rank(ballot));
+        if outranked {
+            merged.insert(s, (ballot, Command::Control(Control::Noop)));
+        } else {
+            merged.split_off(&s.next());
+            return;
+        }
+    }
 }
 
 impl Leadership {

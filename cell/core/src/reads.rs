@@ -151,6 +151,22 @@ impl Reads {
         }
     }
 
+    /// The journal's configuration changed under the waiting reads (the walk applied a
+    /// stop-sign): a quorum round of the old configuration says nothing of slots the new one
+    /// chose, so every read being confirmed or covering asks again (docs/reconfiguration.md,
+    /// rule 7). Their deadlines stand.
+    pub fn reconfigured(&mut self) {
+        self.rounds.clear();
+        if matches!(self.gate, Gate::Closed(GateStage::Confirming(_) | GateStage::Covering(_))) {
+            self.gate = Gate::Closed(GateStage::Unconfirmed);
+        }
+        for p in self.pending.values_mut() {
+            if matches!(p.stage, Stage::Confirming(_) | Stage::Covering(_)) {
+                p.stage = Stage::Unconfirmed;
+            }
+        }
+    }
+
     /// True when a read waits for the fold to cover a slot at or past `next`, the first slot it
     /// has not applied: a slot some acceptor accepted and nobody may be settling.
     #[must_use]

@@ -67,6 +67,10 @@ impl Replica {
         tunables.assert_valid();
         assert!(!cfg.voters.contains(&me), "a replica is none of the journal's voters");
         let (log, learner, effects) = crate::effects::recover(cfg.mode, &tunables, durable);
+        let mut cfg = cfg;
+        if let Some(voters) = learner.state().voters {
+            cfg.voters = voters.as_slice().to_vec();
+        }
         Replica {
             me,
             life,
@@ -287,6 +291,17 @@ impl Replica {
         let mut walked = Vec::new();
         self.learner.walk(&mut self.log, &mut self.effects.ready.writes, &mut walked);
         self.effects.applied(&walked);
+        self.follow_configuration();
+    }
+
+    /// Linearizable reads ask a quorum of the configuration the walk reached; one that crossed
+    /// a stop-sign asks again in the new one (docs/reconfiguration.md, rule 7).
+    fn follow_configuration(&mut self) {
+        let Some(voters) = self.learner.state().voters else { return };
+        if self.cfg.voters.as_slice() != voters.as_slice() {
+            self.cfg.voters = voters.as_slice().to_vec();
+            self.reads.reconfigured();
+        }
     }
 
     fn settle(&mut self) {

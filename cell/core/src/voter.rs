@@ -9,7 +9,7 @@ use crate::ids::{Ballot, CallId, Life, NodeId, ReadId, Slot};
 use crate::journal::{Command, Digested, JournalState, Outcome};
 use crate::learner::{Learner, Walked};
 use crate::log::{Durable, Log, WriteOp};
-use crate::message::Message;
+use crate::message::{Message, Outbound};
 use crate::proposer::{Elected, Proposer};
 use crate::reads::Reads;
 use crate::ready::Ready;
@@ -59,6 +59,10 @@ pub struct Voter {
     /// A check-in in progress: the peers that have not answered it yet.
     check_in: Option<CheckIn>,
     tick: u64,
+    /// The configuration epoch `cfg.voters` belongs to: the fold's (docs/reconfiguration.md).
+    /// `cfg.voters` is the placement's only at epoch 0; this node may be in it or not (a voter
+    /// taken out keeps the journal as a catch-up source, and campaigns never).
+    epoch: u64,
 }
 
 /// A check-in (see [`Voter::check_in`]): asks every peer for what it holds beyond our chosen
@@ -91,9 +95,14 @@ impl Voter {
     ) -> Voter {
         cfg.assert_valid();
         tunables.assert_valid();
-        assert!(cfg.voters.contains(&me), "a voter is one of the journal's voters");
         let promise = durable.promise;
         let (log, learner, effects) = crate::effects::recover(cfg.mode, &tunables, durable);
+        let mut cfg = cfg;
+        if let Some(voters) = learner.state().voters {
+            // The configuration the journal's own log decided governs, not the placement's.
+            cfg.voters = voters.as_slice().to_vec();
+        }
+        let epoch = learner.state().epoch;
         Voter {
             me,
             life,
@@ -115,6 +124,7 @@ impl Voter {
             catch_up: CatchUp::default(),
             check_in: None,
             tick: 0,
+            epoch,
         }
     }
 
@@ -281,18 +291,39 @@ impl Voter {
         self.settle();
     }
 
+    /// True when this node votes in the configuration its walk has reached.
+    #[must_use]
+    pub fn is_voter(&self) -> bool {
+        self.cfg.voters.contains(&self.me)
+    }
+
+    /// The configuration epoch this node's walk has reached.
+    #[must_use]
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
     fn start_campaign(&mut self) {
         let mut out = Vec::new();
+        self.campaign_into(&mut out);
+        for o in out {
+            self.send(o.to, o.message);
+        }
+    }
+
+    /// Campaigns in the configuration the walk reached, if this node votes in it.
+    fn campaign_into(&mut self, out: &mut Vec<Outbound>) {
+        if !self.is_voter() {
+            return;
+        }
         self.proposer.campaign(
             &self.cfg,
             &self.tunables,
             self.acceptor.promised(),
             self.learner.chosen_up_to(),
-            &mut out,
+            self.epoch,
+            out,
         );
-        for o in out {
-            self.send(o.to, o.message);
-        }
     }
 
     /// A protocol message from `from`.
@@ -323,6 +354,13 @@ impl Voter {
             if let Err(too_large) = self.tunables.limits.check(&entry) {
                 return Some(CallAnswer::TooLarge(too_large));
             }
+        }
+        if let Call::Reconfigure { epoch, .. } = &call
+            && *epoch != self.epoch + 1
+        {
+            // The fold would refuse it; proposing it would stop the journal for nothing.
+            let view = self.learner.state().view();
+            return Some(CallAnswer::Verdict(Outcome::StaleEpoch { epoch: self.epoch, view }));
         }
         // A candidate holds the call for its campaign (a journal woken by it campaigns at once);
         // a campaign that does not win redirects what it held.
@@ -361,13 +399,7 @@ impl Voter {
         let was_leader = self.proposer.is_leader();
         let was_quiet = self.proposer.is_quiet();
         if self.proposer.tick(&self.cfg, &self.tunables, commit, idle, &mut out) {
-            self.proposer.campaign(
-                &self.cfg,
-                &self.tunables,
-                self.acceptor.promised(),
-                self.learner.chosen_up_to(),
-                &mut out,
-            );
+            self.campaign_into(&mut out);
         }
         for o in out {
             self.send(o.to, o.message);
@@ -545,6 +577,12 @@ impl Voter {
             if matches!(w.judged.outcome, Outcome::Trimmed(_)) {
                 self.feed.retain(|(s, _)| *s >= self.log.floor());
             }
+            if matches!(w.judged.outcome, Outcome::StaleEpoch { .. }) {
+                self.proposer.stop_passed(w.slot);
+            }
+        }
+        if self.learner.state().epoch != self.epoch {
+            self.reconfigure();
         }
         // Calls whose slot fell below a trim-point jump never get a verdict here.
         let chosen = self.learner.chosen_up_to();
@@ -554,6 +592,27 @@ impl Voter {
             }
             let (_, h) = self.held.pop_first().expect("present");
             self.effects.ready.answers.push((h.call, CallAnswer::NoVerdict));
+        }
+    }
+
+    /// The walk applied a stop-sign (or jumped past one): the configuration it reached governs
+    /// every slot from here on (docs/reconfiguration.md, rules 3, 4 and 7). A leader or candidate
+    /// of the old one stops; a voter of the new one campaigns in it at once, holding the calls
+    /// that wait; reads being confirmed ask again in the new configuration.
+    fn reconfigure(&mut self) {
+        let state = self.learner.state();
+        self.epoch = state.epoch;
+        if let Some(voters) = state.voters {
+            self.cfg.voters = voters.as_slice().to_vec();
+        }
+        self.proposer.reconfigured(&self.tunables);
+        self.reads.reconfigured();
+        self.catch_up = CatchUp::default();
+        if self.is_voter() {
+            self.start_campaign();
+        }
+        if !self.proposer.is_candidate() {
+            self.redirect_queued();
         }
     }
 
@@ -611,26 +670,38 @@ impl Voter {
         match message {
             Message::Prepare { ballot, from: start } => {
                 // The chosen index a campaign may trust to skip slots is the one a reboot keeps.
-                let reply = self.acceptor.on_prepare(&self.log, self.learner.durable_chosen(), ballot, start, writes);
+                let reply = self.acceptor.on_prepare(
+                    &self.log,
+                    self.learner.durable_chosen(),
+                    self.epoch,
+                    ballot,
+                    start,
+                    writes,
+                );
                 if self.acceptor.promised() > self.proposer.ballot() {
                     self.proposer.on_nack(self.proposer.ballot(), self.acceptor.promised(), &self.tunables);
                 }
                 self.send(from, reply);
             }
-            Message::Promise { ballot, from: _, chosen_up_to, accepted } => {
+            Message::Promise { ballot, from: _, chosen_up_to, accepted, epoch } => {
                 // Whatever becomes of the campaign, slots below the acceptor's chosen index are
                 // chosen: a campaign that starts above our prefix leaves them to catch-up.
                 self.learner.note_chosen(chosen_up_to);
                 let elected = self.proposer.on_promise(
                     &self.cfg,
+                    &self.tunables,
                     from,
                     ballot,
                     chosen_up_to,
                     accepted,
+                    epoch,
                     self.learner.chosen_up_to(),
                 );
-                if let Elected::Won { learn_from: Some((peer, _)) } = elected {
-                    self.send(peer, catch_up_request(self.learner.chosen_up_to(), self.life));
+                match elected {
+                    Elected::Won { learn_from: Some((peer, _)) } | Elected::Outdated { peer } => {
+                        self.send(peer, catch_up_request(self.learner.chosen_up_to(), self.life));
+                    }
+                    Elected::Won { learn_from: None } | Elected::NotYet => {}
                 }
             }
             Message::Nack { ballot, promised, floor } => {

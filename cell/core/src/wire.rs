@@ -6,14 +6,31 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{CallId, JournalKey, LeaderUuid, NodeId, ReadId, Seq};
-use crate::journal::{Command, Control, Entry, JournalView, Outcome, TooLarge};
+use crate::journal::{Command, Control, Entry, JournalView, Outcome, TooLarge, Voters};
 
 /// A call that is decided in the log.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub enum Call {
-    Write { leader: Option<LeaderUuid>, seq: Seq, records: Vec<Bytes> },
-    Truncate { leader: Option<LeaderUuid>, up_to: Seq },
-    SetLeader { new: LeaderUuid, old: Option<LeaderUuid> },
+    Write {
+        leader: Option<LeaderUuid>,
+        seq: Seq,
+        records: Vec<Bytes>,
+    },
+    Truncate {
+        leader: Option<LeaderUuid>,
+        up_to: Seq,
+    },
+    SetLeader {
+        new: LeaderUuid,
+        old: Option<LeaderUuid>,
+    },
+    /// The stop-sign: the journal's voters become `voters` at configuration `epoch` after the
+    /// slot it is decided at (docs/reconfiguration.md). The registry's coordinator sends it,
+    /// never a tenant.
+    Reconfigure {
+        epoch: u64,
+        voters: Voters,
+    },
 }
 
 impl Call {
@@ -24,6 +41,7 @@ impl Call {
             Call::Write { leader, seq, records } => Command::Write(Entry { leader, seq, records }),
             Call::Truncate { leader, up_to } => Command::Control(Control::Truncate { leader, up_to }),
             Call::SetLeader { new, old } => Command::Control(Control::SetLeader { new, old }),
+            Call::Reconfigure { epoch, voters } => Command::Control(Control::Reconfigure { epoch, voters }),
         }
     }
 }

@@ -258,7 +258,7 @@ fn a_candidates_prepare_waits_for_its_own_promise_so_no_later_life_reuses_its_ba
     next.advance();
     next.step(
         PEERS[0],
-        Message::Promise { ballot: sent[0], from: Slot(3), chosen_up_to: Slot(3), accepted: Vec::new() },
+        Message::Promise { ballot: sent[0], from: Slot(3), chosen_up_to: Slot(3), accepted: Vec::new(), epoch: 0 },
     );
     assert!(!next.is_leader());
 }

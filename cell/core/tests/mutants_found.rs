@@ -101,22 +101,25 @@ fn a_prepare_below_the_floor_or_the_promise_is_refused() {
     // Below the floor, at a ballot above the promise: refused with the floor, nothing promised.
     let mut acceptor = Acceptor::new(ballot(2));
     let mut writes = Vec::new();
-    let reply = acceptor.on_prepare(&log, chosen_up_to, ballot(5), Slot(1), &mut writes);
+    let reply = acceptor.on_prepare(&log, chosen_up_to, 0, ballot(5), Slot(1), &mut writes);
     assert_eq!(reply, Message::Nack { ballot: ballot(5), promised: ballot(2), floor: Slot(4) });
     assert_eq!(acceptor.promised(), ballot(2), "a refused Prepare promises nothing");
     assert!(writes.is_empty(), "{writes:?}");
 
     // Below the promise, from the floor: refused, the promise stands.
     let mut acceptor = Acceptor::new(ballot(3));
-    let reply = acceptor.on_prepare(&log, chosen_up_to, ballot(2), Slot(4), &mut writes);
+    let reply = acceptor.on_prepare(&log, chosen_up_to, 0, ballot(2), Slot(4), &mut writes);
     assert_eq!(reply, Message::Nack { ballot: ballot(2), promised: ballot(3), floor: Slot(4) });
     assert_eq!(acceptor.promised(), ballot(3));
     assert!(writes.is_empty(), "{writes:?}");
 
     // At exactly the promise (a duplicate Prepare): promised again, reporting what it holds.
-    let reply = acceptor.on_prepare(&log, chosen_up_to, ballot(3), Slot(4), &mut writes);
+    let reply = acceptor.on_prepare(&log, chosen_up_to, 0, ballot(3), Slot(4), &mut writes);
     let reported = vec![paros_core::message::Reported { slot: Slot(4), ballot: Some(ballot(2)), command: held }];
-    assert_eq!(reply, Message::Promise { ballot: ballot(3), from: Slot(4), chosen_up_to, accepted: reported });
+    assert_eq!(
+        reply,
+        Message::Promise { ballot: ballot(3), from: Slot(4), chosen_up_to, accepted: reported, epoch: 0 }
+    );
     assert!(writes.is_empty(), "an unchanged promise is not written again: {writes:?}");
 }
 

@@ -17,7 +17,8 @@ fn a_candidates_own_promise_counts_only_after_its_round_is_advanced() {
     v.campaign();
     let ballot = v.promised();
     assert_eq!(ballot.node, me, "a campaign at a ballot of its own, promised here in memory");
-    let peer_promise = Message::Promise { ballot, from: Slot(0), chosen_up_to: Slot(0), accepted: Vec::new() };
+    let peer_promise =
+        Message::Promise { ballot, from: Slot(0), chosen_up_to: Slot(0), accepted: Vec::new(), epoch: 0 };
 
     // A peer's Promise before the round is even taken: one durable promise of two.
     v.step(voter_id(1), peer_promise.clone());

@@ -36,7 +36,7 @@ fn a_prepare_below_the_promise_is_nacked_and_writes_nothing() {
     let log = log_with(0, &[0, 1], &write("held"));
     let mut acceptor = Acceptor::new(ballot(4));
     let mut writes = Vec::new();
-    let reply = acceptor.on_prepare(&log, Slot(0), ballot(3), Slot(0), &mut writes);
+    let reply = acceptor.on_prepare(&log, Slot(0), 0, ballot(3), Slot(0), &mut writes);
     assert_eq!(
         reply,
         Message::Nack { ballot: ballot(3), promised: ballot(4), floor: Slot(0) },
@@ -52,7 +52,7 @@ fn a_prepare_below_the_floor_is_nacked_with_the_floor_even_at_a_high_ballot() {
     let mut acceptor = Acceptor::new(ballot(1));
     let mut writes = Vec::new();
     for from in [Slot(0), Slot(5)] {
-        let reply = acceptor.on_prepare(&log, Slot(6), ballot(50), from, &mut writes);
+        let reply = acceptor.on_prepare(&log, Slot(6), 0, ballot(50), from, &mut writes);
         assert_eq!(
             reply,
             Message::Nack { ballot: ballot(50), promised: ballot(1), floor: Slot(6) },
@@ -62,7 +62,7 @@ fn a_prepare_below_the_floor_is_nacked_with_the_floor_even_at_a_high_ballot() {
     assert_eq!(acceptor.promised(), ballot(1), "a Prepare below the floor promises nothing, however high its ballot");
     assert!(writes.is_empty(), "a Prepare below the floor writes nothing: {writes:?}");
 
-    let reply = acceptor.on_prepare(&log, Slot(6), ballot(50), Slot(6), &mut writes);
+    let reply = acceptor.on_prepare(&log, Slot(6), 0, ballot(50), Slot(6), &mut writes);
     assert!(matches!(reply, Message::Promise { .. }), "a Prepare from the floor itself is promised: {reply:?}");
 }
 
@@ -72,12 +72,12 @@ fn the_promise_is_written_once_per_raise_and_never_decreases() {
     let mut acceptor = Acceptor::new(Ballot::ZERO);
     let mut writes = Vec::new();
 
-    acceptor.on_prepare(&log, Slot(0), ballot(2), Slot(0), &mut writes);
-    acceptor.on_prepare(&log, Slot(0), ballot(2), Slot(0), &mut writes);
+    acceptor.on_prepare(&log, Slot(0), 0, ballot(2), Slot(0), &mut writes);
+    acceptor.on_prepare(&log, Slot(0), 0, ballot(2), Slot(0), &mut writes);
     assert_eq!(writes, vec![WriteOp::Promise(ballot(2))], "a repeated Prepare at the promise is not written again");
 
     writes.clear();
-    acceptor.on_prepare(&log, Slot(0), ballot(1), Slot(0), &mut writes);
+    acceptor.on_prepare(&log, Slot(0), 0, ballot(1), Slot(0), &mut writes);
     acceptor.on_accept(&mut log, Slot(0), ballot(1), &[(Slot(0), write("old").into())], &mut writes);
     assert_eq!(acceptor.promised(), ballot(2), "lower ballots never lower the promise");
     assert!(writes.is_empty(), "lower ballots write nothing: {writes:?}");
@@ -99,16 +99,28 @@ fn a_promise_reports_values_only_from_the_later_of_from_and_the_chosen_index() {
     let mut acceptor = Acceptor::new(Ballot::ZERO);
     let mut writes = Vec::new();
 
-    let reply = acceptor.on_prepare(&log, Slot(3), ballot(2), Slot(1), &mut writes);
+    let reply = acceptor.on_prepare(&log, Slot(3), 0, ballot(2), Slot(1), &mut writes);
     assert_eq!(
         reply,
-        Message::Promise { ballot: ballot(2), from: Slot(1), chosen_up_to: Slot(3), accepted: reported(&[3, 4, 5]) },
+        Message::Promise {
+            ballot: ballot(2),
+            from: Slot(1),
+            chosen_up_to: Slot(3),
+            accepted: reported(&[3, 4, 5]),
+            epoch: 0
+        },
         "slots below the chosen index are not reported: they are chosen here"
     );
-    let reply = acceptor.on_prepare(&log, Slot(3), ballot(3), Slot(5), &mut writes);
+    let reply = acceptor.on_prepare(&log, Slot(3), 0, ballot(3), Slot(5), &mut writes);
     assert_eq!(
         reply,
-        Message::Promise { ballot: ballot(3), from: Slot(5), chosen_up_to: Slot(3), accepted: reported(&[5]) },
+        Message::Promise {
+            ballot: ballot(3),
+            from: Slot(5),
+            chosen_up_to: Slot(3),
+            accepted: reported(&[5]),
+            epoch: 0
+        },
         "slots below the Prepare's start are not reported"
     );
 }
@@ -119,7 +131,7 @@ fn a_promise_reports_a_slot_known_chosen_with_no_ballot() {
     let accepted = write("accepted");
     let log = Log::from_durable(Slot(0), vec![(Slot(0), learned(&chosen)), (Slot(1), accepted_at(1, &accepted))]);
     let mut acceptor = Acceptor::new(Ballot::ZERO);
-    let reply = acceptor.on_prepare(&log, Slot(0), ballot(2), Slot(0), &mut Vec::new());
+    let reply = acceptor.on_prepare(&log, Slot(0), 0, ballot(2), Slot(0), &mut Vec::new());
     let Message::Promise { accepted: reported, .. } = reply else { panic!("promised: {reply:?}") };
     assert_eq!(
         reported,

@@ -47,7 +47,7 @@ fn candidate(cfg: &JournalConfig, promised: Ballot, chosen_up_to: Slot) -> (Prop
     let tunables = Tunables::default();
     let mut proposer = Proposer::new(node(1), 7, &tunables);
     let mut out = Vec::new();
-    proposer.campaign(cfg, &tunables, promised, chosen_up_to, &mut out);
+    assert!(proposer.campaign(cfg, &tunables, promised, chosen_up_to, 0, &mut out), "campaigns in epoch 0");
     (proposer, out)
 }
 
@@ -57,7 +57,7 @@ fn leader(cfg: &JournalConfig) -> Proposer {
     let b = proposer.ballot();
     let mut elected = Elected::NotYet;
     for v in cfg.voters.iter().take(cfg.quorum()) {
-        elected = proposer.on_promise(cfg, *v, b, Slot(0), Vec::new(), Slot(0));
+        elected = proposer.on_promise(cfg, &Tunables::default(), *v, b, Slot(0), Vec::new(), 0, Slot(0));
     }
     assert_eq!(elected, Elected::Won { learn_from: None });
     proposer
@@ -89,6 +89,7 @@ fn the_merge_takes_the_value_of_the_highest_ballot_for_each_slot() {
     let merged = merge_promises(
         Slot(0),
         Slot(0),
+        0,
         &promises(vec![
             (1, 0, vec![reported(0, Some(1), &a), reported(1, Some(5), &a)]),
             (2, 0, vec![reported(0, Some(3), &b), reported(1, Some(2), &b)]),
@@ -108,6 +109,7 @@ fn the_merge_ranks_a_value_known_chosen_above_every_ballot() {
     let merged = merge_promises(
         Slot(0),
         Slot(0),
+        0,
         &promises(vec![
             (1, 0, vec![reported(0, None, &chosen), reported(1, Some(9), &high)]),
             (2, 0, vec![reported(0, Some(9), &high), reported(1, Some(8), &high)]),
@@ -127,6 +129,7 @@ fn the_merge_fills_each_undescribed_hole_below_the_highest_reported_slot_with_no
     let merged = merge_promises(
         Slot(2),
         Slot(2),
+        0,
         &promises(vec![(1, 2, vec![reported(3, Some(1), &a)]), (2, 2, vec![reported(6, Some(1), &b)])]),
     );
     assert_eq!(merged.start, Slot(2));
@@ -139,7 +142,7 @@ fn the_merge_fills_each_undescribed_hole_below_the_highest_reported_slot_with_no
 
 #[test]
 fn the_merge_re_proposes_nothing_when_nothing_is_reported() {
-    let merged = merge_promises(Slot(4), Slot(4), &promises(vec![(1, 4, Vec::new()), (2, 3, Vec::new())]));
+    let merged = merge_promises(Slot(4), Slot(4), 0, &promises(vec![(1, 4, Vec::new()), (2, 3, Vec::new())]));
     assert_eq!(
         merged,
         Merged { start: Slot(4), commands: Vec::new(), ahead: None },
@@ -153,9 +156,9 @@ fn the_merge_starts_at_the_furthest_of_the_campaign_start_our_prefix_and_the_acc
     let quorum = |chosen: u64| {
         promises(vec![(1, 0, vec![reported(3, Some(1), &a), reported(8, Some(1), &a)]), (2, chosen, Vec::new())])
     };
-    assert_eq!(merge_promises(Slot(2), Slot(5), &quorum(0)).start, Slot(5), "the campaign's start, when furthest");
-    assert_eq!(merge_promises(Slot(6), Slot(5), &quorum(0)).start, Slot(6), "our own prefix, when furthest");
-    let merged = merge_promises(Slot(2), Slot(2), &quorum(7));
+    assert_eq!(merge_promises(Slot(2), Slot(5), 0, &quorum(0)).start, Slot(5), "the campaign's start, when furthest");
+    assert_eq!(merge_promises(Slot(6), Slot(5), 0, &quorum(0)).start, Slot(6), "our own prefix, when furthest");
+    let merged = merge_promises(Slot(2), Slot(2), 0, &quorum(7));
     assert_eq!(merged.start, Slot(7), "an acceptor's chosen prefix, when furthest");
     assert_eq!(merged.commands, vec![(Slot(7), NOOP), (Slot(8), a)], "nothing below the start is re-proposed");
 }
@@ -164,12 +167,12 @@ fn the_merge_starts_at_the_furthest_of_the_campaign_start_our_prefix_and_the_acc
 fn the_merge_names_the_acceptor_furthest_ahead_of_our_prefix() {
     let quorum = promises(vec![(1, 4, Vec::new()), (2, 9, Vec::new()), (3, 7, Vec::new())]);
     assert_eq!(
-        merge_promises(Slot(5), Slot(5), &quorum).ahead,
+        merge_promises(Slot(5), Slot(5), 0, &quorum).ahead,
         Some((node(2), Slot(9))),
         "the furthest chosen prefix, wherever it sits in the quorum"
     );
     assert_eq!(
-        merge_promises(Slot(9), Slot(9), &quorum).ahead,
+        merge_promises(Slot(9), Slot(9), 0, &quorum).ahead,
         None,
         "no acceptor is ahead of a prefix that reaches theirs"
     );
@@ -196,14 +199,14 @@ fn a_campaign_prepares_every_voter_at_a_ballot_above_everything_seen() {
     assert!(proposer.is_candidate());
 
     proposer.on_nack(ballot(1), Ballot { round: 9, node: node(2) }, &tunables);
-    proposer.campaign(&cfg, &tunables, Ballot::ZERO, Slot(4), &mut Vec::new());
+    proposer.campaign(&cfg, &tunables, Ballot::ZERO, Slot(4), 0, &mut Vec::new());
     assert_eq!(proposer.ballot().round, 10, "above a round heard in a Nack");
 
     proposer.observe_leader(node(2), Ballot { round: 12, node: node(2) }, &tunables);
-    proposer.campaign(&cfg, &tunables, Ballot::ZERO, Slot(4), &mut Vec::new());
+    proposer.campaign(&cfg, &tunables, Ballot::ZERO, Slot(4), 0, &mut Vec::new());
     assert_eq!(proposer.ballot().round, 13, "above a round heard from a leader");
 
-    proposer.campaign(&cfg, &tunables, Ballot::ZERO, Slot(4), &mut Vec::new());
+    proposer.campaign(&cfg, &tunables, Ballot::ZERO, Slot(4), 0, &mut Vec::new());
     assert_eq!(proposer.ballot().round, 14, "above our own last campaign");
 }
 
@@ -230,7 +233,7 @@ fn a_promise_for_another_ballot_is_ignored() {
     let other = Ballot { round: proposer.ballot().round + 1, ..proposer.ballot() };
     for v in [node(1), node(2), node(3)] {
         assert_eq!(
-            proposer.on_promise(&cfg, v, other, Slot(0), Vec::new(), Slot(0)),
+            proposer.on_promise(&cfg, &Tunables::default(), v, other, Slot(0), Vec::new(), 0, Slot(0)),
             Elected::NotYet,
             "a Promise for another ballot counts for nothing"
         );
@@ -245,15 +248,18 @@ fn a_campaign_is_won_at_exactly_a_quorum_of_distinct_promises() {
     let b = proposer.ballot();
     for v in [node(1), node(1), node(2), node(2)] {
         assert_eq!(
-            proposer.on_promise(&cfg, v, b, Slot(0), Vec::new(), Slot(0)),
+            proposer.on_promise(&cfg, &Tunables::default(), v, b, Slot(0), Vec::new(), 0, Slot(0)),
             Elected::NotYet,
             "two distinct promises are not a quorum of five"
         );
     }
-    assert_eq!(proposer.on_promise(&cfg, node(3), b, Slot(0), Vec::new(), Slot(0)), Elected::Won { learn_from: None });
+    assert_eq!(
+        proposer.on_promise(&cfg, &Tunables::default(), node(3), b, Slot(0), Vec::new(), 0, Slot(0)),
+        Elected::Won { learn_from: None }
+    );
     assert!(proposer.is_leader());
     assert_eq!(
-        proposer.on_promise(&cfg, node(4), b, Slot(0), Vec::new(), Slot(0)),
+        proposer.on_promise(&cfg, &Tunables::default(), node(4), b, Slot(0), Vec::new(), 0, Slot(0)),
         Elected::NotYet,
         "a leader is elected once"
     );
@@ -265,13 +271,24 @@ fn a_won_campaign_re_proposes_the_merge_and_proposes_past_it() {
     let (mut proposer, _) = candidate(&cfg, Ballot::ZERO, Slot(1));
     let b = proposer.ballot();
     let (a, c) = (write("a"), write("c"));
-    proposer.on_promise(&cfg, node(2), b, Slot(1), vec![reported(1, Some(1), &a), reported(3, Some(1), &a)], Slot(1));
+    proposer.on_promise(
+        &cfg,
+        &Tunables::default(),
+        node(2),
+        b,
+        Slot(1),
+        vec![reported(1, Some(1), &a), reported(3, Some(1), &a)],
+        0,
+        Slot(1),
+    );
     let elected = proposer.on_promise(
         &cfg,
+        &Tunables::default(),
         node(3),
         b,
         Slot(2),
         vec![reported(2, Some(2), &c), reported(3, Some(2), &c)],
+        0,
         Slot(1),
     );
     assert_eq!(
@@ -484,4 +501,94 @@ fn a_leader_with_work_in_flight_never_quiesces() {
         proposer.tick(&cfg, &tunables, Slot(0), true, &mut Vec::new());
         assert!(!proposer.is_quiet(), "tick {t}: a slot in flight keeps the leader awake");
     }
+}
+
+// ---- reconfiguration: the merge's stop-sign and epoch rules, a campaign's epoch ----
+
+fn stop_sign(epoch: u64) -> Command {
+    let voters = paros_core::journal::Voters::new(&[node(1), node(2), node(4)]).expect("voters");
+    Command::Control(Control::Reconfigure { epoch, voters })
+}
+
+#[test]
+fn a_stop_sign_no_higher_ballot_outranks_ends_the_re_proposals_there() {
+    let (a, b) = (write("a"), write("b"));
+    // The stop-sign at slot 1 (ballot 5); above it only values of lower ballots, never chosen.
+    let merged = merge_promises(
+        Slot(0),
+        Slot(0),
+        0,
+        &promises(vec![
+            (1, 0, vec![reported(0, Some(5), &a), reported(1, Some(5), &stop_sign(1)), reported(2, Some(3), &b)]),
+            (2, 0, vec![reported(3, Some(4), &b)]),
+        ]),
+    );
+    assert_eq!(merged.commands, vec![(Slot(0), a), (Slot(1), stop_sign(1))], "nothing above the stop-sign");
+}
+
+#[test]
+fn a_stop_sign_outranked_by_a_value_above_it_was_never_chosen_and_becomes_a_noop() {
+    let (a, b) = (write("a"), write("b"));
+    let merged = merge_promises(
+        Slot(0),
+        Slot(0),
+        0,
+        &promises(vec![
+            (1, 0, vec![reported(0, Some(3), &stop_sign(1))]),
+            (2, 0, vec![reported(1, Some(6), &a), reported(2, Some(2), &b), reported(3, Some(7), &stop_sign(1))]),
+        ]),
+    );
+    // Slot 0's stop-sign (ballot 3) is outranked by slot 1 (ballot 6); slot 3's (ballot 7) is
+    // the highest: the re-proposals end there.
+    assert_eq!(merged.commands, vec![(Slot(0), NOOP), (Slot(1), a), (Slot(2), b), (Slot(3), stop_sign(1))]);
+}
+
+#[test]
+fn values_accepted_in_an_earlier_epoch_are_no_candidates_for_a_later_campaign() {
+    let (old, new) = (write("old"), write("new"));
+    let epoch1 = |round: u64| Ballot::epoch_start(1) + round;
+    let merged = merge_promises(
+        Slot(4),
+        Slot(4),
+        1,
+        &promises(vec![
+            (1, 4, vec![reported(4, Some(9), &old), reported(5, Some(epoch1(2)), &new), reported(6, Some(9), &old)]),
+            (2, 4, vec![]),
+        ]),
+    );
+    assert_eq!(merged.commands, vec![(Slot(4), NOOP), (Slot(5), new)], "epoch 0's values are dropped");
+    assert_eq!(ballot(epoch1(2)).epoch(), 1);
+}
+
+#[test]
+fn a_campaign_is_in_its_nodes_epoch_and_is_void_once_an_acceptor_has_applied_a_later_one() {
+    let cfg = config(3, 0);
+    let tunables = Tunables::default();
+    let mut p = Proposer::new(node(1), 7, &tunables);
+    assert!(p.campaign(&cfg, &tunables, Ballot::ZERO, Slot(0), 2, &mut Vec::new()));
+    assert_eq!(p.ballot().epoch(), 2, "the ballot is of the node's epoch");
+    let b = p.ballot();
+    let elected = p.on_promise(&cfg, &tunables, node(2), b, Slot(9), Vec::new(), 3, Slot(0));
+    assert_eq!(elected, Elected::Outdated { peer: node(2) });
+    assert!(!p.is_candidate() && !p.is_leader(), "a void campaign stops");
+    // Having seen a ballot of epoch 3, it does not campaign in epoch 2 again.
+    let promised = Ballot { round: Ballot::epoch_start(3) + 1, node: node(2) };
+    assert!(!p.campaign(&cfg, &tunables, promised, Slot(0), 2, &mut Vec::new()));
+    assert!(!p.is_candidate());
+    assert!(p.campaign(&cfg, &tunables, promised, Slot(0), 3, &mut Vec::new()), "once its walk reached it");
+}
+
+#[test]
+fn a_leader_proposes_nothing_after_its_stop_sign_until_it_is_applied() {
+    let cfg = config(3, 0);
+    let tunables = Tunables::default();
+    let mut p = leader(&cfg);
+    assert!(p.window_open(&tunables));
+    let s = p.propose(Digested::new(stop_sign(1)));
+    assert!(!p.window_open(&tunables), "stopped at {s:?}");
+    assert_eq!(p.stop(), Some(s));
+    p.stop_passed(s.next());
+    assert!(!p.window_open(&tunables), "another slot does not lift it");
+    p.stop_passed(s);
+    assert!(p.window_open(&tunables), "a stop-sign the fold refused lifts it");
 }

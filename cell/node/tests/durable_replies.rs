@@ -263,7 +263,7 @@ fn a_candidates_own_promise_counts_only_after_its_round_is_synced() {
     );
     assert_eq!(early_replies(&early), Vec::new());
     // A's Promise arrives while B's own promise is on its way to the disk: one of two.
-    let peer = Message::Promise { ballot, from: Slot(0), chosen_up_to: Slot(0), accepted: Vec::new() };
+    let peer = Message::Promise { ballot, from: Slot(0), chosen_up_to: Slot(0), accepted: Vec::new(), epoch: 0 };
     host.deliver(A, vec![envelope(A, peer)]);
     host.release(|_| {});
     assert!(
@@ -349,7 +349,10 @@ fn a_pumped_candidate_counts_its_own_promise_only_once_its_batch_is_handed_back(
     let persist = first.persist.take().expect("the campaign's round");
     pump.deliver(
         A,
-        vec![envelope(A, Message::Promise { ballot, from: Slot(0), chosen_up_to: Slot(0), accepted: Vec::new() })],
+        vec![envelope(
+            A,
+            Message::Promise { ballot, from: Slot(0), chosen_up_to: Slot(0), accepted: Vec::new(), epoch: 0 },
+        )],
     );
     for _ in 0..2 {
         let meanwhile = step(&mut pump, None);

@@ -215,8 +215,21 @@ impl Cluster {
         }
     }
 
+    /// Every machine that hosts the journal as a voter (of some configuration), in id order.
+    pub fn voter_machines(&self) -> Vec<NodeId> {
+        self.machines.iter().filter(|(_, m)| m.voter).map(|(id, _)| *id).collect()
+    }
+
     pub fn leader(&self) -> Option<NodeId> {
-        self.cfg.voters.iter().copied().find(|v| self.is_up(*v) && self.voter(*v).is_leader())
+        self.voter_machines().into_iter().find(|v| self.is_up(*v) && self.voter(*v).is_leader())
+    }
+
+    /// Adds machine `id` hosting the journal as a voter placed with the founding configuration,
+    /// which does not name it: it votes once the journal's own log makes it a voter.
+    pub fn add_voter(&mut self, id: NodeId) {
+        let previous = self.machines.insert(id, Machine { role: None, durable: Durable::default(), voter: true });
+        assert!(previous.is_none(), "a new machine");
+        self.start(id);
     }
 
     /// One round: every running machine hands over its Ready, the harness persists it,
@@ -420,7 +433,8 @@ impl Cluster {
 
     /// Every running machine, voters first.
     pub fn up(&self) -> Vec<NodeId> {
-        self.cfg.voters.iter().chain(&self.cfg.learners).copied().filter(|id| self.is_up(*id)).collect()
+        let voters = self.voter_machines();
+        voters.into_iter().chain(self.cfg.learners.iter().copied()).filter(|id| self.is_up(*id)).collect()
     }
 
     /// Runs fault-free until every running machine holds the same chosen prefix and state, and

@@ -271,6 +271,9 @@ fn op_input(request: &Request) -> OpInput {
         }
         Request::Call(_, Call::Truncate { leader, up_to }) => OpInput::Truncate { leader: *leader, up_to: up_to.0 },
         Request::Call(_, Call::SetLeader { new, old }) => OpInput::SetLeader { new: *new, old: *old },
+        Request::Call(_, Call::Reconfigure { .. }) => {
+            unreachable!("the simulation's tenants call Write, Truncate and SetLeader only")
+        }
         Request::Read(r) => OpInput::Read {
             from: r.from.0,
             limit: r.limit,

@@ -140,7 +140,7 @@ fn describe(m: &Message) -> String {
             let slots: Vec<u64> = entries.iter().map(|e| e.0.0).collect();
             format!("CatchUpResponse slots {slots:?} chosen_up_to {chosen_up_to:?}")
         }
-        Message::Promise { ballot, from, chosen_up_to, accepted } => {
+        Message::Promise { ballot, from, chosen_up_to, accepted, .. } => {
             let slots: Vec<u64> = accepted.iter().map(|r| r.slot.0).collect();
             format!("Promise {ballot:?} from {from:?} chosen_up_to {chosen_up_to:?} reported {slots:?}")
         }

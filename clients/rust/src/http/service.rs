@@ -64,6 +64,8 @@ impl HttpService {
             Call::Truncate { leader, up_to } => {
                 ("truncate", serde_json::to_vec(&TruncateRequest { leader: *leader, up_to: *up_to }))
             }
+            // The registry's coordinator sends it to a node; the tenant door has no such route.
+            Call::Reconfigure { .. } => return CallReply::NotSent,
         };
         let mut body = body.expect("API bodies serialize infallibly");
         body.push(b'\n');
@@ -185,6 +187,7 @@ fn call_reply(call: &Call, a: &Answer) -> CallReply {
             TruncateOutcome::WrongMode(v) => verdict(Outcome::WrongMode(v)),
             TruncateOutcome::Ambiguous => CallReply::NoAnswer,
         }),
+        Call::Reconfigure { .. } => return CallReply::NotSent,
     };
     match parsed {
         Ok(reply) => reply,

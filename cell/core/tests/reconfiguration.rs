@@ -1,0 +1,157 @@
+//! A journal's voters change through its own log (docs/reconfiguration.md): a `Reconfigure`
+//! decided at a slot hands every later slot to the new voters, while writes continue.
+
+mod harness;
+
+use harness::{Cluster, Faults, SEEDS, claimed, read_range, recs, voter_id};
+use paros_core::journal::{Outcome, Voters, WriterMode};
+use paros_core::{Call, CallAnswer, CallId, Consistency, NodeId, Seq};
+
+fn voters(ids: &[u64]) -> Voters {
+    Voters::new(&ids.iter().map(|i| voter_id(*i)).collect::<Vec<NodeId>>()).expect("a voter set")
+}
+
+/// Moves the journal to configuration `epoch` with `to` as voters; a retry of a change that
+/// was decided after all finds the epoch already reached.
+fn reconfigure(c: &mut Cluster, epoch: u64, to: &[u64]) {
+    match c.call(Call::Reconfigure { epoch, voters: voters(to) }) {
+        Some(CallAnswer::Verdict(Outcome::Reconfigured { epoch: e, .. })) => assert_eq!(e, epoch),
+        Some(CallAnswer::Verdict(Outcome::StaleEpoch { epoch: e, .. })) if e == epoch => {}
+        other => panic!("reconfiguring to {epoch}: {other:?}"),
+    }
+}
+
+#[test]
+fn a_seat_moves_to_a_new_machine_and_the_new_voters_alone_decide_what_follows() {
+    for seed in SEEDS {
+        let mut c = Cluster::new(3, 0, seed, Faults::LOSSY);
+        let (a, mut written) = claimed(&mut c);
+        for i in 0..4 {
+            written.append(&mut c, a, recs(&format!("before-{i}"), 2));
+        }
+        c.add_voter(voter_id(3));
+        reconfigure(&mut c, 1, &[1, 2, 3]);
+        for i in 0..4 {
+            written.append(&mut c, a, recs(&format!("after-{i}"), 2));
+        }
+        // The machine taken out learns only what it asks for (no leader heartbeats it any more,
+        // docs/reconfiguration.md rule 6): once it has applied the stop-sign it never leads.
+        let out = voter_id(0);
+        if c.voter(out).epoch() == 1 {
+            assert!(!c.voter(out).is_voter() && !c.voter(out).is_leader(), "seed {seed}");
+        }
+        // Voters 0 and 1 down: the founding configuration has no quorum left, the new one has.
+        c.crash(out);
+        c.crash(voter_id(1));
+        c.settle(3000);
+        for id in c.up() {
+            let state = c.state_of(id);
+            assert_eq!((state.epoch, state.voters), (1, Some(voters(&[1, 2, 3]))), "seed {seed}: {id:?}");
+            assert!(c.voter(id).is_voter(), "seed {seed}: {id:?} votes as the log says");
+        }
+        for i in 0..3 {
+            written.append(&mut c, a, recs(&format!("new-quorum-{i}"), 1));
+        }
+        let all = read_range(&mut c, voter_id(3), 0, written.next(), Consistency::Linearizable);
+        assert_eq!(all, written.0, "seed {seed}: the new voter holds every acknowledged record in order");
+        c.assert_agreement();
+    }
+}
+
+#[test]
+fn writes_pipelined_across_the_stop_sign_are_each_answered_once_and_land_where_acknowledged() {
+    for seed in SEEDS {
+        let mut c = Cluster::with_mode(3, 0, seed, Faults::LOSSY, WriterMode::Multi);
+        c.add_voter(voter_id(3));
+        let leader = c.elect(200);
+        let write = |tag: String| Call::Write { leader: None, seq: Seq(0), records: recs(&tag, 1) };
+        let mut calls: Vec<(CallId, Option<String>)> = Vec::new();
+        for i in 0..6 {
+            calls.push((c.propose_at(leader, write(format!("w{i}"))), Some(format!("w{i}-0"))));
+        }
+        calls.push((c.propose_at(leader, Call::Reconfigure { epoch: 1, voters: voters(&[0, 2, 3]) }), None));
+        for i in 6..12 {
+            calls.push((c.propose_at(leader, write(format!("w{i}"))), Some(format!("w{i}-0"))));
+        }
+        c.run(200);
+        c.crash(voter_id(1)); // taken out: it learns nothing more unless it asks
+        c.settle(3000);
+        let end = c.state_of(voter_id(2)).next_seq.0;
+        let all = read_range(&mut c, voter_id(3), 0, end, Consistency::Linearizable);
+        for (id, record) in &calls {
+            let answer = c.answers.get(id);
+            match (answer, record) {
+                (Some(CallAnswer::Verdict(Outcome::Accepted { seq, .. })), Some(r)) => {
+                    assert_eq!(all[seq.0 as usize], r.as_bytes(), "seed {seed}: acknowledged at {seq:?}");
+                }
+                (Some(CallAnswer::Verdict(Outcome::Reconfigured { epoch: 1, .. })), None) => {}
+                (Some(CallAnswer::NoVerdict | CallAnswer::Redirect { .. }), _) => {}
+                other => panic!("seed {seed}: call {id:?}: {other:?}"),
+            }
+        }
+        for r in &all {
+            assert_eq!(all.iter().filter(|x| *x == r).count(), 1, "seed {seed}: one copy of {r:?}");
+        }
+        assert_eq!(c.state_of(voter_id(3)).epoch, 1, "seed {seed}");
+        c.assert_agreement();
+    }
+}
+
+#[test]
+fn a_reconfigure_that_does_not_follow_the_epoch_in_force_is_refused_without_stopping_the_journal() {
+    let mut c = Cluster::new(3, 0, 7, Faults::NONE);
+    let (a, mut written) = claimed(&mut c);
+    for epoch in [0, 2] {
+        match c.call(Call::Reconfigure { epoch, voters: voters(&[0, 1]) }) {
+            Some(CallAnswer::Verdict(Outcome::StaleEpoch { epoch: 0, .. })) => {}
+            other => panic!("epoch {epoch}: {other:?}"),
+        }
+    }
+    written.append(&mut c, a, recs("still", 1));
+    reconfigure(&mut c, 1, &[0, 1]);
+    reconfigure(&mut c, 2, &[0, 1, 2]);
+    written.append(&mut c, a, recs("again", 1));
+    c.settle(2000);
+    assert_eq!(c.state_of(voter_id(1)).epoch, 2);
+    c.assert_agreement();
+}
+
+/// The schedule rule 3 exists for: the new voters are all but disjoint from the old, and the
+/// one old voter that stays misses every proposal after the stop-sign. Were the leader to go
+/// on proposing above the stop-sign, the two old voters left would be a quorum of the old
+/// configuration for those slots, while the new configuration decides them without ever
+/// seeing those proposals: two commands for one slot.
+#[test]
+fn a_leader_proposes_nothing_above_its_stop_sign_so_the_old_voters_decide_no_slot_of_the_new() {
+    for seed in SEEDS {
+        let mut c = Cluster::with_mode(3, 0, seed, Faults::NONE, WriterMode::Multi);
+        c.add_voter(voter_id(3));
+        c.add_voter(voter_id(4));
+        let leader = c.elect(200);
+        let stays = (0..3).map(voter_id).find(|v| *v != leader).expect("another founding voter");
+        let mut next: Vec<u64> = vec![3, 4];
+        next.push(stays.0 - voter_id(0).0);
+        let write = |tag: String| Call::Write { leader: None, seq: Seq(0), records: recs(&tag, 1) };
+        c.propose_at(leader, write("first".into()));
+        c.run(5);
+        let stop_at = c.voter(leader).chosen_up_to();
+        // Every Accept the staying voter would get for a slot past the stop-sign is lost.
+        c.filter = Some(Box::new(move |_, to, m| {
+            to == stays
+                && matches!(m, paros_core::Message::Accept { entries, .. } if entries.iter().any(|(s, _)| *s > stop_at))
+        }));
+        c.propose_at(leader, Call::Reconfigure { epoch: 1, voters: voters(&next) });
+        for i in 0..5 {
+            c.propose_at(leader, write(format!("old-{i}")));
+        }
+        c.run(60);
+        c.filter = None;
+        for i in 0..5 {
+            let l = c.elect(400);
+            c.propose_at(l, write(format!("new-{i}")));
+            c.run(10);
+        }
+        c.run(100);
+        c.assert_agreement();
+    }
+}
