@@ -354,7 +354,7 @@ pub fn page(fold: &Fold, log: &Log, request: &ReadRequest, tunables: &Tunables) 
         Located::NotHeld => Paged::Answer(ReadAnswer::unserved_at(view.next_seq)),
         Located::Anchored { slot, state } => {
             let source = Source::Refold { mode: fold.mode(), anchor: slot, state, end: log.start() };
-            Paged::Fetch(below_window(fold, log, request, source, view, bounds))
+            Paged::Fetch(below_window(fold, log, request, source, view, (bounds, true)))
         }
         Located::Indexed { .. } => {
             // The writes the page may read, as far as the index goes: at most a page's records.
@@ -368,7 +368,9 @@ pub fn page(fold: &Fold, log: &Log, request: &ReadRequest, tunables: &Tunables) 
                 writes.push((slot, start));
                 end = write_end;
             }
-            Paged::Fetch(below_window(fold, log, request, Source::Writes { writes, end }, view, bounds))
+            // A page cut short of the window by its own bound never needs the window's records.
+            let tail = end == fold.window_seq();
+            Paged::Fetch(below_window(fold, log, request, Source::Writes { writes, end }, view, (bounds, tail)))
         }
         Located::Tail | Located::At { .. } => {
             collect_window(fold, log, request.from, &mut page);
@@ -378,19 +380,22 @@ pub fn page(fold: &Fold, log: &Log, request: &ReadRequest, tunables: &Tunables) 
 }
 
 /// A page below the window, from `source`: the store part ends where the window begins, and the
-/// page goes on with the window's records, held here now.
+/// page goes on with the window's records, held here now (when `tail` says it may reach them).
 fn below_window(
     fold: &Fold,
     log: &Log,
     request: &ReadRequest,
     source: Source,
     view: JournalView,
-    bounds: (usize, usize),
+    (bounds, tail): ((usize, usize), bool),
 ) -> PageFetch {
     let tail_from = fold.window_seq();
-    let mut tail = Collect::new(bounds);
-    collect_window(fold, log, tail_from, &mut tail);
-    PageFetch { source, request: *request, view, tail_from, tail: tail.records }
+    let mut window = Collect::new(bounds);
+    if tail {
+        collect_window(fold, log, tail_from, &mut window);
+    }
+    let tail = window.records;
+    PageFetch { source, request: *request, view, tail_from, tail }
 }
 
 /// Collects the window's records from `seq` on into `page`, until it is full or the tail.
@@ -434,7 +439,8 @@ pub struct PageFetch {
     /// The view the page reports (the fold's when the read was served).
     pub view: JournalView,
     /// The records held in memory from `tail_from` (the window's first position) on, as many
-    /// as one page holds: where the page goes on once the re-fold reaches `end`.
+    /// as one page holds: where the page goes on once the store part reaches the window (none
+    /// when the page's indexed writes end before it).
     pub tail_from: Seq,
     pub tail: Vec<Bytes>,
 }
