@@ -157,7 +157,7 @@ impl Params {
         // The index of evicted writes' positions, from a side stream of its own (added after
         // seeds were published): most seeds keep a few, so reads below the window go both
         // through the index and, past it, through the anchors.
-        let mut index = rng.side(0x6576_6963_7465_64);
+        let mut index = rng.side(0x0065_7669_6374_6564);
         let evicted_writes_max =
             if index.chance(750_000) { index.between(0, 6) as u32 } else { Tunables::default().evicted_writes_max };
         // Dormancy, from the same side stream: most seeds put quiet journals to sleep within a
