@@ -98,6 +98,11 @@ pub struct Tunables {
     /// position index of evicted entries and where boot resumes the fold.
     pub anchor_slots: u32,
     pub anchor_bytes: u32,
+    /// The exact positions (a first seq and a slot, 16 bytes) a journal keeps of the newest
+    /// writes evicted from its window: a read below the window inside them reads only the slots
+    /// it returns, one below them re-folds from an anchor (up to `anchor_slots` slots). 0 keeps
+    /// none.
+    pub evicted_writes_max: u32,
     pub limits: Limits,
 }
 
@@ -121,6 +126,7 @@ impl Default for Tunables {
             window_bytes: 1 << 20,
             anchor_slots: 1024,
             anchor_bytes: 256 << 10,
+            evicted_writes_max: 4096,
             limits: Limits::default(),
         }
     }

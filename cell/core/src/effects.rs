@@ -123,7 +123,11 @@ pub(crate) fn catch_up_request(from: Slot, life: Life) -> Message {
 pub(crate) fn recover(mode: WriterMode, tunables: &Tunables, durable: Durable) -> (Log, Learner, Effects) {
     let start = durable.boot_start();
     let mut log = Log::with_window(durable.floor, start, durable.entries);
-    let anchoring = Anchoring { slots: tunables.anchor_slots, bytes: tunables.anchor_bytes };
+    let anchoring = Anchoring {
+        slots: tunables.anchor_slots,
+        bytes: tunables.anchor_bytes,
+        exact_writes: tunables.evicted_writes_max,
+    };
     let mut learner =
         Learner::resume(mode, &log, durable.sealed, &durable.anchors, anchoring, Window::of(tunables), durable.floor);
     let mut effects = Effects::default();

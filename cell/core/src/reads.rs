@@ -369,26 +369,49 @@ pub fn page(fold: &Fold, log: &Log, request: &ReadRequest, tunables: &Tunables) 
         Located::Truncated => Paged::Answer(ReadAnswer::Truncated(view)),
         Located::NotHeld => Paged::Answer(ReadAnswer::unserved_at(view.next_seq)),
         Located::Anchored { slot, state } => {
-            // The store part ends where the window begins; the page goes on in memory.
-            let tail_from = fold.window_seq();
-            let mut tail = Collect::new(bounds);
-            collect_window(fold, log, tail_from, &mut tail);
-            Paged::Fetch(PageFetch {
-                mode: fold.mode(),
-                anchor: slot,
-                state,
-                end: log.start(),
-                request: *request,
-                view,
-                tail_from,
-                tail: tail.records,
-            })
+            let source = Source::Refold { mode: fold.mode(), anchor: slot, state, end: log.start() };
+            Paged::Fetch(below_window(fold, log, request, source, view, (bounds, true)))
+        }
+        Located::Indexed { .. } => {
+            // The writes the page may read, as far as the index goes: at most a page's records.
+            let (limit, _) = bounds;
+            let mut writes = Vec::new();
+            let mut end = request.from;
+            for (slot, start, write_end) in fold.evicted_writes(request.from) {
+                if end.0 - request.from.0 >= limit as u64 {
+                    break;
+                }
+                writes.push((slot, start));
+                end = write_end;
+            }
+            // A page cut short of the window by its own bound never needs the window's records.
+            let tail = end == fold.window_seq();
+            Paged::Fetch(below_window(fold, log, request, Source::Writes { writes, end }, view, (bounds, tail)))
         }
         Located::Tail | Located::At { .. } => {
             collect_window(fold, log, request.from, &mut page);
             Paged::Answer(ReadAnswer::Page { from: request.from, records: page.records, view })
         }
     }
+}
+
+/// A page below the window, from `source`: the store part ends where the window begins, and the
+/// page goes on with the window's records, held here now (when `tail` says it may reach them).
+fn below_window(
+    fold: &Fold,
+    log: &Log,
+    request: &ReadRequest,
+    source: Source,
+    view: JournalView,
+    (bounds, tail): ((usize, usize), bool),
+) -> PageFetch {
+    let tail_from = fold.window_seq();
+    let mut window = Collect::new(bounds);
+    if tail {
+        collect_window(fold, log, tail_from, &mut window);
+    }
+    let tail = window.records;
+    PageFetch { source, request: *request, view, tail_from, tail }
 }
 
 /// Collects the window's records from `seq` on into `page`, until it is full or the tail.
@@ -421,23 +444,33 @@ pub enum Fetch {
     Page { read: ReadId, page: Box<PageFetch> },
 }
 
-/// A page that starts below the window: re-fold the chosen entries `[anchor, end)` from the
-/// store, starting from `state` (the journal state before `anchor`), and collect the records
-/// from `request.from` on. Chosen entries never change, so the page is the one the fold would
-/// have served from memory (it may end early, at `end`: the client reads on from there).
+/// A page that starts below the window: read the chosen entries it needs from the store (see
+/// [`Source`]) and collect the records from `request.from` on. Chosen entries never change, so
+/// the page is the one the fold would have served from memory (it may end early, where the
+/// store part ends: the client reads on from there).
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct PageFetch {
-    pub mode: WriterMode,
-    pub anchor: Slot,
-    pub state: JournalState,
-    pub end: Slot,
+    pub source: Source,
     pub request: ReadRequest,
     /// The view the page reports (the fold's when the read was served).
     pub view: JournalView,
     /// The records held in memory from `tail_from` (the window's first position) on, as many
-    /// as one page holds: where the page goes on once the re-fold reaches `end`.
+    /// as one page holds: where the page goes on once the store part reaches the window (none
+    /// when the page's indexed writes end before it).
     pub tail_from: Seq,
     pub tail: Vec<Bytes>,
+}
+
+/// Where a [`PageFetch`] finds its records in the store.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Source {
+    /// Re-fold the chosen entries `[anchor, end)` from `state` (the journal state before
+    /// `anchor`) to find which slots hold which positions.
+    Refold { mode: WriterMode, anchor: Slot, state: JournalState, end: Slot },
+    /// The fold knows the writes exactly: each one's slot and first position, in order, the
+    /// first holding `request.from`; `end` is the position after the last. Only their slots are
+    /// read.
+    Writes { writes: Vec<(Slot, Seq)>, end: Seq },
 }
 
 /// The most slots one store read of a [`PageFetch`] asks for. The first read asks for one slot
@@ -449,9 +482,11 @@ pub const FETCH_CHUNK_SLOTS: u32 = 64;
 impl PageFetch {
     /// Builds the page with `read(from, slots_max)`, which returns up to `slots_max` retained
     /// entries from `from` on in slot order (a store's range read), then goes on with the
-    /// window's records. Reads at most [`PageFetch::scan_slots_max`] slots. `Unserved` when the
-    /// entries it needs are gone (truncated meanwhile) or no record was found within that
-    /// bound, carrying the view's `next_seq` (see [`PageFetch::unserved`]).
+    /// window's records. A re-fold reads at most [`PageFetch::scan_slots_max`] slots; a page of
+    /// indexed writes reads from the first write's slot to the last's at most, in reads that
+    /// start at a write's slot. `Unserved` when the entries it needs are gone (truncated
+    /// meanwhile) or no record was found within that bound, carrying the view's `next_seq`
+    /// (see [`PageFetch::unserved`]).
     ///
     /// # Errors
     /// The first error `read` returns.
@@ -461,11 +496,40 @@ impl PageFetch {
         mut read: impl FnMut(Slot, u32) -> Result<Vec<(Slot, LogEntry)>, E>,
     ) -> Result<ReadAnswer, E> {
         let mut page = Collect::new(page_bounds(&self.request, tunables));
-        let end = Slot(self.end.0.min(self.anchor.0.saturating_add(Self::scan_slots_max(tunables))));
-        let mut fold = Fold::new(self.mode, self.state, self.anchor);
+        let reached = match &self.source {
+            Source::Refold { mode, anchor, state, end } => {
+                let end = Slot(end.0.min(anchor.0.saturating_add(Self::scan_slots_max(tunables))));
+                self.refold(Fold::new(*mode, *state, *anchor), end, &mut page, &mut read)?
+            }
+            Source::Writes { writes, end } => self.read_writes(writes, *end, &mut page, &mut read)?,
+        };
+        // Reached the window: the page goes on with the records held there, while it has room.
+        if reached && !page.records.is_empty() {
+            for r in &self.tail {
+                if !page.push(r) {
+                    break;
+                }
+            }
+        }
+        if page.records.is_empty() {
+            return Ok(self.unserved());
+        }
+        Ok(ReadAnswer::Page { from: self.request.from, records: page.records, view: self.view })
+    }
+
+    /// Re-folds from `fold` (at the anchor) through the entries below `end`, collecting the
+    /// page's records. True when it ended exactly where the window begins.
+    fn refold<E>(
+        &self,
+        mut fold: Fold,
+        end: Slot,
+        page: &mut Collect,
+        read: &mut impl FnMut(Slot, u32) -> Result<Vec<(Slot, LogEntry)>, E>,
+    ) -> Result<bool, E> {
+        let Source::Refold { end: window_start, .. } = self.source else { unreachable!("a re-fold has an anchor") };
         // The entries re-folded so far: a retry is judged against them, as the fold did.
         let mut held: Vec<(Slot, LogEntry)> = Vec::new();
-        let mut next = self.anchor;
+        let mut next = fold.next_slot();
         let mut chunk_slots = 1;
         'read: while next < end {
             let want = u32::try_from(end.0 - next.0).unwrap_or(u32::MAX).min(chunk_slots);
@@ -496,18 +560,50 @@ impl PageFetch {
                 next = slot.next();
             }
         }
-        // Reached the window: the page goes on with the records held there, while it has room.
-        if next == self.end && fold.state().next_seq == self.tail_from && !page.records.is_empty() {
-            for r in &self.tail {
-                if !page.push(r) {
-                    break;
+        Ok(next == window_start && fold.state().next_seq == self.tail_from)
+    }
+
+    /// Reads the slots of `writes` (the rest in between only when a range read spans them),
+    /// collecting the page's records. True when it read every one and they end where the
+    /// window begins. A slot that no longer holds the write the index names (compacted away
+    /// meanwhile) ends the page there.
+    fn read_writes<E>(
+        &self,
+        writes: &[(Slot, Seq)],
+        end: Seq,
+        page: &mut Collect,
+        read: &mut impl FnMut(Slot, u32) -> Result<Vec<(Slot, LogEntry)>, E>,
+    ) -> Result<bool, E> {
+        let Some(&(last, _)) = writes.last() else { return Ok(false) };
+        let mut i = 0;
+        let mut chunk_slots = 1;
+        while let Some(&(next, _)) = writes.get(i) {
+            let want = u32::try_from(last.0 - next.0 + 1).unwrap_or(u32::MAX).min(chunk_slots);
+            chunk_slots = chunk_slots.saturating_mul(2).min(FETCH_CHUNK_SLOTS);
+            let chunk = read(next, want)?;
+            if chunk.first().is_none_or(|(slot, _)| *slot != next) {
+                return Ok(false);
+            }
+            for (slot, entry) in chunk {
+                let Some(&(wanted, start)) = writes.get(i) else { break };
+                if slot < wanted {
+                    // A slot between two writes: a refusal, a no-op, a control command.
+                    continue;
                 }
+                let write_end = writes.get(i + 1).map_or(end, |(_, s)| *s);
+                let Some(e) = entry.command.entry().filter(|e| slot == wanted && start.plus(e.count()) == write_end)
+                else {
+                    return Ok(false);
+                };
+                for (k, r) in e.records.iter().enumerate() {
+                    if start.0 + k as u64 >= self.request.from.0 && !page.push(r) {
+                        return Ok(false);
+                    }
+                }
+                i += 1;
             }
         }
-        if page.records.is_empty() {
-            return Ok(self.unserved());
-        }
-        Ok(ReadAnswer::Page { from: self.request.from, records: page.records, view: self.view })
+        Ok(end == self.tail_from)
     }
 
     /// The page refused (its entries are gone, or the store could not read them): `Unserved`
@@ -555,10 +651,7 @@ mod tests {
 
     fn fetch(from: Seq, max_bytes: u32, end: Slot) -> PageFetch {
         PageFetch {
-            mode: WriterMode::Multi,
-            anchor: Slot(0),
-            state: JournalState::default(),
-            end,
+            source: Source::Refold { mode: WriterMode::Multi, anchor: Slot(0), state: JournalState::default(), end },
             request: ReadRequest { from, limit: 0, max_bytes, wait_ticks: 0, consistency: Consistency::Linearizable },
             view: JournalView::default(),
             tail_from: Seq(0),
@@ -713,6 +806,94 @@ mod tests {
         assert_eq!(firsts, vec![100, 101, 102, 103], "the four records from position 100");
         // Slots 0–6 are needed (the re-fold from the anchor and the page's slot).
         assert!((7..=14).contains(&slots_read), "read {slots_read} slots for a page that needed 7");
+    }
+
+    /// Writes of two records at slots 5, 6 and 20 (positions 10–15), no-ops in every other
+    /// slot below 24.
+    fn writes_between_noops() -> Vec<(Slot, LogEntry)> {
+        let mut log = Vec::new();
+        let mut seq = 10u8;
+        for s in 0..24 {
+            let command = if [5, 6, 20].contains(&s) {
+                let records = vec![Bytes::from(vec![seq]), Bytes::from(vec![seq + 1])];
+                seq += 2;
+                Command::Write(Entry { leader: None, seq: Seq(0), records })
+            } else {
+                Command::Control(crate::journal::Control::Noop)
+            };
+            log.push((Slot(s), LogEntry { ballot: None, command }));
+        }
+        log
+    }
+
+    fn indexed(from: Seq, limit: u32) -> PageFetch {
+        let writes = vec![(Slot(5), Seq(10)), (Slot(6), Seq(12)), (Slot(20), Seq(14))];
+        PageFetch {
+            source: Source::Writes { writes, end: Seq(16) },
+            request: ReadRequest { from, limit, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Linearizable },
+            view: JournalView::default(),
+            tail_from: Seq(16),
+            tail: vec![Bytes::from_static(&[16]), Bytes::from_static(&[17])],
+        }
+    }
+
+    #[test]
+    fn a_page_of_indexed_writes_reads_their_slots_jumps_the_gaps_and_goes_on_in_the_window() {
+        let log = writes_between_noops();
+        let mut asked = Vec::new();
+        let answer = indexed(Seq(11), 0)
+            .build(&Tunables::default(), |from, max| {
+                asked.push((from.0, max));
+                serve(&log, from, max)
+            })
+            .unwrap();
+        let ReadAnswer::Page { from, records, .. } = answer else { panic!("a page: {answer:?}") };
+        assert_eq!(from, Seq(11));
+        let got: Vec<u8> = records.iter().map(|r| r[0]).collect();
+        assert_eq!(got, (11..18).collect::<Vec<u8>>(), "positions 11–15 from the store, 16–17 from the window");
+        assert_eq!(asked, vec![(5, 1), (6, 2), (20, 1)], "the slots of the writes, not the no-ops from 8 to 19");
+    }
+
+    #[test]
+    fn a_point_read_of_an_indexed_write_reads_its_one_slot() {
+        let log = writes_between_noops();
+        let mut asked = Vec::new();
+        let answer = indexed(Seq(15), 1)
+            .build(&Tunables::default(), |from, max| {
+                asked.push((from.0, max));
+                serve(&log, from, max)
+            })
+            .unwrap();
+        let ReadAnswer::Page { records, .. } = answer else { panic!("a page: {answer:?}") };
+        assert_eq!(records, vec![Bytes::from_static(&[15])]);
+        // The plan starts at the write holding 15 when `page` makes it; this one starts lower.
+        assert_eq!(asked, vec![(5, 1), (6, 2), (20, 1)]);
+        let mut point = indexed(Seq(15), 1);
+        point.source = Source::Writes { writes: vec![(Slot(20), Seq(14))], end: Seq(16) };
+        asked.clear();
+        let answer = point
+            .build(&Tunables::default(), |from, max| {
+                asked.push((from.0, max));
+                serve(&log, from, max)
+            })
+            .unwrap();
+        assert!(matches!(&answer, ReadAnswer::Page { records, .. } if records == &[Bytes::from_static(&[15])]));
+        assert_eq!(asked, vec![(20, 1)]);
+    }
+
+    #[test]
+    fn a_page_of_indexed_writes_whose_slots_are_gone_or_differ_stops_there() {
+        let log = writes_between_noops();
+        // Compacted below slot 6 meanwhile: the store answers from slot 6 on.
+        let compacted: Vec<_> = log.iter().filter(|(s, _)| s.0 >= 6).cloned().collect();
+        let answer = indexed(Seq(10), 0).build(&Tunables::default(), |from, max| serve(&compacted, from, max)).unwrap();
+        assert_eq!(answer, ReadAnswer::unserved_at(Seq(0)), "the first write is gone: nothing to serve");
+        // Slot 20 holds a no-op, not the write the index names: the page ends before it.
+        let mut changed = log.clone();
+        changed[20].1.command = Command::Control(crate::journal::Control::Noop);
+        let answer = indexed(Seq(10), 0).build(&Tunables::default(), |from, max| serve(&changed, from, max)).unwrap();
+        let ReadAnswer::Page { records, .. } = answer else { panic!("a page: {answer:?}") };
+        assert_eq!(records.iter().map(|r| r[0]).collect::<Vec<u8>>(), vec![10, 11, 12, 13]);
     }
 
     #[test]

@@ -13,7 +13,7 @@ const NOOP: Command = Command::Control(Control::Noop);
 
 /// A learner over an empty log whose window keeps `window` below its chosen index.
 fn learner(log: &Log, window: Window) -> Learner {
-    let anchoring = Anchoring { slots: 8, bytes: u32::MAX };
+    let anchoring = Anchoring { slots: 8, bytes: u32::MAX, exact_writes: 4 };
     Learner::resume(WriterMode::Single, log, JournalState::default(), &[], anchoring, window, Slot(0))
 }
 

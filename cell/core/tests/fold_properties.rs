@@ -409,7 +409,9 @@ fn run(mode: WriterMode, ops: &[Op]) -> Vec<(Command, Outcome, JournalState)> {
                 assert!(start.0 <= seq && seq < start.0 + entry.records.len() as u64);
                 assert_eq!(model.writes[&start.0].1, entry.records, "the write the model holds at {start:?}");
             }
-            Located::Anchored { .. } => panic!("a fold that evicts nothing locates every position exactly"),
+            Located::Anchored { .. } | Located::Indexed { .. } => {
+                panic!("a fold that evicts nothing locates every position exactly")
+            }
         }
     }
     trace

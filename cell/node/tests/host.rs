@@ -290,10 +290,19 @@ fn window_batches() -> Vec<Vec<Bytes>> {
 /// pages from every position (read from the store through its anchors), catch-up of a node
 /// that missed every write (served from the peers' stores), and the same after a reboot that
 /// reads only the entries from the last anchor. A retry of a write below the window gets no
-/// verdict (the node can no longer compare it), where a full window says Duplicate.
+/// verdict (the node can no longer compare it), where a full window says Duplicate. The small
+/// window keeps the exact positions of only the last two writes it evicted: pages go both
+/// through that index and through the anchors.
 #[test]
 fn a_journal_larger_than_its_window_answers_from_the_store_as_from_memory() {
-    let small = Tunables { window_slots: 4, window_bytes: 64, anchor_slots: 5, anchor_bytes: 1 << 20, ..tunables() };
+    let small = Tunables {
+        window_slots: 4,
+        window_bytes: 64,
+        anchor_slots: 5,
+        anchor_bytes: 1 << 20,
+        evicted_writes_max: 2,
+        ..tunables()
+    };
     let k = key(0);
     let mut cells = [Cell::with(1, small), Cell::with(1, tunables())];
     let mut pages = Vec::new();

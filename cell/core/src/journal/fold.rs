@@ -19,14 +19,18 @@ struct Position {
 ///
 /// Holds the [`JournalState`], the exact positions of the writes in the in-memory window
 /// ("which accepted write starts at this seq" for `Duplicate`, "which slot holds this position"
-/// for reads), and sparse **anchors** below it: checkpoints `(slot, state before slot)` from
-/// which a read of evicted entries re-folds to find its records. Memory is the window plus one
-/// anchor per [`Anchoring`] stride of retained slots.
+/// for reads), the exact positions of the newest writes evicted from the window (at most
+/// [`Anchoring::exact_writes`]: a read there reads only the slots it returns), and sparse
+/// **anchors** below it: checkpoints `(slot, state before slot)` from which a read of older
+/// evicted entries re-folds to find its records. Memory is the window, the bounded index of
+/// evicted writes and one anchor per [`Anchoring`] stride of retained slots.
 #[derive(Clone, Debug)]
 pub struct Fold {
     mode: WriterMode,
     state: JournalState,
     positions: Positions,
+    /// The exact positions of the newest writes evicted from the window, contiguous with it.
+    evicted: Evicted,
     /// Checkpoints in slot order; the first is the fold's base (its floor, or a trim point).
     anchors: VecDeque<(Slot, JournalState)>,
     anchoring: Anchoring,
@@ -41,16 +45,18 @@ pub struct Fold {
     next_slot: Slot,
 }
 
-/// How often a fold takes an anchor: after this many slots or record bytes since the last.
+/// How a fold indexes what leaves its window: an anchor after this many slots or record bytes
+/// since the last, and the exact positions of the newest `exact_writes` evicted writes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Anchoring {
     pub slots: u32,
     pub bytes: u32,
+    pub exact_writes: u32,
 }
 
 impl Anchoring {
     /// Never anchors past the base (a fold that keeps every write's position).
-    pub const NEVER: Anchoring = Anchoring { slots: u32::MAX, bytes: u32::MAX };
+    pub const NEVER: Anchoring = Anchoring { slots: u32::MAX, bytes: u32::MAX, exact_writes: 0 };
 }
 
 /// What the fold said of one slot.
@@ -73,6 +79,10 @@ pub enum Located {
     Tail,
     /// Inside the write at `slot`, which starts at `start`.
     At { slot: Slot, start: Seq },
+    /// Below the window, inside the write at `slot` (which starts at `start`), whose exact
+    /// position the fold still keeps: read that slot from the store ([`Fold::evicted_writes`]
+    /// lists it and the writes after it).
+    Indexed { slot: Slot, start: Seq },
     /// Below the window: re-fold from the anchor at `slot` (whose state before it is `state`)
     /// over entries read from the store.
     Anchored { slot: Slot, state: JournalState },
@@ -102,6 +112,7 @@ impl Fold {
             held_from: first.1.next_seq,
             next_slot: last.0,
             positions: Positions::default(),
+            evicted: Evicted::default(),
             anchors: anchors.into_iter().collect(),
             anchoring,
             since: (0, 0),
@@ -339,6 +350,7 @@ impl Fold {
     /// positions and anchors below it; `(floor, sealed)` becomes the base anchor.
     pub fn forget_below(&mut self, floor: Slot, sealed: JournalState) {
         self.positions.forget_below(floor);
+        self.evicted.forget_below(floor);
         while self.anchors.front().is_some_and(|(s, _)| *s <= floor) {
             self.anchors.pop_front();
         }
@@ -354,10 +366,30 @@ impl Fold {
         self.positions.first_seq().unwrap_or(self.state.next_seq)
     }
 
-    /// Forgets the exact positions of writes below `start` (evicted from memory; their
-    /// entries are read back from the store through the anchors).
+    /// Moves the positions of writes below `start` (evicted from memory) to the index of
+    /// evicted writes, which keeps the newest [`Anchoring::exact_writes`] of them; their entries
+    /// are read back from the store at those slots, or through the anchors below them.
     pub fn forget_positions_below(&mut self, start: Slot) {
-        self.positions.forget_below(start);
+        let max = self.anchoring.exact_writes as usize;
+        for (seq, p) in self.positions.drain_below(start) {
+            self.evicted.push(seq, p.slot, max);
+        }
+    }
+
+    /// The evicted writes from the one holding `seq` on, in order, while the fold keeps their
+    /// exact positions: each one's slot and its positions `[start, end)`. Empty when `seq` lies
+    /// outside that index.
+    pub fn evicted_writes(&self, seq: Seq) -> impl Iterator<Item = (Slot, Seq, Seq)> + '_ {
+        let writes = &self.evicted.writes;
+        let from = match self.evicted.holding(seq) {
+            Some(i) if seq < self.window_seq() => i,
+            _ => writes.len(),
+        };
+        let window = self.window_seq();
+        (from..writes.len()).map(move |i| {
+            let (start, slot) = writes[i];
+            (slot, start, writes.get(i + 1).map_or(window, |(next, _)| *next))
+        })
     }
 
     /// True when `seq` is retained by the journal but lies below what this fold indexes.
@@ -382,6 +414,10 @@ impl Fold {
             let (start, p) = self.positions.at_or_below(seq).expect("a held position is indexed");
             assert!(start.plus(p.count) > seq, "positions are dense from the window to next_seq");
             return Located::At { slot: p.slot, start };
+        }
+        if let Some(i) = self.evicted.holding(seq) {
+            let (start, slot) = self.evicted.writes[i];
+            return Located::Indexed { slot, start };
         }
         let (slot, state) = self.anchor_at_or_below(seq).expect("the base anchor lies at or below held_from");
         Located::Anchored { slot, state }
@@ -419,13 +455,53 @@ impl Positions {
     }
 
     fn forget_below(&mut self, floor: Slot) {
-        while self.writes.front().is_some_and(|(_, p)| p.slot < floor) {
-            self.writes.pop_front();
-        }
+        drop(self.drain_below(floor));
+    }
+
+    /// Takes the writes in slots below `floor` out, oldest first.
+    fn drain_below(&mut self, floor: Slot) -> impl Iterator<Item = (Seq, Position)> + '_ {
+        let n = self.writes.partition_point(|(_, p)| p.slot < floor);
+        self.writes.drain(..n)
     }
 
     fn first_seq(&self) -> Option<Seq> {
         self.writes.front().map(|(s, _)| *s)
+    }
+}
+
+/// The exact positions of the newest writes evicted from the window, each its first seq and
+/// its slot, in order; the last ends where the window's first write starts. Bounded: pushing
+/// past the bound forgets the oldest (reads there re-fold from an anchor).
+#[derive(Clone, Debug, Default)]
+struct Evicted {
+    writes: VecDeque<(Seq, Slot)>,
+}
+
+impl Evicted {
+    fn push(&mut self, seq: Seq, slot: Slot, max: usize) {
+        assert!(
+            self.writes.back().is_none_or(|(s, sl)| *s < seq && *sl < slot),
+            "evicted writes come in seq and slot order"
+        );
+        if max == 0 {
+            return;
+        }
+        if self.writes.len() >= max {
+            self.writes.pop_front();
+        }
+        self.writes.push_back((seq, slot));
+    }
+
+    /// The index of the write holding `seq`, when `seq` lies at or past the first write kept
+    /// (the caller knows it lies below the window).
+    fn holding(&self, seq: Seq) -> Option<usize> {
+        let i = self.writes.partition_point(|(s, _)| *s <= seq);
+        i.checked_sub(1)
+    }
+
+    fn forget_below(&mut self, floor: Slot) {
+        let n = self.writes.partition_point(|(_, slot)| *slot < floor);
+        self.writes.drain(..n);
     }
 }
 

@@ -154,6 +154,12 @@ impl Params {
             let d = Tunables::default();
             (d.window_slots, d.window_bytes, d.anchor_slots, d.anchor_bytes)
         };
+        // The index of evicted writes' positions, from a side stream of its own (added after
+        // seeds were published): most seeds keep a few, so reads below the window go both
+        // through the index and, past it, through the anchors.
+        let mut index = rng.side(0x0065_7669_6374_6564);
+        let evicted_writes_max =
+            if index.chance(750_000) { index.between(0, 6) as u32 } else { Tunables::default().evicted_writes_max };
         // Dormancy, from the same side stream: most seeds put quiet journals to sleep within a
         // few ticks, so waking from the disk happens all the time.
         let dormant_after_ticks = if memory.chance(700_000) { Some(memory.between(2, 40)) } else { None };
@@ -162,6 +168,7 @@ impl Params {
             window_bytes,
             anchor_slots,
             anchor_bytes,
+            evicted_writes_max,
             election_ticks_min: 10,
             election_ticks_max: 20,
             pipeline_slots_max: rng.between(4, 64) as u32,
