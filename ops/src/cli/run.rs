@@ -168,6 +168,7 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
 
 async fn journal(command: JournalCommand, env: &dyn Fn(&str) -> Option<String>) -> Result<(), Failure> {
     match command {
+        JournalCommand::Move(args) => super::cell::journal_move(args, env).await?,
         JournalCommand::Create { name, mode, tier, gateway } => {
             let (g, json) = connect(&gateway, env)?;
             let info = g
