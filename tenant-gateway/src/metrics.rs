@@ -400,7 +400,7 @@ impl Collector for CellCollector {
         let gauges = [
             (
                 "cell_moves_in_progress",
-                "Seat moves the registry recorded and has not recorded done (all pending: nothing carries them out yet)",
+                "Seat moves the registry recorded and has not recorded done (pending: nothing carries them out yet)",
                 s.moves_total,
             ),
             (

@@ -63,9 +63,10 @@ use crate::wire::no_query;
         crate::nodes::NodeCounters, crate::overview::TrafficBody, crate::overview::TenantBody,
         crate::overview::JournalBody, crate::overview::LeaderNodeBody, crate::routes::machines::ReadyBody,
         crate::routes::machines::MachineStateBody, crate::routes::seats::CellStatusBody,
-        crate::routes::seats::CellMachineBody, crate::routes::seats::SeatMoveBody, crate::routes::seats::WeakJournalBody,
-        crate::routes::seats::WeakVoterBody, crate::routes::seats::AdmitRequest, crate::routes::seats::MoveRequest,
-        crate::routes::seats::RoleName, crate::error::OperatorErrorBody
+        crate::routes::seats::CellMachineBody, crate::routes::seats::SeatMoveBody,
+        crate::routes::seats::WeakJournalBody, crate::routes::seats::WeakVoterBody,
+        crate::routes::seats::AdmitRequest, crate::routes::seats::MoveRequest, crate::routes::seats::RoleName,
+        crate::error::OperatorErrorBody
     ))
 )]
 pub struct ApiDoc;

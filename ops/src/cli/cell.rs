@@ -9,8 +9,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use paros_api::{JournalName, TenantName};
 use serde_json::{Value, json};
 
-use super::run::connect;
-use super::{Failure, Gateway};
+use super::{Failure, Gateway, connect};
 
 /// `paros cell …` verbs spoken to a gateway (with an admin token).
 #[derive(Subcommand, Debug, PartialEq, Eq)]

@@ -685,6 +685,25 @@ fn tier_name(raw: &str) -> Result<String, String> {
     paros_api::check_tier_name(raw).map(|()| raw.to_owned()).map_err(|e| format!("not a tier name: {e}"))
 }
 
+/// The gateway client for `gateway`'s URL and token (or the environment's), and `--json`.
+pub(crate) fn connect(
+    gateway: &Gateway,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(paros_client::GatewayClient, bool), Failure> {
+    let url = gateway.url.clone().or_else(|| env("PAROS_URL")).ok_or(Failure::NoUrl)?;
+    let token = gateway
+        .token
+        .clone()
+        .or_else(|| env("PAROS_TOKEN"))
+        .map(|t| paros_api::Token::parse(t.trim()).map_err(|source| Failure::BadToken { source }))
+        .transpose()?;
+    let http1 = gateway.http1 || env("PAROS_HTTP1").is_some_and(|v| !v.is_empty() && v != "0");
+    let config = paros_client::HttpConfig { http2: !http1, sessions: !http1, ..paros_client::HttpConfig::default() };
+    let g =
+        paros_client::GatewayClient::new(&url, token.as_ref(), config).map_err(|e| Failure::from_gateway(e, true))?;
+    Ok((g, gateway.json))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
