@@ -316,12 +316,25 @@ enum CellCommand {
         #[arg(long, default_value_t = 3)]
         members: usize,
     },
+    #[command(flatten)]
+    Steer(cli::CellVerb),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
     match cli.command {
+        Command::Cell { command: CellCommand::Steer(verb) } => match (verb.wants_json(), cli::run_cell(verb, &runtime))
+        {
+            (_, Ok(())) => ExitCode::SUCCESS,
+            (json, Err(f)) => {
+                if json {
+                    println!("{}", f.json_body());
+                }
+                eprintln!("paros: {}", cli::error_chain(&f));
+                ExitCode::from(f.exit_code())
+            }
+        },
         Command::Tenant(verb) => match (verb.wants_json(), cli::run(verb, &runtime)) {
             (_, Ok(())) => ExitCode::SUCCESS,
             (json, Err(f)) => {

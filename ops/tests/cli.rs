@@ -213,3 +213,116 @@ fn with_json_a_failure_prints_its_error_body_on_stdout() {
     let out = paros(&url, &["journal", "list"]);
     assert!(out.stdout.is_empty(), "without --json stdout stays empty on failure");
 }
+
+/// A machine as `GET /v1/admin/cell` lists it.
+fn machine_json(node: &str, standing: &str, liveness: &str, seats: u64) -> String {
+    format!(
+        r#"{{"node":"{node}","role":"node","zone":"z1","bus_address":"mem:{node}","tier":null,
+        "standing":"{standing}","incarnation":null,"replaced_by":null,"replaces":null,
+        "liveness":"{liveness}","seen_s_ago":3,"seats":{seats},"joining":0}}"#
+    )
+}
+
+#[test]
+fn cell_status_prints_machines_moves_and_weak_journals() {
+    let (url, log) = gateway(Box::new(|_, _, _| {
+        let m = machine_json("0000000000000001", "registered", "alive", 2);
+        let d = machine_json("00000000000000d1", "draining", "unseen", 0);
+        let body = format!(
+            r#"{{"generated_at_ms":1,"node_counters":true,"machines":[{m},{d}],"machines_total":2,
+            "moves":[{{"journal":"acme/orders","tenant":"aa","from":"0000000000000001","to":"00000000000000d1",
+            "epoch":1,"recorded_at":40}}],"moves_total":1,"moves_done":0,
+            "below_full_strength":[{{"journal":"acme/audit","tenant":"aa","voters":["0000000000000001"],
+            "weak":[{{"node":"0000000000000001","why":"retired"}}],"moving":false}}],
+            "below_full_strength_total":1,"list_max":200}}"#
+        );
+        (200, body)
+    }));
+    let out = paros(&url, &["cell", "status"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("machines 2 of 2\n"), "{text}");
+    assert!(text.contains("  0000000000000001 node zone z1 registered alive seats 2 joining 0 (seen 3 s ago)\n"));
+    assert!(text.contains("  00000000000000d1 node zone z1 draining unseen seats 0"), "{text}");
+    assert!(text.contains("moves in progress 1 (pending"), "{text}");
+    assert!(text.contains("  acme/orders 0000000000000001 -> 00000000000000d1 epoch 1 recorded at 40\n"), "{text}");
+    assert!(text.contains("  acme/audit weak 0000000000000001 (retired)\n"), "{text}");
+    assert_eq!(log.lock().unwrap()[0], "GET /v1/admin/cell ");
+    let out = paros(&url, &["cell", "status", "--json"]);
+    let body: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the body as it came");
+    assert_eq!(body["moves_total"], 1);
+}
+
+#[test]
+fn cell_admit_drain_and_retire_send_the_operator_routes() {
+    let (url, log) = gateway(Box::new(|method, target, _| match (method, target) {
+        ("POST", "/v1/admin/machines") => (201, machine_json("00000000000000d1", "registered", "unseen", 0)),
+        ("POST", "/v1/admin/machines/d1/drain") => (200, machine_json("00000000000000d1", "draining", "unseen", 0)),
+        ("POST", "/v1/admin/machines/d1/retire") => (200, machine_json("00000000000000d1", "retired", "unseen", 0)),
+        _ => (404, r#"{"code":"unknown_machine","message":"the registry knows no machine"}"#.into()),
+    }));
+    let args = ["cell", "admit", "D1", "--bus-address", "10.0.0.9:7000", "--zone", "z1", "--incarnation", "7f"];
+    let out = paros(&url, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("admitted 00000000000000d1 node zone z1 registered"));
+    let logged = log.lock().unwrap()[0].clone();
+    let sent: serde_json::Value =
+        serde_json::from_str(logged.strip_prefix("POST /v1/admin/machines ").expect("the admit route")).unwrap();
+    assert_eq!(
+        sent,
+        serde_json::json!({"id": "d1", "role": "node", "bus_address": "10.0.0.9:7000", "zone": "z1",
+            "incarnation": "7f"})
+    );
+    let out = paros(&url, &["cell", "drain", "d1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(" draining "));
+    let out = paros(&url, &["cell", "retire", "d1", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let body: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["standing"], "retired");
+
+    let out = paros(&url, &["cell", "drain", "e5", "--json"]);
+    assert_eq!(out.status.code(), Some(3), "404 unknown_machine is a refusal");
+    let body: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((body["code"].as_str(), body["exit"].as_u64()), (Some("unknown_machine"), Some(3)));
+    let before = log.lock().unwrap().len();
+    for bad in [&["cell", "drain", "xyz"][..], &["cell", "retire", "0"], &["cell", "admit", "d2", "--zone", "z"]] {
+        assert_eq!(paros(&url, bad).status.code(), Some(2), "{bad:?} is a usage error");
+    }
+    assert_eq!(log.lock().unwrap().len(), before, "and sends nothing");
+}
+
+#[test]
+fn journal_move_records_a_move_and_exits_by_the_refusal() {
+    let (url, log) = gateway(Box::new(|_, _, body| {
+        if body.contains("\"to\":\"d1\"") {
+            let m = r#"{"journal":"acme/orders","tenant":"aa","from":"0000000000000001","to":"00000000000000d1",
+                "epoch":1,"recorded_at":40}"#;
+            (202, m.into())
+        } else if body.contains("\"to\":\"d2\"") {
+            (409, r#"{"code":"move_in_progress","message":"one at a time"}"#.into())
+        } else {
+            (403, r#"{"code":"forbidden","message":"needs an admin token"}"#.into())
+        }
+    }));
+    let out = paros(&url, &["journal", "move", "acme/orders", "--from", "1", "--to", "d1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "moving acme/orders 0000000000000001 -> 00000000000000d1 epoch 1 recorded at 40 \
+         (pending: nothing carries moves out yet)\n"
+    );
+    assert_eq!(log.lock().unwrap()[0], r#"POST /v1/admin/journals/acme/orders/move {"from":"1","to":"d1"}"#);
+    let out = paros(&url, &["journal", "move", "acme/orders", "--from", "1", "--to", "d2"]);
+    assert_eq!(out.status.code(), Some(3), "409 move_in_progress");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("move_in_progress"), "names the code");
+    let out = paros(&url, &["journal", "move", "acme/orders", "--from", "1", "--to", "d3"]);
+    assert_eq!(out.status.code(), Some(6), "403 is denied");
+    let before = log.lock().unwrap().len();
+    for bad in ["orders", "Acme/orders", "acme/.x"] {
+        let out = paros(&url, &["journal", "move", bad, "--from", "1", "--to", "d1"]);
+        assert_eq!(out.status.code(), Some(2), "{bad} is not tenant/journal");
+    }
+    assert_eq!(log.lock().unwrap().len(), before, "and sends nothing");
+    assert_eq!(paros("http://127.0.0.1:9", &["cell", "status"]).status.code(), Some(5), "no gateway: unavailable");
+}

@@ -61,6 +61,9 @@ pub struct GatewayConfig {
     pub overview_journals_max: u32,
     /// The most tenants, and the most machines, one overview lists.
     pub overview_list_max: u32,
+    /// The most entries each list of `GET /v1/admin/cell` holds (machines, seat moves in
+    /// progress, journals below full strength); each list says its total.
+    pub cell_list_max: u32,
 }
 
 impl Default for GatewayConfig {
@@ -86,6 +89,7 @@ impl Default for GatewayConfig {
             token_cache_max: 10_000,
             overview_journals_max: 50,
             overview_list_max: 100,
+            cell_list_max: 200,
         }
     }
 }

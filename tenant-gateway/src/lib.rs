@@ -20,6 +20,7 @@ mod cell;
 pub mod config;
 pub mod error;
 pub mod exposition;
+mod fleet;
 mod layers;
 pub mod metrics;
 pub mod nodes;
@@ -35,7 +36,7 @@ mod wire;
 pub use auth::{KeyError, KeyPair, Principal, mint_admin_token};
 pub use cell::CellPort;
 pub use config::GatewayConfig;
-pub use error::ApiError;
+pub use error::{ApiError, OperatorCode, OperatorErrorBody};
 pub use nodes::{
     ControlError, LAG_BUCKETS, LAG_TOP_MAX, LagHistogram, LaggingJournal, MachineControl, NodeCounters, NodeStats,
     ReplicaCounters, ReplicaStateName, StoreCounters,
@@ -43,6 +44,9 @@ pub use nodes::{
 pub use overview::OverviewQuery;
 pub use router::router;
 pub use routes::machines::{MachineStateBody, ReadyBody};
+pub use routes::seats::{
+    AdmitRequest, CellMachineBody, CellStatusBody, MoveRequest, RoleName, SeatMoveBody, WeakJournalBody, WeakVoterBody,
+};
 pub use state::{Gateway, RetireError, SigningKeys, StartError};
 
 /// Writes a fresh signing key file to `path` (never overwriting one) and returns the key.

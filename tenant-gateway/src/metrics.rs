@@ -332,6 +332,94 @@ impl Collector for NodeCollector {
     }
 }
 
+/// Notes every node in `stats` as seen now.
+fn note_seen(seen: &Mutex<HashMap<NodeId, std::time::Instant>>, stats: &[NodeCounters]) {
+    let now = std::time::Instant::now();
+    let mut seen = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    for c in stats {
+        seen.insert(c.node, now);
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MachineLabels {
+    role: &'static str,
+    standing: &'static str,
+}
+
+/// The cell's machines and seat moves (issue 34), from the directory of the last
+/// [`Metrics::name_journals`] and, when the gateway has one, the node port: bounded
+/// cardinality (machines by role and standing: at most nine series; the others one each).
+struct CellCollector {
+    names: Names,
+    nodes: Option<Arc<dyn NodeStats>>,
+    seen: Arc<Mutex<HashMap<NodeId, std::time::Instant>>>,
+}
+
+impl std::fmt::Debug for CellCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CellCollector")
+    }
+}
+
+impl Collector for CellCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        use paros_registry::{Role, Standing};
+        let Some(d) = self.names.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone() else {
+            return Ok(());
+        };
+        let reported: Option<std::collections::BTreeSet<NodeId>> = self.nodes.as_ref().map(|n| {
+            let stats = n.node_stats();
+            note_seen(&self.seen, &stats);
+            stats.into_iter().map(|c| c.node).collect()
+        });
+        let live = |m: &paros_registry::Machine| crate::fleet::Liveness::of(m, reported.as_ref());
+        let s = crate::fleet::survey(&d, &live, 0);
+
+        let help = "The registry's machines, by role and standing (registered: in service)";
+        let mut family = encoder.encode_descriptor("cell_machines", help, None, ConstGauge::<i64>::TYPE)?;
+        for role in [Role::Node, Role::Replica, Role::Gateway] {
+            for standing in [Standing::Registered, Standing::Draining, Standing::Retired] {
+                let n = d.machines().filter(|m| m.role == role && m.standing == standing).count();
+                let labels = MachineLabels {
+                    role: crate::fleet::role_text(role),
+                    standing: crate::fleet::standing_text(standing),
+                };
+                encode_gauge(family.encode_family(&labels)?, Value::Count(n as u64))?;
+            }
+        }
+        if reported.is_some() {
+            let help = "Nodes and replicas in service or draining that the node port does not report now";
+            let unseen = d
+                .machines()
+                .filter(|m| m.standing != Standing::Retired && live(m) == crate::fleet::Liveness::Unseen)
+                .count();
+            let family = encoder.encode_descriptor("cell_machines_unseen", help, None, ConstGauge::<i64>::TYPE)?;
+            encode_gauge(family, Value::Count(unseen as u64))?;
+        }
+        let gauges = [
+            (
+                "cell_moves_in_progress",
+                "Seat moves the registry recorded and has not recorded done (pending: nothing carries them out yet)",
+                s.moves_total,
+            ),
+            (
+                "cell_journals_below_full_strength",
+                "Live journals with a voter that is retired, replaced, unknown or (with the node port) unseen",
+                s.weak_total,
+            ),
+        ];
+        for (name, help, n) in gauges {
+            let family = encoder.encode_descriptor(name, help, None, ConstGauge::<i64>::TYPE)?;
+            encode_gauge(family, Value::Count(n))?;
+        }
+        let help = "Seat moves the registry recorded done (MoveDone), ever: the sum of every journal's epoch";
+        let family = encoder.encode_descriptor("cell_moves_done", help, None, ConstCounter::<u64>::TYPE)?;
+        ConstCounter::new(s.moves_done).encode(family)?;
+        Ok(())
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RoleLabels {
     role: &'static str,
@@ -399,6 +487,8 @@ pub struct Metrics {
     tenants: RwLock<HashMap<TenantId, TenantSeries>>,
     /// The directory the node collector names journals from.
     names: Names,
+    /// When the node port last reported each node (bounded by the cell's machines).
+    seen: Arc<Mutex<HashMap<NodeId, std::time::Instant>>>,
 }
 
 /// One (method, route, status)'s request counter and its (method, route)'s latency histogram.
@@ -459,9 +549,15 @@ impl Metrics {
         }
         registry.register_collector(Box::new(ThreadCollector::default()));
         let names = Names::default();
+        let seen: Arc<Mutex<HashMap<NodeId, std::time::Instant>>> = Arc::default();
         if let Some(port) = &nodes {
             registry.register_collector(Box::new(NodeCollector(Arc::clone(port), Arc::clone(&names))));
         }
+        registry.register_collector(Box::new(CellCollector {
+            names: Arc::clone(&names),
+            nodes: nodes.clone(),
+            seen: Arc::clone(&seen),
+        }));
         Metrics {
             registry: Mutex::new(registry),
             requests,
@@ -474,6 +570,7 @@ impl Metrics {
             routes: RwLock::default(),
             tenants: RwLock::default(),
             names,
+            seen,
         }
     }
 
@@ -483,10 +580,23 @@ impl Metrics {
         *self.names.write().unwrap_or_else(std::sync::PoisonError::into_inner) = directory;
     }
 
-    /// The node counters now, when the gateway was given the port.
+    /// The node counters now, when the gateway was given the port; each node reported is noted
+    /// as seen now ([`seen_ago`](Self::seen_ago)).
     #[must_use]
     pub fn node_stats(&self) -> Option<Vec<NodeCounters>> {
-        self.nodes.as_ref().map(|n| n.node_stats())
+        let stats = self.nodes.as_ref().map(|n| n.node_stats());
+        if let Some(all) = &stats {
+            note_seen(&self.seen, all);
+        }
+        stats
+    }
+
+    /// How long ago the node port last reported `node`, as far as this gateway looked (the
+    /// overview, the cell status and each scrape look); `None` when it never did.
+    #[must_use]
+    pub fn seen_ago(&self, node: NodeId) -> Option<std::time::Duration> {
+        let seen = self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        seen.get(&node).map(std::time::Instant::elapsed)
     }
 
     /// Counts one answered request.

@@ -44,6 +44,11 @@ use crate::wire::no_query;
         crate::routes::machines::readyz,
         crate::routes::machines::stop,
         crate::routes::machines::start,
+        crate::routes::seats::cell_status,
+        crate::routes::seats::admit,
+        crate::routes::seats::drain,
+        crate::routes::seats::retire,
+        crate::routes::seats::move_seat,
         openapi_json,
         crate::overview::admin_overview,
         crate::overview::ui,
@@ -57,7 +62,11 @@ use crate::wire::no_query;
         crate::overview::MachineBody,
         crate::nodes::NodeCounters, crate::overview::TrafficBody, crate::overview::TenantBody,
         crate::overview::JournalBody, crate::overview::LeaderNodeBody, crate::routes::machines::ReadyBody,
-        crate::routes::machines::MachineStateBody
+        crate::routes::machines::MachineStateBody, crate::routes::seats::CellStatusBody,
+        crate::routes::seats::CellMachineBody, crate::routes::seats::SeatMoveBody,
+        crate::routes::seats::WeakJournalBody, crate::routes::seats::WeakVoterBody,
+        crate::routes::seats::AdmitRequest, crate::routes::seats::MoveRequest, crate::routes::seats::RoleName,
+        crate::error::OperatorErrorBody
     ))
 )]
 pub struct ApiDoc;
@@ -111,6 +120,15 @@ fn status_meaning(status: &str) -> Option<&'static str> {
 }
 
 fn refine(doc: &mut Value) {
+    // An operator refusal's code: the contract's table and the operator routes' own.
+    let codes: Vec<&str> = paros_api::ErrorCode::TABLE
+        .iter()
+        .map(|r| r.name)
+        .chain(crate::error::OperatorCode::ALL.iter().map(|c| c.as_str()))
+        .collect();
+    if let Some(code) = doc.pointer_mut("/components/schemas/OperatorErrorBody/properties/code") {
+        code["enum"] = json!(codes);
+    }
     let Some(paths) = doc["paths"].as_object_mut() else { return };
     for (path, item) in paths.iter_mut() {
         let Some(item) = item.as_object_mut() else { continue };

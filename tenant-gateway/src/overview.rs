@@ -15,12 +15,13 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use paros_core::{JournalKey, NodeId};
-use paros_registry::{Directory, Role, Standing};
+use paros_registry::Directory;
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::auth::{Principal, tenant_text};
 use crate::error::{ApiError, ApiResult};
+use crate::fleet::{role_text, standing_text};
 use crate::metrics::Traffic;
 use crate::nodes::NodeCounters;
 use crate::state::Gateway;
@@ -178,22 +179,6 @@ pub struct OverviewBody {
     pub offset: u64,
     /// The page size used (the requested `limit`, clamped).
     pub limit: u64,
-}
-
-fn role_text(r: Role) -> &'static str {
-    match r {
-        Role::Node => "node",
-        Role::Replica => "replica",
-        Role::Gateway => "gateway",
-    }
-}
-
-fn standing_text(s: Standing) -> &'static str {
-    match s {
-        Standing::Registered => "registered",
-        Standing::Draining => "draining",
-        Standing::Retired => "retired",
-    }
 }
 
 fn machines(d: &Directory, counters: Option<Vec<NodeCounters>>, max: usize) -> (Vec<MachineBody>, u64) {

@@ -8,7 +8,7 @@ use axum::middleware;
 use axum::routing::{delete, get, post};
 
 use crate::layers::{authenticate, observe};
-use crate::routes::{journals, machines, ops, records, session, tail, tenants};
+use crate::routes::{journals, machines, ops, records, seats, session, tail, tenants};
 use crate::state::Gateway;
 use crate::{openapi, overview};
 
@@ -30,6 +30,11 @@ pub fn router(g: Gateway) -> Router {
         .route("/v1/admin/overview", get(overview::admin_overview))
         .route("/v1/admin/machines/{node}/stop", post(machines::stop))
         .route("/v1/admin/machines/{node}/start", post(machines::start))
+        .route("/v1/admin/cell", get(seats::cell_status))
+        .route("/v1/admin/machines", post(seats::admit))
+        .route("/v1/admin/machines/{node}/drain", post(seats::drain))
+        .route("/v1/admin/machines/{node}/retire", post(seats::retire))
+        .route("/v1/admin/journals/{tenant}/{journal}/move", post(seats::move_seat))
         .route_layer(middleware::from_fn_with_state(g.clone(), authenticate));
     Router::new()
         .route("/v1/signup", post(tenants::signup))

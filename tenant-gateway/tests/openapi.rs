@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use common::{create, raw, signup, world};
 
-const AUTHENTICATED: [&str; 12] = [
+const AUTHENTICATED: [&str; 17] = [
     "post /v1/tokens",
     "delete /v1/tokens/{token_id}",
     "post /v1/journals",
@@ -23,6 +23,11 @@ const AUTHENTICATED: [&str; 12] = [
     "post /v1/journals/{name}/truncate",
     "get /v1/journals/{name}/tail",
     "get /v1/admin/overview",
+    "get /v1/admin/cell",
+    "post /v1/admin/machines",
+    "post /v1/admin/machines/{node}/drain",
+    "post /v1/admin/machines/{node}/retire",
+    "post /v1/admin/journals/{tenant}/{journal}/move",
 ];
 
 async fn document(r: &axum::Router) -> Value {
@@ -159,6 +164,8 @@ async fn request_bodies_are_documented_as_strictly_as_they_are_parsed() {
         "SetLeaderRequest",
         "WriteRequest",
         "TruncateRequest",
+        "AdmitRequest",
+        "MoveRequest",
     ] {
         let s = &schemas[name];
         assert_eq!(s["additionalProperties"], false, "{name}: an unknown field is 400");
@@ -488,6 +495,75 @@ fn samples() -> Vec<(&'static str, Vec<Value>)> {
             ]),
         ),
         ("MachineStateBody", v(&[paros_gateway::MachineStateBody { node: "00000000000000ff".into(), state: "down" }])),
+        (
+            "OperatorErrorBody",
+            v(&paros_gateway::OperatorCode::ALL
+                .iter()
+                .map(|c| paros_gateway::OperatorErrorBody { code: c.as_str(), message: String::new() })
+                .chain(
+                    ErrorCode::ALL
+                        .iter()
+                        .map(|c| paros_gateway::OperatorErrorBody { code: c.as_str(), message: "m".into() }),
+                )
+                .collect::<Vec<_>>()),
+        ),
+        (
+            "CellMachineBody",
+            v(&[
+                paros_gateway::CellMachineBody {
+                    node: "00000000000000a1".into(),
+                    role: "node",
+                    zone: "z1".into(),
+                    bus_address: "mem:a1".into(),
+                    tier: None,
+                    standing: "retired",
+                    incarnation: Some("0000000000000077".into()),
+                    replaced_by: Some("00000000000000a2".into()),
+                    replaces: None,
+                    liveness: "unseen",
+                    seen_s_ago: Some(u64::MAX),
+                    seats: 0,
+                    joining: 1,
+                },
+                paros_gateway::CellMachineBody {
+                    node: "00000000000000a2".into(),
+                    role: "replica",
+                    zone: "z1".into(),
+                    bus_address: "mem:a2".into(),
+                    tier: Some("gold".into()),
+                    standing: "registered",
+                    incarnation: None,
+                    replaced_by: None,
+                    replaces: Some("00000000000000a1".into()),
+                    liveness: "unknown",
+                    seen_s_ago: None,
+                    seats: big,
+                    joining: 0,
+                },
+            ]),
+        ),
+        (
+            "SeatMoveBody",
+            v(&[paros_gateway::SeatMoveBody {
+                journal: "acme/orders".into(),
+                tenant: "00000000000000aa".into(),
+                from: "0000000000000001".into(),
+                to: "00000000000000d1".into(),
+                epoch: big,
+                recorded_at: u64::MAX,
+            }]),
+        ),
+        (
+            "AdmitRequest",
+            v(&[paros_gateway::AdmitRequest {
+                id: "a1".into(),
+                role: paros_gateway::RoleName::Replica,
+                bus_address: "127.0.0.1:7000".into(),
+                zone: "z-1".into(),
+                incarnation: "FFFFFFFFFFFFFFFF".into(),
+            }]),
+        ),
+        ("MoveRequest", v(&[paros_gateway::MoveRequest { from: "1".into(), to: "00000000000000d1".into() }])),
     ]
 }
 
@@ -515,6 +591,30 @@ async fn every_body_type_serializes_to_what_its_schema_documents() {
     let errors = schema_check::errors(&doc, &doc["components"]["schemas"]["OverviewBody"], &overview, "OverviewBody");
     assert!(errors.is_empty(), "{overview} against OverviewBody:\n{}", errors.join("\n"));
     checked.insert("OverviewBody".to_owned());
+    // The cell status: a live answer, with a seat move and a journal below full strength.
+    let (s, _) = common::call(
+        &w.router,
+        "POST",
+        "/v1/admin/machines",
+        Some(&admin),
+        Some(serde_json::json!({"id": "d1", "role": "node", "bus_address": "m", "zone": "z", "incarnation": "1"})),
+    )
+    .await;
+    assert_eq!(s, axum::http::StatusCode::CREATED);
+    let d = w.cell.directory().borrow().directory.clone().unwrap();
+    let from = d.journals().next().unwrap().voters[0].to_string();
+    let body = serde_json::json!({"from": from, "to": "d1"});
+    let (s, _) = common::call(&w.router, "POST", "/v1/admin/journals/acme/orders/move", Some(&admin), Some(body)).await;
+    assert_eq!(s, axum::http::StatusCode::ACCEPTED);
+    let (s, _) =
+        common::call(&w.router, "POST", &format!("/v1/admin/machines/{from}/retire"), Some(&admin), None).await;
+    assert_eq!(s, axum::http::StatusCode::OK);
+    let (status, cell) = common::call(&w.router, "GET", "/v1/admin/cell", Some(&admin), None).await;
+    assert_eq!(status, axum::http::StatusCode::OK);
+    assert_eq!((cell["moves_total"].as_u64(), cell["below_full_strength_total"].as_u64()), (Some(1), Some(1)));
+    let errors = schema_check::errors(&doc, &doc["components"]["schemas"]["CellStatusBody"], &cell, "CellStatusBody");
+    assert!(errors.is_empty(), "{cell} against CellStatusBody:\n{}", errors.join("\n"));
+    checked.insert("CellStatusBody".to_owned());
     let mut named = body_components(&doc);
     named.extend(["Page", "Gap", "Heartbeat"].map(String::from));
     let unchecked: Vec<_> = named.difference(&checked).collect();
@@ -600,7 +700,11 @@ async fn every_response_says_what_it_means() {
                     continue;
                 }
                 let names = match status.as_str() {
-                    "409" => vec!["refused", "lost", "truncate_refused", "wrong_mode", "name_taken"],
+                    "409" => {
+                        let mut names = vec!["refused", "lost", "truncate_refused", "wrong_mode", "name_taken"];
+                        names.extend(paros_gateway::OperatorCode::ALL.iter().map(|c| c.as_str()));
+                        names
+                    }
                     "410" => vec!["truncated"],
                     "413" => vec!["too_large"],
                     "429" => vec!["over_quota"],

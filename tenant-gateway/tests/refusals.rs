@@ -276,6 +276,11 @@ async fn the_openapi_document_describes_the_routes_the_router_serves() {
         ("GET", "/readyz/{node}"),
         ("POST", "/v1/admin/machines/{node}/stop"),
         ("POST", "/v1/admin/machines/{node}/start"),
+        ("GET", "/v1/admin/cell"),
+        ("POST", "/v1/admin/machines"),
+        ("POST", "/v1/admin/machines/{node}/drain"),
+        ("POST", "/v1/admin/machines/{node}/retire"),
+        ("POST", "/v1/admin/journals/{tenant}/{journal}/move"),
     ]
     .into_iter()
     .map(|(m, p)| (m.to_owned(), p.to_owned()))
@@ -284,7 +289,12 @@ async fn the_openapi_document_describes_the_routes_the_router_serves() {
     // Every documented route is served (answered by a handler, not the router's fallback),
     // and each documented path refuses a method it does not document.
     for (method, path) in &documented {
-        let uri = path.replace("{name}", "x").replace("{token_id}", "x").replace("{node}", "1");
+        let uri = path
+            .replace("{name}", "x")
+            .replace("{token_id}", "x")
+            .replace("{node}", "1")
+            .replace("{tenant}", "t")
+            .replace("{journal}", "j");
         let (_, headers, _) = raw(r, method, &uri, None, None, Vec::new()).await;
         assert!(!headers.contains_key("x-paros-no-route"), "{method} {path} is served");
         let (_, headers, _) = raw(r, "PATCH", &uri, None, None, Vec::new()).await;

@@ -3,7 +3,7 @@
 //! fragment, while a writer keeps writing. The DOM it dumps must show live figures: the three
 //! machines, the journal with a `next_seq` only the writes made, and a write rate above zero —
 //! which the page computes between two of its polls, so only data that moved while it ran
-//! produces it.
+//! produces it — and the seats section: each machine's state and seats, and a recorded move.
 
 mod common;
 
@@ -121,10 +121,22 @@ async fn the_dashboard_renders_live_figures_in_headless_chromium() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 
+    // The seats section: a machine admitted (nothing runs under its id: unseen) and a seat move
+    // of the journal to it recorded (pending: nothing carries moves out yet).
+    let admin = paros_gateway::mint_admin_token(&w.key, 600);
+    let body = json!({"id": "d1", "role": "node", "bus_address": "mem:d1", "zone": "z9", "incarnation": "7"});
+    let (s, v) = call(&r, "POST", "/v1/admin/machines", Some(&admin), Some(body)).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let d = w.cell.directory().borrow().directory.clone().expect("folded");
+    let from = d.journals().find(|j| j.is_live()).expect("the journal").voters[0].to_string();
+    let (s, v) =
+        call(&r, "POST", "/v1/admin/journals/acme/orders/move", Some(&admin), Some(json!({"from": from, "to": "d1"})))
+            .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{v}");
+
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
     let addr = listener.local_addr().unwrap();
     let server = tokio::spawn(paros_gateway::serve(listener, w.gateway.clone()));
-    let admin = paros_gateway::mint_admin_token(&w.key, 600);
     let url = format!("http://{addr}/ui#token={admin}");
     let before = written.load(Ordering::SeqCst);
     // Twenty polls of virtual time (virtual time runs ahead while the page is idle, so they
@@ -138,8 +150,27 @@ async fn the_dashboard_renders_live_figures_in_headless_chromium() {
     let polls: u64 =
         dom.split("data-polls=\"").nth(1).and_then(|r| r.split('"').next()).and_then(|n| n.parse().ok()).unwrap_or(0);
     assert!(polls >= 2, "the page polled the overview at least twice ({chromium_path}); DOM:\n{dom}");
-    assert_eq!(text_after(&dom, "id=\"node-count\""), Some("5"), "the machine count; DOM:\n{dom}");
-    assert_eq!(dom.matches("data-node=\"").count(), 5, "one row per machine");
+    assert_eq!(text_after(&dom, "id=\"node-count\""), Some("6"), "the machine count; DOM:\n{dom}");
+    assert_eq!(dom.matches("data-node=\"").count(), 6, "one row per machine");
+
+    // The seats section: every machine with its state and seats, and the move in progress.
+    assert_eq!(text_after(&dom, "id=\"seat-machine-count\""), Some("6"), "DOM:\n{dom}");
+    assert_eq!(dom.matches("data-seat-node=\"").count(), 6, "one seats row per machine");
+    let seat_row = |node: &str| {
+        let at = dom.find(&format!("data-seat-node=\"{node}\"")).unwrap_or_else(|| panic!("{node}'s row: {dom}"));
+        let row = &dom[at..];
+        &row[..row.find("</tr>").unwrap_or(row.len())]
+    };
+    let d1 = seat_row("00000000000000d1");
+    assert_eq!(text_after(d1, "data-field=\"state\""), Some("unseen"), "nothing runs as d1: {d1}");
+    assert_eq!(text_after(d1, "data-field=\"joining\""), Some("1"), "{d1}");
+    let founder = seat_row(&from);
+    assert_eq!(text_after(founder, "data-field=\"state\""), Some("alive"), "{founder}");
+    assert_eq!(text_after(founder, "data-field=\"seats\""), Some("1"), "it votes for the one journal: {founder}");
+    assert_eq!(text_after(&dom, "id=\"moves-count\""), Some("1"), "DOM:\n{dom}");
+    let mv = dom.find("data-move=\"acme/orders\"").map(|at| &dom[at..]).expect("the move's row");
+    assert_eq!(text_after(mv, "data-field=\"to\""), Some("00000000000000d1"));
+    assert_eq!(text_after(mv, "data-field=\"move_state\""), Some("pending"));
 
     let row = dom.find("data-journal=\"acme/orders\"").map(|at| &dom[at..]).expect("the journal's row");
     let next_seq: u64 =
@@ -156,7 +187,9 @@ async fn the_dashboard_renders_live_figures_in_headless_chromium() {
     let rate: f64 =
         text_after(&dom, "id=\"total-write-rps\"").and_then(|t| t.replace(',', "").parse().ok()).expect("a write rate");
     assert!(rate > 0.0, "records were written between two polls, so the rate is above zero: {rate}");
-    let rounds: u64 = text_after(&dom, "data-field=\"rounds\"")
+    // A founder's row (the admitted d1, first by id, runs nothing and reports no counters).
+    let founder_row = dom.find(&format!("data-node=\"{from}\"")).map(|at| &dom[at..]).expect("a founder's row");
+    let rounds: u64 = text_after(founder_row, "data-field=\"rounds\"")
         .and_then(|t| t.replace(',', "").parse().ok())
         .expect("a node's rounds");
     assert!(rounds > 0, "the nodes' counters are shown");

@@ -7,6 +7,7 @@
 //! arguments, 3 refused / lost / fenced, 4 ambiguous, 5 unavailable, 6 unauthorized /
 //! forbidden, 1 anything else (an answer outside the contract).
 
+mod cell;
 mod run;
 
 use std::num::NonZeroU64;
@@ -18,6 +19,7 @@ use paros_core::Seq;
 use paros_core::journal::{JournalView, Outcome};
 use serde_json::json;
 
+pub use cell::{CellVerb, MoveArgs, execute_cell};
 pub use run::execute;
 
 /// Where the gateway is and who is asking; shared by every verb.
@@ -186,6 +188,9 @@ pub enum JournalCommand {
         #[command(flatten)]
         gateway: Gateway,
     },
+    /// Record the intent to move a journal's seat from one voter to another node (an admin
+    /// token; the move stays pending until a coordinator carries moves out).
+    Move(MoveArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -301,6 +306,10 @@ pub enum Failure {
         #[source]
         error: WriterConfigError,
     },
+    /// An operator route answered an error (its own code, or the contract's); the exit class
+    /// follows the status as for the tenant verbs.
+    #[error("{} ({status} {code}): {message}", operator_class(*.status, *.read_only))]
+    Operator { status: u16, code: String, message: String, read_only: bool },
     /// An answer that cannot answer the call it came back for. Exit 1.
     #[error("an answer outside the contract")]
     Answer {
@@ -368,6 +377,7 @@ impl Failure {
             | Failure::WaitTooLong { .. }
             | Failure::Io { .. } => BAD_ARGS,
             Failure::Gateway { error, read_only } => gateway_code(error, *read_only),
+            Failure::Operator { status, read_only, .. } => status_code(*status, *read_only),
             Failure::Decided { decided } => decided_code(decided),
             Failure::Fenced { .. } | Failure::ClaimLost { .. } | Failure::Halted { .. } => REFUSED,
             Failure::ReadTruncated { .. } | Failure::TruncateShape { .. } => REFUSED,
@@ -446,6 +456,17 @@ fn status_code(status: u16, read_only: bool) -> u8 {
         504 => AMBIGUOUS,
         404 | 409 | 410 | 413 => REFUSED,
         _ => OTHER,
+    }
+}
+
+fn operator_class(status: u16, read_only: bool) -> &'static str {
+    match status_code(status, read_only) {
+        BAD_ARGS => "bad request",
+        REFUSED => "refused",
+        AMBIGUOUS => "ambiguous: the call may or may not have taken effect",
+        UNAVAILABLE => "unavailable: nothing was done",
+        DENIED => "denied",
+        _ => "unexpected answer",
     }
 }
 
@@ -552,6 +573,15 @@ fn leader(l: Option<paros_core::LeaderUuid>) -> String {
     l.map_or_else(|| "nobody".to_owned(), |u| u.to_string())
 }
 
+/// Runs one `paros cell` verb spoken to a gateway; as [`run`].
+///
+/// # Errors
+/// The verb's [`Failure`].
+pub fn run_cell(verb: CellVerb, runtime: &tokio::runtime::Runtime) -> Result<(), Failure> {
+    let env = |k: &str| std::env::var(k).ok();
+    runtime.block_on(execute_cell(verb, &env))
+}
+
 /// Runs one verb to completion; the caller prints a failure's chain and exits with its code.
 ///
 /// # Errors
@@ -580,7 +610,8 @@ impl Verb {
                 JournalCommand::Create { gateway, .. }
                 | JournalCommand::List { gateway, .. }
                 | JournalCommand::Show { gateway, .. }
-                | JournalCommand::Delete { gateway, .. } => gateway,
+                | JournalCommand::Delete { gateway, .. }
+                | JournalCommand::Move(MoveArgs { gateway, .. }) => gateway,
             },
         };
         gateway.json
@@ -601,6 +632,9 @@ impl Failure {
         match self {
             Failure::Gateway { error: GatewayError::Denied(d), .. } if d.code != "contract" => {
                 serde_json::json!({"code": d.code, "message": d.message, "exit": exit})
+            }
+            Failure::Operator { code, message, .. } if code != "contract" => {
+                serde_json::json!({"code": code, "message": message, "exit": exit})
             }
             Failure::Decided { decided: Decided::Verdict(o) } => match o {
                 Outcome::Refused(v) => refusal("refused", v),
@@ -649,6 +683,25 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
 /// A `--tier` value: a tier name (`^[a-z0-9][a-z0-9-]{0,62}$`), refused before any request.
 fn tier_name(raw: &str) -> Result<String, String> {
     paros_api::check_tier_name(raw).map(|()| raw.to_owned()).map_err(|e| format!("not a tier name: {e}"))
+}
+
+/// The gateway client for `gateway`'s URL and token (or the environment's), and `--json`.
+pub(crate) fn connect(
+    gateway: &Gateway,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(paros_client::GatewayClient, bool), Failure> {
+    let url = gateway.url.clone().or_else(|| env("PAROS_URL")).ok_or(Failure::NoUrl)?;
+    let token = gateway
+        .token
+        .clone()
+        .or_else(|| env("PAROS_TOKEN"))
+        .map(|t| paros_api::Token::parse(t.trim()).map_err(|source| Failure::BadToken { source }))
+        .transpose()?;
+    let http1 = gateway.http1 || env("PAROS_HTTP1").is_some_and(|v| !v.is_empty() && v != "0");
+    let config = paros_client::HttpConfig { http2: !http1, sessions: !http1, ..paros_client::HttpConfig::default() };
+    let g =
+        paros_client::GatewayClient::new(&url, token.as_ref(), config).map_err(|e| Failure::from_gateway(e, true))?;
+    Ok((g, gateway.json))
 }
 
 #[cfg(test)]

@@ -7,16 +7,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use paros_api::{
     Consistency, CreateJournalRequest, JournalInfo, JournalName, MintTokenRequest, ReadOutcome, ReadQuery, Record,
-    TailEvent, Token, TokenId, WaitMs, WriteOutcome, WriteRequest, WriterMode,
+    TailEvent, TokenId, WaitMs, WriteOutcome, WriteRequest, WriterMode,
 };
-use paros_client::{
-    Client, ClientConfig, Decided, GatewayClient, GatewayError, HttpConfig, HttpService, Writer, WriterConfig,
-};
+use paros_client::{Client, ClientConfig, Decided, GatewayClient, GatewayError, HttpService, Writer, WriterConfig};
 use paros_core::journal::{JournalView, Outcome};
 use paros_core::{Call, Seq};
 use serde_json::json;
 
-use super::{Failure, Gateway, JournalCommand, TokenCommand, Verb};
+use super::{Failure, JournalCommand, TokenCommand, Verb, connect};
 
 /// Runs `verb`; `env` reads `PAROS_URL` and `PAROS_TOKEN` (the process environment, or a
 /// test's).
@@ -168,6 +166,7 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
 
 async fn journal(command: JournalCommand, env: &dyn Fn(&str) -> Option<String>) -> Result<(), Failure> {
     match command {
+        JournalCommand::Move(args) => super::cell::journal_move(args, env).await?,
         JournalCommand::Create { name, mode, tier, gateway } => {
             let (g, json) = connect(&gateway, env)?;
             let info = g
@@ -197,24 +196,6 @@ async fn journal(command: JournalCommand, env: &dyn Fn(&str) -> Option<String>) 
         }
     }
     Ok(())
-}
-
-/// The gateway client for `gateway`'s URL and token (or the environment's), and `--json`.
-pub(super) fn connect(
-    gateway: &Gateway,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<(GatewayClient, bool), Failure> {
-    let url = gateway.url.clone().or_else(|| env("PAROS_URL")).ok_or(Failure::NoUrl)?;
-    let token = gateway
-        .token
-        .clone()
-        .or_else(|| env("PAROS_TOKEN"))
-        .map(|t| Token::parse(t.trim()).map_err(|source| Failure::BadToken { source }))
-        .transpose()?;
-    let http1 = gateway.http1 || env("PAROS_HTTP1").is_some_and(|v| !v.is_empty() && v != "0");
-    let config = HttpConfig { http2: !http1, sessions: !http1, ..HttpConfig::default() };
-    let g = GatewayClient::new(&url, token.as_ref(), config).map_err(|e| Failure::from_gateway(e, true))?;
-    Ok((g, gateway.json))
 }
 
 fn client(g: GatewayClient) -> Client<HttpService> {

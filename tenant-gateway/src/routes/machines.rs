@@ -40,13 +40,17 @@ pub struct MachineStateBody {
     pub state: &'static str,
 }
 
-/// The node id a path names (16 hex digits), or 400.
-fn node_of(path: Result<Path<String>, PathRejection>) -> ApiResult<NodeId> {
-    let raw = path_name(path)?;
+/// A node id written as 1 to 16 hex digits.
+pub(crate) fn node_id(raw: &str) -> Option<NodeId> {
     if raw.is_empty() || raw.len() > 16 || !raw.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(ApiError::malformed("a node id is 1 to 16 hex digits"));
+        return None;
     }
-    u64::from_str_radix(&raw, 16).map(NodeId).map_err(|_| ApiError::malformed("a node id is 1 to 16 hex digits"))
+    u64::from_str_radix(raw, 16).ok().map(NodeId)
+}
+
+/// The node id a path names (16 hex digits), or 400.
+pub(crate) fn node_of(path: Result<Path<String>, PathRejection>) -> ApiResult<NodeId> {
+    node_id(&path_name(path)?).ok_or_else(|| ApiError::malformed("a node id is 1 to 16 hex digits"))
 }
 
 /// Where `node` stands, from the counters the cell reports and the machines the registry lists.

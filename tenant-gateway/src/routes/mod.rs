@@ -8,6 +8,7 @@ pub(crate) mod journals;
 pub(crate) mod machines;
 pub(crate) mod ops;
 pub(crate) mod records;
+pub(crate) mod seats;
 pub(crate) mod session;
 pub(crate) mod tail;
 pub(crate) mod tenants;

@@ -178,7 +178,7 @@ impl Session {
 
 /// The end's message for a refusal of the line at `index` (from 0).
 fn refused_at(index: u64, e: &ApiError) -> String {
-    format!("line {} was answered {} ({})", index + 1, e.code(), e.status())
+    format!("line {} was answered {} ({})", index + 1, e.code_name(), e.status())
 }
 
 /// The answer line, and the refusal (which ends the session).

@@ -280,6 +280,36 @@ impl GatewayClient {
         let a = self.send(self.request(Method::GET, url, Some(timeout))).await?;
         api(&a, ReadOutcome::from_response(a.status, &a.body))
     }
+    /// `GET` on an operator route outside the tenant contract (`/v1/admin/…`, the path
+    /// `segments`): the status and the body as they came back, whatever the status — the
+    /// operator routes' error codes are not the contract's, so the caller reads them.
+    ///
+    /// # Errors
+    /// [`GatewayError::NotSent`] or [`GatewayError::NoAnswer`]: no answer came.
+    pub async fn operator_get(&self, segments: &[&str]) -> Result<(u16, bytes::Bytes), GatewayError> {
+        self.get(segments).await.map(|a| (a.status, a.body))
+    }
+
+    /// `POST` on an operator route outside the tenant contract, with `body` as JSON when given;
+    /// as [`operator_get`](Self::operator_get).
+    ///
+    /// # Errors
+    /// As [`operator_get`](Self::operator_get).
+    pub async fn operator_post<T: serde::Serialize>(
+        &self,
+        segments: &[&str],
+        body: Option<&T>,
+    ) -> Result<(u16, bytes::Bytes), GatewayError> {
+        let a = match body {
+            Some(b) => self.post(segments, b).await?,
+            None => {
+                let req = self.request(Method::POST, self.url(segments), Some(self.config.request_timeout));
+                self.send(req).await?
+            }
+        };
+        Ok((a.status, a.body))
+    }
+
     pub(super) async fn open_tail(
         &self,
         name: &JournalName,
