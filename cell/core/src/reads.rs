@@ -255,7 +255,7 @@ impl Reads {
             done.push(*id);
             match page(fold, log, &p.request, tunables) {
                 Paged::Answer(a) => answers.push((*id, a)),
-                Paged::Fetch(page) => fetches.push(Fetch::Page { read: *id, page: Box::new(page) }),
+                Paged::Fetch(page) => fetches.push(Fetch::Page { read: *id, page }),
             }
         }
         for id in done {
@@ -319,8 +319,8 @@ impl Reads {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Paged {
     Answer(ReadAnswer),
-    /// The page starts below the window.
-    Fetch(PageFetch),
+    /// The page starts below the window (boxed: a fetch carries fold states, an answer a page).
+    Fetch(Box<PageFetch>),
 }
 
 /// The page size a request asks for, within the tunables: records and record bytes.
@@ -370,7 +370,7 @@ pub fn page(fold: &Fold, log: &Log, request: &ReadRequest, tunables: &Tunables) 
         Located::NotHeld => Paged::Answer(ReadAnswer::unserved_at(view.next_seq)),
         Located::Anchored { slot, state } => {
             let source = Source::Refold { mode: fold.mode(), anchor: slot, state, end: log.start() };
-            Paged::Fetch(below_window(fold, log, request, source, view, (bounds, true)))
+            Paged::Fetch(Box::new(below_window(fold, log, request, source, view, (bounds, true))))
         }
         Located::Indexed { .. } => {
             // The writes the page may read, as far as the index goes: at most a page's records.
@@ -386,7 +386,14 @@ pub fn page(fold: &Fold, log: &Log, request: &ReadRequest, tunables: &Tunables) 
             }
             // A page cut short of the window by its own bound never needs the window's records.
             let tail = end == fold.window_seq();
-            Paged::Fetch(below_window(fold, log, request, Source::Writes { writes, end }, view, (bounds, tail)))
+            Paged::Fetch(Box::new(below_window(
+                fold,
+                log,
+                request,
+                Source::Writes { writes, end },
+                view,
+                (bounds, tail),
+            )))
         }
         Located::Tail | Located::At { .. } => {
             collect_window(fold, log, request.from, &mut page);

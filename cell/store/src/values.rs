@@ -75,7 +75,7 @@ impl From<JournalStateV4> for JournalState {
 /// `T` decoded from exactly all of `bytes`, if they are one.
 fn exactly<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Option<T> {
     match postcard::take_from_bytes::<T>(bytes) {
-        Ok((value, rest)) if rest.is_empty() => Some(value),
+        Ok((value, [])) => Some(value),
         _ => None,
     }
 }

@@ -174,14 +174,7 @@ fn print_status(c: &Value) {
         c["moves_total"], c["moves_done"]
     );
     for m in list("moves") {
-        println!(
-            "  {} {} -> {} epoch {} recorded at {}",
-            s(&m["journal"]),
-            s(&m["from"]),
-            s(&m["to"]),
-            m["epoch"],
-            m["recorded_at"]
-        );
+        println!("  {}", move_line(&m));
     }
     println!("journals below full strength {}", c["below_full_strength_total"]);
     for j in list("below_full_strength") {
@@ -274,14 +267,19 @@ pub async fn journal_move(args: MoveArgs, env: &dyn Fn(&str) -> Option<String>) 
     if json {
         println!("{m}");
     } else {
-        println!(
-            "moving {} {} -> {} epoch {} recorded at {} (pending: nothing carries moves out yet)",
-            s(&m["journal"]),
-            s(&m["from"]),
-            s(&m["to"]),
-            m["epoch"],
-            m["recorded_at"]
-        );
+        println!("moving {} (pending: nothing carries moves out yet)", move_line(&m));
     }
     Ok(())
+}
+
+/// One move as the status and `journal move` print it.
+fn move_line(m: &Value) -> String {
+    format!(
+        "{} {} -> {} epoch {} recorded at {}",
+        s(&m["journal"]),
+        s(&m["from"]),
+        s(&m["to"]),
+        m["epoch"],
+        m["recorded_at"]
+    )
 }
