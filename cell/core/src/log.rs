@@ -286,7 +286,7 @@ impl Log {
     }
 
     /// Retained entries from `from` on.
-    pub fn range_from(&self, from: Slot) -> impl Iterator<Item = (&Slot, &LogEntry)> {
+    pub fn range_from(&self, from: Slot) -> impl DoubleEndedIterator<Item = (&Slot, &LogEntry)> {
         self.entries.range(from..).map(|(s, h)| (s, &h.entry))
     }
 

@@ -192,6 +192,12 @@ impl Proposer {
         }
     }
 
+    /// A node that may not campaign (it votes in no configuration it knows) lets its election
+    /// timeout pass: the timer starts over.
+    pub fn hold_election(&mut self, tunables: &Tunables) {
+        self.redraw(tunables);
+    }
+
     /// The stop-sign this leader proposed at `slot` was applied without changing the
     /// configuration (its epoch did not follow): the leader proposes above it again.
     pub fn stop_passed(&mut self, slot: Slot) {

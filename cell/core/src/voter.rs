@@ -63,6 +63,9 @@ pub struct Voter {
     /// `cfg.voters` is the placement's only at epoch 0; this node may be in it or not (a voter
     /// taken out keeps the journal as a catch-up source, and campaigns never).
     epoch: u64,
+    /// The last stop-sign this node's walk applied: a voter taken out by it repeats it to the
+    /// new voters at each election timeout, until the registry removes the journal here.
+    last_stop: Option<(Slot, Command)>,
 }
 
 /// A check-in (see [`Voter::check_in`]): asks every peer for what it holds beyond our chosen
@@ -125,6 +128,7 @@ impl Voter {
             check_in: None,
             tick: 0,
             epoch,
+            last_stop: None,
         }
     }
 
@@ -399,7 +403,17 @@ impl Voter {
         let was_leader = self.proposer.is_leader();
         let was_quiet = self.proposer.is_quiet();
         if self.proposer.tick(&self.cfg, &self.tunables, commit, idle, &mut out) {
-            self.campaign_into(&mut out);
+            if self.is_voter() {
+                self.campaign_into(&mut out);
+            } else {
+                // Taken out: no campaign, but the new voters may not know they vote yet.
+                self.proposer.hold_election(&self.tunables);
+                if let Some(entry) = &self.last_stop {
+                    for v in self.cfg.voters.iter().filter(|v| **v != self.me) {
+                        out.push(Outbound { to: *v, message: Message::Chosen { entries: vec![entry.clone()] } });
+                    }
+                }
+            }
         }
         for o in out {
             self.send(o.to, o.message);
@@ -552,6 +566,8 @@ impl Voter {
 
     fn on_walked(&mut self, walked: &[Walked]) {
         self.effects.applied(walked);
+        // The stop-sign this node decided as leader, if the walk applied one.
+        let mut stop_sign = None;
         for w in walked {
             if let Some(h) = self.held.remove(&w.slot) {
                 // A blind judgement (after a trim-point jump) may say Refused where the slot was
@@ -580,9 +596,17 @@ impl Voter {
             if matches!(w.judged.outcome, Outcome::StaleEpoch { .. }) {
                 self.proposer.stop_passed(w.slot);
             }
+            if matches!(w.judged.outcome, Outcome::Reconfigured { .. })
+                && let Some(e) = self.log.get(w.slot)
+            {
+                self.last_stop = Some((w.slot, e.command.clone()));
+                if self.proposer.is_leader() {
+                    stop_sign = self.last_stop.clone();
+                }
+            }
         }
         if self.learner.state().epoch != self.epoch {
-            self.reconfigure();
+            self.reconfigure(stop_sign);
         }
         // Calls whose slot fell below a trim-point jump never get a verdict here.
         let chosen = self.learner.chosen_up_to();
@@ -599,11 +623,26 @@ impl Voter {
     /// every slot from here on (docs/reconfiguration.md, rules 3, 4 and 7). A leader or candidate
     /// of the old one stops; a voter of the new one campaigns in it at once, holding the calls
     /// that wait; reads being confirmed ask again in the new configuration.
-    fn reconfigure(&mut self) {
+    ///
+    /// A leader that decided the stop-sign (`decided`) tells the new voters it is chosen: they
+    /// hear no heartbeat of the old configuration, and until one of them has applied it none
+    /// of them knows it votes. Knowing it chosen, each catches up to it.
+    fn reconfigure(&mut self, decided: Option<(Slot, Command)>) {
+        // The chosen index past the stop-sign is written with this round, and the campaign's
+        // Prepare below leaves only once that round is synced: a node that campaigned in the
+        // new configuration never boots back into the old one, where its own promise of a
+        // later epoch would keep it from ever campaigning (found by the test of seats moving
+        // under crashes).
+        self.learner.persist_chosen(&mut self.effects.ready.writes);
         let state = self.learner.state();
         self.epoch = state.epoch;
         if let Some(voters) = state.voters {
             self.cfg.voters = voters.as_slice().to_vec();
+        }
+        if let Some(entry) = decided {
+            for v in self.cfg.voters.clone().into_iter().filter(|v| *v != self.me) {
+                self.effects.send(v, Message::Chosen { entries: vec![entry.clone()] });
+            }
         }
         self.proposer.reconfigured(&self.tunables);
         self.reads.reconfigured();
@@ -780,7 +819,7 @@ impl Voter {
                 self.check_in_answered(from);
             }
             Message::WatermarkRequest { read, life } => {
-                let up_to = self.acceptor.watermark(&self.log, self.learner.chosen_up_to());
+                let up_to = self.acceptor.watermark(&self.log, self.learner.chosen_up_to(), self.epoch);
                 self.send(from, Message::Watermark { read, life, up_to });
             }
             Message::Watermark { read, life, up_to } => self.reads.on_watermark(&self.cfg, from, read, life, up_to),

@@ -282,13 +282,16 @@ fn a_second_command_for_one_slot_at_one_ballot_is_a_broken_proposer() {
 fn the_watermark_lies_past_every_held_slot_the_floor_and_the_chosen_index() {
     let acceptor = Acceptor::new(ballot(1));
     let command = write("held");
-    assert_eq!(acceptor.watermark(&Log::default(), Slot(0)), Slot(0), "an empty fresh journal holds nothing");
-    assert_eq!(acceptor.watermark(&log_with(0, &[7], &command), Slot(2)), Slot(8), "past the highest held slot");
-    assert_eq!(acceptor.watermark(&log_with(5, &[], &command), Slot(5)), Slot(5), "at least the floor");
+    assert_eq!(acceptor.watermark(&Log::default(), Slot(0), 0), Slot(0), "an empty fresh journal holds nothing");
+    assert_eq!(acceptor.watermark(&log_with(0, &[7], &command), Slot(2), 0), Slot(8), "past the highest held slot");
+    assert_eq!(acceptor.watermark(&log_with(5, &[], &command), Slot(5), 0), Slot(5), "at least the floor");
     assert_eq!(
-        acceptor.watermark(&log_with(9, &[], &command), Slot(0)),
+        acceptor.watermark(&log_with(9, &[], &command), Slot(0), 0),
         Slot(9),
         "the floor even when the chosen index is lower"
     );
-    assert_eq!(acceptor.watermark(&log_with(0, &[3], &command), Slot(10)), Slot(10), "at least the chosen index");
+    assert_eq!(acceptor.watermark(&log_with(0, &[3], &command), Slot(10), 0), Slot(10), "at least the chosen index");
+    // Held at a ballot of configuration 0, above the chosen prefix, by an acceptor whose walk
+    // reached configuration 1: past a stop-sign, never chosen, not counted.
+    assert_eq!(acceptor.watermark(&log_with(0, &[2, 7], &command), Slot(3), 1), Slot(3), "an ended epoch's entry");
 }
