@@ -269,7 +269,7 @@ impl Proposer {
             stop: None,
         };
         for (slot, command) in merged.commands {
-            if command.is_stop_sign() {
+            if command.ends_epoch(ballot.epoch()) {
                 leadership.stop = Some(slot);
             }
             leadership.add(slot, Digested::new(command), self.tick);
@@ -298,7 +298,7 @@ impl Proposer {
         let Role::Leader(l) = &mut self.role else { panic!("only a leader proposes") };
         let slot = l.next_slot;
         l.next_slot = slot.next();
-        if command.command().is_stop_sign() {
+        if command.command().ends_epoch(self.ballot.epoch()) {
             l.stop = Some(slot);
         }
         l.add(slot, command, tick);
@@ -505,7 +505,7 @@ pub fn merge_promises(
     }
     let start = campaign_from.max(ahead.map_or(own_chosen, |(_, s)| s)).max(own_chosen);
     merged = merged.split_off(&start);
-    honour_stop_signs(&mut merged);
+    honour_stop_signs(&mut merged, epoch);
     let end = merged.keys().next_back().map_or(start, |s| s.next()).max(start);
     let mut commands = Vec::new();
     let mut slot = start;
@@ -517,12 +517,15 @@ pub fn merge_promises(
     Merged { start, commands, ahead }
 }
 
-/// Rule 11 over a merge's values by slot: keeps the lowest stop-sign that may have been chosen
-/// and drops every value above it; a stop-sign outranked by a value above it becomes a `Noop`.
-/// A ballot of `None` (known chosen) outranks every ballot.
-fn honour_stop_signs(merged: &mut BTreeMap<Slot, (Option<Ballot>, Command)>) {
+/// Rule 11 over a merge's values by slot: keeps the lowest stop-sign of `epoch` that may have
+/// been chosen and drops every value above it; a stop-sign outranked by a value above it becomes
+/// a `Noop`. A ballot of `None` (known chosen) outranks every ballot. A `Reconfigure` that does
+/// not end `epoch` is no stop-sign: its leader went on above it once the fold refused it, and
+/// what it chose there stands (found by the test of seats moving under crashes: such a one cut
+/// the merge below two chosen writes, which the new leader then proposed over).
+fn honour_stop_signs(merged: &mut BTreeMap<Slot, (Option<Ballot>, Command)>, epoch: u64) {
     let rank = |b: Option<Ballot>| b.map_or((1, Ballot::ZERO), |b| (0, b));
-    let stops: Vec<Slot> = merged.iter().filter(|(_, (_, c))| c.is_stop_sign()).map(|(s, _)| *s).collect();
+    let stops: Vec<Slot> = merged.iter().filter(|(_, (_, c))| c.ends_epoch(epoch)).map(|(s, _)| *s).collect();
     for s in stops {
         let (ballot, _) = merged[&s];
         let outranked = merged.range(s.next()..).any(|(_, (b, _))| rank(*b) > rank(ballot));

@@ -592,3 +592,25 @@ fn a_leader_proposes_nothing_after_its_stop_sign_until_it_is_applied() {
     p.stop_passed(s);
     assert!(p.window_open(&tunables), "a stop-sign the fold refused lifts it");
 }
+
+#[test]
+fn a_reconfigure_that_does_not_end_the_campaigns_epoch_is_no_stop_sign_and_cuts_nothing() {
+    let (a, b) = (write("a"), write("b"));
+    // Epoch 1's campaign: a `Reconfigure` to epoch 1 (already in force) was refused by the fold,
+    // and its leader went on above it at the same ballot: those values may be chosen.
+    let merged = merge_promises(
+        Slot(0),
+        Slot(0),
+        1,
+        &promises(vec![(
+            1,
+            0,
+            vec![
+                reported(0, Some(Ballot::epoch_start(1) + 2), &stop_sign(1)),
+                reported(1, Some(Ballot::epoch_start(1) + 2), &a),
+                reported(2, Some(Ballot::epoch_start(1) + 2), &b),
+            ],
+        )]),
+    );
+    assert_eq!(merged.commands, vec![(Slot(0), stop_sign(1)), (Slot(1), a), (Slot(2), b)]);
+}

@@ -256,11 +256,12 @@ impl Command {
         h.0
     }
 
-    /// A `Reconfigure`: a leader proposes nothing above it until it is applied
-    /// (docs/reconfiguration.md, rule 3).
+    /// A `Reconfigure` that ends configuration `epoch` (it names `epoch + 1`): a leader of
+    /// `epoch` proposes nothing above it until it is applied (docs/reconfiguration.md, rule 3).
+    /// Any other `Reconfigure` is refused by the fold and changes nothing: no stop-sign.
     #[must_use]
-    pub fn is_stop_sign(&self) -> bool {
-        matches!(self, Command::Control(Control::Reconfigure { .. }))
+    pub fn ends_epoch(&self, epoch: u64) -> bool {
+        matches!(self, Command::Control(Control::Reconfigure { epoch: next, .. }) if *next == epoch + 1)
     }
 
     /// The records this command would append, if it is a write.
