@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::NodeId;
-use crate::journal::{Limits, WriterMode};
+use crate::journal::{JournalState, Limits, WriterMode};
 
 /// Who takes part in one journal.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
@@ -40,6 +40,19 @@ impl JournalConfig {
             return Err(MembershipError::Repeated);
         }
         Ok(())
+    }
+
+    /// Takes the voters the journal's own log decided, once it decided any (its fold's state
+    /// names them from the first `Reconfigure` on; docs/reconfiguration.md). Returns true when
+    /// they changed.
+    pub fn follow(&mut self, state: &JournalState) -> bool {
+        match state.voters {
+            Some(voters) if self.voters.as_slice() != voters.as_slice() => {
+                self.voters = voters.as_slice().to_vec();
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Panics unless the membership is well formed (see [`validate`](Self::validate)).

@@ -68,9 +68,7 @@ impl Replica {
         assert!(!cfg.voters.contains(&me), "a replica is none of the journal's voters");
         let (log, learner, effects) = crate::effects::recover(cfg.mode, &tunables, durable);
         let mut cfg = cfg;
-        if let Some(voters) = learner.state().voters {
-            cfg.voters = voters.as_slice().to_vec();
-        }
+        cfg.follow(learner.state());
         Replica {
             me,
             life,
@@ -297,9 +295,7 @@ impl Replica {
     /// Linearizable reads ask a quorum of the configuration the walk reached; one that crossed
     /// a stop-sign asks again in the new one (docs/reconfiguration.md, rule 7).
     fn follow_configuration(&mut self) {
-        let Some(voters) = self.learner.state().voters else { return };
-        if self.cfg.voters.as_slice() != voters.as_slice() {
-            self.cfg.voters = voters.as_slice().to_vec();
+        if self.cfg.follow(self.learner.state()) {
             self.reads.reconfigured();
         }
     }

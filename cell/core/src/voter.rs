@@ -101,10 +101,8 @@ impl Voter {
         let promise = durable.promise;
         let (log, learner, effects) = crate::effects::recover(cfg.mode, &tunables, durable);
         let mut cfg = cfg;
-        if let Some(voters) = learner.state().voters {
-            // The configuration the journal's own log decided governs, not the placement's.
-            cfg.voters = voters.as_slice().to_vec();
-        }
+        // The configuration the journal's own log decided governs, not the placement's.
+        cfg.follow(learner.state());
         let epoch = learner.state().epoch;
         Voter {
             me,
@@ -408,10 +406,8 @@ impl Voter {
             } else {
                 // Taken out: no campaign, but the new voters may not know they vote yet.
                 self.proposer.hold_election(&self.tunables);
-                if let Some(entry) = &self.last_stop {
-                    for v in self.cfg.voters.iter().filter(|v| **v != self.me) {
-                        out.push(Outbound { to: *v, message: Message::Chosen { entries: vec![entry.clone()] } });
-                    }
+                if let Some(entry) = self.last_stop.clone() {
+                    self.announce_stop(entry);
                 }
             }
         }
@@ -634,15 +630,10 @@ impl Voter {
         // later epoch would keep it from ever campaigning (found by the test of seats moving
         // under crashes).
         self.learner.persist_chosen(&mut self.effects.ready.writes);
-        let state = self.learner.state();
-        self.epoch = state.epoch;
-        if let Some(voters) = state.voters {
-            self.cfg.voters = voters.as_slice().to_vec();
-        }
+        self.epoch = self.learner.state().epoch;
+        self.cfg.follow(self.learner.state());
         if let Some(entry) = decided {
-            for v in self.cfg.voters.clone().into_iter().filter(|v| *v != self.me) {
-                self.effects.send(v, Message::Chosen { entries: vec![entry.clone()] });
-            }
+            self.announce_stop(entry);
         }
         self.proposer.reconfigured(&self.tunables);
         self.reads.reconfigured();
@@ -652,6 +643,14 @@ impl Voter {
         }
         if !self.proposer.is_candidate() {
             self.redirect_queued();
+        }
+    }
+
+    /// Tells the voters of the configuration in force that the stop-sign `entry` which made it
+    /// is chosen: they learn it, know they are behind, and catch up to it.
+    fn announce_stop(&mut self, entry: (Slot, Command)) {
+        for v in self.cfg.voters.clone().into_iter().filter(|v| *v != self.me) {
+            self.effects.send(v, Message::Chosen { entries: vec![entry.clone()] });
         }
     }
 
