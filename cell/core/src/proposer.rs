@@ -246,7 +246,15 @@ impl Proposer {
         if ballot != self.ballot {
             return Elected::NotYet;
         }
-        if epoch > ballot.epoch() {
+        // A stop-sign known chosen but not yet applied there (a new voter told of it, rule 12)
+        // says as much as one applied: a `Reconfigure` naming `k` was proposed in epoch `k - 1`.
+        let told = accepted
+            .iter()
+            .filter(|r| r.ballot.is_none())
+            .filter_map(|r| r.command.names_epoch())
+            .map(|k| k.saturating_sub(1))
+            .max();
+        if epoch.max(told.unwrap_or(0)) > ballot.epoch() {
             // A stop-sign below the acceptor's prefix ended our epoch: the slots this campaign
             // would lead are another configuration's.
             self.role = Role::Follower;

@@ -578,6 +578,29 @@ fn a_campaign_is_in_its_nodes_epoch_and_is_void_once_an_acceptor_has_applied_a_l
     assert!(p.campaign(&cfg, &tunables, promised, Slot(0), 3, &mut Vec::new()), "once its walk reached it");
 }
 
+/// Rule 12 (docs/reconfiguration.md), found by seed 1685 of the five-machine test: a voter of
+/// a later configuration, told a stop-sign is chosen before its walk reached it, reports it as
+/// known chosen with no ballot. Taken as outranking every ballot, it turned a stop-sign the old
+/// configuration had chosen below it into a `Noop`: the campaign must be void instead.
+#[test]
+fn a_stop_sign_of_a_later_epoch_known_chosen_above_the_prefix_voids_the_campaign() {
+    let cfg = config(3, 0);
+    let tunables = Tunables::default();
+    let mut p = Proposer::new(node(1), 7, &tunables);
+    assert!(p.campaign(&cfg, &tunables, Ballot::ZERO, Slot(4), 8, &mut Vec::new()));
+    let b = p.ballot();
+    let epoch8 = Ballot::epoch_start(8) + 1;
+    let told = vec![reported(5, Some(epoch8), &stop_sign(9)), reported(8, None, &stop_sign(10))];
+    let elected = p.on_promise(&cfg, &tunables, node(2), b, Slot(4), told, 8, Slot(4));
+    assert_eq!(elected, Elected::Outdated { peer: node(2) }, "epoch 9 decided slot 8: epoch 8 is over");
+    // The stop-sign that ends the campaign's own epoch, known chosen, is the merge's to honour.
+    let mut p = Proposer::new(node(1), 7, &tunables);
+    assert!(p.campaign(&cfg, &tunables, Ballot::ZERO, Slot(4), 8, &mut Vec::new()));
+    let b = p.ballot();
+    let own = vec![reported(8, None, &stop_sign(9))];
+    assert_eq!(p.on_promise(&cfg, &tunables, node(2), b, Slot(4), own, 8, Slot(4)), Elected::NotYet);
+}
+
 #[test]
 fn a_leader_proposes_nothing_after_its_stop_sign_until_it_is_applied() {
     let cfg = config(3, 0);

@@ -264,6 +264,17 @@ impl Command {
         matches!(self, Command::Control(Control::Reconfigure { epoch: next, .. }) if *next == epoch + 1)
     }
 
+    /// For a `Reconfigure`, the configuration it names. Only a leader of the epoch before that
+    /// one ever proposes it (rule 3 answers any other `StaleEpoch`), so one known chosen says
+    /// the journal reached that leader's epoch (docs/reconfiguration.md, rule 12).
+    #[must_use]
+    pub fn names_epoch(&self) -> Option<u64> {
+        match self {
+            Command::Control(Control::Reconfigure { epoch, .. }) => Some(*epoch),
+            _ => None,
+        }
+    }
+
     /// The records this command would append, if it is a write.
     #[must_use]
     pub fn entry(&self) -> Option<&Entry> {

@@ -260,6 +260,9 @@ impl Cluster {
                 self.reads.insert(r, a);
             }
             for a in ready.applied {
+                if std::env::var("PAROS_TRACE_SLOT").is_ok_and(|t| t == a.slot.0.to_string()) {
+                    eprintln!("APPLIED at {:?}: {:?} digest {}", id.0, a.judged.outcome, a.digest);
+                }
                 let seen = self.applied.entry(a.slot).or_default();
                 seen.insert(id, (a.digest, a.judged.outcome, a.judged.blind));
             }
@@ -299,6 +302,25 @@ impl Cluster {
 
     /// Delivers one message, noting any trim-point jump it causes.
     fn step(&mut self, from: NodeId, to: NodeId, msg: Message) {
+        if let Ok(t) = std::env::var("PAROS_TRACE_SLOT") {
+            let t: u64 = t.parse().unwrap();
+            let hit = match &msg {
+                Message::Accept { entries, .. } => entries.iter().any(|(s, _)| s.0 == t),
+                Message::Accepted { slots, .. } => slots.iter().any(|(s, _)| s.0 == t),
+                Message::Promise { accepted, from, .. } => from.0 <= t || accepted.iter().any(|r| r.slot.0 == t),
+                Message::Prepare { .. } | Message::Nack { .. } => true,
+                Message::Chosen { entries } | Message::CatchUpResponse { entries, .. } => {
+                    entries.iter().any(|(s, _)| s.0 == t)
+                }
+                Message::TrimmedTo { .. } => true,
+                _ => false,
+            };
+            if hit {
+                let m = format!("{msg:?}");
+                let m = if m.len() > 600 { format!("{}…", &m[..600]) } else { m };
+                eprintln!("{:?}->{:?}: {m}", from.0, to.0);
+            }
+        }
         let point = match &msg {
             Message::TrimmedTo { point, .. } => Some(*point),
             _ => None,
