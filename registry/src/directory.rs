@@ -81,13 +81,15 @@ use crate::verdict::{Accepted, LimitField, Refusal, Verdict, VoterRefusal};
 
 mod seats;
 mod v2;
+mod v3;
 
 /// The checkpoint format version this crate writes. Version 2 added tiers (and the tier of
 /// machines and journals); version 3 machines' incarnations and replacements and journals'
-/// epochs and seat moves. A version 2 checkpoint is restored (as a state of version 3 with
-/// no incarnation recorded, every journal at epoch 0 and no move in progress); a version 1
-/// checkpoint is refused (`UnknownVersion`).
-pub const CHECKPOINT_VERSION: u8 = 3;
+/// epochs and seat moves; version 4 journals' founding voters. A version 3 checkpoint is
+/// restored with every journal's founders its voters (one that moved is refused); a version 2
+/// one as a state with no incarnation recorded, every journal at epoch 0 and no move in
+/// progress; a version 1 checkpoint is refused (`UnknownVersion`).
+pub const CHECKPOINT_VERSION: u8 = 4;
 
 /// The formed cell.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -172,6 +174,10 @@ pub struct Journal {
     pub name: JournalName,
     pub mode: WriterMode,
     pub voters: Box<[NodeId]>,
+    /// The voters it was created with, fixed for life: every machine that hosts it is placed
+    /// with them ([`Journal::config`]), and its own log moves its voters from there
+    /// (docs/reconfiguration.md).
+    pub founders: Box<[NodeId]>,
     /// The tier it is placed on, fixed at creation.
     pub tier: Option<TierName>,
     /// Its tier's feed, copied at creation (a tier's feed never changes, and the journal's
@@ -209,9 +215,10 @@ impl Journal {
         self.deleted_at.is_none()
     }
 
-    /// Whether the journal is live and `node` is one of its voters (the node hosts it).
+    /// Whether the journal is live and `node` hosts it: one of its voters, or the machine a
+    /// seat of it is moving to (it hosts the journal to catch up before it votes; rule 5).
     pub fn is_placed_on(&self, node: NodeId) -> bool {
-        self.is_live() && self.voters.contains(&node)
+        self.is_live() && (self.voters.contains(&node) || self.moving.is_some_and(|m| m.to == node))
     }
 
     /// Whether the journal is live and fed at `feed` (a replica of that tier hosts it).
@@ -219,10 +226,11 @@ impl Journal {
         self.is_live() && self.feed == Some(feed)
     }
 
-    /// The configuration its voters and its tier's replicas run it with: the learners are its
-    /// tier's feed, or none.
+    /// The configuration every machine hosting it is placed with, for its whole life: its
+    /// founding voters (its log decides the voters in force from there), and its tier's feed
+    /// as learner, or none.
     pub fn config(&self) -> JournalConfig {
-        JournalConfig { mode: self.mode, voters: self.voters.to_vec(), learners: self.feed.into_iter().collect() }
+        JournalConfig { mode: self.mode, voters: self.founders.to_vec(), learners: self.feed.into_iter().collect() }
     }
 
     /// The voters of the next configuration while a seat move is in progress.
@@ -239,7 +247,7 @@ impl Journal {
     /// Whether `config` is [`config`](Self::config) (compared in place, no copy).
     pub fn runs_as(&self, config: &JournalConfig) -> bool {
         config.mode == self.mode
-            && config.voters[..] == self.voters[..]
+            && config.voters[..] == self.founders[..]
             && config.learners[..] == self.feed.as_slice()[..]
     }
 }
@@ -436,8 +444,9 @@ impl Directory {
         self.state.journals.values()
     }
 
-    /// The live journals placed on `node` (it is one of their voters), by key. The registry
-    /// journal itself is the cell's ([`Cell::members`]), not listed here.
+    /// The live journals placed on `node` (it is one of their voters, or a seat of theirs is
+    /// moving to it), by key. The registry journal itself is the cell's ([`Cell::members`]),
+    /// not listed here.
     pub fn journals_on(&self, node: NodeId) -> impl Iterator<Item = &Journal> {
         self.state.journals.values().filter(move |j| j.is_placed_on(node))
     }
@@ -780,11 +789,22 @@ impl Directory {
         }
         self.index.journal_names.entry(tenant).or_default().insert(name.clone(), journal);
         let (epoch, moving, deleted_at) = (Epoch(0), None, None);
-        let voters_here = voters.as_slice().into();
-        self.state.journals.insert(
+        let voters_here: Box<[NodeId]> = voters.as_slice().into();
+        let founders = voters_here.clone();
+        let journal = Journal {
             key,
-            Journal { key, name, mode, voters: voters_here, tier, feed, created_at: at, deleted_at, epoch, moving },
-        );
+            name,
+            mode,
+            voters: voters_here,
+            founders,
+            tier,
+            feed,
+            created_at: at,
+            deleted_at,
+            epoch,
+            moving,
+        };
+        self.state.journals.insert(key, journal);
         Ok(Accepted::JournalCreated { key, voters, at })
     }
 
@@ -938,6 +958,13 @@ impl Directory {
         v2::encode(&self.state)
     }
 
+    /// The directory as a format 3 checkpoint (before journals kept their founders), for the
+    /// tests of the upgrade; `None` when a journal moved.
+    #[doc(hidden)]
+    pub fn checkpoint_v3(&self) -> Option<Vec<u8>> {
+        v3::encode(&self.state)
+    }
+
     /// Whether the derived index agrees with a rebuild from the state (tests call it after
     /// every record; it costs a copy of the state, so the fold itself does not).
     #[doc(hidden)]
@@ -1002,6 +1029,9 @@ impl Checkpointable for Directory {
         let (&version, body) = bytes.split_first().ok_or(RestoreError::Empty)?;
         if version == v2::VERSION {
             return Self::reindex(v2::restore(body)?);
+        }
+        if version == v3::VERSION {
+            return Self::reindex(v3::restore(body)?);
         }
         if version != CHECKPOINT_VERSION {
             return Err(RestoreError::UnknownVersion(version));

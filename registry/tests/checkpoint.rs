@@ -78,8 +78,10 @@ proptest! {
         bytes in prop::collection::vec(any::<u8>(), 0..64),
     ) {
         if let Ok(dir) = Directory::restore(&bytes) {
-            let canonical = dir.checkpoint() == bytes || dir.checkpoint_v2().as_ref() == Some(&bytes);
-            prop_assert!(canonical, "whatever restores is canonical (in its format, 3 or 2)");
+            let canonical = dir.checkpoint() == bytes
+                || dir.checkpoint_v3().as_ref() == Some(&bytes)
+                || dir.checkpoint_v2().as_ref() == Some(&bytes);
+            prop_assert!(canonical, "whatever restores is canonical (in its format, 4, 3 or 2)");
         }
     }
 
@@ -97,6 +99,19 @@ proptest! {
             prop_assert_eq!(Directory::restore(&trailing), Err(RestoreError::Trailing(1)), "trailing bytes refused");
         }
     }
+
+    /// A directory whose journals never moved restores from its format 3 checkpoint (written
+    /// before journals kept their founders) to the same directory, each journal's founders its
+    /// voters.
+    #[test]
+    fn a_format_3_checkpoint_restores_to_the_same_directory(records in records()) {
+        let dir = fold_all(&records);
+        if let Some(old) = dir.checkpoint_v3() {
+            prop_assert_eq!(old[0], 3, "format 3");
+            prop_assert_eq!(Directory::restore(&old), Ok(dir.clone()), "restores to the same directory");
+        }
+    }
+
 }
 
 #[test]
@@ -142,4 +157,5 @@ fn the_verdict_window_travels_in_the_checkpoint() {
     let v = b.run_as(id, sign_up(300, "zed"));
     let restored = Directory::restore(&b.dir.checkpoint()).expect("restores");
     assert_eq!(restored.answer(paros_registry::RequestId(id)), Some(v), "a restored fold answers the id");
+
 }

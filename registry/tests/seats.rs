@@ -127,7 +127,8 @@ fn a_move_is_intent_until_done_then_the_voters_change_at_the_next_epoch() {
     assert_eq!(j.epoch, Epoch(0));
     assert!(matches!(j.moving, Some(SeatMove { from: NodeId(2), to: NodeId(5), epoch: Epoch(1), .. })));
     assert_eq!(j.next_voters(), Some(vec![NodeId(1), NodeId(5), NodeId(3)]), "replaced in place");
-    assert!(j.is_joining(NodeId(5)) && !j.is_placed_on(NodeId(5)), "the target joins; it hosts nothing yet");
+    assert!(j.is_joining(NodeId(5)) && j.is_placed_on(NodeId(5)), "the target joins: it hosts the journal to catch up");
+    assert_eq!(j.config().voters, vec![NodeId(1), NodeId(2), NodeId(3)], "placed with the founding voters");
     assert_eq!((b.dir.load(NodeId(2)), b.dir.load(NodeId(5))), (1, 1), "both count the seat while it moves");
     assert_eq!(b.dir.moves_in_progress().count(), 1);
     // One move at a time; a completion must name the pending epoch.
@@ -140,6 +141,7 @@ fn a_move_is_intent_until_done_then_the_voters_change_at_the_next_epoch() {
     assert_eq!((j.voters.to_vec(), j.epoch, j.moving), (vec![NodeId(1), NodeId(5), NodeId(3)], Epoch(1), None));
     assert_eq!((b.dir.load(NodeId(2)), b.dir.load(NodeId(5))), (0, 1), "the seat left node 2");
     assert!(j.is_placed_on(NodeId(5)) && !j.is_placed_on(NodeId(2)), "the followers now place it on 5, not 2");
+    assert_eq!(j.config().voters, vec![NodeId(1), NodeId(2), NodeId(3)], "still placed with its founders, for life");
     // A re-driven completion (a new coordinator, another request id) changes nothing.
     let again = accepted(&mut b, move_done(100, 7, 1));
     assert_eq!(again, Accepted::SeatMoved { key, epoch: Epoch(1), already: true });

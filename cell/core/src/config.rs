@@ -44,10 +44,16 @@ impl JournalConfig {
 
     /// Takes the voters the journal's own log decided, once it decided any (its fold's state
     /// names them from the first `Reconfigure` on; docs/reconfiguration.md). Returns true when
-    /// they changed.
-    pub fn follow(&mut self, state: &JournalState) -> bool {
+    /// they changed. The first time they leave the configuration the journal was placed with,
+    /// that one is kept in `placed`: the host compares placements against it, never against
+    /// the live voters (every machine of a journal is placed with the same configuration, its
+    /// founding one, for the journal's whole life).
+    pub fn follow(&mut self, state: &JournalState, placed: &mut Option<Box<JournalConfig>>) -> bool {
         match state.voters {
             Some(voters) if self.voters.as_slice() != voters.as_slice() => {
+                if placed.is_none() {
+                    *placed = Some(Box::new(self.clone()));
+                }
                 self.voters = voters.as_slice().to_vec();
                 true
             }

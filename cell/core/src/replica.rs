@@ -20,6 +20,8 @@ pub struct Replica {
     /// This life of the journal here (see [`Life`]): answers echoing another are ignored.
     life: Life,
     cfg: JournalConfig,
+    /// The configuration it was placed with, once the fold's voters left it.
+    placed: Option<Box<JournalConfig>>,
     tunables: Tunables,
     log: Log,
     learner: Learner,
@@ -68,11 +70,13 @@ impl Replica {
         assert!(!cfg.voters.contains(&me), "a replica is none of the journal's voters");
         let (log, learner, effects) = crate::effects::recover(cfg.mode, &tunables, durable);
         let mut cfg = cfg;
-        cfg.follow(learner.state());
+        let mut placed = None;
+        cfg.follow(learner.state(), &mut placed);
         Replica {
             me,
             life,
             cfg,
+            placed,
             tunables,
             log,
             learner,
@@ -124,6 +128,13 @@ impl Replica {
     #[must_use]
     pub fn config(&self) -> &JournalConfig {
         &self.cfg
+    }
+
+    /// The configuration this journal was placed with here (its founding one), whatever voters
+    /// its log has decided since: what a placement is compared with.
+    #[must_use]
+    pub fn placed(&self) -> &JournalConfig {
+        self.placed.as_deref().unwrap_or(&self.cfg)
     }
 
     /// This life of the journal here.
@@ -295,7 +306,7 @@ impl Replica {
     /// Linearizable reads ask a quorum of the configuration the walk reached; one that crossed
     /// a stop-sign asks again in the new one (docs/reconfiguration.md, rule 7).
     fn follow_configuration(&mut self) {
-        if self.cfg.follow(self.learner.state()) {
+        if self.cfg.follow(self.learner.state(), &mut self.placed) {
             self.reads.reconfigured();
         }
     }

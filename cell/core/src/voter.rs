@@ -34,6 +34,8 @@ pub struct Voter {
     /// nothing.
     life: Life,
     cfg: JournalConfig,
+    /// The configuration it was placed with, once the fold's voters left it.
+    placed: Option<Box<JournalConfig>>,
     tunables: Tunables,
     log: Log,
     acceptor: Acceptor,
@@ -101,8 +103,9 @@ impl Voter {
         let promise = durable.promise;
         let (log, learner, effects) = crate::effects::recover(cfg.mode, &tunables, durable);
         let mut cfg = cfg;
+        let mut placed = None;
         // The configuration the journal's own log decided governs, not the placement's.
-        cfg.follow(learner.state());
+        cfg.follow(learner.state(), &mut placed);
         let epoch = learner.state().epoch;
         Voter {
             me,
@@ -111,6 +114,7 @@ impl Voter {
             proposer: Proposer::new(me, seed, &tunables),
             learner,
             cfg,
+            placed,
             tunables,
             log,
             reads: Reads::new(life),
@@ -138,6 +142,13 @@ impl Voter {
     #[must_use]
     pub fn config(&self) -> &JournalConfig {
         &self.cfg
+    }
+
+    /// The configuration this journal was placed with here (its founding one), whatever voters
+    /// its log has decided since: what a placement is compared with.
+    #[must_use]
+    pub fn placed(&self) -> &JournalConfig {
+        self.placed.as_deref().unwrap_or(&self.cfg)
     }
 
     /// This life of the journal here.
@@ -631,7 +642,7 @@ impl Voter {
         // under crashes).
         self.learner.persist_chosen(&mut self.effects.ready.writes);
         self.epoch = self.learner.state().epoch;
-        self.cfg.follow(self.learner.state());
+        self.cfg.follow(self.learner.state(), &mut self.placed);
         if let Some(entry) = decided {
             self.announce_stop(entry);
         }

@@ -96,7 +96,9 @@ fn placing_again_with_the_same_config_changes_nothing_and_another_config_is_refu
 fn a_bad_placement_is_refused_and_changes_nothing() {
     let disk = MemStore::new();
     let mut host = boot(&disk);
-    let elsewhere = JournalConfig { mode: WriterMode::Single, voters: vec![NodeId(0x99)], learners: vec![] };
+    // A replica machine (fed by a tier) takes only the journals fed at its tiers.
+    host.join_feed(NodeId(0xfeed));
+    let elsewhere = JournalConfig { mode: WriterMode::Single, voters: vec![NodeId(0x99)], learners: vec![NodeId(0xf)] };
     assert_eq!(host.place(key(1), elsewhere), Err(PlaceError::NotAMember(key(1), ME)));
     let empty = JournalConfig { mode: WriterMode::Single, voters: vec![], learners: vec![ME] };
     assert!(matches!(host.place(key(2), empty), Err(PlaceError::Invalid(..))));
@@ -104,6 +106,26 @@ fn a_bad_placement_is_refused_and_changes_nothing() {
     assert!(matches!(host.place(key(3), twice), Err(PlaceError::Invalid(..))));
     assert_eq!(host.journal_count(), 0);
     assert!(!host.has_work(), "a refused placement leaves nothing to persist");
+}
+
+/// A node placed with a configuration that does not name it holds a seat the journal's log is
+/// moving to it (docs/reconfiguration.md, rule 5): it hosts the journal as a voter that does
+/// not vote yet, and the journal stays placed with that configuration for life.
+#[test]
+fn a_node_placed_outside_the_voters_hosts_a_joining_voter_that_does_not_campaign() {
+    let disk = MemStore::new();
+    let mut host = boot(&disk);
+    let founding = JournalConfig { mode: WriterMode::Single, voters: vec![NodeId(0x99)], learners: vec![NodeId(0xf)] };
+    host.place(key(1), founding.clone()).expect("a joining seat is placed");
+    for _ in 0..50 {
+        host.tick();
+        drain(&mut host);
+    }
+    let v = host.voter(&key(1)).expect("hosted as a voter, not a replica");
+    assert!(!v.is_voter() && !v.is_leader(), "it votes only once its walk names it");
+    assert_eq!(host.journal_config(&key(1)), Some(&founding));
+    host.place(key(1), founding).expect("placed again with the same configuration: nothing to do");
+    assert_eq!(boot(&disk).journal_count(), 1, "the placement is durable");
 }
 
 #[test]

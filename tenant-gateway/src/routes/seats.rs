@@ -346,8 +346,11 @@ async fn machine_once(
 ) -> ApiResult<(Arc<Directory>, CellMachineBody)> {
     let d = g.wait_directory(g.inner.config.registry_wait, |d| d.machine(node).is_some_and(&ready)).await?;
     let m = d.machine(node).expect("the wait found it");
-    let seats = Seats { voting: d.journals_on(node).count() as u64, joining: 0 };
-    let seats = Seats { joining: d.journals().filter(|j| j.is_joining(node)).count() as u64, ..seats };
+    let on = || d.journals_on(node);
+    let seats = Seats {
+        voting: on().filter(|j| j.voters.contains(&node)).count() as u64,
+        joining: on().filter(|j| j.is_joining(node)).count() as u64,
+    };
     let body = machine_body(g, m, seats, reported(g).as_ref());
     Ok((Arc::clone(&d), body))
 }

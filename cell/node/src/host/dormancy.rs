@@ -313,7 +313,7 @@ impl<S: LogStore> Host<S> {
                         }
                         _ => {}
                     }
-                    let config = self.dormancy.configs.share(self.journals[&key].config().clone());
+                    let config = self.dormancy.configs.share(self.journals[&key].placed().clone());
                     self.journals.insert(key, Hosted::Dormant(config));
                     self.dormancy.checking_in.remove(&key);
                     self.dormancy.woken.remove(&key);

@@ -71,13 +71,15 @@ impl Hosted {
         }
     }
 
-    pub(super) fn config(&self) -> &paros_core::JournalConfig {
+    /// The configuration it was placed with (its founding one; see [`Voter::placed`]).
+    pub(super) fn placed(&self) -> &paros_core::JournalConfig {
         match self {
-            Hosted::Voter(v) => v.config(),
-            Hosted::Replica(r) => r.config(),
+            Hosted::Voter(v) => v.placed(),
+            Hosted::Replica(r) => r.placed(),
             Hosted::Dormant(c) => c,
         }
     }
+
     pub(super) fn step(&mut self, from: NodeId, m: Message, stats: &mut HostStats) {
         self.counting(stats, |h| match h {
             Hosted::Voter(v) => v.step(from, m),

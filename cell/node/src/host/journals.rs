@@ -96,13 +96,14 @@ impl<S: LogStore> Host<S> {
     /// Every journal hosted here, with its configuration.
     #[must_use]
     pub fn journal_configs(&self) -> std::collections::BTreeMap<JournalKey, JournalConfig> {
-        self.journals.iter().map(|(k, j)| (*k, j.config().clone())).collect()
+        self.journals.iter().map(|(k, j)| (*k, j.placed().clone())).collect()
     }
 
-    /// The configuration of a journal hosted here (dormant or not).
+    /// The configuration a journal hosted here (dormant or not) was placed with: its founding
+    /// one, whatever voters its log has decided since ([`Voter::config`] has those).
     #[must_use]
     pub fn journal_config(&self, key: &JournalKey) -> Option<&JournalConfig> {
-        self.journals.get(key).map(Hosted::config)
+        self.journals.get(key).map(Hosted::placed)
     }
 
     /// Every journal key hosted here.
@@ -126,6 +127,16 @@ impl<S: LogStore> Host<S> {
         learner == self.me || self.feeds.contains(&learner)
     }
 
+    /// Whether this machine hosts a journal placed with `config` as a voter: when the config
+    /// names it a voter, and on any node (a machine fed by no tier) — a node placed with a
+    /// configuration that does not name it holds a seat the journal's log is moving to it: it
+    /// hosts the journal as acceptor and learner and votes once its walk applies the
+    /// `Reconfigure` that names it (docs/reconfiguration.md, rule 5). A replica is fed at one
+    /// of the journal's learners.
+    fn hosts_as_voter(&self, config: &JournalConfig) -> bool {
+        config.voters.contains(&self.me) || !config.learners.iter().any(|l| self.is_fed(*l))
+    }
+
     fn note_peers(&mut self, config: &JournalConfig) {
         self.liveness.note(config, self.me, self.stats.ticks);
     }
@@ -133,7 +144,7 @@ impl<S: LogStore> Host<S> {
     /// Hosts a journal dormant: its state stays in the store until its first input.
     pub(super) fn install_dormant(&mut self, key: JournalKey, config: JournalConfig) {
         self.note_peers(&config);
-        if !config.voters.contains(&self.me) {
+        if !self.hosts_as_voter(&config) {
             self.feed_heard.entry(key).or_insert(self.stats.ticks);
         }
         let config = self.dormancy.configs.share(config);
@@ -156,12 +167,10 @@ impl<S: LogStore> Host<S> {
         self.lives += 1;
         self.dormancy.woken.remove(&key);
         self.note_peers(&config);
-        if !config.voters.contains(&self.me) {
-            self.feed_heard.entry(key).or_insert(self.stats.ticks);
-        }
-        let hosted = if config.voters.contains(&self.me) {
+        let hosted = if self.hosts_as_voter(&config) {
             Hosted::Voter(Box::new(Voter::recover(self.me, config, self.tunables, seed, life, durable)))
         } else {
+            self.feed_heard.entry(key).or_insert(self.stats.ticks);
             Hosted::Replica(Box::new(Replica::recover(self.me, config, self.tunables, life, durable, serving)))
         };
         self.journals.insert(key, hosted);
@@ -175,8 +184,9 @@ impl<S: LogStore> Host<S> {
     /// with the same configuration changes nothing.
     ///
     /// # Errors
-    /// [`PlaceError`] for a configuration that is invalid, does not name this machine, or
-    /// differs from the one already in force (reconfiguration is not supported yet).
+    /// [`PlaceError`] for a configuration that is invalid, that a replica is not fed at, or
+    /// that differs from the one the journal was placed with here (a journal is placed with its
+    /// founding configuration for life; its log, not its placement, moves its voters).
     pub fn place(&mut self, key: JournalKey, config: JournalConfig) -> Result<(), PlaceError> {
         self.place_as(key, config, false)
     }
@@ -193,10 +203,11 @@ impl<S: LogStore> Host<S> {
 
     fn place_as(&mut self, key: JournalKey, config: JournalConfig, asleep: bool) -> Result<(), PlaceError> {
         if let Some(j) = self.journals.get(&key) {
-            return if *j.config() == config { Ok(()) } else { Err(PlaceError::Reconfigure(key)) };
+            return if *j.placed() == config { Ok(()) } else { Err(PlaceError::Reconfigure(key)) };
         }
         config.validate().map_err(|e| PlaceError::Invalid(key, e))?;
-        if !(config.voters.contains(&self.me) || config.learners.iter().any(|l| self.is_fed(*l))) {
+        let fed_here = config.learners.iter().any(|l| self.is_fed(*l));
+        if !(config.voters.contains(&self.me) || fed_here || self.feeds.is_empty()) {
             return Err(PlaceError::NotAMember(key, self.me));
         }
         self.round.placements.push(Placement::Put(key, config.clone()));
