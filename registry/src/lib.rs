@@ -24,6 +24,7 @@ pub mod daemon;
 pub mod directory;
 pub mod follow;
 pub mod follower;
+pub mod mover;
 pub mod names;
 pub mod placement;
 pub mod planner;

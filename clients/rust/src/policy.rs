@@ -685,6 +685,10 @@ impl CallPolicy {
                     Ok(outcome)
                 }
             }
+            (Call::Reconfigure { epoch, .. }, Outcome::Reconfigured { epoch: e, .. }) if e == *epoch => Ok(outcome),
+            // The epoch in force when the journal judged it: the asked one when an earlier send
+            // of this call (or of the same change, re-driven) was decided first.
+            (Call::Reconfigure { .. }, Outcome::StaleEpoch { .. }) => Ok(outcome),
             (Call::Truncate { .. }, Outcome::Trimmed(_)) => Ok(outcome),
             (Call::Truncate { up_to, .. }, Outcome::TruncateRefused(view)) => {
                 if self.ambiguous && view.first_seq >= (*up_to).min(view.next_seq) {

@@ -418,6 +418,33 @@ fn an_ambiguous_truncate_whose_effect_holds_is_trimmed() {
     assert_eq!(done(p.on_reply(verdict(refused), T0)), Ok(Decided::Verdict(refused)));
 }
 
+/// A journal's seat move (docs/reconfiguration.md): its own epoch decided, or — re-sent after a
+/// lost answer, or re-driven by a new coordinator — the epoch found in force already; a verdict
+/// of another epoch's change, or of another kind, is no answer to it.
+#[test]
+fn a_reconfigure_ends_with_its_epoch_decided_or_the_epoch_in_force() {
+    let voters = paros_core::journal::Voters::new(&[NodeId(1), NodeId(2), NodeId(4)]).expect("voters");
+    let call = || Call::Reconfigure { epoch: 3, voters };
+    let v = view(None, 0, 5);
+    let mut p = policy(call());
+    p.start();
+    let moved = Outcome::Reconfigured { epoch: 3, view: v };
+    assert_eq!(done(p.on_reply(verdict(moved), T0)), Ok(Decided::Verdict(moved)));
+    let mut p = policy(call());
+    p.start();
+    p.on_reply(CallReply::NoAnswer, T0);
+    let in_force = Outcome::StaleEpoch { epoch: 3, view: v };
+    assert_eq!(done(p.on_reply(verdict(in_force), T0)), Ok(Decided::Verdict(in_force)));
+    let mut p = policy(call());
+    p.start();
+    let other = Outcome::Reconfigured { epoch: 4, view: v };
+    assert_eq!(done(p.on_reply(verdict(other), T0)), Err(AnswerError::WrongVerdict { outcome: other }));
+    let mut p = policy(call());
+    p.start();
+    let won = Outcome::Won(v);
+    assert_eq!(done(p.on_reply(verdict(won), T0)), Err(AnswerError::WrongVerdict { outcome: won }));
+}
+
 #[test]
 fn a_verdict_that_cannot_answer_the_call_is_an_answer_error() {
     let mut p = policy(write(0, 1));

@@ -1,0 +1,96 @@
+//! The mover carries a recorded seat move through the journal's own log and back into the
+//! registry: `Reconfigure`, a quorum of the new voters confirmed, `MoveDone`
+//! (docs/reconfiguration.md, rule 6). Every step that fails is tried again, and nothing is
+//! recorded done before a quorum of the new voters confirmed.
+
+mod common;
+
+use common::*;
+use paros_core::ids::NodeId;
+use paros_registry::mover::{MoveAction, MoveResult, Mover, MoverConfig, done_id};
+use paros_registry::{Command, Epoch, Role, Verdict};
+
+const RETRY: u64 = 100;
+
+fn cell_moving() -> Book {
+    let mut b = Book::formed();
+    assert!(matches!(b.run(admit(4, Role::Node, "a", 40)), Verdict::Accepted(_)));
+    assert!(matches!(b.run(create(100, 7, "orders", &[1, 2, 3])), Verdict::Accepted(_)));
+    assert!(matches!(b.run(move_seat(100, 7, 2, 4)), Verdict::Accepted(_)));
+    b
+}
+
+fn mover() -> Mover {
+    Mover::new(MoverConfig { moves_max: 8, retry_ms: RETRY })
+}
+
+#[test]
+fn a_move_is_reconfigured_confirmed_by_a_quorum_of_the_new_voters_then_recorded_done() {
+    let mut b = cell_moving();
+    let key = jkey(100, 7);
+    let mut m = mover();
+    let voters = vec![NodeId(1), NodeId(4), NodeId(3)];
+    assert_eq!(m.poll(&b.dir, 0), vec![MoveAction::Reconfigure { journal: key, epoch: Epoch(1), voters }]);
+    assert!(m.poll(&b.dir, 0).is_empty(), "one call at a time");
+    m.on_result(MoveResult::Decided { journal: key, in_force: Epoch(1) }, 0);
+    let confirms = m.poll(&b.dir, 0);
+    let asked: Vec<NodeId> = confirms
+        .iter()
+        .map(|a| match a {
+            MoveAction::Confirm { journal, node } if *journal == key => *node,
+            other => panic!("a confirmation, not {other:?}"),
+        })
+        .collect();
+    assert_eq!(asked, vec![NodeId(1), NodeId(4), NodeId(3)], "every new voter is asked");
+    m.on_result(MoveResult::Confirmed { journal: key, node: NodeId(4) }, 0);
+    m.on_result(MoveResult::Failed { journal: key }, 0);
+    assert!(m.poll(&b.dir, 0).is_empty(), "one of three is no quorum, and a read is still out");
+    m.on_result(MoveResult::Confirmed { journal: key, node: NodeId(3) }, 0);
+    let done = m.poll(&b.dir, 0);
+    assert_eq!(done, vec![MoveAction::Done { journal: key, epoch: Epoch(1), id: done_id(key, Epoch(1)) }]);
+    // The loop appends it; the fold records the move done and the directory drops it.
+    assert!(matches!(b.run_as(done_id(key, Epoch(1)).0, move_done(100, 7, 1)), Verdict::Accepted(_)));
+    m.on_result(MoveResult::Recorded { journal: key }, 0);
+    assert_eq!((m.in_progress(), m.done()), (0, 1));
+    assert!(m.poll(&b.dir, 0).is_empty(), "nothing left to move");
+    assert_eq!(b.dir.journal(key).map(|j| j.voters.to_vec()), Some(vec![NodeId(1), NodeId(4), NodeId(3)]));
+}
+
+#[test]
+fn a_failed_step_is_tried_again_after_the_pause_and_an_earlier_epoch_in_force_is_no_decision() {
+    let b = cell_moving();
+    let key = jkey(100, 7);
+    let mut m = mover();
+    assert_eq!(m.poll(&b.dir, 0).len(), 1);
+    m.on_result(MoveResult::Failed { journal: key }, 10);
+    assert!(m.poll(&b.dir, 10 + RETRY - 1).is_empty(), "not before the pause");
+    assert!(matches!(m.poll(&b.dir, 10 + RETRY)[..], [MoveAction::Reconfigure { .. }]), "then again");
+    // The journal answers with the epoch before the move in force: not decided, asked again.
+    m.on_result(MoveResult::Decided { journal: key, in_force: Epoch(0) }, 200);
+    assert!(matches!(m.poll(&b.dir, 200 + RETRY)[..], [MoveAction::Reconfigure { .. }]));
+    // An epoch past it (decided by an earlier mover that then crashed) moves on.
+    m.on_result(MoveResult::Decided { journal: key, in_force: Epoch(1) }, 300);
+    assert!(m.poll(&b.dir, 300).iter().all(|a| matches!(a, MoveAction::Confirm { .. })));
+}
+
+#[test]
+fn moves_are_carried_out_at_most_moves_max_at_once_and_one_the_directory_dropped_is_forgotten() {
+    let mut b = Book::formed();
+    assert!(matches!(b.run(admit(4, Role::Node, "a", 40)), Verdict::Accepted(_)));
+    for j in 0..5 {
+        assert!(matches!(b.run(create(100, 10 + j, &format!("j{j}"), &[1, 2, 3])), Verdict::Accepted(_)));
+        assert!(matches!(b.run(move_seat(100, 10 + j, 2, 4)), Verdict::Accepted(_)));
+    }
+    let mut m = Mover::new(MoverConfig { moves_max: 2, retry_ms: RETRY });
+    let first = m.poll(&b.dir, 0);
+    assert_eq!((first.len(), m.in_progress()), (2, 2), "two at once");
+    // Journal 10's move is recorded done by someone else (a re-driven completion).
+    assert!(matches!(b.run(move_done(100, 10, 1)), Verdict::Accepted(_)));
+    let next = m.poll(&b.dir, 0);
+    assert_eq!(m.in_progress(), 2, "journal 10 forgotten, the next one taken on");
+    assert!(matches!(next[..], [MoveAction::Reconfigure { journal, .. }] if journal == jkey(100, 12)));
+    let deleted = Command::DeleteJournal { tenant: paros_core::ids::TenantId(100), name: journal_name("j1") };
+    assert!(matches!(b.run(deleted), Verdict::Accepted(_)));
+    m.poll(&b.dir, 0);
+    assert_eq!(m.in_progress(), 2, "a deleted journal's move is dropped too");
+}
