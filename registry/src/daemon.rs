@@ -434,3 +434,90 @@ where
         progress.send_replace(followed.clone());
     }
 }
+
+/// Runs the [`Mover`](crate::mover::Mover) over the directory `followed` publishes: each
+/// `Reconfigure` goes through `client`'s call rules, each confirmation is a linearizable read
+/// pinned to the new voter, each `MoveDone` goes to the `coordinator`. Stops when the
+/// follower's channel closes.
+pub fn spawn_mover<S>(
+    client: Client<S>,
+    coordinator: CoordinatorHandle,
+    mut followed: watch::Receiver<Followed>,
+    config: crate::mover::MoverConfig,
+) -> tokio::task::JoinHandle<()>
+where
+    S: JournalService<Journal = JournalKey> + 'static,
+{
+    use crate::mover::{MoveResult, Mover};
+    tokio::spawn(async move {
+        let mut mover = Mover::new(config);
+        let start = tokio::time::Instant::now();
+        let (done_tx, mut done_rx) = mpsc::channel::<MoveResult>(config.moves_max.max(1) * 8);
+        let pause = Duration::from_millis(config.retry_ms.max(1));
+        loop {
+            let directory = followed.borrow().directory.clone();
+            if let Some(directory) = directory {
+                for action in mover.poll(&directory, millis(start)) {
+                    let (client, coordinator, done) = (client.clone(), coordinator.clone(), done_tx.clone());
+                    tokio::spawn(async move {
+                        let result = carry_out(&client, &coordinator, action).await;
+                        let _ = done.send(result).await;
+                    });
+                }
+            }
+            tokio::select! {
+                changed = followed.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+                Some(result) = done_rx.recv() => mover.on_result(result, millis(start)),
+                () = tokio::time::sleep(pause) => {}
+            }
+        }
+    })
+}
+
+/// Carries out one mover action and says how it ended.
+async fn carry_out<S>(
+    client: &Client<S>,
+    coordinator: &CoordinatorHandle,
+    action: crate::mover::MoveAction,
+) -> crate::mover::MoveResult
+where
+    S: JournalService<Journal = JournalKey>,
+{
+    use paros_client::{Decided, ReadAnswer, ReadParams, Route};
+    use paros_core::journal::{Outcome, Voters};
+    use paros_core::{Call, Consistency};
+
+    use crate::command::Epoch;
+    use crate::mover::{MoveAction, MoveResult};
+    match action {
+        MoveAction::Reconfigure { journal, epoch, voters } => {
+            let Ok(voters) = Voters::new(&voters) else { return MoveResult::Failed { journal } };
+            match client.call(&journal, Call::Reconfigure { epoch: epoch.0, voters }).await {
+                Ok(Decided::Verdict(Outcome::Reconfigured { epoch: e, .. } | Outcome::StaleEpoch { epoch: e, .. })) => {
+                    MoveResult::Decided { journal, in_force: Epoch(e) }
+                }
+                _ => MoveResult::Failed { journal },
+            }
+        }
+        MoveAction::Confirm { journal, node } => {
+            let params =
+                ReadParams { from: Seq(0), limit: 1, max_bytes: 1, wait_ms: 0, consistency: Consistency::Linearizable };
+            let route = Route { server: Some(node), attempt: 0 };
+            match client.service().read(&journal, params, route).await {
+                ReadAnswer::Page { .. } | ReadAnswer::Truncated { .. } => MoveResult::Confirmed { journal, node },
+                _ => MoveResult::Failed { journal },
+            }
+        }
+        MoveAction::Done { journal, epoch, id } => {
+            let request = Request { id, op: crate::coordinator::Op::Command(crate::Command::MoveDone { journal, epoch }) };
+            match coordinator.request(request).await {
+                Ok(Answer::Verdict(_)) => MoveResult::Recorded { journal },
+                _ => MoveResult::Failed { journal },
+            }
+        }
+    }
+}

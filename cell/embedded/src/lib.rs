@@ -145,6 +145,8 @@ pub struct EmbeddedCell {
     pub client: Client<CellService>,
     coordinator: CoordinatorHandle,
     coordinator_task: tokio::task::JoinHandle<CoordinatorStop>,
+    /// Carries out the seat moves the registry records (`paros_registry::mover`).
+    mover_task: tokio::task::JoinHandle<()>,
     /// The read replica tier (`None` in a cell made without one).
     replicas: Option<Arc<Replicas>>,
     followers: Vec<watch::Receiver<Followed>>,
@@ -367,6 +369,12 @@ impl EmbeddedCell {
         };
         let (followers, follower_tasks) = (vec![progress], vec![task]);
         let (coordinator, coordinator_task) = spawn_coordinator(client.clone(), registry, coordinator);
+        let mover_task = paros_registry::daemon::spawn_mover(
+            client.clone(),
+            coordinator.clone(),
+            followers[0].clone(),
+            paros_registry::mover::MoverConfig::default(),
+        );
         let (faults, _) = watch::channel(None);
         for node in &nodes {
             let (mut watch, faults) = (node.faults(), faults.clone());
@@ -393,6 +401,7 @@ impl EmbeddedCell {
             client,
             coordinator,
             coordinator_task,
+            mover_task,
             replicas,
             followers,
             follower_tasks,
@@ -633,6 +642,7 @@ impl EmbeddedCell {
             r.stop();
         }
         self.coordinator_task.abort();
+        self.mover_task.abort();
         for t in &self.follower_tasks {
             t.abort();
         }
