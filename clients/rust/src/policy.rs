@@ -62,7 +62,9 @@
 //!   if nothing serves the read by `wait_until`.
 //! - `UnknownJournal` as for a call, within the read's deadline too.
 //! - A page, `Truncated` or `Denied` ends the read; so do `read_attempts_max` and the
-//!   deadline, with the held page, else `UnknownJournal` if that was the last answer, else
+//!   deadline, with the held page, else `UnknownJournal` if that was the last answer and no
+//!   server answered anything else (one that does not host the journal cannot end a read a
+//!   server hosting it answered `Unserved`), else
 //!   `Unserved` carrying the furthest `applied_to` any server that did not serve it named.
 //!
 //! Answers are parsed, not trusted: a verdict that cannot answer this call (a `Won` for a
@@ -867,6 +869,10 @@ pub struct ReadPolicy {
     early: Option<ReadAnswer>,
     /// Whether the last answer was `UnknownJournal`.
     unknown: bool,
+    /// A named server answered anything but `UnknownJournal`: the journal is hosted somewhere,
+    /// and a server that does not host it (a node outside its voters) cannot end the read
+    /// `UnknownJournal`.
+    hosted: bool,
     done: bool,
     /// The server named in the last send.
     asked: Option<NodeId>,
@@ -925,6 +931,7 @@ impl ReadPolicy {
             unplaced: Unplaced::default(),
             early: None,
             unknown: false,
+            hosted: false,
             done: false,
             asked: None,
             served_by: None,
@@ -961,6 +968,7 @@ impl ReadPolicy {
         self.unknown = matches!(answer, ReadAnswer::UnknownJournal);
         if !self.unknown {
             self.unplaced.other();
+            self.hosted = true;
         }
         match answer {
             ReadAnswer::Page { from, ref records, view }
@@ -997,6 +1005,9 @@ impl ReadPolicy {
 
     /// No answer came by the last [`ReadStep::Send`]'s `cut_off`: the read is over.
     pub fn on_cut_off(&mut self) -> ReadStep {
+        // The last try got no answer: an earlier server's `UnknownJournal` is not the last word
+        // (that server may just not host the journal).
+        self.unknown = false;
         self.give_up()
     }
 
@@ -1034,12 +1045,14 @@ impl ReadPolicy {
     }
 
     /// The read ends without a page that serves it: the early page if one is held, else
-    /// `UnknownJournal` if that was the last answer, else `Unserved`, carrying the furthest
+    /// `UnknownJournal` if that was the last answer and no server answered otherwise, else
+    /// `Unserved`, carrying the furthest
     /// applied position a server that did not serve it named.
     fn give_up(&mut self) -> ReadStep {
         let answer = match self.early.take() {
             Some(early) => early,
-            None if self.unknown => ReadAnswer::UnknownJournal,
+            // A service that routes by itself speaks for every server: its word stands.
+            None if self.unknown && (!self.hosted || self.rotation.servers.is_empty()) => ReadAnswer::UnknownJournal,
             None => ReadAnswer::Unserved { applied_to: self.applied_to },
         };
         self.finish(answer)

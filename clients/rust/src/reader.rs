@@ -292,6 +292,9 @@ pub struct ReaderCursor {
     unserved: u32,
     /// The furthest `applied_to` the unserved answers in a row named.
     unserved_applied: Option<Seq>,
+    /// Named servers in a row that answered `UnknownJournal` (see
+    /// [`absorb_from`](Self::absorb_from)).
+    unknown: u32,
 }
 
 impl ReaderCursor {
@@ -306,7 +309,7 @@ impl ReaderCursor {
         if config.page_bytes_max == 0 {
             return Err(ReaderConfigError::PageBytesZero);
         }
-        Ok(ReaderCursor { config, cursor: from, tail: None, unserved: 0, unserved_applied: None })
+        Ok(ReaderCursor { config, cursor: from, tail: None, unserved: 0, unserved_applied: None, unknown: 0 })
     }
 
     /// The next position wanted.
@@ -331,7 +334,7 @@ impl ReaderCursor {
             limit: self.config.page_records_max,
             max_bytes: self.config.page_bytes_max,
             wait_ms: self.config.wait_ms,
-            attempt: self.unserved,
+            attempt: self.unserved + self.unknown,
         }
     }
 
@@ -340,6 +343,24 @@ impl ReaderCursor {
     /// # Errors
     /// [`ReaderError`] when the answer contradicts the request or itself; nothing changes.
     pub fn absorb(&mut self, answer: ReadAnswer) -> Result<ReaderOutcome, ReaderError> {
+        self.absorb_from(answer, 0)
+    }
+
+    /// [`absorb`](Self::absorb), for a read sent to one of `servers` named servers (0: a
+    /// service that routes by itself). `UnknownJournal` from a named server means "not hosted
+    /// here" — a node outside the journal's voters, or one it is not placed on yet — so the
+    /// next server is asked ([`ReaderOutcome::Retry`]) until every one of them said so in a
+    /// row; only then, or at once from a service that routes by itself, is it
+    /// [`ReaderOutcome::UnknownJournal`].
+    ///
+    /// # Errors
+    /// As [`absorb`](Self::absorb).
+    pub fn absorb_from(&mut self, answer: ReadAnswer, servers: usize) -> Result<ReaderOutcome, ReaderError> {
+        if matches!(answer, ReadAnswer::UnknownJournal) && (self.unknown as usize) + 1 < servers {
+            self.unknown += 1;
+            return Ok(ReaderOutcome::Retry { attempt: self.unserved + self.unknown });
+        }
+        self.unknown = 0;
         let before = self.cursor;
         let outcome = match answer {
             ReadAnswer::Page { from, records, view } => self.on_page(from, records, view)?,
@@ -770,7 +791,8 @@ impl<S: crate::JournalService> ReaderState<S> {
             };
             let route = crate::Route { server, attempt: request.attempt };
             let answer = self.client.service().read(&self.journal, params, route).await;
-            match self.cursor.absorb(answer)? {
+            let servers = self.client.service().servers().len();
+            match self.cursor.absorb_from(answer, servers)? {
                 ReaderOutcome::Retry { attempt } => {
                     let delay = crate::policy::backoff(self.client.config(), attempt, &mut self.rng);
                     tokio::time::sleep(delay).await;

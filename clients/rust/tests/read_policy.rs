@@ -202,6 +202,36 @@ fn unknown_journal_from_one_server_is_asked_of_another_that_serves_it() {
     assert_eq!(done(p.on_answer(page(0, 2), ms(4))), page(0, 2));
 }
 
+/// A node outside a journal's voters answers `UnknownJournal`; once a server that hosts it has
+/// answered (here `Unserved`), the read cannot end `UnknownJournal`, whichever answer came last
+/// (a follower reading the registry of a cell with more nodes than registry voters stopped on
+/// it).
+#[test]
+fn a_read_a_hosting_server_answered_never_ends_unknown_journal() {
+    let mut p = policy();
+    p.start();
+    let step = p.on_answer(ReadAnswer::Unserved { applied_to: Some(Seq(3)) }, ms(2));
+    assert!(matches!(step, ReadStep::Send { .. }));
+    let mut step = p.on_answer(ReadAnswer::UnknownJournal, ms(4));
+    let mut elapsed = ms(4);
+    let answer = loop {
+        match step {
+            ReadStep::Send { after, .. } => {
+                elapsed += after + ms(1);
+                step = p.on_answer(ReadAnswer::UnknownJournal, elapsed);
+            }
+            ReadStep::Done(answer) => break answer,
+        }
+    };
+    assert_eq!(answer, ReadAnswer::Unserved { applied_to: Some(Seq(3)) });
+    // One server said `UnknownJournal`, and the next, asked at once, was cut off waiting: no
+    // server's last word was `UnknownJournal`.
+    let mut p = policy();
+    p.start();
+    assert!(matches!(p.on_answer(ReadAnswer::UnknownJournal, ms(1)), ReadStep::Send { .. }));
+    assert_eq!(done(p.on_cut_off()), ReadAnswer::Unserved { applied_to: None });
+}
+
 #[test]
 fn a_journal_no_server_hosts_is_unknown_once_the_placement_wait_is_over() {
     let config = ClientConfig { placement_wait: ms(300), backoff_max: ms(40), ..ClientConfig::default() };

@@ -167,6 +167,24 @@ fn unknown_journal_is_reported() {
     );
 }
 
+/// A node outside a journal's voters answers `UnknownJournal`: the next named server is asked,
+/// and only when each of them said so in a row is the journal unknown (a registry follower in a
+/// cell of four nodes, three of them the registry's voters, stopped on the fourth's answer).
+#[test]
+fn unknown_journal_from_one_named_server_asks_the_next_until_every_one_said_so() {
+    let mut reader = ReaderCursor::new(Seq(0), ReaderConfig::default()).expect("valid");
+    assert_eq!(reader.absorb_from(ReadAnswer::UnknownJournal, 4), Ok(ReaderOutcome::Retry { attempt: 1 }));
+    assert_eq!(reader.next_request().attempt, 1, "the next server in rotation");
+    assert_eq!(reader.absorb_from(ReadAnswer::UnknownJournal, 4), Ok(ReaderOutcome::Retry { attempt: 2 }));
+    let page = ReadAnswer::Page { from: Seq(0), records: vec![bytes::Bytes::from_static(b"a")], view: view(0, 1) };
+    assert!(matches!(reader.absorb_from(page, 4), Ok(ReaderOutcome::Records { .. })));
+    assert_eq!(reader.next_request().attempt, 0, "a served page ends the run");
+    for attempt in 1..4 {
+        assert_eq!(reader.absorb_from(ReadAnswer::UnknownJournal, 4), Ok(ReaderOutcome::Retry { attempt }));
+    }
+    assert_eq!(reader.absorb_from(ReadAnswer::UnknownJournal, 4), Ok(ReaderOutcome::UnknownJournal), "all four");
+}
+
 #[test]
 fn a_truncation_answer_that_names_the_cursor_as_retained_is_refused() {
     let mut reader = ReaderCursor::new(Seq(5), ReaderConfig::default()).expect("non-zero page bounds are valid");
