@@ -58,6 +58,11 @@ pub struct CoordinatorLoopConfig {
     pub restart_backoff: Duration,
     /// Failed terms in a row after which the loop gives up.
     pub restarts_max: u32,
+    /// The seat moves the registry plans (heal, drain, rebalance) and how often it plans.
+    pub plan: crate::planner::PlanConfig,
+    pub plan_interval: Duration,
+    /// How the moves the registry records are carried out.
+    pub mover: crate::mover::MoverConfig,
 }
 
 impl Default for CoordinatorLoopConfig {
@@ -69,6 +74,9 @@ impl Default for CoordinatorLoopConfig {
             checkpoint_poll: Duration::from_secs(1),
             restart_backoff: Duration::from_millis(200),
             restarts_max: 100,
+            plan: crate::planner::PlanConfig::default(),
+            plan_interval: Duration::from_secs(1),
+            mover: crate::mover::MoverConfig::default(),
         }
     }
 }
@@ -388,7 +396,7 @@ where
         .iter()
         .map(|n| FollowedMachine { id: n.id, hosting: Hosting::voter(), hosted: n.hosted.clone() })
         .collect();
-    let placers: BTreeMap<NodeId, P> = nodes.into_iter().map(|n| (n.id, n.placer)).collect();
+    let mut placers: BTreeMap<NodeId, P> = nodes.into_iter().map(|n| (n.id, n.placer)).collect();
     let mut follower = Follower::new(registry, machines, config.policy());
     let Ok(mut reader) =
         Reader::new(client, registry, Seq(0), ReaderConfig::default(), ReadConsistency::Linearizable, config.wait_ms)
@@ -410,7 +418,12 @@ where
                 FollowerEffect::Place { machine, journals } => {
                     let Some(placer) = placers.get(&machine) else { continue };
                     let Ok(results) = placer.place_all(journals.clone()).await else {
-                        return "the node stopped".into();
+                        // A node stopped (killed, or failed): the others are still followed.
+                        placers.remove(&machine);
+                        if placers.is_empty() {
+                            return "every node stopped".into();
+                        }
+                        continue;
                     };
                     let placed: Vec<bool> = results.iter().map(Result::is_ok).collect();
                     follower.placed(machine, &journals, &placed);
@@ -418,7 +431,11 @@ where
                 FollowerEffect::Remove { machine, journal } => {
                     let Some(placer) = placers.get(&machine) else { continue };
                     if placer.remove(journal).await.is_err() {
-                        return "the node stopped".into();
+                        placers.remove(&machine);
+                        if placers.is_empty() {
+                            return "every node stopped".into();
+                        }
+                        continue;
                     }
                     follower.removed(machine, journal);
                 }
@@ -520,4 +537,49 @@ where
             }
         }
     }
+}
+
+/// Plans seat moves every `interval` ([`crate::planner::plan`]: heal, drain, rebalance) over
+/// the directory `followed` publishes and asks the `coordinator` to record each
+/// (`MoveSeat`, under an id drawn from the move, so a plan repeated while the first request
+/// is out is judged once). `alive` says which machines are up now; a machine is judged
+/// unseen from the last time it was, counted from when this loop first saw it in the
+/// directory. Stops when the follower's channel closes.
+pub fn spawn_planner<A>(
+    coordinator: CoordinatorHandle,
+    mut followed: watch::Receiver<Followed>,
+    alive: A,
+    config: crate::planner::PlanConfig,
+    interval: Duration,
+) -> tokio::task::JoinHandle<()>
+where
+    A: Fn() -> Vec<NodeId> + Send + 'static,
+{
+    use crate::planner::{Seen, plan};
+    tokio::spawn(async move {
+        let start = tokio::time::Instant::now();
+        let mut last_seen: BTreeMap<NodeId, u64> = BTreeMap::new();
+        loop {
+            tokio::select! {
+                changed = followed.changed() => if changed.is_err() { return },
+                () = tokio::time::sleep(interval) => {}
+            }
+            let Some(directory) = followed.borrow().directory.clone() else { continue };
+            let now_s = start.elapsed().as_secs();
+            for id in alive() {
+                last_seen.insert(id, now_s);
+            }
+            for m in directory.machines() {
+                last_seen.entry(m.id).or_insert(now_s);
+            }
+            let moves = plan(&directory, &config, Seen { now_s, last_seen_s: &last_seen });
+            for m in moves {
+                let epoch = directory.journal(m.journal).map_or(crate::Epoch(0), |j| j.epoch.next());
+                let id = crate::mover::seat_id(m.journal, m.from, m.to, epoch);
+                let command = m.command();
+                // A refusal (the move no longer fits the directory) is planned afresh next time.
+                let _ = coordinator.request(Request { id, op: crate::coordinator::Op::Command(command) }).await;
+            }
+        }
+    })
 }

@@ -204,7 +204,17 @@ impl Mover {
 /// every mover that drives it, so the registry judges it once.
 #[must_use]
 pub fn done_id(journal: JournalKey, epoch: Epoch) -> RequestId {
-    let tag = 0x6d6f_7665_u128 << 96; // "move"
-    let key = (u128::from(journal.tenant.0) << 64) ^ u128::from(journal.journal.0).rotate_left(32);
-    RequestId(tag ^ key ^ u128::from(epoch.0))
+    RequestId((0x6d6f_7665_u128 << 96) ^ journal_bits(journal) ^ u128::from(epoch.0)) // "move"
+}
+
+/// The request id of the `MoveSeat` that moves `journal`'s seat from `from` to `to` at
+/// `epoch`: the same for every planner that plans it.
+#[must_use]
+pub fn seat_id(journal: JournalKey, from: NodeId, to: NodeId, epoch: Epoch) -> RequestId {
+    let seats = u128::from(from.0).rotate_left(7) ^ u128::from(to.0).rotate_left(71);
+    RequestId((0x7365_6174_u128 << 96) ^ journal_bits(journal) ^ seats ^ u128::from(epoch.0)) // "seat"
+}
+
+fn journal_bits(journal: JournalKey) -> u128 {
+    (u128::from(journal.tenant.0) << 64) ^ u128::from(journal.journal.0).rotate_left(32)
 }
