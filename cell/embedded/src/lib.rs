@@ -27,10 +27,11 @@ use paros_core::journal::WriterMode;
 use paros_core::{JournalConfig, JournalId, JournalKey, NodeId, TenantId, Tunables};
 use paros_node::ports::MonotonicClock;
 use paros_node::shell::{self, NodeFault, NodeHandle, ShellConfig};
+use paros_node::ports::Incarnation;
 use paros_node::{BootError, Host};
 use paros_registry::daemon::{
     CoordinatorHandle, CoordinatorLoopConfig, CoordinatorStop, Followed, FollowedNode, FollowerConfig,
-    spawn_coordinator, spawn_follower_of,
+    spawn_coordinator, spawn_follower_of, spawn_mover, spawn_planner,
 };
 use paros_registry::{
     Answer, BusAddress, CellId, Command, Directory, JournalName, Limits, Member, Op, Quotas, Refusal, Request,
@@ -131,22 +132,71 @@ pub const JOURNAL_WAIT: Duration = Duration::from_secs(10);
 /// The in-cell journal service every embedded client uses.
 pub type CellService = InCell<InProcessBus>;
 
+/// One running node: its id, its shell and a probe of its store (a probe holds its database
+/// open).
+#[derive(Debug)]
+struct Running {
+    id: NodeId,
+    handle: NodeHandle<FjallStore>,
+    probe: paros_store::StoreProbe,
+    /// Its store's incarnation (docs/reconfiguration.md, rule 8), admitted to the registry.
+    incarnation: Option<paros_node::ports::Incarnation>,
+}
+
+/// The voters of the registry journal among a cell's nodes: the longest odd prefix (a
+/// journal's voters are an odd number; the other nodes are admitted as nodes only).
+fn registry_members(nodes: &[NodeId]) -> &[NodeId] {
+    let odd = if nodes.len().is_multiple_of(2) { nodes.len().saturating_sub(1) } else { nodes.len() };
+    &nodes[..odd]
+}
+
+/// How the cell sets up a node: its protocol tunables, its shell and its store options.
+#[derive(Clone, Copy, Debug)]
+struct NodeSetup {
+    tunables: Tunables,
+    shell: ShellConfig,
+    store: paros_store::StoreOptions,
+}
+
+/// Forwards `node`'s storage fault, if it stops on one, to the cell's first-fault slot.
+fn forward_faults(node: &NodeHandle<FjallStore>, faults: &watch::Sender<Option<Arc<NodeFault>>>) {
+    let (mut watch, faults) = (node.faults(), faults.clone());
+    tokio::spawn(async move {
+        if let Some(fault) = watch.stopped().await {
+            // The first fault stays: it is the one that stopped the cell.
+            faults.send_if_modified(|first| {
+                let fresh = first.is_none();
+                if fresh {
+                    *first = Some(fault);
+                }
+                fresh
+            });
+        }
+    });
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A running embedded cell.
 #[derive(Debug)]
 pub struct EmbeddedCell {
     pub bus: InProcessBus,
     pub manifest: Manifest,
-    /// Shared with the [`NodeStatsReader`]s handed out; emptied by [`stop`](EmbeddedCell::stop).
-    nodes: Arc<Mutex<Vec<NodeHandle<FjallStore>>>>,
-    /// Each node's store probe, in node order; shared and emptied like `nodes` (a probe holds
-    /// its database open).
-    probes: Arc<Mutex<Vec<paros_store::StoreProbe>>>,
+    /// The running nodes, in node order. Shared with the [`NodeStatsReader`]s handed out;
+    /// emptied by [`stop`](EmbeddedCell::stop), one taken out by [`kill`](EmbeddedCell::kill).
+    nodes: Arc<Mutex<Vec<Running>>>,
     /// A client of the cell's journals over the node RPC (retries, redirects, backoff).
     pub client: Client<CellService>,
     coordinator: CoordinatorHandle,
     coordinator_task: tokio::task::JoinHandle<CoordinatorStop>,
-    /// Carries out the seat moves the registry records (`paros_registry::mover`).
-    mover_task: tokio::task::JoinHandle<()>,
+    /// The loops beside the coordinator: the mover (carries out the seat moves the registry
+    /// records) and the planner (plans heal, drain and rebalance moves).
+    registry_loops: Vec<tokio::task::JoinHandle<()>>,
+    /// The cell's data directory, and how a node is set up (for a node that rejoins).
+    dir: PathBuf,
+    setup: NodeSetup,
     /// The read replica tier (`None` in a cell made without one).
     replicas: Option<Arc<Replicas>>,
     followers: Vec<watch::Receiver<Followed>>,
@@ -286,12 +336,14 @@ impl EmbeddedCell {
         };
         let (tunables, _) = embedded_tunables();
         let registry = JournalKey { tenant: CELL_TENANT, journal: manifest.registry };
-        let registry_config =
-            JournalConfig { mode: WriterMode::Single, voters: manifest.nodes.clone(), learners: Vec::new() };
+        let registry_config = JournalConfig {
+            mode: WriterMode::Single,
+            voters: registry_members(&manifest.nodes).to_vec(),
+            learners: Vec::new(),
+        };
         let bus = InProcessBus::new();
         let mut nodes = Vec::new();
         let mut hosted = Vec::new();
-        let mut probes = Vec::new();
         // The stores open side by side: each replays its own write-ahead log and fjall's
         // journal (up to 64 MB of small rows), most of a restart's time (docs/storage.md §4).
         let stores: Vec<_> = std::thread::scope(|s| {
@@ -306,17 +358,21 @@ impl EmbeddedCell {
         });
         for (node, store) in manifest.nodes.iter().zip(stores) {
             let store = store?;
-            probes.push(store.probe());
+            let probe = store.probe();
             let expected = if fresh { None } else { Some(*node) };
             let boot = if shell_config.dormant_after.is_some() { Host::boot_asleep } else { Host::boot };
             let mut host = boot(store, expected, *node, tunables, random_u64())
                 .map_err(|source| CellError::Boot { node: *node, source })?;
-            host.place(registry, registry_config.clone())?;
+            if registry_config.voters.contains(node) {
+                host.place(registry, registry_config.clone())?;
+            }
+            let incarnation = host.incarnation();
             hosted.push(host.journal_configs());
             let (endpoint, inbox) = bus.register(host.id(), 65_536);
-            nodes.push(shell::spawn(host, endpoint, inbox, MonotonicClock::new(), shell_config));
+            let handle = shell::spawn(host, endpoint, inbox, MonotonicClock::new(), shell_config);
+            nodes.push(Running { id: *node, handle, probe, incarnation });
         }
-        nodes[0].control().campaign(registry).await.map_err(|_| CellError::Stopped)?;
+        nodes[0].handle.control().campaign(registry).await.map_err(|_| CellError::Stopped)?;
         if fresh {
             let bytes = serde_json::to_vec_pretty(&manifest).expect("a manifest serializes");
             std::fs::write(&manifest_path, bytes).map_err(|e| CellError::Dir(manifest_path.clone(), e))?;
@@ -339,16 +395,10 @@ impl EmbeddedCell {
         let client = Client::new(service, ClientConfig::default()).expect("the default client configuration is valid");
         // One follower for the three nodes: the registry is folded once in this process, and
         // the directory it publishes is the one every node hosts what it places.
-        let followed = manifest
-            .nodes
+        let followed = nodes
             .iter()
-            .zip(&nodes)
             .zip(hosted)
-            .map(|((node, handle), hosted)| FollowedNode {
-                id: *node,
-                placer: placer::NodePlacer(handle.control()),
-                hosted,
-            })
+            .map(|(n, hosted)| FollowedNode { id: n.id, placer: placer::NodePlacer(n.handle.control()), hosted })
             .collect();
         let (progress, task) = spawn_follower_of(client.clone(), registry, followed, FollowerConfig::default());
         let _ = directory.set(progress.clone());
@@ -367,41 +417,30 @@ impl EmbeddedCell {
             }
             _ => None,
         };
-        let (followers, follower_tasks) = (vec![progress], vec![task]);
-        let (coordinator, coordinator_task) = spawn_coordinator(client.clone(), registry, coordinator);
-        let mover_task = paros_registry::daemon::spawn_mover(
-            client.clone(),
-            coordinator.clone(),
-            followers[0].clone(),
-            paros_registry::mover::MoverConfig::default(),
-        );
+        let (followers, follower_tasks) = (vec![progress.clone()], vec![task]);
+        let loops = coordinator;
+        let (coordinator, coordinator_task) = spawn_coordinator(client.clone(), registry, loops);
+        let mover = spawn_mover(client.clone(), coordinator.clone(), progress.clone(), loops.mover);
         let (faults, _) = watch::channel(None);
         for node in &nodes {
-            let (mut watch, faults) = (node.faults(), faults.clone());
-            tokio::spawn(async move {
-                if let Some(fault) = watch.stopped().await {
-                    // The first fault stays: it is the one that stopped the cell.
-                    faults.send_if_modified(|first| {
-                        let fresh = first.is_none();
-                        if fresh {
-                            *first = Some(fault);
-                        }
-                        fresh
-                    });
-                }
-            });
+            forward_faults(&node.handle, &faults);
         }
         let nodes = Arc::new(Mutex::new(nodes));
-        let probes = Arc::new(Mutex::new(probes));
+        let alive = {
+            let nodes = Arc::clone(&nodes);
+            move || lock(&nodes).iter().map(|n| n.id).collect::<Vec<NodeId>>()
+        };
+        let planner = spawn_planner(coordinator.clone(), progress, alive, loops.plan, loops.plan_interval);
         Ok(EmbeddedCell {
             bus,
             manifest,
+            dir: dir.to_path_buf(),
+            setup: NodeSetup { tunables, shell: shell_config, store },
             nodes,
-            probes,
             client,
             coordinator,
             coordinator_task,
-            mover_task,
+            registry_loops: vec![mover, planner],
             replicas,
             followers,
             follower_tasks,
@@ -439,7 +478,8 @@ impl EmbeddedCell {
     /// # Errors
     /// [`CellError::AlreadyFormed`], or the registry's failure to decide.
     pub async fn init(&self) -> Result<CellId, CellError> {
-        let members = self.manifest.nodes.iter().enumerate().map(|(i, n)| member(*n, i)).collect();
+        let members =
+            registry_members(&self.manifest.nodes).iter().enumerate().map(|(i, n)| member(*n, i)).collect();
         let command = Command::InitCell {
             cell: CellId(self.manifest.cell),
             members,
@@ -451,13 +491,102 @@ impl EmbeddedCell {
             Err(CellError::Refused(Refusal::CellFormed { cell })) => Some(cell),
             Err(e) => return Err(e),
         };
-        // Formation is finished (a default tier, the replicas on it) however often it was cut
-        // short before: each step is taken at most once.
+        // Formation is finished (every node admitted with its store's incarnation, a default
+        // tier, the replicas on it) however often it was cut short before: each step is taken
+        // at most once.
+        self.admit_nodes().await?;
         self.form_tier().await?;
         match formed {
             Some(cell) => Err(CellError::AlreadyFormed(cell)),
             None => Ok(CellId(self.manifest.cell)),
         }
+    }
+
+    /// Admits every running node with its store's incarnation: the founders get it recorded,
+    /// the nodes past the registry's members are registered.
+    async fn admit_nodes(&self) -> Result<(), CellError> {
+        let running: Vec<(NodeId, Option<paros_node::ports::Incarnation>)> =
+            lock(&self.nodes).iter().map(|n| (n.id, n.incarnation)).collect();
+        for (id, incarnation) in running {
+            let (Some(i), Some(Incarnation(incarnation))) =
+                (self.manifest.nodes.iter().position(|n| *n == id), incarnation)
+            else {
+                continue;
+            };
+            let m = member(id, i);
+            let admit = Command::Admit {
+                id,
+                role: paros_registry::Role::Node,
+                bus_address: m.bus_address,
+                zone: m.zone,
+                incarnation: paros_registry::Incarnation(incarnation),
+            };
+            self.request(Op::Command(admit)).await?;
+        }
+        Ok(())
+    }
+
+    /// Stops node `id` as a crash would (its store stays as it is on disk): it answers nothing
+    /// any more, and the registry's planner judges it unseen from now on. The other nodes go on.
+    ///
+    /// # Errors
+    /// [`CellError::Stopped`] when no such node runs.
+    pub fn kill(&self, id: NodeId) -> Result<(), CellError> {
+        let running = {
+            let mut nodes = lock(&self.nodes);
+            let at = nodes.iter().position(|n| n.id == id).ok_or(CellError::Stopped)?;
+            nodes.remove(at)
+        };
+        self.bus.unregister(id);
+        drop(running.handle.stop());
+        Ok(())
+    }
+
+    /// Brings back node `old`'s machine with its store wiped, as a new identity (rule 8: a
+    /// store that lost its promises never votes under its old id): a fresh store in `old`'s
+    /// directory, a new node id, its own registry follower, and `Rejoin { old, new }` — the
+    /// registry retires `old` for good and never places it again. Kill `old` first.
+    ///
+    /// # Errors
+    /// [`CellError`] when the store cannot be made or the registry refuses the rejoin.
+    pub async fn rejoin_wiped(&mut self, old: NodeId) -> Result<NodeId, CellError> {
+        let i = self.manifest.nodes.iter().position(|n| *n == old).ok_or(CellError::Stopped)?;
+        let path = self.dir.join(format!("node-{i}"));
+        std::fs::remove_dir_all(&path).map_err(|e| CellError::Dir(path.clone(), e))?;
+        let store = FjallStore::open_with(&path, self.setup.store.for_member(i))?;
+        let probe = store.probe();
+        let new = NodeId(random_u64());
+        let host = Host::boot(store, None, new, self.setup.tunables, random_u64())
+            .map_err(|source| CellError::Boot { node: new, source })?;
+        let incarnation = host.incarnation();
+        let (endpoint, inbox) = self.bus.register(new, 65_536);
+        let handle = shell::spawn(host, endpoint, inbox, MonotonicClock::new(), self.setup.shell);
+        forward_faults(&handle, &self.faults);
+        let followed = vec![FollowedNode {
+            id: new,
+            placer: placer::NodePlacer(handle.control()),
+            hosted: std::collections::BTreeMap::new(),
+        }];
+        let (progress, task) =
+            spawn_follower_of(self.client.clone(), self.registry(), followed, FollowerConfig::default());
+        self.followers.push(progress);
+        self.follower_tasks.push(task);
+        lock(&self.nodes).push(Running { id: new, handle, probe, incarnation });
+        self.manifest.nodes[i] = new;
+        let manifest_path = self.dir.join("cell.json");
+        let bytes = serde_json::to_vec_pretty(&self.manifest).expect("a manifest serializes");
+        std::fs::write(&manifest_path, bytes).map_err(|e| CellError::Dir(manifest_path, e))?;
+        let m = member(new, i);
+        let Some(Incarnation(incarnation)) = incarnation else { return Err(CellError::Stopped) };
+        let rejoin = Command::Rejoin {
+            old,
+            new,
+            bus_address: m.bus_address,
+            zone: m.zone,
+            incarnation: paros_registry::Incarnation(incarnation),
+        };
+        self.request(Op::Command(rejoin)).await?;
+        Ok(new)
     }
 
     /// Creates the default tier (with the manifest's feed) if missing, and registers the
@@ -607,29 +736,19 @@ impl EmbeddedCell {
     /// nothing once the cell stopped.
     #[must_use]
     pub fn stats_reader(&self) -> NodeStatsReader {
-        NodeStatsReader {
-            ids: self.manifest.nodes.clone(),
-            nodes: Arc::clone(&self.nodes),
-            probes: Arc::clone(&self.probes),
-            replicas: self.replicas.clone(),
-        }
+        NodeStatsReader { nodes: Arc::clone(&self.nodes), replicas: self.replicas.clone() }
     }
 
     /// Every node's round time split so far, in node order.
     #[must_use]
     pub fn round_times(&self) -> Vec<paros_node::timing::RoundTimes> {
-        self.nodes
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
-            .map(NodeHandle::round_times)
-            .collect()
+        lock(&self.nodes).iter().map(|n| n.handle.round_times()).collect()
     }
 
     /// Handles on every node's store, for sampling fjall's background activity.
     #[must_use]
     pub fn store_probes(&self) -> Vec<paros_store::StoreProbe> {
-        self.probes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        lock(&self.nodes).iter().map(|n| n.probe.clone()).collect()
     }
 
     /// Stops the registry loops and every node; returns the hosts (stores still open).
@@ -642,16 +761,17 @@ impl EmbeddedCell {
             r.stop();
         }
         self.coordinator_task.abort();
-        self.mover_task.abort();
+        for t in &self.registry_loops {
+            t.abort();
+        }
         for t in &self.follower_tasks {
             t.abort();
         }
         for n in &self.manifest.nodes {
             self.bus.unregister(*n);
         }
-        self.probes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
-        let nodes = std::mem::take(&mut *self.nodes.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-        let stopped: Vec<_> = nodes.into_iter().map(NodeHandle::stop).collect();
+        let nodes = std::mem::take(&mut *lock(&self.nodes));
+        let stopped: Vec<_> = nodes.into_iter().map(|n| n.handle.stop()).collect();
         stopped.into_iter().collect()
     }
 }
@@ -659,9 +779,7 @@ impl EmbeddedCell {
 /// Reads the embedded cell's node counters from anywhere; see [`EmbeddedCell::stats_reader`].
 #[derive(Clone)]
 pub struct NodeStatsReader {
-    ids: Vec<NodeId>,
-    nodes: Arc<Mutex<Vec<NodeHandle<FjallStore>>>>,
-    probes: Arc<Mutex<Vec<paros_store::StoreProbe>>>,
+    nodes: Arc<Mutex<Vec<Running>>>,
     replicas: Option<Arc<Replicas>>,
 }
 
@@ -679,7 +797,8 @@ pub struct NodeSample {
 
 impl std::fmt::Debug for NodeStatsReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NodeStatsReader").field("nodes", &self.ids).finish_non_exhaustive()
+        let ids: Vec<NodeId> = lock(&self.nodes).iter().map(|n| n.id).collect();
+        f.debug_struct("NodeStatsReader").field("nodes", &ids).finish_non_exhaustive()
     }
 }
 
@@ -701,25 +820,9 @@ impl NodeStatsReader {
     }
 
     fn read_nodes(&self) -> Vec<NodeSample> {
-        let hosts: Vec<_> = self
-            .nodes
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.nodes)
             .iter()
-            .map(NodeHandle::stats)
-            .collect();
-        let stores: Vec<_> = self
-            .probes
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
-            .map(paros_store::StoreProbe::sample)
-            .collect();
-        self.ids
-            .iter()
-            .zip(hosts)
-            .zip(stores)
-            .map(|((node, host), store)| NodeSample { node: *node, replica: None, host, store })
+            .map(|n| NodeSample { node: n.id, replica: None, host: n.handle.stats(), store: n.probe.sample() })
             .collect()
     }
 }
