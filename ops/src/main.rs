@@ -284,6 +284,10 @@ enum Command {
         /// refused from then on. The key signing now cannot be retired; rotate first.
         #[arg(long = "retire-key", value_name = "KID")]
         retire_keys: Vec<String>,
+        /// How many nodes a new cell gets (at least 3; the registry votes on the largest odd
+        /// number of them). An existing cell keeps its own.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(3..=15))]
+        nodes: u16,
     },
     /// Manage the cell.
     Cell {
@@ -345,9 +349,9 @@ fn main() -> ExitCode {
                 ExitCode::from(f.exit_code())
             }
         },
-        Command::Dev { data_dir, listen, quota_requests_per_s, rotate_key, retire_keys } => {
+        Command::Dev { data_dir, listen, quota_requests_per_s, rotate_key, retire_keys, nodes } => {
             let keys = dev::KeyOptions { rotate: rotate_key, retire: retire_keys };
-            match runtime.block_on(dev::run(&data_dir, listen, quota_requests_per_s, keys)) {
+            match runtime.block_on(dev::run(&data_dir, listen, quota_requests_per_s, keys, usize::from(nodes))) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(dev::DevError::Cell(paros_embedded::CellError::NodeFault(f))) => storage_fault(&f),
                 Err(e) => {

@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{paros, start, start_with, stop};
+use common::{paros, start, start_admin, start_with, stop};
 
 /// `GET path` over a plain connection: the whole answer, head and body.
 fn http_get(url: &str, path: &str) -> String {
@@ -136,6 +136,58 @@ fn paros_dev_serves_the_cli_stops_on_sigint_and_keeps_every_record_across_a_rest
     let (code, out) = cli(&url, Some(&token), &["read", "orders", "--from", "0"], None);
     assert_eq!(code, 0, "the tenant's token still works after the restart");
     assert_eq!(out, "0\tfirst\n1\tsecond\n2\tthird\n3\tfourth\n", "nothing was lost");
+    stop(child);
+}
+
+/// `paros dev --nodes 5`: five nodes, the operator drains one with the CLI, and the registry
+/// moves every seat it held to the others through the journals' own logs (issue 34) — the
+/// records stay, the drained node ends with no seat, and the moves are counted done.
+#[test]
+fn paros_dev_with_five_nodes_drains_one_with_the_cli_and_its_seats_move() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("paros-data");
+    let (child, url, admin) = start_admin(&data, &["--nodes", "5"]);
+    let (code, out) = cli(&url, None, &["signup", "acme", "--json"], None);
+    assert_eq!(code, 0, "signup: {out}");
+    let token = serde_json::from_str::<serde_json::Value>(&out).unwrap()["token"].as_str().unwrap().to_owned();
+    for j in ["a", "b", "c"] {
+        assert_eq!(cli(&url, Some(&token), &["journal", "create", j], None).0, 0);
+        assert_eq!(cli(&url, Some(&token), &["write", j, "one", "two"], None).0, 0);
+    }
+    let status = |url: &str| -> serde_json::Value {
+        let (code, out) = cli(url, Some(&admin), &["cell", "status", "--json"], None);
+        assert_eq!(code, 0, "cell status: {out}");
+        serde_json::from_str(&out).expect("JSON")
+    };
+    let nodes: Vec<serde_json::Value> = status(&url)["machines"]
+        .as_array()
+        .expect("machines")
+        .iter()
+        .filter(|m| m["role"] == "node")
+        .cloned()
+        .collect();
+    assert_eq!(nodes.len(), 5, "five nodes: {nodes:?}");
+    let busiest = nodes.iter().max_by_key(|m| m["seats"].as_u64()).expect("a node");
+    let drained = busiest["node"].as_str().expect("an id").to_owned();
+    assert!(busiest["seats"].as_u64() > Some(0));
+    let (code, out) = cli(&url, Some(&admin), &["cell", "drain", &drained], None);
+    assert_eq!(code, 0, "drain: {out}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let s = status(&url);
+        let seats =
+            s["machines"].as_array().unwrap().iter().find(|m| m["node"] == drained.as_str()).unwrap()["seats"].as_u64();
+        if seats == Some(0) && s["moves_total"] == 0 {
+            assert!(s["moves_done"].as_u64() >= busiest["seats"].as_u64(), "every seat moved: {s}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the drain did not finish: {s}");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    for j in ["a", "b", "c"] {
+        let (code, out) = cli(&url, Some(&token), &["read", j, "--from", "0"], None);
+        assert_eq!((code, out.as_str()), (0, "0\tone\n1\ttwo\n"), "journal {j} kept its records");
+    }
     stop(child);
 }
 

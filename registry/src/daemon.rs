@@ -530,7 +530,8 @@ where
             }
         }
         MoveAction::Done { journal, epoch, id } => {
-            let request = Request { id, op: crate::coordinator::Op::Command(crate::Command::MoveDone { journal, epoch }) };
+            let request =
+                Request { id, op: crate::coordinator::Op::Command(crate::Command::MoveDone { journal, epoch }) };
             match coordinator.request(request).await {
                 Ok(Answer::Verdict(_)) => MoveResult::Recorded { journal },
                 _ => MoveResult::Failed { journal },

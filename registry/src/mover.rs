@@ -117,10 +117,8 @@ impl Mover {
     /// The actions due at `now`, given the directory as folded. Call it after every result and
     /// every new directory, and on a timer of [`MoverConfig::retry_ms`].
     pub fn poll(&mut self, directory: &Directory, now: u64) -> Vec<MoveAction> {
-        let pending: BTreeMap<JournalKey, (Epoch, Vec<NodeId>)> = directory
-            .moves_in_progress()
-            .filter_map(|(j, m)| Some((j.key, (m.epoch, j.next_voters()?))))
-            .collect();
+        let pending: BTreeMap<JournalKey, (Epoch, Vec<NodeId>)> =
+            directory.moves_in_progress().filter_map(|(j, m)| Some((j.key, (m.epoch, j.next_voters()?)))).collect();
         self.tracked.retain(|key, t| pending.get(key).is_some_and(|(epoch, _)| *epoch == t.epoch));
         for (key, (epoch, voters)) in pending {
             if self.tracked.len() >= self.config.moves_max {

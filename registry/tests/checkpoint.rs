@@ -157,5 +157,4 @@ fn the_verdict_window_travels_in_the_checkpoint() {
     let v = b.run_as(id, sign_up(300, "zed"));
     let restored = Directory::restore(&b.dir.checkpoint()).expect("restores");
     assert_eq!(restored.answer(paros_registry::RequestId(id)), Some(v), "a restored fold answers the id");
-
 }

@@ -25,9 +25,9 @@ use paros_bus::InProcessBus;
 use paros_client::{Client, ClientConfig};
 use paros_core::journal::WriterMode;
 use paros_core::{JournalConfig, JournalId, JournalKey, NodeId, TenantId, Tunables};
+use paros_node::ports::Incarnation;
 use paros_node::ports::MonotonicClock;
 use paros_node::shell::{self, NodeFault, NodeHandle, ShellConfig};
-use paros_node::ports::Incarnation;
 use paros_node::{BootError, Host};
 use paros_registry::daemon::{
     CoordinatorHandle, CoordinatorLoopConfig, CoordinatorStop, Followed, FollowedNode, FollowerConfig,
@@ -360,8 +360,8 @@ impl EmbeddedCell {
             let store = store?;
             let probe = store.probe();
             let expected = if fresh { None } else { Some(*node) };
-            let boot = if shell_config.dormant_after.is_some() { Host::boot_asleep } else { Host::boot };
-            let mut host = boot(store, expected, *node, tunables, random_u64())
+            let asleep = shell_config.dormant_after.is_some();
+            let mut host = Host::boot_node(store, expected, *node, tunables, random_u64(), asleep)
                 .map_err(|source| CellError::Boot { node: *node, source })?;
             if registry_config.voters.contains(node) {
                 host.place(registry, registry_config.clone())?;
@@ -478,8 +478,7 @@ impl EmbeddedCell {
     /// # Errors
     /// [`CellError::AlreadyFormed`], or the registry's failure to decide.
     pub async fn init(&self) -> Result<CellId, CellError> {
-        let members =
-            registry_members(&self.manifest.nodes).iter().enumerate().map(|(i, n)| member(*n, i)).collect();
+        let members = registry_members(&self.manifest.nodes).iter().enumerate().map(|(i, n)| member(*n, i)).collect();
         let command = Command::InitCell {
             cell: CellId(self.manifest.cell),
             members,
@@ -556,7 +555,8 @@ impl EmbeddedCell {
         let store = FjallStore::open_with(&path, self.setup.store.for_member(i))?;
         let probe = store.probe();
         let new = NodeId(random_u64());
-        let host = Host::boot(store, None, new, self.setup.tunables, random_u64())
+        let asleep = self.setup.shell.dormant_after.is_some();
+        let host = Host::boot_node(store, None, new, self.setup.tunables, random_u64(), asleep)
             .map_err(|source| CellError::Boot { node: new, source })?;
         let incarnation = host.incarnation();
         let (endpoint, inbox) = self.bus.register(new, 65_536);

@@ -68,7 +68,8 @@ async fn four_nodes_one_drained_one_wiped_every_record_kept_every_journal_at_ful
                     break;
                 }
                 let record = Bytes::from(format!("{i}-{n}"));
-                let written = w.write(vec![record.clone()]).await.unwrap_or_else(|e| panic!("{key:?} write {n}: {e:?}"));
+                let written =
+                    w.write(vec![record.clone()]).await.unwrap_or_else(|e| panic!("{key:?} write {n}: {e:?}"));
                 acked.push((written.seq, record));
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }

@@ -23,7 +23,13 @@ async fn a_seat_moves_to_another_node_while_a_writer_writes_and_the_old_voter_le
     let name = TenantName::parse("acme").expect("a name");
     cell.request(Op::Command(Command::SignUp { tenant, name, quotas: Quotas::default() })).await.expect("signs up");
     let journal = JournalName::parse("orders").expect("a name");
-    let create = Op::CreateJournal { tenant, journal: JournalId(0x0dd), name: journal.clone(), mode: WriterMode::Single, tier: None };
+    let create = Op::CreateJournal {
+        tenant,
+        journal: JournalId(0x0dd),
+        name: journal.clone(),
+        mode: WriterMode::Single,
+        tier: None,
+    };
     let Accepted::JournalCreated { key, voters, .. } = cell.request(create).await.expect("creates") else {
         panic!("a journal")
     };

@@ -43,7 +43,15 @@ pub async fn world_with(config: GatewayConfig) -> World {
 /// A world whose gateway is given the cell's node counters (as `paros dev` gives them) or not.
 pub async fn world_opts(config: GatewayConfig, node_counters: bool) -> World {
     let dir = tempfile::tempdir().expect("a tempdir");
-    let cell = EmbeddedCell::open(dir.path()).await.expect("the cell opens");
+    // The registry records seat moves here and nothing carries them out (the mover and the
+    // planner have no budget): the operator routes' tests see a recorded move as it is until
+    // done, and fake machines they admit are never given seats.
+    let mut loops = paros_registry::daemon::CoordinatorLoopConfig::default();
+    loops.mover.moves_max = 0;
+    loops.plan.moves_in_flight_max = 0;
+    let cell = EmbeddedCell::open_configured(dir.path(), paros_embedded::EMBEDDED_MEMBERS, loops)
+        .await
+        .expect("the cell opens");
     cell.init().await.expect("the cell forms");
     cell.wait_followers(Duration::from_secs(10), |d| d.cell().is_some()).await.expect("followers fold the formation");
     let key = KeyPair::generate(KeyId::new("k1").expect("a key id"));

@@ -128,13 +128,12 @@ impl<S: LogStore> Host<S> {
     }
 
     /// Whether this machine hosts a journal placed with `config` as a voter: when the config
-    /// names it a voter, and on any node (a machine fed by no tier) — a node placed with a
+    /// names it a voter, and always on a node ([`Host::boot_node`]) — a node placed with a
     /// configuration that does not name it holds a seat the journal's log is moving to it: it
     /// hosts the journal as acceptor and learner and votes once its walk applies the
-    /// `Reconfigure` that names it (docs/reconfiguration.md, rule 5). A replica is fed at one
-    /// of the journal's learners.
+    /// `Reconfigure` that names it (docs/reconfiguration.md, rule 5).
     fn hosts_as_voter(&self, config: &JournalConfig) -> bool {
-        config.voters.contains(&self.me) || !config.learners.iter().any(|l| self.is_fed(*l))
+        self.node || config.voters.contains(&self.me)
     }
 
     fn note_peers(&mut self, config: &JournalConfig) {
@@ -184,7 +183,8 @@ impl<S: LogStore> Host<S> {
     /// with the same configuration changes nothing.
     ///
     /// # Errors
-    /// [`PlaceError`] for a configuration that is invalid, that a replica is not fed at, or
+    /// [`PlaceError`] for a configuration that is invalid, that does not name a machine that
+    /// is not a node nor is fed at this machine's tiers, or
     /// that differs from the one the journal was placed with here (a journal is placed with its
     /// founding configuration for life; its log, not its placement, moves its voters).
     pub fn place(&mut self, key: JournalKey, config: JournalConfig) -> Result<(), PlaceError> {
@@ -207,7 +207,7 @@ impl<S: LogStore> Host<S> {
         }
         config.validate().map_err(|e| PlaceError::Invalid(key, e))?;
         let fed_here = config.learners.iter().any(|l| self.is_fed(*l));
-        if !(config.voters.contains(&self.me) || fed_here || self.feeds.is_empty()) {
+        if !(self.hosts_as_voter(&config) || fed_here) {
             return Err(PlaceError::NotAMember(key, self.me));
         }
         self.round.placements.push(Placement::Put(key, config.clone()));

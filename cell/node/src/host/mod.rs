@@ -198,6 +198,10 @@ pub struct Host<S: LogStore> {
     /// The replica tiers' feed addresses this machine subscribes to: a journal whose learners
     /// name one of them is hosted here as a replica.
     feeds: std::collections::BTreeSet<NodeId>,
+    /// A node of the cell (booted by [`Host::boot_node`]): it hosts every journal placed on it
+    /// as a voter, one whose configuration does not name it yet as a joining voter
+    /// (docs/reconfiguration.md, rule 5). Otherwise only journals naming it vote here.
+    node: bool,
     /// The feed marks this machine repeats for the journals it votes in.
     marks: feed::Marks,
     /// Per replica journal here: the machine tick its tier's feed last told it anything (a
@@ -236,7 +240,26 @@ impl<S: LogStore> Host<S> {
         tunables: Tunables,
         seed: u64,
     ) -> Result<Host<S>, BootError> {
-        Host::boot_as(store, expected, fresh, tunables, seed, false)
+        Host::boot_as(store, expected, fresh, tunables, seed, Boot { asleep: false, node: false })
+    }
+
+    /// [`Host::boot`] (`asleep`: [`Host::boot_asleep`]) for a node of the cell: every journal
+    /// placed here is hosted as a voter, including one placed with a configuration that does
+    /// not name this machine — a seat its log is moving here, whose voter votes once its walk
+    /// applies the `Reconfigure` naming it. The role must be known at boot: a joining voter
+    /// recovered as a replica would never vote.
+    ///
+    /// # Errors
+    /// As [`Host::boot`].
+    pub fn boot_node(
+        store: S,
+        expected: Option<NodeId>,
+        fresh: NodeId,
+        tunables: Tunables,
+        seed: u64,
+        asleep: bool,
+    ) -> Result<Host<S>, BootError> {
+        Host::boot_as(store, expected, fresh, tunables, seed, Boot { asleep, node: true })
     }
 
     fn boot_as(
@@ -245,7 +268,7 @@ impl<S: LogStore> Host<S> {
         fresh: NodeId,
         tunables: Tunables,
         seed: u64,
-        asleep: bool,
+        Boot { asleep, node }: Boot,
     ) -> Result<Host<S>, BootError> {
         let me = match (store.identity()?, expected) {
             (Some(found), Some(expected)) if found != expected => {
@@ -280,6 +303,7 @@ impl<S: LogStore> Host<S> {
             liveness: Liveness::default(),
             dormancy: Dormancy::default(),
             feeds: std::collections::BTreeSet::new(),
+            node,
             marks: feed::Marks::default(),
             feed_heard: std::collections::HashMap::new(),
             lag_top: journals::LAG_TOP_DEFAULT,
@@ -312,7 +336,7 @@ impl<S: LogStore> Host<S> {
         tunables: Tunables,
         seed: u64,
     ) -> Result<Host<S>, BootError> {
-        Host::boot_as(store, expected, fresh, tunables, seed, true)
+        Host::boot_as(store, expected, fresh, tunables, seed, Boot { asleep: true, node: false })
     }
 
     /// This machine's identity.
@@ -403,4 +427,11 @@ pub fn read_answer(answer: &NodeAnswer) -> Option<&ReadAnswer> {
         NodeAnswer::Read(r) => Some(r),
         _ => None,
     }
+}
+
+/// How a host boots: its journals dormant, and whether it is a node of the cell.
+#[derive(Clone, Copy, Debug)]
+struct Boot {
+    asleep: bool,
+    node: bool,
 }
