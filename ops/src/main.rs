@@ -243,6 +243,10 @@ enum Command {
         /// wrote at most this many journals on average; default: the shell's, 6.
         #[arg(long)]
         spin_round_journals_max: Option<usize>,
+        /// Store reads a node's read thread takes at once and answers together (at least 1);
+        /// default: the shell's, 16.
+        #[arg(long)]
+        read_batch_max: Option<usize>,
         /// Read replicas of the embedded cell (one tier); reads go to them first. In-cell
         /// runs only.
         #[arg(long, default_value_t = 0)]
@@ -390,6 +394,7 @@ fn main() -> ExitCode {
             dormant_after_s,
             idle_spin_us,
             spin_round_journals_max,
+            read_batch_max,
             replicas,
             readers,
             consistency,
@@ -438,6 +443,7 @@ fn main() -> ExitCode {
                 dormant_after,
                 idle_spin: idle_spin_us.map(Duration::from_micros),
                 spin_round_journals_max,
+                read_batch_max,
                 replicas,
                 readers,
                 consistency,

@@ -117,10 +117,12 @@ pub struct Tunables {
     /// position index of evicted entries and where boot resumes the fold.
     pub anchor_slots: u32,
     pub anchor_bytes: u32,
-    /// The exact positions (a first seq and a slot, 16 bytes) a journal keeps of the newest
-    /// writes evicted from its window: a read below the window inside them reads only the slots
-    /// it returns, one below them re-folds from an anchor (up to `anchor_slots` slots). 0 keeps
-    /// none.
+    /// The exact positions a journal keeps of the newest writes evicted from its window, in at
+    /// most this many runs (24 bytes each: a first seq, a slot, a number of writes and their
+    /// record count; writes in consecutive slots with the same record count are one run, so a
+    /// steady writer's history is one run and a run of one write the worst case): a read below
+    /// the window inside them reads only the slots it returns, one below them re-folds from an
+    /// anchor (up to `anchor_slots` slots). 0 keeps none.
     pub evicted_writes_max: u32,
     pub limits: Limits,
 }

@@ -234,7 +234,9 @@ impl Reads {
             if !ready {
                 continue;
             }
-            let at_tail = matches!(fold.locate(p.request.from), Located::Tail);
+            // What `fold.locate` calls the tail (a position at or past `next_seq` is never below
+            // `first_seq`), without its search: `page` locates the read once more anyway.
+            let at_tail = p.request.from >= fold.state().next_seq;
             if at_tail {
                 let wait = u64::from(p.request.wait_ticks.min(tunables.wait_ticks_max));
                 // An at-least read's wait at the tail is what is left of its own wait.

@@ -237,26 +237,94 @@ fn pages_below_the_window_through_refusals_trims_and_a_restart() {
     }
 }
 
-/// The index serves the positions it keeps, and only those: the newest evicted writes.
+/// The index serves the positions it keeps, and only those: the newest evicted writes (writes
+/// of one and two records in turn, so each is a run of its own).
 #[test]
 fn the_fold_keeps_the_exact_positions_of_the_newest_evicted_writes_only() {
     let anchoring = Anchoring { slots: 1000, bytes: u32::MAX, exact_writes: 3 };
     let mut s = Server::new(WriterMode::Multi, anchoring, Window { slots: 2, bytes: u32::MAX });
     let mut counter = 0;
-    for _ in 0..10 {
+    for i in 0..10 {
+        let state = *s.learner.state();
+        s.choose(&command(WriterMode::Multi, &Op::Write(1 + i % 2), &state, &mut counter).expect("a write"));
+    }
+    let fold = s.learner.fold();
+    // Ten writes of 1, 2, 1, 2… records in slots 0–9 (write s starts at 3s/2, rounded down);
+    // the window holds the last two or three.
+    let start = |slot: u64| Seq(slot * 3 / 2);
+    let window_start = fold.window_seq();
+    let first_held = (0..10).find(|s| start(*s) == window_start).expect("the window starts at a write");
+    assert!((7..=8).contains(&first_held), "window from slot {first_held}");
+    let first = first_held - 3;
+    let indexed: Vec<(Slot, Seq, Seq)> = fold.evicted_writes(start(first)).collect();
+    let expected: Vec<(Slot, Seq, Seq)> = (first..first_held).map(|s| (Slot(s), start(s), start(s + 1))).collect();
+    assert_eq!(indexed, expected, "the three newest evicted writes, the last ending at the window");
+    let inside = start(first + 1).0 - 1;
+    assert_eq!(fold.locate(Seq(inside)), Located::Indexed { slot: Slot(first), start: start(first) });
+    let older = Seq(start(first).0 - 1);
+    assert!(matches!(fold.locate(older), Located::Anchored { .. }), "older: through an anchor");
+    assert_eq!(fold.evicted_writes(older).count(), 0);
+    assert_eq!(fold.evicted_writes(window_start).count(), 0, "the window is not in the index");
+}
+
+/// Writes in consecutive slots with the same record count are one run of the index: one entry
+/// keeps a steady writer's whole evicted history, every write of it exactly.
+#[test]
+fn one_run_of_the_index_keeps_every_write_of_a_steady_writer() {
+    let anchoring = Anchoring { slots: 1000, bytes: u32::MAX, exact_writes: 1 };
+    let mut s = Server::new(WriterMode::Multi, anchoring, Window { slots: 2, bytes: u32::MAX });
+    let mut counter = 0;
+    for _ in 0..40 {
         let state = *s.learner.state();
         s.choose(&command(WriterMode::Multi, &Op::Write(2), &state, &mut counter).expect("a write"));
     }
     let fold = s.learner.fold();
-    // Ten writes of two records in slots 0–9; the window holds the last two or three.
     let window_start = fold.window_seq().0;
-    assert!((14..=16).contains(&window_start), "window from {window_start}");
-    let indexed: Vec<(Slot, Seq, Seq)> = fold.evicted_writes(Seq(window_start - 6)).collect();
-    let first = window_start / 2 - 3;
-    let expected: Vec<(Slot, Seq, Seq)> = (first..first + 3).map(|s| (Slot(s), Seq(2 * s), Seq(2 * s + 2))).collect();
-    assert_eq!(indexed, expected, "the three newest evicted writes, the last ending at the window");
-    assert_eq!(fold.locate(Seq(window_start - 5)), Located::Indexed { slot: Slot(first), start: Seq(2 * first) });
-    assert!(matches!(fold.locate(Seq(window_start - 7)), Located::Anchored { .. }), "older: through an anchor");
-    assert_eq!(fold.evicted_writes(Seq(window_start - 7)).count(), 0);
-    assert_eq!(fold.evicted_writes(Seq(window_start)).count(), 0, "the window is not in the index");
+    assert!((74..=76).contains(&window_start), "window from {window_start}");
+    for seq in 0..window_start {
+        let slot = Slot(seq / 2);
+        assert_eq!(fold.locate(Seq(seq)), Located::Indexed { slot, start: Seq(seq / 2 * 2) }, "position {seq}");
+    }
+    let indexed: Vec<(Slot, Seq, Seq)> = fold.evicted_writes(Seq(5)).collect();
+    let expected: Vec<(Slot, Seq, Seq)> =
+        (2..window_start / 2).map(|s| (Slot(s), Seq(2 * s), Seq(2 * s + 2))).collect();
+    assert_eq!(indexed, expected, "from the write holding 5 to the window, write by write");
+    // A write of another count starts a new run: with room for one, the old run goes.
+    let mut s = s;
+    let state = *s.learner.state();
+    s.choose(&command(WriterMode::Multi, &Op::Write(3), &state, &mut counter).expect("a write"));
+    for _ in 0..3 {
+        let state = *s.learner.state();
+        s.choose(&command(WriterMode::Multi, &Op::Write(2), &state, &mut counter).expect("a write"));
+    }
+    let fold = s.learner.fold();
+    assert!(matches!(fold.locate(Seq(0)), Located::Anchored { .. }), "the steady run was forgotten whole");
+}
+
+/// Long runs of same-sized writes, broken by refusals, no-ops, a new count, trims that cut a
+/// run in two and a restart: every page below the window is the plain fold's.
+#[test]
+fn pages_below_the_window_through_runs_cut_by_trims() {
+    let mut ops = vec![Op::Elect];
+    for i in 0..48u8 {
+        ops.push(Op::Write(if i < 20 {
+            1
+        } else if i < 30 {
+            2
+        } else {
+            1
+        }));
+        match i {
+            9 => ops.push(Op::Truncate(2)),
+            24 => ops.push(Op::Noop),
+            27 => ops.push(Op::Stale(1)),
+            35 => ops.push(Op::Truncate(5)),
+            40 => ops.push(Op::Restart),
+            _ => {}
+        }
+    }
+    for (window, exact_writes) in [(0, 1), (2, 2), (3, 1000)] {
+        run(WriterMode::Single, &ops, window, 4, exact_writes);
+        run(WriterMode::Multi, &ops, window, 4, exact_writes);
+    }
 }

@@ -29,6 +29,7 @@ pub(super) async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
         dormant_after: args.dormant_after,
         idle_spin: args.idle_spin.unwrap_or(defaults.idle_spin),
         spin_round_journals_max: args.spin_round_journals_max.unwrap_or(defaults.spin_round_journals_max),
+        read_batch_max: args.read_batch_max.unwrap_or(defaults.read_batch_max),
         ..defaults
     };
     let cell = EmbeddedCell::open_replicated(

@@ -71,6 +71,8 @@ pub struct BenchArgs {
     /// The nodes' [`paros_node::shell::ShellConfig::spin_round_journals_max`] (`None`: the
     /// default).
     pub spin_round_journals_max: Option<usize>,
+    /// The nodes' [`paros_node::shell::ShellConfig::read_batch_max`] (`None`: the default).
+    pub read_batch_max: Option<usize>,
     /// Read replicas of the embedded cell's default tier (0: none; reads then go to the
     /// voters). In-cell only: a gateway's cell has the replicas it has.
     pub replicas: usize,

@@ -19,8 +19,9 @@ struct Position {
 ///
 /// Holds the [`JournalState`], the exact positions of the writes in the in-memory window
 /// ("which accepted write starts at this seq" for `Duplicate`, "which slot holds this position"
-/// for reads), the exact positions of the newest writes evicted from the window (at most
-/// [`Anchoring::exact_writes`]: a read there reads only the slots it returns), and sparse
+/// for reads), the exact positions of the newest writes evicted from the window (as runs of
+/// evenly spaced writes, at most [`Anchoring::exact_writes`] runs: a read there reads only the
+/// slots it returns), and sparse
 /// **anchors** below it: checkpoints `(slot, state before slot)` from which a read of older
 /// evicted entries re-folds to find its records. Memory is the window, the bounded index of
 /// evicted writes and one anchor per [`Anchoring`] stride of retained slots.
@@ -46,7 +47,8 @@ pub struct Fold {
 }
 
 /// How a fold indexes what leaves its window: an anchor after this many slots or record bytes
-/// since the last, and the exact positions of the newest `exact_writes` evicted writes.
+/// since the last, and the exact positions of the newest evicted writes, in at most
+/// `exact_writes` runs (writes in consecutive slots of the same record count are one run).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Anchoring {
     pub slots: u32,
@@ -367,12 +369,12 @@ impl Fold {
     }
 
     /// Moves the positions of writes below `start` (evicted from memory) to the index of
-    /// evicted writes, which keeps the newest [`Anchoring::exact_writes`] of them; their entries
-    /// are read back from the store at those slots, or through the anchors below them.
+    /// evicted writes, which keeps the newest of them in [`Anchoring::exact_writes`] runs; their
+    /// entries are read back from the store at those slots, or through the anchors below them.
     pub fn forget_positions_below(&mut self, start: Slot) {
         let max = self.anchoring.exact_writes as usize;
         for (seq, p) in self.positions.drain_below(start) {
-            self.evicted.push(seq, p.slot, max);
+            self.evicted.push(seq, p.slot, p.count, max);
         }
     }
 
@@ -380,15 +382,13 @@ impl Fold {
     /// exact positions: each one's slot and its positions `[start, end)`. Empty when `seq` lies
     /// outside that index.
     pub fn evicted_writes(&self, seq: Seq) -> impl Iterator<Item = (Slot, Seq, Seq)> + '_ {
-        let writes = &self.evicted.writes;
-        let from = match self.evicted.holding(seq) {
-            Some(i) if seq < self.window_seq() => i,
-            _ => writes.len(),
-        };
         let window = self.window_seq();
-        (from..writes.len()).map(move |i| {
-            let (start, slot) = writes[i];
-            (slot, start, writes.get(i + 1).map_or(window, |(next, _)| *next))
+        let mut at = if seq < window { self.evicted.holding(seq) } else { None };
+        std::iter::from_fn(move || {
+            let here = at?;
+            at = self.evicted.next(here);
+            let (start, slot) = self.evicted.write(here);
+            Some((slot, start, at.map_or(window, |next| self.evicted.write(next).0)))
         })
     }
 
@@ -415,8 +415,8 @@ impl Fold {
             assert!(start.plus(p.count) > seq, "positions are dense from the window to next_seq");
             return Located::At { slot: p.slot, start };
         }
-        if let Some(i) = self.evicted.holding(seq) {
-            let (start, slot) = self.evicted.writes[i];
+        if let Some(at) = self.evicted.holding(seq) {
+            let (start, slot) = self.evicted.write(at);
             return Located::Indexed { slot, start };
         }
         let (slot, state) = self.anchor_at_or_below(seq).expect("the base anchor lies at or below held_from");
@@ -469,39 +469,99 @@ impl Positions {
     }
 }
 
-/// The exact positions of the newest writes evicted from the window, each its first seq and
-/// its slot, in order; the last ends where the window's first write starts. Bounded: pushing
-/// past the bound forgets the oldest (reads there re-fold from an anchor).
+/// The exact positions of the newest writes evicted from the window, in order; the last ends
+/// where the window's first write starts. Kept as runs: writes in consecutive slots that each
+/// hold the same number of records are one entry (a steady writer's whole history is one), so
+/// the bound counts entries, not writes, and a run of one write is the worst case. Pushing past
+/// the bound forgets the oldest run (reads there re-fold from an anchor).
 #[derive(Clone, Debug, Default)]
 struct Evicted {
-    writes: VecDeque<(Seq, Slot)>,
+    runs: VecDeque<Run>,
+}
+
+/// Writes `k` in `0..writes` at slot `slot + k`, positions `[seq + k·count, seq + (k+1)·count)`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Run {
+    seq: Seq,
+    slot: Slot,
+    writes: u32,
+    count: u32,
+}
+
+impl Run {
+    /// The position after the run's last write.
+    fn end_seq(&self) -> Seq {
+        self.seq.plus(u64::from(self.writes) * u64::from(self.count))
+    }
+
+    /// The slot after the run's last write.
+    fn end_slot(&self) -> Slot {
+        Slot(self.slot.0 + u64::from(self.writes))
+    }
+
+    /// The run's write `k`: its first position and its slot.
+    fn write(&self, k: u32) -> (Seq, Slot) {
+        (self.seq.plus(u64::from(k) * u64::from(self.count)), Slot(self.slot.0 + u64::from(k)))
+    }
 }
 
 impl Evicted {
-    fn push(&mut self, seq: Seq, slot: Slot, max: usize) {
+    /// A write of `count` records (at least one) from `seq` at `slot`, past every write held.
+    fn push(&mut self, seq: Seq, slot: Slot, count: u64, max: usize) {
         assert!(
-            self.writes.back().is_none_or(|(s, sl)| *s < seq && *sl < slot),
+            self.runs.back().is_none_or(|r| r.end_seq() <= seq && r.end_slot() <= slot),
             "evicted writes come in seq and slot order"
         );
+        let count = u32::try_from(count).expect("a write's records fit a u32");
+        assert!(count > 0, "an accepted write holds a record");
         if max == 0 {
             return;
         }
-        if self.writes.len() >= max {
-            self.writes.pop_front();
+        if let Some(last) = self.runs.back_mut()
+            && (last.end_seq(), last.end_slot(), last.count) == (seq, slot, count)
+            && last.writes < u32::MAX
+        {
+            last.writes += 1;
+            return;
         }
-        self.writes.push_back((seq, slot));
+        if self.runs.len() >= max {
+            self.runs.pop_front();
+        }
+        self.runs.push_back(Run { seq, slot, writes: 1, count });
     }
 
-    /// The index of the write holding `seq`, when `seq` lies at or past the first write kept
-    /// (the caller knows it lies below the window).
-    fn holding(&self, seq: Seq) -> Option<usize> {
-        let i = self.writes.partition_point(|(s, _)| *s <= seq);
-        i.checked_sub(1)
+    /// The write holding `seq`, as (run, write within it), when `seq` lies at or past the
+    /// first write kept (the caller knows it lies below the window).
+    fn holding(&self, seq: Seq) -> Option<(usize, u32)> {
+        let i = self.runs.partition_point(|r| r.seq <= seq).checked_sub(1)?;
+        let r = &self.runs[i];
+        let k = u32::try_from((seq.0 - r.seq.0) / u64::from(r.count)).unwrap_or(u32::MAX).min(r.writes - 1);
+        Some((i, k))
+    }
+
+    /// The write `k` of run `i`: its first position and slot.
+    fn write(&self, (i, k): (usize, u32)) -> (Seq, Slot) {
+        self.runs[i].write(k)
+    }
+
+    /// The write after write `k` of run `i`, if one is kept.
+    fn next(&self, (i, k): (usize, u32)) -> Option<(usize, u32)> {
+        if k + 1 < self.runs[i].writes { Some((i, k + 1)) } else { (i + 1 < self.runs.len()).then_some((i + 1, 0)) }
     }
 
     fn forget_below(&mut self, floor: Slot) {
-        let n = self.writes.partition_point(|(_, slot)| *slot < floor);
-        self.writes.drain(..n);
+        while let Some(first) = self.runs.front_mut() {
+            if first.end_slot() <= floor {
+                self.runs.pop_front();
+                continue;
+            }
+            if first.slot < floor {
+                let k = u32::try_from(floor.0 - first.slot.0).expect("inside the run");
+                let (seq, slot) = first.write(k);
+                *first = Run { seq, slot, writes: first.writes - k, count: first.count };
+            }
+            break;
+        }
     }
 }
 
@@ -1047,5 +1107,37 @@ mod tests {
         assert!(matches!(b.judge(w(u(0xa), 8, recs("new", 2))).outcome, Outcome::Accepted { .. }));
         let judged = b.judge(w(u(0xa), 8, recs("new", 2)));
         assert_eq!((verdict_at(judged.outcome), judged.blind), (("duplicate", Seq(8), 2), false));
+    }
+
+    /// The index of evicted writes in runs: merged while slots and counts follow on, forgotten
+    /// a whole run at a time past its bound, cut inside a run by a floor, and each write found.
+    #[test]
+    fn evicted_writes_are_kept_as_runs_bounded_by_their_number() {
+        use super::Evicted;
+        let mut e = Evicted::default();
+        for k in 0..5 {
+            e.push(Seq(2 * k), Slot(10 + k), 2, 2);
+        }
+        assert_eq!(e.runs.len(), 1, "five writes of two records in consecutive slots: one run");
+        e.push(Seq(10), Slot(16), 2, 2);
+        assert_eq!(e.runs.len(), 2, "a slot skipped (a no-op at 15) starts a run");
+        assert_eq!(e.write(e.holding(Seq(7)).expect("held")), (Seq(6), Slot(13)));
+        assert_eq!(e.write(e.holding(Seq(11)).expect("held")), (Seq(10), Slot(16)));
+        e.push(Seq(12), Slot(17), 3, 2);
+        assert_eq!(e.runs.len(), 2, "another count starts a run; the oldest run goes whole");
+        assert!(e.holding(Seq(9)).is_none(), "below the first write kept");
+        assert_eq!(e.write(e.holding(Seq(14)).expect("held")), (Seq(12), Slot(17)));
+        let mut e = Evicted::default();
+        for k in 0..6 {
+            e.push(Seq(3 * k), Slot(k), 3, 1);
+        }
+        e.forget_below(Slot(4));
+        assert_eq!(e.write(e.holding(Seq(12)).expect("held")), (Seq(12), Slot(4)), "cut inside the run");
+        assert_eq!(e.next(e.holding(Seq(13)).expect("held")).map(|at| e.write(at)), Some((Seq(15), Slot(5))));
+        assert!(e.holding(Seq(11)).is_none());
+        e.forget_below(Slot(6));
+        assert!(e.runs.is_empty());
+        e.push(Seq(30), Slot(40), 1, 0);
+        assert!(e.runs.is_empty(), "a bound of 0 keeps none");
     }
 }

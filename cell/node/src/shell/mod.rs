@@ -72,6 +72,11 @@ pub struct ShellConfig {
     /// `Unserved` (the caller retries), a catch-up is not sent (the laggard asks again), and a
     /// wake waits for room (the inputs of its journal stay held).
     pub reads_queued_max: usize,
+    /// Store reads a read thread takes from the queue at once, runs in order and answers
+    /// together (at least one): the node hands out a step's reads together and wakes one
+    /// thread for them, and a batch's answers wake the node once. A thread that takes a batch
+    /// while more wait wakes another.
+    pub read_batch_max: usize,
 }
 
 /// The default [`ShellConfig::dormant_after`].
@@ -80,6 +85,8 @@ pub const DORMANT_AFTER: Duration = Duration::from_secs(60);
 pub const IDLE_SPIN: Duration = Duration::from_micros(500);
 /// The default [`ShellConfig::read_workers`].
 pub const READ_WORKERS: usize = 2;
+/// The default [`ShellConfig::read_batch_max`].
+pub const READ_BATCH_MAX: usize = 16;
 /// The default [`ShellConfig::spin_round_journals_max`]. Measured averages on the embedded
 /// cell at batch 1 (one writer per journal): one writer 0.6 journals a round, 8 writers 3–4,
 /// 16 writers about 8, 64 writers about 31. 8 writers gain from polling, 16 and 64 lose.
@@ -98,6 +105,7 @@ impl Default for ShellConfig {
             check_ins_max: crate::host::CHECK_INS_MAX,
             read_workers: READ_WORKERS,
             reads_queued_max: crate::fetch::FETCHES_MAX,
+            read_batch_max: READ_BATCH_MAX,
         }
     }
 }

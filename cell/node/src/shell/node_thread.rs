@@ -77,9 +77,11 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
     let me = host.id();
     let mut responders: BTreeMap<Owed, Responder> = BTreeMap::new();
     let reads_max = config.reads_queued_max.max(1);
-    let (answered, mut answers) = tokio::sync::mpsc::channel::<Fetched>(reads_max);
+    // One message per batch a read thread answers, each of at least one job: room for as many
+    // as jobs may be out.
+    let (answered, mut answers) = tokio::sync::mpsc::channel::<Vec<Fetched>>(reads_max);
     let readers = (0..config.read_workers.max(1)).map(|_| host.store().reader()).collect();
-    let reads = ReadPool::spawn(me, readers, reads_max, &answered);
+    let reads = ReadPool::spawn(me, readers, (reads_max, config.read_batch_max), &answered);
     drop(answered);
     let mut pump = Pump::new(host, clock.now_ms());
     let spin = Spin::new(micros(config.idle_spin), config.spin_round_journals_max);
@@ -110,8 +112,8 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
                 match polled {
                     Some(Woke::Input(m)) => input = Some(m),
                     Some(Woke::Persisted(d)) => done = Some(d),
-                    Some(Woke::Fetched(f)) => {
-                        pump.fetched(f);
+                    Some(Woke::Fetched(batch)) => {
+                        batch.into_iter().for_each(|f| pump.fetched(f));
                         woke = Wake::Work;
                     }
                     None => tokio::select! {
@@ -124,8 +126,8 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
                             persisting = None;
                             done = Some(d.expect("the storage thread does not panic"));
                         }
-                        Some(f) = answers.recv() => {
-                            pump.fetched(f);
+                        Some(batch) = answers.recv() => {
+                            batch.into_iter().for_each(|f| pump.fetched(f));
                             woke = Wake::Work;
                         }
                         Some(c) = controls.recv() => apply_control(&mut pump, &mut responders, c),
@@ -169,8 +171,8 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
             let Ok(c) = controls.try_recv() else { break };
             apply_control(&mut pump, &mut responders, c);
         }
-        while let Ok(f) = answers.try_recv() {
-            pump.fetched(f);
+        while let Ok(batch) = answers.try_recv() {
+            batch.into_iter().for_each(|f| pump.fetched(f));
         }
         let mut absorbed = 0;
         if input.is_some() && first_input.is_none() {
@@ -201,10 +203,9 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
             schedule.persist(batch.len());
             persisting = Some(storage.persist(pump.host_mut().lend_store(), placements, batch, needs_sync));
         }
-        for job in effects.fetches {
-            if let Some(refused) = reads.submit(job) {
-                pump.fetched(refused);
-            }
+        // The step's store reads go out together: one wake of a read thread for them all.
+        for refused in reads.submit(effects.fetches) {
+            pump.fetched(refused);
         }
         for peer in effects.pings {
             transport.send(peer, Vec::new());
@@ -232,8 +233,8 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
     reads.stop();
     // Every read handed out comes back, so the host's count of reads out is right if it runs
     // again (its callers are gone with this loop).
-    while let Ok(f) = answers.try_recv() {
-        pump.fetched(f);
+    while let Ok(batch) = answers.try_recv() {
+        batch.into_iter().for_each(|f| pump.fetched(f));
     }
     Ok(pump.into_host())
 }
@@ -242,14 +243,14 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
 enum Woke<S> {
     Input(Incoming),
     Persisted(Done<S>),
-    Fetched(Fetched),
+    Fetched(Vec<Fetched>),
 }
 
 /// One look at what a waiting node thread waits for.
 fn poll_once<S>(
     inbox: &mut tokio::sync::mpsc::Receiver<Incoming>,
     persisting: &mut Option<Persisting<S>>,
-    answers: &mut tokio::sync::mpsc::Receiver<Fetched>,
+    answers: &mut tokio::sync::mpsc::Receiver<Vec<Fetched>>,
 ) -> Option<Woke<S>> {
     if let Some(p) = persisting.as_mut() {
         match p.try_recv() {
