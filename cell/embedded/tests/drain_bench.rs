@@ -17,8 +17,7 @@ use paros_registry::{Command, JournalName, Op, Quotas, Standing, TenantName};
 async fn draining_a_node_of_idle_journals() {
     let journals: u64 = std::env::var("PAROS_DRAIN_JOURNALS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
     let dir = tempfile::tempdir().expect("a temp dir");
-    let mut loops = CoordinatorLoopConfig::default();
-    loops.plan_interval = Duration::from_millis(200);
+    let loops = CoordinatorLoopConfig { plan_interval: Duration::from_millis(200), ..CoordinatorLoopConfig::default() };
     let cell = EmbeddedCell::open_configured(dir.path(), 4, loops).await.expect("opens");
     cell.init().await.expect("forms");
     let tenant = TenantId(0xd7a1);

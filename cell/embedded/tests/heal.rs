@@ -18,6 +18,8 @@ use paros_core::journal::WriterMode;
 use paros_core::{JournalId, JournalKey, NodeId, TenantId};
 use paros_embedded::EmbeddedCell;
 use paros_registry::daemon::CoordinatorLoopConfig;
+use paros_registry::mover::MoverConfig;
+use paros_registry::planner::PlanConfig;
 use paros_registry::{Command, JournalName, Op, Quotas, Standing, TenantName};
 
 const JOURNALS: u64 = 6;
@@ -27,10 +29,13 @@ type Acked = Vec<(Seq, Bytes)>;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_nodes_one_drained_one_wiped_every_record_kept_every_journal_at_full_strength() {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let mut loops = CoordinatorLoopConfig::default();
-    loops.plan.replace_after_s = 1;
-    loops.plan_interval = Duration::from_millis(200);
-    loops.mover.retry_ms = 200;
+    let defaults = CoordinatorLoopConfig::default();
+    let loops = CoordinatorLoopConfig {
+        plan: PlanConfig { replace_after_s: 1, ..defaults.plan },
+        plan_interval: Duration::from_millis(200),
+        mover: MoverConfig { retry_ms: 200, ..defaults.mover },
+        ..defaults
+    };
     let mut cell = EmbeddedCell::open_configured(dir.path(), 4, loops).await.expect("opens");
     cell.init().await.expect("forms");
     let tenant = TenantId(0x4ea1);

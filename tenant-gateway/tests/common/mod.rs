@@ -46,9 +46,12 @@ pub async fn world_opts(config: GatewayConfig, node_counters: bool) -> World {
     // The registry records seat moves here and nothing carries them out (the mover and the
     // planner have no budget): the operator routes' tests see a recorded move as it is until
     // done, and fake machines they admit are never given seats.
-    let mut loops = paros_registry::daemon::CoordinatorLoopConfig::default();
-    loops.mover.moves_max = 0;
-    loops.plan.moves_in_flight_max = 0;
+    let defaults = paros_registry::daemon::CoordinatorLoopConfig::default();
+    let loops = paros_registry::daemon::CoordinatorLoopConfig {
+        mover: paros_registry::mover::MoverConfig { moves_max: 0, ..defaults.mover },
+        plan: paros_registry::planner::PlanConfig { moves_in_flight_max: 0, ..defaults.plan },
+        ..defaults
+    };
     let cell = EmbeddedCell::open_configured(dir.path(), paros_embedded::EMBEDDED_MEMBERS, loops)
         .await
         .expect("the cell opens");
