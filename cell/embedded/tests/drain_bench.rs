@@ -44,7 +44,21 @@ async fn draining_a_node_of_idle_journals() {
     let drained = |d: &paros_registry::Directory| d.journals_on(node).next().is_none();
     let result = cell.wait_followers(Duration::from_secs(600), drained).await;
     let took = started.elapsed().as_secs_f64();
-    result.expect("drained within ten minutes");
-    println!("drained {seats} seats of idle journals in {took:.1} s (target: 60 s)");
+    let d = result.expect("drained within ten minutes");
+    let moved: u64 = d.journals().map(|j| j.epoch.0).sum();
+    assert_eq!(moved, seats as u64, "each seat moved once, through its journal's log");
+    println!("drained {seats} seats of idle journals in {took:.1} s (target: 60 s); {moved} moves recorded done");
+    // A journal that moved takes a write from its new voters.
+    let key = d.journals().find(|j| j.epoch.0 == 1).expect("a moved journal").key;
+    let mut w = paros_client::Writer::with_seed(cell.client.clone(), key, Default::default(), 1).expect("a writer");
+    let t = Instant::now();
+    let mut tries = 0;
+    while let Err(e) = w.claim().await {
+        tries += 1;
+        println!("claim try {tries} after {:.1} s: {e:?}", t.elapsed().as_secs_f64());
+        assert!(tries < 20, "claims");
+    }
+    println!("claimed after {:.1} s", t.elapsed().as_secs_f64());
+    w.write(vec![bytes::Bytes::from_static(b"after")]).await.expect("the new voters decide");
     let _ = cell.stop();
 }

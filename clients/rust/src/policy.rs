@@ -716,6 +716,11 @@ impl CallPolicy {
         let retry = self.retries + 1;
         let delay = self.unplaced.answered(self.rotation.servers.len(), elapsed, &self.config, retry, &mut self.rng);
         let Some(delay) = delay.filter(|d| elapsed.saturating_add(*d) <= self.config.deadline) else {
+            // Out of time before every server of the round said so: this one does not host the
+            // journal, and the others did not decide it in time — no "no such journal".
+            if delay.is_some_and(|d| d.is_zero()) {
+                return self.give_up();
+            }
             return self.finish(Ok(Decided::UnknownJournal));
         };
         if !delay.is_zero() {

@@ -859,6 +859,9 @@ async fn inspect_view<S: JournalService + 'static>(
     // dormant journal elects on the server it reaches, so always starting at the first server
     // would make that one machine the leader of every journal claimed after a quiet spell.
     let start = crate::policy::first_server(&servers, client.leader_hint(&journal).map(|(leader, _)| leader), &mut rng);
+    // Named servers in a row that said they do not host it: a node outside the journal's
+    // voters does not, so only all of them saying so in a row makes it unknown.
+    let mut unknown = 0;
     for attempt in 0..attempts {
         let server = (!servers.is_empty()).then(|| servers[(start + attempt as usize) % servers.len()]);
         match client.service().inspect(&journal, Route { server, attempt }).await {
@@ -868,9 +871,15 @@ async fn inspect_view<S: JournalService + 'static>(
                 }
                 return Ok(view);
             }
-            ReadAnswer::UnknownJournal => return Err(WriterError::undecided(Decided::UnknownJournal)),
+            ReadAnswer::UnknownJournal => {
+                unknown += 1;
+                if unknown >= servers.len() {
+                    return Err(WriterError::undecided(Decided::UnknownJournal));
+                }
+            }
             ReadAnswer::Denied(denial) => return Err(WriterError::Denied { denial, ambiguous: false }),
             ReadAnswer::Unserved { .. } => {
+                unknown = 0;
                 tokio::time::sleep(crate::policy::backoff(client.config(), attempt + 1, &mut rng)).await;
             }
         }

@@ -368,3 +368,18 @@ async fn writers_seeded_alike_never_share_a_fence_when_a_claim_is_settled() {
     assert_eq!(first.write(batch("a", 1)).await, Err(WriterError::Superseded { view }));
     assert_eq!(second.write(batch("b", 1)).await, Ok(Written { seq: Seq(0), count: 1 }));
 }
+
+/// A server outside the journal's voters (a cell with more nodes than the journal has voters)
+/// says `UnknownJournal` to the claim's inspection: the next server is asked, and only all of
+/// them saying so in a row makes the journal unknown.
+#[tokio::test(start_paused = true)]
+async fn a_claim_asks_the_next_server_when_one_does_not_host_the_journal() {
+    use paros_client::fake::ReadFault;
+    let servers = vec![NodeId(1), NodeId(2), NodeId(3), NodeId(4)];
+    let (fake, mut writer) = setup(servers.clone());
+    fake.script_reads([ReadFault::UnknownJournal]);
+    writer.claim().await.expect("the next server hosts it");
+    let (fake, mut writer) = setup(servers);
+    fake.script_reads([ReadFault::UnknownJournal; 4]);
+    assert_eq!(writer.claim().await.map(|_| ()), Err(WriterError::Undecided { decided: Decided::UnknownJournal }));
+}
