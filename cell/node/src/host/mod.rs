@@ -236,7 +236,24 @@ impl<S: LogStore> Host<S> {
         tunables: Tunables,
         seed: u64,
     ) -> Result<Host<S>, BootError> {
-        Host::boot_as(store, expected, fresh, tunables, seed, false)
+        Host::boot_as(store, expected, fresh, tunables, seed, false, &[])
+    }
+
+    /// [`Host::boot`] (or, `asleep`, [`Host::boot_asleep`]) of a replica subscribed to
+    /// `feeds` ([`Host::join_feed`] before any journal is restored): a journal its store holds
+    /// placed with learners it is fed at comes back as a replica, not as a joining voter.
+    ///
+    /// # Errors
+    /// As [`Host::boot`].
+    pub fn boot_fed(
+        store: S,
+        fresh: NodeId,
+        tunables: Tunables,
+        seed: u64,
+        asleep: bool,
+        feeds: &[NodeId],
+    ) -> Result<Host<S>, BootError> {
+        Host::boot_as(store, None, fresh, tunables, seed, asleep, feeds)
     }
 
     fn boot_as(
@@ -246,6 +263,7 @@ impl<S: LogStore> Host<S> {
         tunables: Tunables,
         seed: u64,
         asleep: bool,
+        feeds: &[NodeId],
     ) -> Result<Host<S>, BootError> {
         let me = match (store.identity()?, expected) {
             (Some(found), Some(expected)) if found != expected => {
@@ -279,7 +297,7 @@ impl<S: LogStore> Host<S> {
             fetches: Fetches::default(),
             liveness: Liveness::default(),
             dormancy: Dormancy::default(),
-            feeds: std::collections::BTreeSet::new(),
+            feeds: feeds.iter().copied().collect(),
             marks: feed::Marks::default(),
             feed_heard: std::collections::HashMap::new(),
             lag_top: journals::LAG_TOP_DEFAULT,
@@ -312,7 +330,7 @@ impl<S: LogStore> Host<S> {
         tunables: Tunables,
         seed: u64,
     ) -> Result<Host<S>, BootError> {
-        Host::boot_as(store, expected, fresh, tunables, seed, true)
+        Host::boot_as(store, expected, fresh, tunables, seed, true, &[])
     }
 
     /// This machine's identity.
