@@ -103,6 +103,9 @@ pub struct RoundOutput {
     /// Answers by the world's request number they answer.
     pub answers: Vec<(u64, CallAnswer)>,
     pub reads: Vec<(u64, ReadAnswer)>,
+    /// Requests for a journal the machine does not host, answered `UnknownJournal` (a seat
+    /// moved away, or not placed yet), by the world's request number.
+    pub unknown: Vec<u64>,
     pub applied: Vec<(JournalKey, Applied)>,
 }
 

@@ -57,6 +57,8 @@ pub struct NodeHost {
     woken: Option<Wake>,
     waiting_since_us: u64,
     immediate: Vec<(u64, CallAnswer)>,
+    /// Requests answered `UnknownJournal` at once.
+    unknown: Vec<u64>,
     /// A tick period passed since the last step.
     clock_due: bool,
     clock: SimClock,
@@ -151,6 +153,7 @@ impl Host for NodeHost {
             woken: None,
             waiting_since_us: 0,
             immediate: Vec::new(),
+            unknown: Vec::new(),
             clock_due: false,
             clock,
             tunables: spec.tunables,
@@ -183,14 +186,19 @@ impl Host for NodeHost {
                 self.owed.insert(owed, req);
             }
             Err(NodeAnswer::Call(a)) => self.immediate.push((req, a)),
+            Err(NodeAnswer::UnknownJournal) => self.unknown.push(req),
             Err(_) => {}
         }
     }
 
     fn read(&mut self, journal: JournalKey, req: u64, request: ReadRequest) {
         self.wake(Wake::Work);
-        if let Ok(owed) = self.pump.request(NodeRequest::Read { journal, id: ReadId(req), read: request }) {
-            self.owed.insert(owed, req);
+        match self.pump.request(NodeRequest::Read { journal, id: ReadId(req), read: request }) {
+            Ok(owed) => {
+                self.owed.insert(owed, req);
+            }
+            Err(NodeAnswer::UnknownJournal) => self.unknown.push(req),
+            Err(_) => {}
         }
     }
 
@@ -201,7 +209,11 @@ impl Host for NodeHost {
         match self.schedule.next(self.pump.wants_step(), self.pump.is_syncing()) {
             Next::Step { .. } => true,
             Next::Wait { .. } => {
-                self.woken.is_some() && (self.pump.wants_step() || self.clock_due || !self.immediate.is_empty())
+                self.woken.is_some()
+                    && (self.pump.wants_step()
+                        || self.clock_due
+                        || !self.immediate.is_empty()
+                        || !self.unknown.is_empty())
             }
         }
     }
@@ -239,6 +251,7 @@ impl Host for NodeHost {
             self.reading.push_back(handed_out);
         }
         stepped.output.answers = std::mem::take(&mut self.immediate);
+        stepped.output.unknown = std::mem::take(&mut self.unknown);
         if let Some(persist) = effects.persist.take() {
             assert!(self.persisting.is_none(), "one round is in flight at a time");
             self.schedule.persist(persist.batch.len());
