@@ -41,10 +41,12 @@ pub enum Claim {
     MoveCoordinatorCrash,
     MoveConcurrent,
     MoveTrimJump,
+    MoveDrainUnderLoad,
+    MoveHeals,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 36] = [
+    pub const ALL: [Claim; 38] = [
         Claim::OneChosenPerSlot,
         Claim::SameOutcome,
         Claim::PromiseNeverDecreases,
@@ -81,6 +83,8 @@ impl Claim {
         Claim::MoveCoordinatorCrash,
         Claim::MoveConcurrent,
         Claim::MoveTrimJump,
+        Claim::MoveDrainUnderLoad,
+        Claim::MoveHeals,
     ];
 
     /// The claim's name, exactly as the runner prints it.
@@ -171,6 +175,14 @@ impl Claim {
                 "contested: a seat move completes with a truncation and a leader change decided \
                  while it was in progress"
             }
+            Claim::MoveDrainUnderLoad => {
+                "contested: a node drained under write load: the planner moves a seat off it \
+                 while the journal's writer is acknowledged, and the move completes"
+            }
+            Claim::MoveHeals => {
+                "contested: the planner heals a journal whose voter went unseen: its seat moves to a live node \
+                 and the move completes"
+            }
             Claim::MoveTrimJump => {
                 "contested: a seat move completes with a machine of the journal jumping to a trim point \
                  while it was in progress"
@@ -211,7 +223,9 @@ impl Claim {
             | Claim::MoveWhileDown
             | Claim::MoveCoordinatorCrash
             | Claim::MoveConcurrent
-            | Claim::MoveTrimJump => Some(0.05),
+            | Claim::MoveTrimJump
+            | Claim::MoveDrainUnderLoad
+            | Claim::MoveHeals => Some(0.05),
             _ => None,
         }
     }

@@ -184,6 +184,9 @@ pub trait Host: Sized {
     /// True when `journal` is placed here (awake or dormant).
     fn hosts(&self, journal: &JournalKey) -> bool;
 
+    /// Asks this machine's voter of `journal` to campaign now (the node's control request).
+    fn campaign(&mut self, journal: &JournalKey);
+
     /// Answers to requests of an earlier life of their journal dropped here since boot.
     fn stale_answers(&self) -> u64;
 

@@ -371,6 +371,11 @@ impl Host for NodeHost {
         }
     }
 
+    fn campaign(&mut self, journal: &JournalKey) {
+        self.wake(Wake::Work);
+        self.pump.host_mut().campaign(journal);
+    }
+
     fn hosts(&self, journal: &JournalKey) -> bool {
         self.pump.host().journal_config(journal).is_some()
     }

@@ -13,7 +13,7 @@ use paros_core::journal::{Outcome, Voters};
 use paros_core::{Call, Consistency, JournalKey, NodeId, ReadAnswer, ReadRequest};
 use paros_registry::command::Epoch;
 use paros_registry::mover::{MoveAction, MoveResult, Mover, MoverConfig};
-use paros_registry::{Answer, Command, Directory, Op, Request, RequestId};
+use paros_registry::{Answer, Command, Directory, Op, PlanConfig, PlannedMove, Request, RequestId, Seen};
 
 use super::coordinator::{CallOp, Done};
 use super::plan::{Script, Scripted};
@@ -21,6 +21,9 @@ use super::{RegReply, RegRequest, Send};
 use crate::rng::SimRng;
 
 const MS: u64 = 1_000_000;
+
+/// How often a coordinator's planner looks for seats to move.
+pub const PLAN_EVERY_NS: u64 = 200 * MS;
 
 /// What the mover's owner passes to every step.
 #[derive(Debug)]
@@ -36,6 +39,10 @@ pub struct MoverCtx<'a> {
     pub asked: Vec<(JournalKey, u64)>,
     /// The moves this step saw recorded done.
     pub recorded: Vec<(JournalKey, u64)>,
+    /// When each machine was last seen up, in seconds (what the planner judges "gone" by).
+    pub last_seen_s: &'a BTreeMap<NodeId, u64>,
+    /// The moves the planner proposed this step (heal and drain), for the registry's caller.
+    pub planned: Vec<PlannedMove>,
 }
 
 /// The mover of one coordinator term.
@@ -50,17 +57,22 @@ pub struct MoverActor {
     calls: BTreeMap<JournalKey, (CallOp, Vec<NodeId>)>,
     /// The confirmation reads in flight, by token.
     reads: BTreeMap<u64, (JournalKey, NodeId)>,
+    /// The planner's bounds, and when it plans next (every [`PLAN_EVERY_NS`]).
+    planner: PlanConfig,
+    plan_at: u64,
     /// The `MoveDone`s handed to the registry's caller, waiting for its answer.
     recording: BTreeMap<JournalKey, (RequestId, u64)>,
 }
 
 impl MoverActor {
     #[must_use]
-    pub fn new(name: String, me: NodeId, config: MoverConfig, rng: SimRng) -> MoverActor {
+    pub fn new(name: String, me: NodeId, config: MoverConfig, planner: PlanConfig, rng: SimRng) -> MoverActor {
         MoverActor {
             name,
             me,
             mover: Mover::new(config),
+            planner,
+            plan_at: 0,
             rng,
             token: 0,
             calls: BTreeMap::new(),
@@ -90,6 +102,11 @@ impl MoverActor {
             ctx.recorded.push((journal, epoch));
         }
         if let Some(directory) = ctx.directory {
+            if ctx.now >= self.plan_at {
+                self.plan_at = ctx.now + PLAN_EVERY_NS;
+                let seen = Seen { now_s: ctx.now / (1_000 * MS), last_seen_s: ctx.last_seen_s };
+                ctx.planned.extend(paros_registry::plan(directory, &self.planner, seen));
+            }
             for action in self.mover.poll(directory, now_ms) {
                 self.carry_out(ctx, directory, action);
             }

@@ -64,6 +64,9 @@ impl<H: Host> World<H> {
         self.clients[c].next_token = io.next_token();
         let key = self.journals[self.clients[c].journal].0;
         let multi = self.journals[self.clients[c].journal].1.mode == WriterMode::Multi;
+        if io.events.iter().any(|ev| matches!(ev, ClientEvent::Acked { .. })) {
+            self.moves_acked(key);
+        }
         for ev in &io.events {
             let name = &self.clients[c].name;
             match ev {

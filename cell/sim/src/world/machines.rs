@@ -16,6 +16,7 @@ impl<H: Host> World<H> {
         mach.epoch += 1;
         mach.round_in_flight = false;
         mach.host = Some(H::boot(&mach.spec, &mach.disk, seed));
+        self.moves.set_down(m, None);
         let (epoch, id) = (mach.epoch, mach.spec.id);
         if mach.spec.role == crate::host::MachineRole::Replica {
             let wiped = std::mem::take(&mut mach.wiped);
@@ -36,6 +37,7 @@ impl<H: Host> World<H> {
         }
         let lost = if mach.round_in_flight { mach.round_writes } else { 0 };
         self.registry_crash(m);
+        self.moves.set_down(m, Some(self.now));
         let mach = &mut self.machines[m];
         mach.disk.crash();
         mach.epoch += 1;

@@ -178,6 +178,8 @@ enum Event {
     RegistryTimeout(u64),
     /// The operator asks for one of the seed's seat moves.
     SeatMove,
+    /// The operator drains voter `n`.
+    Drain(usize),
 }
 
 /// One seeded world.
@@ -382,8 +384,12 @@ impl<H: Host> World<H> {
         let registry = registry::RegistryWorld::new(plan, machines.len(), side.fork());
         let journals_len = journals.len();
         let founders: Vec<(JournalKey, Vec<NodeId>)> = journals.iter().map(|(k, c)| (*k, c.voters.clone())).collect();
-        let moves =
-            moves::MovesWorld::new(moves::MoveParams::draw(&rng, params.chaos_ns), rng.side(0x6d76), journals_len);
+        let moves = moves::MovesWorld::new(
+            moves::MoveParams::draw(&rng, params.chaos_ns),
+            rng.side(0x6d76),
+            journals_len,
+            machines.len(),
+        );
         let routes: Vec<JournalConfig> = journals.iter().map(|(_, c)| c.clone()).collect();
         // Judged from three election timeouts into the tail (every machine restarts at its
         // start); a stall may last five.
@@ -522,6 +528,7 @@ impl<H: Host> World<H> {
             Event::RegistryReply { req, reply } => self.on_registry_reply(req, reply),
             Event::RegistryTimeout(req) => self.on_registry_reply(req, None),
             Event::SeatMove => self.on_seat_move(),
+            Event::Drain(m) => self.on_drain(m),
         }
     }
 }

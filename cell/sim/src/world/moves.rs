@@ -6,10 +6,12 @@
 //! its `MoveDone`, routes the clients to the voters the registry names, and judges the moves'
 //! claims at the end.
 
-use paros_core::{JournalKey, NodeId};
-use paros_registry::{Command, Directory, Op, Request, RequestId};
+use std::collections::BTreeMap;
 
-use super::{ClientKind, Event, World};
+use paros_core::{JournalKey, NodeId};
+use paros_registry::{Command, Directory, Op, PlanConfig, PlannedMove, Request, RequestId, Standing, Why};
+
+use super::{ClientKind, Event, Machine, World};
 use crate::check::Claim;
 use crate::host::{Host, MachineRole};
 use crate::registry::plan::Scripted;
@@ -30,6 +32,11 @@ pub struct MoveParams {
     /// The bound the move claim holds the registry to: from its decision (or from the settle
     /// tail's grace period, for one decided during the chaos) to `MoveDone`.
     pub bound_ns: u64,
+    /// The coordinators' planner: heal (a node unseen for `replace_after_s`) and drain; no
+    /// rebalance (it would move seats back to nodes that hosted them, see `on_seat_move`).
+    pub planner: PlanConfig,
+    /// A voter drained (`SetStanding` to `Draining`) at a time, by index among the voters.
+    pub drain: Option<(u64, usize)>,
 }
 
 impl MoveParams {
@@ -41,13 +48,23 @@ impl MoveParams {
         let count = if side.chance(250_000) { 0 } else { side.between(1, 3) };
         let mut at_ns: Vec<u64> = (0..count).map(|_| side.between(500 * MS, chaos_ns + 2_000 * MS)).collect();
         at_ns.sort_unstable();
-        MoveParams { at_ns, from_down_ppm: 500_000, bound_ns: 10_000 * MS }
+        let drain = side.chance(800_000).then(|| (side.between(1_000 * MS, chaos_ns / 2), side.below(5) as usize));
+        let planner = PlanConfig {
+            replace_after_s: side.between(3, 8),
+            drain_batch_max: 1,
+            heal_moves_per_tick_max: 1,
+            rebalance_moves_per_tick_max: 0,
+            moves_in_flight_max: 2,
+        };
+        MoveParams { at_ns, from_down_ppm: 500_000, bound_ns: 10_000 * MS, planner, drain }
     }
 }
 
 /// One move the operator asked for.
 #[derive(Clone, Debug)]
 struct Tracked {
+    /// Why: the operator's own (`None`), or the planner's.
+    why: Option<Why>,
     key: JournalKey,
     id: RequestId,
     from: NodeId,
@@ -62,6 +79,8 @@ struct Tracked {
     truncated: bool,
     leader_changed: bool,
     jumped: bool,
+    /// A write to the journal was acknowledged while the move was in progress.
+    acked: bool,
     /// The coordinator terms (machine, term) whose mover asked for the `Reconfigure`, and the
     /// one whose mover recorded it done.
     asked_by: Vec<(usize, u64)>,
@@ -69,6 +88,26 @@ struct Tracked {
 }
 
 impl Tracked {
+    fn new(why: Option<Why>, key: JournalKey, id: RequestId, from: NodeId, to: NodeId) -> Tracked {
+        Tracked {
+            why,
+            key,
+            id,
+            from,
+            to,
+            epoch: None,
+            decided_at: None,
+            done_at: None,
+            others_down: false,
+            truncated: false,
+            leader_changed: false,
+            jumped: false,
+            acked: false,
+            asked_by: Vec::new(),
+            recorded_by: None,
+        }
+    }
+
     fn in_progress(&self) -> bool {
         self.decided_at.is_some() && self.done_at.is_none()
     }
@@ -85,12 +124,31 @@ pub(super) struct MovesWorld {
     /// Every machine each journal was ever placed on as a voter or a move's target: never a
     /// move's target again (see [`World::on_seat_move`]).
     hosted: Vec<std::collections::BTreeSet<NodeId>>,
+    /// Since when each machine is down (the planner's liveness: when it was last seen up).
+    down_since: Vec<Option<u64>>,
 }
 
 impl MovesWorld {
-    pub fn new(params: MoveParams, rng: SimRng, journals: usize) -> MovesWorld {
+    pub fn new(params: MoveParams, rng: SimRng, journals: usize, machines: usize) -> MovesWorld {
         let hosted = vec![std::collections::BTreeSet::new(); journals];
-        MovesWorld { params, rng, tracked: Vec::new(), routed: vec![0; journals], hosted }
+        let down_since = vec![None; machines];
+        MovesWorld { params, rng, tracked: Vec::new(), routed: vec![0; journals], hosted, down_since }
+    }
+
+    /// Machine `m` went down (`Some(now)`) or came up (`None`).
+    pub fn set_down(&mut self, m: usize, since: Option<u64>) {
+        self.down_since[m] = since;
+    }
+
+    /// When each voter machine in the cell was last seen up, in seconds: what the planner's
+    /// liveness knows (the daemon's comes from the nodes' pings; here the world tells it).
+    pub fn last_seen_s<H>(&self, now: u64, machines: &[Machine<H>]) -> BTreeMap<NodeId, u64> {
+        machines
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.spec.role == MachineRole::Voter && m.present)
+            .map(|(i, m)| (m.spec.id, self.down_since[i].unwrap_or(now) / (1_000 * MS)))
+            .collect()
     }
 }
 
@@ -99,6 +157,48 @@ impl<H: Host> World<H> {
         for at in self.moves.params.at_ns.clone() {
             self.at(at, Event::SeatMove);
         }
+        if let Some((at, v)) = self.moves.params.drain
+            && v < self.params.voters
+        {
+            self.at(at, Event::Drain(v));
+        }
+    }
+
+    /// The operator drains voter `m`: the planner moves its seats off it, a few at a time.
+    pub(super) fn on_drain(&mut self, m: usize) {
+        let machine = self.machines[m].spec.id;
+        let id = RequestId(u128::from(self.moves.rng.u64()) << 64 | u128::from(self.moves.rng.u64()));
+        let op = Op::Command(Command::SetStanding { machine, standing: Standing::Draining });
+        self.registry.script.push(Scripted { at_ns: self.now, request: Request { id, op } });
+        self.trace.event(self.now, "drain", &[machine.0], || format!("the operator drains {machine:?}"));
+    }
+
+    /// A coordinator's planner proposed `planned` from `directory`: the registry's caller asks
+    /// for it (a workload journal's seat, to a node that never hosted it) under an id drawn from
+    /// the move and the second, so a move planned again by the next planner is asked once.
+    pub(super) fn moves_planned(&mut self, planned: PlannedMove, directory: Option<&Directory>) {
+        let PlannedMove { journal: key, from, to, why } = planned;
+        let Some(w) = self.journals.iter().position(|(k, _)| *k == key) else { return };
+        let Some(j) = directory.and_then(|d| d.journal(key)) else { return };
+        if key == self.registry.plan.key || j.founders.contains(&to) || self.moves.hosted[w].contains(&to) {
+            return;
+        }
+        let script = &self.registry.script;
+        if self.moves.tracked.iter().any(|t| t.key == key && t.done_at.is_none() && script.answer_of(t.id).is_none()) {
+            return;
+        }
+        let mut h = paros_core::rng::Rng::new(key.journal.0 ^ from.0.rotate_left(13) ^ to.0.rotate_left(29));
+        let salt = h.next_u64() ^ j.epoch.0 ^ (self.now / (1_000 * MS)).rotate_left(40);
+        let id = RequestId(0x706c_616e_u128 << 96 | u128::from(salt));
+        if self.registry.script.answer_of(id).is_some() || self.moves.tracked.iter().any(|t| t.id == id) {
+            return;
+        }
+        let op = Op::Command(Command::MoveSeat { journal: key, from, to });
+        self.registry.script.push(Scripted { at_ns: self.now, request: Request { id, op } });
+        self.trace.event(self.now, "move", &[key.journal.0, from.0, to.0], || {
+            format!("the planner ({why:?}) moves {key:?}'s seat from {from:?} to {to:?}")
+        });
+        self.moves.tracked.push(Tracked::new(Some(why), key, id, from, to));
     }
 
     /// The directory the most machines' followers agree is newest: the one of the follower
@@ -166,21 +266,7 @@ impl<H: Host> World<H> {
         self.trace.event(self.now, "move", &[key.journal.0, from.0, to.0], || {
             format!("the operator asks to move {key:?}'s seat from {from:?} to {to:?}")
         });
-        self.moves.tracked.push(Tracked {
-            key,
-            id,
-            from,
-            to,
-            epoch: None,
-            decided_at: None,
-            done_at: None,
-            others_down: false,
-            truncated: false,
-            leader_changed: false,
-            jumped: false,
-            asked_by: Vec::new(),
-            recorded_by: None,
-        });
+        self.moves.tracked.push(Tracked::new(None, key, id, from, to));
     }
 
     fn is_up(&self, id: NodeId) -> bool {
@@ -253,6 +339,13 @@ impl<H: Host> World<H> {
         }
     }
 
+    /// A client of `key` was acknowledged a write.
+    pub(super) fn moves_acked(&mut self, key: JournalKey) {
+        for t in self.moves.tracked.iter_mut().filter(|t| t.key == key && t.in_progress()) {
+            t.acked = true;
+        }
+    }
+
     /// A machine of `key` jumped to a trim point while its moves are in progress.
     pub(super) fn moves_jumped(&mut self, key: JournalKey) {
         for t in self.moves.tracked.iter_mut().filter(|t| t.key == key && t.in_progress()) {
@@ -305,6 +398,12 @@ impl<H: Host> World<H> {
             }
             if t.jumped {
                 claims.reach(Claim::MoveTrimJump);
+            }
+            if t.why == Some(Why::Drain) && t.acked {
+                claims.reach(Claim::MoveDrainUnderLoad);
+            }
+            if t.why == Some(Why::Heal) {
+                claims.reach(Claim::MoveHeals);
             }
         }
     }

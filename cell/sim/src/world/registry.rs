@@ -28,6 +28,9 @@ const RESTARTS: RestartConfig =
 
 /// The mover's bounds: a failed step is tried again this soon (the daemon's default is 500 ms;
 /// the simulated runs are short).
+/// How often an idle registry with requests due is nudged to elect a leader, at most.
+const NUDGE_NS: u64 = 1_000_000_000;
+
 const MOVER: MoverConfig = MoverConfig { moves_max: 4, retry_ms: 100 };
 
 #[derive(Clone, Copy, Debug)]
@@ -81,6 +84,8 @@ pub(super) struct RegistryWorld {
     nodes: Vec<NodeActors>,
     outstanding: BTreeMap<u64, Owner>,
     rng: SimRng,
+    /// When a founding node was last asked to campaign for an idle registry.
+    nudged_at: Option<u64>,
 }
 
 impl RegistryWorld {
@@ -93,6 +98,7 @@ impl RegistryWorld {
             nodes: (0..machines).map(|_| NodeActors::default()).collect(),
             outstanding: BTreeMap::new(),
             rng,
+            nudged_at: None,
         }
     }
 
@@ -166,6 +172,7 @@ impl<H: Host> World<H> {
             .as_ref()
             .and_then(|h| h.probe(&self.machines[m].disk, &key))
             .is_some_and(|p| p.leader);
+        self.registry_nudge(m, leader);
         let node = &mut self.registry.nodes[m];
         if let Some(a) = &node.coordinator {
             if let Some(end) = a.ended() {
@@ -195,10 +202,38 @@ impl<H: Host> World<H> {
             self.registry.nodes[m].coordinator = Some(actor);
             let rng = self.registry.rng.fork();
             let name = format!("mover@{id:?}#{}", self.registry.nodes[m].terms);
-            self.registry.nodes[m].mover = Some(MoverActor::new(name, id, MOVER, rng));
+            let planner = self.moves.params.planner;
+            self.registry.nodes[m].mover = Some(MoverActor::new(name, id, MOVER, planner, rng));
         }
         self.registry_coordinator(m, |a, ctx| a.wake(ctx));
         self.registry_mover(m, |a, ctx| a.wake(ctx));
+    }
+
+    /// A registry journal no node leads (every machine restarted, the journal asleep and idle)
+    /// serves no request: no coordinator claims it. When the registry's caller has a request
+    /// due (a seat move's `MoveSeat` or `MoveDone` late in the run) and no coordinator runs,
+    /// the first founding node that is up asks its voter to campaign, as an operator would,
+    /// at most once per [`NUDGE_NS`].
+    fn registry_nudge(&mut self, m: usize, leader: bool) {
+        let now = self.now;
+        let r = &self.registry;
+        let id = self.machines[m].spec.id;
+        let first_up =
+            r.plan.founding.iter().find(|f| self.index.get(f).is_some_and(|i| self.machines[*i].host.is_some()));
+        if leader
+            || first_up != Some(&id)
+            || r.nudged_at.is_some_and(|at| now < at + NUDGE_NS)
+            || r.script.due(now).next().is_none()
+            || r.nodes.iter().any(|n| n.coordinator.is_some())
+        {
+            return;
+        }
+        self.registry.nudged_at = Some(now);
+        let key = self.registry.plan.key;
+        if let Some(host) = self.machines[m].host.as_mut() {
+            host.campaign(&key);
+        }
+        self.trace.event(now, "registry", &[m as u64], || format!("{id:?} campaigns for the idle registry"));
     }
 
     /// Runs `f` on `m`'s mover with the directory its follower last published, then carries
@@ -209,7 +244,10 @@ impl<H: Host> World<H> {
         let node = &mut r.nodes[m];
         let Some(actor) = node.mover.as_mut() else { return };
         let directory = node.follower.as_mut().and_then(|f| f.driver().directory());
+        let last_seen_s = self.moves.last_seen_s(self.now, &self.machines);
         let mut ctx = MoverCtx {
+            last_seen_s: &last_seen_s,
+            planned: Vec::new(),
             now: self.now,
             directory: directory.as_deref(),
             script: &mut r.script,
@@ -219,7 +257,10 @@ impl<H: Host> World<H> {
             recorded: Vec::new(),
         };
         f(actor, &mut ctx);
-        let (sends, notes, asked, recorded) = (ctx.sends, ctx.notes, ctx.asked, ctx.recorded);
+        let (sends, notes, asked, recorded, planned) = (ctx.sends, ctx.notes, ctx.asked, ctx.recorded, ctx.planned);
+        for planned in planned {
+            self.moves_planned(planned, directory.as_deref());
+        }
         for (key, epoch) in asked {
             self.moves_mover_did(m, term, key, epoch, false);
         }
