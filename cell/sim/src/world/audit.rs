@@ -707,3 +707,94 @@ impl Audit {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The reconfiguration claim's teeth: durable acceptances and applied slots fed by hand.
+
+    use std::collections::BTreeMap;
+
+    use paros_core::journal::{Command, Control, JournalView, Outcome, Voters};
+    use paros_core::ready::JudgedRecord;
+    use paros_core::{Applied, Ballot, JournalId, JournalKey, NodeId, Slot, TenantId, WriteOp};
+
+    use super::Audit;
+    use crate::check::Claim;
+    use crate::host::MachineRole;
+
+    const KEY: JournalKey = JournalKey { tenant: TenantId(1), journal: JournalId(2) };
+    const A: NodeId = NodeId(1);
+    const B: NodeId = NodeId(2);
+    const C: NodeId = NodeId(3);
+    const D: NodeId = NodeId(4);
+
+    /// The founding voters A, B, C; the stop-sign at slot 0 names A, B, D (chosen by A and B at
+    /// an epoch-0 ballot, applied).
+    fn moved() -> Audit {
+        let mut audit = Audit::new(BTreeMap::from([(KEY, 2)]), &[(KEY, vec![A, B, C])]);
+        let voters = Voters::new(&[A, B, D]).expect("three voters");
+        let sign = Command::Control(Control::Reconfigure { epoch: 1, voters });
+        accept(&mut audit, &[A, B], 0, Ballot { round: 1, node: A }, &sign);
+        let reconfigured = Outcome::Reconfigured { epoch: 1, view: JournalView::NEW };
+        apply(&mut audit, A, 0, &sign, reconfigured);
+        audit
+    }
+
+    fn accept(audit: &mut Audit, by: &[NodeId], slot: u64, ballot: Ballot, command: &Command) {
+        for n in by {
+            let op = WriteOp::Accept { slot: Slot(slot), ballot, command: command.clone() };
+            audit.on_durable(*n, MachineRole::Voter, KEY, &op);
+        }
+    }
+
+    fn apply(audit: &mut Audit, node: NodeId, slot: u64, command: &Command, outcome: Outcome) {
+        let a = Applied { slot: Slot(slot), digest: command.digest(), judged: JudgedRecord { outcome, blind: false } };
+        audit.on_applied(node, KEY, &a);
+    }
+
+    fn epoch_1() -> Ballot {
+        Ballot { round: Ballot::epoch_start(1) + 1, node: B }
+    }
+
+    #[test]
+    fn a_slot_after_the_stop_sign_chosen_by_the_new_voters_holds_and_reaches_the_claim() {
+        let mut audit = moved();
+        let noop = Command::Control(Control::Noop);
+        accept(&mut audit, &[B, D], 1, epoch_1(), &noop);
+        apply(&mut audit, D, 1, &noop, Outcome::Noop);
+        audit.check_governed();
+        let c = audit.claims.count(Claim::ConfigsAgree);
+        assert_eq!((c.violated, c.reached), (0, 1), "{:?}", audit.claims.details);
+        assert!(c.checked >= 3, "the stop-sign and both applied slots were judged: {c:?}");
+    }
+
+    #[test]
+    fn an_old_configuration_still_answering_past_its_stop_sign_is_a_violation() {
+        let mut audit = moved();
+        // A and B, a quorum of the founding voters, accept slot 1 at an epoch-0 ballot: the old
+        // configuration chose a slot the new one governs, even though no other command was.
+        let noop = Command::Control(Control::Noop);
+        accept(&mut audit, &[A, B], 1, Ballot { round: 2, node: A }, &noop);
+        apply(&mut audit, A, 1, &noop, Outcome::Noop);
+        audit.check_governed();
+        assert_eq!(audit.claims.count(Claim::ConfigsAgree).violated, 1, "{:?}", audit.claims.details);
+        // And the new voters choosing another command there is two configurations disagreeing.
+        let other =
+            Command::Control(Control::SetLeader { new: paros_core::LeaderUuid::new(7).expect("set"), old: None });
+        accept(&mut audit, &[B, D], 1, epoch_1(), &other);
+        assert_eq!(audit.claims.count(Claim::ConfigsAgree).violated, 2, "{:?}", audit.claims.details);
+    }
+
+    #[test]
+    fn a_new_voter_counted_before_it_votes_chooses_nothing() {
+        let mut audit = Audit::new(BTreeMap::from([(KEY, 2)]), &[(KEY, vec![A, B, C])]);
+        // D, not a founding voter, and A accept slot 0 at an epoch-0 ballot: two acceptors, but
+        // one founding voter, so nothing is chosen; a node applying it is a violation.
+        let noop = Command::Control(Control::Noop);
+        accept(&mut audit, &[A, D], 0, Ballot { round: 1, node: A }, &noop);
+        assert_eq!(audit.highest_chosen(&KEY), None, "D does not count in epoch 0");
+        apply(&mut audit, A, 0, &noop, Outcome::Noop);
+        audit.check_governed();
+        assert_eq!(audit.claims.count(Claim::ConfigsAgree).violated, 1, "{:?}", audit.claims.details);
+    }
+}
