@@ -31,11 +31,11 @@ pub fn boot<S: LogStore>(
     asleep: bool,
 ) -> Result<Booted<S>, BootError> {
     let fresh = store.identity()?.is_none();
-    let boot = if asleep { Host::boot_asleep } else { Host::boot };
-    let mut host = boot(store, None, id, tunables, seed)?;
+    // Subscribed before its journals are restored: each comes back as a replica of the tier,
+    // not as a joining voter (what a machine fed by no tier hosts a journal not naming it as).
+    let host = Host::boot_fed(store, id, tunables, seed, asleep, &[feed])?;
     if host.id() != id {
         return Err(BootError::WrongIdentity { expected: id, found: host.id() });
     }
-    host.join_feed(feed);
     Ok(Booted { host, fresh })
 }

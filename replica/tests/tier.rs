@@ -187,3 +187,21 @@ async fn a_replica_that_missed_the_feed_catches_up_from_the_repeated_marks_witho
         v.stop().expect("stops");
     }
 }
+
+/// A replica restarted over its store hosts the journals it holds as replicas of its tier: the
+/// host knows its feed before it restores them (a machine fed by no tier would host a journal
+/// not naming it as a joining voter, which votes once a `Reconfigure` names it and serves reads
+/// without the replica's gate).
+#[test]
+fn a_restarted_replica_restores_its_journals_as_replicas_awake_or_asleep() {
+    let disk = MemStore::new();
+    let mut host = paros_replica::boot(disk.clone(), REPLICA, FEED, Tunables::default(), 1, false).expect("boots").host;
+    host.place(KEY, config()).expect("a journal of its tier is placed on a replica");
+    assert!(host.replica(&KEY).is_some(), "placed as a replica");
+    host.round(|_| {}).expect("the placement is written and synced");
+    drop(host);
+    let host = paros_replica::boot(disk.clone(), REPLICA, FEED, Tunables::default(), 2, false).expect("boots").host;
+    assert!(host.replica(&KEY).is_some(), "restored awake as a replica, not as a joining voter");
+    let host = paros_replica::boot(disk, REPLICA, FEED, Tunables::default(), 3, true).expect("boots").host;
+    assert_eq!(host.replica_states().bootstrapping, 1, "restored asleep as a replica that has not caught up");
+}

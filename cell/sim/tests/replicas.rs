@@ -18,10 +18,14 @@ fn the_pages_a_replica_that_joined_served_are_judged_by_the_linearizability_chec
     assert_eq!(r.claims.violations(), 0, "{:#?}", r.claims.details);
     let joined = r.joined.expect("a replica joins in this seed");
     assert!(r.claims.count(Claim::ReplicaJoins).reached > 0, "and serves a reader");
+    let mode_of = |key| r.header.journals.iter().find(|j| j.key == key).map_or(WriterMode::Single, |j| j.mode);
+    // A single-writer journal's page: its records name their positions, so a forged one is
+    // caught whatever position it sits at.
     let served: Vec<usize> = (0..r.history.len())
         .filter(|i| {
             let op = &r.history[*i];
             op.server == Some(joined)
+                && mode_of(op.journal) == WriterMode::Single
                 && matches!(&op.output, Some(OpOutput::Read(ReadAnswer::Page { records, .. })) if !records.is_empty())
         })
         .collect();
@@ -31,7 +35,7 @@ fn the_pages_a_replica_that_joined_served_are_judged_by_the_linearizability_chec
     let bounds = PageBounds { records_max: r.header.page_records_max, bytes_max: r.header.page_bytes_max };
     let i = served[0];
     let key = r.history[i].journal;
-    let mode = r.header.journals.iter().find(|j| j.key == key).map_or(WriterMode::Single, |j| j.mode);
+    let mode = mode_of(key);
     let mut ops: Vec<_> = r.history.iter().filter(|op| op.journal == key).cloned().collect();
     let honest = linearizability::check(&ops, mode, bounds, 2_000_000);
     assert!(matches!(honest, Verdict::Linearizable { .. }), "the run's history is linearizable: {honest:?}");

@@ -240,7 +240,7 @@ impl<S: LogStore> Host<S> {
         tunables: Tunables,
         seed: u64,
     ) -> Result<Host<S>, BootError> {
-        Host::boot_as(store, expected, fresh, tunables, seed, Boot { asleep: false, node: false })
+        Host::boot_as(store, expected, fresh, tunables, seed, Boot { asleep: false, node: false, feeds: &[] })
     }
 
     /// [`Host::boot`] (`asleep`: [`Host::boot_asleep`]) for a node of the cell: every journal
@@ -259,7 +259,24 @@ impl<S: LogStore> Host<S> {
         seed: u64,
         asleep: bool,
     ) -> Result<Host<S>, BootError> {
-        Host::boot_as(store, expected, fresh, tunables, seed, Boot { asleep, node: true })
+        Host::boot_as(store, expected, fresh, tunables, seed, Boot { asleep, node: true, feeds: &[] })
+    }
+
+    /// [`Host::boot`] (or, `asleep`, [`Host::boot_asleep`]) of a replica subscribed to
+    /// `feeds` ([`Host::join_feed`] before any journal is restored): a journal its store holds
+    /// placed with learners it is fed at comes back as a replica.
+    ///
+    /// # Errors
+    /// As [`Host::boot`].
+    pub fn boot_fed(
+        store: S,
+        fresh: NodeId,
+        tunables: Tunables,
+        seed: u64,
+        asleep: bool,
+        feeds: &[NodeId],
+    ) -> Result<Host<S>, BootError> {
+        Host::boot_as(store, None, fresh, tunables, seed, Boot { asleep, node: false, feeds })
     }
 
     fn boot_as(
@@ -268,7 +285,7 @@ impl<S: LogStore> Host<S> {
         fresh: NodeId,
         tunables: Tunables,
         seed: u64,
-        Boot { asleep, node }: Boot,
+        Boot { asleep, node, feeds }: Boot<'_>,
     ) -> Result<Host<S>, BootError> {
         let me = match (store.identity()?, expected) {
             (Some(found), Some(expected)) if found != expected => {
@@ -302,7 +319,7 @@ impl<S: LogStore> Host<S> {
             fetches: Fetches::default(),
             liveness: Liveness::default(),
             dormancy: Dormancy::default(),
-            feeds: std::collections::BTreeSet::new(),
+            feeds: feeds.iter().copied().collect(),
             node,
             marks: feed::Marks::default(),
             feed_heard: std::collections::HashMap::new(),
@@ -336,7 +353,7 @@ impl<S: LogStore> Host<S> {
         tunables: Tunables,
         seed: u64,
     ) -> Result<Host<S>, BootError> {
-        Host::boot_as(store, expected, fresh, tunables, seed, Boot { asleep: true, node: false })
+        Host::boot_as(store, expected, fresh, tunables, seed, Boot { asleep: true, node: false, feeds: &[] })
     }
 
     /// This machine's identity.
@@ -429,9 +446,11 @@ pub fn read_answer(answer: &NodeAnswer) -> Option<&ReadAnswer> {
     }
 }
 
-/// How a host boots: its journals dormant, and whether it is a node of the cell.
+/// How a host boots: its journals dormant, whether it is a node of the cell, and the tier feeds
+/// it is subscribed to before its journals are restored.
 #[derive(Clone, Copy, Debug)]
-struct Boot {
+struct Boot<'a> {
     asleep: bool,
     node: bool,
+    feeds: &'a [NodeId],
 }

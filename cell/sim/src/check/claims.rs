@@ -35,10 +35,18 @@ pub enum Claim {
     ReplicaJoins,
     ReplicaLeaves,
     ReadRouted,
+    ConfigsAgree,
+    MoveCompletes,
+    MoveWhileDown,
+    MoveCoordinatorCrash,
+    MoveConcurrent,
+    MoveTrimJump,
+    MoveDrainUnderLoad,
+    MoveHeals,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 30] = [
+    pub const ALL: [Claim; 38] = [
         Claim::OneChosenPerSlot,
         Claim::SameOutcome,
         Claim::PromiseNeverDecreases,
@@ -69,6 +77,14 @@ impl Claim {
         Claim::ReplicaJoins,
         Claim::ReplicaLeaves,
         Claim::ReadRouted,
+        Claim::ConfigsAgree,
+        Claim::MoveCompletes,
+        Claim::MoveWhileDown,
+        Claim::MoveCoordinatorCrash,
+        Claim::MoveConcurrent,
+        Claim::MoveTrimJump,
+        Claim::MoveDrainUnderLoad,
+        Claim::MoveHeals,
     ];
 
     /// The claim's name, exactly as the runner prints it.
@@ -139,6 +155,38 @@ impl Claim {
                 "replica: a reader asks the replicas its router ranks: those last seen serving, on the journal's \
                  tier, within the lag bound, not skipped and not removed, least behind first"
             }
+            Claim::ConfigsAgree => {
+                "reconfiguration: no two configurations of a journal choose different commands for one slot, \
+                 and every applied slot was chosen by the configuration governing it \
+                 (reached: a slot chosen by a configuration after a stop-sign)"
+            }
+            Claim::MoveCompletes => {
+                "reconfiguration: a journal whose seat the registry moved is back to full strength \
+                 (the move recorded done) within a bound after the registry decided it"
+            }
+            Claim::MoveWhileDown => {
+                "contested: a seat moves while another voter of the journal is down, and the move completes"
+            }
+            Claim::MoveCoordinatorCrash => {
+                "contested: the registry coordinator driving a seat move ends mid-move (crash or successor), \
+                 and a later one completes it"
+            }
+            Claim::MoveConcurrent => {
+                "contested: a seat move completes with a truncation and a leader change decided \
+                 while it was in progress"
+            }
+            Claim::MoveDrainUnderLoad => {
+                "contested: a node drained under write load: the planner moves a seat off it \
+                 while the journal's writer is acknowledged, and the move completes"
+            }
+            Claim::MoveHeals => {
+                "contested: the planner heals a journal whose voter went unseen: its seat moves to a live node \
+                 and the move completes"
+            }
+            Claim::MoveTrimJump => {
+                "contested: a seat move completes with a machine of the journal jumping to a trim point \
+                 while it was in progress"
+            }
         }
     }
 
@@ -170,6 +218,14 @@ impl Claim {
             Claim::MultiWriterRace => Some(MULTI_WRITER_REACH_SHARE_MIN),
             Claim::ReplicaJoins | Claim::ReplicaLeaves => Some(0.05),
             Claim::ReadRouted => Some(READ_ROUTED_REACH_SHARE_MIN),
+            Claim::ConfigsAgree
+            | Claim::MoveCompletes
+            | Claim::MoveWhileDown
+            | Claim::MoveCoordinatorCrash
+            | Claim::MoveConcurrent
+            | Claim::MoveTrimJump
+            | Claim::MoveDrainUnderLoad
+            | Claim::MoveHeals => Some(0.05),
             _ => None,
         }
     }
@@ -205,10 +261,16 @@ pub struct Count {
 }
 
 /// The counters of every claim, and the first violations in detail.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Claims {
     counts: [Count; Claim::ALL.len()],
     pub details: Vec<(Claim, String)>,
+}
+
+impl Default for Claims {
+    fn default() -> Self {
+        Claims { counts: [Count::default(); Claim::ALL.len()], details: Vec::new() }
+    }
 }
 
 impl Claims {

@@ -90,6 +90,12 @@ pub struct Appender {
 }
 
 impl Appender {
+    /// The journal's voters changed (a seat moved, as the registry the gateway folds says): the
+    /// calls from now on ask these.
+    pub fn set_voters(&mut self, voters: Vec<NodeId>) {
+        self.voters = voters;
+    }
+
     #[must_use]
     pub fn new(
         name: String,

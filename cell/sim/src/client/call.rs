@@ -88,12 +88,15 @@ impl Flight {
         let step = if read {
             let answer = match reply {
                 Reply::Read(a) => paros_client::ReadAnswer::from_node(a),
-                Reply::Call(_) | Reply::TimedOut => paros_client::ReadAnswer::Unserved { applied_to: None },
+                Reply::Call(_) | Reply::TimedOut | Reply::UnknownJournal => {
+                    paros_client::ReadAnswer::Unserved { applied_to: None }
+                }
             };
             self.policy.on_read(answer, elapsed)
         } else {
             let reply = match reply {
                 Reply::Call(a) => CallReply::Answer(a),
+                Reply::UnknownJournal => CallReply::UnknownJournal,
                 Reply::Read(_) | Reply::TimedOut => CallReply::NoAnswer,
             };
             self.policy.on_reply(reply, elapsed)

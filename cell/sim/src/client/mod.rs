@@ -58,6 +58,14 @@ impl WriterClient {
         }
     }
 
+    /// The journal's voters changed: the calls from now on ask these.
+    pub fn set_voters(&mut self, voters: Vec<paros_core::NodeId>) {
+        match self {
+            WriterClient::Single(w) => w.set_voters(voters),
+            WriterClient::Multi(a) => a.set_voters(voters),
+        }
+    }
+
     /// Time passed.
     pub fn wake(&mut self, now: u64, ctx: ClientCtx, io: &mut ClientIo) {
         match self {
@@ -91,6 +99,8 @@ pub enum Reply {
     Read(ReadAnswer),
     /// No answer within the client's timeout: the call may or may not have taken effect.
     TimedOut,
+    /// The server does not host the journal (a seat moved away from it): nothing was done.
+    UnknownJournal,
 }
 
 /// A request the client wants sent; `token` comes back with its reply.

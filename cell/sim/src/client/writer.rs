@@ -157,6 +157,12 @@ fn ns(d: std::time::Duration) -> u64 {
 }
 
 impl Writer {
+    /// The journal's voters changed (a seat moved, as the registry the gateway folds says): the
+    /// calls from now on ask these.
+    pub fn set_voters(&mut self, voters: Vec<NodeId>) {
+        self.voters = voters;
+    }
+
     #[must_use]
     pub fn new(
         name: String,
@@ -710,7 +716,7 @@ impl Writer {
         c.in_flight = None;
         let answer = match reply {
             Reply::Read(a) => ReadAnswer::from_node(a),
-            Reply::Call(_) | Reply::TimedOut => ReadAnswer::Unserved { applied_to: None },
+            Reply::Call(_) | Reply::TimedOut | Reply::UnknownJournal => ReadAnswer::Unserved { applied_to: None },
         };
         let mut retry = None;
         match c.cursor.absorb(answer) {

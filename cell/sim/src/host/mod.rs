@@ -103,6 +103,9 @@ pub struct RoundOutput {
     /// Answers by the world's request number they answer.
     pub answers: Vec<(u64, CallAnswer)>,
     pub reads: Vec<(u64, ReadAnswer)>,
+    /// Requests for a journal the machine does not host, answered `UnknownJournal` (a seat
+    /// moved away, or not placed yet), by the world's request number.
+    pub unknown: Vec<u64>,
     pub applied: Vec<(JournalKey, Applied)>,
 }
 
@@ -180,6 +183,9 @@ pub trait Host: Sized {
 
     /// True when `journal` is placed here (awake or dormant).
     fn hosts(&self, journal: &JournalKey) -> bool;
+
+    /// Asks this machine's voter of `journal` to campaign now (the node's control request).
+    fn campaign(&mut self, journal: &JournalKey);
 
     /// Answers to requests of an earlier life of their journal dropped here since boot.
     fn stale_answers(&self) -> u64;

@@ -57,6 +57,8 @@ pub struct NodeHost {
     woken: Option<Wake>,
     waiting_since_us: u64,
     immediate: Vec<(u64, CallAnswer)>,
+    /// Requests answered `UnknownJournal` at once.
+    unknown: Vec<u64>,
     /// A tick period passed since the last step.
     clock_due: bool,
     clock: SimClock,
@@ -117,7 +119,12 @@ impl Host for NodeHost {
                     .expect("a simulated replica boots")
                     .host
             }
-            // A voter, or a replica removed from its tier (on no feed).
+            // A node of the cell: it hosts a seat moving to it as a joining voter.
+            _ if spec.role != super::MachineRole::Replica => {
+                paros_node::Host::boot_node(disk.clone(), None, spec.id, spec.tunables, seed, asleep)
+                    .expect("a simulated node boots")
+            }
+            // A replica removed from its tier (on no feed).
             _ => {
                 let boot = if asleep { paros_node::Host::boot_asleep } else { paros_node::Host::boot };
                 // No identity is asserted: a replica may come back on a wiped disk under its own id.
@@ -151,6 +158,7 @@ impl Host for NodeHost {
             woken: None,
             waiting_since_us: 0,
             immediate: Vec::new(),
+            unknown: Vec::new(),
             clock_due: false,
             clock,
             tunables: spec.tunables,
@@ -183,14 +191,19 @@ impl Host for NodeHost {
                 self.owed.insert(owed, req);
             }
             Err(NodeAnswer::Call(a)) => self.immediate.push((req, a)),
+            Err(NodeAnswer::UnknownJournal) => self.unknown.push(req),
             Err(_) => {}
         }
     }
 
     fn read(&mut self, journal: JournalKey, req: u64, request: ReadRequest) {
         self.wake(Wake::Work);
-        if let Ok(owed) = self.pump.request(NodeRequest::Read { journal, id: ReadId(req), read: request }) {
-            self.owed.insert(owed, req);
+        match self.pump.request(NodeRequest::Read { journal, id: ReadId(req), read: request }) {
+            Ok(owed) => {
+                self.owed.insert(owed, req);
+            }
+            Err(NodeAnswer::UnknownJournal) => self.unknown.push(req),
+            Err(_) => {}
         }
     }
 
@@ -201,7 +214,11 @@ impl Host for NodeHost {
         match self.schedule.next(self.pump.wants_step(), self.pump.is_syncing()) {
             Next::Step { .. } => true,
             Next::Wait { .. } => {
-                self.woken.is_some() && (self.pump.wants_step() || self.clock_due || !self.immediate.is_empty())
+                self.woken.is_some()
+                    && (self.pump.wants_step()
+                        || self.clock_due
+                        || !self.immediate.is_empty()
+                        || !self.unknown.is_empty())
             }
         }
     }
@@ -239,6 +256,7 @@ impl Host for NodeHost {
             self.reading.push_back(handed_out);
         }
         stepped.output.answers = std::mem::take(&mut self.immediate);
+        stepped.output.unknown = std::mem::take(&mut self.unknown);
         if let Some(persist) = effects.persist.take() {
             assert!(self.persisting.is_none(), "one round is in flight at a time");
             self.schedule.persist(persist.batch.len());
@@ -356,6 +374,11 @@ impl Host for NodeHost {
         for (owed, _) in self.pump.host_mut().remove(journal) {
             self.owed.remove(&owed);
         }
+    }
+
+    fn campaign(&mut self, journal: &JournalKey) {
+        self.wake(Wake::Work);
+        self.pump.host_mut().campaign(journal);
     }
 
     fn hosts(&self, journal: &JournalKey) -> bool {

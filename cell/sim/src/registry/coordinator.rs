@@ -15,7 +15,7 @@ use paros_client::{
     ReaderCursor, ReaderOutcome, Route, Seq, Step, WriterConfig, WriterCore, WriterError,
 };
 use paros_core::rng::Rng;
-use paros_core::{Call, Consistency, LeaderUuid, NodeId, ReadRequest};
+use paros_core::{Call, Consistency, JournalKey, LeaderUuid, NodeId, ReadRequest};
 use paros_registry::term::{CoordinatorTerm, TermEffect, TermEnd};
 use paros_registry::{Answer, CoordinatorConfig, Reply, Submitted};
 
@@ -47,17 +47,31 @@ enum Pending {
 
 /// One decided call carried out by a `CallPolicy`.
 #[derive(Debug)]
-struct CallOp {
+pub(crate) struct CallOp {
+    /// The journal called: the registry's own (`None`), or another (the mover's calls).
+    journal: Option<JournalKey>,
     policy: CallPolicy,
     began: u64,
     due: Option<(u64, Pending)>,
     waiting: Option<(u64, bool)>,
 }
 
-type Done = Result<Decided, AnswerError>;
+pub(crate) type Done = Result<Decided, AnswerError>;
 
 impl CallOp {
     fn start(call: Call, servers: &[NodeId], hint: NodeId, rng: &mut SimRng, now: u64) -> (CallOp, Option<Done>) {
+        Self::start_on(None, call, servers, hint, rng, now)
+    }
+
+    /// A call to `journal` (`None`: the registry journal).
+    pub(crate) fn start_on(
+        journal: Option<JournalKey>,
+        call: Call,
+        servers: &[NodeId],
+        hint: NodeId,
+        rng: &mut SimRng,
+        now: u64,
+    ) -> (CallOp, Option<Done>) {
         let config = ClientConfig {
             attempts_max: 12,
             redirects_max: 6,
@@ -70,7 +84,7 @@ impl CallOp {
         };
         let policy = CallPolicy::new(call, servers.to_vec(), Some(hint), config, Rng::new(rng.u64()))
             .expect("a valid client config");
-        let mut op = CallOp { policy, began: now, due: None, waiting: None };
+        let mut op = CallOp { journal, policy, began: now, due: None, waiting: None };
         let step = op.policy.start();
         let done = op.absorb(step, now);
         (op, done)
@@ -87,7 +101,7 @@ impl CallOp {
         None
     }
 
-    fn poll(&mut self, now: u64, servers: &[NodeId], token: &mut u64, sends: &mut Vec<Send>) {
+    pub(crate) fn poll(&mut self, now: u64, servers: &[NodeId], token: &mut u64, sends: &mut Vec<Send>) {
         if self.waiting.is_some() {
             return;
         }
@@ -100,7 +114,12 @@ impl CallOp {
         *token += 1;
         let (to, request, read) = match pending {
             Pending::Send(route) => {
-                (pick(route), RegRequest::Call(self.policy.id(), self.policy.call().clone()), false)
+                let (id, call) = (self.policy.id(), self.policy.call().clone());
+                let request = match self.journal {
+                    None => RegRequest::Call(id, call),
+                    Some(key) => RegRequest::JournalCall(key, id, call),
+                };
+                (pick(route), request, false)
             }
             Pending::Read(p, route) => {
                 let r = ReadRequest {
@@ -110,7 +129,11 @@ impl CallOp {
                     wait_ticks: 0,
                     consistency: p.consistency,
                 };
-                (pick(route), RegRequest::Read(r), true)
+                let request = match self.journal {
+                    None => RegRequest::Read(r),
+                    Some(key) => RegRequest::JournalRead(key, r),
+                };
+                (pick(route), request, true)
             }
         };
         self.waiting = Some((*token, read));
@@ -118,7 +141,7 @@ impl CallOp {
     }
 
     /// The answer to `token` (`None`: timed out), if it is this call's.
-    fn on_reply(&mut self, now: u64, token: u64, reply: Option<&RegReply>) -> Option<Done> {
+    pub(crate) fn on_reply(&mut self, now: u64, token: u64, reply: Option<&RegReply>) -> Option<Done> {
         let (t, read) = self.waiting?;
         if t != token {
             return None;

@@ -19,11 +19,13 @@
 pub mod audit;
 pub mod coordinator;
 pub mod follower;
+pub mod mover;
 pub mod plan;
 
 pub use audit::{RegistryAudit, RegistryFigures};
 pub use coordinator::CoordinatorActor;
 pub use follower::Follower;
+pub use mover::MoverActor;
 pub use plan::{Plan, Script, TierChanges};
 
 use paros_core::{Call, CallAnswer, NodeId, ReadAnswer, ReadRequest};
@@ -34,6 +36,10 @@ pub enum RegRequest {
     /// A call under its `CallPolicy`'s id.
     Call(paros_core::CallId, Call),
     Read(ReadRequest),
+    /// A call to another journal (the mover's `Reconfigure`).
+    JournalCall(paros_core::JournalKey, paros_core::CallId, Call),
+    /// A read of another journal (the mover's confirmation at one new voter).
+    JournalRead(paros_core::JournalKey, ReadRequest),
 }
 
 /// What came back for a [`RegRequest`] (`None` at the actor: timed out).

@@ -27,7 +27,7 @@ pub struct Scripted {
 pub struct Script {
     pub items: Vec<Scripted>,
     index: BTreeMap<RequestId, usize>,
-    answered: BTreeMap<usize, Answer>,
+    answered: BTreeMap<RequestId, Answer>,
 }
 
 impl Script {
@@ -43,8 +43,26 @@ impl Script {
             .iter()
             .enumerate()
             .take_while(move |(_, s)| s.at_ns <= now)
-            .filter(|(i, _)| !self.answered.contains_key(i))
+            .filter(|(_, s)| !self.answered.contains_key(&s.request.id))
             .map(|(_, s)| &s.request)
+    }
+
+    /// Adds `item` to the script, after every item due at or before its time (a caller that
+    /// decides during the run what to ask: the mover's `MoveDone`, a seat move). An id already
+    /// in the script is not added again.
+    pub fn push(&mut self, item: Scripted) {
+        if self.index.contains_key(&item.request.id) {
+            return;
+        }
+        let at = self.items.partition_point(|s| s.at_ns <= item.at_ns);
+        self.items.insert(at, item);
+        self.index = self.items.iter().enumerate().map(|(i, s)| (s.request.id, i)).collect();
+    }
+
+    /// The answer request `id` got, once it got one.
+    #[must_use]
+    pub fn answer_of(&self, id: RequestId) -> Option<&Answer> {
+        self.answered.get(&id)
     }
 
     /// A coordinator answered `id`: the caller stops sending it, unless the answer says
@@ -53,15 +71,16 @@ impl Script {
         if matches!(answer, Answer::Busy | Answer::NotCoordinator) {
             return false;
         }
-        let Some(i) = self.index.get(&id).copied() else { return false };
-        self.answered.insert(i, answer.clone()).is_none()
+        if !self.index.contains_key(&id) {
+            return false;
+        }
+        self.answered.insert(id, answer.clone()).is_none()
     }
 
     /// Whether request `id` was answered with an accepted verdict.
     #[must_use]
     pub fn accepted(&self, id: RequestId) -> bool {
-        let Some(i) = self.index.get(&id) else { return false };
-        matches!(self.answered.get(i), Some(Answer::Verdict(v)) if v.is_accepted())
+        matches!(self.answered.get(&id), Some(Answer::Verdict(v)) if v.is_accepted())
     }
 
     /// Requests answered so far, and of them the accepted ones.

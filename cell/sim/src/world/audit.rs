@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
-use paros_core::journal::{JournalState, Outcome};
+use paros_core::journal::{Command, Control, JournalState, Outcome};
 use paros_core::{Applied, Ballot, Durable, JournalKey, Message, NodeId, ReadAnswer, Slot, WriteOp};
 
 use paros_client::run::{self, RunRecord};
@@ -33,6 +33,15 @@ pub struct Audit {
     accepts: BTreeMap<(JournalKey, Slot), Acceptances>,
     /// The command digest a quorum accepted at some ballot: chosen.
     chosen: BTreeMap<(JournalKey, Slot), u64>,
+    /// The configuration (epoch) whose quorum chose each chosen slot.
+    chosen_epoch: BTreeMap<(JournalKey, Slot), u64>,
+    /// Each journal's voter sets by epoch: the founding voters at 0, then each as the
+    /// `Reconfigure` naming it was first accepted. A journal not here (a scratch journal the
+    /// registry placed where the world does not know) counts any acceptor toward `quorum`.
+    configs: BTreeMap<JournalKey, BTreeMap<u64, Vec<NodeId>>>,
+    /// The slot of each decided stop-sign, by the epoch it begins: `C_e` governs the slots
+    /// above the stop-sign of `e` up to that of `e + 1`.
+    stop_signs: BTreeMap<(JournalKey, u64), Slot>,
     /// The lowest ballot at which a quorum accepted the chosen command: every proposal at this
     /// ballot or above carries it (a deposed leader's lower-ballot Accepts may not).
     chosen_at: BTreeMap<(JournalKey, Slot), Ballot>,
@@ -54,6 +63,8 @@ pub struct Audit {
     /// Each candidate's campaign: its ballot and, per slot, the values remote Promises reported
     /// while it was still campaigning (ballot `None`: reported chosen).
     campaigns: BTreeMap<(NodeId, JournalKey), (Ballot, Campaign)>,
+    /// Campaign slots a Promise reported a `Reconfigure` in (rule 11 may `Noop` it).
+    stop_sign_reported: BTreeSet<(NodeId, JournalKey, Ballot, Slot)>,
     /// Contested slots whose re-proposal was judged: reached once each.
     contested: BTreeSet<(NodeId, JournalKey, Ballot, Slot)>,
     /// The highest ballot any Prepare of the journal carried out of a machine.
@@ -117,8 +128,26 @@ fn rank(b: Option<Ballot>) -> (bool, Ballot) {
 
 impl Audit {
     #[must_use]
-    pub fn new(quorum: BTreeMap<JournalKey, usize>) -> Audit {
-        Audit { quorum, ..Audit::default() }
+    pub fn new(quorum: BTreeMap<JournalKey, usize>, founders: &[(JournalKey, Vec<NodeId>)]) -> Audit {
+        let configs = founders.iter().map(|(k, v)| (*k, BTreeMap::from([(0, v.clone())]))).collect();
+        Audit { quorum, configs, ..Audit::default() }
+    }
+
+    /// The configuration governing `slot` of `key`: one past the number of stop-signs below it.
+    fn governing(&self, key: JournalKey, slot: Slot) -> u64 {
+        let signs = self.stop_signs.range((key, 0)..=(key, u64::MAX));
+        signs.filter(|(_, s)| **s < slot).count() as u64
+    }
+
+    /// Whether the acceptors `at` of a ballot of `epoch` make a quorum: of that epoch's voters,
+    /// counting only them, when the journal's configurations are known.
+    fn is_quorum(&self, key: JournalKey, epoch: u64, at: &BTreeSet<NodeId>) -> bool {
+        match self.configs.get(&key) {
+            None => at.len() >= self.quorum[&key],
+            Some(configs) => configs
+                .get(&epoch)
+                .is_some_and(|voters| at.iter().filter(|n| voters.contains(n)).count() > voters.len() / 2),
+        }
     }
 
     /// The highest slot a quorum is known to have accepted, per journal.
@@ -246,17 +275,22 @@ impl Audit {
                     format!("{node:?} on {key:?} durably accepted {slot:?} at {ballot:?} after promising {promised:?}")
                 });
                 let digest = command.digest();
-                let quorum = self.quorum[&key];
+                if let Command::Control(Control::Reconfigure { epoch, voters }) = command
+                    && let Some(configs) = self.configs.get_mut(&key)
+                {
+                    configs.entry(*epoch).or_insert_with(|| voters.as_slice().to_vec());
+                }
                 let at =
                     self.accepts.entry((key, *slot)).or_default().entry(*ballot).or_insert((digest, BTreeSet::new()));
                 self.claims.check(Claim::OneChosenPerSlot, at.0 == digest, || {
                     format!("{key:?} {slot:?}: two commands accepted at one ballot {ballot:?}")
                 });
                 at.1.insert(node);
-                if at.1.len() >= quorum {
+                let at = at.1.clone();
+                if self.is_quorum(key, ballot.epoch(), &at) {
                     let lowest = self.chosen_at.entry((key, *slot)).or_insert(*ballot);
                     *lowest = (*lowest).min(*ballot);
-                    self.on_chosen(key, *slot, digest, &format!("a quorum at {ballot:?}"));
+                    self.on_chosen(key, *slot, digest, ballot.epoch(), &format!("a quorum at {ballot:?}"));
                 }
             }
             WriteOp::Learn { slot, command } => self.compare_chosen(key, *slot, command.digest(), "a learned command"),
@@ -275,17 +309,25 @@ impl Audit {
         }
     }
 
-    fn on_chosen(&mut self, key: JournalKey, slot: Slot, digest: u64, how: &str) {
+    fn on_chosen(&mut self, key: JournalKey, slot: Slot, digest: u64, epoch: u64, how: &str) {
         match self.chosen.get(&(key, slot)) {
             Some(d) => {
-                let d = *d;
-                self.claims.check(Claim::OneChosenPerSlot, d == digest, || {
-                    format!("{key:?} {slot:?}: {how} chose {digest:x} where {d:x} was chosen")
+                let (d, first) = (*d, self.chosen_epoch.get(&(key, slot)).copied().unwrap_or(0));
+                let claim = if first == epoch { Claim::OneChosenPerSlot } else { Claim::ConfigsAgree };
+                self.claims.check(claim, d == digest, || {
+                    format!(
+                        "{key:?} {slot:?}: {how} (configuration {epoch}) chose {digest:x} where configuration \
+                             {first} chose {d:x}"
+                    )
                 });
             }
             None => {
                 self.chosen.insert((key, slot), digest);
+                self.chosen_epoch.insert((key, slot), epoch);
                 self.claims.reach(Claim::OneChosenPerSlot);
+                if epoch > 0 {
+                    self.claims.reach(Claim::ConfigsAgree);
+                }
                 if let Some(j) = self.judged.get(&(key, slot)) {
                     let applied = j.digest;
                     self.claims.check(Claim::OneChosenPerSlot, applied == digest, || {
@@ -384,7 +426,7 @@ impl Audit {
             let Some(reported) = reports.get(slot).filter(|_| *b == ballot) else { continue };
             let digests: BTreeSet<u64> = reported.iter().map(|r| r.1).collect();
             let ballots: BTreeSet<(bool, Ballot)> = reported.iter().map(|r| rank(r.0)).collect();
-            if digests.len() < 2 || ballots.len() < 2 {
+            if digests.len() < 2 || ballots.len() < 2 || self.stop_sign_reported.contains(&(node, key, ballot, *slot)) {
                 continue;
             }
             // P2c over the winning quorum: its remote part's highest value, or, when the
@@ -428,12 +470,21 @@ impl Audit {
         if entry.0 != *ballot {
             *entry = (*ballot, BTreeMap::new());
         }
+        // A campaign drops values accepted in an earlier configuration (rule 2), and its merge
+        // may turn a stop-sign a higher ballot outranks into `Noop` (rule 11): a slot reported
+        // holding one is not judged by plain P2c.
+        let epoch = ballot.epoch();
+        let current = |b: Option<Ballot>| b.is_none_or(|b| b.epoch() >= epoch);
         for r in accepted {
-            let mine = own
-                .and_then(|d| d.entries.binary_search_by_key(&r.slot, |(s, _)| *s).ok().map(|i| &d.entries[i].1))
-                .map(|e| (e.ballot, e.command.digest(), Reporter::Own));
+            let held =
+                own.and_then(|d| d.entries.binary_search_by_key(&r.slot, |(s, _)| *s).ok().map(|i| &d.entries[i].1));
+            if r.command.names_epoch().is_some() || held.is_some_and(|e| e.command.names_epoch().is_some()) {
+                self.stop_sign_reported.insert((to, key, *ballot, r.slot));
+            }
+            let mine = held.filter(|e| current(e.ballot)).map(|e| (e.ballot, e.command.digest(), Reporter::Own));
+            let remote = Some((r.ballot, r.command.digest(), Reporter::Remote)).filter(|_| current(r.ballot));
             let reports = entry.1.entry(r.slot).or_default();
-            for report in [Some((r.ballot, r.command.digest(), Reporter::Remote)), mine].into_iter().flatten() {
+            for report in [remote, mine].into_iter().flatten() {
                 if !reports.contains(&report) {
                     reports.push(report);
                 }
@@ -466,9 +517,34 @@ impl Audit {
         }
     }
 
+    /// At the end: every slot a machine applied, of a journal whose configurations are known,
+    /// was chosen by a quorum of the configuration that governs it (an old configuration that
+    /// still answers past its stop-sign, or a voter counted before it votes, breaks this even
+    /// when no second command is chosen).
+    pub fn check_governed(&mut self) {
+        let judged: Vec<(JournalKey, Slot)> =
+            self.judged.keys().filter(|(k, _)| self.configs.contains_key(k)).copied().collect();
+        for (key, slot) in judged {
+            let governing = self.governing(key, slot);
+            let chosen = self.chosen_epoch.get(&(key, slot)).copied();
+            self.claims.check(Claim::ConfigsAgree, chosen == Some(governing), || {
+                format!("{key:?} {slot:?}: applied, chosen by configuration {chosen:?}; {governing} governs it")
+            });
+        }
+    }
+
     /// `node` applied a slot of `key`.
     pub fn on_applied(&mut self, node: NodeId, key: JournalKey, a: &Applied) {
         let mine = Judgement { digest: a.digest, outcome: a.judged.outcome, blind: a.judged.blind };
+        if let Outcome::Reconfigured { epoch, .. } = a.judged.outcome {
+            let first = *self.stop_signs.entry((key, epoch)).or_insert(a.slot);
+            self.claims.check(Claim::ConfigsAgree, first == a.slot, || {
+                format!(
+                    "{key:?}: {node:?} applied the stop-sign of configuration {epoch} at {:?}, another at {first:?}",
+                    a.slot
+                )
+            });
+        }
         self.compare_chosen(key, a.slot, a.digest, "an applied command");
         match self.judged.get(&(key, a.slot)).copied() {
             None => {
@@ -629,5 +705,96 @@ impl Audit {
             }
             ReadAnswer::Unserved { .. } => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The reconfiguration claim's teeth: durable acceptances and applied slots fed by hand.
+
+    use std::collections::BTreeMap;
+
+    use paros_core::journal::{Command, Control, JournalView, Outcome, Voters};
+    use paros_core::ready::JudgedRecord;
+    use paros_core::{Applied, Ballot, JournalId, JournalKey, NodeId, Slot, TenantId, WriteOp};
+
+    use super::Audit;
+    use crate::check::Claim;
+    use crate::host::MachineRole;
+
+    const KEY: JournalKey = JournalKey { tenant: TenantId(1), journal: JournalId(2) };
+    const A: NodeId = NodeId(1);
+    const B: NodeId = NodeId(2);
+    const C: NodeId = NodeId(3);
+    const D: NodeId = NodeId(4);
+
+    /// The founding voters A, B, C; the stop-sign at slot 0 names A, B, D (chosen by A and B at
+    /// an epoch-0 ballot, applied).
+    fn moved() -> Audit {
+        let mut audit = Audit::new(BTreeMap::from([(KEY, 2)]), &[(KEY, vec![A, B, C])]);
+        let voters = Voters::new(&[A, B, D]).expect("three voters");
+        let sign = Command::Control(Control::Reconfigure { epoch: 1, voters });
+        accept(&mut audit, &[A, B], 0, Ballot { round: 1, node: A }, &sign);
+        let reconfigured = Outcome::Reconfigured { epoch: 1, view: JournalView::NEW };
+        apply(&mut audit, A, 0, &sign, reconfigured);
+        audit
+    }
+
+    fn accept(audit: &mut Audit, by: &[NodeId], slot: u64, ballot: Ballot, command: &Command) {
+        for n in by {
+            let op = WriteOp::Accept { slot: Slot(slot), ballot, command: command.clone() };
+            audit.on_durable(*n, MachineRole::Voter, KEY, &op);
+        }
+    }
+
+    fn apply(audit: &mut Audit, node: NodeId, slot: u64, command: &Command, outcome: Outcome) {
+        let a = Applied { slot: Slot(slot), digest: command.digest(), judged: JudgedRecord { outcome, blind: false } };
+        audit.on_applied(node, KEY, &a);
+    }
+
+    fn epoch_1() -> Ballot {
+        Ballot { round: Ballot::epoch_start(1) + 1, node: B }
+    }
+
+    #[test]
+    fn a_slot_after_the_stop_sign_chosen_by_the_new_voters_holds_and_reaches_the_claim() {
+        let mut audit = moved();
+        let noop = Command::Control(Control::Noop);
+        accept(&mut audit, &[B, D], 1, epoch_1(), &noop);
+        apply(&mut audit, D, 1, &noop, Outcome::Noop);
+        audit.check_governed();
+        let c = audit.claims.count(Claim::ConfigsAgree);
+        assert_eq!((c.violated, c.reached), (0, 1), "{:?}", audit.claims.details);
+        assert!(c.checked >= 3, "the stop-sign and both applied slots were judged: {c:?}");
+    }
+
+    #[test]
+    fn an_old_configuration_still_answering_past_its_stop_sign_is_a_violation() {
+        let mut audit = moved();
+        // A and B, a quorum of the founding voters, accept slot 1 at an epoch-0 ballot: the old
+        // configuration chose a slot the new one governs, even though no other command was.
+        let noop = Command::Control(Control::Noop);
+        accept(&mut audit, &[A, B], 1, Ballot { round: 2, node: A }, &noop);
+        apply(&mut audit, A, 1, &noop, Outcome::Noop);
+        audit.check_governed();
+        assert_eq!(audit.claims.count(Claim::ConfigsAgree).violated, 1, "{:?}", audit.claims.details);
+        // And the new voters choosing another command there is two configurations disagreeing.
+        let other =
+            Command::Control(Control::SetLeader { new: paros_core::LeaderUuid::new(7).expect("set"), old: None });
+        accept(&mut audit, &[B, D], 1, epoch_1(), &other);
+        assert_eq!(audit.claims.count(Claim::ConfigsAgree).violated, 2, "{:?}", audit.claims.details);
+    }
+
+    #[test]
+    fn a_new_voter_counted_before_it_votes_chooses_nothing() {
+        let mut audit = Audit::new(BTreeMap::from([(KEY, 2)]), &[(KEY, vec![A, B, C])]);
+        // D, not a founding voter, and A accept slot 0 at an epoch-0 ballot: two acceptors, but
+        // one founding voter, so nothing is chosen; a node applying it is a violation.
+        let noop = Command::Control(Control::Noop);
+        accept(&mut audit, &[A, D], 0, Ballot { round: 1, node: A }, &noop);
+        assert_eq!(audit.highest_chosen(&KEY), None, "D does not count in epoch 0");
+        apply(&mut audit, A, 0, &noop, Outcome::Noop);
+        audit.check_governed();
+        assert_eq!(audit.claims.count(Claim::ConfigsAgree).violated, 1, "{:?}", audit.claims.details);
     }
 }

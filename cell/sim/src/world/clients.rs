@@ -33,7 +33,7 @@ impl<H: Host> World<H> {
         if matches!(self.clients[c].kind, ClientKind::Reader(_)) {
             self.tell_router();
         }
-        let config = &self.journals[self.clients[c].journal].1;
+        let config = &self.routes[self.clients[c].journal];
         match &mut self.clients[c].kind {
             ClientKind::Writer(w) => w.wake(now, ctx, &mut io),
             ClientKind::Reader(r) => {
@@ -64,6 +64,9 @@ impl<H: Host> World<H> {
         self.clients[c].next_token = io.next_token();
         let key = self.journals[self.clients[c].journal].0;
         let multi = self.journals[self.clients[c].journal].1.mode == WriterMode::Multi;
+        if io.events.iter().any(|ev| matches!(ev, ClientEvent::Acked { .. })) {
+            self.moves_acked(key);
+        }
         for ev in &io.events {
             let name = &self.clients[c].name;
             match ev {
@@ -182,9 +185,10 @@ impl<H: Host> World<H> {
         match &reply {
             Reply::Call(a) => h.output = Some(OpOutput::Call(*a)),
             Reply::Read(a) => h.output = Some(OpOutput::Read(a.clone())),
-            Reply::TimedOut => {}
+            // Nothing was done: judged as a call whose outcome is unknown (it has no return).
+            Reply::TimedOut | Reply::UnknownJournal => {}
         }
-        if !matches!(reply, Reply::TimedOut) {
+        if !matches!(reply, Reply::TimedOut | Reply::UnknownJournal) {
             self.history_index += 1;
             h.return_ns = Some(self.now);
             h.return_index = Some(self.history_index);
@@ -200,7 +204,7 @@ impl<H: Host> World<H> {
             let (key, to, sent) = (h.journal, h.to, h.call_ns);
             let answer = match &reply {
                 Reply::Read(a) => Some(a),
-                Reply::Call(_) | Reply::TimedOut => None,
+                Reply::Call(_) | Reply::TimedOut | Reply::UnknownJournal => None,
             };
             self.tier_on_read(o.client, key, (to, sent), from, answer);
         }
@@ -289,6 +293,7 @@ fn reply_code(reply: &Reply) -> u64 {
         Reply::Call(_) => 1,
         Reply::Read(_) => 2,
         Reply::TimedOut => 3,
+        Reply::UnknownJournal => 4,
     }
 }
 

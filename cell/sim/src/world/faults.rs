@@ -125,7 +125,10 @@ impl<H: Host> World<H> {
             ClientKind::Writer(w) => !w.busy(),
             ClientKind::Reader(_) | ClientKind::Prober(_) => true,
         });
-        let settled = writers_idle && (0..self.journals.len()).all(|j| self.converged(j)) && self.removal_settled();
+        let settled = writers_idle
+            && (0..self.journals.len()).all(|j| self.converged(j))
+            && self.removal_settled()
+            && self.moves_settled();
         if settled || self.now >= self.settle_deadline {
             self.done = true;
             return;
@@ -135,11 +138,29 @@ impl<H: Host> World<H> {
 
     /// True when every machine hosting journal `j` is up and holds the same chosen prefix and
     /// state, covering every slot a quorum is known to have accepted.
+    ///
+    /// After a seat move, the voters are those of the newest configuration any machine hosting
+    /// the journal has applied: a voter it took out (a catch-up source until the registry
+    /// records the move done) or a joining one not yet in it is not judged.
     pub(super) fn converged(&self, j: usize) -> bool {
-        let (key, _) = &self.journals[j];
+        let (key, founding) = &self.journals[j];
+        let hosts: Vec<_> = self
+            .machines
+            .iter()
+            .filter(|m| m.spec.placements.iter().any(|p| p.key == *key))
+            .map(|m| (m, m.host.as_ref().and_then(|h| h.probe(&m.disk, key))))
+            .collect();
+        let newest = hosts.iter().filter_map(|(_, p)| p.as_ref()).max_by_key(|p| p.state.epoch);
+        let voters: Vec<paros_core::NodeId> = match newest.and_then(|p| p.state.voters) {
+            Some(v) => v.as_slice().to_vec(),
+            None => founding.voters.clone(),
+        };
         let mut first = None;
-        for mach in self.machines.iter().filter(|m| m.spec.placements.iter().any(|p| p.key == *key)) {
-            let Some(probe) = mach.host.as_ref().and_then(|h| h.probe(&mach.disk, key)) else { return false };
+        for (mach, probe) in hosts {
+            if mach.spec.role == crate::host::MachineRole::Voter && !voters.contains(&mach.spec.id) {
+                continue;
+            }
+            let Some(probe) = probe else { return false };
             let here = (probe.chosen_up_to, probe.state);
             match first {
                 None => first = Some(here),

@@ -42,6 +42,8 @@ impl<H: Host> World<H> {
             }
         }
         self.tier_finish();
+        self.moves_finish();
+        self.audit.check_governed();
         let (checked, exhausted) = self.check_histories();
         let longest_stall_ns = self.progress.finish(&mut self.audit.claims);
         if let Some((ns, j, at)) = self.progress.longest()

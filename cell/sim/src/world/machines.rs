@@ -16,6 +16,7 @@ impl<H: Host> World<H> {
         mach.epoch += 1;
         mach.round_in_flight = false;
         mach.host = Some(H::boot(&mach.spec, &mach.disk, seed));
+        self.moves.set_down(m, None);
         let (epoch, id) = (mach.epoch, mach.spec.id);
         if mach.spec.role == crate::host::MachineRole::Replica {
             let wiped = std::mem::take(&mut mach.wiped);
@@ -36,6 +37,7 @@ impl<H: Host> World<H> {
         }
         let lost = if mach.round_in_flight { mach.round_writes } else { 0 };
         self.registry_crash(m);
+        self.moves.set_down(m, Some(self.now));
         let mach = &mut self.machines[m];
         mach.disk.crash();
         mach.epoch += 1;
@@ -186,6 +188,7 @@ impl<H: Host> World<H> {
             if matches!(op, paros_core::WriteOp::TrimmedTo { .. }) {
                 let j = self.journals.iter().position(|(k, _)| *k == key).unwrap_or(0);
                 self.trace.event(self.now, "jump", &[id.0, j as u64], || format!("{id:?} journal {j}: {op:?}"));
+                self.moves_jumped(key);
             }
             self.audit.on_durable(id, role, key, &op);
         }
@@ -196,7 +199,13 @@ impl<H: Host> World<H> {
         let mach = &self.machines[m];
         let id = mach.spec.id;
         let host = mach.host.as_ref().expect("up");
+        let mut during_moves = Vec::new();
         for (key, a) in &out.applied {
+            match a.judged.outcome {
+                paros_core::journal::Outcome::Trimmed(_) => during_moves.push((*key, true)),
+                paros_core::journal::Outcome::Won(_) => during_moves.push((*key, false)),
+                _ => {}
+            }
             self.trace.quiet(self.now, "applied", &[id.0, a.slot.0, a.digest]);
             self.audit.on_applied(id, *key, a);
             if let Some(j) = self.journals.iter().position(|(k, _)| k == key) {
@@ -208,6 +217,9 @@ impl<H: Host> World<H> {
                 let durable = mach.disk.durable(&p.key).map(|d| d.promise);
                 self.audit.on_probe(id, p.key, &probe, durable);
             }
+        }
+        for (key, trim) in during_moves {
+            self.moves_decided(key, trim);
         }
     }
 
@@ -238,6 +250,12 @@ impl<H: Host> World<H> {
                 self.registry_answer(req, from, RegReply::Call(answer));
             } else {
                 self.send_reply(req, from, Reply::Call(answer));
+            }
+        }
+        for req in out.unknown {
+            // A registry actor's request times out instead (its policies treat both alike).
+            if !self.registry.owns(req) {
+                self.send_reply(req, from, Reply::UnknownJournal);
             }
         }
         let replica = self.machines[m].spec.role == crate::host::MachineRole::Replica;

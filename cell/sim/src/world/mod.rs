@@ -13,6 +13,7 @@ mod clients;
 mod faults;
 mod finale;
 mod machines;
+mod moves;
 mod network;
 mod params;
 mod progress;
@@ -175,6 +176,10 @@ enum Event {
         reply: Option<crate::registry::RegReply>,
     },
     RegistryTimeout(u64),
+    /// The operator asks for one of the seed's seat moves.
+    SeatMove,
+    /// The operator drains voter `n`.
+    Drain(usize),
 }
 
 /// One seeded world.
@@ -209,6 +214,13 @@ pub struct World<H: Host> {
     registry: registry::RegistryWorld,
     /// The replica tier: its changes during the run and the readers' router.
     tier: tier::TierWorld,
+    /// Seat moves: asked for, watched, judged.
+    moves: moves::MovesWorld,
+    /// Each journal's configuration as the clients route by it: the voters the registry names
+    /// now (a seat move changes them), the rest as placed.
+    routes: Vec<JournalConfig>,
+    /// How long into the settle tail the progress claims start judging.
+    grace_ns: u64,
 }
 
 impl<H: Host> std::fmt::Debug for World<H> {
@@ -371,6 +383,14 @@ impl<H: Host> World<H> {
         let tier = tier::TierWorld::new(&plan, tiered, joiner, leaver, &index);
         let registry = registry::RegistryWorld::new(plan, machines.len(), side.fork());
         let journals_len = journals.len();
+        let founders: Vec<(JournalKey, Vec<NodeId>)> = journals.iter().map(|(k, c)| (*k, c.voters.clone())).collect();
+        let moves = moves::MovesWorld::new(
+            moves::MoveParams::draw(&rng, params.chaos_ns),
+            rng.side(0x6d76),
+            journals_len,
+            machines.len(),
+        );
+        let routes: Vec<JournalConfig> = journals.iter().map(|(_, c)| c.clone()).collect();
         // Judged from three election timeouts into the tail (every machine restarts at its
         // start); a stall may last five.
         let election_ns = u64::from(params.tunables.election_ticks_max) * params.tick_ns;
@@ -396,13 +416,16 @@ impl<H: Host> World<H> {
             stopping: false,
             settle_deadline,
             done: false,
-            audit: Audit::new(quorum),
+            audit: Audit::new(quorum, &founders),
             multi: MultiWriterAudit::default(),
             progress: progress::Progress::new(journals_len, grace_ns, stall_bound_ns, retry_window_ns),
             trace: Trace::new(options.timeline),
             answers: answers::Answers::default(),
             registry,
             tier,
+            moves,
+            routes,
+            grace_ns,
         };
         world.schedule_start();
         world
@@ -439,6 +462,7 @@ impl<H: Host> World<H> {
             self.at(o.start_ns + o.len_ns, Event::Restart(m, RestartCause::OutageEnd));
         }
         self.at(self.params.chaos_ns, Event::SettleStart);
+        self.schedule_moves();
         let (v, r, j, c) = (self.params.voters, self.params.replicas, self.journals.len(), self.clients.len());
         let seed = self.seed;
         self.trace.event(0, "world", &[v as u64, r as u64, j as u64, c as u64], || {
@@ -503,6 +527,8 @@ impl<H: Host> World<H> {
             Event::RegistryRequest { to, req, request } => self.on_registry_request(to, req, request),
             Event::RegistryReply { req, reply } => self.on_registry_reply(req, reply),
             Event::RegistryTimeout(req) => self.on_registry_reply(req, None),
+            Event::SeatMove => self.on_seat_move(),
+            Event::Drain(m) => self.on_drain(m),
         }
     }
 }

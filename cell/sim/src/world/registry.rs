@@ -9,12 +9,16 @@ use paros_core::NodeId;
 
 use paros_registry::follow::Hosting;
 use paros_registry::follower::{FollowedMachine, FollowerEffect};
+use paros_registry::mover::MoverConfig;
 use paros_registry::term::{RestartConfig, Restarts, Succession};
 
 use super::{Event, World};
 use crate::host::{Host, MachineRole};
 use crate::registry::coordinator::Ctx;
-use crate::registry::{CoordinatorActor, Follower, Plan, RegReply, RegRequest, RegistryAudit, Script, Send};
+use crate::registry::mover::MoverCtx;
+use crate::registry::{
+    CoordinatorActor, Follower, MoverActor, Plan, RegReply, RegRequest, RegistryAudit, Script, Send,
+};
 use crate::rng::SimRng;
 
 /// A node's coordinator terms: after one ends, the node waits this long before claiming again
@@ -22,10 +26,19 @@ use crate::rng::SimRng;
 const RESTARTS: RestartConfig =
     RestartConfig { backoff: Duration::from_millis(50), failures_max: u32::MAX, succession: Succession::WhileLeading };
 
+/// The mover's bounds: a failed step is tried again this soon (the daemon's default is 500 ms;
+/// the simulated runs are short).
+/// How often an idle registry with requests due is nudged to elect a leader, at most.
+const NUDGE_NS: u64 = 1_000_000_000;
+
+const MOVER: MoverConfig = MoverConfig { moves_max: 4, retry_ms: 100 };
+
 #[derive(Clone, Copy, Debug)]
 enum Actor {
     Follower,
     Coordinator(u64),
+    /// The mover beside coordinator term `n`.
+    Mover(u64),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -40,6 +53,8 @@ struct Owner {
 struct NodeActors {
     follower: Option<Follower>,
     coordinator: Option<CoordinatorActor>,
+    /// The mover of the coordinator term, running while it runs.
+    mover: Option<MoverActor>,
     /// Coordinator terms started on this machine (the current one's number).
     terms: u64,
     restarts: Restarts,
@@ -49,7 +64,14 @@ struct NodeActors {
 
 impl Default for NodeActors {
     fn default() -> Self {
-        NodeActors { follower: None, coordinator: None, terms: 0, restarts: Restarts::new(RESTARTS), claim_at: Some(0) }
+        NodeActors {
+            follower: None,
+            coordinator: None,
+            mover: None,
+            terms: 0,
+            restarts: Restarts::new(RESTARTS),
+            claim_at: Some(0),
+        }
     }
 }
 
@@ -62,6 +84,8 @@ pub(super) struct RegistryWorld {
     nodes: Vec<NodeActors>,
     outstanding: BTreeMap<u64, Owner>,
     rng: SimRng,
+    /// When a founding node was last asked to campaign for an idle registry.
+    nudged_at: Option<u64>,
 }
 
 impl RegistryWorld {
@@ -74,6 +98,7 @@ impl RegistryWorld {
             nodes: (0..machines).map(|_| NodeActors::default()).collect(),
             outstanding: BTreeMap::new(),
             rng,
+            nudged_at: None,
         }
     }
 
@@ -90,6 +115,11 @@ impl RegistryWorld {
     /// Whether machine `m`'s follower has placed what the directory says once since it booted.
     pub fn has_applied(&self, m: usize) -> bool {
         self.nodes[m].follower.as_ref().is_some_and(|f| f.applied())
+    }
+
+    /// The directory machine `m`'s follower last published, if it published one.
+    pub fn directory(&mut self, m: usize) -> Option<std::sync::Arc<paros_registry::Directory>> {
+        self.nodes[m].follower.as_mut()?.driver().directory()
     }
 
     /// Whether request `req` is a registry actor's.
@@ -116,6 +146,7 @@ impl<H: Host> World<H> {
         let node = &mut self.registry.nodes[m];
         node.follower = Some(follower);
         node.coordinator = None;
+        node.mover = None;
     }
 
     /// `m` crashed: its actors die with it.
@@ -123,6 +154,7 @@ impl<H: Host> World<H> {
         let node = &mut self.registry.nodes[m];
         node.follower = None;
         node.coordinator = None;
+        node.mover = None;
     }
 
     /// A tick of `m`'s clock: its actors take a step.
@@ -140,16 +172,19 @@ impl<H: Host> World<H> {
             .as_ref()
             .and_then(|h| h.probe(&self.machines[m].disk, &key))
             .is_some_and(|p| p.leader);
+        self.registry_nudge(m, leader);
         let node = &mut self.registry.nodes[m];
         if let Some(a) = &node.coordinator {
             if let Some(end) = a.ended() {
                 let pause = node.restarts.after(end);
                 node.claim_at = pause.map(|p| now + p.as_nanos() as u64);
                 node.coordinator = None;
+                node.mover = None;
             } else if a.is_starting() && !leader {
                 // Not the leader any more: the term stops before it writes.
                 node.claim_at = Some(now + RESTARTS.backoff.as_nanos() as u64);
                 node.coordinator = None;
+                node.mover = None;
             }
         }
         if leader && node.coordinator.is_none() && node.claim_at.is_some_and(|at| now >= at) {
@@ -165,8 +200,79 @@ impl<H: Host> World<H> {
                 rng,
             );
             self.registry.nodes[m].coordinator = Some(actor);
+            let rng = self.registry.rng.fork();
+            let name = format!("mover@{id:?}#{}", self.registry.nodes[m].terms);
+            let planner = self.moves.params.planner;
+            self.registry.nodes[m].mover = Some(MoverActor::new(name, id, MOVER, planner, rng));
         }
         self.registry_coordinator(m, |a, ctx| a.wake(ctx));
+        self.registry_mover(m, |a, ctx| a.wake(ctx));
+    }
+
+    /// A registry journal no node leads (every machine restarted, the journal asleep and idle)
+    /// serves no request: no coordinator claims it. When the registry's caller has a request
+    /// due (a seat move's `MoveSeat` or `MoveDone` late in the run) and no coordinator runs,
+    /// the first founding node that is up asks its voter to campaign, as an operator would,
+    /// at most once per [`NUDGE_NS`].
+    fn registry_nudge(&mut self, m: usize, leader: bool) {
+        let now = self.now;
+        let r = &self.registry;
+        let id = self.machines[m].spec.id;
+        let first_up =
+            r.plan.founding.iter().find(|f| self.index.get(f).is_some_and(|i| self.machines[*i].host.is_some()));
+        if leader
+            || first_up != Some(&id)
+            || r.nudged_at.is_some_and(|at| now < at + NUDGE_NS)
+            || r.script.due(now).next().is_none()
+            || r.nodes.iter().any(|n| n.coordinator.is_some())
+        {
+            return;
+        }
+        self.registry.nudged_at = Some(now);
+        let key = self.registry.plan.key;
+        if let Some(host) = self.machines[m].host.as_mut() {
+            host.campaign(&key);
+        }
+        self.trace.event(now, "registry", &[m as u64], || format!("{id:?} campaigns for the idle registry"));
+    }
+
+    /// Runs `f` on `m`'s mover with the directory its follower last published, then carries
+    /// out what it asked.
+    fn registry_mover(&mut self, m: usize, f: impl FnOnce(&mut MoverActor, &mut MoverCtx<'_>)) {
+        let r = &mut self.registry;
+        let term = r.nodes[m].terms;
+        let node = &mut r.nodes[m];
+        let Some(actor) = node.mover.as_mut() else { return };
+        let directory = node.follower.as_mut().and_then(|f| f.driver().directory());
+        let last_seen_s = self.moves.last_seen_s(self.now, &self.machines);
+        let mut ctx = MoverCtx {
+            last_seen_s: &last_seen_s,
+            planned: Vec::new(),
+            now: self.now,
+            directory: directory.as_deref(),
+            script: &mut r.script,
+            sends: Vec::new(),
+            notes: Vec::new(),
+            asked: Vec::new(),
+            recorded: Vec::new(),
+        };
+        f(actor, &mut ctx);
+        let (sends, notes, asked, recorded, planned) = (ctx.sends, ctx.notes, ctx.asked, ctx.recorded, ctx.planned);
+        for planned in planned {
+            self.moves_planned(planned, directory.as_deref());
+        }
+        for (key, epoch) in asked {
+            self.moves_mover_did(m, term, key, epoch, false);
+        }
+        for (key, epoch) in recorded {
+            self.moves_mover_did(m, term, key, epoch, true);
+        }
+        for note in notes {
+            self.trace.event(self.now, "mover", &[m as u64], || note);
+        }
+        for send in sends {
+            self.registry_send(m, Actor::Mover(term), send);
+        }
     }
 
     /// Runs `f` on `m`'s coordinator with a fresh context, then carries out what it asked.
@@ -214,6 +320,8 @@ impl<H: Host> World<H> {
         match request {
             RegRequest::Call(id, call) => host.call(key, req, id, call),
             RegRequest::Read(read) => host.read(key, req, read),
+            RegRequest::JournalCall(journal, id, call) => host.call(journal, req, id, call),
+            RegRequest::JournalRead(journal, read) => host.read(journal, req, read),
         }
         self.kick(to);
     }
@@ -257,6 +365,12 @@ impl<H: Host> World<H> {
                 }
                 self.registry_coordinator(m, |a, ctx| a.on_reply(ctx, o.token, reply));
             }
+            Actor::Mover(term) => {
+                if self.registry.nodes[m].terms != term {
+                    return;
+                }
+                self.registry_mover(m, |a, ctx| a.on_reply(ctx, o.token, reply));
+            }
         }
     }
 
@@ -265,6 +379,7 @@ impl<H: Host> World<H> {
         let now = self.now;
         let mut changed = false;
         let mut retired = None;
+        let mut published = None;
         for effect in effects {
             let mach = &mut self.machines[m];
             let (Some(host), Some(f)) = (mach.host.as_mut(), self.registry.nodes[m].follower.as_mut()) else { return };
@@ -273,13 +388,22 @@ impl<H: Host> World<H> {
                 FollowerEffect::Place { machine, journals } => {
                     let placed: Vec<bool> = journals.iter().map(|(k, c)| host.place(*k, c.clone())).collect();
                     f.driver().placed(machine, &journals, &placed);
-                    for ((key, _), _) in journals.iter().zip(&placed).filter(|(_, ok)| **ok) {
+                    for ((key, config), _) in journals.iter().zip(&placed).filter(|(_, ok)| **ok) {
                         self.trace.event(now, "place", &[id.0, key.journal.0], || format!("{id:?} places {key:?}"));
+                        // A seat moving here: the world judges the journal here from now on.
+                        let ours = self.journals.iter().any(|(k, _)| k == key);
+                        let spec = &mut mach.spec;
+                        if ours && spec.role == MachineRole::Voter && !spec.placements.iter().any(|p| p.key == *key) {
+                            spec.placements.push(crate::host::Placement { key: *key, config: config.clone() });
+                        }
                     }
                     changed = true;
                 }
                 FollowerEffect::Remove { machine, journal } => {
                     host.remove(&journal);
+                    if mach.spec.role == MachineRole::Voter {
+                        mach.spec.placements.retain(|p| p.key != journal);
+                    }
                     // Its life here ends: a later placement begins another (answers audit).
                     self.answers.life_bound(id, journal);
                     f.driver().removed(machine, journal);
@@ -290,13 +414,18 @@ impl<H: Host> World<H> {
                 FollowerEffect::Publish => {
                     f.driver().published(Duration::from_nanos(now));
                     f.note_applied();
-                    let standing = f.driver().directory().and_then(|d| d.machine(id).map(|m| m.standing));
+                    let directory = f.driver().directory();
+                    let standing = directory.as_ref().and_then(|d| d.machine(id).map(|m| m.standing));
                     retired = Some(standing == Some(paros_registry::Standing::Retired));
+                    published = directory;
                 }
             }
         }
         if let Some(retired) = retired {
             self.tier_published(m, retired);
+        }
+        if let Some(directory) = published {
+            self.moves_published(&directory);
         }
         if changed {
             self.kick(m);
