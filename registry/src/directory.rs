@@ -178,6 +178,11 @@ pub struct Journal {
     /// with them ([`Journal::config`]), and its own log moves its voters from there
     /// (docs/reconfiguration.md).
     pub founders: Box<[NodeId]>,
+    /// The machines a seat of it moved off (`MoveDone`'s `from`), in order. Neither they nor the
+    /// founders may be a move's target again: placed again, such a machine would host the
+    /// journal from an empty store and walk into a configuration naming it with no promise
+    /// (docs/reconfiguration.md, "What exists").
+    pub left: Box<[NodeId]>,
     /// The tier it is placed on, fixed at creation.
     pub tier: Option<TierName>,
     /// Its tier's feed, copied at creation (a tier's feed never changes, and the journal's
@@ -242,6 +247,12 @@ impl Journal {
     /// Whether the journal is live and a seat of it is moving to `node`.
     pub fn is_joining(&self, node: NodeId) -> bool {
         self.is_live() && self.moving.is_some_and(|m| m.to == node)
+    }
+
+    /// Whether `node` held a seat of the journal once (a founder, or a machine a seat moved off):
+    /// it may never be a move's target.
+    pub fn held_a_seat(&self, node: NodeId) -> bool {
+        self.founders.contains(&node) || self.left.contains(&node)
     }
 
     /// Whether `config` is [`config`](Self::config) (compared in place, no copy).
@@ -797,6 +808,7 @@ impl Directory {
             mode,
             voters: voters_here,
             founders,
+            left: Box::new([]),
             tier,
             feed,
             created_at: at,

@@ -168,7 +168,7 @@ impl<'d> Cell<'d> {
         let in_zone = |z: &Zone| remaining.iter().filter(|v| self.zones.get(v).is_some_and(|vz| *vz == z)).count();
         self.parts
             .iter()
-            .filter(|&(id, part)| *part == Part::Eligible && !journal.voters.contains(id))
+            .filter(|&(id, part)| *part == Part::Eligible && !journal.voters.contains(id) && !journal.held_a_seat(*id))
             .map(|(&id, _)| (self.zones.get(&id).map_or(0, |z| in_zone(z)), self.load(id), id))
             .min()
             .map(|(_, _, id)| id)

@@ -260,6 +260,9 @@ pub enum MoveRefusal {
     NotMoving { key: JournalKey },
     /// A `MoveDone` naming another epoch than the move in progress.
     WrongEpoch { key: JournalKey, pending: Epoch, offered: Epoch },
+    /// `node` held a seat of the journal once (a founder, or a seat moved off it): placed
+    /// again it would hold the journal from an empty store with no promise.
+    HeldASeat { key: JournalKey, node: NodeId },
 }
 
 /// The limit `InitCell` set to zero.

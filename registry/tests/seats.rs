@@ -195,3 +195,26 @@ fn a_draining_or_retired_voter_can_still_be_moved_off() {
     let j = b.dir.journal(jkey(100, 7)).expect("live");
     assert_eq!((j.voters.to_vec(), j.epoch), (vec![NodeId(1), NodeId(5), NodeId(4)], Epoch(2)));
 }
+
+/// A machine that held a seat of a journal once — a founder, or one a seat moved off — is never
+/// a move's target again: placed again, it would host the journal from an empty store and walk
+/// into a configuration naming it with no promise (the simulation's seed 9000015: a founder
+/// moved out and back campaigned in epoch 0 with a promise lower than its old one).
+#[test]
+fn a_machine_that_held_a_seat_is_never_a_moves_target_again() {
+    let mut b = cell();
+    let key = jkey(100, 7);
+    accepted(&mut b, move_seat(100, 7, 2, 5));
+    accepted(&mut b, move_done(100, 7, 1));
+    assert_eq!(b.dir.journal(key).map(|j| j.left.to_vec()), Some(vec![NodeId(2)]), "2 left it");
+    let back = Refusal::Move(MoveRefusal::HeldASeat { key, node: NodeId(2) });
+    refused(&mut b, move_seat(100, 7, 5, 2), back);
+    accepted(&mut b, move_seat(100, 7, 5, 4));
+    accepted(&mut b, move_done(100, 7, 2));
+    // 5 joined at epoch 1 and left at epoch 2; 1 and 3 are founders still voting.
+    let again = Refusal::Move(MoveRefusal::HeldASeat { key, node: NodeId(5) });
+    refused(&mut b, move_seat(100, 7, 4, 5), again);
+    use paros_client::Checkpointable as _;
+    let restored = Directory::restore(&b.dir.checkpoint()).expect("restores");
+    assert_eq!(restored.journal(key).map(|j| j.left.to_vec()), Some(vec![NodeId(2), NodeId(5)]), "checkpointed");
+}

@@ -88,7 +88,8 @@ fn machine(m: MachineV2) -> Machine {
 fn journal(j: JournalV2) -> Journal {
     let JournalV2 { key, name, mode, voters, tier, feed, created_at, deleted_at } = j;
     let founders = voters.clone();
-    Journal { key, name, mode, voters, founders, tier, feed, created_at, deleted_at, epoch: Epoch(0), moving: None }
+    let (left, epoch, moving) = (Box::new([]), Epoch(0), None);
+    Journal { key, name, mode, voters, founders, left, tier, feed, created_at, deleted_at, epoch, moving }
 }
 
 /// A state's format 2 checkpoint, for the tests of the upgrade: `None` when the state holds

@@ -77,13 +77,14 @@ pub(super) fn restore(body: &[u8]) -> Result<State, RestoreError> {
 fn journal(j: JournalV3) -> Journal {
     let JournalV3 { key, name, mode, voters, tier, feed, created_at, deleted_at, epoch, moving } = j;
     let founders = voters.clone();
-    Journal { key, name, mode, voters, founders, tier, feed, created_at, deleted_at, epoch, moving }
+    let left = Box::new([]);
+    Journal { key, name, mode, voters, founders, left, tier, feed, created_at, deleted_at, epoch, moving }
 }
 
 /// A state's format 3 checkpoint, for the tests of the upgrade: `None` when a journal moved.
 pub(super) fn encode(state: &State) -> Option<Vec<u8>> {
     let journals = state.journals.iter().map(|(key, j)| {
-        (j.epoch == Epoch(0)).then(|| {
+        (j.epoch == Epoch(0) && j.left.is_empty()).then(|| {
             let v3 = JournalV3 {
                 key: j.key,
                 name: j.name.clone(),
