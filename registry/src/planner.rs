@@ -257,7 +257,9 @@ fn rebalance(cell: &mut Cell<'_>, live: &[&Journal], max: usize, out: &mut Vec<P
             eligible.iter().take_while(|&&(lo_load, _)| lo_load + 2 <= hi_load).find_map(|&(_, lo)| {
                 let keeps_zones = |j: &&&Journal| {
                     let after = j.voters.iter().map(|&v| if v == hi { lo } else { v });
-                    !j.voters.contains(&lo) && cell.zone_count(after) >= cell.zone_count(j.voters.iter().copied())
+                    !j.voters.contains(&lo)
+                        && !j.held_a_seat(lo)
+                        && cell.zone_count(after) >= cell.zone_count(j.voters.iter().copied())
                 };
                 let j = givers.iter().find(keeps_zones)?;
                 Some(PlannedMove { journal: j.key, from: hi, to: lo, why: Why::Rebalance })
