@@ -15,7 +15,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use paros_client::{ReadItem, Seq, Writer, WriterConfig};
 use paros_core::journal::WriterMode;
-use paros_core::{JournalId, JournalKey, NodeId, TenantId};
+use paros_core::{JournalId, JournalKey, TenantId};
 use paros_embedded::EmbeddedCell;
 use paros_registry::daemon::CoordinatorLoopConfig;
 use paros_registry::mover::MoverConfig;
@@ -126,6 +126,5 @@ async fn four_nodes_one_drained_one_wiped_every_record_kept_every_journal_at_ful
     assert_eq!(old.replaced_by, Some(new), "marked replaced by the new one");
     assert_eq!(d.load(wiped), 0, "the wiped identity holds no seat");
     assert_eq!(d.journals_on(wiped).count(), 0);
-    let _: Vec<NodeId> = live.to_vec();
     let _ = cell.stop();
 }

@@ -535,6 +535,8 @@ struct ReaderState<S: crate::JournalService> {
     wait_past_tail: bool,
     rng: paros_core::rng::Rng,
     start: usize,
+    /// How many servers the service names (0: it routes by itself), counted once.
+    servers: usize,
 }
 
 impl<S: crate::JournalService> std::fmt::Debug for Reader<S> {
@@ -651,10 +653,19 @@ impl<S: crate::JournalService> Reader<S> {
     ) -> Result<Self, ReaderConfigError> {
         let cursor = ReaderCursor::new(from, config)?;
         let mut rng = paros_core::rng::Rng::new(client.draw());
-        let servers = client.service().servers().len().max(1);
-        let start = (rng.next_u64() % servers as u64) as usize;
-        let state =
-            ReaderState { client, journal, cursor, consistency, follow_wait_ms, wait_past_tail: false, rng, start };
+        let servers = client.service().servers().len();
+        let start = (rng.next_u64() % servers.max(1) as u64) as usize;
+        let state = ReaderState {
+            client,
+            journal,
+            cursor,
+            consistency,
+            follow_wait_ms,
+            wait_past_tail: false,
+            rng,
+            start,
+            servers,
+        };
         Ok(Reader {
             state: Some(Box::new(state)),
             in_flight: None,
@@ -791,8 +802,7 @@ impl<S: crate::JournalService> ReaderState<S> {
             };
             let route = crate::Route { server, attempt: request.attempt };
             let answer = self.client.service().read(&self.journal, params, route).await;
-            let servers = self.client.service().servers().len();
-            match self.cursor.absorb_from(answer, servers)? {
+            match self.cursor.absorb_from(answer, self.servers)? {
                 ReaderOutcome::Retry { attempt } => {
                     let delay = crate::policy::backoff(self.client.config(), attempt, &mut self.rng);
                     tokio::time::sleep(delay).await;

@@ -202,6 +202,20 @@ fn unknown_journal_from_one_server_is_asked_of_another_that_serves_it() {
     assert_eq!(done(p.on_answer(page(0, 2), ms(4))), page(0, 2));
 }
 
+/// Answers every send `UnknownJournal`, 1 ms after it leaves, until the read ends: its answer and
+/// the time then.
+fn unknown_until_done(p: &mut ReadPolicy, mut step: ReadStep, mut elapsed: Duration) -> (ReadAnswer, Duration) {
+    loop {
+        match step {
+            ReadStep::Send { after, .. } => {
+                elapsed += after + ms(1);
+                step = p.on_answer(ReadAnswer::UnknownJournal, elapsed);
+            }
+            ReadStep::Done(answer) => return (answer, elapsed),
+        }
+    }
+}
+
 /// A node outside a journal's voters answers `UnknownJournal`; once a server that hosts it has
 /// answered (here `Unserved`), the read cannot end `UnknownJournal`, whichever answer came last
 /// (a follower reading the registry of a cell with more nodes than registry voters stopped on
@@ -212,17 +226,8 @@ fn a_read_a_hosting_server_answered_never_ends_unknown_journal() {
     p.start();
     let step = p.on_answer(ReadAnswer::Unserved { applied_to: Some(Seq(3)) }, ms(2));
     assert!(matches!(step, ReadStep::Send { .. }));
-    let mut step = p.on_answer(ReadAnswer::UnknownJournal, ms(4));
-    let mut elapsed = ms(4);
-    let answer = loop {
-        match step {
-            ReadStep::Send { after, .. } => {
-                elapsed += after + ms(1);
-                step = p.on_answer(ReadAnswer::UnknownJournal, elapsed);
-            }
-            ReadStep::Done(answer) => break answer,
-        }
-    };
+    let step = p.on_answer(ReadAnswer::UnknownJournal, ms(4));
+    let (answer, _) = unknown_until_done(&mut p, step, ms(4));
     assert_eq!(answer, ReadAnswer::Unserved { applied_to: Some(Seq(3)) });
     // One server said `UnknownJournal`, and the next, asked at once, was cut off waiting: no
     // server's last word was `UnknownJournal`.
@@ -262,17 +267,8 @@ fn a_journal_no_server_hosts_is_unknown_once_the_placement_wait_is_over() {
 fn a_journal_no_server_hosts_is_unknown_at_the_reads_own_deadline() {
     let config = ClientConfig { placement_wait: ms(5000), ..ClientConfig::default() };
     let mut p = policy_with(config, ReadDeadline { wait_until: T0, give_up_at: ms(100) }, None);
-    let mut step = p.start();
-    let mut elapsed = T0;
-    let answer = loop {
-        match step {
-            ReadStep::Send { after, .. } => {
-                elapsed += after + ms(1);
-                step = p.on_answer(ReadAnswer::UnknownJournal, elapsed);
-            }
-            ReadStep::Done(answer) => break answer,
-        }
-    };
+    let step = p.start();
+    let (answer, elapsed) = unknown_until_done(&mut p, step, T0);
     assert_eq!(answer, ReadAnswer::UnknownJournal);
     assert!(elapsed < ms(100), "{elapsed:?}");
 }
