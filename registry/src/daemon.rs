@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use paros_client::{Client, JournalService, ReadConsistency, Reader, ReaderConfig, Seq, Writer, WriterConfig};
-use paros_core::{JournalConfig, JournalKey, NodeId};
+use paros_core::{Assignment, JournalConfig, JournalKey, NodeId};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::coordinator::{Answer, CoordinatorConfig, Reply, Request, Submitted};
@@ -327,7 +327,7 @@ pub trait Placer: Send + Sync + 'static {
     /// in order.
     fn place_all(
         &self,
-        journals: Vec<(JournalKey, JournalConfig)>,
+        journals: Vec<Assignment>,
     ) -> impl Future<Output = Result<Vec<Result<(), Self::Refusal>>, PlacerStopped>> + Send;
 
     /// Removes `journal` from the node: callers waiting on it are answered that it is unknown.

@@ -66,9 +66,9 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use bytes::Bytes;
 use paros_client::{Checkpointable, Seq};
-use paros_core::JournalConfig;
 use paros_core::ids::{JournalId, JournalKey, NodeId, TenantId};
 use paros_core::journal::WriterMode;
+use paros_core::{Assignment, JournalConfig};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -178,10 +178,9 @@ pub struct Journal {
     /// with them ([`Journal::config`]), and its own log moves its voters from there
     /// (docs/reconfiguration.md).
     pub founders: Box<[NodeId]>,
-    /// The machines a seat of it moved off (`MoveDone`'s `from`), in order. Neither they nor the
-    /// founders may be a move's target again: placed again, such a machine would host the
-    /// journal from an empty store and walk into a configuration naming it with no promise
-    /// (docs/reconfiguration.md, "What exists").
+    /// The machines a seat of it moved off (`MoveDone`'s `from`), each once, in the order they
+    /// first left: bounded by the machines the cell admitted. Such a machine may take a seat
+    /// again; it is placed from the epoch in force ([`Journal::seat_epoch`]).
     pub left: Box<[NodeId]>,
     /// The tier it is placed on, fixed at creation.
     pub tier: Option<TierName>,
@@ -249,10 +248,25 @@ impl Journal {
         self.is_live() && self.moving.is_some_and(|m| m.to == node)
     }
 
-    /// Whether `node` held a seat of the journal once (a founder, or a machine a seat moved off):
-    /// it may never be a move's target.
-    pub fn held_a_seat(&self, node: NodeId) -> bool {
-        self.founders.contains(&node) || self.left.contains(&node)
+    /// The epoch `node`'s part in the journal begins in, were the journal placed there now on
+    /// a store that holds nothing of it: a move's target begins in the move's epoch, any other
+    /// machine in the epoch in force (0 until the journal first moved). A store placed so
+    /// answers no ballot of an earlier configuration — whose promises it never made, or gave
+    /// back with the journal's bytes when a seat moved off it (docs/reconfiguration.md, rule
+    /// 13) — so a machine may take a seat of a journal it held before. The directory's epoch
+    /// only follows the journal's (a `MoveDone` is recorded after the stop-sign is decided), so
+    /// it never names an epoch the journal has not reached.
+    pub fn seat_epoch(&self, node: NodeId) -> u64 {
+        match self.moving {
+            Some(m) if m.to == node => m.epoch.0,
+            _ => self.epoch.0,
+        }
+    }
+
+    /// How `node` is placed with the journal: its [`config`](Self::config), from its
+    /// [`seat_epoch`](Self::seat_epoch).
+    pub fn assignment(&self, node: NodeId) -> Assignment {
+        Assignment { key: self.key, config: self.config(), epoch: self.seat_epoch(node) }
     }
 
     /// Whether `config` is [`config`](Self::config) (compared in place, no copy).

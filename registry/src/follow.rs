@@ -12,15 +12,15 @@
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
-use paros_core::{JournalConfig, JournalKey, NodeId};
+use paros_core::{Assignment, JournalConfig, JournalKey, NodeId};
 
 use crate::Directory;
 
 /// The changes one node must make.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct Changes {
-    /// Journals to place, with their configuration.
-    pub place: Vec<(JournalKey, JournalConfig)>,
+    /// Journals to place, each with its configuration and the epoch its seat begins in.
+    pub place: Vec<Assignment>,
     /// Journals to remove.
     pub remove: Vec<JournalKey>,
 }
@@ -54,7 +54,7 @@ pub fn changes<C: Borrow<JournalConfig>>(
     let place = directory
         .journals_on(node)
         .filter(|j| !hosted.get(&j.key).is_some_and(|c| j.runs_as(c.borrow())))
-        .map(|j| (j.key, j.config()))
+        .map(|j| j.assignment(node))
         .collect();
     let placed_here = |k: &JournalKey| directory.journal(*k).is_some_and(|j| j.is_placed_on(node));
     let remove = hosted.keys().filter(|k| *k != keep && !placed_here(k)).copied().collect();
@@ -114,7 +114,7 @@ pub fn changes_for<C: Borrow<JournalConfig>>(
     let place = directory
         .journals_fed_at(feed)
         .filter(|j| !retired && !hosted.get(&j.key).is_some_and(|c| j.runs_as(c.borrow())))
-        .map(|j| (j.key, j.config()))
+        .map(|j| Assignment::founding(j.key, j.config()))
         .collect();
     let stays = |k: &JournalKey| directory.journal(*k).is_some_and(|j| hosting.hosts(node, j, retired));
     let remove = hosted.keys().filter(|k| *k != keep && !stays(k)).copied().collect();

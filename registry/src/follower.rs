@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use paros_client::{FoldError, FoldEvent, Folder, FolderConfig, ReaderError, ReaderOutcome, Seq};
-use paros_core::{ConfigPool, JournalConfig, JournalKey, NodeId};
+use paros_core::{Assignment, ConfigPool, JournalConfig, JournalKey, NodeId};
 use thiserror::Error;
 
 use crate::directory::{Directory, SharedDirectory};
@@ -79,7 +79,7 @@ pub enum NextRead {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum FollowerEffect {
     /// Place these journals on `machine`, in one request.
-    Place { machine: NodeId, journals: Vec<(JournalKey, JournalConfig)> },
+    Place { machine: NodeId, journals: Vec<Assignment> },
     /// Remove `journal` from `machine`.
     Remove { machine: NodeId, journal: JournalKey },
     /// The machines host what [`Follower::directory`] places: publish it.
@@ -237,7 +237,7 @@ impl Follower {
         let mut effects = Vec::new();
         for m in &self.machines {
             let mut changes = follow::changes_for(directory, m.id, &m.hosting, &m.hosted, &self.registry);
-            changes.place.retain(|(k, c)| m.refused.get(k) != Some(c));
+            changes.place.retain(|a| m.refused.get(&a.key) != Some(&a.config));
             for chunk in changes.place.chunks(per_request) {
                 effects.push(FollowerEffect::Place { machine: m.id, journals: chunk.to_vec() });
             }
@@ -252,9 +252,9 @@ impl Follower {
     }
 
     /// What `machine` answered a `Place`: one result per journal, `true` when placed.
-    pub fn placed(&mut self, machine: NodeId, journals: &[(JournalKey, JournalConfig)], placed: &[bool]) {
+    pub fn placed(&mut self, machine: NodeId, journals: &[Assignment], placed: &[bool]) {
         let Some(i) = self.machines.iter().position(|m| m.id == machine) else { return };
-        for ((key, config), ok) in journals.iter().zip(placed) {
+        for (Assignment { key, config, .. }, ok) in journals.iter().zip(placed) {
             if *ok {
                 let shared = self.configs.share(config.clone());
                 self.machines[i].hosted.insert(*key, shared);

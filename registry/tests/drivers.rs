@@ -125,7 +125,7 @@ fn the_follower_applies_nothing_before_it_reaches_the_tail_and_never_asks_a_refu
     let [FollowerEffect::Place { machine, journals }, FollowerEffect::Publish] = &effects[..] else {
         panic!("the created journal is placed, then the directory published: {effects:?}")
     };
-    assert_eq!((*machine, journals[0].0), (NodeId(1), key));
+    assert_eq!((*machine, journals[0].key), (NodeId(1), key));
     f.placed(NodeId(1), journals, &[false]);
     f.published(Duration::ZERO);
     assert_eq!(f.stats().refused, 1);

@@ -21,8 +21,8 @@ fn a_created_journal_is_placed_on_its_voters_only_and_a_deleted_one_removed() {
     for node in [1, 2, 3] {
         let c = changes(&b.dir, NodeId(node), &hosted, &registry_key());
         assert_eq!(c.place.len(), 1, "node {node} is a voter of the new journal");
-        assert_eq!(c.place[0].0, key);
-        assert_eq!(c.place[0].1.voters, vec![NodeId(1), NodeId(2), NodeId(3)]);
+        assert_eq!((c.place[0].key, c.place[0].epoch), (key, 0));
+        assert_eq!(c.place[0].config.voters, vec![NodeId(1), NodeId(2), NodeId(3)]);
         assert!(c.remove.is_empty());
     }
     assert!(changes(&b.dir, NodeId(9), &hosted, &registry_key()).is_empty(), "a node that is no voter hosts nothing");

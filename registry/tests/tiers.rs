@@ -6,8 +6,8 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
-use paros_core::JournalConfig;
 use paros_core::ids::{JournalId, JournalKey, NodeId, TenantId};
+use paros_core::{Assignment, JournalConfig};
 use paros_registry::follow::{Hosting, changes_for};
 use paros_registry::{Accepted, Command, Directory, Refusal, Role, Verdict};
 
@@ -133,14 +133,14 @@ fn a_replica_hosts_exactly_its_tiers_live_journals() {
     let replica = Hosting::Replica { feed: NodeId(0xfeed) };
     let mut hosted: BTreeMap<JournalKey, JournalConfig> = BTreeMap::new();
     let c = changes_for(&b.dir, NodeId(9), &replica, &hosted, &registry_key());
-    let placed: Vec<JournalKey> = c.place.iter().map(|(k, _)| *k).collect();
+    let placed: Vec<JournalKey> = c.place.iter().map(|a| a.key).collect();
     assert_eq!(placed, vec![key(1), key(2)], "the gold journals only");
-    for (k, config) in &c.place {
-        assert_eq!(config, &b.dir.journal(*k).expect("placed").config(), "each with its config");
-        assert_eq!(config.learners, vec![NodeId(0xfeed)]);
+    for a in &c.place {
+        assert_eq!(a.config, b.dir.journal(a.key).expect("placed").config(), "each with its config");
+        assert_eq!((a.config.learners.clone(), a.epoch), (vec![NodeId(0xfeed)], 0));
     }
     assert!(c.remove.is_empty());
-    hosted.extend(c.place);
+    hosted.extend(c.place.into_iter().map(|a| (a.key, a.config)));
     // A stray journal (the silver one) and the registry journal are hosted too.
     let silver = b.dir.journal(key(3)).expect("created").config();
     hosted.insert(key(3), silver.clone());
@@ -156,7 +156,8 @@ fn a_replica_hosts_exactly_its_tiers_live_journals() {
     // A voter of a gold journal hosts it with the same config.
     let v =
         changes_for(&b.dir, NodeId(2), &Hosting::Voter, &BTreeMap::<JournalKey, JournalConfig>::new(), &registry_key());
-    let want: Vec<_> = [3, 4].iter().map(|j| (key(*j), b.dir.journal(key(*j)).expect("live").config())).collect();
+    let want: Vec<_> =
+        [3, 4].iter().map(|j| Assignment::founding(key(*j), b.dir.journal(key(*j)).expect("live").config())).collect();
     assert_eq!(v.place, want, "node 2 votes for the live journals it was placed on, each with its config");
 }
 
@@ -170,7 +171,9 @@ fn a_retired_replica_leaves_its_tier_and_hosts_none_of_its_journals() {
     assert!(b.run(create_on(100, 2, "g2", &[1], "gold")).is_accepted());
     let replica = Hosting::Replica { feed: NodeId(0xfeed) };
     let mut hosted: BTreeMap<JournalKey, JournalConfig> = BTreeMap::new();
-    hosted.extend(changes_for(&b.dir, NodeId(9), &replica, &hosted, &registry_key()).place);
+    hosted.extend(
+        changes_for(&b.dir, NodeId(9), &replica, &hosted, &registry_key()).place.into_iter().map(|a| (a.key, a.config)),
+    );
     let config = b.dir.journal(key(1)).expect("created").config();
     hosted.insert(registry_key(), config);
     let draining = Command::SetStanding { machine: NodeId(9), standing: paros_registry::Standing::Draining };

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::ids::NodeId;
+use crate::ids::{Ballot, JournalKey, NodeId};
 use crate::journal::{JournalState, Limits, WriterMode};
 
 /// Who takes part in one journal.
@@ -66,6 +66,34 @@ impl JournalConfig {
         if let Err(e) = self.validate() {
             panic!("invalid membership {self:?}: {e}");
         }
+    }
+}
+
+/// A journal as placed on one machine: the configuration it is placed with for life (its
+/// founding one; see [`JournalConfig::follow`]), and the configuration epoch this machine's
+/// part in it begins in. A machine that takes a seat the journal's log moved to it, or that
+/// is placed a journal it never held after the journal moved, begins in the epoch in force:
+/// its acceptor starts promised to [`Ballot::seat_floor`] of it, so it answers no ballot of an
+/// earlier configuration, whose promises it never made or no longer holds
+/// (docs/reconfiguration.md, rule 13). 0 for a journal's founders and its replicas.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Assignment {
+    pub key: JournalKey,
+    pub config: JournalConfig,
+    pub epoch: u64,
+}
+
+impl Assignment {
+    /// A placement that begins at the journal's creation (epoch 0).
+    #[must_use]
+    pub fn founding(key: JournalKey, config: JournalConfig) -> Assignment {
+        Assignment { key, config, epoch: 0 }
+    }
+
+    /// The promise the journal starts with on a machine that has never held it.
+    #[must_use]
+    pub fn promise(&self) -> Ballot {
+        Ballot::seat_floor(self.epoch)
     }
 }
 
@@ -223,7 +251,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::{ConfigPool, JournalConfig, POOL_PRUNE_MIN};
-    use crate::ids::NodeId;
+    use crate::ids::{Ballot, JournalKey, NodeId};
     use crate::journal::WriterMode;
 
     fn config(voters: &[u64]) -> JournalConfig {

@@ -169,6 +169,15 @@ impl Ballot {
     pub fn epoch_start(epoch: u64) -> u64 {
         epoch << Self::EPOCH_SHIFT
     }
+
+    /// The promise a seat that begins in `epoch` starts with: below every ballot of `epoch`
+    /// a proposer uses, above every ballot of an earlier epoch ([`Ballot::ZERO`] for epoch 0).
+    /// An acceptor holding it refuses every earlier epoch, and its node does not campaign
+    /// until its walk reaches `epoch` (docs/reconfiguration.md, rule 13).
+    #[must_use]
+    pub fn seat_floor(epoch: u64) -> Ballot {
+        Ballot { round: Self::epoch_start(epoch), node: NodeId(0) }
+    }
 }
 
 impl fmt::Debug for Ballot {

@@ -25,7 +25,7 @@ pub mod rng;
 pub mod wire;
 
 pub use acceptor::Acceptor;
-pub use config::{ConfigPool, JournalConfig, Tunables};
+pub use config::{Assignment, ConfigPool, JournalConfig, Tunables};
 pub use ids::{
     Ballot, CallId, InvalidPosition, InvalidUuid, JournalId, JournalKey, LeaderUuid, Life, NodeId, ReadId, Seq, Slot,
     TenantId,

@@ -1,6 +1,6 @@
 //! The registry's placement port, for this process's nodes.
 
-use paros_core::{JournalConfig, JournalKey};
+use paros_core::{Assignment, JournalKey};
 use paros_node::PlaceError;
 use paros_node::shell::NodeControl;
 use paros_registry::daemon::{Placer, PlacerStopped};
@@ -12,10 +12,7 @@ pub struct NodePlacer(pub NodeControl);
 impl Placer for NodePlacer {
     type Refusal = PlaceError;
 
-    async fn place_all(
-        &self,
-        journals: Vec<(JournalKey, JournalConfig)>,
-    ) -> Result<Vec<Result<(), PlaceError>>, PlacerStopped> {
+    async fn place_all(&self, journals: Vec<Assignment>) -> Result<Vec<Result<(), PlaceError>>, PlacerStopped> {
         self.0.place_all(journals).await.map_err(|_| PlacerStopped)
     }
 

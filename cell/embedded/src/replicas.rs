@@ -270,9 +270,9 @@ async fn follow(
             }
             if !changes.place.is_empty() {
                 let Ok(results) = control.place_all(changes.place.clone()).await else { return };
-                for ((key, config), placed) in changes.place.into_iter().zip(results) {
+                for (assignment, placed) in changes.place.into_iter().zip(results) {
                     if placed.is_ok() {
-                        hosted.insert(key, config);
+                        hosted.insert(assignment.key, assignment.config);
                     }
                 }
             }

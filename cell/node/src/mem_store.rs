@@ -87,13 +87,18 @@ impl LogRead for MemStore {
         let d = self.disk.lock().expect("disk lock");
         let mut durable = d.synced.get(journal).cloned();
         for change in &d.unsynced {
-            if let Unsynced::Ops(key, ops) = change
-                && key == journal
-            {
-                let j = durable.get_or_insert_with(Durable::default);
-                for op in ops {
-                    j.apply(op);
+            match change {
+                Unsynced::Ops(key, ops) if key == journal => {
+                    let j = durable.get_or_insert_with(Durable::default);
+                    for op in ops {
+                        j.apply(op);
+                    }
                 }
+                Unsynced::Place(Placement::Put(key, _, promise)) if key == journal => {
+                    let j = durable.get_or_insert_with(Durable::default);
+                    j.promise = j.promise.max(*promise);
+                }
+                _ => {}
             }
         }
         Ok(durable.map(|j| j.for_boot()))
@@ -156,9 +161,10 @@ impl LogStore for MemStore {
         let pending = std::mem::take(&mut d.unsynced);
         for change in pending {
             match change {
-                Unsynced::Place(Placement::Put(key, config)) => {
+                Unsynced::Place(Placement::Put(key, config, promise)) => {
                     d.configs.insert(key, config);
-                    d.synced.entry(key).or_default();
+                    let durable = d.synced.entry(key).or_default();
+                    durable.promise = durable.promise.max(promise);
                 }
                 Unsynced::Place(Placement::Remove(key)) => {
                     d.configs.remove(&key);

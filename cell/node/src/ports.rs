@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use paros_core::{Durable, JournalConfig, JournalKey, LogEntry, Message, NodeId, Slot, WriteOp};
+use paros_core::{Ballot, Durable, JournalConfig, JournalKey, LogEntry, Message, NodeId, Slot, WriteOp};
 use serde::{Deserialize, Serialize};
 
 /// A store's incarnation: a random non-zero id recorded once, when the store first takes its
@@ -189,8 +189,11 @@ pub struct StoredJournal {
 /// A change of which journals live on a machine, persisted with a round.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Placement {
-    /// The journal lives here with this configuration (new, or reconfigured).
-    Put(JournalKey, JournalConfig),
+    /// The journal, not here before, lives here with this configuration, and its acceptor
+    /// starts promised to the ballot (written with the configuration, in the same atomic
+    /// change: [`Ballot::ZERO`], or the floor of the epoch this machine's seat begins in; see
+    /// [`paros_core::Assignment`]).
+    Put(JournalKey, JournalConfig, Ballot),
     /// The journal no longer lives here: its data goes.
     Remove(JournalKey),
 }
@@ -223,7 +226,7 @@ impl Placement {
     #[must_use]
     pub fn key(&self) -> &JournalKey {
         match self {
-            Placement::Put(k, _) | Placement::Remove(k) => k,
+            Placement::Put(k, ..) | Placement::Remove(k) => k,
         }
     }
 }
@@ -273,7 +276,8 @@ pub trait LogStore: LogRead + Send + 'static {
         Ok(())
     }
 
-    /// Places and removes journals: a `Put` records a journal's configuration, a `Remove`
+    /// Places and removes journals: a `Put` records a journal's configuration (and its
+    /// starting promise, when not [`Ballot::ZERO`]), a `Remove`
     /// deletes its configuration and every row it holds (promise, state, log). Applied in
     /// order, before the round's [`LogStore::write`], and like it not durable until
     /// [`LogStore::sync`]: placing ten thousand journals costs one sync, not ten thousand.

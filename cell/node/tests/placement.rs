@@ -177,3 +177,62 @@ fn a_removed_journal_answers_its_callers_unknown_and_its_data_leaves_the_store()
     drop(host);
     assert_eq!(boot(&disk).journal_count(), 1);
 }
+
+/// A seat that begins after the journal moved (docs/reconfiguration.md, rule 13): placed from
+/// epoch 3 on a store that holds nothing of the journal — a founder a seat moved off and back
+/// to — its acceptor starts promised to the floor of epoch 3, so a lagging leader of an earlier
+/// configuration (whose promises this store gave back) is refused, a leader of epoch 3 is
+/// answered, and the floor is on the disk with the placement, before any promise of its own.
+#[test]
+fn a_seat_placed_from_a_later_epoch_refuses_every_earlier_ballot_across_a_crash() {
+    use paros_core::{Assignment, Ballot, Message, Slot};
+    use paros_node::ports::Envelope;
+    let disk = MemStore::new();
+    let node = |disk: &MemStore| {
+        let expected = disk.identity().expect("identity");
+        Host::boot_node(disk.clone(), expected, ME, Tunables::default(), 7, false).expect("boots")
+    };
+    let peer = NodeId(0x99);
+    let founding = JournalConfig { mode: WriterMode::Single, voters: vec![peer, ME, NodeId(0x98)], learners: vec![] };
+    let mut host = node(&disk);
+    host.assign(Assignment { key: key(1), config: founding.clone(), epoch: 3 }, true).expect("placed");
+    assert!(host.voter(&key(1)).is_some(), "a seat with a floor is placed awake, never dormant");
+    let _ = host.round(|_| {}).expect("the placement's round");
+    drop(host);
+    disk.crash();
+    let mut host = node(&disk);
+    let floor = Ballot::seat_floor(3);
+    assert_eq!(host.voter(&key(1)).map(paros_core::Voter::promised), Some(floor), "the floor came back from disk");
+    // What the journal answers `peer`'s Prepare at `round`.
+    let answer = |host: &mut Host<MemStore>, round: u64| {
+        let ballot = Ballot { round, node: peer };
+        let prepare = Message::Prepare { ballot, from: Slot(1) };
+        host.deliver(peer, vec![Envelope { journal: key(1), from: peer, message: prepare }]);
+        // An answer that needs a durable sender leaves with the round after its sync.
+        (0..4).find_map(|_| {
+            let mut sent = Vec::new();
+            let out = host
+                .round(|e| {
+                    if let Early::Messages(to, envelopes) = e {
+                        sent.push((to, envelopes));
+                    }
+                })
+                .expect("round");
+            sent.extend(out.messages);
+            let to_peer = sent.into_iter().filter(|(to, _)| *to == peer).flat_map(|(_, e)| e);
+            to_peer.map(|e| e.message).find(|m| matches!(m, Message::Promise { .. } | Message::Nack { .. }))
+        })
+    };
+    for epoch in [0, 1, 2] {
+        let round = Ballot::epoch_start(epoch) + 9;
+        let got = answer(&mut host, round);
+        assert!(
+            matches!(got, Some(Message::Nack { promised, .. }) if promised == floor),
+            "a ballot of epoch {epoch} is refused: {got:?}"
+        );
+    }
+    let got = answer(&mut host, Ballot::epoch_start(3) + 1);
+    assert!(matches!(got, Some(Message::Promise { .. })), "epoch 3's first ballot is answered: {got:?}");
+    let v = host.voter(&key(1)).expect("hosted");
+    assert!(!v.is_leader() && v.epoch() == 0, "its walk is at epoch 0: it campaigns in nothing until it walks to 3");
+}

@@ -74,9 +74,10 @@ impl DiskState {
     fn persist(&mut self) {
         for change in std::mem::take(&mut self.unsynced) {
             match change {
-                Unsynced::Place(Placement::Put(key, config)) => {
+                Unsynced::Place(Placement::Put(key, config, promise)) => {
                     self.placed.insert(key, config);
-                    self.synced.entry(key).or_default();
+                    let durable = self.synced.entry(key).or_default();
+                    durable.promise = durable.promise.max(promise);
                 }
                 Unsynced::Place(Placement::Remove(key)) => {
                     self.placed.remove(&key);
@@ -186,10 +187,13 @@ impl LogRead for SimDisk {
         let state = self.state();
         let mut durable = state.synced.get(journal).cloned();
         for change in &state.unsynced {
-            if let Unsynced::Op(key, op) = change
-                && key == journal
-            {
-                durable.get_or_insert_with(Durable::default).apply(op);
+            match change {
+                Unsynced::Op(key, op) if key == journal => durable.get_or_insert_with(Durable::default).apply(op),
+                Unsynced::Place(Placement::Put(key, _, promise)) if key == journal => {
+                    let d = durable.get_or_insert_with(Durable::default);
+                    d.promise = d.promise.max(*promise);
+                }
+                _ => {}
             }
         }
         Ok(durable.map(|d| d.for_boot()))
@@ -269,7 +273,7 @@ mod tests {
         let mut d = SimDisk::default();
         let config =
             JournalConfig { mode: paros_core::journal::WriterMode::Single, voters: vec![NodeId(1)], learners: vec![] };
-        d.place(&[Placement::Put(key(), config)]).expect("a write to memory");
+        d.place(&[Placement::Put(key(), config, Ballot::ZERO)]).expect("a write to memory");
         d.sync().expect("no fault armed");
         d
     }
@@ -304,14 +308,14 @@ mod tests {
         let mut d = SimDisk::default();
         let config =
             JournalConfig { mode: paros_core::journal::WriterMode::Single, voters: vec![NodeId(1)], learners: vec![] };
-        d.place(&[Placement::Put(key(), config.clone())]).expect("a write to memory");
+        d.place(&[Placement::Put(key(), config.clone(), Ballot::ZERO)]).expect("a write to memory");
         d.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(1) }])]).expect("a write to memory");
         d.crash();
         assert!(d.placed().is_empty(), "an unsynced placement is lost in a crash");
         d.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(1) }])]).expect("a write to memory");
         d.sync().expect("no fault armed");
         assert!(d.durable(&key()).is_none(), "the writes of a journal never placed are dropped");
-        d.place(&[Placement::Put(key(), config.clone())]).expect("a write to memory");
+        d.place(&[Placement::Put(key(), config.clone(), Ballot::ZERO)]).expect("a write to memory");
         d.write(&[(key(), vec![WriteOp::Chosen { up_to: Slot(2) }])]).expect("a write to memory");
         d.sync().expect("no fault armed");
         assert_eq!(d.placed(), vec![(key(), config, d.load(&key()))]);

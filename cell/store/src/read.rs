@@ -19,8 +19,6 @@ use crate::view::View;
 
 /// What boot reads for `key`: promise, state row, anchors above the floor, and the entries
 /// from [`Durable::boot_start`] on (the retained log below it is never read).
-/// What boot reads for `key`: promise, state row, anchors above the floor, and the entries
-/// from [`Durable::boot_start`] on (the retained log below it is never read).
 pub(crate) fn read_durable(view: &View<'_>, key: JournalKey) -> Result<Durable, StoreError> {
     let prefix = keys::journal(key);
     let promise = match view.get(Space::Promise, &prefix)? {

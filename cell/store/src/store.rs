@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use fjall::{Database, PersistMode};
-use paros_core::{Durable, JournalConfig, JournalKey, LogEntry, NodeId, Slot, WriteOp};
+use paros_core::{Ballot, Durable, JournalConfig, JournalKey, LogEntry, NodeId, Slot, WriteOp};
 use paros_node::ports::{Incarnation, LogRead, LogStore, Placement, StoreError, StoreOp, StoredJournal};
 
 use crate::apply::{self, Applier, Pace, Shared};
@@ -314,8 +314,14 @@ impl LogStore for FjallStore {
             let view = self.view();
             for p in placements {
                 match p {
-                    Placement::Put(key, config) => {
+                    Placement::Put(key, config, promise) => {
                         staged.insert((Space::Meta, keys::config(*key)), Some(encode(config, "journal config")?));
+                        // A seat that begins after the journal's founding: its floor rides the
+                        // same atomic change as the configuration, never one without the other.
+                        if *promise != Ballot::ZERO {
+                            let row = keys::journal(*key).to_vec();
+                            staged.insert((Space::Promise, row), Some(encode(promise, "promise")?));
+                        }
                     }
                     Placement::Remove(key) => {
                         let prefix = keys::journal(*key);

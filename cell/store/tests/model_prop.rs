@@ -62,7 +62,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let mut store = FjallStore::open_with(dir.path(), opts).unwrap();
         for key in JOURNALS {
-            store.place(&[Placement::Put(key, config())]).unwrap();
+            store.place(&[Placement::Put(key, config(), Ballot::ZERO)]).unwrap();
         }
         let mut want = model(&[]);
         for key in JOURNALS {

@@ -133,7 +133,7 @@ fn truncate_to_the_tail(options: StoreOptions) {
     let j = jk(3, 7);
     let mut store = FjallStore::open_with(dir.path(), options).unwrap();
     let probe = store.probe();
-    store.place(&[Placement::Put(j, config())]).unwrap();
+    store.place(&[Placement::Put(j, config(), Ballot::ZERO)]).unwrap();
     let ballot = Ballot { round: 1, node: NodeId(1) };
     let t0 = Instant::now();
     for first in (0..SLOTS).step_by(PER_ROUND as usize) {
@@ -186,7 +186,7 @@ fn a_journal_truncated_beside_one_that_never_truncates_still_gives_the_disk_back
     let options = StoreOptions::default();
     let mut store = FjallStore::open_with(dir.path(), options).unwrap();
     let probe = store.probe();
-    store.place(&[Placement::Put(a, config()), Placement::Put(other, config())]).unwrap();
+    store.place(&[Placement::Put(a, config(), Ballot::ZERO), Placement::Put(other, config(), Ballot::ZERO)]).unwrap();
     let ballot = Ballot { round: 1, node: NodeId(1) };
     for first in (0..EACH).step_by(PER_ROUND as usize) {
         let ops = |len| {
@@ -240,7 +240,7 @@ fn removing_a_journal_gives_its_bytes_back_and_its_next_incarnation_starts_empty
     let options = StoreOptions::default();
     let mut store = FjallStore::open_with(dir.path(), options).unwrap();
     let probe = store.probe();
-    store.place(&[Placement::Put(j, config())]).unwrap();
+    store.place(&[Placement::Put(j, config(), Ballot::ZERO)]).unwrap();
     let ballot = Ballot { round: 1, node: NodeId(1) };
     for first in (0..EACH).step_by(PER_ROUND as usize) {
         let ops = (first..first + PER_ROUND)
@@ -254,7 +254,7 @@ fn removing_a_journal_gives_its_bytes_back_and_its_next_incarnation_starts_empty
     let payload = EACH * RECORD as u64;
     store.place(&[Placement::Remove(j)]).unwrap();
     store.sync().unwrap();
-    store.place(&[Placement::Put(j, config())]).unwrap();
+    store.place(&[Placement::Put(j, config(), Ballot::ZERO)]).unwrap();
     store.write(&[(j, vec![WriteOp::Accept { slot: Slot(0), ballot, command: command(1_000_000, 64) }])]).unwrap();
     store.sync().unwrap();
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use common::{config, jk, loaded, model, noop, state, write};
 use paros_core::{Ballot, JournalKey, NodeId, Slot, WriteOp};
-use paros_node::ports::{Incarnation, LogStore, Placement, StoreError, StoreOp};
+use paros_node::ports::{Incarnation, LogRead, LogStore, Placement, StoreError, StoreOp};
 use paros_node::{BootError, Host};
 use paros_store::{FORMAT, FjallStore, StoreStats};
 
@@ -75,7 +75,13 @@ fn several_journals_over_batches_equal_the_model_after_reopen() {
 
     let mut store = FjallStore::open(dir.path()).unwrap();
     assert!(store.is_fresh());
-    store.place(&[Placement::Put(a, config()), Placement::Put(bb, config()), Placement::Put(c, config())]).unwrap();
+    store
+        .place(&[
+            Placement::Put(a, config(), Ballot::ZERO),
+            Placement::Put(bb, config(), Ballot::ZERO),
+            Placement::Put(c, config(), Ballot::ZERO),
+        ])
+        .unwrap();
     apply_all(&mut store, &batches);
     assert_eq!(loaded(&store), want, "before reopen");
     let ops: usize = batches.iter().flatten().map(|(_, ops)| ops.len()).sum();
@@ -103,7 +109,7 @@ fn state_cache_survives_reopen() {
         vec![(a, vec![WriteOp::Chosen { up_to: Slot(7) }, WriteOp::Truncate { floor: Slot(7), sealed: state(3, 4) }])],
     ];
     let mut store = FjallStore::open(dir.path()).unwrap();
-    store.place(&[Placement::Put(a, config())]).unwrap();
+    store.place(&[Placement::Put(a, config(), Ballot::ZERO)]).unwrap();
     apply_all(&mut store, &first);
     drop(store);
     let mut store = FjallStore::open(dir.path()).unwrap();
@@ -124,7 +130,7 @@ fn journals_never_see_each_others_keys() {
     let mut store = FjallStore::open(dir.path()).unwrap();
     let mut batch = Vec::new();
     for (i, key) in keys.iter().enumerate() {
-        store.place(&[Placement::Put(*key, config())]).unwrap();
+        store.place(&[Placement::Put(*key, config(), Ballot::ZERO)]).unwrap();
         let tag = format!("j{i}");
         batch.push((*key, (0..4).map(|s| accept(s, i as u64 + 1, tag.as_bytes())).collect::<Vec<_>>()));
         batch[i].1.push(WriteOp::Promise(b(i as u64 + 1, 1)));
@@ -149,11 +155,11 @@ fn only_journals_with_a_config_are_loaded() {
     let dir = tempfile::tempdir().unwrap();
     let (a, bb) = (jk(5, 1), jk(5, 2));
     let mut store = FjallStore::open(dir.path()).unwrap();
-    store.place(&[Placement::Put(a, config())]).unwrap();
+    store.place(&[Placement::Put(a, config(), Ballot::ZERO)]).unwrap();
     store.write(&[(a, vec![accept(0, 1, b"a")]), (bb, vec![accept(0, 1, b"b")])]).unwrap();
     store.sync().unwrap();
     assert_eq!(store.load().unwrap().iter().map(|j| j.key).collect::<Vec<_>>(), vec![a]);
-    store.place(&[Placement::Put(bb, config())]).unwrap();
+    store.place(&[Placement::Put(bb, config(), Ballot::ZERO)]).unwrap();
     assert_eq!(store.load().unwrap().len(), 2);
 }
 
@@ -283,7 +289,9 @@ fn stores_of_formats_1_and_2_open_keep_their_log_and_are_marked_3() {
         let before = {
             let mut store = FjallStore::open(dir.path()).unwrap();
             store.set_identity(NodeId(7)).unwrap();
-            store.place(&[Placement::Put(a, config()), Placement::Put(c, config())]).unwrap();
+            store
+                .place(&[Placement::Put(a, config(), Ballot::ZERO), Placement::Put(c, config(), Ballot::ZERO)])
+                .unwrap();
             apply_all(
                 &mut store,
                 &[
@@ -361,7 +369,7 @@ fn a_removed_journal_leaves_no_row_behind_and_its_key_can_be_placed_afresh() {
     let dir = tempfile::tempdir().unwrap();
     let (a, bb) = (jk(6, 1), jk(6, 2));
     let mut store = FjallStore::open(dir.path()).unwrap();
-    store.place(&[Placement::Put(a, config()), Placement::Put(bb, config())]).unwrap();
+    store.place(&[Placement::Put(a, config(), Ballot::ZERO), Placement::Put(bb, config(), Ballot::ZERO)]).unwrap();
     let ops = |tag: &[u8]| (0..5).map(|s| accept(s, 1, tag)).chain([WriteOp::Promise(b(3, 1))]).collect::<Vec<_>>();
     store.write(&[(a, ops(b"a")), (bb, ops(b"b"))]).unwrap();
     store.sync().unwrap();
@@ -375,7 +383,7 @@ fn a_removed_journal_leaves_no_row_behind_and_its_key_can_be_placed_afresh() {
     let loaded = store.load().unwrap();
     assert_eq!(loaded.iter().map(|j| j.key).collect::<Vec<_>>(), vec![bb], "only the kept journal is placed");
     assert_eq!(loaded[0].durable.entries.len(), 5, "the kept journal keeps its log");
-    store.place(&[Placement::Put(a, config())]).unwrap();
+    store.place(&[Placement::Put(a, config(), Ballot::ZERO)]).unwrap();
     store.sync().unwrap();
     let again = store.load().unwrap().into_iter().find(|j| j.key == a).expect("placed again");
     assert_eq!(
@@ -383,6 +391,15 @@ fn a_removed_journal_leaves_no_row_behind_and_its_key_can_be_placed_afresh() {
         paros_core::Durable::default(),
         "no promise, state or log of the removed journal is left"
     );
+    // Placed once more, with the floor of the epoch its seat begins in: the promise is written
+    // with the configuration, in the same change, and reads back after a reopen.
+    store.place(&[Placement::Remove(a), Placement::Put(a, config(), Ballot::seat_floor(4))]).unwrap();
+    store.sync().unwrap();
+    drop(store);
+    let store = FjallStore::open(dir.path()).unwrap();
+    let back = store.load().unwrap().into_iter().find(|j| j.key == a).expect("placed with a floor");
+    assert_eq!(back.durable.promise, Ballot::seat_floor(4));
+    assert_eq!(store.load_journal(&a).unwrap().map(|d| d.promise), Some(Ballot::seat_floor(4)), "a wake reads it too");
 }
 
 /// A generation whose tables exist but whose rows never became durable (a crash between an
@@ -393,7 +410,7 @@ fn tables_of_a_generation_without_rows_are_dropped_at_open() {
     let a = jk(1, 1);
     let before = {
         let mut store = FjallStore::open(dir.path()).unwrap();
-        store.place(&[Placement::Put(a, config())]).unwrap();
+        store.place(&[Placement::Put(a, config(), Ballot::ZERO)]).unwrap();
         apply_all(&mut store, &[vec![(a, vec![accept(0, 1, b"kept"), accept(1, 1, b"too")])]]);
         store.settle().unwrap();
         loaded(&store)

@@ -93,7 +93,7 @@ fn synced_while_paused(
 ) -> (FjallStore, BTreeMap<JournalKey, Durable>) {
     let synced = batches(journals, rounds);
     let mut store = FjallStore::open_with(dir, paused()).unwrap();
-    let placements: Vec<_> = journals.iter().map(|j| Placement::Put(*j, config())).collect();
+    let placements: Vec<_> = journals.iter().map(|j| Placement::Put(*j, config(), Ballot::ZERO)).collect();
     store.place(&placements).unwrap();
     for batch in &synced {
         store.write(batch).unwrap();
@@ -155,7 +155,7 @@ fn removed_stays_removed(opts: StoreOptions) {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (jk(2, 1), jk(2, 2));
     let mut store = FjallStore::open_with(dir.path(), opts).unwrap();
-    store.place(&[Placement::Put(a, config()), Placement::Put(b, config())]).unwrap();
+    store.place(&[Placement::Put(a, config(), Ballot::ZERO), Placement::Put(b, config(), Ballot::ZERO)]).unwrap();
     for batch in &batches(&[a, b], 5) {
         store.write(batch).unwrap();
         store.sync().unwrap();
@@ -176,7 +176,7 @@ fn removed_stays_removed(opts: StoreOptions) {
     // Placed afresh: a short read sees only the new incarnation's records, however many of
     // the old one's removals lie before them.
     let mut store = FjallStore::open_with(dir.path(), opts).unwrap();
-    store.place(&[Placement::Put(a, config())]).unwrap();
+    store.place(&[Placement::Put(a, config(), Ballot::ZERO)]).unwrap();
     store.write(&[(a, vec![accept(7, b"new"), accept(8, b"new")])]).unwrap();
     store.sync().unwrap();
     let read: Vec<(u64, bool)> = store
@@ -194,7 +194,7 @@ fn closed_segments_are_retired_once_fjall_holds_their_rounds_and_reused() {
     let j = jk(3, 1);
     let opts = StoreOptions { wal_segment_bytes: 4096, ..StoreOptions::default() };
     let mut store = FjallStore::open_with(dir.path(), opts).unwrap();
-    store.place(&[Placement::Put(j, config())]).unwrap();
+    store.place(&[Placement::Put(j, config(), Ballot::ZERO)]).unwrap();
     for slot in 0..2000 {
         store.write(&[(j, vec![accept(slot, &[7; 100])])]).unwrap();
         store.sync().unwrap();
@@ -224,7 +224,7 @@ fn a_crash_after_segments_were_reused_replays_only_their_new_rounds() {
     {
         let opts = StoreOptions { wal_segment_bytes: 2048, wal_spares: 4, ..StoreOptions::default() };
         let mut store = FjallStore::open_with(dir.path(), opts).unwrap();
-        store.place(&[Placement::Put(j, config())]).unwrap();
+        store.place(&[Placement::Put(j, config(), Ballot::ZERO)]).unwrap();
         for round in 0..200u64 {
             store.write(&[(j, vec![accept(round % 4, &[u8::try_from(round).unwrap(); 60])])]).unwrap();
             store.sync().unwrap();
@@ -314,7 +314,7 @@ fn a_writer_waits_while_too_much_is_pending() {
         StoreOptions { pending_bytes_max: bound, apply_interval: Duration::from_millis(50), ..StoreOptions::default() };
     let mut store = FjallStore::open_with(dir.path(), opts).unwrap();
     let probe = store.probe();
-    store.place(&[Placement::Put(j, config())]).unwrap();
+    store.place(&[Placement::Put(j, config(), Ballot::ZERO)]).unwrap();
     assert_eq!((probe.sample().room_waits, probe.sample().room_waited_us), (0, 0), "no write has waited yet");
     let mut most = 0;
     for slot in 0..300 {

@@ -91,9 +91,6 @@ impl Directory {
         if j.voters.contains(&to) {
             return refused(MoveRefusal::AlreadyAVoter { key, node: to });
         }
-        if j.held_a_seat(to) {
-            return refused(MoveRefusal::HeldASeat { key, node: to });
-        }
         self.check_seat(to).map_err(|r| Refusal::Move(MoveRefusal::Target(r)))?;
         let epoch = j.epoch.next();
         if let Some(j) = self.state.journals.get_mut(&key) {
@@ -124,7 +121,9 @@ impl Directory {
         }
         j.epoch = epoch;
         j.moving = None;
-        j.left = j.left.iter().copied().chain([m.from]).collect();
+        if !j.left.contains(&m.from) {
+            j.left = j.left.iter().copied().chain([m.from]).collect();
+        }
         decrement(&mut self.index.load, m.from);
         Ok(Accepted::SeatMoved { key, epoch, already: false })
     }

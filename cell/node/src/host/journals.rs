@@ -1,6 +1,6 @@
 //! The journals hosted here: placement, installation at boot, and protocol dispatch.
 
-use paros_core::{JournalConfig, JournalKey, Life, NodeId, Replica, Voter};
+use paros_core::{Assignment, Ballot, JournalConfig, JournalKey, Life, NodeId, Replica, Voter};
 
 use super::{Host, Hosted, Owed};
 use crate::ports::{Envelope, LogStore, Placement};
@@ -188,7 +188,7 @@ impl<S: LogStore> Host<S> {
     /// that differs from the one the journal was placed with here (a journal is placed with its
     /// founding configuration for life; its log, not its placement, moves its voters).
     pub fn place(&mut self, key: JournalKey, config: JournalConfig) -> Result<(), PlaceError> {
-        self.place_as(key, config, false)
+        self.assign(Assignment::founding(key, config), false)
     }
 
     /// [`Host::place`], with the new journal dormant: it costs a map entry and its config row
@@ -198,10 +198,22 @@ impl<S: LogStore> Host<S> {
     /// # Errors
     /// As [`Host::place`].
     pub fn place_asleep(&mut self, key: JournalKey, config: JournalConfig) -> Result<(), PlaceError> {
-        self.place_as(key, config, true)
+        self.assign(Assignment::founding(key, config), true)
     }
 
-    fn place_as(&mut self, key: JournalKey, config: JournalConfig, asleep: bool) -> Result<(), PlaceError> {
+    /// Places a journal as the registry assigns it: [`Host::place`] (or, `asleep`,
+    /// [`Host::place_asleep`]) of `assignment.config`, where a journal not here yet starts
+    /// promised to the floor of `assignment.epoch` (recorded with its configuration, in the
+    /// same atomic change): a seat that begins after the journal moved answers no ballot of
+    /// an earlier configuration (docs/reconfiguration.md, rule 13). Such a journal is placed
+    /// awake, never dormant: its floor is in memory from the first message on. A journal
+    /// already here keeps its own promise: the epoch is not compared.
+    ///
+    /// # Errors
+    /// As [`Host::place`].
+    pub fn assign(&mut self, assignment: Assignment, asleep: bool) -> Result<(), PlaceError> {
+        let promise = assignment.promise();
+        let Assignment { key, config, .. } = assignment;
         if let Some(j) = self.journals.get(&key) {
             return if *j.placed() == config { Ok(()) } else { Err(PlaceError::Reconfigure(key)) };
         }
@@ -210,11 +222,11 @@ impl<S: LogStore> Host<S> {
         if !(self.hosts_as_voter(&config) || fed_here) {
             return Err(PlaceError::NotAMember(key, self.me));
         }
-        self.round.placements.push(Placement::Put(key, config.clone()));
-        if asleep {
+        self.round.placements.push(Placement::Put(key, config.clone(), promise));
+        if asleep && promise == Ballot::ZERO {
             self.install_dormant(key, config);
         } else {
-            self.install(key, config, paros_core::Durable::default(), false);
+            self.install(key, config, paros_core::Durable { promise, ..paros_core::Durable::default() }, false);
         }
         Ok(())
     }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use paros_core::{JournalConfig, JournalKey, NodeId};
+use paros_core::{Assignment, JournalConfig, JournalKey, NodeId};
 
 use crate::host::{Host, HostStats, PlaceError};
 use crate::ports::{Clock, LogStore, StoreError, Transport};
@@ -115,10 +115,7 @@ impl Default for ShellConfig {
 #[derive(Debug)]
 pub enum Control {
     /// Place journals here; the reply says, for each, whether it was placed.
-    Place {
-        journals: Vec<(JournalKey, JournalConfig)>,
-        reply: tokio::sync::oneshot::Sender<Vec<Result<(), PlaceError>>>,
-    },
+    Place { journals: Vec<Assignment>, reply: tokio::sync::oneshot::Sender<Vec<Result<(), PlaceError>>> },
     /// Remove a journal from here (its waiting callers are answered `UnknownJournal`).
     Remove { key: JournalKey, reply: tokio::sync::oneshot::Sender<()> },
     /// Ask this node's voter of a journal to campaign now.
@@ -177,19 +174,17 @@ impl NodeControl {
     /// # Errors
     /// [`NodeStopped`], or (inner) the node's refusal.
     pub async fn place(&self, key: JournalKey, config: JournalConfig) -> Result<Result<(), PlaceError>, NodeStopped> {
-        let mut results = self.place_all(vec![(key, config)]).await?;
+        let mut results = self.place_all(vec![Assignment::founding(key, config)]).await?;
         Ok(results.pop().unwrap_or(Ok(())))
     }
 
-    /// Places many journals in one request (they ride the same round): one result each, in
-    /// order. Where this node is a journal's first voter, it campaigns at once.
+    /// Places many journals in one request (they ride the same round), each as
+    /// [`Host::assign`](crate::Host::assign) does: one result each, in order. Where this node
+    /// is a journal's first voter, it campaigns at once.
     ///
     /// # Errors
     /// [`NodeStopped`].
-    pub async fn place_all(
-        &self,
-        journals: Vec<(JournalKey, JournalConfig)>,
-    ) -> Result<Vec<Result<(), PlaceError>>, NodeStopped> {
+    pub async fn place_all(&self, journals: Vec<Assignment>) -> Result<Vec<Result<(), PlaceError>>, NodeStopped> {
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.tx.send(Control::Place { journals, reply }).await.map_err(|_| NodeStopped)?;
         answer.await.map_err(|_| NodeStopped)

@@ -33,13 +33,14 @@ fn apply_control<S: LogStore>(pump: &mut Pump<S>, responders: &mut BTreeMap<Owed
             let me = host.id();
             let results = journals
                 .into_iter()
-                .map(|(key, config)| {
+                .map(|assignment| {
                     // With dormancy a new journal is placed asleep: its first call elects.
                     if host.dormancy().is_some() {
-                        return host.place_asleep(key, config);
+                        return host.assign(assignment, true);
                     }
-                    let first = config.voters.first() == Some(&me);
-                    let placed = host.place(key, config);
+                    let key = assignment.key;
+                    let first = assignment.config.voters.first() == Some(&me);
+                    let placed = host.assign(assignment, false);
                     // The first leader is chosen by placement: the first voter campaigns at
                     // once, the others wait for its heartbeat (no election storm when
                     // thousands of journals are placed together).

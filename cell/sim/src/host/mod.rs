@@ -174,8 +174,9 @@ pub trait Host: Sized {
     /// Every journal hosted here, with its configuration.
     fn hosted(&self) -> BTreeMap<JournalKey, JournalConfig>;
 
-    /// Places `journal` here (it rides the next round's sync); false when the host refused it.
-    fn place(&mut self, journal: JournalKey, config: JournalConfig) -> bool;
+    /// Places a journal here as the registry assigns it (it rides the next round's sync);
+    /// false when the host refused it.
+    fn place(&mut self, assignment: paros_core::Assignment) -> bool;
 
     /// Removes `journal` from here (its removal rides the next round's sync); its waiting calls
     /// and reads get no answer.

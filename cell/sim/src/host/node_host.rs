@@ -358,14 +358,12 @@ impl Host for NodeHost {
         host.journal_keys().filter_map(|k| Some((*k, host.journal_config(k)?.clone()))).collect()
     }
 
-    fn place(&mut self, journal: JournalKey, config: JournalConfig) -> bool {
+    fn place(&mut self, assignment: paros_core::Assignment) -> bool {
         self.wake(Wake::Idle);
         // As the node shell does: with dormancy a journal is placed asleep.
         let host = self.pump.host_mut();
-        if host.dormancy().is_some() {
-            return host.place_asleep(journal, config).is_ok();
-        }
-        host.place(journal, config).is_ok()
+        let asleep = host.dormancy().is_some();
+        host.assign(assignment, asleep).is_ok()
     }
 
     fn remove(&mut self, journal: &JournalKey) {

@@ -386,9 +386,11 @@ impl<H: Host> World<H> {
             let id = mach.spec.id;
             match effect {
                 FollowerEffect::Place { machine, journals } => {
-                    let placed: Vec<bool> = journals.iter().map(|(k, c)| host.place(*k, c.clone())).collect();
+                    let placed: Vec<bool> = journals.iter().map(|a| host.place(a.clone())).collect();
                     f.driver().placed(machine, &journals, &placed);
-                    for ((key, config), _) in journals.iter().zip(&placed).filter(|(_, ok)| **ok) {
+                    for (paros_core::Assignment { key, config, .. }, _) in
+                        journals.iter().zip(&placed).filter(|(_, ok)| **ok)
+                    {
                         self.trace.event(now, "place", &[id.0, key.journal.0], || format!("{id:?} places {key:?}"));
                         // A seat moving here: the world judges the journal here from now on.
                         let ours = self.journals.iter().any(|(k, _)| k == key);
