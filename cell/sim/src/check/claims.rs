@@ -43,10 +43,11 @@ pub enum Claim {
     MoveTrimJump,
     MoveDrainUnderLoad,
     MoveHeals,
+    MoveBack,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 38] = [
+    pub const ALL: [Claim; 39] = [
         Claim::OneChosenPerSlot,
         Claim::SameOutcome,
         Claim::PromiseNeverDecreases,
@@ -85,6 +86,7 @@ impl Claim {
         Claim::MoveTrimJump,
         Claim::MoveDrainUnderLoad,
         Claim::MoveHeals,
+        Claim::MoveBack,
     ];
 
     /// The claim's name, exactly as the runner prints it.
@@ -187,6 +189,10 @@ impl Claim {
                 "contested: a seat move completes with a machine of the journal jumping to a trim point \
                  while it was in progress"
             }
+            Claim::MoveBack => {
+                "contested: a seat moves to a machine the journal was on before (a founder or a voter it \
+                 left), placed afresh from the epoch in force, and the move completes"
+            }
         }
     }
 
@@ -225,7 +231,8 @@ impl Claim {
             | Claim::MoveConcurrent
             | Claim::MoveTrimJump
             | Claim::MoveDrainUnderLoad
-            | Claim::MoveHeals => Some(0.05),
+            | Claim::MoveHeals
+            | Claim::MoveBack => Some(0.05),
             _ => None,
         }
     }
