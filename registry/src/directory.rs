@@ -88,8 +88,13 @@ mod v3;
 /// epochs and seat moves; version 4 journals' founding voters. A version 3 checkpoint is
 /// restored with every journal's founders its voters (one that moved is refused); a version 2
 /// one as a state with no incarnation recorded, every journal at epoch 0 and no move in
-/// progress; a version 1 checkpoint is refused (`UnknownVersion`).
-pub const CHECKPOINT_VERSION: u8 = 4;
+/// progress; a version 1 checkpoint is refused (`UnknownVersion`). Version 5 records the
+/// registry journal among the journals (its seats move as any journal's do); a checkpoint of
+/// an earlier version is restored with it added, as formation records it.
+pub const CHECKPOINT_VERSION: u8 = 5;
+
+/// The tenant of the cell's own journal, the registry journal; no tenant is given it.
+pub const CELL_TENANT: TenantId = TenantId(0);
 
 /// The formed cell.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -102,6 +107,34 @@ pub struct Cell {
     pub limits: Limits,
     #[serde(with = "crate::seq_serde")]
     pub formed_at: Seq,
+}
+
+impl Cell {
+    /// The registry journal's key.
+    pub fn registry_key(&self) -> JournalKey {
+        JournalKey { tenant: CELL_TENANT, journal: self.registry }
+    }
+
+    /// The registry journal as formation records it: named `registry`, single-writer, its
+    /// members its founding voters, on no tier. From then on its seats move as any journal's
+    /// (docs/reconfiguration.md); no tenant can address it.
+    fn registry_journal(&self) -> Journal {
+        let voters: Box<[NodeId]> = self.members.clone().into();
+        Journal {
+            key: self.registry_key(),
+            name: JournalName::parse("registry").expect("a valid journal name"),
+            mode: WriterMode::Single,
+            founders: voters.clone(),
+            voters,
+            left: Box::new([]),
+            tier: None,
+            feed: None,
+            created_at: self.formed_at,
+            deleted_at: None,
+            epoch: Epoch(0),
+            moving: None,
+        }
+    }
 }
 
 /// A registered machine.
@@ -441,6 +474,11 @@ impl Directory {
         self.state.keys.values().filter(move |k| k.scope == scope)
     }
 
+    /// The registry journal, once the cell is formed.
+    pub fn registry_journal(&self) -> Option<&Journal> {
+        self.journal(self.state.cell.as_ref()?.registry_key())
+    }
+
     /// A journal by key, live or deleted.
     pub fn journal(&self, key: JournalKey) -> Option<&Journal> {
         self.state.journals.get(&key)
@@ -488,7 +526,7 @@ impl Directory {
     }
 
     fn encode(&self) -> Vec<u8> {
-        postcard::to_extend(&self.state, vec![CHECKPOINT_VERSION]).expect("postcard writes every directory state")
+        encode_state(CHECKPOINT_VERSION, &self.state)
     }
 
     /// Folds one registry record at `at`; the verdict is then [`answer`](Self::answer)`(id)`.
@@ -614,7 +652,9 @@ impl Directory {
                 },
             );
         }
-        self.state.cell = Some(Cell { id: cell, registry, members: ids, limits, formed_at: at });
+        let formed = Cell { id: cell, registry, members: ids, limits, formed_at: at };
+        self.record_registry_journal(&formed);
+        self.state.cell = Some(formed);
         Ok(Accepted::CellFormed { cell })
     }
 
@@ -718,8 +758,22 @@ impl Directory {
         Ok(Accepted::StandingSet { machine, standing, changed })
     }
 
+    /// Records the registry journal of `cell` among the journals, with the index entries any
+    /// live journal has.
+    fn record_registry_journal(&mut self, cell: &Cell) {
+        let j = cell.registry_journal();
+        for v in j.voters.iter() {
+            *self.index.load.entry(*v).or_insert(0) += 1;
+        }
+        self.index.journal_names.entry(CELL_TENANT).or_default().insert(j.name.clone(), j.key.journal);
+        *self.index.live_journals.entry(CELL_TENANT).or_insert(0) += 1;
+        self.state.journals.insert(j.key, j);
+    }
+
     fn sign_up(&mut self, tenant: TenantId, name: TenantName, quotas: Quotas) -> Result<Accepted, Refusal> {
-        if self.state.tenants.contains_key(&tenant) {
+        // The cell's own tenant is taken from the start: a tenant of that id could address
+        // the registry journal.
+        if self.state.tenants.contains_key(&tenant) || tenant == CELL_TENANT {
             return Err(Refusal::TenantIdTaken { tenant });
         }
         if self.index.tenant_names.contains_key(&name) {
@@ -939,7 +993,8 @@ impl Directory {
             if *key != j.key {
                 return Err(Inconsistent("a journal filed under another key"));
             }
-            if !state.tenants.contains_key(&key.tenant) {
+            let registry = state.cell.as_ref().is_some_and(|c| c.registry_key() == *key);
+            if !state.tenants.contains_key(&key.tenant) && !registry {
                 return Err(Inconsistent("a journal of an unknown tenant"));
             }
             let tier_feed = match &j.tier {
@@ -963,6 +1018,18 @@ impl Directory {
             {
                 return Err(Inconsistent("a seat move that is not from a voter to a non-voter at the next epoch"));
             }
+        }
+        if let Some(c) = &state.cell
+            && !state.journals.get(&c.registry_key()).is_some_and(Journal::is_live)
+        {
+            return Err(Inconsistent("a formed cell whose registry journal is not recorded"));
+        }
+        if state
+            .journals
+            .keys()
+            .any(|k| k.tenant == CELL_TENANT && state.cell.as_ref().is_none_or(|c| c.registry != k.journal))
+        {
+            return Err(Inconsistent("a journal of the cell's tenant that is not its registry journal"));
         }
         let mut order: Vec<(Seq, RequestId)> = state.verdicts.iter().map(|(id, j)| (j.at, *id)).collect();
         order.sort();
@@ -991,12 +1058,44 @@ impl Directory {
         v3::encode(&self.state)
     }
 
+    /// The directory as a format 4 checkpoint (before the registry journal was recorded among
+    /// the journals), for the tests of the upgrade; `None` when its seats moved.
+    #[doc(hidden)]
+    pub fn checkpoint_v4(&self) -> Option<Vec<u8>> {
+        let mut state = self.state.clone();
+        if let Some(c) = &state.cell {
+            let formed = c.registry_journal();
+            if state.journals.remove(&formed.key) != Some(formed) {
+                return None;
+            }
+        }
+        Some(encode_state(V4, &state))
+    }
+
     /// Whether the derived index agrees with a rebuild from the state (tests call it after
     /// every record; it costs a copy of the state, so the fold itself does not).
     #[doc(hidden)]
     pub fn index_is_consistent(&self) -> bool {
         Self::reindex(self.state.clone()).is_ok_and(|d| d.index == self.index)
     }
+}
+
+/// `state` after the version byte `version`.
+fn encode_state(version: u8, state: &State) -> Vec<u8> {
+    postcard::to_extend(state, vec![version]).expect("postcard writes every directory state")
+}
+
+/// The checkpoint version before the registry journal was recorded among the journals.
+const V4: u8 = 4;
+
+/// A state of a checkpoint written before the registry journal was recorded among the
+/// journals, with it added as formation records it (nothing could have moved its seats).
+fn with_registry_journal(mut state: State) -> State {
+    if let Some(c) = &state.cell {
+        let j = c.registry_journal();
+        state.journals.entry(j.key).or_insert(j);
+    }
+    state
 }
 
 /// What `CreateJournal` and `CreateJournalOnTier` share.
@@ -1054,12 +1153,12 @@ impl Checkpointable for Directory {
     fn restore(bytes: &[u8]) -> Result<Self, RestoreError> {
         let (&version, body) = bytes.split_first().ok_or(RestoreError::Empty)?;
         if version == v2::VERSION {
-            return Self::reindex(v2::restore(body)?);
+            return Self::reindex(with_registry_journal(v2::restore(body)?));
         }
         if version == v3::VERSION {
-            return Self::reindex(v3::restore(body)?);
+            return Self::reindex(with_registry_journal(v3::restore(body)?));
         }
-        if version != CHECKPOINT_VERSION {
+        if version != CHECKPOINT_VERSION && version != V4 {
             return Err(RestoreError::UnknownVersion(version));
         }
         let (state, rest) =
@@ -1067,11 +1166,14 @@ impl Checkpointable for Directory {
         if !rest.is_empty() {
             return Err(RestoreError::Trailing(rest.len()));
         }
-        let directory = Self::reindex(state)?;
-        if directory.encode() != bytes {
+        // Version 4 is version 5's shape without the registry journal: canonical as it was
+        // written, then given it.
+        let canonical = encode_state(version, &state) == bytes;
+        let state = if version == V4 { with_registry_journal(state) } else { state };
+        if !canonical {
             return Err(RestoreError::NotCanonical);
         }
-        Ok(directory)
+        Self::reindex(state)
     }
 }
 

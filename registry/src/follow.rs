@@ -5,9 +5,10 @@
 //! hosted and no longer placed (deleted, or moved) are removed. A replica does the same with
 //! the live journals of its tier (those fed at its tier's feed), until it is retired
 //! (`SetStanding` to `Retired`: the replica is removed from its tier), when it hosts none of
-//! them any more. The registry journal itself is
-//! placed by the cell's formation, not by the directory, and is never removed here. Pure: the
-//! async follower applies the result through the node's control handle.
+//! them any more. The registry journal is placed by the cell's formation on its members;
+//! the directory records it from formation on, so its seats move as any journal's do (see
+//! [`changes`]); a replica never removes it. Pure: the async follower applies the result
+//! through the node's control handle.
 
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
@@ -39,7 +40,11 @@ pub fn placed_on(directory: &Directory, node: NodeId) -> BTreeMap<JournalKey, Jo
 }
 
 /// What `node`, hosting `hosted`, must change to host what `directory` places on it. `keep` is
-/// never removed (the registry journal, placed by the cell's formation).
+/// the registry journal: placed by the cell's formation on its members, and from then on, once
+/// the directory records it, placed and removed by its seats like any journal — except that a
+/// node hosting it keeps it as formation placed it (the registry journal of a simulated cell
+/// has learners the directory does not record), and that a directory that does not record it
+/// yet (not formed) removes it from nowhere.
 ///
 /// Walks the directory without copying what it places: only the journals to change are
 /// allocated (a directory of 100,000 journals is compared many times while it is built, and a
@@ -53,11 +58,17 @@ pub fn changes<C: Borrow<JournalConfig>>(
 ) -> Changes {
     let place = directory
         .journals_on(node)
-        .filter(|j| !hosted.get(&j.key).is_some_and(|c| j.runs_as(c.borrow())))
+        .filter(|j| match hosted.get(&j.key) {
+            Some(c) => j.key != *keep && !j.runs_as(c.borrow()),
+            None => true,
+        })
         .map(|j| j.assignment(node))
         .collect();
-    let placed_here = |k: &JournalKey| directory.journal(*k).is_some_and(|j| j.is_placed_on(node));
-    let remove = hosted.keys().filter(|k| *k != keep && !placed_here(k)).copied().collect();
+    let placed_here = |k: &JournalKey| match directory.journal(*k) {
+        Some(j) => j.is_placed_on(node),
+        None => k == keep,
+    };
+    let remove = hosted.keys().filter(|k| !placed_here(k)).copied().collect();
     Changes { place, remove }
 }
 

@@ -126,6 +126,10 @@ struct Machine {
 pub struct Follower {
     policy: FollowPolicy,
     registry: JournalKey,
+    /// The configuration formation placed the registry journal with, as a machine followed
+    /// here hosts it: a machine its seat moves to is placed it so (with whatever learners
+    /// formation gave it, which the directory does not record).
+    registry_config: Option<JournalConfig>,
     /// Shared with what it publishes: at rest the follower holds one directory, not two.
     folder: Folder<SharedDirectory>,
     machines: Vec<Machine>,
@@ -143,9 +147,18 @@ pub struct Follower {
 }
 
 impl Follower {
+    /// The configuration formation placed the registry journal with, for a follower none of
+    /// whose machines hosts it at the start (learned from them otherwise).
+    #[must_use]
+    pub fn with_registry_config(mut self, config: JournalConfig) -> Self {
+        self.registry_config = Some(config);
+        self
+    }
+
     /// A follower of `registry` from its start, for `machines`.
     #[must_use]
     pub fn new(registry: JournalKey, machines: Vec<FollowedMachine>, policy: FollowPolicy) -> Self {
+        let registry_config = machines.iter().find_map(|m| m.hosted.get(&registry)).cloned();
         let mut configs = ConfigPool::default();
         let machines = machines
             .into_iter()
@@ -159,6 +172,7 @@ impl Follower {
         Follower {
             policy,
             registry,
+            registry_config,
             folder: Folder::new(SharedDirectory::default(), Seq(0), FolderConfig::default()),
             machines,
             configs,
@@ -237,6 +251,11 @@ impl Follower {
         let mut effects = Vec::new();
         for m in &self.machines {
             let mut changes = follow::changes_for(directory, m.id, &m.hosting, &m.hosted, &self.registry);
+            if let Some(formation) = &self.registry_config {
+                for a in changes.place.iter_mut().filter(|a| a.key == self.registry) {
+                    a.config.clone_from(formation);
+                }
+            }
             changes.place.retain(|a| m.refused.get(&a.key) != Some(&a.config));
             for chunk in changes.place.chunks(per_request) {
                 effects.push(FollowerEffect::Place { machine: m.id, journals: chunk.to_vec() });

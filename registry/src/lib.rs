@@ -38,7 +38,8 @@ pub use command::{
 };
 pub use coordinator::{Answer, Coordinator, CoordinatorConfig, CoordinatorError, Op, Reply, Request, Stats, Submitted};
 pub use directory::{
-    Cell, Directory, Journal, Judged, Machine, RestoreError, SeatMove, SharedDirectory, SigningKey, Tenant, Tier,
+    CELL_TENANT, Cell, Directory, Journal, Judged, Machine, RestoreError, SeatMove, SharedDirectory, SigningKey,
+    Tenant, Tier,
 };
 pub use names::{BusAddress, JournalName, KeyId, NameError, TenantName, TierName, TokenId, Zone};
 pub use placement::{Candidate, PlacementError, place};

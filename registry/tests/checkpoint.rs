@@ -79,9 +79,10 @@ proptest! {
     ) {
         if let Ok(dir) = Directory::restore(&bytes) {
             let canonical = dir.checkpoint() == bytes
+                || dir.checkpoint_v4().as_ref() == Some(&bytes)
                 || dir.checkpoint_v3().as_ref() == Some(&bytes)
                 || dir.checkpoint_v2().as_ref() == Some(&bytes);
-            prop_assert!(canonical, "whatever restores is canonical (in its format, 4, 3 or 2)");
+            prop_assert!(canonical, "whatever restores is canonical (in its format, 5, 4, 3 or 2)");
         }
     }
 
@@ -97,6 +98,18 @@ proptest! {
             let mut trailing = old.clone();
             trailing.push(0);
             prop_assert_eq!(Directory::restore(&trailing), Err(RestoreError::Trailing(1)), "trailing bytes refused");
+        }
+    }
+
+    /// A directory whose registry journal's seats never moved restores from its format 4
+    /// checkpoint (written before the registry journal was recorded among the journals) to
+    /// the same directory: restore records the registry journal as formation did.
+    #[test]
+    fn a_format_4_checkpoint_restores_to_the_same_directory(records in records()) {
+        let dir = fold_all(&records);
+        if let Some(old) = dir.checkpoint_v4() {
+            prop_assert_eq!(old[0], 4, "format 4");
+            prop_assert_eq!(Directory::restore(&old), Ok(dir.clone()), "restores to the same directory");
         }
     }
 

@@ -104,7 +104,12 @@ fn a_once_coordinator_stops_when_superseded_and_after_failures_max_failed_terms(
     assert_eq!(r.after(&superseded), Some(Duration::from_millis(7)), "a leader-following one claims again");
 }
 
-fn follower(hosted: BTreeMap<JournalKey, paros_core::JournalConfig>, policy: FollowPolicy) -> Follower {
+/// A follower of node 1, a member of the cell: it hosts the registry journal as formation
+/// placed it, and `hosted` besides.
+fn follower(mut hosted: BTreeMap<JournalKey, paros_core::JournalConfig>, policy: FollowPolicy) -> Follower {
+    let members = vec![NodeId(1), NodeId(2), NodeId(3)];
+    let mode = paros_core::journal::WriterMode::Single;
+    hosted.insert(registry_key(), paros_core::JournalConfig { mode, voters: members, learners: vec![] });
     let machine = FollowedMachine { id: NodeId(1), hosting: Hosting::voter(), hosted };
     Follower::new(registry_key(), vec![machine], policy)
 }

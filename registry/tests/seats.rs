@@ -102,6 +102,9 @@ fn a_rejoined_machine_is_recorded_as_both_identities_and_the_old_one_never_gets_
     accepted(&mut b, move_seat(100, 7, 2, 9));
     accepted(&mut b, move_done(100, 7, 1));
     assert_eq!(b.dir.journal(jkey(100, 7)).map(|j| j.voters.to_vec()), Some(vec![NodeId(1), NodeId(9), NodeId(3)]));
+    // And so does its seat of the registry journal.
+    accepted(&mut b, move_seat(0, 0x4e6, 2, 9));
+    accepted(&mut b, move_done(0, 0x4e6, 1));
     assert_eq!(b.dir.load(NodeId(2)), 0, "the old identity holds nothing");
     assert!(b.dir.journals_on(NodeId(2)).next().is_none(), "and is placed nothing");
 }
@@ -129,7 +132,8 @@ fn a_move_is_intent_until_done_then_the_voters_change_at_the_next_epoch() {
     assert_eq!(j.next_voters(), Some(vec![NodeId(1), NodeId(5), NodeId(3)]), "replaced in place");
     assert!(j.is_joining(NodeId(5)) && j.is_placed_on(NodeId(5)), "the target joins: it hosts the journal to catch up");
     assert_eq!(j.config().voters, vec![NodeId(1), NodeId(2), NodeId(3)], "placed with the founding voters");
-    assert_eq!((b.dir.load(NodeId(2)), b.dir.load(NodeId(5))), (1, 1), "both count the seat while it moves");
+    // Node 2 holds a seat of the registry journal besides.
+    assert_eq!((b.dir.load(NodeId(2)), b.dir.load(NodeId(5))), (2, 1), "both count the seat while it moves");
     assert_eq!(b.dir.moves_in_progress().count(), 1);
     // One move at a time; a completion must name the pending epoch.
     refused(&mut b, move_seat(100, 7, 3, 4), Refusal::Move(MoveRefusal::InProgress { key, epoch: Epoch(1) }));
@@ -139,7 +143,11 @@ fn a_move_is_intent_until_done_then_the_voters_change_at_the_next_epoch() {
     assert_eq!(v, Accepted::SeatMoved { key, epoch: Epoch(1), already: false });
     let j = b.dir.journal(key).expect("live");
     assert_eq!((j.voters.to_vec(), j.epoch, j.moving), (vec![NodeId(1), NodeId(5), NodeId(3)], Epoch(1), None));
-    assert_eq!((b.dir.load(NodeId(2)), b.dir.load(NodeId(5))), (0, 1), "the seat left node 2");
+    assert_eq!(
+        (b.dir.load(NodeId(2)), b.dir.load(NodeId(5))),
+        (1, 1),
+        "the seat left node 2 (its registry seat stays)"
+    );
     assert!(j.is_placed_on(NodeId(5)) && !j.is_placed_on(NodeId(2)), "the followers now place it on 5, not 2");
     assert_eq!(j.config().voters, vec![NodeId(1), NodeId(2), NodeId(3)], "still placed with its founders, for life");
     // A re-driven completion (a new coordinator, another request id) changes nothing.

@@ -158,7 +158,12 @@ fn a_replica_hosts_exactly_its_tiers_live_journals() {
         changes_for(&b.dir, NodeId(2), &Hosting::Voter, &BTreeMap::<JournalKey, JournalConfig>::new(), &registry_key());
     let want: Vec<_> =
         [3, 4].iter().map(|j| Assignment::founding(key(*j), b.dir.journal(key(*j)).expect("live").config())).collect();
-    assert_eq!(v.place, want, "node 2 votes for the live journals it was placed on, each with its config");
+    let registry = b.dir.registry_journal().expect("formed").assignment(NodeId(2));
+    let want: Vec<_> = std::iter::once(registry).chain(want).collect();
+    assert_eq!(
+        v.place, want,
+        "node 2 votes for the live journals it was placed on (the registry's too), each with its config"
+    );
 }
 
 #[test]

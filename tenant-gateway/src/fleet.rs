@@ -136,6 +136,8 @@ pub(crate) fn journal_path(d: &Directory, j: &Journal) -> String {
     let JournalKey { tenant, journal } = j.key;
     match d.tenant(tenant) {
         Some(t) => format!("{}/{}", t.name, j.name),
+        // The registry journal: the cell's own, which no tenant holds.
+        None if tenant == paros_registry::CELL_TENANT => format!("cell/{}", j.name),
         None => format!("{tenant}/{journal}"),
     }
 }

@@ -254,7 +254,9 @@ pub(crate) async fn admin_overview(
         })
         .collect();
 
-    let live = || d.journals().filter(|j| j.is_live());
+    // The tenants' journals: the registry journal is the cell's (its seats show in the cell
+    // status, `GET /v1/admin/cell`).
+    let live = || d.journals().filter(|j| j.is_live() && j.key.tenant != paros_registry::CELL_TENANT);
     let journals_total = live().count() as u64;
     let skip = usize::try_from(q.offset).unwrap_or(usize::MAX);
     let page: Vec<&paros_registry::Journal> =

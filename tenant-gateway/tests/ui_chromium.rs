@@ -166,7 +166,8 @@ async fn the_dashboard_renders_live_figures_in_headless_chromium() {
     assert_eq!(text_after(d1, "data-field=\"joining\""), Some("1"), "{d1}");
     let founder = seat_row(&from);
     assert_eq!(text_after(founder, "data-field=\"state\""), Some("alive"), "{founder}");
-    assert_eq!(text_after(founder, "data-field=\"seats\""), Some("1"), "it votes for the one journal: {founder}");
+    let seats = text_after(founder, "data-field=\"seats\"");
+    assert_eq!(seats, Some("2"), "it votes for the one journal and the registry journal: {founder}");
     assert_eq!(text_after(&dom, "id=\"moves-count\""), Some("1"), "DOM:\n{dom}");
     let mv = dom.find("data-move=\"acme/orders\"").map(|at| &dom[at..]).expect("the move's row");
     assert_eq!(text_after(mv, "data-field=\"to\""), Some("00000000000000d1"));

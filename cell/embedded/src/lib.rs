@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 /// The tenant id of the cell's own journals (the registry); no tenant is given it.
-pub const CELL_TENANT: TenantId = TenantId(0);
+pub use paros_registry::CELL_TENANT;
 
 /// How many nodes a new embedded cell has.
 pub const EMBEDDED_MEMBERS: usize = 3;
@@ -143,10 +143,14 @@ struct Running {
     incarnation: Option<paros_node::ports::Incarnation>,
 }
 
-/// The voters of the registry journal among a cell's nodes: the longest odd prefix (a
-/// journal's voters are an odd number; the other nodes are admitted as nodes only).
+/// The founding voters of the registry journal among a cell's nodes (the other nodes are
+/// admitted as nodes only): the longest odd prefix of up to four nodes; from five nodes on,
+/// the largest odd number up to five that leaves two nodes spare, so that a node holding a
+/// registry seat can be drained or healed (its seat needs a node that holds none).
 fn registry_members(nodes: &[NodeId]) -> &[NodeId] {
-    let odd = if nodes.len().is_multiple_of(2) { nodes.len().saturating_sub(1) } else { nodes.len() };
+    let n = nodes.len();
+    let room = if n >= 5 { (n - 2).min(5) } else { n };
+    let odd = if room.is_multiple_of(2) { room.saturating_sub(1) } else { room };
     &nodes[..odd]
 }
 
@@ -363,7 +367,9 @@ impl EmbeddedCell {
             let asleep = shell_config.dormant_after.is_some();
             let mut host = Host::boot_node(store, expected, *node, tunables, random_u64(), asleep)
                 .map_err(|source| CellError::Boot { node: *node, source })?;
-            if registry_config.voters.contains(node) {
+            // Formation places the registry journal on its members; from then on the registry
+            // moves its seats, and a node's store holds it while the node has one.
+            if fresh && registry_config.voters.contains(node) {
                 host.place(registry, registry_config.clone())?;
             }
             let incarnation = host.incarnation();
@@ -920,6 +926,13 @@ mod tests {
         let other = cell.journal(&acme, &JournalName::parse("refunds").unwrap()).await.expect("a second one");
         assert_ne!(other, key);
         let _ = cell.stop();
+    }
+
+    #[test]
+    fn the_registry_journal_founders_leave_two_nodes_spare_from_five_nodes_on() {
+        let nodes: Vec<NodeId> = (1..=9).map(NodeId).collect();
+        let sizes: Vec<usize> = (1..=9).map(|n| registry_members(&nodes[..n]).len()).collect();
+        assert_eq!(sizes, vec![1, 1, 3, 3, 3, 3, 5, 5, 5]);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

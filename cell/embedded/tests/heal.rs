@@ -4,8 +4,8 @@
 //! log. At the end every acknowledged record is present exactly once at its position, every
 //! journal has a full set of live voters, and the wiped identity holds no seat.
 //!
-//! The registry journal's own seats are the cell's formation (its three first nodes) and are
-//! not moved yet: the node killed here is the fourth, which is no registry voter.
+//! The registry journal's seats move too: the drained node is one of its three founding
+//! voters. A second test kills two of its founders in turn and the registry goes on.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -91,9 +91,13 @@ async fn four_nodes_one_drained_one_wiped_every_record_kept_every_journal_at_ful
     assert_ne!(new, wiped);
 
     let live = [nodes[0], nodes[2], new];
+    let registry = cell.registry();
     let healed = |d: &paros_registry::Directory| {
         d.moves_in_progress().next().is_none()
-            && keys.iter().all(|k| d.journal(*k).is_some_and(|j| j.voters.iter().all(|v| live.contains(v))))
+            && keys
+                .iter()
+                .chain([&registry])
+                .all(|k| d.journal(*k).is_some_and(|j| j.voters.iter().all(|v| live.contains(v))))
     };
     let d = cell.wait_followers(Duration::from_secs(120), healed).await.expect("every journal healed");
     stop.store(true, Ordering::Relaxed);
@@ -122,9 +126,98 @@ async fn four_nodes_one_drained_one_wiped_every_record_kept_every_journal_at_ful
             assert_eq!(records.iter().filter(|r| *r == record).count(), 1, "{key:?}: once: {record:?}");
         }
     }
+    let r = d.registry_journal().expect("recorded");
+    assert!(r.epoch.0 >= 1 && !r.voters.contains(&drained), "the registry journal's seat left the drained node: {r:?}");
     let old = d.machine(wiped).expect("the old identity is remembered");
     assert_eq!(old.replaced_by, Some(new), "marked replaced by the new one");
     assert_eq!(d.load(wiped), 0, "the wiped identity holds no seat");
     assert_eq!(d.journals_on(wiped).count(), 0);
     let _ = cell.stop();
+}
+
+/// The registry journal heals like any journal: of four nodes, the first three are its
+/// founding voters. One of them is killed; once the planner moved its seat to the fourth
+/// node, a second founder is killed, and the registry still decides requests — which its
+/// founding configuration, with two of three voters gone, could not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_registry_journal_loses_two_founders_in_turn_and_still_decides() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let defaults = CoordinatorLoopConfig::default();
+    let loops = CoordinatorLoopConfig {
+        plan: PlanConfig { replace_after_s: 1, ..defaults.plan },
+        plan_interval: Duration::from_millis(200),
+        mover: MoverConfig { retry_ms: 200, ..defaults.mover },
+        ..defaults
+    };
+    let cell = EmbeddedCell::open_configured(dir.path(), 4, loops).await.expect("opens");
+    cell.init().await.expect("forms");
+    let nodes = cell.manifest.nodes.clone();
+    let registry = cell.registry();
+    let formed =
+        cell.wait_followers(Duration::from_secs(10), |d| d.registry_journal().is_some()).await.expect("formed");
+    let founders = formed.registry_journal().expect("recorded").voters.to_vec();
+    assert_eq!(founders, nodes[..3].to_vec(), "the first three nodes are its founders");
+
+    cell.kill(nodes[0]).expect("killed");
+    let moved = |d: &paros_registry::Directory| {
+        d.moves_in_progress().next().is_none()
+            && d.journal(registry).is_some_and(|j| j.voters.contains(&nodes[3]) && !j.voters.contains(&nodes[0]))
+    };
+    let d = cell.wait_followers(Duration::from_secs(60), moved).await.expect("the registry seat healed");
+    assert_eq!(d.registry_journal().map(|j| j.epoch.0), Some(1), "one move");
+
+    cell.kill(nodes[1]).expect("killed");
+    let tenant = TenantId(0x4ea2);
+    let name = TenantName::parse("after").expect("a name");
+    let signed = tokio::time::timeout(
+        Duration::from_secs(60),
+        cell.request(Op::Command(Command::SignUp { tenant, name, quotas: Quotas::default() })),
+    )
+    .await
+    .expect("decided in time");
+    assert!(signed.is_ok(), "the registry decides with its founders 0 and 1 gone: {signed:?}");
+    let _ = cell.stop();
+}
+
+/// After the registry journal's seat moved off a drained founder, the cell stops and opens
+/// again: formation is not repeated (the drained node is not placed the registry journal
+/// again), the registry decides, and only its voters in force host it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cell_whose_registry_seat_moved_opens_again_with_it_where_it_moved() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let defaults = CoordinatorLoopConfig::default();
+    let loops = CoordinatorLoopConfig {
+        plan_interval: Duration::from_millis(200),
+        mover: MoverConfig { retry_ms: 200, ..defaults.mover },
+        ..defaults
+    };
+    let cell = EmbeddedCell::open_configured(dir.path(), 4, loops.clone()).await.expect("opens");
+    cell.init().await.expect("forms");
+    let nodes = cell.manifest.nodes.clone();
+    let registry = cell.registry();
+    let drain = Command::SetStanding { machine: nodes[0], standing: Standing::Draining };
+    cell.request(Op::Command(drain)).await.expect("drains");
+    let moved = |d: &paros_registry::Directory| {
+        d.moves_in_progress().next().is_none() && d.journal(registry).is_some_and(|j| !j.voters.contains(&nodes[0]))
+    };
+    cell.wait_followers(Duration::from_secs(60), moved).await.expect("the registry seat moved");
+    let hosts = |hosts: &[paros_node::Host<paros_store::FjallStore>]| -> Vec<bool> {
+        hosts.iter().map(|h| h.journal_config(&registry).is_some()).collect()
+    };
+    let stopped = cell.stop().expect("stops");
+    assert_eq!(hosts(&stopped), vec![false, true, true, true], "the drained founder gave it back");
+    drop(stopped);
+
+    let cell = EmbeddedCell::open_configured(dir.path(), 4, loops).await.expect("opens again");
+    let tenant = TenantId(0x4ea3);
+    let name = TenantName::parse("again").expect("a name");
+    let signed = tokio::time::timeout(
+        Duration::from_secs(60),
+        cell.request(Op::Command(Command::SignUp { tenant, name, quotas: Quotas::default() })),
+    )
+    .await
+    .expect("decided in time");
+    assert!(signed.is_ok(), "the registry decides after the restart: {signed:?}");
+    let stopped = cell.stop().expect("stops");
+    assert_eq!(hosts(&stopped), vec![false, true, true, true], "formation was not repeated");
 }

@@ -44,10 +44,11 @@ pub enum Claim {
     MoveDrainUnderLoad,
     MoveHeals,
     MoveBack,
+    MoveRegistry,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 39] = [
+    pub const ALL: [Claim; 40] = [
         Claim::OneChosenPerSlot,
         Claim::SameOutcome,
         Claim::PromiseNeverDecreases,
@@ -87,6 +88,7 @@ impl Claim {
         Claim::MoveDrainUnderLoad,
         Claim::MoveHeals,
         Claim::MoveBack,
+        Claim::MoveRegistry,
     ];
 
     /// The claim's name, exactly as the runner prints it.
@@ -189,6 +191,10 @@ impl Claim {
                 "contested: a seat move completes with a machine of the journal jumping to a trim point \
                  while it was in progress"
             }
+            Claim::MoveRegistry => {
+                "contested: the registry journal's own seat moves (the planner heals or drains a founding \
+                 node), and the move completes"
+            }
             Claim::MoveBack => {
                 "contested: a seat moves to a machine the journal was on before (a founder or a voter it \
                  left), placed afresh from the epoch in force, and the move completes"
@@ -232,7 +238,8 @@ impl Claim {
             | Claim::MoveTrimJump
             | Claim::MoveDrainUnderLoad
             | Claim::MoveHeals
-            | Claim::MoveBack => Some(0.05),
+            | Claim::MoveBack
+            | Claim::MoveRegistry => Some(0.05),
             _ => None,
         }
     }

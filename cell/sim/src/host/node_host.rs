@@ -111,6 +111,10 @@ impl Host for NodeHost {
         // With dormancy, a machine boots its journals dormant, as the embedded cell does.
         let asleep = spec.dormant_after_ticks.is_some();
         let replica = spec.role == super::MachineRole::Replica && !spec.feeds.is_empty();
+        // Formation places the registry journal on a node once, on its first disk: its seats
+        // move from then on, and a node's disk holds it while the node has one (a founder it
+        // left, placed it again from epoch 0, would answer for promises it gave back).
+        let first_boot = paros_node::ports::LogStore::identity(disk).ok().flatten().is_none();
         let mut host = match (replica, spec.feeds.first()) {
             // A replica of a tier boots as the replica daemon boots one (a wiped disk under its
             // own id boots and relearns), joined to its tier's feed.
@@ -140,8 +144,10 @@ impl Host for NodeHost {
         for feed in spec.feeds.iter().skip(usize::from(replica)) {
             host.join_feed(*feed);
         }
-        for p in &spec.formation {
-            host.place(p.key, p.config.clone()).expect("placement on a booted host");
+        if first_boot || spec.role == super::MachineRole::Replica {
+            for p in &spec.formation {
+                host.place(p.key, p.config.clone()).expect("placement on a booted host");
+            }
         }
         host.set_tick_ms(SIM_TICK_MS);
         host.set_dormancy(spec.dormant_after_ticks);

@@ -69,6 +69,14 @@ impl Follower {
         }
     }
 
+    /// The configuration formation placed the registry journal with: a node its seat moves to
+    /// is placed it so (see [`Driver::with_registry_config`]).
+    #[must_use]
+    pub fn with_registry_config(mut self, config: paros_core::JournalConfig) -> Self {
+        self.driver = self.driver.with_registry_config(config);
+        self
+    }
+
     /// Whether the machine has hosted what the directory says once since this follower began
     /// (a replica's readiness waits for it, as the embedded cell's does).
     #[must_use]
@@ -131,7 +139,9 @@ impl Follower {
             self.rotate(now);
             return Vec::new();
         };
-        let outcome = self.cursor.absorb(ReadAnswer::from_node(answer));
+        // A node the registry journal is not placed on (its seats move) answers unknown: the
+        // next server is asked, as the client's read policy does.
+        let outcome = self.cursor.absorb_from(ReadAnswer::from_node(answer), self.servers.len());
         let name = self.name.clone();
         let records = match &outcome {
             Err(_) => false,

@@ -98,6 +98,10 @@ pub struct Plan {
     pub config: JournalConfig,
     /// The founding nodes: the registry journal's voters (an odd number of the world's voters).
     pub founding: Vec<NodeId>,
+    /// The nodes a registry reader or writer asks, the founding ones first: the registry
+    /// journal's seats move among all of them (a node that does not host it answers unknown,
+    /// and the next is asked).
+    pub servers: Vec<NodeId>,
     pub replicas: Vec<NodeId>,
     /// The feed of the one tier (`default`) the replicas share, when there are replicas: the
     /// learner of every journal the registry creates then.
@@ -248,10 +252,12 @@ impl Plan {
             checkpoint: CheckpointerConfig { factor: 1, interval_records: 6, chunk_bytes: 512 },
             checkpoint_interval: Some(1_000),
         };
+        let servers = founding.iter().chain(voters.iter().filter(|v| !founding.contains(v))).copied().collect();
         Plan {
             key,
             config,
             founding,
+            servers,
             replicas: replicas.to_vec(),
             feed,
             registrations,

@@ -177,16 +177,17 @@ impl<H: Host> World<H> {
     }
 
     /// A coordinator's planner proposed `planned` from `directory`: the registry's caller asks
-    /// for it (a workload journal's seat) under an id drawn from the move and the second, so a
-    /// move planned again by the next planner is asked once.
+    /// for it (a workload journal's seat, or the registry journal's) under an id drawn from the
+    /// move and the second, so a move planned again by the next planner is asked once.
     pub(super) fn moves_planned(&mut self, planned: PlannedMove, directory: Option<&Directory>) {
         let PlannedMove { journal: key, from, to, why } = planned;
-        let Some(w) = self.journals.iter().position(|(k, _)| *k == key) else { return };
-        let Some(j) = directory.and_then(|d| d.journal(key)) else { return };
-        if key == self.registry.plan.key {
+        // A workload journal's, or the registry journal's own.
+        let w = self.journals.iter().position(|(k, _)| *k == key);
+        if w.is_none() && key != self.registry.plan.key {
             return;
         }
-        let back = j.founders.contains(&to) || self.moves.hosted[w].contains(&to);
+        let Some(j) = directory.and_then(|d| d.journal(key)) else { return };
+        let back = j.founders.contains(&to) || w.is_some_and(|w| self.moves.hosted[w].contains(&to));
         let script = &self.registry.script;
         if self.moves.tracked.iter().any(|t| t.key == key && t.done_at.is_none() && script.answer_of(t.id).is_none()) {
             return;
@@ -407,6 +408,9 @@ impl<H: Host> World<H> {
             }
             if t.back {
                 claims.reach(Claim::MoveBack);
+            }
+            if t.key == self.registry.plan.key {
+                claims.reach(Claim::MoveRegistry);
             }
         }
     }

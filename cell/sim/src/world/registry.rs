@@ -140,9 +140,10 @@ impl<H: Host> World<H> {
             MachineRole::Replica => Hosting::Replica { feed: plan.feed },
         };
         let machine = FollowedMachine { id, hosting, hosted };
-        let servers = plan.founding.clone();
+        let servers = plan.servers.clone();
         let first = servers.iter().position(|s| *s == id).unwrap_or(m);
-        let follower = Follower::new(format!("follower@{id:?}"), plan.key, machine, servers, first);
+        let follower = Follower::new(format!("follower@{id:?}"), plan.key, machine, servers, first)
+            .with_registry_config(plan.config.clone());
         let node = &mut self.registry.nodes[m];
         node.follower = Some(follower);
         node.coordinator = None;
@@ -195,7 +196,7 @@ impl<H: Host> World<H> {
             let actor = CoordinatorActor::new(
                 name,
                 id,
-                self.registry.plan.founding.clone(),
+                self.registry.plan.servers.clone(),
                 self.registry.plan.coordinator,
                 rng,
             );
@@ -212,14 +213,22 @@ impl<H: Host> World<H> {
     /// A registry journal no node leads (every machine restarted, the journal asleep and idle)
     /// serves no request: no coordinator claims it. When the registry's caller has a request
     /// due (a seat move's `MoveSeat` or `MoveDone` late in the run) and no coordinator runs,
-    /// the first founding node that is up asks its voter to campaign, as an operator would,
-    /// at most once per [`NUDGE_NS`].
+    /// the first node that is up and votes in the registry journal's configuration as its own
+    /// walk knows it (its seats move) asks its voter to campaign, as an operator would, at most
+    /// once per [`NUDGE_NS`].
     fn registry_nudge(&mut self, m: usize, leader: bool) {
         let now = self.now;
         let r = &self.registry;
         let id = self.machines[m].spec.id;
-        let first_up =
-            r.plan.founding.iter().find(|f| self.index.get(f).is_some_and(|i| self.machines[*i].host.is_some()));
+        let key = r.plan.key;
+        let votes = |i: &usize| {
+            let mach = &self.machines[*i];
+            let probe = mach.host.as_ref().and_then(|h| h.probe(&mach.disk, &key));
+            probe.is_some_and(|p| {
+                p.state.voters.map_or(r.plan.founding.contains(&mach.spec.id), |v| v.as_slice().contains(&mach.spec.id))
+            })
+        };
+        let first_up = r.plan.servers.iter().find(|f| self.index.get(f).is_some_and(votes));
         if leader
             || first_up != Some(&id)
             || r.nudged_at.is_some_and(|at| now < at + NUDGE_NS)
