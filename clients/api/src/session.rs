@@ -88,11 +88,7 @@ impl SessionLine {
         let mut out = match self {
             SessionLine::Answer { status, retry_after_s, body } => {
                 let mut out = Vec::with_capacity(body.len() + 48);
-                out.extend_from_slice(format!("{{\"status\":{status}").as_bytes());
-                if let Some(s) = retry_after_s {
-                    out.extend_from_slice(format!(",\"retry_after_s\":{s}").as_bytes());
-                }
-                out.extend_from_slice(b",\"body\":");
+                answer_head(&mut out, *status, *retry_after_s);
                 out.extend_from_slice(body);
                 out.push(b'}');
                 out
@@ -108,6 +104,34 @@ impl SessionLine {
         out.push(b'\n');
         out
     }
+}
+
+/// `{"status":…[,"retry_after_s":…],"body":` — an answer line up to its body.
+fn answer_head(out: &mut Vec<u8>, status: u16, retry_after_s: Option<u64>) {
+    use std::io::Write as _;
+    let _ = write!(out, "{{\"status\":{status}");
+    if let Some(s) = retry_after_s {
+        let _ = write!(out, ",\"retry_after_s\":{s}");
+    }
+    out.extend_from_slice(b",\"body\":");
+}
+
+/// The answer line of `body` and its newline, serialized in place: the bytes
+/// [`SessionLine::Answer`]'s [`encode`](SessionLine::encode) gives for `body`'s JSON, in one
+/// buffer.
+///
+/// # Errors
+/// `body`'s serialization error (none for the API's bodies).
+pub fn answer_line<T: Serialize + ?Sized>(
+    status: u16,
+    retry_after_s: Option<u64>,
+    body: &T,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let mut out = Vec::with_capacity(256);
+    answer_head(&mut out, status, retry_after_s);
+    serde_json::to_writer(&mut out, body)?;
+    out.extend_from_slice(b"}\n");
+    Ok(out)
 }
 
 /// At most this many bytes of ready lines are joined into one chunk by [`gather`].
@@ -149,6 +173,10 @@ mod tests {
             SessionLine::Answer { status: 429, retry_after_s: Some(2), body: br#"{"code":"over_quota"}"#.to_vec() };
         let line = answer.encode();
         assert_eq!(line.last(), Some(&b'\n'));
+        let in_place = answer_line(429, Some(2), &serde_json::json!({"code": "over_quota"})).unwrap();
+        assert_eq!(in_place, line, "serialized in place, the same bytes");
+        let plain = SessionLine::Answer { status: 200, retry_after_s: None, body: b"[1]".to_vec() };
+        assert_eq!(answer_line(200, None, &[1]).unwrap(), plain.encode());
         assert_eq!(SessionLine::parse(&line[..line.len() - 1]).unwrap(), answer);
         let end = SessionLine::End(SessionEnd { code: SessionEndCode::Idle, answered: 3, message: "idle".into() });
         let line = end.encode();
