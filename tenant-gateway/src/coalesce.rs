@@ -48,6 +48,11 @@ impl<T: AsyncWrite + Unpin> Coalesced<T> {
             self.sent += n;
         }
         self.buf.clear();
+        if self.buf.capacity() > self.max / 4 {
+            // A large burst's room is given back: between bursts, a connection keeps room for a
+            // quarter of the bound at most.
+            self.buf = Vec::new();
+        }
         self.sent = 0;
         self.yielded = false;
         Poll::Ready(Ok(()))
@@ -150,6 +155,23 @@ mod tests {
             let mut rest = vec![];
             far.read_to_end(&mut rest).await.unwrap();
             assert_eq!(rest, b"end", "a shutdown sends what is held, then ends the stream");
+        });
+    }
+
+    #[test]
+    fn a_large_burst_s_room_is_given_back_once_sent() {
+        runtime().block_on(async {
+            let (near, mut far) = tokio::io::duplex(1 << 20);
+            let mut c = Coalesced::new(near, 64 << 10);
+            c.write_all(&[b'y'; 100]).await.unwrap();
+            c.flush().await.unwrap();
+            assert!(c.buf.capacity() >= 100, "a small burst's room is kept");
+            c.write_all(&vec![b'y'; 40 << 10]).await.unwrap();
+            assert_eq!(c.held(), 40 << 10, "held: under the bound");
+            c.flush().await.unwrap();
+            assert_eq!(c.buf.capacity(), 0, "a large burst's room is given back once sent");
+            let mut got = vec![0u8; (40 << 10) + 100];
+            far.read_exact(&mut got).await.unwrap();
         });
     }
 

@@ -42,8 +42,9 @@ pub struct GatewayConfig {
     /// ends (`idle`).
     pub session_idle_timeout: Duration,
     /// The most answer bytes a connection holds to send together with the answers other tasks
-    /// have ready ([`crate::coalesce`]); past it they are sent at once. 0: every write goes
-    /// straight to the socket.
+    /// have ready ([`crate::coalesce`]); past it they are sent at once. Between bursts a
+    /// connection keeps room for a quarter of it at most. 0: every write goes straight to the
+    /// socket.
     pub response_coalesce_bytes: usize,
     /// How long a registry change (signup, create, delete, revoke) may take to show in the
     /// directory the gateway resolves with before the request is answered 503.
