@@ -41,6 +41,11 @@ pub struct GatewayConfig {
     /// How long an append session waits for its next line, with none in flight, before it
     /// ends (`idle`).
     pub session_idle_timeout: Duration,
+    /// The most answer bytes a connection holds to send together with the answers other tasks
+    /// have ready ([`crate::coalesce`]); past it they are sent at once. Between bursts a
+    /// connection keeps room for a quarter of it at most. 0: every write goes straight to the
+    /// socket.
+    pub response_coalesce_bytes: usize,
     /// How long a registry change (signup, create, delete, revoke) may take to show in the
     /// directory the gateway resolves with before the request is answered 503.
     pub registry_wait: Duration,
@@ -83,6 +88,7 @@ impl Default for GatewayConfig {
             sessions_per_tenant_max: 64,
             session_in_flight_max: 1024,
             session_idle_timeout: Duration::from_secs(30),
+            response_coalesce_bytes: 64 << 10,
             registry_wait: Duration::from_secs(5),
             read_serve_max: Duration::from_secs(2),
             read_reach_min: Duration::from_millis(100),

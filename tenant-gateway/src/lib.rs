@@ -17,6 +17,7 @@
 mod access;
 pub mod auth;
 mod cell;
+pub mod coalesce;
 pub mod config;
 pub mod error;
 pub mod exposition;
@@ -65,17 +66,32 @@ pub fn generate_key_file(path: &std::path::Path, kid: &str) -> Result<KeyPair, K
 /// # Errors
 /// The listener's IO error.
 pub async fn serve(listener: tokio::net::TcpListener, gateway: Gateway) -> std::io::Result<()> {
-    axum::serve(no_delay(listener), gateway.router()).await
+    let listener = Accepted { listener, coalesce_max: gateway.config().response_coalesce_bytes };
+    axum::serve(listener, gateway.router()).await
 }
 
-/// Answers leave at once: a small response or an SSE event is never held back by Nagle's
-/// algorithm waiting for the peer's delayed ACK.
-fn no_delay(listener: tokio::net::TcpListener) -> impl axum::serve::Listener<Addr = std::net::SocketAddr> {
-    use axum::serve::ListenerExt as _;
-    listener.tap_io(|stream| {
+/// The gateway's listener: every connection it accepts has `TCP_NODELAY` (answers leave at once,
+/// a small response or an SSE event never held back by Nagle's algorithm waiting for the peer's
+/// delayed ACK) and writes the answers ready together at once ([`coalesce`]).
+struct Accepted {
+    listener: tokio::net::TcpListener,
+    coalesce_max: usize,
+}
+
+impl axum::serve::Listener for Accepted {
+    type Io = coalesce::Coalesced<tokio::net::TcpStream>;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        let (stream, addr) = axum::serve::Listener::accept(&mut self.listener).await;
         // Best effort: a socket that refuses the option still serves, only later.
         let _ = stream.set_nodelay(true);
-    })
+        (coalesce::Coalesced::new(stream, self.coalesce_max), addr)
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.listener.local_addr()
+    }
 }
 
 /// Serves `gateway` on `listener` until `shutdown` completes, then stops taking connections
@@ -88,7 +104,8 @@ pub async fn serve_until(
     gateway: Gateway,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(no_delay(listener), gateway.router()).with_graceful_shutdown(shutdown).await
+    let listener = Accepted { listener, coalesce_max: gateway.config().response_coalesce_bytes };
+    axum::serve(listener, gateway.router()).with_graceful_shutdown(shutdown).await
 }
 
 #[cfg(test)]

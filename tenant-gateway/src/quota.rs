@@ -2,7 +2,7 @@
 //! the tenant's rate (from the directory's `Quotas`) and holding at most one second's worth.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use paros_core::TenantId;
@@ -61,22 +61,76 @@ impl Bucket {
 /// One tenant's buckets: requests, then bytes (each made at its first use).
 type Buckets = (Option<Bucket>, Option<Bucket>);
 
+/// Which of a tenant's rates a request is over, and the wait until it would pass.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Over {
+    Requests(Duration),
+    Bytes(Duration),
+}
+
+/// One tenant's buckets, shared: what a session holds so that each of its lines takes one lock
+/// and no lookup ([`QuotaBook::tenant`]).
+#[derive(Clone, Debug, Default)]
+pub struct TenantQuota(Arc<Mutex<Buckets>>);
+
+impl TenantQuota {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Buckets> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// One request under one lock, as the Write route judges it: the requests/s bucket (one
+    /// request taken), then the bytes/s debt; then, when both pass and `charge` is given, its
+    /// bytes charged (the bucket may go into debt, as [`QuotaBook::charge_bytes`] says).
+    ///
+    /// # Errors
+    /// The rate the request is over and the wait; nothing is charged then.
+    pub fn admit(&self, quotas: &Quotas, now: Instant, charge: Option<u64>) -> Result<(), Over> {
+        let mut buckets = self.lock();
+        take_request(&mut buckets.0, quotas, now).map_err(Over::Requests)?;
+        owing_bytes(&mut buckets.1, quotas, now).map_err(Over::Bytes)?;
+        if let Some(bytes) = charge {
+            charge_bytes(&mut buckets.1, quotas, bytes, now);
+        }
+        Ok(())
+    }
+}
+
+fn take_request(slot: &mut Option<Bucket>, quotas: &Quotas, now: Instant) -> Result<(), Duration> {
+    let rate = f64::from(quotas.requests_per_s);
+    slot.get_or_insert(Bucket { level: rate, at: now }).take(now, rate, 1.0)
+}
+
+fn owing_bytes(slot: &mut Option<Bucket>, quotas: &Quotas, now: Instant) -> Result<(), Duration> {
+    #[allow(clippy::cast_precision_loss)]
+    let rate = quotas.bytes_per_s as f64;
+    slot.get_or_insert(Bucket { level: rate, at: now }).owing(now, rate)
+}
+
+fn charge_bytes(slot: &mut Option<Bucket>, quotas: &Quotas, bytes: u64, now: Instant) {
+    #[allow(clippy::cast_precision_loss)]
+    let (rate, n) = (quotas.bytes_per_s as f64, bytes as f64);
+    slot.get_or_insert(Bucket { level: rate, at: now }).charge(now, rate, n);
+}
+
 /// Every tenant's buckets.
 #[derive(Debug, Default)]
 pub struct QuotaBook {
-    buckets: Mutex<HashMap<TenantId, Buckets>>,
+    buckets: Mutex<HashMap<TenantId, TenantQuota>>,
 }
 
 impl QuotaBook {
+    /// `tenant`'s buckets (made at its first use); the same buckets every call of the tenant uses.
+    pub fn tenant(&self, tenant: TenantId) -> TenantQuota {
+        let mut book = self.buckets.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        book.entry(tenant).or_default().clone()
+    }
+
     /// Admits one request of `tenant`, or says how long until one would be admitted.
     ///
     /// # Errors
     /// The wait, when the tenant is over its requests/s.
     pub fn admit_request(&self, tenant: TenantId, quotas: &Quotas, now: Instant) -> Result<(), Duration> {
-        let rate = f64::from(quotas.requests_per_s);
-        let mut book = self.buckets.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let slot = &mut book.entry(tenant).or_default().0;
-        slot.get_or_insert(Bucket { level: rate, at: now }).take(now, rate, 1.0)
+        take_request(&mut self.tenant(tenant).lock().0, quotas, now)
     }
 
     /// Whether `tenant` may write now: refused while its bytes/s bucket is in debt (before the
@@ -85,21 +139,13 @@ impl QuotaBook {
     /// # Errors
     /// The wait until the debt is paid back.
     pub fn check_bytes(&self, tenant: TenantId, quotas: &Quotas, now: Instant) -> Result<(), Duration> {
-        #[allow(clippy::cast_precision_loss)]
-        let rate = quotas.bytes_per_s as f64;
-        let mut book = self.buckets.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let slot = &mut book.entry(tenant).or_default().1;
-        slot.get_or_insert(Bucket { level: rate, at: now }).owing(now, rate)
+        owing_bytes(&mut self.tenant(tenant).lock().1, quotas, now)
     }
 
     /// Charges `bytes` written by `tenant` (after the body parsed). The bucket may go into
     /// debt: one write over the remaining allowance passes, and the next waits it out.
     pub fn charge_bytes(&self, tenant: TenantId, quotas: &Quotas, bytes: u64, now: Instant) {
-        #[allow(clippy::cast_precision_loss)]
-        let (rate, n) = (quotas.bytes_per_s as f64, bytes as f64);
-        let mut book = self.buckets.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let slot = &mut book.entry(tenant).or_default().1;
-        slot.get_or_insert(Bucket { level: rate, at: now }).charge(now, rate, n);
+        charge_bytes(&mut self.tenant(tenant).lock().1, quotas, bytes, now);
     }
 }
 
@@ -123,5 +169,22 @@ mod tests {
         let wait = book.check_bytes(TenantId(1), &q, t0).expect_err("15 bytes in debt at 10/s");
         assert!((1400..=1600).contains(&wait.as_millis()), "{wait:?}");
         assert!(book.check_bytes(TenantId(1), &q, t0 + Duration::from_millis(1600)).is_ok(), "paid back");
+    }
+
+    #[test]
+    fn one_lock_admission_judges_requests_then_the_debt_and_charges_only_what_it_admits() {
+        let book = QuotaBook::default();
+        let q = Quotas { requests_per_s: 2, bytes_per_s: 10, journals_max: 1 };
+        let t0 = Instant::now();
+        let line = book.tenant(TenantId(1));
+        assert_eq!(line.admit(&q, t0, Some(25)), Ok(()), "one write over the allowance passes");
+        let Err(Over::Bytes(wait)) = line.admit(&q, t0, Some(1)) else { panic!("15 bytes in debt") };
+        assert!((1400..=1600).contains(&wait.as_millis()), "{wait:?}");
+        // The two requests/s are spent: the requests bucket speaks first, and charges nothing.
+        let Err(Over::Requests(_)) = line.admit(&q, t0, Some(1000)) else { panic!("the third request") };
+        let later = t0 + Duration::from_millis(1600);
+        assert!(book.check_bytes(TenantId(1), &q, later).is_ok(), "the refused lines charged nothing");
+        assert_eq!(book.admit_request(TenantId(1), &q, later), Ok(()), "the handle is the book's own buckets");
+        assert_eq!(book.tenant(TenantId(2)).admit(&q, t0, None), Ok(()), "tenants have their own buckets");
     }
 }

@@ -50,7 +50,7 @@ pub use paros_core::{InvalidPosition, InvalidUuid, LeaderUuid, Seq};
 pub use query::InvalidQuery;
 pub use read::{Consistency, Page, ReadQuery, WaitMs};
 pub use record::{InvalidRecord, Record};
-pub use session::{InvalidSessionLine, SESSION_CONTENT_TYPE, SessionEnd, SessionEndCode, SessionLine};
+pub use session::{InvalidSessionLine, SESSION_CONTENT_TYPE, SessionEnd, SessionEndCode, SessionLine, WriteLine};
 pub use tail::{Gap, Heartbeat, InvalidTailEvent, TailEvent, TailFrame, tail_start};
 pub use tenants::{
     InvalidOpaque, MintTokenRequest, Scope, SignupAnswer, SignupRequest, TenantId, Token, TokenAnswer, TokenId,

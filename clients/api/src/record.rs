@@ -77,15 +77,26 @@ impl fmt::Debug for Record {
 }
 
 impl Serialize for Record {
+    /// The wire text, encoded as it is written (no string of its own in between).
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_base64())
+        s.collect_str(&base64::display::Base64Display::new(&self.0, &STANDARD))
     }
 }
 
 impl<'de> Deserialize<'de> for Record {
+    /// Decoded from the text where it lies (no string of its own in between).
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        Record::from_base64(&text).map_err(serde::de::Error::custom)
+        struct Text;
+        impl serde::de::Visitor<'_> for Text {
+            type Value = Record;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Record, E> {
+                Record::from_base64(text).map_err(E::custom)
+            }
+        }
+        d.deserialize_str(Text)
     }
 }
 
@@ -100,6 +111,17 @@ mod tests {
         {
             assert_eq!(Record::from(bytes).to_base64(), text);
             assert_eq!(Record::from_base64(text).map(|r| r.0), Ok(bytes.to_vec()));
+        }
+    }
+
+    #[test]
+    fn records_travel_as_json_strings_and_anything_else_is_refused() {
+        let r = Record::from(&b"foo"[..]);
+        assert_eq!(serde_json::to_string(&r).unwrap(), "\"Zm9v\"");
+        assert_eq!(serde_json::from_str::<Record>("\"Zm9v\"").unwrap(), r);
+        assert_eq!(serde_json::from_str::<Record>("\"Zm\\/v\"").unwrap(), Record(vec![0x66, 0x6f, 0xef]), "escaped");
+        for bad in ["5", "null", "[]", "\"Zg\""] {
+            assert!(serde_json::from_str::<Record>(bad).is_err(), "{bad}");
         }
     }
 

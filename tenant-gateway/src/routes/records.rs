@@ -168,8 +168,7 @@ impl DoorRefusal {
 }
 
 /// What the door judges of a parsed Write body, in the contract's order, without waiting: its
-/// shape, the bytes charged to the tenant, the write limits, the writer mode. The route's and
-/// every session line's.
+/// shape, the bytes charged to the tenant, the write limits, the writer mode. The route's.
 pub(crate) fn admit_write(
     g: &Gateway,
     tenant: TenantId,
@@ -177,24 +176,46 @@ pub(crate) fn admit_write(
     mode: WriterMode,
     req: WriteRequest,
 ) -> Result<Admitted, DoorRefusal> {
+    let judged = judge_write(mode, req)?;
+    g.inner.quotas.charge_bytes(tenant, quotas, judged.bytes, Instant::now());
+    judged.admit(g)
+}
+
+/// A parsed Write body whose shape the door has seen, before its bytes are charged.
+pub(crate) struct Judged {
+    shape: Result<paros_api::WriteShape, ShapeError>,
+    records: Vec<Record>,
+    /// Its decoded record bytes: what the tenant's bytes/s bucket is charged.
+    pub(crate) bytes: u64,
+}
+
+/// The first of the door's judgements of a Write body: a fenced write without its position is
+/// 400 (and charged nothing).
+pub(crate) fn judge_write(mode: WriterMode, req: WriteRequest) -> Result<Judged, DoorRefusal> {
     let shape = req.shape(api_mode(mode));
     if shape == Err(ShapeError::LeaderWithoutSeq) {
         let e = ApiError::malformed("a fenced write names its position: `leader` without `seq`");
         return Err(DoorRefusal::Malformed(e));
     }
     let bytes = req.bytes();
-    g.inner.quotas.charge_bytes(tenant, quotas, bytes, Instant::now());
-    let cfg = g.inner.config;
-    if req.records.len() as u64 > u64::from(cfg.write_records_max) || bytes > cfg.write_bytes_max {
-        return Err(DoorRefusal::TooLarge);
+    Ok(Judged { shape, records: req.records, bytes })
+}
+
+impl Judged {
+    /// The rest, once the bytes are charged: the write limits, then the writer mode.
+    pub(crate) fn admit(self, g: &Gateway) -> Result<Admitted, DoorRefusal> {
+        let cfg = g.inner.config;
+        if self.records.len() as u64 > u64::from(cfg.write_records_max) || self.bytes > cfg.write_bytes_max {
+            return Err(DoorRefusal::TooLarge);
+        }
+        let (leader, seq) = match self.shape {
+            Ok(paros_api::WriteShape::Fenced { leader, seq }) => (Some(leader), seq),
+            Ok(paros_api::WriteShape::Append) => (None, Seq(0)),
+            Err(_) => return Err(DoorRefusal::WrongMode),
+        };
+        let records = self.records.into_iter().map(|Record(r)| Bytes::from(r)).collect();
+        Ok(Admitted { leader, seq, records, bytes: self.bytes })
     }
-    let (leader, seq) = match shape {
-        Ok(paros_api::WriteShape::Fenced { leader, seq }) => (Some(leader), seq),
-        Ok(paros_api::WriteShape::Append) => (None, Seq(0)),
-        Err(_) => return Err(DoorRefusal::WrongMode),
-    };
-    let records = req.records.into_iter().map(|Record(r)| Bytes::from(r)).collect();
-    Ok(Admitted { leader, seq, records, bytes })
 }
 
 /// An admitted Write sent to the cell, and its verdict as the route answers it.

@@ -8,7 +8,6 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::Extension;
 use axum::body::{Body, BodyDataStream};
@@ -25,12 +24,16 @@ use paros_api::{
 };
 use paros_core::journal::WriterMode;
 use paros_core::{JournalKey, TenantId};
-use tokio::sync::mpsc;
+use paros_registry::Quotas;
+use paros_registry::daemon::Followed;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 
-use super::records::{admit_write, send_write};
-use crate::access::{named_journal, tenant_quotas};
+use super::records::{DoorRefusal, judge_write, send_write};
+use crate::access::{named_journal, quotas_in};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
+use crate::quota::{Over, TenantQuota};
 use crate::state::{Gateway, TailSlot};
 use crate::wire::{media_type_is, no_query};
 
@@ -60,8 +63,22 @@ pub(crate) async fn session(
         return Err(ApiError::malformed(format!("a session's body is {SESSION_CONTENT_TYPE}")));
     }
     let slot = g.open_session(t.tenant)?;
+    // The tenant's quotas as of the directory now; read again only when the directory changes.
+    let mut directory = g.inner.directory.clone();
+    let d = directory.borrow_and_update().directory.clone();
+    let quotas = d.map_or(g.inner.config.quotas_default, |d| quotas_in(&g, &d, t.tenant));
     let (out, answers) = mpsc::channel::<Bytes>(g.inner.config.session_in_flight_max.max(1));
-    let session = Session { g: g.clone(), tenant: t.tenant, name, key, mode, _slot: slot };
+    let session = Session {
+        quota: g.inner.quotas.tenant(t.tenant),
+        g: g.clone(),
+        tenant: t.tenant,
+        name: Arc::new(name),
+        key,
+        mode,
+        directory,
+        quotas,
+        _slot: slot,
+    };
     tokio::spawn(session.run(body.into_data_stream(), out));
     // The answers ready together leave as one chunk.
     let stream = futures_util::stream::unfold(answers, |mut answers| async move {
@@ -78,15 +95,20 @@ type Answering = Pin<Box<dyn Future<Output = ApiResult<WriteAnswer>> + Send>>;
 struct Session {
     g: Gateway,
     tenant: TenantId,
-    name: JournalName,
+    name: Arc<JournalName>,
     key: JournalKey,
     mode: WriterMode,
+    /// The tenant's rate buckets: one lock a line, no lookup.
+    quota: TenantQuota,
+    /// The directory `quotas` were read from, to notice when it changes.
+    directory: watch::Receiver<Followed>,
+    quotas: Quotas,
     /// Held until the session's task ends.
     _slot: TailSlot,
 }
 
 impl Session {
-    async fn run(self, body: BodyDataStream, out: mpsc::Sender<Bytes>) {
+    async fn run(mut self, body: BodyDataStream, out: mpsc::Sender<Bytes>) {
         let cfg = self.g.inner.config;
         let mut lines = Lines::new(body, usize::try_from(cfg.body_limit_bytes).unwrap_or(usize::MAX));
         let mut in_flight: FuturesOrdered<Answering> = FuturesOrdered::new();
@@ -94,13 +116,15 @@ impl Session {
         // Why no further line is read; the first refusal answered, which names the end.
         let mut end: Option<(SessionEndCode, String)> = None;
         let mut first_refusal: Option<String> = None;
-        let mut idle_since = tokio::time::Instant::now();
+        // The idle timer is armed once and moved only when it fires early, not once per line.
+        let mut idle_since = Instant::now();
+        let idle = tokio::time::sleep_until(idle_since + cfg.session_idle_timeout);
+        tokio::pin!(idle);
         loop {
             if end.is_some() && in_flight.is_empty() {
                 break;
             }
             let reading = end.is_none() && in_flight.len() < cfg.session_in_flight_max.max(1);
-            let idle_at = idle_since + cfg.session_idle_timeout;
             tokio::select! {
                 biased;
                 Some(answer) = in_flight.next(), if !in_flight.is_empty() => {
@@ -116,9 +140,9 @@ impl Session {
                     idle_since = tokio::time::Instant::now();
                 }
                 next = lines.next(), if reading => {
-                    idle_since = tokio::time::Instant::now();
+                    idle_since = Instant::now();
                     match next {
-                        Some(Ok(line)) => match self.admit(&line) {
+                        Some(Ok(line)) => match self.admit(&line, idle_since.into_std()) {
                             Ok(write) => in_flight.push_back(write),
                             Err(refusal) => {
                                 end = Some((SessionEndCode::Refused, String::new()));
@@ -137,9 +161,14 @@ impl Session {
                         None => end = Some((SessionEndCode::Closed, "the request body ended".into())),
                     }
                 }
-                () = tokio::time::sleep_until(idle_at), if reading && in_flight.is_empty() => {
-                    let idle = cfg.session_idle_timeout.as_millis();
-                    end = Some((SessionEndCode::Idle, format!("no line for {idle} ms")));
+                () = &mut idle, if reading && in_flight.is_empty() => {
+                    let idle_at = idle_since + cfg.session_idle_timeout;
+                    if Instant::now() < idle_at {
+                        idle.as_mut().reset(idle_at);
+                    } else {
+                        let idle = cfg.session_idle_timeout.as_millis();
+                        end = Some((SessionEndCode::Idle, format!("no line for {idle} ms")));
+                    }
                 }
             }
         }
@@ -152,24 +181,37 @@ impl Session {
         let _ = out.send(Bytes::from(line)).await;
     }
 
+    /// The tenant's quotas: those read last, unless the directory changed since.
+    fn quotas(&mut self) -> Quotas {
+        if self.directory.has_changed().unwrap_or(false)
+            && let Some(d) = self.directory.borrow_and_update().directory.clone()
+        {
+            self.quotas = quotas_in(&self.g, &d, self.tenant);
+        }
+        self.quotas
+    }
+
     /// What the door judges of one line as it is read, in the Write route's order (the quotas
     /// first, then the body), so that a line refused here ends the session before another is
-    /// read; the future that answers it.
-    fn admit(&self, line: &[u8]) -> Result<Answering, Answering> {
-        let g = self.g.clone();
-        let (tenant, name, key) = (self.tenant, self.name.clone(), self.key);
+    /// read; the future that answers it. The line is parsed before the quotas are taken, so that
+    /// both buckets and the charge of its bytes take one lock, and judged after: a 429 still
+    /// wins over a 400, and a line refused for a quota charges nothing.
+    fn admit(&mut self, line: &[u8], now: std::time::Instant) -> Result<Answering, Answering> {
         let refuse = |e: ApiError| -> Answering { Box::pin(std::future::ready(Err(e))) };
-        let quotas = tenant_quotas(&g, tenant).map_err(refuse)?;
-        let now = Instant::now();
-        if let Err(wait) = g.inner.quotas.admit_request(tenant, &quotas, now) {
-            return Err(refuse(ApiError::over_quota("over the tenant's requests/s", wait)));
+        let judged = serde_json::from_slice::<WriteRequest>(line)
+            .map_err(|e| DoorRefusal::Malformed(ApiError::malformed(format!("bad line: {e}"))))
+            .and_then(|req| judge_write(self.mode, req));
+        let quotas = self.quotas();
+        match self.quota.admit(&quotas, now, judged.as_ref().ok().map(|j| j.bytes)) {
+            Ok(()) => {}
+            Err(Over::Requests(wait)) => {
+                return Err(refuse(ApiError::over_quota("over the tenant's requests/s", wait)));
+            }
+            Err(Over::Bytes(wait)) => return Err(refuse(ApiError::over_quota("over the tenant's bytes/s", wait))),
         }
-        if let Err(wait) = g.inner.quotas.check_bytes(tenant, &quotas, now) {
-            return Err(refuse(ApiError::over_quota("over the tenant's bytes/s", wait)));
-        }
-        let req: WriteRequest =
-            serde_json::from_slice(line).map_err(|e| refuse(ApiError::malformed(format!("bad line: {e}"))))?;
-        match admit_write(&g, tenant, &quotas, self.mode, req) {
+        let g = self.g.clone();
+        let (tenant, name, key) = (self.tenant, Arc::clone(&self.name), self.key);
+        match judged.and_then(|j| j.admit(&g)) {
             Ok(admitted) => Ok(Box::pin(async move { send_write(&g, tenant, &name, key, admitted).await })),
             Err(refusal) => Err(Box::pin(async move { Err(refusal.answer(&g, key).await) })),
         }
@@ -184,16 +226,10 @@ fn refused_at(index: u64, e: &ApiError) -> String {
 /// The answer line, and the refusal (which ends the session).
 fn answer_line(answer: ApiResult<WriteAnswer>) -> (Bytes, Option<ApiError>) {
     let (line, refused) = match answer {
-        Ok(a) => {
-            let body = serde_json::to_vec(&a).expect("API bodies serialize");
-            (SessionLine::Answer { status: 200, retry_after_s: None, body }, None)
-        }
-        Err(e) => {
-            let body = serde_json::to_vec(&e.body()).expect("API bodies serialize");
-            (SessionLine::Answer { status: e.status(), retry_after_s: e.retry_after_s(), body }, Some(e))
-        }
+        Ok(a) => (paros_api::session::answer_line(200, None, &a), None),
+        Err(e) => (paros_api::session::answer_line(e.status(), e.retry_after_s(), &e.body()), Some(e)),
     };
-    (Bytes::from(line.encode()), refused)
+    (Bytes::from(line.expect("API bodies serialize")), refused)
 }
 
 /// Why the request body yields no more lines.

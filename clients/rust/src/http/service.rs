@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use paros_api::{
-    ErrorCode, JournalName, Page, ReadOutcome, ReadQuery, Record, SetLeaderOutcome, SetLeaderRequest, Token,
+    ApiError, ErrorCode, JournalName, Page, ReadOutcome, ReadQuery, Record, SetLeaderOutcome, SetLeaderRequest, Token,
     TruncateOutcome, TruncateRequest, WaitMs, WriteOutcome, WriteRequest,
 };
 use paros_core::journal::{Outcome, TooLarge};
@@ -73,7 +73,9 @@ impl HttpService {
         let g = &self.gateway;
         if matches!(call, Call::Write { .. }) && g.config.sessions {
             match self.sessions.send(g, journal, line.clone()).await {
-                LineReply::Answer(a) => return call_reply(call, &a),
+                LineReply::Answer { status, retry_after_s, outcome } => {
+                    return reply(status, retry_after_s, outcome.map(write_verdict));
+                }
                 LineReply::NotSent => return CallReply::NotSent,
                 LineReply::NoAnswer => return CallReply::NoAnswer,
                 LineReply::Unoffered => {}
@@ -169,18 +171,7 @@ fn call_reply(call: &Call, a: &Answer) -> CallReply {
             SetLeaderOutcome::WrongMode(v) => verdict(Outcome::WrongMode(v)),
             SetLeaderOutcome::Ambiguous => CallReply::NoAnswer,
         }),
-        Call::Write { .. } => WriteOutcome::from_response(a.status, &a.body).map(|o| match o {
-            WriteOutcome::Accepted { seq, count, view } => verdict(Outcome::Accepted { seq, count, view }),
-            WriteOutcome::Duplicate { seq, count, view } => verdict(Outcome::Duplicate { seq, count, view }),
-            WriteOutcome::Refused(v) => verdict(Outcome::Refused(v)),
-            WriteOutcome::WrongMode(v) => verdict(Outcome::WrongMode(v)),
-            WriteOutcome::Truncated(v) => verdict(Outcome::Truncated(v)),
-            WriteOutcome::TooLarge { limits, .. } => CallReply::Answer(CallAnswer::TooLarge(TooLarge {
-                max_records: u32::try_from(limits.max_records).unwrap_or(u32::MAX),
-                max_bytes: limits.max_bytes,
-            })),
-            WriteOutcome::Ambiguous => CallReply::NoAnswer,
-        }),
+        Call::Write { .. } => WriteOutcome::from_response(a.status, &a.body).map(write_verdict),
         Call::Truncate { .. } => TruncateOutcome::from_response(a.status, &a.body).map(|o| match o {
             TruncateOutcome::Trimmed(v) => verdict(Outcome::Trimmed(v)),
             TruncateOutcome::TruncateRefused(v) => verdict(Outcome::TruncateRefused(v)),
@@ -189,9 +180,31 @@ fn call_reply(call: &Call, a: &Answer) -> CallReply {
         }),
         Call::Reconfigure { .. } => return CallReply::NotSent,
     };
+    reply(a.status, a.retry_after_s, parsed)
+}
+
+/// A Write's outcome as the library's reply.
+fn write_verdict(o: WriteOutcome) -> CallReply {
+    let verdict = |o: Outcome| CallReply::Answer(CallAnswer::Verdict(o));
+    match o {
+        WriteOutcome::Accepted { seq, count, view } => verdict(Outcome::Accepted { seq, count, view }),
+        WriteOutcome::Duplicate { seq, count, view } => verdict(Outcome::Duplicate { seq, count, view }),
+        WriteOutcome::Refused(v) => verdict(Outcome::Refused(v)),
+        WriteOutcome::WrongMode(v) => verdict(Outcome::WrongMode(v)),
+        WriteOutcome::Truncated(v) => verdict(Outcome::Truncated(v)),
+        WriteOutcome::TooLarge { limits, .. } => CallReply::Answer(CallAnswer::TooLarge(TooLarge {
+            max_records: u32::try_from(limits.max_records).unwrap_or(u32::MAX),
+            max_bytes: limits.max_bytes,
+        })),
+        WriteOutcome::Ambiguous => CallReply::NoAnswer,
+    }
+}
+
+/// A call's answer, its parsed outcome or the error it is, as the library's reply.
+fn reply(status: u16, retry_after_s: Option<u64>, parsed: Result<CallReply, ApiError>) -> CallReply {
     match parsed {
         Ok(reply) => reply,
-        Err(error) => match refusal(super::denial(a.status, error, a.retry_after_s)) {
+        Err(error) => match refusal(super::denial(status, error, retry_after_s)) {
             Refusal::UnknownJournal => CallReply::UnknownJournal,
             Refusal::Busy => CallReply::Answer(CallAnswer::Busy),
             Refusal::Lost => CallReply::NoAnswer,

@@ -22,13 +22,12 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use paros_api::session::gather;
-use paros_api::{JournalName, SESSION_CONTENT_TYPE, SessionLine};
+use paros_api::{ApiError, JournalName, SESSION_CONTENT_TYPE, WriteLine, WriteOutcome};
 use reqwest::Method;
 use reqwest::header::CONTENT_TYPE;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::Answer;
 use super::gateway::GatewayClient;
 
 /// How long a journal whose session the gateway refused writes by plain requests.
@@ -40,7 +39,12 @@ const NO_ROUTE: &str = "x-paros-no-route";
 /// What became of one write sent as a session line.
 #[derive(Debug)]
 pub(super) enum LineReply {
-    Answer(Answer),
+    /// Its answer line, read once ([`WriteLine`]).
+    Answer {
+        status: u16,
+        retry_after_s: Option<u64>,
+        outcome: Result<WriteOutcome, ApiError>,
+    },
     NotSent,
     NoAnswer,
     Unoffered,
@@ -245,16 +249,15 @@ impl Task {
                         buf.extend_from_slice(&chunk);
                         while let Some(i) = buf.iter().position(|&b| b == b'\n') {
                             let line = buf.split_to(i + 1);
-                            match SessionLine::parse(&line[..i]) {
-                                Ok(SessionLine::Answer { status, retry_after_s, body }) if !ended => {
+                            match WriteLine::parse(&line[..i]) {
+                                Ok(WriteLine::Answer { status, retry_after_s, outcome }) if !ended => {
                                     let Some(reply) = waiting.replies.pop_front() else {
                                         // An answer to no write: the stream cannot be trusted.
                                         return waiting.settle(&mut rx, Settled::NoAnswer);
                                     };
-                                    let answer = Answer { status, retry_after_s, body: Bytes::from(body) };
-                                    let _ = reply.send(LineReply::Answer(answer));
+                                    let _ = reply.send(LineReply::Answer { status, retry_after_s, outcome });
                                 }
-                                Ok(SessionLine::End(_)) if !ended => {
+                                Ok(WriteLine::End(_)) if !ended => {
                                     ended = true;
                                     waiting.body = None;
                                 }
