@@ -251,7 +251,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::{ConfigPool, JournalConfig, POOL_PRUNE_MIN};
-    use crate::ids::{Ballot, JournalKey, NodeId};
+    use crate::ids::NodeId;
     use crate::journal::WriterMode;
 
     fn config(voters: &[u64]) -> JournalConfig {

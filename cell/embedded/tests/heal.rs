@@ -191,7 +191,7 @@ async fn a_cell_whose_registry_seat_moved_opens_again_with_it_where_it_moved() {
         mover: MoverConfig { retry_ms: 200, ..defaults.mover },
         ..defaults
     };
-    let cell = EmbeddedCell::open_configured(dir.path(), 4, loops.clone()).await.expect("opens");
+    let cell = EmbeddedCell::open_configured(dir.path(), 4, loops).await.expect("opens");
     cell.init().await.expect("forms");
     let nodes = cell.manifest.nodes.clone();
     let registry = cell.registry();
