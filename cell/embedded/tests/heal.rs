@@ -26,16 +26,33 @@ const JOURNALS: u64 = 6;
 
 type Acked = Vec<(Seq, Bytes)>;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn four_nodes_one_drained_one_wiped_every_record_kept_every_journal_at_full_strength() {
-    let dir = tempfile::tempdir().expect("a temp dir");
+/// The registry's loops at test speed: a plan every 200 ms, a failed move step retried after
+/// 200 ms, a node unseen for `replace_after_s` healed.
+fn quick_loops(replace_after_s: u64) -> CoordinatorLoopConfig {
     let defaults = CoordinatorLoopConfig::default();
-    let loops = CoordinatorLoopConfig {
-        plan: PlanConfig { replace_after_s: 1, ..defaults.plan },
+    CoordinatorLoopConfig {
+        plan: PlanConfig { replace_after_s, ..defaults.plan },
         plan_interval: Duration::from_millis(200),
         mover: MoverConfig { retry_ms: 200, ..defaults.mover },
         ..defaults
-    };
+    }
+}
+
+/// Signs a tenant up through the registry, waiting at most a minute for the decision.
+async fn sign_up(
+    cell: &EmbeddedCell,
+    tenant: u64,
+    name: &str,
+) -> Result<paros_registry::Accepted, paros_embedded::CellError> {
+    let (tenant, name) = (TenantId(tenant), TenantName::parse(name).expect("a name"));
+    let signing = cell.request(Op::Command(Command::SignUp { tenant, name, quotas: Quotas::default() }));
+    tokio::time::timeout(Duration::from_secs(60), signing).await.expect("decided in time")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_nodes_one_drained_one_wiped_every_record_kept_every_journal_at_full_strength() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let loops = quick_loops(1);
     let mut cell = EmbeddedCell::open_configured(dir.path(), 4, loops).await.expect("opens");
     cell.init().await.expect("forms");
     let tenant = TenantId(0x4ea1);
@@ -142,13 +159,7 @@ async fn four_nodes_one_drained_one_wiped_every_record_kept_every_journal_at_ful
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_registry_journal_loses_two_founders_in_turn_and_still_decides() {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let defaults = CoordinatorLoopConfig::default();
-    let loops = CoordinatorLoopConfig {
-        plan: PlanConfig { replace_after_s: 1, ..defaults.plan },
-        plan_interval: Duration::from_millis(200),
-        mover: MoverConfig { retry_ms: 200, ..defaults.mover },
-        ..defaults
-    };
+    let loops = quick_loops(1);
     let cell = EmbeddedCell::open_configured(dir.path(), 4, loops).await.expect("opens");
     cell.init().await.expect("forms");
     let nodes = cell.manifest.nodes.clone();
@@ -167,14 +178,7 @@ async fn the_registry_journal_loses_two_founders_in_turn_and_still_decides() {
     assert_eq!(d.registry_journal().map(|j| j.epoch.0), Some(1), "one move");
 
     cell.kill(nodes[1]).expect("killed");
-    let tenant = TenantId(0x4ea2);
-    let name = TenantName::parse("after").expect("a name");
-    let signed = tokio::time::timeout(
-        Duration::from_secs(60),
-        cell.request(Op::Command(Command::SignUp { tenant, name, quotas: Quotas::default() })),
-    )
-    .await
-    .expect("decided in time");
+    let signed = sign_up(&cell, 0x4ea2, "after").await;
     assert!(signed.is_ok(), "the registry decides with its founders 0 and 1 gone: {signed:?}");
     let _ = cell.stop();
 }
@@ -185,12 +189,7 @@ async fn the_registry_journal_loses_two_founders_in_turn_and_still_decides() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cell_whose_registry_seat_moved_opens_again_with_it_where_it_moved() {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let defaults = CoordinatorLoopConfig::default();
-    let loops = CoordinatorLoopConfig {
-        plan_interval: Duration::from_millis(200),
-        mover: MoverConfig { retry_ms: 200, ..defaults.mover },
-        ..defaults
-    };
+    let loops = quick_loops(CoordinatorLoopConfig::default().plan.replace_after_s);
     let cell = EmbeddedCell::open_configured(dir.path(), 4, loops).await.expect("opens");
     cell.init().await.expect("forms");
     let nodes = cell.manifest.nodes.clone();
@@ -209,14 +208,7 @@ async fn a_cell_whose_registry_seat_moved_opens_again_with_it_where_it_moved() {
     drop(stopped);
 
     let cell = EmbeddedCell::open_configured(dir.path(), 4, loops).await.expect("opens again");
-    let tenant = TenantId(0x4ea3);
-    let name = TenantName::parse("again").expect("a name");
-    let signed = tokio::time::timeout(
-        Duration::from_secs(60),
-        cell.request(Op::Command(Command::SignUp { tenant, name, quotas: Quotas::default() })),
-    )
-    .await
-    .expect("decided in time");
+    let signed = sign_up(&cell, 0x4ea3, "again").await;
     assert!(signed.is_ok(), "the registry decides after the restart: {signed:?}");
     let stopped = cell.stop().expect("stops");
     assert_eq!(hosts(&stopped), vec![false, true, true, true], "formation was not repeated");
