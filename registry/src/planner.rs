@@ -168,7 +168,7 @@ impl<'d> Cell<'d> {
         let in_zone = |z: &Zone| remaining.iter().filter(|v| self.zones.get(v).is_some_and(|vz| *vz == z)).count();
         self.parts
             .iter()
-            .filter(|&(id, part)| *part == Part::Eligible && !journal.voters.contains(id))
+            .filter(|&(id, part)| *part == Part::Eligible && !journal.voters.contains(id) && !journal.held_a_seat(*id))
             .map(|(&id, _)| (self.zones.get(&id).map_or(0, |z| in_zone(z)), self.load(id), id))
             .min()
             .map(|(_, _, id)| id)
@@ -257,7 +257,9 @@ fn rebalance(cell: &mut Cell<'_>, live: &[&Journal], max: usize, out: &mut Vec<P
             eligible.iter().take_while(|&&(lo_load, _)| lo_load + 2 <= hi_load).find_map(|&(_, lo)| {
                 let keeps_zones = |j: &&&Journal| {
                     let after = j.voters.iter().map(|&v| if v == hi { lo } else { v });
-                    !j.voters.contains(&lo) && cell.zone_count(after) >= cell.zone_count(j.voters.iter().copied())
+                    !j.voters.contains(&lo)
+                        && !j.held_a_seat(lo)
+                        && cell.zone_count(after) >= cell.zone_count(j.voters.iter().copied())
                 };
                 let j = givers.iter().find(keeps_zones)?;
                 Some(PlannedMove { journal: j.key, from: hi, to: lo, why: Why::Rebalance })

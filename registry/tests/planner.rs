@@ -310,10 +310,11 @@ proptest! {
         }
         settle(&mut b, &config, seen);
         for j in b.dir.journals().filter(|j| j.is_live()) {
+            // A machine that held a seat of the journal once may never take one again.
             let open = b
                 .dir
                 .machines()
-                .any(|m| !j.voters.contains(&m.id) && may_take(&b.dir, seen, &config, m.id));
+                .any(|m| !j.voters.contains(&m.id) && !j.held_a_seat(m.id) && may_take(&b.dir, seen, &config, m.id));
             for v in j.voters.iter() {
                 prop_assert!(
                     may_take(&b.dir, seen, &config, *v) || !open,

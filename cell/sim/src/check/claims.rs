@@ -43,12 +43,11 @@ pub enum Claim {
     MoveTrimJump,
     MoveDrainUnderLoad,
     MoveHeals,
-    MoveBack,
     MoveRegistry,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 40] = [
+    pub const ALL: [Claim; 39] = [
         Claim::OneChosenPerSlot,
         Claim::SameOutcome,
         Claim::PromiseNeverDecreases,
@@ -87,7 +86,6 @@ impl Claim {
         Claim::MoveTrimJump,
         Claim::MoveDrainUnderLoad,
         Claim::MoveHeals,
-        Claim::MoveBack,
         Claim::MoveRegistry,
     ];
 
@@ -195,10 +193,6 @@ impl Claim {
                 "contested: the registry journal's own seat moves (the planner heals or drains a founding \
                  node), and the move completes"
             }
-            Claim::MoveBack => {
-                "contested: a seat moves to a machine the journal was on before (a founder or a voter it \
-                 left), placed afresh from the epoch in force, and the move completes"
-            }
         }
     }
 
@@ -238,7 +232,6 @@ impl Claim {
             | Claim::MoveTrimJump
             | Claim::MoveDrainUnderLoad
             | Claim::MoveHeals
-            | Claim::MoveBack
             | Claim::MoveRegistry => Some(0.05),
             _ => None,
         }
