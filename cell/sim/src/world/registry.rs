@@ -221,14 +221,26 @@ impl<H: Host> World<H> {
         let r = &self.registry;
         let id = self.machines[m].spec.id;
         let key = r.plan.key;
-        let votes = |i: &usize| {
-            let mach = &self.machines[*i];
-            let probe = mach.host.as_ref().and_then(|h| h.probe(&mach.disk, &key));
-            probe.is_some_and(|p| {
-                p.state.voters.map_or(r.plan.founding.contains(&mach.spec.id), |v| v.as_slice().contains(&mach.spec.id))
-            })
+        // The epoch of the configuration machine `i`'s walk knows, if it votes in it.
+        let votes_in = |i: usize| {
+            let mach = &self.machines[i];
+            let probe = mach.host.as_ref().and_then(|h| h.probe(&mach.disk, &key))?;
+            let votes = probe
+                .state
+                .voters
+                .map_or(r.plan.founding.contains(&mach.spec.id), |v| v.as_slice().contains(&mach.spec.id));
+            votes.then_some(probe.state.epoch)
         };
-        let first_up = r.plan.servers.iter().find(|f| self.index.get(f).is_some_and(votes));
+        // The furthest walk wins: a voter taken out whose walk has not reached the stop-sign
+        // still believes it votes (seed 220: nudged forever while the new voters slept).
+        let first_up = r
+            .plan
+            .servers
+            .iter()
+            .filter_map(|f| Some((votes_in(*self.index.get(f)?)?, f)))
+            .rev()
+            .max_by_key(|(epoch, _)| *epoch)
+            .map(|(_, f)| f);
         if leader
             || first_up != Some(&id)
             || r.nudged_at.is_some_and(|at| now < at + NUDGE_NS)
