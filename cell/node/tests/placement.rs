@@ -27,6 +27,12 @@ fn boot(disk: &MemStore) -> Host<MemStore> {
     Host::boot(disk.clone(), expected, ME, Tunables::default(), 7).expect("boots")
 }
 
+/// Boots a node of the cell over `disk` (one that hosts a seat moving to it as a joining voter).
+fn node(disk: &MemStore) -> Host<MemStore> {
+    let expected = disk.identity().expect("identity");
+    Host::boot_node(disk.clone(), expected, ME, Tunables::default(), 7, false).expect("boots")
+}
+
 /// Rounds until nothing is left to do; every answer given on the way.
 fn drain(host: &mut Host<MemStore>) -> Vec<(paros_node::Owed, NodeAnswer)> {
     let mut answers = Vec::new();
@@ -115,10 +121,6 @@ fn a_bad_placement_is_refused_and_changes_nothing() {
 #[test]
 fn a_node_placed_outside_the_voters_hosts_a_joining_voter_that_does_not_campaign() {
     let disk = MemStore::new();
-    let node = |disk: &MemStore| {
-        let expected = disk.identity().expect("identity");
-        Host::boot_node(disk.clone(), expected, ME, Tunables::default(), 7, false).expect("boots")
-    };
     let mut host = node(&disk);
     let founding = JournalConfig { mode: WriterMode::Single, voters: vec![NodeId(0x99)], learners: vec![NodeId(0xf)] };
     host.place(key(1), founding.clone()).expect("a joining seat is placed");
@@ -188,10 +190,6 @@ fn a_seat_placed_from_a_later_epoch_refuses_every_earlier_ballot_across_a_crash(
     use paros_core::{Assignment, Ballot, Message, Slot};
     use paros_node::ports::Envelope;
     let disk = MemStore::new();
-    let node = |disk: &MemStore| {
-        let expected = disk.identity().expect("identity");
-        Host::boot_node(disk.clone(), expected, ME, Tunables::default(), 7, false).expect("boots")
-    };
     let peer = NodeId(0x99);
     let founding = JournalConfig { mode: WriterMode::Single, voters: vec![peer, ME, NodeId(0x98)], learners: vec![] };
     let mut host = node(&disk);
