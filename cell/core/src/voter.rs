@@ -674,7 +674,13 @@ impl Voter {
             let digest = command.digest();
             let slot = self.proposer.propose(command);
             let ballot = self.proposer.ballot();
-            self.held.insert(slot, Held { call: id, digest, ballot, deadline });
+            // A call this node proposed at the slot before, at an earlier ballot, lost it: this
+            // ballot found the slot free (past a stop-sign, or its own Accept never landed), so
+            // that proposal is chosen nowhere. It gets no verdict rather than no answer (seed
+            // 40007268: overwritten, it was never answered).
+            if let Some(lost) = self.held.insert(slot, Held { call: id, digest, ballot, deadline }) {
+                self.effects.ready.answers.push((lost.call, CallAnswer::NoVerdict));
+            }
         }
     }
 
