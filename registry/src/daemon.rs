@@ -520,6 +520,20 @@ where
                 _ => MoveResult::Failed { journal },
             }
         }
+        MoveAction::Probe { journal, node } => {
+            let params = ReadParams {
+                from: Seq(0),
+                limit: 1,
+                max_bytes: 1,
+                wait_ms: 0,
+                consistency: Consistency::Reached(Seq(0)),
+            };
+            let route = Route { server: Some(node), attempt: 0 };
+            match client.service().read(&journal, params, route).await {
+                ReadAnswer::Page { .. } | ReadAnswer::Truncated { .. } => MoveResult::Hosted { journal, node },
+                _ => MoveResult::Failed { journal },
+            }
+        }
         MoveAction::Confirm { journal, node } => {
             let params =
                 ReadParams { from: Seq(0), limit: 1, max_bytes: 1, wait_ms: 0, consistency: Consistency::Linearizable };

@@ -3,6 +3,13 @@
 //! A `MoveSeat` in the directory is intent only (docs/reconfiguration.md). For each move in
 //! progress the mover, in order:
 //!
+//! 0. waits until the target hosts the journal (its follower placed it): a read at the target
+//!    that needs nothing applied answers ([`MoveAction::Probe`]). The stop-sign hands the
+//!    journal to the new voters, and the target counts toward their quorums from then on;
+//!    were it not hosting the journal yet, the new configuration could depend on it — and for
+//!    the registry journal the target learns of its seat only from the registry, which then
+//!    could serve it nothing (sweep: a founder wiped and another down, the registry's seat
+//!    moved to a target that never learned it);
 //! 1. asks the journal to decide `Reconfigure { epoch, voters }` — the move's epoch and its next
 //!    voters — through paros-client's call rules ([`MoveAction::Reconfigure`]). The journal's
 //!    verdict is `Reconfigured` at that epoch, or `StaleEpoch` naming the epoch in force: at or
@@ -48,6 +55,10 @@ pub enum MoveAction {
     /// Call the journal: `Reconfigure { epoch, voters }`, answered by [`MoveResult::Decided`]
     /// or [`MoveResult::Failed`].
     Reconfigure { journal: JournalKey, epoch: Epoch, voters: Vec<NodeId> },
+    /// A read of the journal at the move's target `node` that needs nothing applied
+    /// (`Reached(0)`), answered by [`MoveResult::Hosted`] (it hosts the journal) or
+    /// [`MoveResult::Failed`].
+    Probe { journal: JournalKey, node: NodeId },
     /// A linearizable read of the journal at `node`, answered by [`MoveResult::Confirmed`]
     /// (it served) or [`MoveResult::Failed`].
     Confirm { journal: JournalKey, node: NodeId },
@@ -59,6 +70,8 @@ pub enum MoveAction {
 /// How an action ended.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum MoveResult {
+    /// The move's target `node` hosts the journal.
+    Hosted { journal: JournalKey, node: NodeId },
     /// The journal judged the `Reconfigure`: `in_force` is the epoch in force after it.
     Decided { journal: JournalKey, in_force: Epoch },
     /// `node` served a linearizable read of the journal.
@@ -71,6 +84,7 @@ pub enum MoveResult {
 
 #[derive(Clone, PartialEq, Eq, Debug)]
 enum Phase {
+    Placing,
     Reconfiguring,
     Confirming { confirmed: BTreeSet<NodeId> },
     Recording,
@@ -80,6 +94,7 @@ enum Phase {
 struct Tracked {
     epoch: Epoch,
     voters: Vec<NodeId>,
+    target: NodeId,
     phase: Phase,
     /// Actions handed out and not yet answered.
     outstanding: usize,
@@ -117,17 +132,20 @@ impl Mover {
     /// The actions due at `now`, given the directory as folded. Call it after every result and
     /// every new directory, and on a timer of [`MoverConfig::retry_ms`].
     pub fn poll(&mut self, directory: &Directory, now: u64) -> Vec<MoveAction> {
-        let pending: BTreeMap<JournalKey, (Epoch, Vec<NodeId>)> =
-            directory.moves_in_progress().filter_map(|(j, m)| Some((j.key, (m.epoch, j.next_voters()?)))).collect();
-        self.tracked.retain(|key, t| pending.get(key).is_some_and(|(epoch, _)| *epoch == t.epoch));
-        for (key, (epoch, voters)) in pending {
+        let pending: BTreeMap<JournalKey, (Epoch, Vec<NodeId>, NodeId)> = directory
+            .moves_in_progress()
+            .filter_map(|(j, m)| Some((j.key, (m.epoch, j.next_voters()?, m.to))))
+            .collect();
+        self.tracked.retain(|key, t| pending.get(key).is_some_and(|(epoch, ..)| *epoch == t.epoch));
+        for (key, (epoch, voters, target)) in pending {
             if self.tracked.len() >= self.config.moves_max {
                 break;
             }
             self.tracked.entry(key).or_insert(Tracked {
                 epoch,
                 voters,
-                phase: Phase::Reconfiguring,
+                target,
+                phase: Phase::Placing,
                 outstanding: 0,
                 retry_at: now,
             });
@@ -139,6 +157,7 @@ impl Mover {
             }
             let journal = *key;
             match &t.phase {
+                Phase::Placing => actions.push(MoveAction::Probe { journal, node: t.target }),
                 Phase::Reconfiguring => {
                     actions.push(MoveAction::Reconfigure { journal, epoch: t.epoch, voters: t.voters.clone() });
                 }
@@ -162,6 +181,7 @@ impl Mover {
     pub fn on_result(&mut self, result: MoveResult, now: u64) {
         let journal = match result {
             MoveResult::Decided { journal, .. }
+            | MoveResult::Hosted { journal, .. }
             | MoveResult::Confirmed { journal, .. }
             | MoveResult::Recorded { journal }
             | MoveResult::Failed { journal } => journal,
@@ -170,6 +190,9 @@ impl Mover {
         t.outstanding = t.outstanding.saturating_sub(1);
         let quorum = t.voters.len() / 2 + 1;
         match (result, &mut t.phase) {
+            (MoveResult::Hosted { node, .. }, Phase::Placing) if node == t.target => {
+                t.phase = Phase::Reconfiguring;
+            }
             (MoveResult::Decided { in_force, .. }, Phase::Reconfiguring) if in_force >= t.epoch => {
                 t.phase = Phase::Confirming { confirmed: BTreeSet::new() };
             }

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use paros_core::{Durable, JournalConfig, JournalKey, LogEntry, NodeId, Slot, WriteOp};
-use paros_node::ports::{LogRead, LogStore, Placement, StoreError, StoreOp, StoredJournal};
+use paros_node::ports::{Incarnation, LogRead, LogStore, Placement, StoreError, StoreOp, StoredJournal};
 
 /// What the world decided the next sync does.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -37,6 +37,8 @@ pub struct SimDisk {
 struct DiskState {
     /// The machine's identity, durable once recorded.
     identity: Option<NodeId>,
+    /// The store's incarnation, durable once recorded (with the identity).
+    incarnation: Option<Incarnation>,
     synced: BTreeMap<JournalKey, Durable>,
     /// The journals durably placed here, with their configuration.
     placed: BTreeMap<JournalKey, JournalConfig>,
@@ -215,6 +217,22 @@ impl LogStore for SimDisk {
     fn set_identity(&mut self, node: NodeId) -> Result<(), StoreError> {
         self.state().identity = Some(node);
         Ok(())
+    }
+
+    fn incarnation(&self) -> Result<Option<Incarnation>, StoreError> {
+        Ok(self.state().incarnation)
+    }
+
+    /// Durable at once, as the trait asks; recorded once.
+    fn set_incarnation(&mut self, offered: Incarnation) -> Result<(), StoreError> {
+        let mut state = self.state();
+        match state.incarnation {
+            Some(recorded) if recorded != offered => Err(StoreError::IncarnationTaken { recorded, offered }),
+            _ => {
+                state.incarnation = Some(offered);
+                Ok(())
+            }
+        }
     }
 
     /// Places and removes journals (before the round's writes). Volatile until the sync.

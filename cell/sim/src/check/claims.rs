@@ -44,10 +44,11 @@ pub enum Claim {
     MoveDrainUnderLoad,
     MoveHeals,
     MoveRegistry,
+    WipedNeverVotes,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 39] = [
+    pub const ALL: [Claim; 40] = [
         Claim::OneChosenPerSlot,
         Claim::SameOutcome,
         Claim::PromiseNeverDecreases,
@@ -87,6 +88,7 @@ impl Claim {
         Claim::MoveDrainUnderLoad,
         Claim::MoveHeals,
         Claim::MoveRegistry,
+        Claim::WipedNeverVotes,
     ];
 
     /// The claim's name, exactly as the runner prints it.
@@ -193,6 +195,10 @@ impl Claim {
                 "contested: the registry journal's own seat moves (the planner heals or drains a founding \
                  node), and the move completes"
             }
+            Claim::WipedNeverVotes => {
+                "reconfiguration: a wiped identity never votes again: its store refuses to boot under it, \
+                 and it comes back only as a new identity (reached: a wiped voter's new identity holds a seat)"
+            }
         }
     }
 
@@ -232,7 +238,8 @@ impl Claim {
             | Claim::MoveTrimJump
             | Claim::MoveDrainUnderLoad
             | Claim::MoveHeals
-            | Claim::MoveRegistry => Some(0.05),
+            | Claim::MoveRegistry
+            | Claim::WipedNeverVotes => Some(0.05),
             _ => None,
         }
     }

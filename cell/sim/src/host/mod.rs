@@ -57,6 +57,10 @@ pub struct MachineSpec {
     pub suspect_ticks: u32,
     /// Ticks of quiet before a journal goes dormant (`None`: never).
     pub dormant_after_ticks: Option<u64>,
+    /// The machine's shell knows its identity from an earlier boot (as a daemon's data
+    /// directory or configuration records it): a node then boots asserting it, and a store
+    /// wiped under it refuses to boot (issue 34, rule 8). False until the first boot formats it.
+    pub asserts_identity: bool,
 }
 
 /// A protocol message about one journal.
@@ -134,7 +138,14 @@ pub struct JournalProbe {
 /// Inputs may arrive in between; they belong to the next round. At most one round is in flight.
 pub trait Host: Sized {
     /// Boots from `disk` (empty on a first start); `seed` feeds every randomized timeout.
-    fn boot(spec: &MachineSpec, disk: &SimDisk, seed: u64) -> Self;
+    ///
+    /// # Errors
+    /// As the node's boot: a node asserting its identity ([`MachineSpec::asserts_identity`])
+    /// on a wiped disk refuses to boot ([`paros_node::BootError::Wiped`]).
+    fn boot(spec: &MachineSpec, disk: &SimDisk, seed: u64) -> Result<Self, paros_node::BootError>;
+
+    /// The incarnation the machine's store was formatted with.
+    fn incarnation(&self) -> Option<paros_node::Incarnation>;
 
     /// A packet from machine `from`.
     fn deliver(&mut self, from: NodeId, packet: Packet);

@@ -107,7 +107,7 @@ impl NodeHost {
 }
 
 impl Host for NodeHost {
-    fn boot(spec: &MachineSpec, disk: &SimDisk, seed: u64) -> NodeHost {
+    fn boot(spec: &MachineSpec, disk: &SimDisk, seed: u64) -> Result<NodeHost, paros_node::BootError> {
         // With dormancy, a machine boots its journals dormant, as the embedded cell does.
         let asleep = spec.dormant_after_ticks.is_some();
         let replica = spec.role == super::MachineRole::Replica && !spec.feeds.is_empty();
@@ -123,10 +123,12 @@ impl Host for NodeHost {
                     .expect("a simulated replica boots")
                     .host
             }
-            // A node of the cell: it hosts a seat moving to it as a joining voter.
+            // A node of the cell: it hosts a seat moving to it as a joining voter. Once formatted
+            // it boots asserting its identity, as the embedded cell's nodes do from its manifest:
+            // a wiped disk refuses to boot.
             _ if spec.role != super::MachineRole::Replica => {
-                paros_node::Host::boot_node(disk.clone(), None, spec.id, spec.tunables, seed, asleep)
-                    .expect("a simulated node boots")
+                let expected = spec.asserts_identity.then_some(spec.id);
+                paros_node::Host::boot_node(disk.clone(), expected, spec.id, spec.tunables, seed, asleep)?
             }
             // A replica removed from its tier (on no feed).
             _ => {
@@ -155,7 +157,7 @@ impl Host for NodeHost {
         host.set_fetches_max(SIM_READS_QUEUED_MAX);
         let clock = SimClock::default();
         let pump = Pump::new(host, clock.now_ms());
-        NodeHost {
+        Ok(NodeHost {
             pump,
             owed: BTreeMap::new(),
             persisting: None,
@@ -170,7 +172,11 @@ impl Host for NodeHost {
             tunables: spec.tunables,
             reading: std::collections::VecDeque::new(),
             dormant_probes: std::cell::RefCell::default(),
-        }
+        })
+    }
+
+    fn incarnation(&self) -> Option<paros_node::Incarnation> {
+        self.pump.host().incarnation()
     }
 
     fn deliver(&mut self, from: NodeId, packet: Packet) {

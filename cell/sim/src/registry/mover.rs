@@ -55,8 +55,8 @@ pub struct MoverActor {
     token: u64,
     /// The `Reconfigure` calls in flight, and the servers each asks.
     calls: BTreeMap<JournalKey, (CallOp, Vec<NodeId>)>,
-    /// The confirmation reads in flight, by token.
-    reads: BTreeMap<u64, (JournalKey, NodeId)>,
+    /// The reads in flight, by token: a probe of a move's target (`true`) or a confirmation.
+    reads: BTreeMap<u64, (JournalKey, NodeId, bool)>,
     /// The planner's bounds, and when it plans next (every [`PLAN_EVERY_NS`]).
     planner: PlanConfig,
     plan_at: u64,
@@ -135,16 +135,12 @@ impl MoverActor {
                     }
                 }
             }
-            MoveAction::Confirm { journal, node } => {
+            MoveAction::Probe { journal, node } | MoveAction::Confirm { journal, node } => {
                 self.token += 1;
-                let request = ReadRequest {
-                    from: Seq(0),
-                    limit: 1,
-                    max_bytes: 1,
-                    wait_ticks: 0,
-                    consistency: Consistency::Linearizable,
-                };
-                self.reads.insert(self.token, (journal, node));
+                let probe = matches!(action, MoveAction::Probe { .. });
+                let consistency = if probe { Consistency::Reached(Seq(0)) } else { Consistency::Linearizable };
+                let request = ReadRequest { from: Seq(0), limit: 1, max_bytes: 1, wait_ticks: 0, consistency };
+                self.reads.insert(self.token, (journal, node, probe));
                 ctx.sends.push(Send {
                     token: self.token,
                     to: node,
@@ -173,9 +169,13 @@ impl MoverActor {
     /// The answer to `token` (`None`: timed out), if it is this mover's; then a step.
     pub fn on_reply(&mut self, ctx: &mut MoverCtx<'_>, token: u64, reply: Option<RegReply>) {
         let now = ctx.now;
-        if let Some((journal, node)) = self.reads.remove(&token) {
+        if let Some((journal, node, probe)) = self.reads.remove(&token) {
             let served = matches!(reply, Some(RegReply::Read(ReadAnswer::Page { .. } | ReadAnswer::Truncated(_))));
-            let result = if served { MoveResult::Confirmed { journal, node } } else { MoveResult::Failed { journal } };
+            let result = match (served, probe) {
+                (true, true) => MoveResult::Hosted { journal, node },
+                (true, false) => MoveResult::Confirmed { journal, node },
+                (false, _) => MoveResult::Failed { journal },
+            };
             self.mover.on_result(result, now / MS);
         } else {
             let done = self

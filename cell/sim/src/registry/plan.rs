@@ -116,11 +116,13 @@ pub struct Plan {
     pub coordinator: CoordinatorConfig,
 }
 
-fn addr(i: usize) -> BusAddress {
+/// The bus address of the world's `i`th machine.
+pub(crate) fn bus_address(i: usize) -> BusAddress {
     BusAddress::new(format!("10.0.{i}.1:4222")).expect("a valid bus address")
 }
 
-fn zone(i: usize) -> Zone {
+/// The zone of the world's `i`th machine.
+pub(crate) fn zone(i: usize) -> Zone {
     Zone::new(format!("z{}", i % 3)).expect("a valid zone")
 }
 
@@ -160,13 +162,13 @@ impl Plan {
             .iter()
             .enumerate()
             .filter(|(_, v)| founding.contains(v))
-            .map(|(i, v)| Member { id: *v, bus_address: addr(i), zone: zone(i) })
+            .map(|(i, v)| Member { id: *v, bus_address: bus_address(i), zone: zone(i) })
             .collect();
         let init =
             Command::InitCell { cell: CellId(0xce11), members, registry: key.journal, limits: Limits::default() };
         script.push(now(0, id(rng), Op::Command(init)));
         for (i, v) in voters.iter().enumerate().filter(|(_, v)| !founding.contains(v)) {
-            let c = Command::RegisterMachine { id: *v, role: Role::Node, bus_address: addr(i), zone: zone(i) };
+            let c = Command::RegisterMachine { id: *v, role: Role::Node, bus_address: bus_address(i), zone: zone(i) };
             script.push(now(0, id(rng), Op::Command(c)));
         }
         // The replicas share the `default` tier, so every journal created then is fed at its
@@ -178,7 +180,7 @@ impl Plan {
         }
         let mut registrations = BTreeMap::new();
         for (i, r) in replicas.iter().enumerate() {
-            let (bus_address, zone) = (addr(100 + i), zone(i));
+            let (bus_address, zone) = (bus_address(100 + i), zone(i));
             let c = Command::RegisterReplica { id: *r, tier: TierName::default_tier(), bus_address, zone };
             let request = id(rng);
             registrations.insert(*r, request);
@@ -230,7 +232,7 @@ impl Plan {
         // The tier's changes during the run draw their ids last: a world without them draws
         // what it drew before they existed.
         if let Some((r, at)) = tier.join {
-            let (bus_address, zone) = (addr(100 + replicas.len()), zone(replicas.len()));
+            let (bus_address, zone) = (bus_address(100 + replicas.len()), zone(replicas.len()));
             let c = Command::RegisterReplica { id: r, tier: TierName::default_tier(), bus_address, zone };
             let request = id(rng);
             registrations.insert(r, request);

@@ -140,6 +140,13 @@ impl<H: Host> World<H> {
         if matches!(request, Request::Call(..)) {
             self.progress.on_call(self.clients[c].journal, req, self.now);
         }
+        // A machine gone for good refuses the connection: the call fails at once (its client
+        // tries elsewhere), as against a process that exited, not after a timeout.
+        if self.machines[m].refused {
+            let d = self.delay();
+            self.after(d, Event::Timeout(req));
+            return;
+        }
         let timeout = self.params.call_timeout_ns;
         self.after(timeout, Event::Timeout(req));
         if !self.rng.chance(self.net().drop_ppm) {
@@ -173,14 +180,12 @@ impl<H: Host> World<H> {
         let Some(o) = self.requests.remove(&req) else { return };
         let journal = self.clients[o.client].journal;
         let decided = matches!(reply, Reply::Call(paros_core::CallAnswer::Verdict(_)));
-        self.progress.on_end(
-            journal,
-            req,
-            self.now,
-            !matches!(reply, Reply::TimedOut),
-            decided,
-            &mut self.audit.claims,
-        );
+        // A machine gone for good (its wiped store refused to boot) answers nothing, as a
+        // refused connection: the client's call ended without a verdict, and it tries elsewhere.
+        let to = self.history[o.history].to;
+        let gone = self.index.get(&to).is_some_and(|m| self.machines[*m].refused);
+        let answered = gone || !matches!(reply, Reply::TimedOut);
+        self.progress.on_end(journal, req, self.now, answered, decided, &mut self.audit.claims);
         let h = &mut self.history[o.history];
         match &reply {
             Reply::Call(a) => h.output = Some(OpOutput::Call(*a)),

@@ -61,7 +61,7 @@ impl<H: Host> World<H> {
 
     pub(super) fn on_restart(&mut self, m: usize, cause: RestartCause) {
         let mach = &mut self.machines[m];
-        if !mach.present || (mach.held_down && cause == RestartCause::Random) {
+        if !mach.present || mach.refused || (mach.held_down && cause == RestartCause::Random) {
             return;
         }
         if cause != RestartCause::Random {

@@ -15,7 +15,22 @@ impl<H: Host> World<H> {
         let mach = &mut self.machines[m];
         mach.epoch += 1;
         mach.round_in_flight = false;
-        mach.host = Some(H::boot(&mach.spec, &mach.disk, seed));
+        match H::boot(&mach.spec, &mach.disk, seed) {
+            Ok(host) => mach.host = Some(host),
+            // A store wiped under the identity the shell knows: the machine refuses to run, and
+            // is gone for good (it comes back only as a new identity). Its seats are no longer
+            // hosted anywhere the world judges.
+            Err(paros_node::BootError::Wiped(id)) => {
+                mach.refused = true;
+                mach.spec.placements.clear();
+                self.trace.event(self.now, "refused", &[id.0], || format!("{id:?}'s wiped store refuses to boot"));
+                return;
+            }
+            Err(e) => panic!("a simulated machine boots: {e}"),
+        }
+        if mach.spec.role == crate::host::MachineRole::Voter {
+            mach.spec.asserts_identity = true;
+        }
         self.moves.set_down(m, None);
         let (epoch, id) = (mach.epoch, mach.spec.id);
         if mach.spec.role == crate::host::MachineRole::Replica {
@@ -225,6 +240,7 @@ impl<H: Host> World<H> {
 
     pub(super) fn release(&mut self, m: usize, out: RoundOutput) {
         let from = self.machines[m].spec.id;
+        self.wipes_check_votes(from, &out);
         for (_, packet) in &out.packets {
             if let Packet::Protocol(e) = packet {
                 let durable = self.machines[m].disk.durable(&e.journal);

@@ -21,6 +21,7 @@ mod queue;
 mod registry;
 mod tier;
 mod trace;
+mod wipes;
 
 pub use params::{NetParams, Outage, Params, WorkloadParams};
 pub use trace::Trace;
@@ -103,8 +104,11 @@ struct Machine<H> {
     /// The disk was wiped since the last boot (a replica coming back empty).
     wiped: bool,
     tick_ns: u64,
-    /// In the cell: false for a replica that joins during the run, until it joins.
+    /// In the cell: false for a replica that joins during the run, or a wiped voter's new
+    /// identity, until it joins.
     present: bool,
+    /// Its store refused to boot (wiped under the identity its shell knows): gone for good.
+    refused: bool,
 }
 
 enum ClientKind {
@@ -180,6 +184,10 @@ enum Event {
     SeatMove,
     /// The operator drains voter `n`.
     Drain(usize),
+    /// Voter machine `m` loses its disk.
+    Wipe(usize),
+    /// The wiped machine comes back as a new identity.
+    Rejoin,
 }
 
 /// One seeded world.
@@ -216,6 +224,8 @@ pub struct World<H: Host> {
     tier: tier::TierWorld,
     /// Seat moves: asked for, watched, judged.
     moves: moves::MovesWorld,
+    /// A voter losing its disk and rejoining as a new identity.
+    wipes: wipes::WipesWorld,
     /// Each journal's configuration as the clients route by it: the voters the registry names
     /// now (a seat move changes them), the rest as placed.
     routes: Vec<JournalConfig>,
@@ -261,7 +271,7 @@ impl<H: Host> World<H> {
             .collect();
         let mut side = rng.side(0x7265_6769_7374_7279);
         let changes = crate::registry::TierChanges { replicas: &replica_ids, join: joiner, leave: leaver };
-        let plan = crate::registry::Plan::draw(&mut side, &voter_ids, changes, tenant, &journals, params.chaos_ns);
+        let mut plan = crate::registry::Plan::draw(&mut side, &voter_ids, changes, tenant, &journals, params.chaos_ns);
         // The registry puts every journal on the replicas' one tier: each is fed at its feed.
         let tiered = !replica_ids.is_empty() || joiner.is_some();
         let feed: Vec<NodeId> = if tiered { vec![plan.feed] } else { Vec::new() };
@@ -301,6 +311,7 @@ impl<H: Host> World<H> {
                 alive_ticks: params.alive_ticks,
                 suspect_ticks: params.suspect_ticks,
                 dormant_after_ticks: params.dormant_after_ticks,
+                asserts_identity: false,
             };
             let present = Some(id) != joiner_id;
             let skew = if present { rng.between(980, 1020) } else { tier_rng.between(980, 1020) };
@@ -315,6 +326,39 @@ impl<H: Host> World<H> {
                 wiped: false,
                 tick_ns: params.tick_ns * skew / 1000,
                 present,
+                refused: false,
+            });
+        }
+        // A wiped voter's new identity boots on a machine of its own, the world's last.
+        let wipe = wipes::WipeParams::draw(&rng, params.voters, params.chaos_ns);
+        let mut wipes = wipes::WipesWorld { params: wipe, ..wipes::WipesWorld::default() };
+        if let Some(w) = wipe {
+            let spec = MachineSpec {
+                id: w.new_id,
+                role: MachineRole::Voter,
+                feeds: Vec::new(),
+                placements: Vec::new(),
+                formation: Vec::new(),
+                tunables: params.tunables,
+                alive_ticks: params.alive_ticks,
+                suspect_ticks: params.suspect_ticks,
+                dormant_after_ticks: params.dormant_after_ticks,
+                asserts_identity: false,
+            };
+            wipes.spare = Some(machines.len());
+            plan.servers.push(w.new_id);
+            machines.push(Machine {
+                spec,
+                disk: SimDisk::default(),
+                host: None,
+                epoch: 0,
+                round_in_flight: false,
+                round_writes: 0,
+                held_down: false,
+                wiped: false,
+                tick_ns: params.tick_ns,
+                present: false,
+                refused: false,
             });
         }
         let index: BTreeMap<NodeId, usize> = machines.iter().enumerate().map(|(i, m)| (m.spec.id, i)).collect();
@@ -424,6 +468,7 @@ impl<H: Host> World<H> {
             registry,
             tier,
             moves,
+            wipes,
             routes,
             grace_ns,
         };
@@ -463,6 +508,7 @@ impl<H: Host> World<H> {
         }
         self.at(self.params.chaos_ns, Event::SettleStart);
         self.schedule_moves();
+        self.schedule_wipe();
         let (v, r, j, c) = (self.params.voters, self.params.replicas, self.journals.len(), self.clients.len());
         let seed = self.seed;
         self.trace.event(0, "world", &[v as u64, r as u64, j as u64, c as u64], || {
@@ -529,6 +575,8 @@ impl<H: Host> World<H> {
             Event::RegistryTimeout(req) => self.on_registry_reply(req, None),
             Event::SeatMove => self.on_seat_move(),
             Event::Drain(m) => self.on_drain(m),
+            Event::Wipe(m) => self.on_wipe(m),
+            Event::Rejoin => self.on_rejoin(),
         }
     }
 }

@@ -226,7 +226,7 @@ impl<H: Host> World<H> {
         let nodes: Vec<NodeId> = self
             .machines
             .iter()
-            .filter(|m| m.spec.role == MachineRole::Voter && m.present)
+            .filter(|m| m.spec.role == MachineRole::Voter && m.present && !m.refused)
             .map(|m| m.spec.id)
             .collect();
         let registry = self.registry.plan.key;
@@ -272,6 +272,11 @@ impl<H: Host> World<H> {
             format!("the operator asks to move {key:?}'s seat from {from:?} to {to:?}")
         });
         self.moves.tracked.push(Tracked::new(None, key, id, from, to));
+    }
+
+    /// Whether a seat move to `id` was asked for and is not done.
+    pub(super) fn is_move_target(&self, id: NodeId) -> bool {
+        self.moves.tracked.iter().any(|t| t.to == id && t.done_at.is_none())
     }
 
     fn is_up(&self, id: NodeId) -> bool {

@@ -399,6 +399,7 @@ impl<H: Host> World<H> {
     fn registry_apply(&mut self, m: usize, effects: Vec<FollowerEffect>) {
         let now = self.now;
         let mut changed = false;
+        let mut seated = false;
         let mut retired = None;
         let mut published = None;
         for effect in effects {
@@ -409,6 +410,7 @@ impl<H: Host> World<H> {
                 FollowerEffect::Place { machine, journals } => {
                     let placed: Vec<bool> = journals.iter().map(|a| host.place(a.clone())).collect();
                     f.driver().placed(machine, &journals, &placed);
+                    seated |= placed.iter().any(|ok| *ok);
                     for (paros_core::Assignment { key, config, .. }, _) in
                         journals.iter().zip(&placed).filter(|(_, ok)| **ok)
                     {
@@ -443,6 +445,9 @@ impl<H: Host> World<H> {
                     published = directory;
                 }
             }
+        }
+        if seated {
+            self.wipes_placed(m);
         }
         if let Some(retired) = retired {
             self.tier_published(m, retired);
