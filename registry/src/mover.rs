@@ -3,13 +3,15 @@
 //! A `MoveSeat` in the directory is intent only (docs/reconfiguration.md). For each move in
 //! progress the mover, in order:
 //!
-//! 0. waits until the target hosts the journal (its follower placed it): a read at the target
-//!    that needs nothing applied answers ([`MoveAction::Probe`]). The stop-sign hands the
-//!    journal to the new voters, and the target counts toward their quorums from then on;
-//!    were it not hosting the journal yet, the new configuration could depend on it — and for
-//!    the registry journal the target learns of its seat only from the registry, which then
-//!    could serve it nothing (sweep: a founder wiped and another down, the registry's seat
-//!    moved to a target that never learned it);
+//! 0. for the registry journal only, waits until the target hosts it (its follower placed it):
+//!    a read at the target that needs nothing applied answers ([`MoveAction::Probe`]). The
+//!    stop-sign hands the journal to the new voters, the target among them; a target learns
+//!    of its seat only from the registry, so were the new voters left without a quorum but
+//!    for the target, the registry could serve it nothing and never decide again (the sim's
+//!    sweep: a founder wiped, another down, and the registry's seat moved to a target that
+//!    never learned it). A tenant journal's target learns its seat from the registry, which
+//!    is not the journal moving: its move goes on at once, and a target that dies before
+//!    hosting the journal becomes a dead voter the planner heals;
 //! 1. asks the journal to decide `Reconfigure { epoch, voters }` — the move's epoch and its next
 //!    voters — through paros-client's call rules ([`MoveAction::Reconfigure`]). The journal's
 //!    verdict is `Reconfigured` at that epoch, or `StaleEpoch` naming the epoch in force: at or
@@ -137,6 +139,7 @@ impl Mover {
             .filter_map(|(j, m)| Some((j.key, (m.epoch, j.next_voters()?, m.to))))
             .collect();
         self.tracked.retain(|key, t| pending.get(key).is_some_and(|(epoch, ..)| *epoch == t.epoch));
+        let registry = directory.registry_journal().map(|j| j.key);
         for (key, (epoch, voters, target)) in pending {
             if self.tracked.len() >= self.config.moves_max {
                 break;
@@ -145,7 +148,7 @@ impl Mover {
                 epoch,
                 voters,
                 target,
-                phase: Phase::Placing,
+                phase: if Some(key) == registry { Phase::Placing } else { Phase::Reconfiguring },
                 outstanding: 0,
                 retry_at: now,
             });

@@ -25,16 +25,21 @@ fn mover() -> Mover {
     Mover::new(MoverConfig { moves_max: 8, retry_ms: RETRY })
 }
 
-/// Answers the probe of the move's target (node 4): it hosts the journal.
-fn hosted(m: &mut Mover, b: &Book, key: paros_core::ids::JournalKey, now: u64) {
-    assert_eq!(m.poll(&b.dir, now), vec![MoveAction::Probe { journal: key, node: NodeId(4) }]);
-    m.on_result(MoveResult::Hosted { journal: key, node: NodeId(4) }, now);
+/// The registry journal's seat on node 2 moving to node 4.
+fn registry_moving() -> (Book, paros_core::ids::JournalKey) {
+    let mut b = Book::formed();
+    assert!(matches!(b.run(admit(4, Role::Node, "a", 40)), Verdict::Accepted(_)));
+    let key = b.dir.registry_journal().expect("formed").key;
+    let command = Command::MoveSeat { journal: key, from: NodeId(2), to: NodeId(4) };
+    assert!(matches!(b.run(command), Verdict::Accepted(_)));
+    (b, key)
 }
 
+/// The registry journal's target learns of its seat only from the registry: nothing is
+/// reconfigured before it hosts the journal. A tenant journal's move asks at once.
 #[test]
-fn nothing_is_reconfigured_before_the_target_hosts_the_journal() {
-    let b = cell_moving();
-    let key = jkey(100, 7);
+fn the_registry_journal_is_not_reconfigured_before_the_target_hosts_it() {
+    let (b, key) = registry_moving();
     let mut m = mover();
     assert_eq!(m.poll(&b.dir, 0), vec![MoveAction::Probe { journal: key, node: NodeId(4) }]);
     assert!(m.poll(&b.dir, 0).is_empty(), "one probe at a time");
@@ -56,7 +61,6 @@ fn a_move_is_reconfigured_confirmed_by_a_quorum_of_the_new_voters_then_recorded_
     let mut b = cell_moving();
     let key = jkey(100, 7);
     let mut m = mover();
-    hosted(&mut m, &b, key, 0);
     let voters = vec![NodeId(1), NodeId(4), NodeId(3)];
     assert_eq!(m.poll(&b.dir, 0), vec![MoveAction::Reconfigure { journal: key, epoch: Epoch(1), voters }]);
     assert!(m.poll(&b.dir, 0).is_empty(), "one call at a time");
@@ -89,7 +93,6 @@ fn a_failed_step_is_tried_again_after_the_pause_and_an_earlier_epoch_in_force_is
     let b = cell_moving();
     let key = jkey(100, 7);
     let mut m = mover();
-    hosted(&mut m, &b, key, 0);
     assert_eq!(m.poll(&b.dir, 0).len(), 1);
     m.on_result(MoveResult::Failed { journal: key }, 10);
     assert!(m.poll(&b.dir, 10 + RETRY - 1).is_empty(), "not before the pause");
@@ -117,7 +120,7 @@ fn moves_are_carried_out_at_most_moves_max_at_once_and_one_the_directory_dropped
     assert!(matches!(b.run(move_done(100, 10, 1)), Verdict::Accepted(_)));
     let next = m.poll(&b.dir, 0);
     assert_eq!(m.in_progress(), 2, "journal 10 forgotten, the next one taken on");
-    assert!(matches!(next[..], [MoveAction::Probe { journal, .. }] if journal == jkey(100, 12)));
+    assert!(matches!(next[..], [MoveAction::Reconfigure { journal, .. }] if journal == jkey(100, 12)));
     let deleted = Command::DeleteJournal { tenant: paros_core::ids::TenantId(100), name: journal_name("j1") };
     assert!(matches!(b.run(deleted), Verdict::Accepted(_)));
     m.poll(&b.dir, 0);

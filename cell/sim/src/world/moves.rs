@@ -274,9 +274,10 @@ impl<H: Host> World<H> {
         self.moves.tracked.push(Tracked::new(None, key, id, from, to));
     }
 
-    /// Whether a seat move to `id` was asked for and is not done.
-    pub(super) fn is_move_target(&self, id: NodeId) -> bool {
-        self.moves.tracked.iter().any(|t| t.to == id && t.done_at.is_none())
+    /// Whether a seat move of the registry journal to `id` was asked for and is not done.
+    pub(super) fn is_registry_move_target(&self, id: NodeId) -> bool {
+        let registry = self.registry.plan.key;
+        self.moves.tracked.iter().any(|t| t.key == registry && t.to == id && t.done_at.is_none())
     }
 
     fn is_up(&self, id: NodeId) -> bool {

@@ -67,18 +67,23 @@ impl<H: Host> World<H> {
         }
     }
 
-    /// Voter machine `m` (or the next voter that is no seat move's target) loses its disk: it
-    /// crashes, its disk is wiped, and it boots again, asserting its identity: the store
-    /// refuses (`boot` marks the machine refused). The machine comes back as a new identity
-    /// later ([`Self::on_rejoin`]).
+    /// Voter machine `m` (or the next voter that is not the target of a registry seat move)
+    /// loses its disk: it crashes, its disk is wiped, and it boots again, asserting its
+    /// identity: the store refuses (`boot` marks the machine refused). The machine comes back
+    /// as a new identity later ([`Self::on_rejoin`]).
     ///
-    /// Not a move's target: nothing abandons a move whose target is gone for good
-    /// (docs/reconfiguration.md, "Not yet"), so such a move would never complete.
+    /// Not a registry move's target: the mover waits for that target to host the registry
+    /// journal before the stop-sign, and nothing abandons a move whose target is gone for good
+    /// (docs/reconfiguration.md, "Not yet"). A tenant journal's move to a wiped target
+    /// completes with a dead voter, which the planner then heals.
     pub(super) fn on_wipe(&mut self, m: usize) {
         let voters = self.params.voters;
         let wipeable = |w: &World<H>, i: usize| {
             let mach = &w.machines[i];
-            mach.present && !mach.refused && mach.spec.role == MachineRole::Voter && !w.is_move_target(mach.spec.id)
+            mach.present
+                && !mach.refused
+                && mach.spec.role == MachineRole::Voter
+                && !w.is_registry_move_target(mach.spec.id)
         };
         let Some(m) = (0..voters).map(|k| (m + k) % voters).find(|i| wipeable(self, *i)) else { return };
         let id = self.machines[m].spec.id;
