@@ -330,8 +330,11 @@ pub trait Placer: Send + Sync + 'static {
         journals: Vec<Assignment>,
     ) -> impl Future<Output = Result<Vec<Result<(), Self::Refusal>>, PlacerStopped>> + Send;
 
-    /// Removes `journal` from the node: callers waiting on it are answered that it is unknown.
-    fn remove(&self, journal: JournalKey) -> impl Future<Output = Result<(), PlacerStopped>> + Send;
+    /// Removes `journal` from the node as the directory at configuration `epoch` asks: callers
+    /// waiting on it are answered that it is unknown. `false` when the node refused: its copy
+    /// promised in a later epoch, so the directory is behind the journal's own log there
+    /// (docs/reconfiguration.md, rule 13); asked again when the directory moves.
+    fn remove(&self, journal: JournalKey, epoch: u64) -> impl Future<Output = Result<bool, PlacerStopped>> + Send;
 }
 
 /// Starts the follower of node `me`: folds the registry journal `registry` from its floor
@@ -428,16 +431,19 @@ where
                     let placed: Vec<bool> = results.iter().map(Result::is_ok).collect();
                     follower.placed(machine, &journals, &placed);
                 }
-                FollowerEffect::Remove { machine, journal } => {
+                FollowerEffect::Remove { machine, journal, epoch } => {
                     let Some(placer) = placers.get(&machine) else { continue };
-                    if placer.remove(journal).await.is_err() {
-                        placers.remove(&machine);
-                        if placers.is_empty() {
-                            return "every node stopped".into();
+                    match placer.remove(journal, epoch).await {
+                        Ok(true) => follower.removed(machine, journal),
+                        // The node's copy is ahead of the directory: asked again once it moves.
+                        Ok(false) => {}
+                        Err(_) => {
+                            placers.remove(&machine);
+                            if placers.is_empty() {
+                                return "every node stopped".into();
+                            }
                         }
-                        continue;
                     }
-                    follower.removed(machine, journal);
                 }
                 FollowerEffect::Publish => {
                     followed.directory = follower.directory();

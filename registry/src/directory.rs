@@ -212,8 +212,8 @@ pub struct Journal {
     /// (docs/reconfiguration.md).
     pub founders: Box<[NodeId]>,
     /// The machines a seat of it moved off (`MoveDone`'s `from`), each once, in the order they
-    /// first left: bounded by the machines the cell admitted. Neither they nor the founders may
-    /// be a move's target again ([`Journal::held_a_seat`]).
+    /// first left: bounded by the machines the cell admitted. Such a machine may take a seat
+    /// again; it is placed from the epoch in force ([`Journal::seat_epoch`]).
     pub left: Box<[NodeId]>,
     /// The tier it is placed on, fixed at creation.
     pub tier: Option<TierName>,
@@ -281,21 +281,12 @@ impl Journal {
         self.is_live() && self.moving.is_some_and(|m| m.to == node)
     }
 
-    /// Whether `node` held a seat of the journal once (a founder, or a machine a seat moved off):
-    /// it may never be a move's target. Its follower may remove the journal from its store
-    /// late, after its own walk followed the log into configurations the directory had not
-    /// recorded yet; placed again, its seat's floor (rule 13) would lie below promises it made
-    /// there (docs/reconfiguration.md, "A seat begins in an epoch").
-    pub fn held_a_seat(&self, node: NodeId) -> bool {
-        self.founders.contains(&node) || self.left.contains(&node)
-    }
-
     /// The epoch `node`'s part in the journal begins in, were the journal placed there now on
     /// a store that holds nothing of it: a move's target begins in the move's epoch, any other
     /// machine in the epoch in force (0 until the journal first moved). A store placed so
     /// answers no ballot of an earlier configuration — whose promises it never made, or gave
     /// back with the journal's bytes when a seat moved off it (docs/reconfiguration.md, rule
-    /// 13). The directory's epoch
+    /// 13) — so a machine may take a seat of a journal it held before. The directory's epoch
     /// only follows the journal's (a `MoveDone` is recorded after the stop-sign is decided), so
     /// it never names an epoch the journal has not reached.
     pub fn seat_epoch(&self, node: NodeId) -> u64 {

@@ -9,7 +9,9 @@
 //! - [`FollowerEffect::Place`]: one placement request to a machine; reported with
 //!   [`placed`](Follower::placed) (a placement the machine refuses is counted and not asked
 //!   again until the directory changes it);
-//! - [`FollowerEffect::Remove`]: reported with [`removed`](Follower::removed);
+//! - [`FollowerEffect::Remove`]: reported with [`removed`](Follower::removed) once removed; a
+//!   machine whose copy promised in a later epoch than the directory's refuses (rule 13), is
+//!   not reported, and is asked again at the next application;
 //! - [`FollowerEffect::Publish`]: after the placements, the directory is the machines' now
 //!   ([`directory`](Follower::directory)); reported with [`published`](Follower::published).
 //!
@@ -80,8 +82,9 @@ pub enum NextRead {
 pub enum FollowerEffect {
     /// Place these journals on `machine`, in one request.
     Place { machine: NodeId, journals: Vec<Assignment> },
-    /// Remove `journal` from `machine`.
-    Remove { machine: NodeId, journal: JournalKey },
+    /// Remove `journal` from `machine`, as the directory at configuration `epoch` asks (the
+    /// machine refuses while its copy promised in a later epoch: rule 13).
+    Remove { machine: NodeId, journal: JournalKey, epoch: u64 },
     /// The machines host what [`Follower::directory`] places: publish it.
     Publish,
 }
@@ -260,7 +263,11 @@ impl Follower {
             for chunk in changes.place.chunks(per_request) {
                 effects.push(FollowerEffect::Place { machine: m.id, journals: chunk.to_vec() });
             }
-            effects.extend(changes.remove.into_iter().map(|journal| FollowerEffect::Remove { machine: m.id, journal }));
+            effects.extend(changes.remove.into_iter().map(|journal| FollowerEffect::Remove {
+                machine: m.id,
+                journal,
+                epoch: directory.journal(journal).map_or(u64::MAX, |j| j.moving.map_or(j.epoch, |m| m.epoch).0),
+            }));
         }
         effects.push(FollowerEffect::Publish);
         effects

@@ -13,7 +13,7 @@
 //!    first, then by key.
 //! 2. **Drain**: the seats of draining nodes move off, with at most
 //!    [`PlanConfig::drain_batch_max`] journals moving off draining nodes at once (the moves in
-//!    progress in the directory count).
+//!    progress in the directory count); a journal with a voter gone waits for its heal.
 //! 3. **Rebalance** (after an admit, or whenever loads drift): only when no move is in
 //!    progress or planned, seats move from the most loaded eligible node to the least loaded,
 //!    at most [`PlanConfig::rebalance_moves_per_tick_max`] per call, until their loads are
@@ -168,7 +168,7 @@ impl<'d> Cell<'d> {
         let in_zone = |z: &Zone| remaining.iter().filter(|v| self.zones.get(v).is_some_and(|vz| *vz == z)).count();
         self.parts
             .iter()
-            .filter(|&(id, part)| *part == Part::Eligible && !journal.voters.contains(id) && !journal.held_a_seat(*id))
+            .filter(|&(id, part)| *part == Part::Eligible && !journal.voters.contains(id))
             .map(|(&id, _)| (self.zones.get(&id).map_or(0, |z| in_zone(z)), self.load(id), id))
             .min()
             .map(|(_, _, id)| id)
@@ -225,7 +225,10 @@ pub fn plan(directory: &Directory, config: &PlanConfig, seen: Seen<'_>) -> Vec<P
         if drain_room == 0 || budget == 0 {
             break;
         }
-        if cell.busy.contains(&j.key) {
+        // A journal with a voter gone is healed first: drained now, its next voters would be a
+        // target still catching up, a dead voter and one live one — a journal that stops until
+        // the target hosts it (the simulation's seed 9000181 with seats moving back).
+        if cell.busy.contains(&j.key) || gone_in(j, &cell) > 0 {
             continue;
         }
         let Some(&from) = j.voters.iter().find(|&&v| cell.part(v) == Some(Part::Draining)) else { continue };
@@ -257,9 +260,7 @@ fn rebalance(cell: &mut Cell<'_>, live: &[&Journal], max: usize, out: &mut Vec<P
             eligible.iter().take_while(|&&(lo_load, _)| lo_load + 2 <= hi_load).find_map(|&(_, lo)| {
                 let keeps_zones = |j: &&&Journal| {
                     let after = j.voters.iter().map(|&v| if v == hi { lo } else { v });
-                    !j.voters.contains(&lo)
-                        && !j.held_a_seat(lo)
-                        && cell.zone_count(after) >= cell.zone_count(j.voters.iter().copied())
+                    !j.voters.contains(&lo) && cell.zone_count(after) >= cell.zone_count(j.voters.iter().copied())
                 };
                 let j = givers.iter().find(keeps_zones)?;
                 Some(PlannedMove { journal: j.key, from: hi, to: lo, why: Why::Rebalance })

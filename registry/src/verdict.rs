@@ -260,8 +260,9 @@ pub enum MoveRefusal {
     NotMoving { key: JournalKey },
     /// A `MoveDone` naming another epoch than the move in progress.
     WrongEpoch { key: JournalKey, pending: Epoch, offered: Epoch },
-    /// `node` held a seat of the journal once (a founder, or a seat moved off it): placed
-    /// again it could hold the journal from an empty store below promises it made.
+    /// `node` held a seat of the journal once. Given only by builds before a placement
+    /// carried the epoch its seat begins in (docs/reconfiguration.md, rule 13), which now
+    /// makes such a move safe; kept so that a verdict recorded then still reads.
     HeldASeat { key: JournalKey, node: NodeId },
 }
 

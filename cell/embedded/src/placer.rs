@@ -16,7 +16,7 @@ impl Placer for NodePlacer {
         self.0.place_all(journals).await.map_err(|_| PlacerStopped)
     }
 
-    async fn remove(&self, journal: JournalKey) -> Result<(), PlacerStopped> {
-        self.0.remove(journal).await.map_err(|_| PlacerStopped)
+    async fn remove(&self, journal: JournalKey, epoch: u64) -> Result<bool, PlacerStopped> {
+        self.0.remove(journal, epoch).await.map_err(|_| PlacerStopped)
     }
 }

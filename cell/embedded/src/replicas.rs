@@ -263,10 +263,14 @@ async fn follow(
         if let Some(dir) = dir {
             let changes = changes_for(&dir, target.id, &hosting, &hosted, &target.registry);
             for key in changes.remove {
-                if control.remove(key).await.is_err() {
-                    return;
+                // A replica promises nothing: no epoch holds its removal back.
+                match control.remove(key, u64::MAX).await {
+                    Err(_) => return,
+                    Ok(true) => {
+                        hosted.remove(&key);
+                    }
+                    Ok(false) => {}
                 }
-                hosted.remove(&key);
             }
             if !changes.place.is_empty() {
                 let Ok(results) = control.place_all(changes.place.clone()).await else { return };

@@ -234,3 +234,32 @@ fn a_seat_placed_from_a_later_epoch_refuses_every_earlier_ballot_across_a_crash(
     let v = host.voter(&key(1)).expect("hosted");
     assert!(!v.is_leader() && v.epoch() == 0, "its walk is at epoch 0: it campaigns in nothing until it walks to 3");
 }
+
+/// A follower's directory can lag the journal's own log: a node's copy may have walked into a
+/// later epoch that named it a voter again, and promised there, before its follower applies an
+/// older directory that removes it. Removed, the promise would be forgotten, and the seat given
+/// back later would begin at an epoch below it. The node refuses while its copy promised past
+/// the directory's epoch — awake, or dormant (the promise read from the store) — and removes it
+/// once the directory has reached that epoch.
+#[test]
+fn a_journal_that_promised_past_the_directorys_epoch_is_kept_until_the_directory_reaches_it() {
+    use paros_core::Assignment;
+    let disk = MemStore::new();
+    let founding =
+        JournalConfig { mode: WriterMode::Single, voters: vec![NodeId(0x99), ME, NodeId(0x98)], learners: vec![] };
+    let mut host = node(&disk);
+    host.assign(Assignment { key: key(1), config: founding.clone(), epoch: 2 }, false).expect("placed");
+    host.assign(Assignment { key: key(2), config: founding, epoch: 0 }, false).expect("placed");
+    let _ = host.round(|_| {}).expect("the placements' round");
+    assert!(host.remove_at(&key(1), 1).is_none(), "promised in epoch 2, asked by a directory at 1: kept");
+    assert!(host.voter(&key(1)).is_some(), "still hosted");
+    let expected = disk.identity().expect("identity");
+    drop(host);
+    let mut host = Host::boot_node(disk.clone(), expected, ME, Tunables::default(), 7, true).expect("boots asleep");
+    assert!(host.is_dormant(&key(1)) && host.is_dormant(&key(2)));
+    assert!(host.remove_at(&key(1), 1).is_none(), "dormant, its promise read from the store: kept");
+    assert!(host.is_dormant(&key(1)), "still hosted");
+    assert!(host.remove_at(&key(2), 1).is_some(), "a copy that promised nothing past epoch 1 goes");
+    assert!(host.remove_at(&key(1), 2).is_some(), "the directory reached epoch 2: removed");
+    assert_eq!(host.journal_count(), 0, "both removed");
+}

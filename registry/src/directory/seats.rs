@@ -91,9 +91,6 @@ impl Directory {
         if j.voters.contains(&to) {
             return refused(MoveRefusal::AlreadyAVoter { key, node: to });
         }
-        if j.held_a_seat(to) {
-            return refused(MoveRefusal::HeldASeat { key, node: to });
-        }
         self.check_seat(to).map_err(|r| Refusal::Move(MoveRefusal::Target(r)))?;
         let epoch = j.epoch.next();
         if let Some(j) = self.state.journals.get_mut(&key) {

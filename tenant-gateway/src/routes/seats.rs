@@ -323,9 +323,10 @@ fn refused(r: Refusal) -> ApiError {
                 op(C::UnknownMachine, format!("the registry knows no machine {node}"))
             }
             MoveRefusal::Target(t) => op(C::TargetIneligible, format!("the target may not take a seat: {t:?}")),
-            MoveRefusal::HeldASeat { node, .. } => {
-                op(C::TargetIneligible, format!("{node} held a seat of this journal once and may not take one again"))
-            }
+            MoveRefusal::HeldASeat { node, .. } => op(
+                C::TargetIneligible,
+                format!("{node} held a seat of this journal once (refused by an older registry)"),
+            ),
             other => ApiError::unavailable(format!("the registry refused the move: {other:?}")),
         },
         Refusal::NotInitialized => ApiError::unavailable("the cell is not formed"),

@@ -231,6 +231,26 @@ impl<S: LogStore> Host<S> {
         Ok(())
     }
 
+    /// Removes `key` as a directory at configuration `epoch` asks (rule 13 of
+    /// docs/reconfiguration.md), unless this machine's copy promised in a later epoch: then the
+    /// directory is behind the journal's own log here — a lagging follower removing a journal
+    /// whose log has since named this machine a voter again — and removing it would forget
+    /// that promise, while the seat given back would begin at an epoch below it. Refused, the
+    /// journal stays (`None`); the follower asks again once its directory has moved. A dormant
+    /// journal's promise is read from the store; a read that fails refuses too.
+    pub fn remove_at(&mut self, key: &JournalKey, epoch: u64) -> Option<Vec<(Owed, NodeAnswer)>> {
+        let Some(hosted) = self.journals.get(key) else { return Some(Vec::new()) };
+        let promised = match hosted {
+            Hosted::Voter(v) => Some(v.promised()),
+            Hosted::Replica(_) => Some(Ballot::ZERO),
+            Hosted::Dormant(_) => self.reader.0.load_journal(key).ok().map(|d| d.map_or(Ballot::ZERO, |d| d.promise)),
+        };
+        if promised.is_none_or(|p| p.epoch() > epoch) {
+            return None;
+        }
+        Some(self.remove(key))
+    }
+
     /// Removes a journal from this machine: it stops at once (its pending calls and reads,
     /// those held for its wake too, are answered `UnknownJournal`, returned here for the
     /// caller to deliver), and the removal of its data rides the next round. Removing a

@@ -193,6 +193,8 @@ pub struct Host<S: LogStore> {
     round: Round,
     owing: Owing,
     fetches: Fetches,
+    /// Reads the store while a round holds it: a dormant journal's promise, before removing it.
+    reader: StoreReader,
     liveness: Liveness,
     dormancy: Dormancy,
     /// The replica tiers' feed addresses this machine subscribes to: a journal whose learners
@@ -304,6 +306,7 @@ impl<S: LogStore> Host<S> {
             store.set_incarnation(Incarnation::mint(seed, me))?;
         }
         let incarnation = store.incarnation()?;
+        let reader = StoreReader(Box::new(store.reader()));
         let mut host = Host {
             me,
             incarnation,
@@ -317,6 +320,7 @@ impl<S: LogStore> Host<S> {
             round: Round::default(),
             owing: Owing::default(),
             fetches: Fetches::default(),
+            reader,
             liveness: Liveness::default(),
             dormancy: Dormancy::default(),
             feeds: feeds.iter().copied().collect(),
@@ -453,4 +457,13 @@ struct Boot<'a> {
     asleep: bool,
     node: bool,
     feeds: &'a [NodeId],
+}
+
+/// The host's own reader of its store (see [`LogStore::reader`]).
+struct StoreReader(Box<dyn crate::ports::LogRead + Send>);
+
+impl std::fmt::Debug for StoreReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StoreReader")
+    }
 }

@@ -116,8 +116,9 @@ impl Default for ShellConfig {
 pub enum Control {
     /// Place journals here; the reply says, for each, whether it was placed.
     Place { journals: Vec<Assignment>, reply: tokio::sync::oneshot::Sender<Vec<Result<(), PlaceError>>> },
-    /// Remove a journal from here (its waiting callers are answered `UnknownJournal`).
-    Remove { key: JournalKey, reply: tokio::sync::oneshot::Sender<()> },
+    /// Remove a journal from here as a directory at configuration `epoch` asks (its waiting
+    /// callers are answered `UnknownJournal`); the reply says whether it was removed.
+    Remove { key: JournalKey, epoch: u64, reply: tokio::sync::oneshot::Sender<bool> },
     /// Ask this node's voter of a journal to campaign now.
     Campaign { key: JournalKey },
 }
@@ -190,13 +191,15 @@ impl NodeControl {
         answer.await.map_err(|_| NodeStopped)
     }
 
-    /// Removes `key` from the node.
+    /// Removes `key` from the node as a directory at configuration `epoch` asks
+    /// ([`Host::remove_at`](crate::Host::remove_at)): `false` when the node refused, its copy
+    /// having promised in a later epoch.
     ///
     /// # Errors
     /// [`NodeStopped`].
-    pub async fn remove(&self, key: JournalKey) -> Result<(), NodeStopped> {
+    pub async fn remove(&self, key: JournalKey, epoch: u64) -> Result<bool, NodeStopped> {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        self.tx.send(Control::Remove { key, reply }).await.map_err(|_| NodeStopped)?;
+        self.tx.send(Control::Remove { key, epoch, reply }).await.map_err(|_| NodeStopped)?;
         answer.await.map_err(|_| NodeStopped)
     }
 

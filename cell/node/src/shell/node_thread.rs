@@ -52,13 +52,14 @@ fn apply_control<S: LogStore>(pump: &mut Pump<S>, responders: &mut BTreeMap<Owed
                 .collect();
             let _ = reply.send(results);
         }
-        Control::Remove { key, reply } => {
-            for (owed, answer) in pump.host_mut().remove(&key) {
-                if let Some(r) = responders.remove(&owed) {
-                    let _ = r.send(answer);
+        Control::Remove { key, epoch, reply } => {
+            let removed = pump.host_mut().remove_at(&key, epoch);
+            for (owed, answer) in removed.iter().flatten() {
+                if let Some(r) = responders.remove(owed) {
+                    let _ = r.send(answer.clone());
                 }
             }
-            let _ = reply.send(());
+            let _ = reply.send(removed.is_some());
         }
         Control::Campaign { key } => pump.host_mut().campaign(&key),
     }

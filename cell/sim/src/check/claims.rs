@@ -43,12 +43,13 @@ pub enum Claim {
     MoveTrimJump,
     MoveDrainUnderLoad,
     MoveHeals,
+    MoveBack,
     MoveRegistry,
     WipedNeverVotes,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 40] = [
+    pub const ALL: [Claim; 41] = [
         Claim::OneChosenPerSlot,
         Claim::SameOutcome,
         Claim::PromiseNeverDecreases,
@@ -87,6 +88,7 @@ impl Claim {
         Claim::MoveTrimJump,
         Claim::MoveDrainUnderLoad,
         Claim::MoveHeals,
+        Claim::MoveBack,
         Claim::MoveRegistry,
         Claim::WipedNeverVotes,
     ];
@@ -199,6 +201,10 @@ impl Claim {
                 "reconfiguration: a wiped identity never votes again: its store refuses to boot under it, \
                  and it comes back only as a new identity (reached: a wiped voter's new identity holds a seat)"
             }
+            Claim::MoveBack => {
+                "contested: a seat moves to a machine the journal was on before (a founder or a voter it \
+                 left), placed afresh from the epoch in force, and the move completes"
+            }
         }
     }
 
@@ -238,6 +244,7 @@ impl Claim {
             | Claim::MoveTrimJump
             | Claim::MoveDrainUnderLoad
             | Claim::MoveHeals
+            | Claim::MoveBack
             | Claim::MoveRegistry
             | Claim::WipedNeverVotes => Some(0.05),
             _ => None,

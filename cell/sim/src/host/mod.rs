@@ -191,7 +191,7 @@ pub trait Host: Sized {
 
     /// Removes `journal` from here (its removal rides the next round's sync); its waiting calls
     /// and reads get no answer.
-    fn remove(&mut self, journal: &JournalKey);
+    fn remove(&mut self, journal: &JournalKey, epoch: u64) -> bool;
 
     /// True when `journal` is placed here (awake or dormant).
     fn hosts(&self, journal: &JournalKey) -> bool;

@@ -378,12 +378,14 @@ impl Host for NodeHost {
         host.assign(assignment, asleep).is_ok()
     }
 
-    fn remove(&mut self, journal: &JournalKey) {
+    fn remove(&mut self, journal: &JournalKey, epoch: u64) -> bool {
         self.wake(Wake::Idle);
+        let Some(removed) = self.pump.host_mut().remove_at(journal, epoch) else { return false };
         self.dormant_probes.get_mut().remove(journal);
-        for (owed, _) in self.pump.host_mut().remove(journal) {
+        for (owed, _) in removed {
             self.owed.remove(&owed);
         }
+        true
     }
 
     fn campaign(&mut self, journal: &JournalKey) {

@@ -81,6 +81,8 @@ struct Tracked {
     jumped: bool,
     /// A write to the journal was acknowledged while the move was in progress.
     acked: bool,
+    /// The target hosted the journal before (a founder, a voter or an earlier move's target).
+    back: bool,
     /// The coordinator terms (machine, term) whose mover asked for the `Reconfigure`, and the
     /// one whose mover recorded it done.
     asked_by: Vec<(usize, u64)>,
@@ -103,6 +105,7 @@ impl Tracked {
             leader_changed: false,
             jumped: false,
             acked: false,
+            back: false,
             asked_by: Vec::new(),
             recorded_by: None,
         }
@@ -121,8 +124,8 @@ pub(super) struct MovesWorld {
     tracked: Vec<Tracked>,
     /// The epoch of the voters each workload journal's clients were last routed to.
     routed: Vec<u64>,
-    /// Every machine each journal was ever placed on as a voter or a move's target: never a
-    /// move's target again (see [`World::on_seat_move`]).
+    /// Every machine each journal was ever placed on as a voter or a move's target: one taking
+    /// a seat again is placed from the epoch in force (docs/reconfiguration.md, rule 13).
     hosted: Vec<std::collections::BTreeSet<NodeId>>,
     /// Since when each machine is down (the planner's liveness: when it was last seen up).
     down_since: Vec<Option<u64>>,
@@ -184,10 +187,7 @@ impl<H: Host> World<H> {
             return;
         }
         let Some(j) = directory.and_then(|d| d.journal(key)) else { return };
-        // A machine the journal was on is never a target again (the registry refuses it).
-        if j.held_a_seat(to) || w.is_some_and(|w| self.moves.hosted[w].contains(&to)) {
-            return;
-        }
+        let back = j.founders.contains(&to) || w.is_some_and(|w| self.moves.hosted[w].contains(&to));
         let script = &self.registry.script;
         if self.moves.tracked.iter().any(|t| t.key == key && t.done_at.is_none() && script.answer_of(t.id).is_none()) {
             return;
@@ -203,7 +203,7 @@ impl<H: Host> World<H> {
         self.trace.event(self.now, "move", &[key.journal.0, from.0, to.0], || {
             format!("the planner ({why:?}) moves {key:?}'s seat from {from:?} to {to:?}")
         });
-        self.moves.tracked.push(Tracked::new(Some(why), key, id, from, to));
+        self.moves.tracked.push(Tracked { back, ..Tracked::new(Some(why), key, id, from, to) });
     }
 
     /// The directory the most machines' followers agree is newest: the one of the follower
@@ -215,12 +215,12 @@ impl<H: Host> World<H> {
     }
 
     /// The operator asks for a seat move of a workload journal whose seat can go somewhere: to
-    /// a node that never hosted it. A machine the journal left, placed again, would host it
-    /// from an empty store with the founding configuration, and walk into every configuration
-    /// that named it before with no promise of its own: an old voter that forgot its votes
-    /// (seed 9000015 of the first version, which moved a founder out and back: the founder
-    /// campaigned in epoch 0 from a fresh store). The registry refuses such a move
-    /// (`HeldASeat`); the operator here never asks for one.
+    /// a node that is not its voter — half the time, when there is one, a node it was on before
+    /// (a founder or a voter it left). Placed again, such a machine hosts the journal from an
+    /// empty store and walks into every configuration that named it before: unless it is
+    /// placed from the epoch in force (rule 13), an old voter that forgot its votes (seed
+    /// 9000015 of the first version: a founder moved out and back campaigned in epoch 0 from a
+    /// fresh store).
     pub(super) fn on_seat_move(&mut self) {
         let Some(directory) = self.operator_directory() else { return };
         let nodes: Vec<NodeId> = self
@@ -236,12 +236,8 @@ impl<H: Host> World<H> {
             .filter(|(k, _)| *k != registry)
             .filter_map(|(k, _)| directory.journal(*k))
             .filter(|j| j.is_live() && j.moving.is_none())
-            .filter_map(|j| {
-                let w = self.journals.iter().position(|(k, _)| *k == j.key)?;
-                let hosted = &self.moves.hosted[w];
-                let fresh = |n: &NodeId| !j.voters.contains(n) && !j.founders.contains(n) && !hosted.contains(n);
-                nodes.iter().any(fresh).then(|| (j.key, j.voters.to_vec()))
-            })
+            .filter(|j| nodes.iter().any(|n| !j.voters.contains(n)))
+            .map(|j| (j.key, j.voters.to_vec()))
             .collect();
         if candidates.is_empty() {
             return;
@@ -258,20 +254,20 @@ impl<H: Host> World<H> {
         let w = self.journals.iter().position(|(k, _)| *k == key).expect("a workload journal");
         let founders = directory.journal(key).map(|j| j.founders.to_vec()).unwrap_or_default();
         let hosted = &self.moves.hosted[w];
-        let spare: Vec<NodeId> = nodes
-            .iter()
-            .copied()
-            .filter(|n| !voters.contains(n) && !founders.contains(n) && !hosted.contains(n))
-            .collect();
+        let was_on = |n: &NodeId| founders.contains(n) || hosted.contains(n);
+        let spare: Vec<NodeId> = nodes.iter().copied().filter(|n| !voters.contains(n)).collect();
+        let former: Vec<NodeId> = spare.iter().copied().filter(was_on).collect();
         let rng = &mut self.moves.rng;
-        let to = spare[rng.below(spare.len() as u64) as usize];
+        let pool = if !former.is_empty() && rng.chance(500_000) { &former } else { &spare };
+        let to = pool[rng.below(pool.len() as u64) as usize];
+        let back = was_on(&to);
         let id = RequestId(u128::from(rng.u64()) << 64 | u128::from(rng.u64()));
         let op = Op::Command(Command::MoveSeat { journal: key, from, to });
         self.registry.script.push(Scripted { at_ns: self.now, request: Request { id, op } });
         self.trace.event(self.now, "move", &[key.journal.0, from.0, to.0], || {
             format!("the operator asks to move {key:?}'s seat from {from:?} to {to:?}")
         });
-        self.moves.tracked.push(Tracked::new(None, key, id, from, to));
+        self.moves.tracked.push(Tracked { back, ..Tracked::new(None, key, id, from, to) });
     }
 
     /// Whether a seat move of the registry journal to `id` was asked for and is not done.
@@ -415,6 +411,9 @@ impl<H: Host> World<H> {
             }
             if t.why == Some(Why::Heal) {
                 claims.reach(Claim::MoveHeals);
+            }
+            if t.back {
+                claims.reach(Claim::MoveBack);
             }
             if t.key == self.registry.plan.key {
                 claims.reach(Claim::MoveRegistry);

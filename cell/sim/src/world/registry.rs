@@ -424,8 +424,14 @@ impl<H: Host> World<H> {
                     }
                     changed = true;
                 }
-                FollowerEffect::Remove { machine, journal } => {
-                    host.remove(&journal);
+                FollowerEffect::Remove { machine, journal, epoch } => {
+                    if !host.remove(&journal, epoch) {
+                        let key = journal;
+                        self.trace.event(now, "keep", &[id.0, key.journal.0], || {
+                            format!("{id:?} keeps {key:?}: its copy promised past the directory's epoch {epoch}")
+                        });
+                        continue;
+                    }
                     if mach.spec.role == MachineRole::Voter {
                         mach.spec.placements.retain(|p| p.key != journal);
                     }
