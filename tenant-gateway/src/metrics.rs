@@ -420,6 +420,69 @@ impl Collector for CellCollector {
     }
 }
 
+/// The seat moves this gateway saw recorded and not yet done, timed from the first directory
+/// it folded that showed each one: the source of `cell_move_duration_seconds`. The directory
+/// keeps no time of a `MoveSeat` or a `MoveDone`, so the gateway's own clock, at its folds,
+/// is the measure; a move already recorded in the first directory it saw has no known start
+/// and is not timed. Bounded by the directory's moves in progress.
+#[derive(Debug, Default)]
+pub(crate) struct MoveClock {
+    /// Each move in progress by journal: its epoch, and when it was first seen (`None`: in
+    /// the first directory this clock saw, so its start is unknown).
+    started: HashMap<paros_core::JournalKey, (paros_registry::Epoch, Option<std::time::Instant>)>,
+    /// Whether a directory was seen: moves first seen after it started while the gateway ran.
+    primed: bool,
+}
+
+impl MoveClock {
+    /// Takes in the directory as folded at `now`; returns how long each move it finds
+    /// recorded done took (those whose start it saw). One pass over the directory's journals.
+    pub(crate) fn on_directory(
+        &mut self,
+        d: &paros_registry::Directory,
+        now: std::time::Instant,
+    ) -> Vec<std::time::Duration> {
+        let mut done = Vec::new();
+        let seen_at = self.primed.then_some(now);
+        let mut moving = std::collections::HashSet::new();
+        for (j, m) in d.moves_in_progress() {
+            moving.insert(j.key);
+            match self.started.get(&j.key) {
+                Some((epoch, _)) if *epoch == m.epoch => {}
+                // A move recorded after an earlier one of the same journal was done between
+                // two folds: the earlier one ends here, the new one starts here.
+                Some((epoch, start)) => {
+                    if let Some(start) = start.filter(|_| j.epoch >= *epoch) {
+                        done.push(now.saturating_duration_since(start));
+                    }
+                    self.started.insert(j.key, (m.epoch, seen_at));
+                }
+                None => {
+                    self.started.insert(j.key, (m.epoch, seen_at));
+                }
+            }
+        }
+        self.started.retain(|key, (epoch, start)| {
+            if moving.contains(key) {
+                return true;
+            }
+            // Recorded done (the journal reached the move's epoch), or the journal is gone.
+            let reached = d.journal(*key).is_some_and(|j| j.is_live() && j.epoch >= *epoch);
+            if let Some(start) = start.filter(|_| reached) {
+                done.push(now.saturating_duration_since(start));
+            }
+            false
+        });
+        self.primed = true;
+        done
+    }
+}
+
+/// Buckets of `cell_move_duration_seconds`: 0.1 s to about 27 minutes, doubling.
+fn move_duration_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.1, 2.0, 15))
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RoleLabels {
     role: &'static str,
@@ -489,6 +552,9 @@ pub struct Metrics {
     names: Names,
     /// When the node port last reported each node (bounded by the cell's machines).
     seen: Arc<Mutex<HashMap<NodeId, std::time::Instant>>>,
+    /// Seat moves' durations, as this gateway saw them ([`MoveClock`]).
+    move_durations: Histogram,
+    moves: Mutex<MoveClock>,
 }
 
 /// One (method, route, status)'s request counter and its (method, route)'s latency histogram.
@@ -553,6 +619,14 @@ impl Metrics {
         if let Some(port) = &nodes {
             registry.register_collector(Box::new(NodeCollector(Arc::clone(port), Arc::clone(&names))));
         }
+        let move_durations = move_duration_histogram();
+        registry.register(
+            "cell_move_duration_seconds",
+            "Seat moves from the first registry fold this gateway saw showing each recorded (MoveSeat) to the first \
+             showing it done (MoveDone), by this gateway's clock; a move in progress when the gateway started is \
+             not timed",
+            move_durations.clone(),
+        );
         registry.register_collector(Box::new(CellCollector {
             names: Arc::clone(&names),
             nodes: nodes.clone(),
@@ -571,6 +645,18 @@ impl Metrics {
             tenants: RwLock::default(),
             names,
             seen,
+            move_durations,
+            moves: Mutex::default(),
+        }
+    }
+
+    /// Times the seat moves in the directory as folded now (`cell_move_duration_seconds`):
+    /// the gateway calls it with each directory it folds.
+    pub fn time_moves(&self, directory: &paros_registry::Directory) {
+        let now = std::time::Instant::now();
+        let done = self.moves.lock().unwrap_or_else(std::sync::PoisonError::into_inner).on_directory(directory, now);
+        for took in done {
+            self.move_durations.observe(took.as_secs_f64());
         }
     }
 
