@@ -887,6 +887,105 @@ mod tests {
         assert!(parse_prometheus(&open).is_err(), "OpenMetrics is another format");
     }
 
+    /// A directory folded from commands: founders 1 to 3, nodes 4 to 6 admitted, tenant 7 with
+    /// journals 1 and 2 on the founders. Every command must be accepted.
+    struct Folded {
+        directory: paros_registry::Directory,
+        next: u64,
+    }
+
+    impl Folded {
+        fn apply(&mut self, command: paros_registry::Command) {
+            let id = paros_registry::RequestId(u128::from(self.next) + 1);
+            let record = paros_registry::Record { id, command };
+            self.directory.apply_record(paros_core::Seq(self.next), &record.encode());
+            self.next += 1;
+            let verdict = self.directory.answer(id);
+            assert!(matches!(verdict, Some(paros_registry::Verdict::Accepted(_))), "{record:?}: {verdict:?}");
+        }
+
+        fn key(journal: u64) -> paros_core::JournalKey {
+            paros_core::JournalKey { tenant: TenantId(7), journal: paros_core::JournalId(journal) }
+        }
+
+        fn move_seat(&mut self, journal: u64, from: u64, to: u64) {
+            let (journal, from, to) = (Folded::key(journal), NodeId(from), NodeId(to));
+            self.apply(paros_registry::Command::MoveSeat { journal, from, to });
+        }
+
+        fn move_done(&mut self, journal: u64, epoch: u64) {
+            let (journal, epoch) = (Folded::key(journal), paros_registry::Epoch(epoch));
+            self.apply(paros_registry::Command::MoveDone { journal, epoch });
+        }
+    }
+
+    fn folded() -> Folded {
+        use paros_registry::{BusAddress, Command, Member, Zone};
+        let mut f = Folded { directory: paros_registry::Directory::new(), next: 0 };
+        let address = |i| BusAddress::new(format!("mem:{i}")).unwrap();
+        let zone = |i| Zone::new(format!("z{i}")).unwrap();
+        let members = (1..=3).map(|i| Member { id: NodeId(i), bus_address: address(i), zone: zone(i) }).collect();
+        let limits = paros_registry::Limits::default();
+        let registry = paros_core::JournalId(99);
+        f.apply(Command::InitCell { cell: paros_registry::CellId(1), members, registry, limits });
+        for i in 4..=6 {
+            let incarnation = paros_registry::Incarnation(i);
+            let role = paros_registry::Role::Node;
+            f.apply(Command::Admit { id: NodeId(i), role, bus_address: address(i), zone: zone(i), incarnation });
+        }
+        let name = paros_registry::TenantName::parse("acme").unwrap();
+        f.apply(Command::SignUp { tenant: TenantId(7), name, quotas: paros_registry::Quotas::default() });
+        for j in [1, 2] {
+            f.apply(Command::CreateJournal {
+                tenant: TenantId(7),
+                journal: paros_core::JournalId(j),
+                name: paros_registry::JournalName::parse(&format!("j{j}")).unwrap(),
+                mode: paros_core::journal::WriterMode::Single,
+                voters: vec![NodeId(1), NodeId(2), NodeId(3)],
+            });
+        }
+        f
+    }
+
+    #[test]
+    fn the_move_clock_times_the_moves_it_saw_recorded_and_done_and_no_other() {
+        use std::time::{Duration, Instant};
+        let mut f = folded();
+        let mut clock = MoveClock::default();
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        // Journal 1's move is in progress in the first directory: its start is unknown.
+        f.move_seat(1, 1, 4);
+        assert!(clock.on_directory(&f.directory, at(0)).is_empty());
+        f.move_done(1, 1);
+        assert!(clock.on_directory(&f.directory, at(100)).is_empty(), "a move first seen in progress is not timed");
+
+        // Journal 2's move, seen recorded at 200 ms and done at 1,700 ms.
+        f.move_seat(2, 1, 4);
+        assert!(clock.on_directory(&f.directory, at(200)).is_empty());
+        assert!(clock.on_directory(&f.directory, at(900)).is_empty(), "still in progress");
+        f.move_done(2, 1);
+        assert_eq!(clock.on_directory(&f.directory, at(1_700)), vec![Duration::from_millis(1_500)]);
+        assert!(clock.on_directory(&f.directory, at(1_800)).is_empty(), "timed once");
+
+        // Done and the next move recorded between two directories: one ends, the next starts.
+        f.move_seat(2, 2, 5);
+        assert!(clock.on_directory(&f.directory, at(2_000)).is_empty());
+        f.move_done(2, 2);
+        f.move_seat(2, 3, 6);
+        assert_eq!(clock.on_directory(&f.directory, at(2_500)), vec![Duration::from_millis(500)]);
+        f.move_done(2, 3);
+        assert_eq!(clock.on_directory(&f.directory, at(2_600)), vec![Duration::from_millis(100)]);
+
+        // A journal deleted while its seat moves: not timed, and forgotten.
+        f.move_seat(1, 2, 5);
+        assert!(clock.on_directory(&f.directory, at(3_000)).is_empty());
+        let name = paros_registry::JournalName::parse("j1").unwrap();
+        f.apply(paros_registry::Command::DeleteJournal { tenant: TenantId(7), name });
+        assert!(clock.on_directory(&f.directory, at(3_500)).is_empty(), "a deleted journal's move never ends");
+        assert!(clock.started.is_empty(), "nothing is kept of moves no longer in progress");
+    }
+
     #[test]
     fn the_process_cpu_is_split_by_thread_role() {
         let m = Metrics::new(None);
