@@ -430,7 +430,8 @@ pub(crate) struct MoveClock {
     /// Each move in progress by journal: its epoch, and when it was first seen (`None`: in
     /// the first directory this clock saw, so its start is unknown).
     started: HashMap<paros_core::JournalKey, (paros_registry::Epoch, Option<std::time::Instant>)>,
-    /// Whether a directory was seen: moves first seen after it started while the gateway ran.
+    /// Whether a directory was seen before: a move first seen after it was recorded while this
+    /// clock ran, so its first sight is its start.
     primed: bool,
 }
 
