@@ -420,6 +420,70 @@ impl Collector for CellCollector {
     }
 }
 
+/// The seat moves this gateway saw recorded and not yet done, timed from the first directory
+/// it folded that showed each one: the source of `cell_move_duration_seconds`. The directory
+/// keeps no time of a `MoveSeat` or a `MoveDone`, so the gateway's own clock, at its folds,
+/// is the measure; a move already recorded in the first directory it saw has no known start
+/// and is not timed. Bounded by the directory's moves in progress.
+#[derive(Debug, Default)]
+pub(crate) struct MoveClock {
+    /// Each move in progress by journal: its epoch, and when it was first seen (`None`: in
+    /// the first directory this clock saw, so its start is unknown).
+    started: HashMap<paros_core::JournalKey, (paros_registry::Epoch, Option<std::time::Instant>)>,
+    /// Whether a directory was seen before: a move first seen after it was recorded while this
+    /// clock ran, so its first sight is its start.
+    primed: bool,
+}
+
+impl MoveClock {
+    /// Takes in the directory as folded at `now`; returns how long each move it finds
+    /// recorded done took (those whose start it saw). One pass over the directory's journals.
+    pub(crate) fn on_directory(
+        &mut self,
+        d: &paros_registry::Directory,
+        now: std::time::Instant,
+    ) -> Vec<std::time::Duration> {
+        let mut done = Vec::new();
+        let seen_at = self.primed.then_some(now);
+        let mut moving = std::collections::HashSet::new();
+        for (j, m) in d.moves_in_progress() {
+            moving.insert(j.key);
+            match self.started.get(&j.key) {
+                Some((epoch, _)) if *epoch == m.epoch => {}
+                // A move recorded after an earlier one of the same journal was done between
+                // two folds: the earlier one ends here, the new one starts here.
+                Some((epoch, start)) => {
+                    if let Some(start) = start.filter(|_| j.epoch >= *epoch) {
+                        done.push(now.saturating_duration_since(start));
+                    }
+                    self.started.insert(j.key, (m.epoch, seen_at));
+                }
+                None => {
+                    self.started.insert(j.key, (m.epoch, seen_at));
+                }
+            }
+        }
+        self.started.retain(|key, (epoch, start)| {
+            if moving.contains(key) {
+                return true;
+            }
+            // Recorded done (the journal reached the move's epoch), or the journal is gone.
+            let reached = d.journal(*key).is_some_and(|j| j.is_live() && j.epoch >= *epoch);
+            if let Some(start) = start.filter(|_| reached) {
+                done.push(now.saturating_duration_since(start));
+            }
+            false
+        });
+        self.primed = true;
+        done
+    }
+}
+
+/// Buckets of `cell_move_duration_seconds`: 0.1 s to about 27 minutes, doubling.
+fn move_duration_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.1, 2.0, 15))
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RoleLabels {
     role: &'static str,
@@ -489,6 +553,9 @@ pub struct Metrics {
     names: Names,
     /// When the node port last reported each node (bounded by the cell's machines).
     seen: Arc<Mutex<HashMap<NodeId, std::time::Instant>>>,
+    /// Seat moves' durations, as this gateway saw them ([`MoveClock`]).
+    move_durations: Histogram,
+    moves: Mutex<MoveClock>,
 }
 
 /// One (method, route, status)'s request counter and its (method, route)'s latency histogram.
@@ -553,6 +620,14 @@ impl Metrics {
         if let Some(port) = &nodes {
             registry.register_collector(Box::new(NodeCollector(Arc::clone(port), Arc::clone(&names))));
         }
+        let move_durations = move_duration_histogram();
+        registry.register(
+            "cell_move_duration_seconds",
+            "Seat moves from the first registry fold this gateway saw showing each recorded (MoveSeat) to the first \
+             showing it done (MoveDone), by this gateway's clock; a move in progress when the gateway started is \
+             not timed",
+            move_durations.clone(),
+        );
         registry.register_collector(Box::new(CellCollector {
             names: Arc::clone(&names),
             nodes: nodes.clone(),
@@ -571,6 +646,18 @@ impl Metrics {
             tenants: RwLock::default(),
             names,
             seen,
+            move_durations,
+            moves: Mutex::default(),
+        }
+    }
+
+    /// Times the seat moves in the directory as folded now (`cell_move_duration_seconds`):
+    /// the gateway calls it with each directory it folds.
+    pub fn time_moves(&self, directory: &paros_registry::Directory) {
+        let now = std::time::Instant::now();
+        let done = self.moves.lock().unwrap_or_else(std::sync::PoisonError::into_inner).on_directory(directory, now);
+        for took in done {
+            self.move_durations.observe(took.as_secs_f64());
         }
     }
 
@@ -799,6 +886,105 @@ mod tests {
         assert!(open.ends_with("# EOF\n"), "{open}");
         assert!(open.contains("# TYPE paros_gateway_requests counter\n"), "{open}");
         assert!(parse_prometheus(&open).is_err(), "OpenMetrics is another format");
+    }
+
+    /// A directory folded from commands: founders 1 to 3, nodes 4 to 6 admitted, tenant 7 with
+    /// journals 1 and 2 on the founders. Every command must be accepted.
+    struct Folded {
+        directory: paros_registry::Directory,
+        next: u64,
+    }
+
+    impl Folded {
+        fn apply(&mut self, command: paros_registry::Command) {
+            let id = paros_registry::RequestId(u128::from(self.next) + 1);
+            let record = paros_registry::Record { id, command };
+            self.directory.apply_record(paros_core::Seq(self.next), &record.encode());
+            self.next += 1;
+            let verdict = self.directory.answer(id);
+            assert!(matches!(verdict, Some(paros_registry::Verdict::Accepted(_))), "{record:?}: {verdict:?}");
+        }
+
+        fn key(journal: u64) -> paros_core::JournalKey {
+            paros_core::JournalKey { tenant: TenantId(7), journal: paros_core::JournalId(journal) }
+        }
+
+        fn move_seat(&mut self, journal: u64, from: u64, to: u64) {
+            let (journal, from, to) = (Folded::key(journal), NodeId(from), NodeId(to));
+            self.apply(paros_registry::Command::MoveSeat { journal, from, to });
+        }
+
+        fn move_done(&mut self, journal: u64, epoch: u64) {
+            let (journal, epoch) = (Folded::key(journal), paros_registry::Epoch(epoch));
+            self.apply(paros_registry::Command::MoveDone { journal, epoch });
+        }
+    }
+
+    fn folded() -> Folded {
+        use paros_registry::{BusAddress, Command, Member, Zone};
+        let mut f = Folded { directory: paros_registry::Directory::new(), next: 0 };
+        let address = |i| BusAddress::new(format!("mem:{i}")).unwrap();
+        let zone = |i| Zone::new(format!("z{i}")).unwrap();
+        let members = (1..=3).map(|i| Member { id: NodeId(i), bus_address: address(i), zone: zone(i) }).collect();
+        let limits = paros_registry::Limits::default();
+        let registry = paros_core::JournalId(99);
+        f.apply(Command::InitCell { cell: paros_registry::CellId(1), members, registry, limits });
+        for i in 4..=6 {
+            let incarnation = paros_registry::Incarnation(i);
+            let role = paros_registry::Role::Node;
+            f.apply(Command::Admit { id: NodeId(i), role, bus_address: address(i), zone: zone(i), incarnation });
+        }
+        let name = paros_registry::TenantName::parse("acme").unwrap();
+        f.apply(Command::SignUp { tenant: TenantId(7), name, quotas: paros_registry::Quotas::default() });
+        for j in [1, 2] {
+            f.apply(Command::CreateJournal {
+                tenant: TenantId(7),
+                journal: paros_core::JournalId(j),
+                name: paros_registry::JournalName::parse(&format!("j{j}")).unwrap(),
+                mode: paros_core::journal::WriterMode::Single,
+                voters: vec![NodeId(1), NodeId(2), NodeId(3)],
+            });
+        }
+        f
+    }
+
+    #[test]
+    fn the_move_clock_times_the_moves_it_saw_recorded_and_done_and_no_other() {
+        use std::time::{Duration, Instant};
+        let mut f = folded();
+        let mut clock = MoveClock::default();
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        // Journal 1's move is in progress in the first directory: its start is unknown.
+        f.move_seat(1, 1, 4);
+        assert!(clock.on_directory(&f.directory, at(0)).is_empty());
+        f.move_done(1, 1);
+        assert!(clock.on_directory(&f.directory, at(100)).is_empty(), "a move first seen in progress is not timed");
+
+        // Journal 2's move, seen recorded at 200 ms and done at 1,700 ms.
+        f.move_seat(2, 1, 4);
+        assert!(clock.on_directory(&f.directory, at(200)).is_empty());
+        assert!(clock.on_directory(&f.directory, at(900)).is_empty(), "still in progress");
+        f.move_done(2, 1);
+        assert_eq!(clock.on_directory(&f.directory, at(1_700)), vec![Duration::from_millis(1_500)]);
+        assert!(clock.on_directory(&f.directory, at(1_800)).is_empty(), "timed once");
+
+        // Done and the next move recorded between two directories: one ends, the next starts.
+        f.move_seat(2, 2, 5);
+        assert!(clock.on_directory(&f.directory, at(2_000)).is_empty());
+        f.move_done(2, 2);
+        f.move_seat(2, 3, 6);
+        assert_eq!(clock.on_directory(&f.directory, at(2_500)), vec![Duration::from_millis(500)]);
+        f.move_done(2, 3);
+        assert_eq!(clock.on_directory(&f.directory, at(2_600)), vec![Duration::from_millis(100)]);
+
+        // A journal deleted while its seat moves: not timed, and forgotten.
+        f.move_seat(1, 2, 5);
+        assert!(clock.on_directory(&f.directory, at(3_000)).is_empty());
+        let name = paros_registry::JournalName::parse("j1").unwrap();
+        f.apply(paros_registry::Command::DeleteJournal { tenant: TenantId(7), name });
+        assert!(clock.on_directory(&f.directory, at(3_500)).is_empty(), "a deleted journal's move never ends");
+        assert!(clock.started.is_empty(), "nothing is kept of moves no longer in progress");
     }
 
     #[test]

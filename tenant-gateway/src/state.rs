@@ -126,6 +126,22 @@ fn claim_slot(
     }
 }
 
+/// Hands each directory the gateway folds to its move clock (`Metrics::time_moves`), until
+/// the gateway or the directory's sender is gone.
+async fn time_moves(gateway: std::sync::Weak<Inner>, mut directory: watch::Receiver<Followed>) {
+    loop {
+        let folded = directory.borrow_and_update().directory.clone();
+        let Some(inner) = gateway.upgrade() else { return };
+        if let Some(d) = folded {
+            inner.metrics.time_moves(&d);
+        }
+        drop(inner);
+        if directory.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
 /// A fresh random u64 that is not zero.
 pub(crate) fn random_id() -> u64 {
     u64::from_le_bytes(random_bytes::<8>()) | 1
@@ -184,6 +200,7 @@ impl Gateway {
                 control: std::sync::OnceLock::new(),
             }),
         };
+        tokio::spawn(time_moves(Arc::downgrade(&gateway.inner), gateway.inner.directory.clone()));
         let active = gateway.inner.keys.active.clone();
         if gateway.register_key(&active).await? == Held::Retired {
             return Err(StartError::ActiveKeyRetired(active.kid().to_string()));

@@ -5,6 +5,7 @@
 mod common;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::http::StatusCode;
 use paros_gateway::{Gateway, NodeCounters, NodeStats, SigningKeys, mint_admin_token};
@@ -268,6 +269,22 @@ async fn a_seat_move_is_recorded_pending_and_refused_by_each_rule() {
     assert!(weak.iter().any(|j| j["journal"] == "acme/orders" && j["moving"] == true), "{st}");
 }
 
+/// `/metrics` as text, and its samples by series.
+async fn scrape(r: &axum::Router) -> (String, std::collections::BTreeMap<String, f64>) {
+    let (s, _, body) = raw(r, "GET", "/metrics", None, None, Vec::new()).await;
+    assert_eq!(s, StatusCode::OK);
+    let text = String::from_utf8(body).unwrap();
+    let samples = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (k, v) = l.rsplit_once(' ').unwrap_or_else(|| panic!("a sample: {l}"));
+            (k.to_owned(), v.parse::<f64>().unwrap_or_else(|_| panic!("a number: {l}")))
+        })
+        .collect();
+    (text, samples)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_count_machines_moves_and_journals_below_full_strength() {
     let w = world().await;
@@ -301,17 +318,7 @@ async fn metrics_count_machines_moves_and_journals_below_full_strength() {
     assert_eq!(s, StatusCode::ACCEPTED, "{e}");
     assert_eq!(call(&r, "POST", "/v1/admin/machines/d1/drain", Some(&admin), None).await.0, StatusCode::OK);
 
-    let (s, _, body) = raw(&r, "GET", "/metrics", None, None, Vec::new()).await;
-    assert_eq!(s, StatusCode::OK);
-    let text = String::from_utf8(body).unwrap();
-    let samples: std::collections::BTreeMap<String, f64> = text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .map(|l| {
-            let (k, v) = l.rsplit_once(' ').unwrap_or_else(|| panic!("a sample: {l}"));
-            (k.to_owned(), v.parse::<f64>().unwrap_or_else(|_| panic!("a number: {l}")))
-        })
-        .collect();
+    let (text, samples) = scrape(&r).await;
     let get = |k: &str| samples.get(k).copied().unwrap_or_else(|| panic!("{k} in\n{text}"));
     assert_eq!(get(r#"paros_gateway_cell_machines{role="node",standing="registered"}"#), 3.0);
     assert_eq!(get(r#"paros_gateway_cell_machines{role="node",standing="draining"}"#), 1.0);
@@ -324,4 +331,61 @@ async fn metrics_count_machines_moves_and_journals_below_full_strength() {
     let weak = if v.contains(&silent.to_string()) { 2.0 } else { 1.0 };
     assert_eq!(get("paros_gateway_cell_journals_below_full_strength"), weak, "a journal voted for by {silent}");
     assert!(text.contains("# TYPE paros_gateway_cell_moves_done_total counter\n"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seat_moves_duration_is_measured_from_its_record_to_its_completion() {
+    // Five nodes and the registry's mover at work (the other tests' world has it idle).
+    let dir = tempfile::tempdir().expect("a tempdir");
+    let loops = paros_registry::daemon::CoordinatorLoopConfig::default();
+    let cell = paros_embedded::EmbeddedCell::open_configured(dir.path(), 5, loops).await.expect("opens");
+    cell.init().await.expect("forms");
+    cell.wait_followers(Duration::from_secs(10), |d| d.cell().is_some()).await.expect("folds the formation");
+    let key = paros_gateway::KeyPair::generate(paros_registry::KeyId::new("k1").expect("a key id"));
+    let g = Gateway::start(
+        cell.client.clone(),
+        cell.coordinator(),
+        cell.directory(),
+        test_config(),
+        SigningKeys::new(key.clone()),
+    )
+    .await
+    .expect("the gateway starts");
+    let r = g.router();
+    let admin = mint_admin_token(&key, 60);
+    let (_, owner, _) = signup(&r, "acme").await;
+    create(&r, &owner, "orders", None).await;
+    let count = "paros_gateway_cell_move_duration_seconds_count";
+    let sum = "paros_gateway_cell_move_duration_seconds_sum";
+    let (text, samples) = scrape(&r).await;
+    assert_eq!((samples.get(count), samples.get(sum)), (Some(&0.0), Some(&0.0)), "no move yet:\n{text}");
+    assert!(text.contains("# TYPE paros_gateway_cell_move_duration_seconds histogram\n"), "{text}");
+
+    let d = cell.directory().borrow().directory.clone().expect("folded");
+    let t = d.tenant_by_name(&paros_registry::TenantName::parse("acme").unwrap()).unwrap().id;
+    let j = d.journal_by_name(t, &paros_registry::JournalName::parse("orders").unwrap()).unwrap();
+    let (journal, from) = (j.key, j.voters[0]);
+    let to = *cell.manifest.nodes.iter().find(|n| !j.voters.contains(n)).expect("a node outside");
+    let body = json!({"from": from.to_string(), "to": to.to_string()});
+    let (s, e) = call(&r, "POST", "/v1/admin/journals/acme/orders/move", Some(&admin), Some(body)).await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{e}");
+    let moved = |d: &Directory| d.journal(journal).is_some_and(|j| j.epoch == paros_registry::Epoch(1));
+    cell.wait_followers(Duration::from_secs(60), moved).await.expect("the mover carries the move out");
+
+    // The gateway times the move on its own task, from the same folds.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let (text, samples) = loop {
+        let (text, samples) = scrape(&r).await;
+        if samples.get(count).is_some_and(|n| *n >= 1.0) || tokio::time::Instant::now() > deadline {
+            break (text, samples);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(samples.get(count), Some(&1.0), "the one move, timed:\n{text}");
+    assert!(samples.get(sum).is_some_and(|s| *s > 0.0), "it took some time:\n{text}");
+    let inf = r#"paros_gateway_cell_move_duration_seconds_bucket{le="+Inf"}"#;
+    assert_eq!(samples.get(inf), Some(&1.0), "{text}");
+    assert_eq!(samples.get("paros_gateway_cell_moves_done_total"), Some(&1.0), "{text}");
+    drop(g);
+    let _ = cell.stop();
 }
