@@ -16,10 +16,15 @@
 //!    voters — through paros-client's call rules ([`MoveAction::Reconfigure`]). The journal's
 //!    verdict is `Reconfigured` at that epoch, or `StaleEpoch` naming the epoch in force: at or
 //!    past the move's, an earlier send (or an earlier mover) decided it first;
-//! 2. waits until a quorum of the new voters has applied the journal through the stop-sign
-//!    (rule 6): a linearizable read answered by a voter means it applied through the highest
-//!    slot a quorum had accepted when the read began, which lies past the stop-sign
-//!    ([`MoveAction::Confirm`], one per new voter);
+//! 2. waits until a quorum of the new voters, the target among them, has applied the journal
+//!    through the stop-sign (rule 6): a linearizable read answered by a voter means it applied
+//!    through the highest slot a quorum had accepted when the read began, which lies past the
+//!    stop-sign ([`MoveAction::Confirm`], one per new voter). The quorum alone is met by the
+//!    voters that stay; waiting for the target too means a move recorded done left the journal
+//!    at full strength, its data on the target, before the source gives its copy back (the
+//!    256 MiB move benchmark: recorded done before the target held a byte). A target the
+//!    directory shows gone for good (retired or replaced) is not waited for: the move is
+//!    recorded with the quorum, and the planner heals the dead voter;
 //! 3. appends `MoveDone { journal, epoch }` ([`MoveAction::Done`]) under a request id drawn from
 //!    the journal and the epoch, so a re-driven completion is judged once.
 //!
@@ -97,6 +102,8 @@ struct Tracked {
     epoch: Epoch,
     voters: Vec<NodeId>,
     target: NodeId,
+    /// The directory shows the target retired or replaced: it will never confirm.
+    target_gone: bool,
     phase: Phase,
     /// Actions handed out and not yet answered.
     outstanding: usize,
@@ -148,6 +155,7 @@ impl Mover {
                 epoch,
                 voters,
                 target,
+                target_gone: false,
                 phase: if Some(key) == registry { Phase::Placing } else { Phase::Reconfiguring },
                 outstanding: 0,
                 retry_at: now,
@@ -155,6 +163,15 @@ impl Mover {
         }
         let mut actions = Vec::new();
         for (key, t) in &mut self.tracked {
+            t.target_gone = directory
+                .machine(t.target)
+                .is_none_or(|m| m.standing == crate::command::Standing::Retired || m.is_replaced());
+            if let Phase::Confirming { confirmed } = &t.phase
+                && confirmed_enough(&t.voters, t.target, t.target_gone, confirmed)
+            {
+                t.phase = Phase::Recording;
+                t.outstanding = 0;
+            }
             if t.outstanding > 0 || now < t.retry_at {
                 continue;
             }
@@ -191,7 +208,6 @@ impl Mover {
         };
         let Some(t) = self.tracked.get_mut(&journal) else { return };
         t.outstanding = t.outstanding.saturating_sub(1);
-        let quorum = t.voters.len() / 2 + 1;
         match (result, &mut t.phase) {
             (MoveResult::Hosted { node, .. }, Phase::Placing) if node == t.target => {
                 t.phase = Phase::Reconfiguring;
@@ -201,7 +217,7 @@ impl Mover {
             }
             (MoveResult::Confirmed { node, .. }, Phase::Confirming { confirmed }) => {
                 confirmed.insert(node);
-                if confirmed.len() >= quorum {
+                if confirmed_enough(&t.voters, t.target, t.target_gone, confirmed) {
                     // The reads still out are answered into a phase that no longer waits.
                     t.phase = Phase::Recording;
                     t.outstanding = 0;
@@ -222,6 +238,11 @@ impl Mover {
             }
         }
     }
+}
+
+/// A quorum of the new `voters` confirmed, the `target` among them unless it is `gone` for good.
+fn confirmed_enough(voters: &[NodeId], target: NodeId, gone: bool, confirmed: &BTreeSet<NodeId>) -> bool {
+    confirmed.len() > voters.len() / 2 && (confirmed.contains(&target) || gone)
 }
 
 /// The request id of the `MoveDone` that records `journal`'s move to `epoch`: the same for

@@ -4,7 +4,8 @@
 //! liveness: the planner holds no clock and hears no one), and proposes the next seat moves,
 //! each a [`Command::MoveSeat`] the fold accepts. It never moves a journal that has a move in
 //! progress, proposes at most one move per journal, and never targets a machine that may not
-//! take a seat (not a node, draining, retired, replaced) or that is presumed dead. Every
+//! take a seat (not a node, draining, retired, replaced), that is presumed dead, or that is
+//! down now (unseen for [`PlanConfig::target_unseen_max_s`]). Every
 //! bound is a [`PlanConfig`] field with a default. In priority order:
 //!
 //! 1. **Heal**: a node unseen for [`PlanConfig::replace_after_s`], and a retired or replaced
@@ -38,6 +39,10 @@ use crate::names::Zone;
 pub struct PlanConfig {
     /// Seconds a node may go unseen before its seats are moved to live nodes.
     pub replace_after_s: u64,
+    /// A node unseen this long (and not yet for `replace_after_s`) keeps its seats but takes
+    /// none: a seat moved to a machine that is down waits for it, and the registry journal's
+    /// own seat could not move on at all.
+    pub target_unseen_max_s: u64,
     /// The most journals moving seats off draining nodes at once (in progress and planned).
     pub drain_batch_max: usize,
     /// The most heal moves one call plans.
@@ -52,6 +57,7 @@ impl Default for PlanConfig {
     fn default() -> Self {
         PlanConfig {
             replace_after_s: 300,
+            target_unseen_max_s: 1,
             drain_batch_max: 16,
             heal_moves_per_tick_max: 8,
             rebalance_moves_per_tick_max: 4,
@@ -114,6 +120,8 @@ enum Part {
     Draining,
     /// Gone (unseen too long, retired, replaced): its seats move off first.
     Gone,
+    /// Down for a while ([`PlanConfig::target_unseen_max_s`]): keeps its seats, takes none.
+    Down,
 }
 
 /// The planner's working view of the cell.
@@ -137,6 +145,8 @@ impl<'d> Cell<'d> {
                     Part::Gone
                 } else if m.standing == Standing::Draining {
                     Part::Draining
+                } else if seen.unseen(m.id, config.target_unseen_max_s) {
+                    Part::Down
                 } else {
                     Part::Eligible
                 };

@@ -57,7 +57,7 @@ fn the_registry_journal_is_not_reconfigured_before_the_target_hosts_it() {
 }
 
 #[test]
-fn a_move_is_reconfigured_confirmed_by_a_quorum_of_the_new_voters_then_recorded_done() {
+fn a_move_is_reconfigured_confirmed_by_a_quorum_with_its_target_then_recorded_done() {
     let mut b = cell_moving();
     let key = jkey(100, 7);
     let mut m = mover();
@@ -74,11 +74,13 @@ fn a_move_is_reconfigured_confirmed_by_a_quorum_of_the_new_voters_then_recorded_
         })
         .collect();
     assert_eq!(asked, vec![NodeId(1), NodeId(4), NodeId(3)], "every new voter is asked");
-    m.on_result(MoveResult::Confirmed { journal: key, node: NodeId(4) }, 0);
-    m.on_result(MoveResult::Failed { journal: key }, 0);
-    assert!(m.poll(&b.dir, 0).is_empty(), "one of three is no quorum, and a read is still out");
+    m.on_result(MoveResult::Confirmed { journal: key, node: NodeId(1) }, 0);
     m.on_result(MoveResult::Confirmed { journal: key, node: NodeId(3) }, 0);
-    let done = m.poll(&b.dir, 0);
+    m.on_result(MoveResult::Failed { journal: key }, 0);
+    assert!(m.poll(&b.dir, 0).is_empty(), "a quorum without the target (node 4): not yet, and a pause");
+    assert_eq!(m.poll(&b.dir, RETRY), vec![MoveAction::Confirm { journal: key, node: NodeId(4) }], "the target again");
+    m.on_result(MoveResult::Confirmed { journal: key, node: NodeId(4) }, RETRY);
+    let done = m.poll(&b.dir, RETRY);
     assert_eq!(done, vec![MoveAction::Done { journal: key, epoch: Epoch(1), id: done_id(key, Epoch(1)) }]);
     // The loop appends it; the fold records the move done and the directory drops it.
     assert!(matches!(b.run_as(done_id(key, Epoch(1)).0, move_done(100, 7, 1)), Verdict::Accepted(_)));
@@ -86,6 +88,26 @@ fn a_move_is_reconfigured_confirmed_by_a_quorum_of_the_new_voters_then_recorded_
     assert_eq!((m.in_progress(), m.done()), (0, 1));
     assert!(m.poll(&b.dir, 0).is_empty(), "nothing left to move");
     assert_eq!(b.dir.journal(key).map(|j| j.voters.to_vec()), Some(vec![NodeId(1), NodeId(4), NodeId(3)]));
+}
+
+/// A target the directory shows gone for good (its machine rejoined as a new identity) never
+/// confirms: the quorum that stays records the move, and the planner heals the dead voter.
+#[test]
+fn a_target_gone_for_good_is_not_waited_for() {
+    let mut b = cell_moving();
+    let key = jkey(100, 7);
+    let mut m = mover();
+    assert_eq!(m.poll(&b.dir, 0).len(), 1);
+    m.on_result(MoveResult::Decided { journal: key, in_force: Epoch(1) }, 0);
+    assert_eq!(m.poll(&b.dir, 0).len(), 3, "every new voter asked");
+    m.on_result(MoveResult::Confirmed { journal: key, node: NodeId(1) }, 0);
+    m.on_result(MoveResult::Confirmed { journal: key, node: NodeId(3) }, 0);
+    m.on_result(MoveResult::Failed { journal: key }, 0);
+    assert_eq!(m.poll(&b.dir, RETRY), vec![MoveAction::Confirm { journal: key, node: NodeId(4) }], "waits for it");
+    m.on_result(MoveResult::Failed { journal: key }, RETRY);
+    assert!(b.run(rejoin(4, 9, "a", 90)).is_accepted(), "node 4 lost its store and came back as 9");
+    let done = m.poll(&b.dir, 2 * RETRY);
+    assert_eq!(done, vec![MoveAction::Done { journal: key, epoch: Epoch(1), id: done_id(key, Epoch(1)) }]);
 }
 
 #[test]

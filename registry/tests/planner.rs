@@ -111,6 +111,21 @@ fn a_journal_with_a_voter_gone_is_healed_before_it_is_drained() {
     assert_eq!((b.dir.load(NodeId(2)), b.dir.load(NodeId(3))), (0, 0), "healed, then drained");
 }
 
+/// A node down now, not yet long enough to be replaced, keeps its seats and takes none: a
+/// seat moved to it would wait for it (and the registry journal's own could not move on).
+#[test]
+fn a_node_down_now_takes_no_seat() {
+    let mut b = cell_of(3);
+    node_standing(&mut b, 2, Standing::Draining);
+    let config = PlanConfig { replace_after_s: 60, target_unseen_max_s: 2, ..PlanConfig::default() };
+    let mut seen: BTreeMap<NodeId, u64> = (1..=6).map(|n| (NodeId(n), 1_000)).collect();
+    seen.insert(NodeId(5), 997);
+    let now = Seen { now_s: 1_000, last_seen_s: &seen };
+    let planned = plan(&b.dir, &config, now);
+    assert!(!planned.is_empty() && planned.iter().all(|m| m.to != NodeId(5)), "zone b's node is down: {planned:?}");
+    assert!(planned.iter().all(|m| m.why == Why::Drain && m.from == NodeId(2)), "node 5 keeps what it has");
+}
+
 #[test]
 fn a_node_unseen_for_replace_after_s_is_healed_journal_by_journal() {
     let mut b = cell_of(5);
@@ -120,7 +135,8 @@ fn a_node_unseen_for_replace_after_s_is_healed_journal_by_journal() {
         rebalance_moves_per_tick_max: 0,
         ..PlanConfig::default()
     };
-    let mut seen: BTreeMap<NodeId, u64> = (1..=6).map(|n| (NodeId(n), 1_000)).collect();
+    // The live nodes were seen last at 1,010 s, node 3 at 950 s.
+    let mut seen: BTreeMap<NodeId, u64> = (1..=6).map(|n| (NodeId(n), 1_010)).collect();
     seen.insert(NodeId(3), 950);
     let early = Seen { now_s: 1_009, last_seen_s: &seen };
     assert!(plan(&b.dir, &config, early).iter().all(|m| m.why != Why::Heal), "59 s unseen: not yet");
@@ -238,6 +254,7 @@ fn build(w: &World) -> (Book, PlanConfig, BTreeMap<NodeId, u64>) {
     let (replace_after_s, drain, heal, rebalance, total) = w.config;
     let config = PlanConfig {
         replace_after_s,
+        target_unseen_max_s: replace_after_s,
         drain_batch_max: drain,
         heal_moves_per_tick_max: heal,
         rebalance_moves_per_tick_max: rebalance,

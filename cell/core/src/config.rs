@@ -121,6 +121,9 @@ pub struct Tunables {
     pub call_ticks_max: u32,
     /// Slots one catch-up answer carries.
     pub catch_up_slots_max: u32,
+    /// Record bytes one catch-up answer carries (it always carries one slot): a laggard of a
+    /// journal of large records is sent pages a bus can carry, not one message of every slot.
+    pub catch_up_bytes_max: u32,
     /// Ticks between catch-up requests while behind and answered; each request that brings
     /// nothing doubles the pause, up to `catch_up_backoff_ticks_max`.
     pub catch_up_ticks: u32,
@@ -164,6 +167,7 @@ impl Default for Tunables {
             calls_max: 4096,
             call_ticks_max: 50,
             catch_up_slots_max: 256,
+            catch_up_bytes_max: 512 << 10,
             catch_up_ticks: 2,
             catch_up_backoff_ticks_max: 16,
             read_ticks_max: 20,
@@ -192,6 +196,7 @@ impl Tunables {
             (self.calls_max, "calls_max"),
             (self.call_ticks_max, "call_ticks_max"),
             (self.catch_up_slots_max, "catch_up_slots_max"),
+            (self.catch_up_bytes_max, "catch_up_bytes_max"),
             (self.catch_up_ticks, "catch_up_ticks"),
             (self.read_ticks_max, "read_ticks_max"),
             (self.reads_max, "reads_max"),

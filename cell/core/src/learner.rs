@@ -350,7 +350,7 @@ impl Learner {
     /// store when `from` lies below the window. `None` when we hold nothing it lacks. Every
     /// answer echoes `life`.
     #[must_use]
-    pub fn serve_catch_up(&self, log: &Log, from: Slot, life: Life, slots_max: u32) -> Option<Served> {
+    pub fn serve_catch_up(&self, log: &Log, from: Slot, life: Life, slots_max: u32, bytes_max: u32) -> Option<Served> {
         if from < log.floor() {
             return Some(Served::Message(Message::TrimmedTo { from, point: log.floor(), state: self.sealed, life }));
         }
@@ -360,12 +360,15 @@ impl Learner {
             return Some(Served::Message(Message::CatchUpResponse { entries: Vec::new(), chosen_up_to: end, life }));
         }
         if from < log.start() {
-            return Some(Served::Fetch { life, from, end: log.start().min(end), chosen_up_to: end, slots_max });
+            let (stored_end, chosen_up_to) = (log.start().min(end), end);
+            return Some(Served::Fetch { life, from, end: stored_end, chosen_up_to, slots_max, bytes_max });
         }
+        let mut bytes = ByteBound::new(bytes_max);
         let entries: Vec<(Slot, Command)> = log
             .range_from(from)
             .take_while(|(s, _)| **s < end)
             .take(slots_max as usize)
+            .take_while(|(_, e)| bytes.admits(&e.command))
             .map(|(s, e)| (*s, e.command.clone()))
             .collect();
         assert!(entries.first().is_some_and(|(s, _)| *s == from), "the chosen prefix is held without holes");
@@ -385,7 +388,34 @@ pub enum Served {
         end: Slot,
         chosen_up_to: Slot,
         slots_max: u32,
+        bytes_max: u32,
     },
+}
+
+/// A catch-up answer's byte bound: the first command always goes, then commands while their
+/// record bytes fit in `bytes_max` in all.
+#[derive(Clone, Copy, Debug)]
+pub struct ByteBound {
+    left: u64,
+    first: bool,
+}
+
+impl ByteBound {
+    #[must_use]
+    pub fn new(bytes_max: u32) -> ByteBound {
+        ByteBound { left: u64::from(bytes_max), first: true }
+    }
+
+    /// Whether `command` joins the answer (counting it when it does).
+    pub fn admits(&mut self, command: &Command) -> bool {
+        let bytes = command.record_bytes();
+        let first = std::mem::take(&mut self.first);
+        if !first && bytes > self.left {
+            return false;
+        }
+        self.left = self.left.saturating_sub(bytes);
+        true
+    }
 }
 
 impl Served {
@@ -402,8 +432,8 @@ impl Served {
     pub fn for_peer(self, to: NodeId) -> Result<Message, Fetch> {
         match self {
             Served::Message(m) => Ok(m),
-            Served::Fetch { life, from, end, chosen_up_to, slots_max } => {
-                Err(Fetch::CatchUp { to, life, from, end, chosen_up_to, slots_max })
+            Served::Fetch { life, from, end, chosen_up_to, slots_max, bytes_max } => {
+                Err(Fetch::CatchUp { to, life, from, end, chosen_up_to, slots_max, bytes_max })
             }
         }
     }

@@ -30,7 +30,7 @@ pub use ids::{
     Ballot, CallId, InvalidPosition, InvalidUuid, JournalId, JournalKey, LeaderUuid, Life, NodeId, ReadId, Seq, Slot,
     TenantId,
 };
-pub use learner::{CHOSEN_PERSIST_SLOTS, Learner, Served, Walked, Window};
+pub use learner::{ByteBound, CHOSEN_PERSIST_SLOTS, Learner, Served, Walked, Window};
 pub use log::{Durable, LogEntry, WriteOp};
 pub use message::{Message, Outbound};
 pub use proposer::{Elected, Merged, Proposer, merge_promises};

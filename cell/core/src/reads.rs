@@ -446,9 +446,9 @@ fn collect_window(fold: &Fold, log: &Log, mut seq: Seq, page: &mut Collect) {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Fetch {
     /// Send `to` a `CatchUpResponse` with the chosen entries `[from, end)` (at most
-    /// `slots_max`, starting exactly at `from`) and `chosen_up_to`, answering its request of
-    /// life `life`.
-    CatchUp { to: NodeId, life: Life, from: Slot, end: Slot, chosen_up_to: Slot, slots_max: u32 },
+    /// `slots_max`, and past the first at most `bytes_max` record bytes in all, starting
+    /// exactly at `from`) and `chosen_up_to`, answering its request of life `life`.
+    CatchUp { to: NodeId, life: Life, from: Slot, end: Slot, chosen_up_to: Slot, slots_max: u32, bytes_max: u32 },
     /// Answer read `read` with the page [`PageFetch::build`] makes.
     Page { read: ReadId, page: Box<PageFetch> },
 }

@@ -819,7 +819,13 @@ impl Voter {
                 }
                 match self
                     .learner
-                    .serve_catch_up(&self.log, start, life, self.tunables.catch_up_slots_max)
+                    .serve_catch_up(
+                        &self.log,
+                        start,
+                        life,
+                        self.tunables.catch_up_slots_max,
+                        self.tunables.catch_up_bytes_max,
+                    )
                     .map(|s| s.for_peer(from))
                 {
                     Some(Ok(reply)) => self.send(from, reply),

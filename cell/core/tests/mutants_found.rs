@@ -67,7 +67,7 @@ fn catch_up_serves_only_the_chosen_prefix() {
     learner.recover(&mut log, Slot(2), &mut writes, &mut walked);
     assert_eq!(learner.chosen_up_to(), Slot(2));
 
-    let served = learner.serve_catch_up(&log, Slot(0), Life(3), 64).and_then(Served::message);
+    let served = learner.serve_catch_up(&log, Slot(0), Life(3), 64, u32::MAX).and_then(Served::message);
     assert_eq!(
         served,
         Some(Message::CatchUpResponse {
@@ -76,7 +76,7 @@ fn catch_up_serves_only_the_chosen_prefix() {
             life: Life(3)
         })
     );
-    let served = learner.serve_catch_up(&log, Slot(2), Life(3), 64).and_then(Served::message);
+    let served = learner.serve_catch_up(&log, Slot(2), Life(3), 64, u32::MAX).and_then(Served::message);
     assert_eq!(
         served,
         Some(Message::CatchUpResponse { entries: Vec::new(), chosen_up_to: Slot(2), life: Life(3) }),

@@ -288,7 +288,7 @@ fn compaction_drops_the_slots_below_the_first_retained_write_and_seals_their_sta
     assert!(log.get(Slot(1)).is_none() && log.get(Slot(2)).is_some(), "the write holding first_seq is retained");
     assert_eq!(learner.state().first_seq, Seq(2));
     assert_eq!(
-        learner.serve_catch_up(&log, Slot(0), Life(3), 64).and_then(Served::message),
+        learner.serve_catch_up(&log, Slot(0), Life(3), 64, u32::MAX).and_then(Served::message),
         Some(Message::TrimmedTo { from: Slot(0), point: Slot(2), state: sealed, life: Life(3) }),
         "the seal is what a laggard below the floor is told"
     );
@@ -379,20 +379,48 @@ fn catch_up_answers_a_page_of_at_most_slots_max_from_the_requested_slot() {
         life: Life(3),
     };
     assert_eq!(
-        learner.serve_catch_up(&log, Slot(2), Life(3), 3).and_then(Served::message),
+        learner.serve_catch_up(&log, Slot(2), Life(3), 3, u32::MAX).and_then(Served::message),
         Some(page(2..5)),
         "three slots from slot 2, and where our prefix ends"
     );
     assert_eq!(
-        learner.serve_catch_up(&log, Slot(8), Life(3), 64).and_then(Served::message),
+        learner.serve_catch_up(&log, Slot(8), Life(3), 64, u32::MAX).and_then(Served::message),
         Some(page(8..10)),
         "a page stops at the prefix end"
     );
     assert_eq!(
-        learner.serve_catch_up(&log, Slot(10), Life(3), 64).and_then(Served::message),
+        learner.serve_catch_up(&log, Slot(10), Life(3), 64, u32::MAX).and_then(Served::message),
         Some(page(10..10)),
         "nothing newer: an empty page that says so"
     );
+}
+
+/// A journal of large records answers a laggard in pages a bus can carry: past the first
+/// slot (which always goes, however large), no more than `bytes_max` record bytes.
+#[test]
+fn catch_up_answers_at_most_bytes_max_of_records_past_the_first_slot() {
+    let write = |n: usize| {
+        Command::Write(paros_core::journal::Entry {
+            leader: None,
+            seq: paros_core::Seq(0),
+            records: vec![bytes::Bytes::from(vec![7u8; n])],
+        })
+    };
+    let chosen = [write(300), write(100), write(100), write(100), NOOP];
+    let mut log = learned_then_accepted(&chosen);
+    let mut learner = fresh(&log);
+    walk(&mut learner, &mut log, &mut Vec::new());
+    let slots = |m: Option<Message>| match m {
+        Some(Message::CatchUpResponse { entries, .. }) => entries.iter().map(|(s, _)| s.0).collect::<Vec<_>>(),
+        other => panic!("a catch-up page, not {other:?}"),
+    };
+    let served = |from: u64, bytes_max: u32| {
+        slots(learner.serve_catch_up(&log, Slot(from), Life(3), 64, bytes_max).and_then(Served::message))
+    };
+    assert_eq!(served(0, 200), vec![0], "the first slot goes alone, over the bound");
+    assert_eq!(served(1, 200), vec![1, 2], "then what fits: 100 + 100");
+    assert_eq!(served(1, 250), vec![1, 2], "not a byte over");
+    assert_eq!(served(3, 0), vec![3, 4], "a command without records costs nothing");
 }
 
 #[test]

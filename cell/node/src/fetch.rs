@@ -10,7 +10,7 @@
 //! may delay anyway. So does the wake of a dormant journal (`LogRead::load_journal`, see
 //! `host::dormancy`): the inputs that woke it wait, stashed, until its state comes back.
 
-use paros_core::{Durable, Fetch, JournalKey, Message, NodeId, ReadAnswer, ReadId, Tunables};
+use paros_core::{ByteBound, Durable, Fetch, JournalKey, Message, NodeId, ReadAnswer, ReadId, Slot, Tunables};
 
 use crate::ports::{Envelope, LogRead, StoreError};
 
@@ -112,9 +112,9 @@ impl FetchJob {
             }
         };
         match fetch {
-            Fetch::CatchUp { to, life, from, end, chosen_up_to, slots_max } => {
+            Fetch::CatchUp { to, life, from, end, chosen_up_to, slots_max, bytes_max } => {
                 let want = slots_max.min(u32::try_from(end.0.saturating_sub(from.0)).unwrap_or(u32::MAX));
-                let Ok(read) = reader.read_range(&key, from, want) else {
+                let Ok((entries, read_len)) = catch_up_entries(reader, &key, (from, end), want, bytes_max) else {
                     return Fetched {
                         key,
                         answer: FetchedAnswer::CatchUp(None),
@@ -123,13 +123,6 @@ impl FetchJob {
                         refused: false,
                     };
                 };
-                let read_len = read.len() as u64;
-                let entries: Vec<_> = read
-                    .into_iter()
-                    .zip(from.0..end.0)
-                    .take_while(|((slot, _), want)| slot.0 == *want)
-                    .map(|((slot, e), _)| (slot, e.command))
-                    .collect();
                 let send = (!entries.is_empty()).then(|| {
                     let message = Message::CatchUpResponse { entries, chosen_up_to, life };
                     (to, Envelope { journal: key, from: me, message })
@@ -176,4 +169,41 @@ impl Fetched {
     pub fn was_refused(&self) -> bool {
         self.refused
     }
+}
+
+/// Slots read from the store at a time for a catch-up answer: its byte bound is checked
+/// between reads, so a journal of large records is not read a whole `slots_max` at once.
+const CATCH_UP_READ_SLOTS: u32 = 16;
+
+/// The chosen entries of `key` from `range.0` on, contiguous and below `range.1`: at most
+/// `want` slots and, past the first, `bytes_max` record bytes (see [`ByteBound`]); and the
+/// entries read from the store.
+fn catch_up_entries<R: LogRead + ?Sized>(
+    reader: &R,
+    key: &JournalKey,
+    (from, end): (Slot, Slot),
+    want: u32,
+    bytes_max: u32,
+) -> Result<(Vec<(Slot, paros_core::journal::Command)>, u64), StoreError> {
+    let mut bound = ByteBound::new(bytes_max);
+    let mut entries = Vec::new();
+    let mut read_len = 0u64;
+    let mut next = from;
+    while next < end && (entries.len() as u32) < want {
+        let chunk = CATCH_UP_READ_SLOTS.min(want - entries.len() as u32);
+        let read = reader.read_range(key, next, chunk)?;
+        read_len += read.len() as u64;
+        let before = entries.len();
+        for (slot, e) in read {
+            if slot != next || slot >= end || !bound.admits(&e.command) {
+                return Ok((entries, read_len));
+            }
+            entries.push((slot, e.command));
+            next = Slot(next.0 + 1);
+        }
+        if entries.len() == before {
+            break;
+        }
+    }
+    Ok((entries, read_len))
 }

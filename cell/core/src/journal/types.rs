@@ -217,6 +217,15 @@ pub enum Command {
 }
 
 impl Command {
+    /// The record bytes the command carries (a control command carries none).
+    #[must_use]
+    pub fn record_bytes(&self) -> u64 {
+        match self {
+            Command::Write(e) => e.bytes(),
+            Command::Control(_) => 0,
+        }
+    }
+
     /// A 64-bit fingerprint over the whole command, so a leader can tell whether an
     /// `Accepted` names the command it proposed. Not a security boundary.
     #[must_use]

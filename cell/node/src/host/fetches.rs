@@ -187,7 +187,15 @@ mod tests {
 
     fn catch_up() -> Fetch {
         let to = NodeId(2);
-        Fetch::CatchUp { to, life: Life(1), from: Slot(0), end: Slot(1), chosen_up_to: Slot(1), slots_max: 1 }
+        Fetch::CatchUp {
+            to,
+            life: Life(1),
+            from: Slot(0),
+            end: Slot(1),
+            chosen_up_to: Slot(1),
+            slots_max: 1,
+            bytes_max: 1,
+        }
     }
 
     #[test]

@@ -171,6 +171,7 @@ mod tests {
             end: Slot(1),
             chosen_up_to: Slot(1),
             slots_max: 1,
+            bytes_max: 1,
         };
         FetchJob::new(key(n), NodeId(1), fetch, Tunables::default())
     }

@@ -88,7 +88,7 @@ impl Flight {
         let step = if read {
             let answer = match reply {
                 Reply::Read(a) => paros_client::ReadAnswer::from_node(a),
-                Reply::Call(_) | Reply::TimedOut | Reply::UnknownJournal => {
+                Reply::Call(_) | Reply::TimedOut | Reply::UnknownJournal | Reply::Refused => {
                     paros_client::ReadAnswer::Unserved { applied_to: None }
                 }
             };
@@ -98,6 +98,7 @@ impl Flight {
                 Reply::Call(a) => CallReply::Answer(a),
                 Reply::UnknownJournal => CallReply::UnknownJournal,
                 Reply::Read(_) | Reply::TimedOut => CallReply::NoAnswer,
+                Reply::Refused => CallReply::NotSent,
             };
             self.policy.on_reply(reply, elapsed)
         };

@@ -101,6 +101,9 @@ pub enum Reply {
     TimedOut,
     /// The server does not host the journal (a seat moved away from it): nothing was done.
     UnknownJournal,
+    /// The connection was refused (the machine is gone for good: its wiped store refused to
+    /// boot): the request never reached a server, and another may be asked.
+    Refused,
 }
 
 /// A request the client wants sent; `token` comes back with its reply.

@@ -170,7 +170,9 @@ impl Reader {
         self.in_flight = None;
         let answer = match reply {
             Reply::Read(a) => ReadAnswer::from_node(a),
-            Reply::Call(_) | Reply::TimedOut | Reply::UnknownJournal => ReadAnswer::Unserved { applied_to: None },
+            Reply::Call(_) | Reply::TimedOut | Reply::UnknownJournal | Reply::Refused => {
+                ReadAnswer::Unserved { applied_to: None }
+            }
         };
         let report = match self.cursor.absorb(answer) {
             Ok(ReaderOutcome::Records { from, records, .. }) => {

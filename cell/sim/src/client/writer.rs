@@ -716,7 +716,9 @@ impl Writer {
         c.in_flight = None;
         let answer = match reply {
             Reply::Read(a) => ReadAnswer::from_node(a),
-            Reply::Call(_) | Reply::TimedOut | Reply::UnknownJournal => ReadAnswer::Unserved { applied_to: None },
+            Reply::Call(_) | Reply::TimedOut | Reply::UnknownJournal | Reply::Refused => {
+                ReadAnswer::Unserved { applied_to: None }
+            }
         };
         let mut retry = None;
         match c.cursor.absorb(answer) {

@@ -140,11 +140,12 @@ impl<H: Host> World<H> {
         if matches!(request, Request::Call(..)) {
             self.progress.on_call(self.clients[c].journal, req, self.now);
         }
-        // A machine gone for good refuses the connection: the call fails at once (its client
-        // tries elsewhere), as against a process that exited, not after a timeout.
+        // A machine gone for good refuses the connection: the request fails at once, never
+        // having reached a server (its client tries elsewhere), as against a process that
+        // exited, not after a timeout.
         if self.machines[m].refused {
             let d = self.delay();
-            self.after(d, Event::Timeout(req));
+            self.after(d, Event::Reply { req, from: to, reply: Reply::Refused });
             return;
         }
         let timeout = self.params.call_timeout_ns;
@@ -191,9 +192,9 @@ impl<H: Host> World<H> {
             Reply::Call(a) => h.output = Some(OpOutput::Call(*a)),
             Reply::Read(a) => h.output = Some(OpOutput::Read(a.clone())),
             // Nothing was done: judged as a call whose outcome is unknown (it has no return).
-            Reply::TimedOut | Reply::UnknownJournal => {}
+            Reply::TimedOut | Reply::UnknownJournal | Reply::Refused => {}
         }
-        if !matches!(reply, Reply::TimedOut | Reply::UnknownJournal) {
+        if !matches!(reply, Reply::TimedOut | Reply::UnknownJournal | Reply::Refused) {
             self.history_index += 1;
             h.return_ns = Some(self.now);
             h.return_index = Some(self.history_index);
@@ -209,7 +210,7 @@ impl<H: Host> World<H> {
             let (key, to, sent) = (h.journal, h.to, h.call_ns);
             let answer = match &reply {
                 Reply::Read(a) => Some(a),
-                Reply::Call(_) | Reply::TimedOut | Reply::UnknownJournal => None,
+                Reply::Call(_) | Reply::TimedOut | Reply::UnknownJournal | Reply::Refused => None,
             };
             self.tier_on_read(o.client, key, (to, sent), from, answer);
         }
@@ -299,6 +300,7 @@ fn reply_code(reply: &Reply) -> u64 {
         Reply::Read(_) => 2,
         Reply::TimedOut => 3,
         Reply::UnknownJournal => 4,
+        Reply::Refused => 5,
     }
 }
 

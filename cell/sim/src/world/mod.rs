@@ -111,6 +111,43 @@ struct Machine<H> {
     refused: bool,
 }
 
+impl<H> Machine<H> {
+    /// A machine that has not booted yet, on an empty disk.
+    fn new(spec: MachineSpec, tick_ns: u64, present: bool) -> Machine<H> {
+        Machine {
+            spec,
+            disk: SimDisk::default(),
+            host: None,
+            epoch: 0,
+            round_in_flight: false,
+            round_writes: 0,
+            held_down: false,
+            wiped: false,
+            tick_ns,
+            present,
+            refused: false,
+        }
+    }
+}
+
+impl MachineSpec {
+    /// A machine of `role` with the run's tunables and timers, placed nothing yet.
+    fn new(id: NodeId, role: MachineRole, params: &Params) -> MachineSpec {
+        MachineSpec {
+            id,
+            role,
+            feeds: Vec::new(),
+            placements: Vec::new(),
+            formation: Vec::new(),
+            tunables: params.tunables,
+            alive_ticks: params.alive_ticks,
+            suspect_ticks: params.suspect_ticks,
+            dormant_after_ticks: params.dormant_after_ticks,
+            asserts_identity: false,
+        }
+    }
+}
+
 enum ClientKind {
     /// A single-writer journal's writer, or one of a multi-writer journal's appenders.
     Writer(WriterClient),
@@ -301,65 +338,19 @@ impl<H: Host> World<H> {
                 .map(|(key, config)| Placement { key: *key, config: config.clone() })
                 .chain(formation.iter().cloned())
                 .collect();
-            let spec = MachineSpec {
-                id,
-                role,
-                feeds: if role == MachineRole::Replica { feed.clone() } else { Vec::new() },
-                placements,
-                formation,
-                tunables: params.tunables,
-                alive_ticks: params.alive_ticks,
-                suspect_ticks: params.suspect_ticks,
-                dormant_after_ticks: params.dormant_after_ticks,
-                asserts_identity: false,
-            };
+            let feeds = if role == MachineRole::Replica { feed.clone() } else { Vec::new() };
+            let spec = MachineSpec { feeds, placements, formation, ..MachineSpec::new(id, role, &params) };
             let present = Some(id) != joiner_id;
             let skew = if present { rng.between(980, 1020) } else { tier_rng.between(980, 1020) };
-            machines.push(Machine {
-                spec,
-                disk: SimDisk::default(),
-                host: None,
-                epoch: 0,
-                round_in_flight: false,
-                round_writes: 0,
-                held_down: false,
-                wiped: false,
-                tick_ns: params.tick_ns * skew / 1000,
-                present,
-                refused: false,
-            });
+            machines.push(Machine::new(spec, params.tick_ns * skew / 1000, present));
         }
         // A wiped voter's new identity boots on a machine of its own, the world's last.
         let wipe = wipes::WipeParams::draw(&rng, params.voters, params.chaos_ns);
         let mut wipes = wipes::WipesWorld { params: wipe, ..wipes::WipesWorld::default() };
         if let Some(w) = wipe {
-            let spec = MachineSpec {
-                id: w.new_id,
-                role: MachineRole::Voter,
-                feeds: Vec::new(),
-                placements: Vec::new(),
-                formation: Vec::new(),
-                tunables: params.tunables,
-                alive_ticks: params.alive_ticks,
-                suspect_ticks: params.suspect_ticks,
-                dormant_after_ticks: params.dormant_after_ticks,
-                asserts_identity: false,
-            };
             wipes.spare = Some(machines.len());
             plan.servers.push(w.new_id);
-            machines.push(Machine {
-                spec,
-                disk: SimDisk::default(),
-                host: None,
-                epoch: 0,
-                round_in_flight: false,
-                round_writes: 0,
-                held_down: false,
-                wiped: false,
-                tick_ns: params.tick_ns,
-                present: false,
-                refused: false,
-            });
+            machines.push(Machine::new(MachineSpec::new(w.new_id, MachineRole::Voter, &params), params.tick_ns, false));
         }
         let index: BTreeMap<NodeId, usize> = machines.iter().enumerate().map(|(i, m)| (m.spec.id, i)).collect();
         let mut clients = Vec::new();

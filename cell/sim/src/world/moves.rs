@@ -51,6 +51,7 @@ impl MoveParams {
         let drain = side.chance(800_000).then(|| (side.between(1_000 * MS, chaos_ns / 2), side.below(5) as usize));
         let planner = PlanConfig {
             replace_after_s: side.between(3, 8),
+            target_unseen_max_s: 1,
             drain_batch_max: 1,
             heal_moves_per_tick_max: 1,
             rebalance_moves_per_tick_max: 0,
@@ -144,13 +145,17 @@ impl MovesWorld {
     }
 
     /// When each voter machine in the cell was last seen up, in seconds: what the planner's
-    /// liveness knows (the daemon's comes from the nodes' pings; here the world tells it).
+    /// liveness knows (the daemon's comes from the nodes' pings; here the world tells it). A
+    /// machine down now was last seen a second before it went down, as the daemon's planner
+    /// loop, judging once a second, last saw it at its previous judgement: down is down at once
+    /// (the planner's `target_unseen_max_s`), not only from the next whole second.
     pub fn last_seen_s<H>(&self, now: u64, machines: &[Machine<H>]) -> BTreeMap<NodeId, u64> {
+        let s = |ns: u64| ns / (1_000 * MS);
         machines
             .iter()
             .enumerate()
             .filter(|(_, m)| m.spec.role == MachineRole::Voter && m.present)
-            .map(|(i, m)| (m.spec.id, self.down_since[i].unwrap_or(now) / (1_000 * MS)))
+            .map(|(i, m)| (m.spec.id, self.down_since[i].map_or(s(now), |d| s(d).saturating_sub(1))))
             .collect()
     }
 }
@@ -268,6 +273,11 @@ impl<H: Host> World<H> {
             format!("the operator asks to move {key:?}'s seat from {from:?} to {to:?}")
         });
         self.moves.tracked.push(Tracked { back, ..Tracked::new(None, key, id, from, to) });
+    }
+
+    /// Whether a seat move the registry decided is not recorded done yet.
+    pub(super) fn moves_in_progress(&self) -> bool {
+        self.moves.tracked.iter().any(Tracked::in_progress)
     }
 
     /// Whether a seat move of the registry journal to `id` was asked for and is not done.

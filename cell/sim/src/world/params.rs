@@ -163,6 +163,11 @@ impl Params {
         // Dormancy, from the same side stream: most seeds put quiet journals to sleep within a
         // few ticks, so waking from the disk happens all the time.
         let dormant_after_ticks = if memory.chance(700_000) { Some(memory.between(2, 40)) } else { None };
+        // Catch-up pages bounded by bytes too, in most seeds a few records' worth, from a side
+        // stream of their own (added after seeds were published).
+        let mut pages = rng.side(0x6361_7463_6875_7062);
+        let catch_up_bytes_max =
+            if pages.chance(600_000) { pages.between(16, 512) as u32 } else { Tunables::default().catch_up_bytes_max };
         let tunables = Tunables {
             window_slots,
             window_bytes,
@@ -175,6 +180,7 @@ impl Params {
             calls_max: 256,
             call_ticks_max: 30,
             catch_up_slots_max: rng.between(4, 64) as u32,
+            catch_up_bytes_max,
             catch_up_ticks: 2,
             read_ticks_max: 20,
             reads_max: 64,

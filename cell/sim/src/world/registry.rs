@@ -212,7 +212,8 @@ impl<H: Host> World<H> {
 
     /// A registry journal no node leads (every machine restarted, the journal asleep and idle)
     /// serves no request: no coordinator claims it. When the registry's caller has a request
-    /// due (a seat move's `MoveSeat` or `MoveDone` late in the run) and no coordinator runs,
+    /// due (a seat move's `MoveSeat` or `MoveDone` late in the run), or a seat move the registry
+    /// decided is not done (its mover runs beside a coordinator), and no coordinator runs,
     /// the first node that is up and votes in the registry journal's configuration as its own
     /// walk knows it (its seats move) asks its voter to campaign, as an operator would, at most
     /// once per [`NUDGE_NS`].
@@ -241,10 +242,12 @@ impl<H: Host> World<H> {
             .rev()
             .max_by_key(|(epoch, _)| *epoch)
             .map(|(_, f)| f);
+        // Work for a coordinator's term: a request due, or a seat move its mover must carry on.
+        let work = r.script.due(now).next().is_some() || self.moves_in_progress();
         if leader
             || first_up != Some(&id)
             || r.nudged_at.is_some_and(|at| now < at + NUDGE_NS)
-            || r.script.due(now).next().is_none()
+            || !work
             || r.nodes.iter().any(|n| n.coordinator.is_some())
         {
             return;
