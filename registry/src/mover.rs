@@ -3,15 +3,15 @@
 //! A `MoveSeat` in the directory is intent only (docs/reconfiguration.md). For each move in
 //! progress the mover, in order:
 //!
-//! 0. for the registry journal only, waits until the target hosts it (its follower placed it):
-//!    a read at the target that needs nothing applied answers ([`MoveAction::Probe`]). The
-//!    stop-sign hands the journal to the new voters, the target among them; a target learns
-//!    of its seat only from the registry, so were the new voters left without a quorum but
-//!    for the target, the registry could serve it nothing and never decide again (the sim's
-//!    sweep: a founder wiped, another down, and the registry's seat moved to a target that
-//!    never learned it). A tenant journal's target learns its seat from the registry, which
-//!    is not the journal moving: its move goes on at once, and a target that dies before
-//!    hosting the journal becomes a dead voter the planner heals;
+//! 0. waits until the target hosts the journal (its follower placed it): a read at the target
+//!    that needs nothing applied answers ([`MoveAction::Probe`]). The stop-sign hands the
+//!    journal to the new voters, the target among them: were another of them down, the journal
+//!    would stop until the target hosts it (the simulation's seed 20003497: the target's
+//!    follower placed it 6 s late); and a target learns of its seat only from the registry, so
+//!    for the registry journal itself it might never learn it at all (seed 15: a founder wiped,
+//!    another down). A tenant journal's target the directory shows gone for good (retired or
+//!    replaced) is not waited for: the move goes on with a dead voter, which the planner heals
+//!    once it is recorded; the registry journal's waits (nothing abandons it yet);
 //! 1. asks the journal to decide `Reconfigure { epoch, voters }` — the move's epoch and its next
 //!    voters — through paros-client's call rules ([`MoveAction::Reconfigure`]). The journal's
 //!    verdict is `Reconfigured` at that epoch, or `StaleEpoch` naming the epoch in force: at or
@@ -104,6 +104,8 @@ struct Tracked {
     target: NodeId,
     /// The directory shows the target retired or replaced: it will never confirm.
     target_gone: bool,
+    /// The move is the registry journal's own.
+    registry: bool,
     phase: Phase,
     /// Actions handed out and not yet answered.
     outstanding: usize,
@@ -156,7 +158,8 @@ impl Mover {
                 voters,
                 target,
                 target_gone: false,
-                phase: if Some(key) == registry { Phase::Placing } else { Phase::Reconfiguring },
+                registry: Some(key) == registry,
+                phase: Phase::Placing,
                 outstanding: 0,
                 retry_at: now,
             });
@@ -170,6 +173,10 @@ impl Mover {
                 && confirmed_enough(&t.voters, t.target, t.target_gone, confirmed)
             {
                 t.phase = Phase::Recording;
+                t.outstanding = 0;
+            }
+            if t.phase == Phase::Placing && t.target_gone && !t.registry {
+                t.phase = Phase::Reconfiguring;
                 t.outstanding = 0;
             }
             if t.outstanding > 0 || now < t.retry_at {

@@ -25,6 +25,12 @@ fn mover() -> Mover {
     Mover::new(MoverConfig { moves_max: 8, retry_ms: RETRY })
 }
 
+/// The probe of the move's target (node 4) is asked, and answered: it hosts the journal.
+fn hosted(m: &mut Mover, b: &Book, key: paros_core::ids::JournalKey, now: u64) {
+    assert_eq!(m.poll(&b.dir, now), vec![MoveAction::Probe { journal: key, node: NodeId(4) }]);
+    m.on_result(MoveResult::Hosted { journal: key, node: NodeId(4) }, now);
+}
+
 /// The registry journal's seat on node 2 moving to node 4.
 fn registry_moving() -> (Book, paros_core::ids::JournalKey) {
     let mut b = Book::formed();
@@ -35,8 +41,9 @@ fn registry_moving() -> (Book, paros_core::ids::JournalKey) {
     (b, key)
 }
 
-/// The registry journal's target learns of its seat only from the registry: nothing is
-/// reconfigured before it hosts the journal. A tenant journal's move asks at once.
+/// Nothing is reconfigured before the target hosts the journal: were another new voter down,
+/// the journal would stop until it does (and the registry journal's target learns of its seat
+/// only from the registry).
 #[test]
 fn the_registry_journal_is_not_reconfigured_before_the_target_hosts_it() {
     let (b, key) = registry_moving();
@@ -61,6 +68,7 @@ fn a_move_is_reconfigured_confirmed_by_a_quorum_with_its_target_then_recorded_do
     let mut b = cell_moving();
     let key = jkey(100, 7);
     let mut m = mover();
+    hosted(&mut m, &b, key, 0);
     let voters = vec![NodeId(1), NodeId(4), NodeId(3)];
     assert_eq!(m.poll(&b.dir, 0), vec![MoveAction::Reconfigure { journal: key, epoch: Epoch(1), voters }]);
     assert!(m.poll(&b.dir, 0).is_empty(), "one call at a time");
@@ -97,6 +105,7 @@ fn a_target_gone_for_good_is_not_waited_for() {
     let mut b = cell_moving();
     let key = jkey(100, 7);
     let mut m = mover();
+    hosted(&mut m, &b, key, 0);
     assert_eq!(m.poll(&b.dir, 0).len(), 1);
     m.on_result(MoveResult::Decided { journal: key, in_force: Epoch(1) }, 0);
     assert_eq!(m.poll(&b.dir, 0).len(), 3, "every new voter asked");
@@ -110,11 +119,25 @@ fn a_target_gone_for_good_is_not_waited_for() {
     assert_eq!(done, vec![MoveAction::Done { journal: key, epoch: Epoch(1), id: done_id(key, Epoch(1)) }]);
 }
 
+/// A tenant journal's target gone for good before it hosted the journal is not waited for:
+/// the move goes on, and the planner heals the dead voter once it is recorded.
+#[test]
+fn a_tenant_journals_target_gone_before_it_hosts_the_journal_is_not_probed() {
+    let mut b = cell_moving();
+    let key = jkey(100, 7);
+    let mut m = mover();
+    assert!(matches!(m.poll(&b.dir, 0)[..], [MoveAction::Probe { .. }]));
+    m.on_result(MoveResult::Failed { journal: key }, 0);
+    assert!(b.run(rejoin(4, 9, "a", 90)).is_accepted(), "node 4 lost its store and came back as 9");
+    assert!(matches!(m.poll(&b.dir, RETRY)[..], [MoveAction::Reconfigure { journal, .. }] if journal == key));
+}
+
 #[test]
 fn a_failed_step_is_tried_again_after_the_pause_and_an_earlier_epoch_in_force_is_no_decision() {
     let b = cell_moving();
     let key = jkey(100, 7);
     let mut m = mover();
+    hosted(&mut m, &b, key, 0);
     assert_eq!(m.poll(&b.dir, 0).len(), 1);
     m.on_result(MoveResult::Failed { journal: key }, 10);
     assert!(m.poll(&b.dir, 10 + RETRY - 1).is_empty(), "not before the pause");
@@ -142,7 +165,7 @@ fn moves_are_carried_out_at_most_moves_max_at_once_and_one_the_directory_dropped
     assert!(matches!(b.run(move_done(100, 10, 1)), Verdict::Accepted(_)));
     let next = m.poll(&b.dir, 0);
     assert_eq!(m.in_progress(), 2, "journal 10 forgotten, the next one taken on");
-    assert!(matches!(next[..], [MoveAction::Reconfigure { journal, .. }] if journal == jkey(100, 12)));
+    assert!(matches!(next[..], [MoveAction::Probe { journal, .. }] if journal == jkey(100, 12)));
     let deleted = Command::DeleteJournal { tenant: paros_core::ids::TenantId(100), name: journal_name("j1") };
     assert!(matches!(b.run(deleted), Verdict::Accepted(_)));
     m.poll(&b.dir, 0);

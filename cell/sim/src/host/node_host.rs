@@ -382,8 +382,12 @@ impl Host for NodeHost {
         self.wake(Wake::Idle);
         let Some(removed) = self.pump.host_mut().remove_at(journal, epoch) else { return false };
         self.dormant_probes.get_mut().remove(journal);
+        // What it owed is answered that the journal is unknown here, as the shell answers its
+        // responders (the sweep's seed 20002517: dropped, a writer's call was never answered).
         for (owed, _) in removed {
-            self.owed.remove(&owed);
+            if let Some(req) = self.owed.remove(&owed) {
+                self.unknown.push(req);
+            }
         }
         true
     }
