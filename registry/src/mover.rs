@@ -9,9 +9,11 @@
 //!    would stop until the target hosts it (the simulation's seed 20003497: the target's
 //!    follower placed it 6 s late); and a target learns of its seat only from the registry, so
 //!    for the registry journal itself it might never learn it at all (seed 15: a founder wiped,
-//!    another down). A tenant journal's target the directory shows gone for good (retired or
-//!    replaced) is not waited for: the move goes on with a dead voter, which the planner heals
-//!    once it is recorded; the registry journal's waits (nothing abandons it yet);
+//!    another down). A target the directory shows gone for good (retired or replaced) is not
+//!    waited for: the move goes on with a dead voter, which the planner heals once it is
+//!    recorded — the registry journal's too: a gone target needs to learn nothing, and the
+//!    heal's target learns of its seat from the registry the move leaves running on the voters
+//!    that stay;
 //! 1. asks the journal to decide `Reconfigure { epoch, voters }` — the move's epoch and its next
 //!    voters — through paros-client's call rules ([`MoveAction::Reconfigure`]). The journal's
 //!    verdict is `Reconfigured` at that epoch, or `StaleEpoch` naming the epoch in force: at or
@@ -104,8 +106,6 @@ struct Tracked {
     target: NodeId,
     /// The directory shows the target retired or replaced: it will never confirm.
     target_gone: bool,
-    /// The move is the registry journal's own.
-    registry: bool,
     phase: Phase,
     /// Actions handed out and not yet answered.
     outstanding: usize,
@@ -148,7 +148,6 @@ impl Mover {
             .filter_map(|(j, m)| Some((j.key, (m.epoch, j.next_voters()?, m.to))))
             .collect();
         self.tracked.retain(|key, t| pending.get(key).is_some_and(|(epoch, ..)| *epoch == t.epoch));
-        let registry = directory.registry_journal().map(|j| j.key);
         for (key, (epoch, voters, target)) in pending {
             if self.tracked.len() >= self.config.moves_max {
                 break;
@@ -158,7 +157,6 @@ impl Mover {
                 voters,
                 target,
                 target_gone: false,
-                registry: Some(key) == registry,
                 phase: Phase::Placing,
                 outstanding: 0,
                 retry_at: now,
@@ -175,7 +173,7 @@ impl Mover {
                 t.phase = Phase::Recording;
                 t.outstanding = 0;
             }
-            if t.phase == Phase::Placing && t.target_gone && !t.registry {
+            if t.phase == Phase::Placing && t.target_gone {
                 t.phase = Phase::Reconfiguring;
                 t.outstanding = 0;
             }

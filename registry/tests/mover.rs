@@ -119,8 +119,8 @@ fn a_target_gone_for_good_is_not_waited_for() {
     assert_eq!(done, vec![MoveAction::Done { journal: key, epoch: Epoch(1), id: done_id(key, Epoch(1)) }]);
 }
 
-/// A tenant journal's target gone for good before it hosted the journal is not waited for:
-/// the move goes on, and the planner heals the dead voter once it is recorded.
+/// A target gone for good before it hosted the journal is not waited for: the move goes on,
+/// and the planner heals the dead voter once it is recorded.
 #[test]
 fn a_tenant_journals_target_gone_before_it_hosts_the_journal_is_not_probed() {
     let mut b = cell_moving();
@@ -130,6 +130,28 @@ fn a_tenant_journals_target_gone_before_it_hosts_the_journal_is_not_probed() {
     m.on_result(MoveResult::Failed { journal: key }, 0);
     assert!(b.run(rejoin(4, 9, "a", 90)).is_accepted(), "node 4 lost its store and came back as 9");
     assert!(matches!(m.poll(&b.dir, RETRY)[..], [MoveAction::Reconfigure { journal, .. }] if journal == key));
+}
+
+/// The registry journal's too: its target, gone, needs to learn nothing, and the heal that
+/// follows is decided by the registry running on the voters that stay. (Waiting for it, the
+/// move would never end and no other move of the registry journal could start.)
+#[test]
+fn the_registry_journals_target_gone_before_it_hosts_the_journal_is_not_waited_for() {
+    let (mut b, key) = registry_moving();
+    let mut m = mover();
+    assert!(matches!(m.poll(&b.dir, 0)[..], [MoveAction::Probe { .. }]));
+    m.on_result(MoveResult::Failed { journal: key }, 0);
+    assert_eq!(m.poll(&b.dir, RETRY), vec![MoveAction::Probe { journal: key, node: NodeId(4) }], "down is not gone");
+    m.on_result(MoveResult::Failed { journal: key }, RETRY);
+    assert!(b.run(rejoin(4, 9, "a", 90)).is_accepted(), "node 4 lost its store and came back as 9");
+    let voters = vec![NodeId(1), NodeId(4), NodeId(3)];
+    assert_eq!(m.poll(&b.dir, 2 * RETRY), vec![MoveAction::Reconfigure { journal: key, epoch: Epoch(1), voters }]);
+    m.on_result(MoveResult::Decided { journal: key, in_force: Epoch(1) }, 2 * RETRY);
+    assert_eq!(m.poll(&b.dir, 2 * RETRY).len(), 3, "every new voter asked");
+    m.on_result(MoveResult::Confirmed { journal: key, node: NodeId(1) }, 2 * RETRY);
+    m.on_result(MoveResult::Confirmed { journal: key, node: NodeId(3) }, 2 * RETRY);
+    let done = m.poll(&b.dir, 2 * RETRY);
+    assert_eq!(done, vec![MoveAction::Done { journal: key, epoch: Epoch(1), id: done_id(key, Epoch(1)) }]);
 }
 
 #[test]

@@ -45,11 +45,12 @@ pub enum Claim {
     MoveHeals,
     MoveBack,
     MoveRegistry,
+    MoveTargetWiped,
     WipedNeverVotes,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 41] = [
+    pub const ALL: [Claim; 42] = [
         Claim::OneChosenPerSlot,
         Claim::SameOutcome,
         Claim::PromiseNeverDecreases,
@@ -90,6 +91,7 @@ impl Claim {
         Claim::MoveHeals,
         Claim::MoveBack,
         Claim::MoveRegistry,
+        Claim::MoveTargetWiped,
         Claim::WipedNeverVotes,
     ];
 
@@ -196,6 +198,10 @@ impl Claim {
             Claim::MoveRegistry => {
                 "contested: the registry journal's own seat moves (the planner heals or drains a founding \
                  node), and the move completes"
+            }
+            Claim::MoveTargetWiped => {
+                "contested: a seat move's target loses its disk mid-move (the registry journal's among \
+                 them), and the move completes, the dead voter left for the planner to heal"
             }
             Claim::WipedNeverVotes => {
                 "reconfiguration: a wiped identity never votes again: its store refuses to boot under it, \

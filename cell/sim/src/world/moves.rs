@@ -84,6 +84,8 @@ struct Tracked {
     acked: bool,
     /// The target hosted the journal before (a founder, a voter or an earlier move's target).
     back: bool,
+    /// The target lost its disk while the move was in progress.
+    target_wiped: bool,
     /// The coordinator terms (machine, term) whose mover asked for the `Reconfigure`, and the
     /// one whose mover recorded it done.
     asked_by: Vec<(usize, u64)>,
@@ -107,6 +109,7 @@ impl Tracked {
             jumped: false,
             acked: false,
             back: false,
+            target_wiped: false,
             asked_by: Vec::new(),
             recorded_by: None,
         }
@@ -280,10 +283,19 @@ impl<H: Host> World<H> {
         self.moves.tracked.iter().any(Tracked::in_progress)
     }
 
-    /// Whether a seat move of the registry journal to `id` was asked for and is not done.
-    pub(super) fn is_registry_move_target(&self, id: NodeId) -> bool {
+    /// The target of a seat move in progress, the registry journal's first.
+    pub(super) fn moves_target_in_progress(&self) -> Option<NodeId> {
         let registry = self.registry.plan.key;
-        self.moves.tracked.iter().any(|t| t.key == registry && t.to == id && t.done_at.is_none())
+        let mut moving = self.moves.tracked.iter().filter(|t| t.in_progress());
+        let first = moving.clone().next().map(|t| t.to);
+        moving.find(|t| t.key == registry).map(|t| t.to).or(first)
+    }
+
+    /// Machine `id` lost its disk: every move in progress to it has a target gone.
+    pub(super) fn moves_target_wiped(&mut self, id: NodeId) {
+        for t in self.moves.tracked.iter_mut().filter(|t| t.to == id && t.in_progress()) {
+            t.target_wiped = true;
+        }
     }
 
     fn is_up(&self, id: NodeId) -> bool {
@@ -427,6 +439,9 @@ impl<H: Host> World<H> {
             }
             if t.key == self.registry.plan.key {
                 claims.reach(Claim::MoveRegistry);
+            }
+            if t.target_wiped {
+                claims.reach(Claim::MoveTargetWiped);
             }
         }
     }

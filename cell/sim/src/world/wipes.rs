@@ -31,7 +31,13 @@ pub struct WipeParams {
     pub rejoin_after_ns: u64,
     /// The new identity.
     pub new_id: NodeId,
+    /// Wipe the target of a seat move in progress (the registry journal's first) if one is
+    /// in progress by `hunt_until_ns`; looked for every [`HUNT_EVERY_NS`] from `at_ns` on.
+    pub hunt_until_ns: Option<u64>,
 }
+
+/// How often a wipe hunting a move's target looks for one.
+const HUNT_EVERY_NS: u64 = 200 * MS;
 
 impl WipeParams {
     /// A wipe in about three seeds in ten, during the first two thirds of the chaos.
@@ -44,7 +50,9 @@ impl WipeParams {
         let at_ns = side.between(1_000 * MS, chaos_ns * 2 / 3);
         let voter = side.below(voters as u64) as usize;
         let rejoin_after_ns = side.between(100 * MS, 1_500 * MS);
-        Some(WipeParams { at_ns, voter, rejoin_after_ns, new_id: NodeId(side.u64()) })
+        let new_id = NodeId(side.u64());
+        let hunt_until_ns = side.chance(500_000).then_some(chaos_ns * 5 / 6);
+        Some(WipeParams { at_ns, voter, rejoin_after_ns, new_id, hunt_until_ns })
     }
 }
 
@@ -67,29 +75,38 @@ impl<H: Host> World<H> {
         }
     }
 
-    /// Voter machine `m` (or the next voter that is not the target of a registry seat move)
-    /// loses its disk: it crashes, its disk is wiped, and it boots again, asserting its
-    /// identity: the store refuses (`boot` marks the machine refused). The machine comes back
-    /// as a new identity later ([`Self::on_rejoin`]).
-    ///
-    /// Not a registry move's target: the mover waits for that target to host the registry
-    /// journal before the stop-sign, and nothing abandons a move whose target is gone for good
-    /// (docs/reconfiguration.md, "Not yet"). A tenant journal's move to a wiped target
-    /// completes with a dead voter, which the planner then heals.
+    /// Voter machine `m` (or the next voter still present) loses its disk — or, in a seed
+    /// whose wipe hunts a move's target, that target as soon as a move is in progress (`m`
+    /// when none was by the end of the hunt): it crashes, its disk is wiped, and it boots again, asserting its identity: the store refuses (`boot`
+    /// marks the machine refused). The machine comes back as a new identity later
+    /// ([`Self::on_rejoin`]). A move to a wiped target — the registry journal's among them —
+    /// completes with a dead voter once the directory shows it replaced, and the planner then
+    /// heals it.
     pub(super) fn on_wipe(&mut self, m: usize) {
         let voters = self.params.voters;
         let wipeable = |w: &World<H>, i: usize| {
             let mach = &w.machines[i];
-            mach.present
-                && !mach.refused
-                && mach.spec.role == MachineRole::Voter
-                && !w.is_registry_move_target(mach.spec.id)
+            mach.present && !mach.refused && mach.spec.role == MachineRole::Voter
         };
-        let Some(m) = (0..voters).map(|k| (m + k) % voters).find(|i| wipeable(self, *i)) else { return };
+        if let Some(until) = self.wipes.params.and_then(|p| p.hunt_until_ns) {
+            let hunted = self.moves_target_in_progress().and_then(|id| self.index.get(&id).copied());
+            match hunted {
+                Some(t) if wipeable(self, t) => return self.wipe(t),
+                _ if self.now + HUNT_EVERY_NS <= until => return self.after(HUNT_EVERY_NS, Event::Wipe(m)),
+                _ => {}
+            }
+        }
+        if let Some(m) = (0..voters).map(|k| (m + k) % voters).find(|i| wipeable(self, *i)) {
+            self.wipe(m);
+        }
+    }
+
+    fn wipe(&mut self, m: usize) {
         let id = self.machines[m].spec.id;
         self.crash(m, "its disk is lost");
         self.machines[m].disk.wipe();
         self.wipes.wiped = Some(id);
+        self.moves_target_wiped(id);
         self.trace.event(self.now, "wipe", &[id.0], || format!("{id:?} comes back with an empty disk"));
         self.boot(m);
         if let Some(p) = self.wipes.params {
