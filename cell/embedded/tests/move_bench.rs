@@ -13,8 +13,18 @@
 //! - the writes' p99 over both windows over their p99 without a move (measured for
 //!   `PAROS_MOVE_QUIET_S`, default 5, before it); nearest rank, so with fewer than 100 writes
 //!   it is the slowest;
+//! - the store's own share, as a baseline: the time a fresh store on this disk takes to take
+//!   the same bytes as catch-up hands them to a target (one slot of the fill per write, each
+//!   write synced), nothing else running;
+//! - the disk's own share, as a baseline: the writes' p99 while the same bytes are copied
+//!   between two directories beside them (no move), over their p99 without a move. Every node
+//!   of the embedded cell shares this one disk with the move's target, so this is how far a
+//!   move's writes alone would push the writes' p99 here, whatever the move's code;
 //! - to see where the time goes: the target's bytes on disk every 100 ms, and each node's
 //!   round times (queue, store write, sync) over the move.
+//!
+//! The filesystem is synced (`sync`) before each timed copy and before the move, so none of them
+//! pays for writeback the one before left dirty.
 //!
 //! `PAROS_MOVE_VOTER` (default 0) picks which of the journal's three voters moves. At the end
 //! the target alone serves every record of the fill. Not in the suite's default run:
@@ -29,11 +39,15 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use paros_client::{JournalService as _, ReadAnswer, ReadParams, Route, Writer, WriterConfig};
-use paros_core::journal::WriterMode;
-use paros_core::{Consistency, JournalId, JournalKey, NodeId, Seq, TenantId};
+use paros_core::journal::{Command, Entry, WriterMode};
+use paros_core::{
+    Ballot, Consistency, JournalConfig, JournalId, JournalKey, LeaderUuid, NodeId, Seq, Slot, TenantId, WriteOp,
+};
 use paros_embedded::{EmbeddedCell, NodeStatsReader};
+use paros_node::ports::{LogStore as _, Placement};
 use paros_registry::daemon::CoordinatorLoopConfig;
-use paros_registry::{Accepted, Command, Epoch, JournalName, Op, Quotas, TenantName};
+use paros_registry::{Accepted, Epoch, JournalName, Op, Quotas, TenantName};
+use paros_store::FjallStore;
 
 const MIB: u64 = 1 << 20;
 /// The fill's record size, and records per batch (a batch stays under the 1 MiB limit).
@@ -89,6 +103,44 @@ fn copy_baseline(root: &Path, bytes: u64, seed: u64) -> Duration {
     let took = started.elapsed();
     std::fs::remove_dir_all(&src).expect("removes the source");
     std::fs::remove_dir_all(&dst).expect("removes the copy");
+    took
+}
+
+/// Flushes every dirty page of every filesystem (`sync(1)`), so a timed phase does not pay
+/// for the writeback of the one before.
+fn sync_all_filesystems() {
+    let status = std::process::Command::new("sync").status().expect("runs sync");
+    assert!(status.success(), "sync: {status}");
+}
+
+/// The store's ingest of `bytes` of fill slots into a fresh store under `root`, as catch-up
+/// hands them to a move's target: one slot ([`FILL_BATCH_RECORDS`] records) per write, each
+/// write synced. Removes the store.
+fn store_ingest_baseline(root: &Path, bytes: u64, seed: u64) -> Duration {
+    let path = root.join("ingest");
+    let mut store = FjallStore::open(&path).expect("opens a store");
+    let key = JournalKey { tenant: TenantId(1), journal: JournalId(1) };
+    let config =
+        JournalConfig { mode: WriterMode::Single, voters: vec![NodeId(1), NodeId(2), NodeId(3)], learners: vec![] };
+    store.place(&[Placement::Put(key, config, Ballot::ZERO)]).expect("places the journal");
+    store.sync().expect("syncs");
+    let mut state = seed | 1;
+    let slot_bytes = (FILL_BATCH_RECORDS * FILL_RECORD_BYTES) as u64;
+    let commands: Vec<Command> = (0..bytes.div_ceil(slot_bytes))
+        .map(|s| {
+            let records = (0..FILL_BATCH_RECORDS).map(|_| Bytes::from(noise(&mut state, FILL_RECORD_BYTES))).collect();
+            Command::Write(Entry { leader: LeaderUuid::new(7), seq: Seq(s * FILL_BATCH_RECORDS as u64), records })
+        })
+        .collect();
+    let started = Instant::now();
+    for (slot, command) in (1u64..).map(Slot).zip(commands) {
+        let ops = vec![WriteOp::Learn { slot, command }, WriteOp::Chosen { up_to: Slot(slot.0 + 1) }];
+        store.write(&[(key, ops)]).expect("writes");
+        store.sync().expect("syncs");
+    }
+    let took = started.elapsed();
+    drop(store);
+    std::fs::remove_dir_all(&path).expect("removes the store");
     took
 }
 
@@ -160,6 +212,7 @@ async fn moving_a_journal_with_256_mib_retained() {
     let quiet = Duration::from_secs(env_u64("PAROS_MOVE_QUIET_S", 5));
     let bytes = mib * MIB;
     let dir = tempfile::tempdir().expect("a temp dir");
+    sync_all_filesystems();
     let copy_before = copy_baseline(dir.path(), bytes, 0x00c0_ffee);
     println!("copy baseline: {mib} MiB in {:.2} s (fsynced)", copy_before.as_secs_f64());
 
@@ -167,7 +220,9 @@ async fn moving_a_journal_with_256_mib_retained() {
     cell.init().await.expect("forms");
     let tenant = TenantId(0x3a0e);
     let name = TenantName::parse("acme").expect("a name");
-    cell.request(Op::Command(Command::SignUp { tenant, name, quotas: Quotas::default() })).await.expect("signs up");
+    cell.request(Op::Command(paros_registry::Command::SignUp { tenant, name, quotas: Quotas::default() }))
+        .await
+        .expect("signs up");
     let name = JournalName::parse("big").expect("a name");
     let create = Op::CreateJournal { tenant, journal: JournalId(0xb16), name, mode: WriterMode::Single, tier: None };
     let Accepted::JournalCreated { key, voters, .. } = cell.request(create).await.expect("creates") else {
@@ -210,6 +265,17 @@ async fn moving_a_journal_with_256_mib_retained() {
     let (writer, without) = quiet_writes.await.expect("the writer task");
     let p99_without = quantile(&without, 0.99);
 
+    // The disk's share: writes while the same bytes are copied beside them, no move.
+    sync_all_filesystems();
+    let stop = Arc::new(AtomicBool::new(false));
+    let copied_writes = tokio::spawn(write_until(writer, Arc::clone(&stop)));
+    let root = dir.path().join("beside");
+    let copy_beside =
+        tokio::task::spawn_blocking(move || copy_baseline(&root, bytes, 0x0005_1de0)).await.expect("the copy task");
+    stop.store(true, Ordering::Relaxed);
+    let (writer, beside) = copied_writes.await.expect("the writer task");
+    sync_all_filesystems();
+
     // Writes during the move: from the request to the registry recording it done.
     let target_before = disk_bytes(&reader, to);
     let stop = Arc::new(AtomicBool::new(false));
@@ -230,7 +296,9 @@ async fn moving_a_journal_with_256_mib_retained() {
     };
     let rounds_before = cell.round_times();
     let started = Instant::now();
-    cell.request(Op::Command(Command::MoveSeat { journal: key, from, to })).await.expect("the move is recorded");
+    cell.request(Op::Command(paros_registry::Command::MoveSeat { journal: key, from, to }))
+        .await
+        .expect("the move is recorded");
     let done = |d: &paros_registry::Directory| d.journal(key).is_some_and(|j| j.epoch == Epoch(1));
     let result = cell.wait_followers(Duration::from_secs(1800), done).await;
     let moved = started.elapsed();
@@ -292,7 +360,10 @@ async fn moving_a_journal_with_256_mib_retained() {
     assert!(served >= filled, "the target serves the whole fill ({served} of {filled} bytes)");
     let _ = cell.stop();
 
+    sync_all_filesystems();
     let copy_after = copy_baseline(dir.path(), bytes, 0x0bad_cafe);
+    sync_all_filesystems();
+    let ingest = store_ingest_baseline(dir.path(), bytes, 0x1a6e_57ed);
     let copy = (copy_before + copy_after) / 2;
     let (move_ratio, p99_ratio) = (moved.as_secs_f64() / copy.as_secs_f64(), ms(p99_during) / ms(p99_without));
     let verdict = |r: f64| if r <= 2.0 { "met" } else { "missed" };
@@ -324,6 +395,23 @@ async fn moving_a_journal_with_256_mib_retained() {
         ms(p99_without),
         without.len(),
         ms(quantile(&without, 0.5)),
+    );
+    println!(
+        "baseline, the store's share: a fresh store took the same {mib} MiB, one fill slot per synced write, in {:.2} s \
+         = {:.2} x the copy; the move's catch-up took {:.2} x that",
+        ingest.as_secs_f64(),
+        ingest.as_secs_f64() / copy.as_secs_f64(),
+        caught_up.as_secs_f64() / ingest.as_secs_f64(),
+    );
+    let beside_ratio = ms(quantile(&beside, 0.99)) / ms(p99_without);
+    println!(
+        "baseline, the disk's share: write p99 while the same {mib} MiB were copied beside the writes (no move, the \
+         copy took {:.2} s): {:.2} ms ({} writes, p50 {:.2} ms, max {:.1} ms) = {beside_ratio:.2} x",
+        copy_beside.as_secs_f64(),
+        ms(quantile(&beside, 0.99)),
+        beside.len(),
+        ms(quantile(&beside, 0.5)),
+        ms(quantile(&beside, 1.0)),
     );
     println!(
         "write p99 until recorded done: {:.2} ms ({} writes, p50 {:.2} ms, max {:.1} ms) = {p99_ratio:.2} x \
