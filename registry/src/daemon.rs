@@ -510,7 +510,7 @@ async fn carry_out<S>(
 where
     S: JournalService<Journal = JournalKey>,
 {
-    use paros_client::{Decided, ReadAnswer, ReadParams, Route};
+    use paros_client::{Decided, ReadParams, Route};
     use paros_core::journal::{Outcome, Voters};
     use paros_core::{Call, Consistency};
 
@@ -535,19 +535,15 @@ where
                 consistency: Consistency::Reached(Seq(0)),
             };
             let route = Route { server: Some(node), attempt: 0 };
-            match client.service().read(&journal, params, route).await {
-                ReadAnswer::Page { .. } | ReadAnswer::Truncated { .. } => MoveResult::Hosted { journal, node },
-                _ => MoveResult::Failed { journal },
-            }
+            let answer = client.service().read(&journal, params, route).await;
+            MoveResult::of_read(journal, node, true, Some(&answer))
         }
         MoveAction::Confirm { journal, node } => {
             let params =
                 ReadParams { from: Seq(0), limit: 1, max_bytes: 1, wait_ms: 0, consistency: Consistency::Linearizable };
             let route = Route { server: Some(node), attempt: 0 };
-            match client.service().read(&journal, params, route).await {
-                ReadAnswer::Page { .. } | ReadAnswer::Truncated { .. } => MoveResult::Confirmed { journal, node },
-                _ => MoveResult::Failed { journal },
-            }
+            let answer = client.service().read(&journal, params, route).await;
+            MoveResult::of_read(journal, node, false, Some(&answer))
         }
         MoveAction::Done { journal, epoch, id } => {
             let request =

@@ -245,6 +245,36 @@ impl Mover {
     }
 }
 
+impl MoveResult {
+    /// How a [`MoveAction::Probe`] (`probe`) or a [`MoveAction::Confirm`] of `journal` at
+    /// `node` ended, given the read's answer (`None`: none came).
+    ///
+    /// A confirmation needs the read served (a page, or `Truncated`: both answered after the
+    /// quorum watermark). A probe needs only proof the node hosts the journal: a page,
+    /// `Truncated`, or `Unserved` saying how far it applied — a copy that looked at the journal
+    /// and would not serve it, such as a former voter's copy the directory moves a seat back
+    /// to (the simulation's seed 70003546: the drained seat's target still held its copy from
+    /// before, answered every probe `Unserved`, and the move waited forever). `Unserved`
+    /// without `applied_to` was refused before the journal was looked at, and
+    /// `UnknownJournal` means the node's follower has not placed it yet.
+    #[must_use]
+    pub fn of_read(
+        journal: JournalKey,
+        node: NodeId,
+        probe: bool,
+        answer: Option<&paros_client::ReadAnswer>,
+    ) -> MoveResult {
+        use paros_client::ReadAnswer;
+        let served = matches!(answer, Some(ReadAnswer::Page { .. } | ReadAnswer::Truncated { .. }));
+        let hosted = served || matches!(answer, Some(ReadAnswer::Unserved { applied_to: Some(_) }));
+        match (probe, served, hosted) {
+            (true, _, true) => MoveResult::Hosted { journal, node },
+            (false, true, _) => MoveResult::Confirmed { journal, node },
+            _ => MoveResult::Failed { journal },
+        }
+    }
+}
+
 /// A quorum of the new `voters` confirmed, the `target` among them unless it is `gone` for good.
 fn confirmed_enough(voters: &[NodeId], target: NodeId, gone: bool, confirmed: &BTreeSet<NodeId>) -> bool {
     confirmed.len() > voters.len() / 2 && (confirmed.contains(&target) || gone)

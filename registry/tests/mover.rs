@@ -193,3 +193,29 @@ fn moves_are_carried_out_at_most_moves_max_at_once_and_one_the_directory_dropped
     m.poll(&b.dir, 0);
     assert_eq!(m.in_progress(), 2, "a deleted journal's move is dropped too");
 }
+
+/// A probe needs only proof the target hosts the journal: a copy that looked at it and would
+/// not serve (`Unserved` saying how far it applied) hosts it — a former voter's copy a seat
+/// moves back to answers so (the simulation's seed 70003546 waited on it forever). A
+/// confirmation needs the read served.
+#[test]
+fn a_probe_takes_any_answer_from_the_journal_and_a_confirmation_only_a_served_read() {
+    use paros_client::ReadAnswer;
+    use paros_core::Seq;
+    use paros_core::journal::JournalView;
+    let (key, node) = (jkey(100, 7), NodeId(4));
+    let view = JournalView { leader: None, first_seq: Seq(0), next_seq: Seq(3) };
+    let page = ReadAnswer::Page { from: Seq(0), records: Vec::new(), view };
+    let unserved = ReadAnswer::Unserved { applied_to: Some(Seq(3)) };
+    let refused = ReadAnswer::Unserved { applied_to: None };
+    let probe = |a: Option<&ReadAnswer>| MoveResult::of_read(key, node, true, a);
+    let confirm = |a: Option<&ReadAnswer>| MoveResult::of_read(key, node, false, a);
+    assert_eq!(probe(Some(&page)), MoveResult::Hosted { journal: key, node });
+    assert_eq!(probe(Some(&ReadAnswer::Truncated { view })), MoveResult::Hosted { journal: key, node });
+    assert_eq!(probe(Some(&unserved)), MoveResult::Hosted { journal: key, node }, "looked at the journal");
+    assert_eq!(probe(Some(&refused)), MoveResult::Failed { journal: key }, "refused before looking");
+    assert_eq!(probe(Some(&ReadAnswer::UnknownJournal)), MoveResult::Failed { journal: key }, "not placed yet");
+    assert_eq!(probe(None), MoveResult::Failed { journal: key });
+    assert_eq!(confirm(Some(&page)), MoveResult::Confirmed { journal: key, node });
+    assert_eq!(confirm(Some(&unserved)), MoveResult::Failed { journal: key }, "a confirmation needs the read served");
+}

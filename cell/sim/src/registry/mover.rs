@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use paros_client::Seq;
 use paros_core::journal::{Outcome, Voters};
-use paros_core::{Call, Consistency, JournalKey, NodeId, ReadAnswer, ReadRequest};
+use paros_core::{Call, Consistency, JournalKey, NodeId, ReadRequest};
 use paros_registry::command::Epoch;
 use paros_registry::mover::{MoveAction, MoveResult, Mover, MoverConfig};
 use paros_registry::{Answer, Command, Directory, Op, PlanConfig, PlannedMove, Request, RequestId, Seen};
@@ -170,13 +170,11 @@ impl MoverActor {
     pub fn on_reply(&mut self, ctx: &mut MoverCtx<'_>, token: u64, reply: Option<RegReply>) {
         let now = ctx.now;
         if let Some((journal, node, probe)) = self.reads.remove(&token) {
-            let served = matches!(reply, Some(RegReply::Read(ReadAnswer::Page { .. } | ReadAnswer::Truncated(_))));
-            let result = match (served, probe) {
-                (true, true) => MoveResult::Hosted { journal, node },
-                (true, false) => MoveResult::Confirmed { journal, node },
-                (false, _) => MoveResult::Failed { journal },
+            let answer = match reply {
+                Some(RegReply::Read(a)) => Some(paros_client::ReadAnswer::from_node(a)),
+                _ => None,
             };
-            self.mover.on_result(result, now / MS);
+            self.mover.on_result(MoveResult::of_read(journal, node, probe, answer.as_ref()), now / MS);
         } else {
             let done = self
                 .calls
