@@ -9,7 +9,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use paros_client::{Client, JournalService, ReadConsistency, Reader, ReaderConfig, Seq, Writer, WriterConfig};
+use paros_client::{
+    Client, JournalService, ReadConsistency, Reader, ReaderConfig, ReaderError, ReaderOutcome, Seq, Writer,
+    WriterConfig,
+};
 use paros_core::{Assignment, JournalConfig, JournalKey, NodeId};
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -288,6 +291,10 @@ pub struct FollowerConfig {
     /// next: a burst of ten thousand creates is applied in a few steps, not one per page.
     pub apply_interval_min: Duration,
     pub apply_cost_factor: u32,
+    /// The pause after a read that found the registry journal hosted nowhere it asked (its
+    /// seats moving, or the machines that hold them not back yet): the follower asks again
+    /// after it, never ends on it.
+    pub unhosted_pause: Duration,
 }
 
 impl Default for FollowerConfig {
@@ -298,6 +305,7 @@ impl Default for FollowerConfig {
             placements_per_request: policy.placements_per_request,
             apply_interval_min: policy.apply_interval_min,
             apply_cost_factor: policy.apply_cost_factor,
+            unhosted_pause: Duration::from_millis(100),
         }
     }
 }
@@ -413,8 +421,12 @@ where
             NextRead::Once => reader.next().await,
             NextRead::Follow => reader.follow().await,
         };
+        let unhosted = matches!(outcome, Ok(ReaderOutcome::UnknownJournal) | Err(ReaderError::UnknownJournal));
         if let Err(e) = follower.read(outcome, reader.caught_up()) {
             return e.to_string();
+        }
+        if unhosted {
+            tokio::time::sleep(config.unhosted_pause).await;
         }
         for effect in follower.poll(start.elapsed()) {
             match effect {

@@ -92,8 +92,6 @@ pub enum FollowerEffect {
 /// A read outcome the follower cannot go on from.
 #[derive(Clone, PartialEq, Eq, Debug, Error)]
 pub enum FollowError {
-    #[error("the registry journal is not hosted")]
-    UnknownJournal,
     #[error("reading the registry: {0}")]
     Read(#[source] ReaderError),
     #[error("folding the registry: {0}")]
@@ -220,21 +218,32 @@ impl Follower {
     /// Folds what a read came to. `reader_caught_up` is the shell's reader's judgement after
     /// it: its cursor reached the highest tail an answer named. Returns the fold's events.
     ///
+    /// "Not hosted" from every server asked (`UnknownJournal`, as an outcome or as the
+    /// reader's error) is a read that found nothing, as `Unavailable` is: the registry journal
+    /// always exists, and its seats are hosted nowhere a follower asks only while they move or
+    /// before the machines that hold them are back (the simulation's seed 12: a follower that
+    /// stopped at it never placed a journal again, and the moves to its machine never ended).
+    ///
     /// # Errors
-    /// [`FollowError`] when the read failed (an answer that contradicts its read), the
-    /// registry is unknown, or the page does not fold: the follower cannot go on.
+    /// [`FollowError`] when the read failed (an answer that contradicts its read, a denial) or
+    /// the page does not fold: the follower cannot go on.
     pub fn read(
         &mut self,
         outcome: Result<ReaderOutcome, ReaderError>,
         reader_caught_up: bool,
     ) -> Result<Vec<FoldEvent>, FollowError> {
+        let outcome = match outcome {
+            Err(ReaderError::UnknownJournal) => Ok(ReaderOutcome::UnknownJournal),
+            other => other,
+        };
         let (events, moved) = match outcome.map_err(FollowError::Read)? {
             ReaderOutcome::Records { from, records, .. } => {
                 (self.folder.fold_page(from, &records)?, !records.is_empty())
             }
             ReaderOutcome::Gap { from, resumed_at, .. } => (self.folder.gap(from, resumed_at)?, true),
-            ReaderOutcome::UnknownJournal => return Err(FollowError::UnknownJournal),
-            ReaderOutcome::Unavailable { .. } | ReaderOutcome::Retry { .. } => (Vec::new(), false),
+            ReaderOutcome::UnknownJournal | ReaderOutcome::Unavailable { .. } | ReaderOutcome::Retry { .. } => {
+                (Vec::new(), false)
+            }
         };
         self.caught_up |= reader_caught_up;
         self.moved = moved;

@@ -161,3 +161,23 @@ fn while_pages_keep_coming_the_follower_applies_at_most_once_per_interval() {
     f.read(Ok(page(book.next, &[], book.next)), true).unwrap();
     assert_eq!(f.poll(Duration::from_millis(6)), vec![FollowerEffect::Publish], "an empty page applies at once");
 }
+
+/// The registry journal hosted nowhere the follower asked (its seats moving, or their machines
+/// not back yet) is a read that found nothing: the follower goes on and folds what comes next
+/// (the simulation's seed 12: a follower that stopped at it never placed a journal again).
+#[test]
+fn the_follower_goes_on_after_the_registry_journal_was_hosted_nowhere_it_asked() {
+    let mut book = Book::formed();
+    assert!(book.run(create(100, 7, "orders", &[1, 2, 3])).is_accepted());
+    let policy = FollowPolicy { apply_interval_min: Duration::ZERO, ..FollowPolicy::default() };
+    let mut f = follower(BTreeMap::new(), policy);
+    assert_eq!(f.read(Ok(ReaderOutcome::UnknownJournal), false), Ok(Vec::new()), "an outcome");
+    assert_eq!(f.read(Err(paros_client::ReaderError::UnknownJournal), false), Ok(Vec::new()), "the reader's error");
+    assert!(f.poll(Duration::ZERO).is_empty(), "nothing folded: nothing applied");
+    f.read(Ok(page(0, &book.records, book.next)), true).expect("folds on");
+    let effects = f.poll(Duration::ZERO);
+    assert!(
+        matches!(&effects[..], [FollowerEffect::Place { machine: NodeId(1), .. }, FollowerEffect::Publish]),
+        "the created journal is placed, then the directory published: {effects:?}"
+    );
+}

@@ -150,8 +150,10 @@ impl CallOp {
         let elapsed = Duration::from_nanos(now - self.began);
         let step = match (read, reply) {
             (false, Some(RegReply::Call(a))) => self.policy.on_reply(CallReply::Answer(*a), elapsed),
+            (false, Some(RegReply::UnknownJournal)) => self.policy.on_reply(CallReply::UnknownJournal, elapsed),
             (false, _) => self.policy.on_reply(CallReply::NoAnswer, elapsed),
             (true, Some(RegReply::Read(a))) => self.policy.on_read(ReadAnswer::from_node(a.clone()), elapsed),
+            (true, Some(RegReply::UnknownJournal)) => self.policy.on_read(ReadAnswer::UnknownJournal, elapsed),
             (true, _) => self.policy.on_read(ReadAnswer::Unserved { applied_to: None }, elapsed),
         };
         self.absorb(step, now)

@@ -127,7 +127,7 @@ impl Follower {
         &mut self,
         now: u64,
         token: u64,
-        answer: Option<paros_core::ReadAnswer>,
+        answer: Option<ReadAnswer>,
         audit: &mut RegistryAudit,
         claims: &mut Claims,
     ) -> Vec<FollowerEffect> {
@@ -141,7 +141,7 @@ impl Follower {
         };
         // A node the registry journal is not placed on (its seats move) answers unknown: the
         // next server is asked, as the client's read policy does.
-        let outcome = self.cursor.absorb_from(ReadAnswer::from_node(answer), self.servers.len());
+        let outcome = self.cursor.absorb_from(answer, self.servers.len());
         let name = self.name.clone();
         let records = match &outcome {
             Err(_) => false,

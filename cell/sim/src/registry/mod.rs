@@ -47,6 +47,9 @@ pub enum RegRequest {
 pub enum RegReply {
     Call(CallAnswer),
     Read(ReadAnswer),
+    /// The server hosts no such journal (a registry seat moved away, or not placed yet),
+    /// answered at once as the node's shell answers it over the bus.
+    UnknownJournal,
 }
 
 /// One request to send: `token` names it when its answer comes back.

@@ -172,7 +172,8 @@ impl MoverActor {
         if let Some((journal, node, probe)) = self.reads.remove(&token) {
             let answer = match reply {
                 Some(RegReply::Read(a)) => Some(paros_client::ReadAnswer::from_node(a)),
-                _ => None,
+                Some(RegReply::UnknownJournal) => Some(paros_client::ReadAnswer::UnknownJournal),
+                Some(RegReply::Call(_)) | None => None,
             };
             self.mover.on_result(MoveResult::of_read(journal, node, probe, answer.as_ref()), now / MS);
         } else {

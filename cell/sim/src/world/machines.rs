@@ -269,8 +269,9 @@ impl<H: Host> World<H> {
             }
         }
         for req in out.unknown {
-            // A registry actor's request times out instead (its policies treat both alike).
-            if !self.registry.owns(req) {
+            if self.registry.owns(req) {
+                self.registry_answer(req, from, RegReply::UnknownJournal);
+            } else {
                 self.send_reply(req, from, Reply::UnknownJournal);
             }
         }

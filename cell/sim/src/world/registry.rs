@@ -371,8 +371,9 @@ impl<H: Host> World<H> {
         match o.actor {
             Actor::Follower => {
                 let read = match reply {
-                    Some(RegReply::Read(a)) => Some(a),
-                    _ => None,
+                    Some(RegReply::Read(a)) => Some(paros_client::ReadAnswer::from_node(a)),
+                    Some(RegReply::UnknownJournal) => Some(paros_client::ReadAnswer::UnknownJournal),
+                    Some(RegReply::Call(_)) | None => None,
                 };
                 let now = self.now;
                 let r = &mut self.registry;
