@@ -502,6 +502,14 @@ impl Audit {
         }
     }
 
+    /// `key` was removed from `node`: the votes its copy there cast are given back with its
+    /// bytes. A crash after a placement afresh that had not reached a sync finds no copy
+    /// (the simulation's seed 80003100: a seat moved back to a founder, removed and placed
+    /// again a moment before a crash, was judged against the earlier copy's votes).
+    pub fn on_removed(&mut self, node: NodeId, key: JournalKey) {
+        self.votes_sent.remove(&(node, key));
+    }
+
     /// `node` crashed; `lost` is how many writes of its round in flight never reached a sync,
     /// and `durable` what its disk holds now. No vote that left it may be taken back.
     pub fn on_crash(&mut self, node: NodeId, lost: usize, durable: &[(JournalKey, Ballot)]) {

@@ -439,8 +439,12 @@ impl<H: Host> World<H> {
                     if mach.spec.role == MachineRole::Voter {
                         mach.spec.placements.retain(|p| p.key != journal);
                     }
-                    // Its life here ends: a later placement begins another (answers audit).
+                    // Its life here ends: a later placement begins another (answers audit), and
+                    // the votes of this one go with its bytes (a seat placed here again begins
+                    // in a later epoch, whose floor refuses every ballot they were cast at:
+                    // rule 13).
                     self.answers.life_bound(id, journal);
+                    self.audit.on_removed(id, journal);
                     f.driver().removed(machine, journal);
                     let key = journal;
                     self.trace.event(now, "remove", &[id.0, key.journal.0], || format!("{id:?} removes {key:?}"));
