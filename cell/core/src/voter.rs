@@ -368,13 +368,6 @@ impl Voter {
                 return Some(CallAnswer::TooLarge(too_large));
             }
         }
-        if let Call::Reconfigure { epoch, .. } = &call
-            && *epoch != self.epoch + 1
-        {
-            // The fold would refuse it; proposing it would stop the journal for nothing.
-            let view = self.learner.state().view();
-            return Some(CallAnswer::Verdict(Outcome::StaleEpoch { epoch: self.epoch, view }));
-        }
         // A candidate holds the call for its campaign (a journal woken by it campaigns at once);
         // a campaign that does not win redirects what it held.
         if !self.proposer.is_leader() && !self.proposer.is_candidate() {
@@ -668,6 +661,22 @@ impl Voter {
     fn drain_queue(&mut self) {
         while self.proposer.window_open(&self.tunables) {
             let Some((id, command, deadline)) = self.queued.pop_front() else { break };
+            // A `Reconfigure` that does not name the epoch after the one in force is judged here,
+            // by the leader: the fold would refuse it, and proposing it would stop the journal
+            // at a stop-sign for nothing. Only a leader judges it: a voter behind the epoch in
+            // force (back from a crash, catching up) answered its own stale epoch as a verdict
+            // (the simulation's seed 80019739: every Reconfigure `StaleEpoch` 0, and the move
+            // never ended); it redirects, a candidate holds the call until it leads.
+            if let Some(epoch) = command.names_epoch()
+                && epoch != self.epoch + 1
+            {
+                let view = self.learner.state().view();
+                self.effects
+                    .ready
+                    .answers
+                    .push((id, CallAnswer::Verdict(Outcome::StaleEpoch { epoch: self.epoch, view })));
+                continue;
+            }
             // The one digest of this command: the proposer, this node's acceptor (the Accept
             // carries it) and the learner's walk all use it.
             let command = Digested::new(command);

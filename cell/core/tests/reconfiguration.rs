@@ -333,3 +333,29 @@ fn until<T>(c: &mut Cluster, seed: u64, what: &str, found: impl Fn(&Cluster) -> 
     let seen: Vec<_> = c.up().into_iter().map(|v| (v, c.voter(v).epoch(), c.voter(v).is_leader())).collect();
     panic!("seed {seed}: no {what} after 2,000 ticks: {seen:?}");
 }
+
+/// A voter whose fold has not reached the epoch in force (back from a crash, catching up) does
+/// not judge a `Reconfigure` by its own stale epoch: it redirects it, as any call it does not
+/// lead, and the leader judges it (the simulation's seed 80019739: a lagging voter answered
+/// every `Reconfigure` with `StaleEpoch` 0, a verdict, and the move never ended).
+#[test]
+fn a_voter_behind_the_epoch_in_force_redirects_a_reconfigure_instead_of_judging_it() {
+    let mut c = Cluster::new(3, 0, 7, Faults::NONE);
+    let (a, mut written) = claimed(&mut c);
+    c.crash(voter_id(2));
+    reconfigure(&mut c, 1, &[0, 1, 2]);
+    written.append(&mut c, a, recs("after", 1));
+    c.start(voter_id(2));
+    assert_eq!(c.state_of(voter_id(2)).epoch, 0, "back, not caught up yet");
+    match c.call_at(voter_id(2), Call::Reconfigure { epoch: 2, voters: voters(&[0, 1]) }, 1) {
+        Some(CallAnswer::Redirect { .. }) | None => {}
+        other => panic!("a voter behind the epoch in force judged a Reconfigure: {other:?}"),
+    }
+    match c.call(Call::Reconfigure { epoch: 3, voters: voters(&[0, 1]) }) {
+        Some(CallAnswer::Verdict(Outcome::StaleEpoch { epoch: 1, .. })) => {}
+        other => panic!("the leader judges a Reconfigure past the next epoch: {other:?}"),
+    }
+    reconfigure(&mut c, 2, &[0, 1]);
+    written.append(&mut c, a, recs("again", 1));
+    c.assert_agreement();
+}

@@ -404,8 +404,8 @@ async fn moving_a_journal_with_256_mib_retained() {
         ms(quantile(&without, 0.5)),
     );
     println!(
-        "baseline, the store's share: a fresh store took the same {mib} MiB, one fill slot per synced write, in {:.2} s \
-         = {:.2} x the copy; the move's catch-up took {:.2} x that",
+        "baseline, the store's share: a fresh store took the same {mib} MiB, one fill slot per synced write, \
+         in {:.2} s = {:.2} x the copy; the move's catch-up took {:.2} x that",
         ingest.as_secs_f64(),
         ingest.as_secs_f64() / copy.as_secs_f64(),
         caught_up.as_secs_f64() / ingest.as_secs_f64(),

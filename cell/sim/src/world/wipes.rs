@@ -77,11 +77,11 @@ impl<H: Host> World<H> {
 
     /// Voter machine `m` (or the next voter still present) loses its disk — or, in a seed
     /// whose wipe hunts a move's target, that target as soon as a move is in progress (`m`
-    /// when none was by the end of the hunt): it crashes, its disk is wiped, and it boots again, asserting its identity: the store refuses (`boot`
-    /// marks the machine refused). The machine comes back as a new identity later
-    /// ([`Self::on_rejoin`]). A move to a wiped target — the registry journal's among them —
-    /// completes with a dead voter once the directory shows it replaced, and the planner then
-    /// heals it.
+    /// when none was by the end of the hunt): it crashes, its disk is wiped, and it boots
+    /// again, asserting its identity: the store refuses (`boot` marks the machine refused). The
+    /// machine comes back as a new identity later ([`Self::on_rejoin`]). A move to a wiped
+    /// target — the registry journal's among them — completes with a dead voter once the
+    /// directory shows it replaced, and the planner then heals it.
     pub(super) fn on_wipe(&mut self, m: usize) {
         let voters = self.params.voters;
         let wipeable = |w: &World<H>, i: usize| {
