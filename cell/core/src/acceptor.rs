@@ -67,9 +67,9 @@ impl Acceptor {
 
     /// Phase 2: accept each slot's command under `ballot` unless a higher ballot was promised.
     ///
-    /// A slot already known chosen here (below the floor or below `chosen_up_to`) keeps its
+    /// A slot already known chosen here and held in memory (below `chosen_up_to`) keeps its
     /// chosen command; the reply carries that command's digest, so a leader proposing anything
-    /// else there would not be credited.
+    /// else there is not credited. A slot below the log's start is credited blind (see below).
     pub fn on_accept(
         &mut self,
         log: &mut Log,
@@ -86,8 +86,17 @@ impl Acceptor {
         for (slot, command) in entries {
             let digest = command.digest();
             if *slot < log.start() {
-                // Chosen and compacted, or chosen and evicted from memory: any proposal that
-                // passed the ballot check is that value.
+                // Chosen and compacted, or chosen and evicted from memory: the command is not at
+                // hand to compare, and the proposal is credited. That credit may be for another
+                // command — a deposed leader's, at a ballot below the one that chose the slot,
+                // reaching an acceptor that learned the slot without voting for it (simulation
+                // seed 80014893) — and still never makes a second command chosen: the quorum
+                // that chose the slot promised at least its ballot, every quorum of the
+                // configuration meets it, and those acceptors refuse the lower ballot. Leaving
+                // the slot out instead would strand a legitimate leader whose campaign
+                // re-proposed slots that every acceptor's floor then passed (a trim-point jump
+                // mid-campaign, seed 90011106): it cannot settle them itself, not knowing the
+                // values, and a commit past a slot it did not win may be taken as chosen.
                 slots.push((*slot, digest));
                 continue;
             }

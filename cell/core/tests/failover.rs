@@ -273,6 +273,93 @@ fn a_leader_never_commits_a_slot_its_own_proposal_lost() {
     }
 }
 
+/// An acceptor credits an Accept for a slot below its log's start without comparing (the
+/// command is evicted from memory), so a deposed leader's Accept for another command there is
+/// acknowledged. That credit never makes the command chosen: the quorum that chose the slot
+/// promised a higher ballot, and every quorum of the deposed leader's meets it (simulation seed
+/// 80014893 found such an acknowledgement; this is the argument in `Acceptor::on_accept`).
+/// Five voters: B proposes X in slot s, only F hears it (its acknowledgement lost); G, with H
+/// and I, chooses Y there and more; F learns those by catch-up, never promising G's ballot, and
+/// evicts s; B's re-sent Accept of X reaches F.
+#[test]
+fn a_deposed_leader_credited_blind_for_an_evicted_slot_chooses_nothing() {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    for seed in SEEDS {
+        let mut c = Cluster::with_tunables(5, 0, seed, Faults::NONE, WriterMode::Single, |t| {
+            t.call_ticks_max = 10_000;
+            t.window_slots = 1;
+        });
+        let (a, mut w) = claimed(&mut c);
+        w.append(&mut c, a, recs("w", 1));
+        c.settle(300);
+        let b = c.leader().expect("settled");
+        let others: Vec<NodeId> = c.cfg.voters.iter().copied().filter(|v| *v != b).collect();
+        let (f, g, h) = (others[0], others[1], others[2]);
+        let s = c.chosen_of(b);
+        // Only F hears X, and its acknowledgement is lost: B will re-send X to it.
+        c.filter = Some(Box::new(move |from, to, m| {
+            (from == b && to != f && matches!(m, Message::Accept { .. }))
+                || (from == f && to == b && matches!(m, Message::Accepted { .. }))
+        }));
+        let x = write(a, w.next(), recs("x", 1));
+        c.propose_at(b, x.clone());
+        for _ in 0..3 {
+            c.round();
+        }
+        let ballot_b = c.voter(b).promised();
+        assert!(c.voter(f).log().get(s).is_some_and(|e| e.ballot == Some(ballot_b)), "seed={seed}: F holds X");
+        // B and F hear nothing from the other three, nor they from B and F; B's Accepts reach F
+        // only when the test says so.
+        let cut = [b, f];
+        let open = Rc::new(Cell::new(false));
+        let credited = Rc::new(Cell::new(false));
+        let (open_in, credited_in, x_digest) = (open.clone(), credited.clone(), x.clone().into_command().digest());
+        c.filter = Some(Box::new(move |from, to, m| {
+            if from == f && to == b && let Message::Accepted { slots, .. } = m {
+                credited_in.set(credited_in.get() || slots.contains(&(s, x_digest)));
+            }
+            let b_to_f_accept = from == b && to == f && matches!(m, Message::Accept { .. });
+            cut.contains(&from) != cut.contains(&to) || (b_to_f_accept && !open_in.get())
+        }));
+        c.voter_mut(g).campaign();
+        for _ in 0..4 {
+            c.round();
+        }
+        assert!(c.voter(g).is_leader(), "seed={seed}: G won with H and I");
+        let y = write(a, w.next(), recs("y", 1));
+        c.propose_at(g, y.clone());
+        for i in 0..4 {
+            c.propose_at(g, write(a, w.next() + 1 + i, recs("more", 1)));
+        }
+        for _ in 0..6 {
+            c.round();
+        }
+        let chosen_g = c.chosen_of(g);
+        assert!(chosen_g > s.next(), "seed={seed}: G chose Y in slot s and more");
+        // H's catch-up answer reaches F, which learns the slots, syncs and evicts s.
+        let entries: Vec<_> = (s.0..chosen_g.0)
+            .map(|i| (Slot(i), c.voter(h).log().get(Slot(i)).expect("H holds it").command.clone()))
+            .collect();
+        let life = c.voter(f).life();
+        c.voter_mut(f).step(h, Message::CatchUpResponse { entries, chosen_up_to: chosen_g, life });
+        for _ in 0..3 {
+            c.round();
+        }
+        assert!(c.voter(f).log().start() > s, "seed={seed}: F evicted slot s");
+        assert_eq!(c.voter(f).promised(), ballot_b, "seed={seed}: F never promised G's ballot");
+        open.set(true);
+        for _ in 0..6 {
+            c.tick();
+        }
+        assert!(credited.get(), "seed={seed}: F credited B's X in slot s, blind");
+        assert_eq!(c.chosen_of(b), s, "seed={seed}: two credits of five are no quorum: B chose nothing in s");
+        c.filter = None;
+        c.settle(400);
+        c.assert_agreement();
+    }
+}
+
 /// Simulation seed 2013486, reduced. A campaign skips the slots its Promises say are chosen and
 /// fetches them later by catch-up; an acceptor that says so from memory, then crashes before
 /// its chosen index reached storage, leaves nobody who knows them chosen. The Promise must say

@@ -385,8 +385,13 @@ impl Audit {
                     format!("{node:?} on {key:?} sent Accepted at {ballot:?} with promise {promise:?} on disk")
                 });
                 for (slot, digest) in slots {
+                    // A slot below the acceptor's durable chosen index may be credited blind
+                    // (`Acceptor::on_accept`: evicted from memory, its command not at hand); that
+                    // credit is no vote, and a second command chosen would break the claim where
+                    // the audit records what quorums chose.
                     let held = durable.is_some_and(|d| {
                         *slot < d.floor
+                            || *slot < d.chosen_up_to
                             || d.entries
                                 .binary_search_by_key(slot, |(s, _)| *s)
                                 .is_ok_and(|i| d.entries[i].1.command.digest() == *digest)
@@ -434,8 +439,15 @@ impl Audit {
             let best = reported.iter().filter(|r| r.2 == Reporter::Remote).max_by_key(|r| rank(r.0)).copied();
             let own =
                 durable.and_then(|d| d.entries.binary_search_by_key(slot, |(s, _)| *s).ok().map(|i| &d.entries[i].1));
+            // A candidate whose floor passed the slot since (a trim-point jump while it
+            // campaigned) no longer holds its own value there: the one it held as the remote
+            // Promises arrived stands in (seed 90011106).
+            let own_held = own.map(|e| (e.ballot, e.command.digest())).or_else(|| {
+                let gone = durable.is_some_and(|d| *slot < d.floor);
+                reported.iter().filter(|r| gone && r.2 == Reporter::Own).max_by_key(|r| rank(r.0)).map(|r| (r.0, r.1))
+            });
             let own_outranks =
-                own.is_some_and(|e| e.command.digest() == digest && best.is_none_or(|b| rank(e.ballot) >= rank(b.0)));
+                own_held.is_some_and(|(b, d)| d == digest && best.is_none_or(|best| rank(b) >= rank(best.0)));
             let chosen_ok = !binding || self.chosen.get(&(key, *slot)).is_none_or(|c| *c == digest);
             let ok = (best.is_some_and(|b| b.1 == digest) || own_outranks) && chosen_ok;
             self.claims.check(Claim::ContestedCampaign, ok, || {
