@@ -365,13 +365,16 @@ impl EmbeddedCell {
             let probe = store.probe();
             let expected = if fresh { None } else { Some(*node) };
             let asleep = shell_config.dormant_after.is_some();
-            let mut host = Host::boot_node(store, expected, *node, tunables, random_u64(), asleep)
+            // Formation places the registry journal on its members, durably before a fresh
+            // store records its identity; from then on the registry moves its seats, and a
+            // node's store holds it while the node has one.
+            let formation = if fresh && registry_config.voters.contains(node) {
+                vec![(registry, registry_config.clone())]
+            } else {
+                Vec::new()
+            };
+            let host = Host::form_node(store, expected, *node, &formation, tunables, random_u64(), asleep)
                 .map_err(|source| CellError::Boot { node: *node, source })?;
-            // Formation places the registry journal on its members; from then on the registry
-            // moves its seats, and a node's store holds it while the node has one.
-            if fresh && registry_config.voters.contains(node) {
-                host.place(registry, registry_config.clone())?;
-            }
             let incarnation = host.incarnation();
             hosted.push(host.journal_configs());
             let (endpoint, inbox) = bus.register(host.id(), 65_536);

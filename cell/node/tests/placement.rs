@@ -263,3 +263,54 @@ fn a_journal_that_promised_past_the_directorys_epoch_is_kept_until_the_directory
     assert!(host.remove_at(&key(1), 2).is_some(), "the directory reached epoch 2: removed");
     assert_eq!(host.journal_count(), 0, "both removed");
 }
+
+/// Formation writes a founder's seats durably before the identity: a node formed and crashed
+/// before its first round's sync still hosts them at its next boot. The old order (identity at
+/// boot, then a placement riding the first round) left such a founder hosting nothing for good
+/// (simulation seed 80012083: two of three founders crashed on their first sync, and the cell
+/// never had a registry journal).
+#[test]
+fn a_founder_crashed_before_its_first_sync_still_hosts_its_formation() {
+    let disk = MemStore::new();
+    let formation = [(key(1), solo())];
+    let host = Host::form_node(disk.clone(), None, ME, &formation, Tunables::default(), 7, false).expect("forms");
+    assert_eq!(host.id(), ME);
+    drop(host);
+    disk.crash();
+
+    let expected = disk.identity().expect("identity");
+    assert_eq!(expected, Some(ME), "formed: the identity is on the disk");
+    let mut host = Host::form_node(disk.clone(), expected, ME, &formation, Tunables::default(), 7, false)
+        .expect("boots formed");
+    assert!(host.journal_configs().iter().any(|(k, _)| *k == key(1)), "the seat came back from the disk");
+    // And it serves: a call to it is decided.
+    host.campaign(&key(1));
+    drain(&mut host);
+    let t = host
+        .request(NodeRequest::Call {
+            journal: key(1),
+            id: paros_core::CallId(next_id()),
+            call: Call::SetLeader { new: LeaderUuid::new(0xa).expect("non-zero"), old: None },
+        })
+        .expect("hosted");
+    let answers = drain(&mut host);
+    assert!(
+        answers.iter().any(|(at, a)| *at == t && matches!(a, NodeAnswer::Call(CallAnswer::Verdict(Outcome::Won(_))))),
+        "{answers:?}"
+    );
+}
+
+/// A store formed again after a crash between its formation and its identity (the formation
+/// durable, no identity yet) boots as a fresh store would, with its formation once.
+#[test]
+fn formation_is_written_once_whatever_a_crash_interrupted() {
+    let disk = MemStore::new();
+    let formation = [(key(1), solo()), (key(2), solo())];
+    drop(Host::form_node(disk.clone(), None, ME, &formation, Tunables::default(), 7, false).expect("forms"));
+    // Formed again over the same disk as if the identity had not been written: no second copy,
+    // no error.
+    let again = Host::form_node(disk.clone(), None, ME, &formation, Tunables::default(), 7, false).expect("forms");
+    let mut hosted: Vec<JournalKey> = again.journal_configs().iter().map(|(k, _)| *k).collect();
+    hosted.sort();
+    assert_eq!(hosted, vec![key(1), key(2)]);
+}

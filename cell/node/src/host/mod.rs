@@ -264,6 +264,39 @@ impl<S: LogStore> Host<S> {
         Host::boot_as(store, expected, fresh, tunables, seed, Boot { asleep, node: true, feeds: &[] })
     }
 
+    /// [`Host::boot_node`] of a node the cell forms with `formation` placed on it (the
+    /// registry journal's founding seats; each configuration names this node as a voter).
+    ///
+    /// A fresh store (no identity, none expected) holds the formation durably *before* it
+    /// records its identity: a store with an identity was formed. A crash between the two
+    /// leaves a store with no identity, formed again at the next boot (placing the same
+    /// configurations again changes nothing). Placing after the identity, as a round does,
+    /// would let a crash before that round's sync leave a formed identity hosting nothing: a
+    /// founder that never hosts the registry journal, and a cell whose founders all crashed
+    /// there that never has one (simulation seed 80012083).
+    ///
+    /// # Errors
+    /// As [`Host::boot`], and a storage fault writing the formation.
+    pub fn form_node(
+        mut store: S,
+        expected: Option<NodeId>,
+        fresh: NodeId,
+        formation: &[(JournalKey, paros_core::JournalConfig)],
+        tunables: Tunables,
+        seed: u64,
+        asleep: bool,
+    ) -> Result<Host<S>, BootError> {
+        if expected.is_none() && store.identity()?.is_none() && !formation.is_empty() {
+            let placements: Vec<Placement> = formation
+                .iter()
+                .map(|(key, config)| Placement::Put(*key, config.clone(), paros_core::Ballot::ZERO))
+                .collect();
+            store.place(&placements)?;
+            store.sync()?;
+        }
+        Host::boot_node(store, expected, fresh, tunables, seed, asleep)
+    }
+
     /// [`Host::boot`] (or, `asleep`, [`Host::boot_asleep`]) of a replica subscribed to
     /// `feeds` ([`Host::join_feed`] before any journal is restored): a journal its store holds
     /// placed with learners it is fed at comes back as a replica.

@@ -111,10 +111,10 @@ impl Host for NodeHost {
         // With dormancy, a machine boots its journals dormant, as the embedded cell does.
         let asleep = spec.dormant_after_ticks.is_some();
         let replica = spec.role == super::MachineRole::Replica && !spec.feeds.is_empty();
-        // Formation places the registry journal on a node once, on its first disk: its seats
-        // move from then on, and a node's disk holds it while the node has one (a founder it
-        // left, placed it again from epoch 0, would answer for promises it gave back).
-        let first_boot = paros_node::ports::LogStore::identity(disk).ok().flatten().is_none();
+        // Formation places the registry journal on a node once, on its first disk
+        // (`Host::form_node`): its seats move from then on, and a node's disk holds it while the
+        // node has one (a founder it left, placed it again from epoch 0, would answer for
+        // promises it gave back).
         let mut host = match (replica, spec.feeds.first()) {
             // A replica of a tier boots as the replica daemon boots one (a wiped disk under its
             // own id boots and relearns), joined to its tier's feed.
@@ -126,9 +126,12 @@ impl Host for NodeHost {
             // A node of the cell: it hosts a seat moving to it as a joining voter. Once formatted
             // it boots asserting its identity, as the embedded cell's nodes do from its manifest:
             // a wiped disk refuses to boot.
+            // Formation writes the registry journal's seat durably before the identity, as the
+            // embedded cell's does.
             _ if spec.role != super::MachineRole::Replica => {
                 let expected = spec.asserts_identity.then_some(spec.id);
-                paros_node::Host::boot_node(disk.clone(), expected, spec.id, spec.tunables, seed, asleep)?
+                let formation: Vec<_> = spec.formation.iter().map(|p| (p.key, p.config.clone())).collect();
+                paros_node::Host::form_node(disk.clone(), expected, spec.id, &formation, spec.tunables, seed, asleep)?
             }
             // A replica removed from its tier (on no feed).
             _ => {
@@ -146,7 +149,7 @@ impl Host for NodeHost {
         for feed in spec.feeds.iter().skip(usize::from(replica)) {
             host.join_feed(*feed);
         }
-        if first_boot || spec.role == super::MachineRole::Replica {
+        if spec.role == super::MachineRole::Replica {
             for p in &spec.formation {
                 host.place(p.key, p.config.clone()).expect("placement on a booted host");
             }
