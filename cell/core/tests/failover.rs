@@ -316,7 +316,10 @@ fn a_deposed_leader_credited_blind_for_an_evicted_slot_chooses_nothing() {
         let credited = Rc::new(Cell::new(false));
         let (open_in, credited_in, x_digest) = (open.clone(), credited.clone(), x.clone().into_command().digest());
         c.filter = Some(Box::new(move |from, to, m| {
-            if from == f && to == b && let Message::Accepted { slots, .. } = m {
+            if from == f
+                && to == b
+                && let Message::Accepted { slots, .. } = m
+            {
                 credited_in.set(credited_in.get() || slots.contains(&(s, x_digest)));
             }
             let b_to_f_accept = from == b && to == f && matches!(m, Message::Accept { .. });

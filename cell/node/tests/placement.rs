@@ -280,8 +280,8 @@ fn a_founder_crashed_before_its_first_sync_still_hosts_its_formation() {
 
     let expected = disk.identity().expect("identity");
     assert_eq!(expected, Some(ME), "formed: the identity is on the disk");
-    let mut host = Host::form_node(disk.clone(), expected, ME, &formation, Tunables::default(), 7, false)
-        .expect("boots formed");
+    let mut host =
+        Host::form_node(disk.clone(), expected, ME, &formation, Tunables::default(), 7, false).expect("boots formed");
     assert!(host.journal_configs().iter().any(|(k, _)| *k == key(1)), "the seat came back from the disk");
     // And it serves: a call to it is decided.
     host.campaign(&key(1));
