@@ -329,7 +329,7 @@ impl Voter {
         if !self.is_voter() {
             return;
         }
-        self.proposer.campaign(
+        let campaigned = self.proposer.campaign(
             &self.cfg,
             &self.tunables,
             self.acceptor.promised(),
@@ -337,6 +337,15 @@ impl Voter {
             self.epoch,
             out,
         );
+        if !campaigned {
+            // A ballot of a later configuration was seen: the stop-sign that ended ours is
+            // chosen, at or above our prefix (the walk applied everything below it), so the slot
+            // at our prefix is chosen. Knowing that, this node catches up until it applies the
+            // stop-sign — a voter the new configuration left out, which slept through it, would
+            // otherwise sit in the old one for good, holding every call sent to it (simulation
+            // seed 100009998: the mover's `Reconfigure`, routed to it first, never got a verdict).
+            self.learner.note_chosen(self.learner.chosen_up_to().next());
+        }
     }
 
     /// A protocol message from `from`.

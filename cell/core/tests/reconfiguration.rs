@@ -359,3 +359,28 @@ fn a_voter_behind_the_epoch_in_force_redirects_a_reconfigure_instead_of_judging_
     written.append(&mut c, a, recs("again", 1));
     c.assert_agreement();
 }
+
+/// A voter the new configuration leaves out, down while the stop-sign was decided, comes back
+/// in the old configuration and hears from nobody (no leader heartbeats it: it is no voter of
+/// the new one). Its campaign is refused by a promise of the new epoch, and it cannot campaign
+/// again (rule 10): it must learn the stop-sign, by catch-up, and leave. Without that it sat in
+/// the old configuration for good, holding every call sent to it (the simulation's seed
+/// 100009998: the mover's `Reconfigure`, routed to it first, never got a verdict).
+#[test]
+fn a_voter_left_out_while_it_was_down_learns_the_stop_sign_and_leaves() {
+    for seed in SEEDS {
+        let mut c = Cluster::new(3, 0, seed, Faults::NONE);
+        let (a, mut written) = claimed(&mut c);
+        let out = voter_id(0);
+        c.crash(out);
+        c.add_voter(voter_id(3));
+        reconfigure(&mut c, 1, &[1, 2, 3]);
+        written.append(&mut c, a, recs("after", 1));
+        c.start(out);
+        assert_eq!(c.voter(out).epoch(), 0, "seed {seed}: back in the old configuration");
+        until(&mut c, seed, "epoch 1 at the voter left out", |c| (c.voter(out).epoch() == 1).then_some(()));
+        assert!(!c.voter(out).is_voter() && !c.voter(out).is_leader(), "seed {seed}: it votes no more");
+        written.append(&mut c, a, recs("later", 1));
+        c.assert_agreement();
+    }
+}
