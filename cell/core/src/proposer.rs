@@ -182,6 +182,19 @@ impl Proposer {
         true
     }
 
+    /// Whether this node has seen a ballot of an epoch after `epoch` that a proposer used: in
+    /// a message, or promised by its own acceptor (`promised`). A seat's floor (the promise a
+    /// seat placed for a later epoch starts with, [`Ballot::seat_floor`]) is no such ballot:
+    /// a move's target holds one before the stop-sign that names it is decided.
+    #[must_use]
+    pub fn saw_later_epoch(&self, promised: Ballot, epoch: u64) -> bool {
+        let used_later = |round: u64| {
+            let seen = Ballot { round, node: self.me }.epoch();
+            seen > epoch && round > Ballot::epoch_start(seen)
+        };
+        used_later(self.round_seen) || used_later(promised.round)
+    }
+
     /// The configuration changed under this proposer (its walk applied a stop-sign): whatever
     /// it led or campaigned for was the old configuration's. It follows, knowing no leader.
     pub fn reconfigured(&mut self, tunables: &Tunables) {

@@ -337,8 +337,8 @@ impl Voter {
             self.epoch,
             out,
         );
-        if !campaigned {
-            // A ballot of a later configuration was seen: the stop-sign that ended ours is
+        if !campaigned && self.proposer.saw_later_epoch(self.acceptor.promised(), self.epoch) {
+            // A ballot of a later configuration was used: the stop-sign that ended ours is
             // chosen, at or above our prefix (the walk applied everything below it), so the slot
             // at our prefix is chosen. Knowing that, this node catches up until it applies the
             // stop-sign — a voter the new configuration left out, which slept through it, would

@@ -637,3 +637,19 @@ fn a_reconfigure_that_does_not_end_the_campaigns_epoch_is_no_stop_sign_and_cuts_
     );
     assert_eq!(merged.commands, vec![(Slot(0), stop_sign(1)), (Slot(1), a), (Slot(2), b)]);
 }
+
+/// A later epoch is seen only in a ballot a proposer used: a seat's floor (the promise a move's
+/// target holds before the stop-sign naming it is decided) says nothing was decided, and a node
+/// holding it must not take the slot at its prefix as chosen.
+#[test]
+fn a_later_epoch_is_seen_in_a_used_ballot_and_never_in_a_seat_floor() {
+    let tunables = Tunables::default();
+    let mut proposer = Proposer::new(node(1), 7, &tunables);
+    let used = |epoch: u64, step: u64| Ballot { round: Ballot::epoch_start(epoch) + step, node: node(2) };
+    assert!(!proposer.saw_later_epoch(Ballot::ZERO, 0), "nothing seen");
+    assert!(!proposer.saw_later_epoch(Ballot::seat_floor(1), 0), "a seat floor of epoch 1 is no ballot of it");
+    assert!(proposer.saw_later_epoch(used(1, 1), 0), "a promise of a ballot of epoch 1");
+    assert!(!proposer.saw_later_epoch(used(1, 1), 1), "epoch 1 is not later than epoch 1");
+    proposer.observe_leader(node(2), used(2, 4), &tunables);
+    assert!(proposer.saw_later_epoch(Ballot::seat_floor(1), 1), "a leader of epoch 2 was heard");
+}
