@@ -219,6 +219,44 @@ fn a_held_retry_gets_no_verdict_from_an_identical_command_decided_elsewhere() {
     }
 }
 
+/// Five voters, one record written and settled: the leader B, three others F, G, H, and the
+/// next slot s.
+struct FiveSettled {
+    c: Cluster,
+    a: paros_core::LeaderUuid,
+    w: Written,
+    b: NodeId,
+    f: NodeId,
+    g: NodeId,
+    h: NodeId,
+    s: Slot,
+}
+
+fn five_settled(seed: u64, tweak: impl FnOnce(&mut paros_core::Tunables)) -> FiveSettled {
+    let mut c = Cluster::with_tunables(5, 0, seed, Faults::NONE, WriterMode::Single, |t| {
+        t.call_ticks_max = 10_000;
+        tweak(t);
+    });
+    let (a, mut w) = claimed(&mut c);
+    w.append(&mut c, a, recs("w", 1));
+    c.settle(300);
+    let b = c.leader().expect("settled");
+    let others: Vec<NodeId> = c.cfg.voters.iter().copied().filter(|v| *v != b).collect();
+    let (f, g, h) = (others[0], others[1], others[2]);
+    let s = c.chosen_of(b);
+    FiveSettled { c, a, w, b, f, g, h, s }
+}
+
+/// G campaigns, wins with H and I (B and F cut off), and proposes `y`.
+fn g_leads_and_proposes(c: &mut Cluster, seed: u64, g: NodeId, y: Call) {
+    c.voter_mut(g).campaign();
+    for _ in 0..4 {
+        c.round();
+    }
+    assert!(c.voter(g).is_leader(), "seed={seed}: G won with H and I");
+    c.propose_at(g, y);
+}
+
 /// A leader whose own proposal in a slot lost to another leader's value, and which learned that
 /// value by catch-up, must not tell its followers the slot is chosen: a follower still holding
 /// the losing proposal at the leader's ballot would apply it (two values applied in one slot).
@@ -227,14 +265,7 @@ fn a_held_retry_gets_no_verdict_from_an_identical_command_decided_elsewhere() {
 #[test]
 fn a_leader_never_commits_a_slot_its_own_proposal_lost() {
     for seed in SEEDS {
-        let mut c = Cluster::with_tunables(5, 0, seed, Faults::NONE, WriterMode::Single, |t| t.call_ticks_max = 10_000);
-        let (a, mut w) = claimed(&mut c);
-        w.append(&mut c, a, recs("w", 1));
-        c.settle(300);
-        let b = c.leader().expect("settled");
-        let others: Vec<NodeId> = c.cfg.voters.iter().copied().filter(|v| *v != b).collect();
-        let (f, g, h) = (others[0], others[1], others[2]);
-        let s = c.chosen_of(b);
+        let FiveSettled { mut c, a, w, b, f, g, h, s } = five_settled(seed, |_| {});
         c.filter = Some(Box::new(move |from, to, m| from == b && to != f && matches!(m, Message::Accept { .. })));
         c.propose_at(b, write(a, w.next(), recs("x", 1)));
         for _ in 0..3 {
@@ -248,13 +279,8 @@ fn a_leader_never_commits_a_slot_its_own_proposal_lost() {
         // B and F hear nothing from the other three, nor they from B and F.
         let cut = [b, f];
         c.filter = Some(Box::new(move |from, to, _| cut.contains(&from) != cut.contains(&to)));
-        c.voter_mut(g).campaign();
-        for _ in 0..4 {
-            c.round();
-        }
-        assert!(c.voter(g).is_leader(), "seed={seed}: G won with H and I");
         let y = write(a, w.next(), recs("y", 1));
-        c.propose_at(g, y.clone());
+        g_leads_and_proposes(&mut c, seed, g, y.clone());
         for _ in 0..4 {
             c.round();
         }
@@ -286,17 +312,7 @@ fn a_deposed_leader_credited_blind_for_an_evicted_slot_chooses_nothing() {
     use std::cell::Cell;
     use std::rc::Rc;
     for seed in SEEDS {
-        let mut c = Cluster::with_tunables(5, 0, seed, Faults::NONE, WriterMode::Single, |t| {
-            t.call_ticks_max = 10_000;
-            t.window_slots = 1;
-        });
-        let (a, mut w) = claimed(&mut c);
-        w.append(&mut c, a, recs("w", 1));
-        c.settle(300);
-        let b = c.leader().expect("settled");
-        let others: Vec<NodeId> = c.cfg.voters.iter().copied().filter(|v| *v != b).collect();
-        let (f, g, h) = (others[0], others[1], others[2]);
-        let s = c.chosen_of(b);
+        let FiveSettled { mut c, a, w, b, f, g, h, s } = five_settled(seed, |t| t.window_slots = 1);
         // Only F hears X, and its acknowledgement is lost: B will re-send X to it.
         c.filter = Some(Box::new(move |from, to, m| {
             (from == b && to != f && matches!(m, Message::Accept { .. }))
@@ -325,13 +341,7 @@ fn a_deposed_leader_credited_blind_for_an_evicted_slot_chooses_nothing() {
             let b_to_f_accept = from == b && to == f && matches!(m, Message::Accept { .. });
             cut.contains(&from) != cut.contains(&to) || (b_to_f_accept && !open_in.get())
         }));
-        c.voter_mut(g).campaign();
-        for _ in 0..4 {
-            c.round();
-        }
-        assert!(c.voter(g).is_leader(), "seed={seed}: G won with H and I");
-        let y = write(a, w.next(), recs("y", 1));
-        c.propose_at(g, y.clone());
+        g_leads_and_proposes(&mut c, seed, g, write(a, w.next(), recs("y", 1)));
         for i in 0..4 {
             c.propose_at(g, write(a, w.next() + 1 + i, recs("more", 1)));
         }
