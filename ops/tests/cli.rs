@@ -244,7 +244,7 @@ fn cell_status_prints_machines_moves_and_weak_journals() {
     assert!(text.starts_with("machines 2 of 2\n"), "{text}");
     assert!(text.contains("  0000000000000001 node zone z1 registered alive seats 2 joining 0 (seen 3 s ago)\n"));
     assert!(text.contains("  00000000000000d1 node zone z1 draining unseen seats 0"), "{text}");
-    assert!(text.contains("moves in progress 1 (pending"), "{text}");
+    assert!(text.contains("moves in progress 1, done"), "{text}");
     assert!(text.contains("  acme/orders 0000000000000001 -> 00000000000000d1 epoch 1 recorded at 40\n"), "{text}");
     assert!(text.contains("  acme/audit weak 0000000000000001 (retired)\n"), "{text}");
     assert_eq!(log.lock().unwrap()[0], "GET /v1/admin/cell ");
@@ -310,7 +310,7 @@ fn journal_move_records_a_move_and_exits_by_the_refusal() {
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         "moving acme/orders 0000000000000001 -> 00000000000000d1 epoch 1 recorded at 40 \
-         (pending: nothing carries moves out yet)\n"
+         (recorded: in progress until the target holds the journal)\n"
     );
     assert_eq!(log.lock().unwrap()[0], r#"POST /v1/admin/journals/acme/orders/move {"from":"1","to":"d1"}"#);
     let out = paros(&url, &["journal", "move", "acme/orders", "--from", "1", "--to", "d2"]);

@@ -398,11 +398,7 @@ impl Collector for CellCollector {
             encode_gauge(family, Value::Count(unseen as u64))?;
         }
         let gauges = [
-            (
-                "cell_moves_in_progress",
-                "Seat moves the registry recorded and has not recorded done (pending: nothing carries them out yet)",
-                s.moves_total,
-            ),
+            ("cell_moves_in_progress", "Seat moves the registry recorded and has not recorded done", s.moves_total),
             (
                 "cell_journals_below_full_strength",
                 "Live journals with a voter that is retired, replaced, unknown or (with the node port) unseen",

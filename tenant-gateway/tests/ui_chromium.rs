@@ -122,7 +122,7 @@ async fn the_dashboard_renders_live_figures_in_headless_chromium() {
     }
 
     // The seats section: a machine admitted (nothing runs under its id: unseen) and a seat move
-    // of the journal to it recorded (pending: nothing carries moves out yet).
+    // of the journal to it recorded (in this test world the mover has no budget: it stays pending).
     let admin = paros_gateway::mint_admin_token(&w.key, 600);
     let body = json!({"id": "d1", "role": "node", "bus_address": "mem:d1", "zone": "z9", "incarnation": "7"});
     let (s, v) = call(&r, "POST", "/v1/admin/machines", Some(&admin), Some(body)).await;

@@ -169,10 +169,7 @@ fn print_status(c: &Value) {
     for m in list("machines") {
         println!("  {}", machine_line(&m));
     }
-    println!(
-        "moves in progress {} (pending: nothing carries moves out yet), done {}",
-        c["moves_total"], c["moves_done"]
-    );
+    println!("moves in progress {}, done {}", c["moves_total"], c["moves_done"]);
     for m in list("moves") {
         println!("  {}", move_line(&m));
     }
@@ -267,7 +264,7 @@ pub async fn journal_move(args: MoveArgs, env: &dyn Fn(&str) -> Option<String>) 
     if json {
         println!("{m}");
     } else {
-        println!("moving {} (pending: nothing carries moves out yet)", move_line(&m));
+        println!("moving {} (recorded: in progress until the target holds the journal)", move_line(&m));
     }
     Ok(())
 }

@@ -188,8 +188,9 @@ pub enum JournalCommand {
         #[command(flatten)]
         gateway: Gateway,
     },
-    /// Record the intent to move a journal's seat from one voter to another node (an admin
-    /// token; the move stays pending until a coordinator carries moves out).
+    /// Move a journal's seat from one voter to another node (an admin token). The registry
+    /// records the move; its mover has the journal decide it and records it done once the
+    /// target holds the journal (`paros cell status` shows it until then).
     Move(MoveArgs),
 }
 

@@ -5,10 +5,10 @@
 //! (`Admit`, `SetStanding`, `MoveSeat`) judged by the fold; its refusals map to the operator
 //! codes ([`OperatorCode`]); input that does not parse is 400 and sends nothing.
 //!
-//! A move is intent only: the registry records it (`MoveSeat`), and nothing here or elsewhere
-//! carries it out yet — the journal's side (`Reconfigure`) and the coordinator that would drive
-//! it and record it done do not exist (docs/reconfiguration.md, "What exists"). A recorded move
-//! stays pending. Nothing here sends `MoveDone`.
+//! A route records intent: the registry records a move (`MoveSeat`), and its mover, beside the
+//! coordinator, carries it out — the journal decides `Reconfigure` in its own log, the new
+//! voters confirm, and the mover records `MoveDone` (docs/reconfiguration.md). Nothing here
+//! sends `MoveDone`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -111,8 +111,7 @@ pub struct CellStatusBody {
     /// The machines, by id.
     pub machines: Vec<CellMachineBody>,
     pub machines_total: u64,
-    /// Seat moves in progress, by journal key: every one is pending (nothing carries moves out
-    /// yet).
+    /// Seat moves in progress (recorded, not yet recorded done), by journal key.
     pub moves: Vec<SeatMoveBody>,
     pub moves_total: u64,
     /// Seat moves the registry recorded done, ever.
@@ -416,8 +415,8 @@ async fn set_standing(
     Ok(json(StatusCode::OK, &body))
 }
 
-/// Drain a machine: no new seat is placed on it (`SetStanding Draining`); the planner would
-/// move its seats off, once a coordinator carries moves out. Draining again is 200.
+/// Drain a machine: no new seat is placed on it (`SetStanding Draining`), and the planner moves
+/// its seats off, a bounded number at a time. Draining again is 200.
 #[utoipa::path(post, path = "/v1/admin/machines/{node}/drain",
     params(("node" = String, Path, description = "the machine's node id, 1 to 16 hex digits")),
     responses(
@@ -458,8 +457,9 @@ pub(crate) async fn retire(
     set_standing(&g, &p, path, query.as_deref(), Standing::Retired).await
 }
 
-/// Record the intent to move a journal's seat from voter `from` to node `to` (`MoveSeat`). The
-/// move stays pending: nothing carries it out yet (docs/reconfiguration.md).
+/// Move a journal's seat from voter `from` to node `to` (`MoveSeat`): 202 once the registry
+/// recorded it; the registry's mover carries it out and records it done once the target holds
+/// the journal (docs/reconfiguration.md). `GET /v1/admin/cell` lists it until then.
 #[utoipa::path(post, path = "/v1/admin/journals/{tenant}/{journal}/move", request_body = MoveRequest,
     params(("tenant" = String, Path, description = "the tenant's name"),
         ("journal" = String, Path, description = "the journal's name")),
