@@ -125,9 +125,7 @@ impl Host for NodeHost {
             }
             // A node of the cell: it hosts a seat moving to it as a joining voter. Once formatted
             // it boots asserting its identity, as the embedded cell's nodes do from its manifest:
-            // a wiped disk refuses to boot.
-            // Formation writes the registry journal's seat durably before the identity, as the
-            // embedded cell's does.
+            // a wiped disk refuses to boot. Formed as the embedded cell's nodes are.
             _ if spec.role != super::MachineRole::Replica => {
                 let expected = spec.asserts_identity.then_some(spec.id);
                 let formation: Vec<_> = spec.formation.iter().map(|p| (p.key, p.config.clone())).collect();

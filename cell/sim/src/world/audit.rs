@@ -442,9 +442,10 @@ impl Audit {
             // A candidate whose floor passed the slot since (a trim-point jump while it
             // campaigned) no longer holds its own value there: the one it held as the remote
             // Promises arrived stands in (seed 90011106).
+            let gone = durable.is_some_and(|d| *slot < d.floor);
             let own_held = own.map(|e| (e.ballot, e.command.digest())).or_else(|| {
-                let gone = durable.is_some_and(|d| *slot < d.floor);
-                reported.iter().filter(|r| gone && r.2 == Reporter::Own).max_by_key(|r| rank(r.0)).map(|r| (r.0, r.1))
+                let mine = reported.iter().filter(|r| r.2 == Reporter::Own).max_by_key(|r| rank(r.0));
+                mine.filter(|_| gone).map(|r| (r.0, r.1))
             });
             let own_outranks =
                 own_held.is_some_and(|(b, d)| d == digest && best.is_none_or(|best| rank(b) >= rank(best.0)));
