@@ -18,8 +18,9 @@ enum Stage {
     Unconfirmed,
     /// Waiting for a quorum of watermarks in round `.0`.
     Confirming(u64),
-    /// Waiting for the fold to cover every slot below `.0`.
-    Covering(Slot),
+    /// Waiting for the fold to cover every slot below `.0`, the target of round `.1` so far:
+    /// a later watermark of that round may lower it (see [`watermark_target`]).
+    Covering(Slot, u64),
     /// Waiting for the fold to reach `next_seq ≥ .0` (an at-least read).
     Reaching(Seq),
     /// At the tail: waiting for a record or a truncation until tick `.0`.
@@ -161,7 +162,7 @@ impl Reads {
             self.gate = Gate::Closed(GateStage::Unconfirmed);
         }
         for p in self.pending.values_mut() {
-            if matches!(p.stage, Stage::Confirming(_) | Stage::Covering(_)) {
+            if matches!(p.stage, Stage::Confirming(_) | Stage::Covering(..)) {
                 p.stage = Stage::Unconfirmed;
             }
         }
@@ -172,7 +173,7 @@ impl Reads {
     #[must_use]
     pub fn waits_past(&self, next: Slot) -> bool {
         matches!(self.gate, Gate::Closed(GateStage::Covering(target)) if target > next)
-            || self.pending.values().any(|p| matches!(p.stage, Stage::Covering(target) if target > next))
+            || self.pending.values().any(|p| matches!(p.stage, Stage::Covering(target, _) if target > next))
     }
 
     /// True when a read waits for the fold to reach `next_seq ≥ seq` past `next_seq`, the
@@ -191,22 +192,30 @@ impl Reads {
 
     /// An acceptor's watermark for round `round` of life `life`. One for another life answers
     /// a round of an earlier life of this journal here and counts for nothing.
+    ///
+    /// Once a quorum answered, the round's reads cover its [`watermark_target`]. The round stays
+    /// open until every voter answered: each later watermark may lower the target of the reads
+    /// still covering it, so a read need not wait for a slot a bare quorum's highest acceptor
+    /// holds but nobody chose yet.
     pub fn on_watermark(&mut self, cfg: &JournalConfig, from: NodeId, round: u64, life: Life, up_to: Slot) {
         if life != self.life || !cfg.voters.contains(&from) {
             return;
         }
         let Some((_, replies)) = self.rounds.get_mut(&round) else { return };
         replies.insert(from, up_to);
-        if replies.len() < cfg.quorum() {
-            return;
+        let Some(target) = watermark_target(replies.values().copied(), cfg.voters.len()) else { return };
+        if replies.len() == cfg.voters.len() {
+            self.rounds.remove(&round);
         }
-        let target = replies.values().copied().max().expect("a quorum is not empty");
-        self.rounds.remove(&round);
         if self.gate == Gate::Closed(GateStage::Confirming(round)) {
             self.gate = Gate::Closed(GateStage::Covering(target));
         }
-        for p in self.pending.values_mut().filter(|p| p.stage == Stage::Confirming(round)) {
-            p.stage = Stage::Covering(target);
+        for p in self.pending.values_mut() {
+            match p.stage {
+                Stage::Confirming(r) if r == round => p.stage = Stage::Covering(target, round),
+                Stage::Covering(held, r) if r == round => p.stage = Stage::Covering(held.min(target), round),
+                _ => {}
+            }
         }
     }
 
@@ -227,7 +236,7 @@ impl Reads {
         for (id, p) in &mut self.pending {
             let ready = match p.stage {
                 Stage::Unconfirmed | Stage::Confirming(_) => false,
-                Stage::Covering(target) => fold.next_slot() >= target,
+                Stage::Covering(target, _) => fold.next_slot() >= target,
                 Stage::Reaching(seq) => fold.state().next_seq >= seq,
                 Stage::Polling(_) => true,
             };
@@ -308,13 +317,32 @@ impl Reads {
             .pending
             .values()
             .filter_map(|p| match p.stage {
-                Stage::Confirming(r) => Some(r),
+                Stage::Confirming(r) | Stage::Covering(_, r) => Some(r),
                 _ => None,
             })
             .chain(gate_round)
             .collect();
         self.rounds.retain(|r, _| live.contains(r));
     }
+}
+
+/// The slot a read must see its fold cover, from the watermarks `replies` of a round sent to
+/// all `voters` of a configuration; `None` before a quorum answered.
+///
+/// A write acknowledged before the round began is in a slot `s` a quorum `q` had accepted
+/// (and an acceptor's watermark never falls), so each of those acceptors answers past `s`.
+/// Of `k` answers at least `q - (voters - k)` come from them: the `q - (voters - k)`-th highest
+/// watermark lies past every such `s`. A bare quorum gives the highest; every voter gives the
+/// `q`-th highest, about the chosen prefix, where the highest is a slot still in flight under
+/// steady writes.
+#[must_use]
+pub fn watermark_target(replies: impl IntoIterator<Item = Slot>, voters: usize) -> Option<Slot> {
+    let mut marks: Vec<Slot> = replies.into_iter().collect();
+    let quorum = voters / 2 + 1;
+    let missing = voters.checked_sub(marks.len())?;
+    let rank = quorum.checked_sub(missing).filter(|r| *r > 0)?;
+    marks.sort_unstable_by(|a, b| b.cmp(a));
+    marks.get(rank - 1).copied()
 }
 
 /// A page, or what to read from the store to build it.
@@ -923,5 +951,69 @@ mod tests {
         assert!(records.iter().enumerate().all(|(i, r)| r[0] == (10 + i) as u8));
         // 266 slots in reads of 1, 2, 4, …, 64 slots (127), then three of 64: 10 reads.
         assert_eq!(reads, 10);
+    }
+
+    #[test]
+    fn the_watermark_target_is_the_rank_every_acknowledged_write_is_known_to_reach() {
+        let target = |marks: &[u64], voters| watermark_target(marks.iter().map(|m| Slot(*m)), voters);
+        assert_eq!(target(&[5], 3), None, "one of three is no quorum");
+        assert_eq!(target(&[5, 2], 3), Some(Slot(5)), "a bare quorum: the highest");
+        assert_eq!(target(&[5, 2, 3], 3), Some(Slot(3)), "all three: the second highest");
+        assert_eq!(target(&[9, 1, 1], 5), Some(Slot(9)));
+        assert_eq!(target(&[9, 1, 1, 4], 5), Some(Slot(4)));
+        assert_eq!(target(&[9, 1, 1, 4, 2], 5), Some(Slot(2)), "all five: the third highest");
+        assert_eq!(target(&[7], 1), Some(Slot(7)));
+        assert_eq!(target(&[], 1), None);
+    }
+
+    #[test]
+    fn a_linearizable_read_covers_a_lower_target_once_every_voter_answered() {
+        let mut j = Journal::new(Tunables { read_ticks_max: 20, ..Tunables::default() });
+        let voters: Vec<NodeId> = (1..=3).map(NodeId).collect();
+        let cfg = JournalConfig { mode: WriterMode::Multi, voters: voters.clone(), learners: Vec::new() };
+        for record in [b"a", b"b", b"c"] {
+            j.append(record);
+        }
+        let request =
+            ReadRequest { from: Seq(0), limit: 0, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Linearizable };
+        let mut answers = Vec::new();
+        j.reads.add(ReadId(1), request, Seq(3), &j.tunables, &mut answers);
+        let mut out = Vec::new();
+        j.reads.start_round(&cfg, &mut out);
+        assert_eq!(out.len(), 3, "the round asks every voter");
+        let life = Life::mint(1, 0);
+        // The leader's acceptor holds slot 6 in flight; the second voter has accepted through 2.
+        j.reads.on_watermark(&cfg, voters[0], 0, life, Slot(7));
+        j.reads.on_watermark(&cfg, voters[1], 0, life, Slot(3));
+        assert_eq!(j.poll(), vec![], "a bare quorum's highest watermark is past the fold");
+        assert!(j.reads.waits_past(Slot(3)));
+        // The third voter has accepted through 3: two of three have nothing past 3, so no write
+        // acknowledged before the round lies past it.
+        j.reads.on_watermark(&cfg, voters[2], 0, life, Slot(4));
+        assert_eq!(j.poll(), vec![], "the second highest, 4, is still one past the fold");
+        j.append(b"d");
+        let answered = j.poll();
+        assert_eq!(answered.len(), 1, "the fold covers the lowered target: served without slots 4 to 6");
+        assert!(matches!(&answered[0], (ReadId(1), ReadAnswer::Page { .. })), "{answered:?}");
+        // A watermark arriving once the round is over counts for nothing.
+        j.reads.on_watermark(&cfg, voters[2], 0, life, Slot(0));
+        assert!(j.reads.is_empty());
+    }
+
+    #[test]
+    fn a_later_watermark_never_raises_a_target() {
+        let mut j = Journal::new(Tunables { read_ticks_max: 20, ..Tunables::default() });
+        let voters: Vec<NodeId> = (1..=3).map(NodeId).collect();
+        let cfg = JournalConfig { mode: WriterMode::Multi, voters: voters.clone(), learners: Vec::new() };
+        j.append(b"a");
+        let request =
+            ReadRequest { from: Seq(0), limit: 0, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Linearizable };
+        j.reads.add(ReadId(1), request, Seq(1), &j.tunables, &mut Vec::new());
+        j.reads.start_round(&cfg, &mut Vec::new());
+        let life = Life::mint(1, 0);
+        j.reads.on_watermark(&cfg, voters[0], 0, life, Slot(1));
+        j.reads.on_watermark(&cfg, voters[1], 0, life, Slot(0));
+        j.reads.on_watermark(&cfg, voters[2], 0, life, Slot(9));
+        assert_eq!(j.poll().len(), 1, "targets 1, then the second highest of 1, 0, 9: still 1, covered");
     }
 }
