@@ -1,6 +1,6 @@
-//! `paros dev`: the embedded cell — three nodes (`--nodes N` for more), two read replicas, the
-//! registry, and the tenant gateway on 127.0.0.1 — in one process, on fjall under a data
-//! directory. Restartable on the same data; SIGINT or SIGTERM stops it cleanly.
+//! `paros dev`: the embedded cell — three nodes (`--nodes N` for more), two read replicas
+//! (`--replicas N`), the registry, and the tenant gateway on 127.0.0.1 — in one process, on
+//! fjall under a data directory. Restartable on the same data; SIGINT or SIGTERM stops it cleanly.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -204,16 +204,19 @@ async fn retire(gateway: &Gateway, dir: &Path, kids: &[String]) -> Result<(), De
 /// [`CellError::NodeFault`] when a node stopped on a storage fault.
 /// `quota_requests_per_s`: the requests/s quota new tenants get instead of the gateway's
 /// default (a benchmark's tenant, say).
-/// `keys`: rotate the signing key, retire old ones. `nodes`: how many nodes a new cell gets
-/// (an existing one keeps its own).
+/// `keys`: rotate the signing key, retire old ones. `(nodes, replicas)`: how many nodes and
+/// read replicas a new cell gets (an existing one keeps its own).
 pub async fn run(
     dir: &Path,
     listen: SocketAddr,
     quota_requests_per_s: Option<u32>,
     keys: KeyOptions,
-    nodes: usize,
+    (nodes, replicas): (usize, usize),
 ) -> Result<(), DevError> {
-    let cell = EmbeddedCell::open_with(dir, nodes).await?;
+    let shell = paros_embedded::embedded_tunables().1;
+    let (coordinator, store) =
+        (paros_registry::daemon::CoordinatorLoopConfig::default(), paros_store::StoreOptions::default());
+    let cell = EmbeddedCell::open_replicated(dir, (nodes, replicas), coordinator, store, shell).await?;
     // A node's storage fault ends the run (the caller exits with 75), whatever it was doing.
     let ran = tokio::select! {
         ran = serve(&cell, dir, listen, quota_requests_per_s, keys) => ran,

@@ -292,6 +292,11 @@ enum Command {
         /// number of them). An existing cell keeps its own.
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(3..=15))]
         nodes: u16,
+        /// How many read replicas a new cell's default tier gets (0: none, every read on the
+        /// voters; a like-for-like peer of a three-server log with no read tier). An existing
+        /// cell keeps its own.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(0..=8))]
+        replicas: u16,
     },
     /// Manage the cell.
     Cell {
@@ -353,9 +358,10 @@ fn main() -> ExitCode {
                 ExitCode::from(f.exit_code())
             }
         },
-        Command::Dev { data_dir, listen, quota_requests_per_s, rotate_key, retire_keys, nodes } => {
+        Command::Dev { data_dir, listen, quota_requests_per_s, rotate_key, retire_keys, nodes, replicas } => {
             let keys = dev::KeyOptions { rotate: rotate_key, retire: retire_keys };
-            match runtime.block_on(dev::run(&data_dir, listen, quota_requests_per_s, keys, usize::from(nodes))) {
+            let machines = (usize::from(nodes), usize::from(replicas));
+            match runtime.block_on(dev::run(&data_dir, listen, quota_requests_per_s, keys, machines)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(dev::DevError::Cell(paros_embedded::CellError::NodeFault(f))) => storage_fault(&f),
                 Err(e) => {

@@ -191,6 +191,29 @@ fn paros_dev_with_five_nodes_drains_one_with_the_cli_and_its_seats_move() {
     stop(child);
 }
 
+/// `paros dev --replicas 0`: a cell with no read tier (like for like with a three-server log
+/// that has none): every read is a voter's, and the cell status lists no replica.
+#[test]
+fn paros_dev_without_replicas_serves_reads_from_its_voters() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("paros-data");
+    let (child, url, admin) = start_admin(&data, &["--replicas", "0"]);
+    let (code, out) = cli(&url, None, &["signup", "acme", "--json"], None);
+    assert_eq!(code, 0, "signup: {out}");
+    let token = serde_json::from_str::<serde_json::Value>(&out).unwrap()["token"].as_str().unwrap().to_owned();
+    assert_eq!(cli(&url, Some(&token), &["journal", "create", "orders"], None).0, 0);
+    assert_eq!(cli(&url, Some(&token), &["write", "orders", "first", "second"], None).0, 0);
+    let (code, out) = cli(&url, Some(&token), &["read", "orders", "--from", "0"], None);
+    assert_eq!((code, out.as_str()), (0, "0\tfirst\n1\tsecond\n"));
+    let (code, out) = cli(&url, Some(&admin), &["cell", "status", "--json"], None);
+    assert_eq!(code, 0, "cell status: {out}");
+    let status: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let roles: Vec<&str> =
+        status["machines"].as_array().expect("machines").iter().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(roles, ["node", "node", "node"], "three nodes and no replica: {status}");
+    stop(child);
+}
+
 fn kid_of(data: &Path) -> String {
     let file: serde_json::Value =
         serde_json::from_slice(&std::fs::read(data.join("gateway-key.json")).unwrap()).unwrap();
