@@ -858,9 +858,17 @@ impl Voter {
                 }
                 self.check_in_answered(from);
             }
+            // A copy promised in a configuration after its walk's does not answer: it may be a
+            // seat placed afresh (a move back to a machine the journal left), holding none of what
+            // its earlier copy accepted, so its watermark would be below a stop-sign that copy
+            // helped choose, and a reader still in that configuration would miss every write past
+            // it (seed 130002648: a stale linearizable read on the re-placed machine itself). Once
+            // its walk reaches the promised configuration its watermark lies past those stop-signs.
             Message::WatermarkRequest { read, life } => {
-                let up_to = self.acceptor.watermark(&self.log, self.learner.chosen_up_to(), self.epoch);
-                self.send(from, Message::Watermark { read, life, up_to });
+                if self.acceptor.promised().epoch() <= self.epoch {
+                    let up_to = self.acceptor.watermark(&self.log, self.learner.chosen_up_to(), self.epoch);
+                    self.send(from, Message::Watermark { read, life, up_to });
+                }
             }
             Message::Watermark { read, life, up_to } => self.reads.on_watermark(&self.cfg, from, read, life, up_to),
             // Sent to replica tiers only; a voter learns the chosen prefix from its leader.

@@ -409,3 +409,28 @@ fn a_read_waiting_for_an_unsettled_slot_wakes_a_quiet_follower_to_campaign() {
     }
     assert!(campaigned, "a read waiting for an unsettled slot makes the quiet follower campaign");
 }
+
+/// A seat placed for a later configuration (a move back to a machine the journal left: a fresh
+/// copy, promised to that configuration's floor, its walk still in the founders') answers no
+/// watermark: it holds nothing its earlier copy accepted, so its watermark could lie below a
+/// stop-sign that copy helped choose, and a reader of the old configuration counting it would
+/// serve a page older than an acknowledged write (seed 130002648). A founder's copy answers.
+#[test]
+fn a_seat_placed_for_a_later_configuration_answers_no_watermark_until_its_walk_gets_there() {
+    let (me, p, q) = (NodeId(0x100), NodeId(0x101), NodeId(0x102));
+    let cfg = JournalConfig { mode: WriterMode::Single, voters: vec![me, p, q], learners: vec![] };
+    let life = Life(7);
+    let answers = |promise: Ballot| -> Vec<Message> {
+        let durable = Durable { promise, ..Durable::default() };
+        let mut v = Voter::recover(me, cfg.clone(), Tunables::default(), 1, Life(1), durable);
+        v.step(p, Message::WatermarkRequest { read: 3, life });
+        let mut out: Vec<Message> = v.take_released().messages.into_iter().map(|o| o.message).collect();
+        if v.has_ready() {
+            out.extend(v.ready().messages.into_iter().map(|o| o.message));
+            v.advance();
+        }
+        out.into_iter().filter(|m| matches!(m, Message::Watermark { .. })).collect()
+    };
+    assert_eq!(answers(Ballot::ZERO), vec![Message::Watermark { read: 3, life, up_to: Slot(0) }], "a founder answers");
+    assert_eq!(answers(Ballot::seat_floor(2)), vec![], "a seat of epoch 2 whose walk is in epoch 0 does not");
+}
