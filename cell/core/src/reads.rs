@@ -329,8 +329,10 @@ impl Reads {
 /// The slot a read must see its fold cover, from the watermarks `replies` of a round sent to
 /// all `voters` of a configuration; `None` before a quorum answered.
 ///
-/// A write acknowledged before the round began is in a slot `s` a quorum `q` had accepted
-/// (and an acceptor's watermark never falls), so each of those acceptors answers past `s`.
+/// A write acknowledged before the round began is in a slot `s` a quorum `q` had accepted,
+/// and an acceptor's watermark never falls (a copy placed afresh, whose would, does not answer
+/// until its walk reaches the configuration it was placed for: `Voter::handle`), so each of
+/// those acceptors answers past `s`.
 /// Of `k` answers at least `q - (voters - k)` come from them: the `q - (voters - k)`-th highest
 /// watermark lies past every such `s`. A bare quorum gives the highest; every voter gives the
 /// `q`-th highest, about the chosen prefix, where the highest is a slot still in flight under
