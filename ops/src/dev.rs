@@ -213,10 +213,7 @@ pub async fn run(
     keys: KeyOptions,
     (nodes, replicas): (usize, usize),
 ) -> Result<(), DevError> {
-    let shell = paros_embedded::embedded_tunables().1;
-    let (coordinator, store) =
-        (paros_registry::daemon::CoordinatorLoopConfig::default(), paros_store::StoreOptions::default());
-    let cell = EmbeddedCell::open_replicated(dir, (nodes, replicas), coordinator, store, shell).await?;
+    let cell = EmbeddedCell::open_sized(dir, (nodes, replicas)).await?;
     // A node's storage fault ends the run (the caller exits with 75), whatever it was doing.
     let ran = tokio::select! {
         ran = serve(&cell, dir, listen, quota_requests_per_s, keys) => ran,

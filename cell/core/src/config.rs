@@ -18,11 +18,17 @@ pub struct JournalConfig {
     pub learners: Vec<NodeId>,
 }
 
+/// The number of `voters` that make a quorum: a strict majority.
+#[must_use]
+pub fn quorum_of(voters: usize) -> usize {
+    voters / 2 + 1
+}
+
 impl JournalConfig {
     /// The number of voters that make a quorum.
     #[must_use]
     pub fn quorum(&self) -> usize {
-        self.voters.len() / 2 + 1
+        quorum_of(self.voters.len())
     }
 
     /// Checks the membership is well formed: at least one voter, every member named once.

@@ -340,7 +340,7 @@ impl Reads {
 #[must_use]
 pub fn watermark_target(replies: impl IntoIterator<Item = Slot>, voters: usize) -> Option<Slot> {
     let mut marks: Vec<Slot> = replies.into_iter().collect();
-    let quorum = voters / 2 + 1;
+    let quorum = crate::config::quorum_of(voters);
     let missing = voters.checked_sub(marks.len())?;
     let rank = quorum.checked_sub(missing).filter(|r| *r > 0)?;
     marks.sort_unstable_by(|a, b| b.cmp(a));

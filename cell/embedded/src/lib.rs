@@ -265,6 +265,16 @@ impl EmbeddedCell {
         Self::open_configured(dir, members, CoordinatorLoopConfig::default()).await
     }
 
+    /// As [`open_with`](Self::open_with); a new cell gets `members` nodes and `replicas` read
+    /// replicas in its default tier (0: none). An existing cell keeps its own.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub async fn open_sized(dir: &Path, (members, replicas): (usize, usize)) -> Result<EmbeddedCell, CellError> {
+        let (coordinator, store) = (CoordinatorLoopConfig::default(), paros_store::StoreOptions::default());
+        Self::open_replicated(dir, (members, replicas), coordinator, store, embedded_tunables().1).await
+    }
+
     /// As [`open_with`](Self::open_with), with the registry coordinator's configuration (its
     /// checkpoint policy, its bounds).
     ///
