@@ -38,16 +38,21 @@ fn cli(url: &str, token: Option<&str>, args: &[&str], stdin: Option<&str>) -> (i
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Signs up tenant `acme` with the CLI: its token.
+fn sign_up(url: &str) -> String {
+    let (code, out) = cli(url, None, &["signup", "acme", "--json"], None);
+    assert_eq!(code, 0, "signup: {out}");
+    let signup: serde_json::Value = serde_json::from_str(&out).expect("signup prints JSON");
+    signup["token"].as_str().expect("a token").to_owned()
+}
+
 #[test]
 fn paros_dev_serves_the_cli_stops_on_sigint_and_keeps_every_record_across_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("paros-data");
     let (child, url) = start(&data);
 
-    let (code, out) = cli(&url, None, &["signup", "acme", "--json"], None);
-    assert_eq!(code, 0, "signup: {out}");
-    let signup: serde_json::Value = serde_json::from_str(&out).expect("signup prints JSON");
-    let token = signup["token"].as_str().expect("a token").to_owned();
+    let token = sign_up(&url);
 
     assert_eq!(cli(&url, Some(&token), &["journal", "create", "orders"], None).0, 0);
     assert_eq!(cli(&url, Some(&token), &["write", "orders", "first", "second"], None).0, 0);
@@ -147,9 +152,7 @@ fn paros_dev_with_five_nodes_drains_one_with_the_cli_and_its_seats_move() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("paros-data");
     let (child, url, admin) = start_admin(&data, &["--nodes", "5"]);
-    let (code, out) = cli(&url, None, &["signup", "acme", "--json"], None);
-    assert_eq!(code, 0, "signup: {out}");
-    let token = serde_json::from_str::<serde_json::Value>(&out).unwrap()["token"].as_str().unwrap().to_owned();
+    let token = sign_up(&url);
     for j in ["a", "b", "c"] {
         assert_eq!(cli(&url, Some(&token), &["journal", "create", j], None).0, 0);
         assert_eq!(cli(&url, Some(&token), &["write", j, "one", "two"], None).0, 0);
@@ -198,9 +201,7 @@ fn paros_dev_without_replicas_serves_reads_from_its_voters() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("paros-data");
     let (child, url, admin) = start_admin(&data, &["--replicas", "0"]);
-    let (code, out) = cli(&url, None, &["signup", "acme", "--json"], None);
-    assert_eq!(code, 0, "signup: {out}");
-    let token = serde_json::from_str::<serde_json::Value>(&out).unwrap()["token"].as_str().unwrap().to_owned();
+    let token = sign_up(&url);
     assert_eq!(cli(&url, Some(&token), &["journal", "create", "orders"], None).0, 0);
     assert_eq!(cli(&url, Some(&token), &["write", "orders", "first", "second"], None).0, 0);
     let (code, out) = cli(&url, Some(&token), &["read", "orders", "--from", "0"], None);
@@ -225,9 +226,7 @@ fn paros_dev_rotates_its_signing_key_and_retires_the_old_one() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("paros-data");
     let (child, url) = start(&data);
-    let (code, out) = cli(&url, None, &["signup", "acme", "--json"], None);
-    assert_eq!(code, 0, "signup: {out}");
-    let old_token = serde_json::from_str::<serde_json::Value>(&out).unwrap()["token"].as_str().unwrap().to_owned();
+    let old_token = sign_up(&url);
     let old_kid = kid_of(&data);
     stop(child);
 
