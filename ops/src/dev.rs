@@ -212,11 +212,12 @@ pub async fn run(
     quota_requests_per_s: Option<u32>,
     keys: KeyOptions,
     (nodes, replicas): (usize, usize),
+    lab_null_writes: bool,
 ) -> Result<(), DevError> {
     let cell = EmbeddedCell::open_sized(dir, (nodes, replicas)).await?;
     // A node's storage fault ends the run (the caller exits with 75), whatever it was doing.
     let ran = tokio::select! {
-        ran = serve(&cell, dir, listen, quota_requests_per_s, keys) => ran,
+        ran = serve(&cell, dir, listen, quota_requests_per_s, keys, lab_null_writes) => ran,
         fault = cell.fault() => Err(CellError::NodeFault(fault).into()),
     };
     if ran.is_ok() {
@@ -233,6 +234,7 @@ async fn serve(
     listen: SocketAddr,
     quota_requests_per_s: Option<u32>,
     keys: KeyOptions,
+    lab_null_writes: bool,
 ) -> Result<(), DevError> {
     match cell.init().await {
         Ok(_) | Err(CellError::AlreadyFormed(_)) => {}
@@ -246,16 +248,24 @@ async fn serve(
     // The dashboard and /metrics read the nodes' counters through this port.
     let reader = cell.stats_reader();
     let nodes: Arc<dyn NodeStats> = Arc::new(move || reader.read().iter().map(node_counters).collect::<Vec<_>>());
-    let gateway = Gateway::start_with_nodes(
-        cell.client.clone(),
-        cell.coordinator(),
-        cell.directory(),
-        config,
-        signing,
-        Some(nodes),
-    )
-    .await
-    .map_err(|e| DevError::Gateway(e.to_string()))?;
+    let started = if lab_null_writes {
+        eprintln!("paros dev: --lab-null-writes: tenant journals are held in memory, unreplicated and unsynced");
+        let service = crate::lab::NullWrites::new(cell.client.service().clone());
+        let client = paros_client::Client::new(service, paros_client::ClientConfig::default())
+            .expect("the default client configuration is valid");
+        Gateway::start_with_nodes(client, cell.coordinator(), cell.directory(), config, signing, Some(nodes)).await
+    } else {
+        Gateway::start_with_nodes(
+            cell.client.clone(),
+            cell.coordinator(),
+            cell.directory(),
+            config,
+            signing,
+            Some(nodes),
+        )
+        .await
+    };
+    let gateway = started.map_err(|e| DevError::Gateway(e.to_string()))?;
     if let Some(replicas) = cell.replicas() {
         gateway.control_machines(Arc::new(ReplicaControl(Arc::clone(replicas))));
     }

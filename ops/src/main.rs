@@ -6,6 +6,7 @@
 mod bench;
 mod cli;
 mod dev;
+mod lab;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -297,6 +298,11 @@ enum Command {
         /// cell keeps its own.
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(0..=8))]
         replicas: u16,
+        /// Laboratory only (docs/lab/door.md): tenant journals are judged and held in this
+        /// process's memory, never replicated or synced — the gateway's cost with no cell behind
+        /// it. Stores nothing.
+        #[arg(long, hide = true)]
+        lab_null_writes: bool,
     },
     /// Manage the cell.
     Cell {
@@ -358,10 +364,19 @@ fn main() -> ExitCode {
                 ExitCode::from(f.exit_code())
             }
         },
-        Command::Dev { data_dir, listen, quota_requests_per_s, rotate_key, retire_keys, nodes, replicas } => {
+        Command::Dev {
+            data_dir,
+            listen,
+            quota_requests_per_s,
+            rotate_key,
+            retire_keys,
+            nodes,
+            replicas,
+            lab_null_writes,
+        } => {
             let keys = dev::KeyOptions { rotate: rotate_key, retire: retire_keys };
             let machines = (usize::from(nodes), usize::from(replicas));
-            match runtime.block_on(dev::run(&data_dir, listen, quota_requests_per_s, keys, machines)) {
+            match runtime.block_on(dev::run(&data_dir, listen, quota_requests_per_s, keys, machines, lab_null_writes)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(dev::DevError::Cell(paros_embedded::CellError::NodeFault(f))) => storage_fault(&f),
                 Err(e) => {

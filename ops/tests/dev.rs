@@ -215,6 +215,26 @@ fn paros_dev_without_replicas_serves_reads_from_its_voters() {
     stop(child);
 }
 
+/// `paros dev --lab-null-writes` (the door's floor, docs/lab/door.md): writes are answered and
+/// read back through the gateway, and the cell never holds them — started again without the
+/// flag on the same data, the journal exists (the registry is the cell's) and is empty.
+#[test]
+fn paros_dev_lab_null_writes_answers_writes_the_cell_never_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("paros-data");
+    let (child, url, _) = start_admin(&data, &["--replicas", "0", "--lab-null-writes"]);
+    let token = sign_up(&url);
+    assert_eq!(cli(&url, Some(&token), &["journal", "create", "orders"], None).0, 0);
+    assert_eq!(cli(&url, Some(&token), &["write", "orders", "first", "second"], None).0, 0);
+    let (code, out) = cli(&url, Some(&token), &["read", "orders", "--from", "0"], None);
+    assert_eq!((code, out.as_str()), (0, "0\tfirst\n1\tsecond\n"));
+    stop(child);
+    let (child, url, _) = start_admin(&data, &["--replicas", "0"]);
+    let (code, out) = cli(&url, Some(&token), &["read", "orders", "--from", "0"], None);
+    assert_eq!((code, out.as_str()), (0, ""), "the cell holds none of the floor's writes");
+    stop(child);
+}
+
 fn kid_of(data: &Path) -> String {
     let file: serde_json::Value =
         serde_json::from_slice(&std::fs::read(data.join("gateway-key.json")).unwrap()).unwrap();
