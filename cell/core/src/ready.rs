@@ -14,7 +14,7 @@ use crate::wire::{CallAnswer, ReadAnswer};
 /// **Persist before send.** The host must make every one of `writes` durable (one storage
 /// batch, one sync, shared with every other journal of the round) before any message in
 /// `messages` that [waits for the sync](crate::Message::waits_for_sync) leaves the process
-/// (an acceptor reply — `Promise`, `Accepted`, `Watermark` — or a candidate's `Prepare`, which
+/// (an acceptor reply — `Promise`, `Accepted` — or a candidate's `Prepare`, which
 /// waits for its own promise of the ballot), and must call `advance()` only after that. Every
 /// other message (a leader's `Accept`, heartbeats, chosen values, catch-up) states nothing
 /// this round's writes make true, so the host may send it before the sync: the leader's own

@@ -68,6 +68,12 @@ pub struct Voter {
     /// The last stop-sign this node's walk applied: a voter taken out by it repeats it to the
     /// new voters at each election timeout, until the registry removes the journal here.
     last_stop: Option<(Slot, Command)>,
+    /// The end of the log as the round in flight took it (every entry below is in that round's
+    /// writes or an earlier one's), and as the last synced round left it: every entry below
+    /// `durable_end` is on disk. A `Watermark` counts no slot past `durable_end` (see
+    /// [`Voter::watermark`]).
+    taken_end: Slot,
+    durable_end: Slot,
 }
 
 /// A check-in (see [`Voter::check_in`]): asks every peer for what it holds beyond our chosen
@@ -107,6 +113,7 @@ impl Voter {
         // The configuration the journal's own log decided governs, not the placement's.
         cfg.follow(learner.state(), &mut placed);
         let epoch = learner.state().epoch;
+        let end = log_end(&log);
         Voter {
             me,
             life,
@@ -131,6 +138,8 @@ impl Voter {
             tick: 0,
             epoch,
             last_stop: None,
+            taken_end: end,
+            durable_end: end,
         }
     }
 
@@ -482,6 +491,7 @@ impl Voter {
     pub fn ready(&mut self) -> Ready {
         self.flush();
         let ready = self.effects.take();
+        self.taken_end = log_end(&self.log);
         self.learner.round_taken(ready.writes.iter().any(WriteOp::needs_sync));
         assert!(self.deferred_in_flight.is_empty(), "one round in flight at a time");
         self.deferred_in_flight = std::mem::take(&mut self.deferred);
@@ -519,6 +529,7 @@ impl Voter {
     /// Without a `ready()` before it.
     pub fn advance(&mut self) {
         self.effects.advance();
+        self.durable_end = self.taken_end;
         self.learner.round_synced();
         self.learner.evict(&mut self.log);
         for m in std::mem::take(&mut self.deferred_in_flight) {
@@ -866,7 +877,7 @@ impl Voter {
             // its walk reaches the promised configuration its watermark lies past those stop-signs.
             Message::WatermarkRequest { read, life } => {
                 if self.acceptor.promised().epoch() <= self.epoch {
-                    let up_to = self.acceptor.watermark(&self.log, self.learner.chosen_up_to(), self.epoch);
+                    let up_to = self.watermark();
                     self.send(from, Message::Watermark { read, life, up_to });
                 }
             }
@@ -883,4 +894,25 @@ impl Voter {
     fn lost_campaign_with_calls(&self) -> bool {
         !self.queued.is_empty() && !self.proposer.is_leader() && !self.proposer.is_candidate()
     }
+
+    /// The watermark this voter answers a linearizable read's round with: the acceptor's
+    /// ([`Acceptor::watermark`]), counting no entry the last synced round did not make durable.
+    ///
+    /// Enough: a write was acknowledged only once a quorum's `Accepted` came back, and an
+    /// acceptor sends `Accepted` only after the round holding the entry synced, so every
+    /// voter of that quorum counts the write's slot here from then on — before the read that
+    /// follows the acknowledgement asks. Counting the entries still in flight (the round being
+    /// synced, the Accepts just taken) would have the reader wait for slots no write it must
+    /// see depends on: under steady writes the highest accepted slot is always one in flight,
+    /// so the read waited about one round more.
+    fn watermark(&self) -> Slot {
+        let chosen = self.learner.chosen_up_to();
+        let held = self.acceptor.watermark(&self.log, chosen, self.epoch);
+        held.min(self.durable_end.max(chosen).max(self.log.floor()))
+    }
+}
+
+/// The slot after the highest entry `log` holds (its floor when it holds none).
+fn log_end(log: &Log) -> Slot {
+    log.last_slot().map_or(log.floor(), Slot::next).max(log.floor())
 }

@@ -434,3 +434,43 @@ fn a_seat_placed_for_a_later_configuration_answers_no_watermark_until_its_walk_g
     assert_eq!(answers(Ballot::ZERO), vec![Message::Watermark { read: 3, life, up_to: Slot(0) }], "a founder answers");
     assert_eq!(answers(Ballot::seat_floor(2)), vec![], "a seat of epoch 2 whose walk is in epoch 0 does not");
 }
+
+/// A voter's watermark counts an accepted entry only once the round holding it synced: a write
+/// is acknowledged only after a quorum's `Accepted`, which leave with that sync, so a read that
+/// follows the acknowledgement still meets the write's slot, and a read does not wait for slots
+/// still in flight.
+#[test]
+fn a_watermark_counts_an_accepted_entry_once_its_round_synced() {
+    use paros_core::journal::{Command, Control};
+    let (me, p, q) = (NodeId(0x100), NodeId(0x101), NodeId(0x102));
+    let cfg = JournalConfig { mode: WriterMode::Single, voters: vec![me, p, q], learners: vec![] };
+    let mut v = Voter::new(me, cfg, Tunables::default(), 1, Life(1));
+    let life = Life(7);
+    let watermark = |v: &mut Voter, read: u64| -> Vec<Message> {
+        v.step(p, Message::WatermarkRequest { read, life });
+        v.take_released()
+            .messages
+            .into_iter()
+            .map(|o| o.message)
+            .filter(|m| matches!(m, Message::Watermark { .. }))
+            .collect()
+    };
+    let ballot = Ballot { round: 1, node: p };
+    let noop: Command = Command::Control(Control::Noop);
+    v.step(p, Message::Accept { ballot, entries: vec![(Slot(0), noop.clone().into())], commit: Slot(0) });
+    assert_eq!(watermark(&mut v, 1), vec![Message::Watermark { read: 1, life, up_to: Slot(0) }], "not yet taken");
+    let ready = v.ready();
+    assert!(
+        ready.messages.iter().any(|o| matches!(o.message, Message::Accepted { .. })),
+        "the Accepted waits for the sync"
+    );
+    assert_eq!(watermark(&mut v, 2), vec![Message::Watermark { read: 2, life, up_to: Slot(0) }], "taken, not synced");
+    v.advance();
+    assert_eq!(watermark(&mut v, 3), vec![Message::Watermark { read: 3, life, up_to: Slot(1) }], "synced: counted");
+    // Recovered from the disk, the entry is durable from the start.
+    let entry = paros_core::LogEntry { ballot: Some(ballot), command: noop };
+    let durable = Durable { promise: ballot, entries: vec![(Slot(0), entry)], ..Durable::default() };
+    let cfg = JournalConfig { mode: WriterMode::Single, voters: vec![me, p, q], learners: vec![] };
+    let mut r = Voter::recover(me, cfg, Tunables::default(), 1, Life(2), durable);
+    assert_eq!(watermark(&mut r, 4), vec![Message::Watermark { read: 4, life, up_to: Slot(1) }], "recovered: counted");
+}

@@ -180,12 +180,42 @@ fn an_accepted_leaves_only_after_the_round_that_wrote_the_values_is_synced() {
     assert!(acknowledged, "the pipelined value is acknowledged with its own round");
 }
 
-/// A watermark is a bound a reader waits to apply up to, not a vote: it leaves before the sync,
-/// counting the Accept of the same round, while that Accept's `Accepted` waits for the sync.
+/// A watermark is a bound a reader waits to apply up to, not a vote: it leaves before the sync.
+/// It counts what the last synced round made durable, not the Accept of the round being synced
+/// (whose `Accepted`, the only way a write it holds is acknowledged, waits for that sync); once
+/// the round synced, the next watermark counts it.
 #[test]
-fn a_watermark_leaves_before_the_sync_and_counts_the_accept_its_round_writes() {
+fn a_watermark_leaves_before_the_sync_and_counts_what_the_last_sync_made_durable() {
     // A real second machine asks: the request is the one a linearizable read sends.
     let (mut reader, _) = boot(A);
+    let (mut host, disk) = boot(B);
+    let ballot = ballot_of(C, 2);
+    let mut early = Vec::new();
+    host.deliver(C, vec![envelope(C, accept_noops(ballot, &[0]))]);
+    host.deliver(A, watermark_requests_to_b(&mut reader));
+    host.release(|e| early.push(e));
+    let pending = host.begin_round(|e| early.push(e));
+    host.release(|e| early.push(e));
+    assert_eq!(early_replies(&early), Vec::new(), "no Accepted before the sync");
+    assert_eq!(
+        watermarks_to_a(&early),
+        [Slot(0)],
+        "the watermark leaves at once, not counting the accept not yet synced"
+    );
+    persist(&mut host, &pending);
+    assert_eq!(synced(&disk).entries.len(), 1, "the value is synced");
+    let out = host.complete_round(pending);
+    let sent = output_replies(&out);
+    assert!(sent.iter().any(|(to, m)| *to == C && matches!(m, Message::Accepted { .. })), "{sent:?}");
+    // Asked again once the round synced, B counts the accept.
+    let mut again = Vec::new();
+    host.deliver(A, watermark_requests_to_b(&mut reader));
+    host.release(|e| again.push(e));
+    assert_eq!(watermarks_to_a(&again), [Slot(1)], "once synced, the accept counts");
+}
+
+/// A linearizable read on `reader` (machine A): the watermark request it sends B.
+fn watermark_requests_to_b(reader: &mut Host<MemStore>) -> Vec<Envelope> {
     let read =
         ReadRequest { from: Seq(0), limit: 0, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Linearizable };
     reader.request(NodeRequest::Read { journal: key(), id: paros_core::ReadId(next_id()), read }).expect("hosted");
@@ -201,30 +231,22 @@ fn a_watermark_leaves_before_the_sync_and_counts_the_accept_its_round_writes() {
         .filter(|e| matches!(e.message, Message::WatermarkRequest { .. }))
         .collect();
     assert_eq!(to_b.len(), 1, "the read asks B for its watermark");
+    to_b
+}
 
-    let (mut host, disk) = boot(B);
-    let ballot = ballot_of(C, 2);
-    let mut early = Vec::new();
-    host.deliver(C, vec![envelope(C, accept_noops(ballot, &[0]))]);
-    host.deliver(A, to_b);
-    host.release(|e| early.push(e));
-    let pending = host.begin_round(|e| early.push(e));
-    host.release(|e| early.push(e));
-    assert_eq!(early_replies(&early), Vec::new(), "no Accepted before the sync");
-    let watermark = early.iter().flat_map(|e| match e {
-        Early::Messages(to, envelopes) => envelopes.iter().map(|e| (*to, &e.message)).collect(),
-        Early::Answer(..) => Vec::new(),
-    });
-    let watermarks: Vec<_> = watermark.filter(|(_, m)| matches!(m, Message::Watermark { .. })).collect();
-    assert!(
-        matches!(watermarks[..], [(to, Message::Watermark { up_to, .. })] if to == A && *up_to == Slot(1)),
-        "the watermark leaves at once and counts the accept not yet synced: {watermarks:?}"
-    );
-    persist(&mut host, &pending);
-    assert_eq!(synced(&disk).entries.len(), 1, "the value is synced");
-    let out = host.complete_round(pending);
-    let sent = output_replies(&out);
-    assert!(sent.iter().any(|(to, m)| *to == C && matches!(m, Message::Accepted { .. })), "{sent:?}");
+/// The `up_to` of every watermark sent to A among `early`.
+fn watermarks_to_a(early: &[Early]) -> Vec<Slot> {
+    early
+        .iter()
+        .flat_map(|e| match e {
+            Early::Messages(to, envelopes) if *to == A => envelopes.iter().collect(),
+            _ => Vec::new(),
+        })
+        .filter_map(|e| match e.message {
+            Message::Watermark { up_to, .. } => Some(up_to),
+            _ => None,
+        })
+        .collect()
 }
 
 /// `Host::round` persists on the caller's thread: its output holds the replies, and by the
