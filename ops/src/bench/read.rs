@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use paros_client::{Client, JournalService, ReadAnswer, ReadConsistency, ReadDeadline, ReadParams, ReaderConfig};
 use paros_client::{ReaderError, ReaderOutcome};
 use paros_core::{Consistency, NodeId, Seq};
-use paros_node::timing::Histogram;
 use serde::Serialize;
 
 use super::{BenchError, ReadMode, Shared, record_bytes};
@@ -95,9 +94,9 @@ pub(super) struct ReadStats {
     served_named: u64,
     served_by_replica: u64,
     /// Latency of the random reads served, in µs.
-    latency: Histogram,
+    latency: Samples,
     /// From a record's acknowledgement to a tail reader seeing it, in µs.
-    tail_visible: Histogram,
+    tail_visible: Samples,
     /// Positions tail readers saw before their acknowledgement was counted, by journal index.
     early: Vec<(usize, u64)>,
     /// Of `tail_visible`, records seen before their acknowledgement was counted.
@@ -113,11 +112,36 @@ impl ReadStats {
         self.unserved += other.unserved;
         self.served_named += other.served_named;
         self.served_by_replica += other.served_by_replica;
-        self.latency.merge(&other.latency);
-        self.tail_visible.merge(&other.tail_visible);
+        self.latency.merge(other.latency);
+        self.tail_visible.merge(other.tail_visible);
         self.early.extend(other.early);
         self.seen_first += other.seen_first;
         self.tail_pages += other.tail_pages;
+    }
+}
+
+/// Durations in µs, every one kept (as the writes' are): the figures are exact quantiles, where
+/// a bucketed histogram's eighth of a power of two hid differences the read targets ask about.
+#[derive(Debug, Default)]
+struct Samples(Vec<u32>);
+
+impl Samples {
+    fn record(&mut self, us: u64) {
+        self.0.push(u32::try_from(us).unwrap_or(u32::MAX));
+    }
+
+    fn merge(&mut self, other: Samples) {
+        self.0.extend(other.0);
+    }
+
+    fn count(&self) -> u64 {
+        self.0.len() as u64
+    }
+
+    /// Sorted, for [`super::report::percentile`].
+    fn sorted(mut self) -> Vec<u32> {
+        self.0.sort_unstable();
+        self.0
     }
 }
 
@@ -251,7 +275,10 @@ impl Readers {
             }
             _ => (None, None),
         };
-        let ms = |h: &Histogram, q: f64| h.quantile(q) as f64 / 1e3;
+        let tail_records = stats.tail_visible.count();
+        let latency = std::mem::take(&mut stats.latency).sorted();
+        let visible = std::mem::take(&mut stats.tail_visible).sorted();
+        let ms = |sorted: &[u32], q: f64| super::report::percentile(sorted, q) as f64 / 1e3;
         Ok(ReadFigures {
             readers,
             consistency: mode,
@@ -262,19 +289,15 @@ impl Readers {
             tail_reads_per_s: per_s(stats.tail_pages),
             all_reads_per_s: per_s(stats.reads + stats.tail_pages),
             read_latency_ms: LatencyMs {
-                p50: ms(&stats.latency, 0.50),
-                p90: ms(&stats.latency, 0.90),
-                p99: ms(&stats.latency, 0.99),
-                max: ms(&stats.latency, 1.0),
+                p50: ms(&latency, 0.50),
+                p90: ms(&latency, 0.90),
+                p99: ms(&latency, 0.99),
+                max: ms(&latency, 1.0),
             },
             reads_unserved: stats.unserved,
-            tail_visible_ms: VisibleMs { p50: ms(&stats.tail_visible, 0.50), p99: ms(&stats.tail_visible, 0.99) },
-            tail_records: stats.tail_visible.count(),
-            tail_seen_first_share: if stats.tail_visible.count() > 0 {
-                stats.seen_first as f64 / stats.tail_visible.count() as f64
-            } else {
-                0.0
-            },
+            tail_visible_ms: VisibleMs { p50: ms(&visible, 0.50), p99: ms(&visible, 0.99) },
+            tail_records,
+            tail_seen_first_share: if tail_records > 0 { stats.seen_first as f64 / tail_records as f64 } else { 0.0 },
             served_by_replica_share: (stats.served_named > 0)
                 .then(|| stats.served_by_replica as f64 / stats.served_named as f64),
             voter_cpu_us_per_record: voter_cpu,

@@ -226,9 +226,7 @@ pub(super) fn report(args: &BenchArgs, shared: &Shared, elapsed: f64, verified: 
     let (windows, min_window_ratio) = windows(&timed, elapsed);
     let mut lat: Vec<u32> = timed.into_iter().map(|(_, us)| us).collect();
     lat.sort_unstable();
-    let pct = |p: f64| {
-        lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1))).copied().unwrap_or(0) as u64
-    };
+    let pct = |p: f64| percentile(&lat, p);
     Report {
         target: "in_cell",
         transport: String::new(),
@@ -285,4 +283,9 @@ pub(super) fn progress_bar(duration: Duration) -> indicatif::ProgressBar {
             .expect("a valid template"),
     );
     p
+}
+
+/// The value at fraction `p` (0..=1) of `sorted` (ascending), exactly; 0 when it is empty.
+pub(super) fn percentile(sorted: &[u32], p: f64) -> u64 {
+    sorted.get(((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1))).copied().map_or(0, u64::from)
 }
