@@ -126,8 +126,7 @@ impl<S: JournalService<Journal = JournalKey>> JournalService for NullWrites<S> {
             return self.inner.read(journal, read, route).await;
         }
         let held = self.journal(*journal);
-        let page = held.lock().unwrap_or_else(PoisonError::into_inner).page(read);
-        page
+        held.lock().unwrap_or_else(PoisonError::into_inner).page(read)
     }
 }
 
