@@ -1,8 +1,9 @@
 //! The door's floor (`paros dev --lab-null-writes`, docs/lab/door.md): the gateway in front of a
 //! cell whose tenant journals live in this process's memory only. Every call on a tenant
 //! journal is judged at once by paros-core's own [`Fold`] — the verdicts, positions and views a
-//! cell gives — with nothing replicated and nothing synced; reads are served from the records
-//! held. The registry journal (sign-up, journals, keys) goes to the embedded cell as ever.
+//! cell gives — with nothing replicated and nothing synced; reads are served at once from the
+//! records held (no wait at the tail, every consistency alike: one copy in one process). The
+//! registry journal (sign-up, journals, keys) goes to the embedded cell as ever.
 //!
 //! A run of `paros bench --target … ` against it measures what HTTP, the gateway and the client
 //! cost per write on this machine with no cell behind them: the floor under issue 32's
