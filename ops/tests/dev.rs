@@ -46,6 +46,14 @@ fn sign_up(url: &str) -> String {
     signup["token"].as_str().expect("a token").to_owned()
 }
 
+/// Creates journal `orders`, writes two records with the CLI and reads them back.
+fn write_and_read_orders(url: &str, token: &str) {
+    assert_eq!(cli(url, Some(token), &["journal", "create", "orders"], None).0, 0);
+    assert_eq!(cli(url, Some(token), &["write", "orders", "first", "second"], None).0, 0);
+    let (code, out) = cli(url, Some(token), &["read", "orders", "--from", "0"], None);
+    assert_eq!((code, out.as_str()), (0, "0\tfirst\n1\tsecond\n"));
+}
+
 #[test]
 fn paros_dev_serves_the_cli_stops_on_sigint_and_keeps_every_record_across_a_restart() {
     let dir = tempfile::tempdir().unwrap();
@@ -202,10 +210,7 @@ fn paros_dev_without_replicas_serves_reads_from_its_voters() {
     let data = dir.path().join("paros-data");
     let (child, url, admin) = start_admin(&data, &["--replicas", "0"]);
     let token = sign_up(&url);
-    assert_eq!(cli(&url, Some(&token), &["journal", "create", "orders"], None).0, 0);
-    assert_eq!(cli(&url, Some(&token), &["write", "orders", "first", "second"], None).0, 0);
-    let (code, out) = cli(&url, Some(&token), &["read", "orders", "--from", "0"], None);
-    assert_eq!((code, out.as_str()), (0, "0\tfirst\n1\tsecond\n"));
+    write_and_read_orders(&url, &token);
     let (code, out) = cli(&url, Some(&admin), &["cell", "status", "--json"], None);
     assert_eq!(code, 0, "cell status: {out}");
     let status: serde_json::Value = serde_json::from_str(&out).expect("JSON");
@@ -224,10 +229,7 @@ fn paros_dev_lab_null_writes_answers_writes_the_cell_never_holds() {
     let data = dir.path().join("paros-data");
     let (child, url, _) = start_admin(&data, &["--replicas", "0", "--lab-null-writes"]);
     let token = sign_up(&url);
-    assert_eq!(cli(&url, Some(&token), &["journal", "create", "orders"], None).0, 0);
-    assert_eq!(cli(&url, Some(&token), &["write", "orders", "first", "second"], None).0, 0);
-    let (code, out) = cli(&url, Some(&token), &["read", "orders", "--from", "0"], None);
-    assert_eq!((code, out.as_str()), (0, "0\tfirst\n1\tsecond\n"));
+    write_and_read_orders(&url, &token);
     stop(child);
     let (child, url, _) = start_admin(&data, &["--replicas", "0"]);
     let (code, out) = cli(&url, Some(&token), &["read", "orders", "--from", "0"], None);
