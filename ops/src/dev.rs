@@ -110,6 +110,13 @@ const KEY_FILE: &str = "gateway-key.json";
 /// Keys rotated out, still verifying the tokens they signed until retired: `<kid>.json` each.
 const OLD_KEYS_DIR: &str = "gateway-keys";
 
+/// `paros dev --tls-cert --tls-key`: serve HTTPS with this certificate chain and key (PEM).
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
 /// How `paros dev` treats its signing keys at start.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KeyOptions {
@@ -132,6 +139,8 @@ pub enum DevError {
     Listen(SocketAddr, std::io::Error),
     #[error("signing key {0} was not retired: {1}")]
     Retire(String, String),
+    #[error("TLS: {0}")]
+    Tls(#[from] paros_gateway::tls::TlsError),
 }
 
 impl DevError {
@@ -140,7 +149,7 @@ impl DevError {
     pub fn exit_code(&self) -> i32 {
         match self {
             DevError::Cell(c) => c.exit_code(),
-            DevError::Listen(..) | DevError::Key(..) | DevError::Retire(..) => 2,
+            DevError::Listen(..) | DevError::Key(..) | DevError::Retire(..) | DevError::Tls(_) => 2,
             DevError::Gateway(_) => 1,
         }
     }
@@ -213,11 +222,14 @@ pub async fn run(
     keys: KeyOptions,
     (nodes, replicas): (usize, usize),
     lab_null_writes: bool,
+    tls: Option<&TlsFiles>,
 ) -> Result<(), DevError> {
+    // The certificate is checked before anything opens: a bad one changes nothing.
+    let tls = tls.map(|f| paros_gateway::tls::server_config(&f.cert, &f.key)).transpose()?;
     let cell = EmbeddedCell::open_sized(dir, (nodes, replicas)).await?;
     // A node's storage fault ends the run (the caller exits with 75), whatever it was doing.
     let ran = tokio::select! {
-        ran = serve(&cell, dir, listen, quota_requests_per_s, keys, lab_null_writes) => ran,
+        ran = serve(&cell, dir, (listen, tls), quota_requests_per_s, keys, lab_null_writes) => ran,
         fault = cell.fault() => Err(CellError::NodeFault(fault).into()),
     };
     if ran.is_ok() {
@@ -231,7 +243,7 @@ pub async fn run(
 async fn serve(
     cell: &EmbeddedCell,
     dir: &Path,
-    listen: SocketAddr,
+    (listen, tls): (SocketAddr, Option<Arc<paros_gateway::tls::ServerConfig>>),
     quota_requests_per_s: Option<u32>,
     keys: KeyOptions,
     lab_null_writes: bool,
@@ -273,11 +285,12 @@ async fn serve(
     let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| DevError::Listen(listen, e))?;
     let addr = listener.local_addr().map_err(|e| DevError::Listen(listen, e))?;
     let token = paros_gateway::mint_admin_token(gateway.active_key(), ADMIN_TOKEN_VALID_S);
-    println!("paros dev: serving http://{addr} (data in {})", dir.display());
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    println!("paros dev: serving {scheme}://{addr} (data in {})", dir.display());
     println!("admin token (valid 24 h): {token}");
-    println!("dashboard: http://{addr}/ui#token={token}");
+    println!("dashboard: {scheme}://{addr}/ui#token={token}");
     println!(
-        "try: export PAROS_URL=http://{addr}; eval \"$(paros signup acme | grep ^export)\"; \
+        "try: export PAROS_URL={scheme}://{addr}; eval \"$(paros signup acme | grep ^export)\"; \
          paros journal create orders && paros write orders hello"
     );
     use std::io::Write as _;
@@ -291,7 +304,12 @@ async fn serve(
             stopping.notify_one();
         }
     };
-    let served = paros_gateway::serve_until(listener, gateway, signal);
+    let served = async move {
+        match tls {
+            Some(tls) => paros_gateway::serve_tls_until(listener, gateway, tls, signal).await,
+            None => paros_gateway::serve_until(listener, gateway, signal).await,
+        }
+    };
     tokio::select! {
         result = served => result.map_err(|e| DevError::Listen(addr, e))?,
         () = async { stopping.notified().await; tokio::time::sleep(SHUTDOWN_GRACE).await } => {}

@@ -303,6 +303,13 @@ enum Command {
         /// it. Stores nothing.
         #[arg(long, hide = true)]
         lab_null_writes: bool,
+        /// Serve HTTPS with this certificate chain (PEM: the certificate, then its
+        /// intermediates); HTTP/2 and HTTP/1.1 are offered by ALPN. Needs `--tls-key`.
+        #[arg(long, value_name = "PEM", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The private key of `--tls-cert` (PEM: PKCS#8, PKCS#1 or SEC1).
+        #[arg(long, value_name = "PEM", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
     },
     /// Manage the cell.
     Cell {
@@ -373,10 +380,14 @@ fn main() -> ExitCode {
             nodes,
             replicas,
             lab_null_writes,
+            tls_cert,
+            tls_key,
         } => {
             let keys = dev::KeyOptions { rotate: rotate_key, retire: retire_keys };
             let machines = (usize::from(nodes), usize::from(replicas));
-            match runtime.block_on(dev::run(&data_dir, listen, quota_requests_per_s, keys, machines, lab_null_writes)) {
+            let tls = tls_cert.zip(tls_key).map(|(cert, key)| dev::TlsFiles { cert, key });
+            let run = dev::run(&data_dir, listen, quota_requests_per_s, keys, machines, lab_null_writes, tls.as_ref());
+            match runtime.block_on(run) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(dev::DevError::Cell(paros_embedded::CellError::NodeFault(f))) => storage_fault(&f),
                 Err(e) => {

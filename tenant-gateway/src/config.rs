@@ -46,6 +46,11 @@ pub struct GatewayConfig {
     /// connection keeps room for a quarter of it at most. 0: every write goes straight to the
     /// socket.
     pub response_coalesce_bytes: usize,
+    /// Over TLS: the most handshakes in progress at once; the listener accepts the next
+    /// connection once one of them ends.
+    pub tls_handshakes_max: usize,
+    /// Over TLS: how long a connection may take to complete its handshake before it is dropped.
+    pub tls_handshake_timeout: Duration,
     /// How long a registry change (signup, create, delete, revoke) may take to show in the
     /// directory the gateway resolves with before the request is answered 503.
     pub registry_wait: Duration,
@@ -89,6 +94,8 @@ impl Default for GatewayConfig {
             session_in_flight_max: 1024,
             session_idle_timeout: Duration::from_secs(30),
             response_coalesce_bytes: 64 << 10,
+            tls_handshakes_max: 256,
+            tls_handshake_timeout: Duration::from_secs(10),
             registry_wait: Duration::from_secs(5),
             read_serve_max: Duration::from_secs(2),
             read_reach_min: Duration::from_millis(100),

@@ -32,6 +32,7 @@ mod router;
 mod routes;
 mod state;
 pub mod threads;
+pub mod tls;
 mod wire;
 
 pub use auth::{KeyError, KeyPair, Principal, mint_admin_token};
@@ -105,6 +106,31 @@ pub async fn serve_until(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let listener = Accepted { listener, coalesce_max: gateway.config().response_coalesce_bytes };
+    axum::serve(listener, gateway.router()).with_graceful_shutdown(shutdown).await
+}
+
+/// Serves `gateway` over TLS on `listener` until `shutdown` completes, as [`serve_until`] does
+/// in the clear: `tls` (see [`tls::server_config`]) offers HTTP/2 and HTTP/1.1 by ALPN, and
+/// handshakes run beside one another within the configuration's bounds
+/// ([`GatewayConfig::tls_handshakes_max`], [`GatewayConfig::tls_handshake_timeout`]).
+///
+/// # Errors
+/// The listener's IO error.
+pub async fn serve_tls_until(
+    listener: tokio::net::TcpListener,
+    gateway: Gateway,
+    tls: std::sync::Arc<rustls::ServerConfig>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let config = gateway.config();
+    let listener = tls::TlsAccepted {
+        listener,
+        acceptor: tokio_rustls::TlsAcceptor::from(tls),
+        coalesce_max: config.response_coalesce_bytes,
+        handshakes_max: config.tls_handshakes_max,
+        handshake_timeout: config.tls_handshake_timeout,
+        handshakes: tokio::task::JoinSet::new(),
+    };
     axum::serve(listener, gateway.router()).with_graceful_shutdown(shutdown).await
 }
 

@@ -38,6 +38,10 @@ pub struct Gateway {
     /// proxy that speaks neither). Default: $PAROS_HTTP1 set to anything but `0`, else off.
     #[arg(long)]
     pub http1: bool,
+    /// PEM certificates to trust beside the system's, for an `https://` gateway whose
+    /// certificate a private authority signed, or that signed its own (default: $PAROS_CA_FILE).
+    #[arg(long, value_name = "PEM")]
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 /// The tenant verbs, flattened into the `paros` binary's subcommands.
@@ -433,7 +437,7 @@ impl Failure {
 
 fn gateway_code(e: &GatewayError, read_only: bool) -> u8 {
     match e {
-        GatewayError::Url { .. } | GatewayError::BadToken => BAD_ARGS,
+        GatewayError::Url { .. } | GatewayError::BadToken | GatewayError::Roots(_) => BAD_ARGS,
         GatewayError::NotSent(_) => UNAVAILABLE,
         GatewayError::NoAnswer(_) if read_only => UNAVAILABLE,
         GatewayError::NoAnswer(_) => AMBIGUOUS,
@@ -474,7 +478,9 @@ fn operator_class(status: u16, read_only: bool) -> &'static str {
 /// What a gateway error came to, by its exit class; the error's own message follows it.
 fn gateway_text(e: &GatewayError, read_only: &bool) -> String {
     let class = match gateway_code(e, *read_only) {
-        BAD_ARGS if matches!(e, GatewayError::Url { .. } | GatewayError::BadToken) => "cannot talk to the gateway",
+        BAD_ARGS if matches!(e, GatewayError::Url { .. } | GatewayError::BadToken | GatewayError::Roots(_)) => {
+            "cannot talk to the gateway"
+        }
         BAD_ARGS => "bad request",
         REFUSED => "refused",
         AMBIGUOUS => "ambiguous: the call may or may not have taken effect",
@@ -700,8 +706,15 @@ pub(crate) fn connect(
         .transpose()?;
     let http1 = gateway.http1 || env("PAROS_HTTP1").is_some_and(|v| !v.is_empty() && v != "0");
     let config = paros_client::HttpConfig { http2: !http1, sessions: !http1, ..paros_client::HttpConfig::default() };
-    let g =
-        paros_client::GatewayClient::new(&url, token.as_ref(), config).map_err(|e| Failure::from_gateway(e, true))?;
+    let ca_file = gateway.ca_file.clone().or_else(|| env("PAROS_CA_FILE").filter(|v| !v.is_empty()).map(Into::into));
+    let roots = match ca_file {
+        Some(path) => std::fs::read(&path).map_err(|e| {
+            Failure::from_gateway(paros_client::GatewayError::Roots(format!("{}: {e}", path.display())), true)
+        })?,
+        None => Vec::new(),
+    };
+    let g = paros_client::GatewayClient::trusting(&url, token.as_ref(), config, &roots)
+        .map_err(|e| Failure::from_gateway(e, true))?;
     Ok((g, gateway.json))
 }
 
@@ -756,7 +769,7 @@ mod tests {
                 leader: Some(LeaderUuid::parse(U).unwrap()),
                 batch: 2,
                 base64: false,
-                gateway: Gateway { url: Some("http://g".into()), token: None, json: true, http1: false },
+                gateway: Gateway { url: Some("http://g".into()), token: None, json: true, http1: false, ca_file: None },
             }
         );
     }

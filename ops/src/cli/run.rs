@@ -513,8 +513,13 @@ mod tests {
             _ => None,
         };
         assert!(connect(&Gateway::default(), &env).is_ok(), "the environment is enough");
-        let flags =
-            Gateway { url: Some("http://flag:2".into()), token: Some("flag.token".into()), json: true, http1: false };
+        let flags = Gateway {
+            url: Some("http://flag:2".into()),
+            token: Some("flag.token".into()),
+            json: true,
+            http1: false,
+            ca_file: None,
+        };
         let (g, json) = connect(&flags, &env).unwrap();
         assert!(json);
         assert!(format!("{g:?}").contains("http://flag:2/"));
@@ -524,5 +529,25 @@ mod tests {
         assert_eq!(connect(&bad, &none).unwrap_err().exit_code(), 2);
         let bad_token = Gateway { url: Some("http://x".into()), token: Some("has space".into()), ..Gateway::default() };
         assert_eq!(connect(&bad_token, &none).unwrap_err().exit_code(), 2);
+    }
+
+    #[test]
+    fn a_ca_file_that_holds_no_certificate_is_refused_before_any_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "no certificate here\n").unwrap();
+        let missing = dir.path().join("missing.pem");
+        let url = Some("https://g:1".to_owned());
+        for file in [&empty, &missing] {
+            let flags = Gateway { url: url.clone(), ca_file: Some(file.clone()), ..Gateway::default() };
+            let e = connect(&flags, &|_| None).unwrap_err();
+            let said = crate::cli::error_chain(&e);
+            assert_eq!(e.exit_code(), 2, "{file:?}: {said}");
+            assert!(said.contains("certificates to trust"), "{said}");
+        }
+        let from_env = |k: &str| (k == "PAROS_CA_FILE").then(|| missing.display().to_string());
+        let e = connect(&Gateway { url, ..Gateway::default() }, &from_env).unwrap_err();
+        let said = crate::cli::error_chain(&e);
+        assert!(said.contains("missing.pem"), "$PAROS_CA_FILE is read: {said}");
     }
 }

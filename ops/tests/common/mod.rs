@@ -47,7 +47,11 @@ pub fn start_admin(data: &Path, flags: &[&str]) -> (Dev, String, String) {
         .expect("paros dev starts");
     let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
     let first = lines.next().expect("a first line").expect("readable");
-    let url = first.split_whitespace().find(|w| w.starts_with("http://")).expect("the URL is printed").to_owned();
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://") || w.starts_with("https://"))
+        .expect("the URL is printed")
+        .to_owned();
     let second = lines.next().expect("a second line").expect("readable");
     let admin = second.rsplit(' ').next().expect("the admin token is printed").to_owned();
     std::thread::spawn(move || for _ in lines {});

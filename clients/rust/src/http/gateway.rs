@@ -60,6 +60,22 @@ impl GatewayClient {
     /// # Errors
     /// [`GatewayError::Url`] for a URL that is not `http` or `https`, [`GatewayError::BadToken`].
     pub fn new(url: &str, token: Option<&Token>, config: HttpConfig) -> Result<GatewayClient, GatewayError> {
+        GatewayClient::trusting(url, token, config, &[])
+    }
+
+    /// As [`new`](Self::new), trusting the certificates of `roots_pem` (PEM, any number of
+    /// them) beside the system's roots: for an `https://` gateway whose certificate a private
+    /// authority signed, or that signed its own.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new); [`GatewayError::Roots`] when `roots_pem` holds no certificate
+    /// or one that does not parse.
+    pub fn trusting(
+        url: &str,
+        token: Option<&Token>,
+        config: HttpConfig,
+        roots_pem: &[u8],
+    ) -> Result<GatewayClient, GatewayError> {
         let bad = |reason: String| GatewayError::Url { url: url.to_owned(), reason };
         let base = Url::parse(url).map_err(|e| bad(e.to_string()))?;
         if !matches!(base.scheme(), "http" | "https") || base.cannot_be_a_base() {
@@ -74,7 +90,15 @@ impl GatewayClient {
         if rustls::crypto::CryptoProvider::get_default().is_none() {
             let _ = rustls::crypto::ring::default_provider().install_default();
         }
-        let builder = reqwest::Client::builder().connect_timeout(config.connect_timeout);
+        let mut builder = reqwest::Client::builder().connect_timeout(config.connect_timeout);
+        if !roots_pem.is_empty() {
+            let roots =
+                reqwest::Certificate::from_pem_bundle(roots_pem).map_err(|e| GatewayError::Roots(e.to_string()))?;
+            if roots.is_empty() {
+                return Err(GatewayError::Roots("no PEM certificate".into()));
+            }
+            builder = builder.tls_certs_merge(roots);
+        }
         // Over TLS, ALPN picks HTTP/2 when both ends speak it; in the clear there is nothing to
         // negotiate with, so HTTP/2 is spoken from the first byte (the gateway serves both).
         let builder = match (config.http2, base.scheme()) {

@@ -88,6 +88,10 @@ pub enum GatewayError {
     /// The token cannot travel in a header.
     #[error("the token is not a valid header value")]
     BadToken,
+    /// The certificates given to trust ([`GatewayClient::trusting`]) hold none, or one that
+    /// does not parse.
+    #[error("the certificates to trust cannot be used: {0}")]
+    Roots(String),
     /// The request never reached the gateway (connection refused, no such host, connect
     /// timeout): nothing happened.
     #[error("the gateway could not be reached: {0}")]

@@ -1,0 +1,111 @@
+//! The gateway over TLS: a certificate chain and its key from PEM files, HTTP/2 and HTTP/1.1
+//! offered by ALPN (`h2` first), and a listener whose handshakes run beside one another, so a
+//! slow or silent client never holds up the next connection.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use rustls::ServerConfig;
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::server::TlsStream;
+
+use crate::coalesce::Coalesced;
+
+/// The protocols the gateway offers by ALPN, preferred first.
+pub const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
+
+/// Why the gateway cannot serve TLS with the files it was given.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A file could not be read.
+    #[error("reading {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The certificate file holds no PEM certificate, or one that does not parse.
+    #[error("{path}: no certificate in PEM ({reason})")]
+    Certificates { path: PathBuf, reason: String },
+    /// The key file holds no PEM private key (PKCS#8, PKCS#1 or SEC1), or one that does not parse.
+    #[error("{path}: no private key in PEM ({reason})")]
+    Key { path: PathBuf, reason: String },
+    /// rustls refused the pair (the key does not match the certificate, an unsupported key).
+    #[error("the certificate and key cannot serve: {0}")]
+    Config(#[from] rustls::Error),
+}
+
+/// A server configuration for the certificate chain in `cert` (the leaf first, then its
+/// intermediates) and the private key in `key`, both PEM, offering [`ALPN`]. It runs on ring,
+/// the one crypto provider of the workspace.
+///
+/// # Errors
+/// [`TlsError`] when a file is missing, holds no certificate or key, or the two do not match.
+pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, TlsError> {
+    let read = |path: &Path| std::fs::read(path).map_err(|source| TlsError::Read { path: path.to_owned(), source });
+    let (cert_pem, key_pem) = (read(cert)?, read(key)?);
+    let chain = CertificateDer::pem_slice_iter(&cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| TlsError::Certificates { path: cert.to_owned(), reason: e.to_string() })?;
+    if chain.is_empty() {
+        return Err(TlsError::Certificates { path: cert.to_owned(), reason: "the file holds none".into() });
+    }
+    let key_der = PrivateKeyDer::from_pem_slice(&key_pem)
+        .map_err(|e| TlsError::Key { path: key.to_owned(), reason: e.to_string() })?;
+    let mut config = ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(chain, key_der)?;
+    config.alpn_protocols = ALPN.iter().map(|p| p.to_vec()).collect();
+    Ok(Arc::new(config))
+}
+
+/// The gateway's TLS listener: each TCP connection it accepts (with `TCP_NODELAY`, as in the
+/// clear) shakes hands in a task of its own, at most `handshakes_max` at once and each within
+/// `handshake_timeout`; `accept` hands out the connections whose handshake completed. A
+/// handshake that fails or times out drops its connection and nothing else.
+pub(crate) struct TlsAccepted {
+    pub(crate) listener: TcpListener,
+    pub(crate) acceptor: TlsAcceptor,
+    pub(crate) coalesce_max: usize,
+    pub(crate) handshakes_max: usize,
+    pub(crate) handshake_timeout: Duration,
+    pub(crate) handshakes: JoinSet<Option<(TlsStream<TcpStream>, SocketAddr)>>,
+}
+
+impl axum::serve::Listener for TlsAccepted {
+    type Io = Coalesced<TlsStream<TcpStream>>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let room = self.handshakes.len() < self.handshakes_max.max(1);
+            tokio::select! {
+                Some(done) = self.handshakes.join_next(), if !self.handshakes.is_empty() => {
+                    if let Ok(Some((stream, addr))) = done {
+                        return (Coalesced::new(stream, self.coalesce_max), addr);
+                    }
+                }
+                (stream, addr) = axum::serve::Listener::accept(&mut self.listener), if room => {
+                    // Best effort: a socket that refuses the option still serves, only later.
+                    let _ = stream.set_nodelay(true);
+                    let (acceptor, timeout) = (self.acceptor.clone(), self.handshake_timeout);
+                    self.handshakes.spawn(async move {
+                        let shaken = tokio::time::timeout(timeout, acceptor.accept(stream)).await;
+                        shaken.ok()?.ok().map(|s| (s, addr))
+                    });
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.listener.local_addr()
+    }
+}
