@@ -425,7 +425,7 @@ impl WriterCore {
     /// Takes in how the write of the batch at `seq` ended.
     pub fn complete(&mut self, seq: Seq, decided: Result<Decided, AnswerError>) -> Completion {
         let mut completion = Completion::default();
-        let Some(i) = self.window.iter().position(|b| b.seq == seq) else {
+        let Some(i) = self.batch_at(seq) else {
             return completion;
         };
         let batch = &self.window[i];
@@ -524,7 +524,13 @@ impl WriterCore {
 
     /// Whether the batch at `seq` waits to be re-sent (its request is over, its call is kept).
     pub fn is_early(&self, seq: Seq) -> bool {
-        self.window.iter().any(|b| b.seq == seq && matches!(b.state, BatchState::Early { .. }))
+        self.batch_at(seq).is_some_and(|i| matches!(self.window[i].state, BatchState::Early { .. }))
+    }
+
+    /// Where in the window the batch at `seq` is. The window holds one term's batches in the
+    /// order they were handed out, at rising positions, so a search finds it.
+    fn batch_at(&self, seq: Seq) -> Option<usize> {
+        self.window.binary_search_by_key(&seq, |b| b.seq).ok()
     }
 
     /// The first batch's report, once it is known: reports come in position order.
@@ -637,7 +643,8 @@ pub struct Writer<S: JournalService + 'static> {
     journal: S::Journal,
     core: WriterCore,
     uuids: Uuids,
-    flights: Vec<Flight>,
+    /// The batches whose calls are kept, at rising positions (the order they were submitted).
+    flights: VecDeque<Flight>,
 }
 
 /// Where a [`Writer`]'s fences come from.
@@ -707,7 +714,7 @@ where
         config: WriterConfig,
         uuids: Uuids,
     ) -> Result<Self, WriterConfigError> {
-        Ok(Writer { client, journal, core: WriterCore::new(config)?, uuids, flights: vec![] })
+        Ok(Writer { client, journal, core: WriterCore::new(config)?, uuids, flights: VecDeque::new() })
     }
 
     /// The sans-IO core (position, fence, window).
@@ -766,7 +773,7 @@ where
         let call = self.core.begin_write(records)?;
         let Call::Write { seq, .. } = call else { unreachable!("begin_write hands out a write") };
         let future = self.launch(call.clone());
-        self.flights.push(Flight { seq, call, future: Some(future) });
+        self.flights.push_back(Flight { seq, call, future: Some(future) });
         Ok(seq)
     }
 
@@ -790,13 +797,14 @@ where
             if self.core.in_flight() == 0 {
                 return None;
             }
-            let (seq, decided) = std::future::poll_fn(|cx| {
-                for flight in &mut self.flights {
+            // Answers come mostly in position order: the oldest call is looked at first.
+            let (at, seq, decided) = std::future::poll_fn(|cx| {
+                for (at, flight) in self.flights.iter_mut().enumerate() {
                     if let Some(future) = flight.future.as_mut()
                         && let Poll::Ready(decided) = future.as_mut().poll(cx)
                     {
                         flight.future = None;
-                        return Poll::Ready((flight.seq, decided));
+                        return Poll::Ready((at, flight.seq, decided));
                     }
                 }
                 Poll::Pending
@@ -804,14 +812,22 @@ where
             .await;
             let completion = self.core.complete(seq, decided);
             for seq in completion.resend {
-                if let Some(i) = self.flights.iter().position(|f| f.seq == seq) {
+                if let Ok(i) = self.flights.binary_search_by_key(&seq, |f| f.seq) {
                     let future = self.launch(self.flights[i].call.clone());
                     self.flights[i].future = Some(future);
                 }
             }
-            let abandon = completion.abandon;
+            // A call is dropped once its batch is over and not waiting to be re-sent. Usually
+            // that is the one call just answered; a halt or a supersession ends others too.
             let core = &self.core;
-            self.flights.retain(|f| !abandon.contains(&f.seq) && (f.future.is_some() || core.is_early(f.seq)));
+            if completion.abandon.is_empty() && core.halted.is_none() && core.superseded.is_none() {
+                if self.flights[at].future.is_none() && !core.is_early(seq) {
+                    self.flights.remove(at);
+                }
+            } else {
+                let abandon = completion.abandon;
+                self.flights.retain(|f| !abandon.contains(&f.seq) && (f.future.is_some() || core.is_early(f.seq)));
+            }
         }
     }
 
