@@ -188,6 +188,10 @@ enum Command {
         /// With `--target`: the tenant token to write as (default: sign up a fresh tenant).
         #[arg(long, requires = "target")]
         token: Option<String>,
+        /// With an `https://` `--target`: PEM certificates to trust beside the system's (a
+        /// gateway whose certificate a private authority signed, or that signed its own).
+        #[arg(long, value_name = "PEM", requires = "target")]
+        ca_file: Option<PathBuf>,
         /// The embedded cell's stores keep `log` values of at least this many bytes in
         /// fjall's blob files (key-value separation); default: every value in the tree.
         #[arg(long)]
@@ -412,6 +416,7 @@ fn main() -> ExitCode {
             raw_fjall,
             target,
             token,
+            ca_file,
             blob_bytes_min,
             store_workers,
             store_nice,
@@ -470,6 +475,7 @@ fn main() -> ExitCode {
                 progress: true,
                 target,
                 token,
+                ca_file,
                 store,
                 stop_after_bytes,
                 dormant_after,

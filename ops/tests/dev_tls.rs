@@ -73,6 +73,23 @@ fn paros_dev_serves_https_with_http2_and_http1_by_alpn_and_the_cli_trusts_a_priv
     assert_eq!(cli(&url, Some(token), true, &["write", "orders", "first", "second"]).0, 0);
     let (code, out) = cli(&url, Some(token), true, &["read", "orders", "--from", "0"]);
     assert_eq!((code, out.as_str()), (0, "0\tfirst\n1\tsecond\n"));
+
+    // `paros bench --target https://… --ca-file`: the writers on sessions over TLS, every record
+    // verified, and the gateway's CPU read from its `/metrics` over the same connection.
+    let ca = fixture("ca.pem");
+    let args = ["bench", "--target", &url, "--ca-file", ca.to_str().unwrap(), "--session", "--writers", "2"];
+    let out = paros()
+        .args(args)
+        .args(["--journals", "2", "--duration-s", "1", "--json"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("paros bench runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let acked = report["acked_records"].as_u64().unwrap();
+    assert!(acked > 0 && report["verified_records"].as_u64() == Some(acked), "{report}");
+    assert_eq!(report["transport"], "http2+session", "{report}");
+    assert!(report["target_cpu_split"]["runtime"].as_f64().unwrap() > 0.0, "{report}");
     stop(dev);
 }
 

@@ -80,14 +80,19 @@ pub(super) async fn run_http(args: BenchArgs, url: &str) -> Result<Report, Bench
     }
     let gateway = |e: paros_client::GatewayError| BenchError::Gateway(e.to_string());
     let config = HttpConfig { http2: !args.http1, sessions: args.session, ..HttpConfig::default() };
+    let roots = match &args.ca_file {
+        Some(path) => {
+            std::fs::read(path).map_err(|e| BenchError::Args(format!("--ca-file {}: {e}", path.display())))?
+        }
+        None => Vec::new(),
+    };
+    let anonymous = GatewayClient::trusting(url, None, config, &roots).map_err(gateway)?;
     let token = match &args.token {
         Some(t) => paros_api::Token::parse(t).map_err(|e| BenchError::Args(format!("--token: {e}")))?,
-        None => {
-            let anonymous = GatewayClient::new(url, None, config).map_err(gateway)?;
-            anonymous.signup(&fresh_tenant_name()).await.map_err(gateway)?.answer.token
-        }
+        None => anonymous.signup(&fresh_tenant_name()).await.map_err(gateway)?.answer.token,
     };
-    let g = GatewayClient::new(url, Some(&token), config).map_err(gateway)?;
+    let g = anonymous.with_token(&token).map_err(gateway)?;
+    let metrics = g.clone();
     let shared = shared(&args)?;
     let started = Instant::now();
     let (names, journals_created) = http_journals(&g, args.journals, &shared).await?;
@@ -95,13 +100,13 @@ pub(super) async fn run_http(args: BenchArgs, url: &str) -> Result<Report, Bench
         .map_err(|e| BenchError::Args(e.to_string()))?;
     let journals = claim_all(&client, names, &shared, args.in_flight).await?;
     let placement_s = started.elapsed().as_secs_f64();
-    let cpu_before = thread_cpu(url).await;
+    let cpu_before = thread_cpu(&metrics).await;
     let own_before = cpu_s();
     // The gateway does not say which server answered a read: no voters to tell replicas by.
     let readers = ReadSetup { client: client.clone(), voters: None };
     let (elapsed, reads) = drive(&journals, &args, &shared, Some(readers)).await?;
     let own_spent = cpu_s() - own_before;
-    let cpu_after = thread_cpu(url).await;
+    let cpu_after = thread_cpu(&metrics).await;
     let verified = verify(&client, &journals, &shared, args.record_bytes).await?;
     let mut report = report(&args, &shared, elapsed, verified);
     report.reads = reads;
@@ -130,9 +135,9 @@ const THREAD_CPU: &str = "paros_gateway_thread_cpu_seconds_total{role=\"";
 
 /// The gateway process's CPU seconds so far by thread role, from its `/metrics`; `None` when
 /// it cannot be read or has no such series (an older gateway).
-async fn thread_cpu(url: &str) -> Option<Vec<(String, f64)>> {
-    let text = scrape(url).await.ok()?;
-    let roles = thread_cpu_series(&text);
+async fn thread_cpu(gateway: &GatewayClient) -> Option<Vec<(String, f64)>> {
+    let (status, body) = gateway.operator_get(&["metrics"]).await.ok()?;
+    let roles = if status == 200 { thread_cpu_series(&String::from_utf8_lossy(&body)) } else { vec![] };
     (!roles.is_empty()).then_some(roles)
 }
 
@@ -145,21 +150,4 @@ pub(super) fn thread_cpu_series(text: &str) -> Vec<(String, f64)> {
             Some((role.to_owned(), value.trim().parse().ok()?))
         })
         .collect()
-}
-
-/// `GET /metrics` of the gateway at `url` (`http://HOST:PORT`), over one plain HTTP/1.1
-/// connection (on a blocking thread): the body with the head; only whole lines are looked at.
-async fn scrape(url: &str) -> std::io::Result<String> {
-    let host = url.strip_prefix("http://").unwrap_or(url).trim_end_matches('/');
-    let host = host.split('/').next().unwrap_or(host).to_owned();
-    let get = move || -> std::io::Result<String> {
-        use std::io::{Read as _, Write as _};
-        let mut stream = std::net::TcpStream::connect(&host)?;
-        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-        stream.write_all(format!("GET /metrics HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes())?;
-        let mut out = Vec::new();
-        stream.read_to_end(&mut out)?;
-        Ok(String::from_utf8_lossy(&out).into_owned())
-    };
-    tokio::task::spawn_blocking(get).await.map_err(std::io::Error::other)?
 }

@@ -59,6 +59,8 @@ pub struct BenchArgs {
     pub target: Option<String>,
     /// The tenant token to drive the gateway as (default: sign up a fresh tenant).
     pub token: Option<String>,
+    /// Over HTTPS: PEM certificates to trust beside the system's roots.
+    pub ca_file: Option<PathBuf>,
     /// How the embedded cell's stores are opened.
     pub store: paros_store::StoreOptions,
     /// Stop writing once this many record bytes are acknowledged (before `duration` if sooner).
