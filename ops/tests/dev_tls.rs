@@ -10,7 +10,7 @@ use std::process::Stdio;
 use common::{paros, start_with, stop};
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tenant-gateway/tests/fixtures/tls").join(name)
 }
 
 /// The CLI against `url`, trusting the test authority when `trust` is set: exit code and stdout.

@@ -109,3 +109,94 @@ impl axum::serve::Listener for TlsAccepted {
         self.listener.local_addr()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::serve::Listener as _;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls").join(name)
+    }
+
+    /// A listener on a free port with the test certificate: at most `max` handshakes at once,
+    /// each within `timeout`. Every connection it hands out is answered `ok` and closed.
+    async fn serving(max: usize, timeout: Duration) -> SocketAddr {
+        let config = server_config(&fixture("server.pem"), &fixture("server.key")).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut accepted = TlsAccepted {
+            listener,
+            acceptor: TlsAcceptor::from(config),
+            coalesce_max: 0,
+            handshakes_max: max,
+            handshake_timeout: timeout,
+            handshakes: JoinSet::new(),
+        };
+        tokio::spawn(async move {
+            loop {
+                let (mut io, _) = accepted.accept().await;
+                tokio::spawn(async move {
+                    let _ = io.write_all(b"ok").await;
+                    let _ = io.shutdown().await;
+                });
+            }
+        });
+        addr
+    }
+
+    /// Shakes hands with `addr` trusting the test authority and reads its answer.
+    async fn talk(addr: SocketAddr) -> (Vec<u8>, Option<Vec<u8>>) {
+        let mut roots = rustls::RootCertStore::empty();
+        let ca = std::fs::read(fixture("ca.pem")).unwrap();
+        roots.add(CertificateDer::from_pem_slice(&ca).unwrap()).unwrap();
+        let mut config =
+            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        let tcp = TcpStream::connect(addr).await.unwrap();
+        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let mut tls = connector.connect(name, tcp).await.expect("the handshake completes");
+        let alpn = tls.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
+        let mut answer = vec![];
+        tls.read_to_end(&mut answer).await.unwrap();
+        (answer, alpn)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_silent_client_holds_up_no_other_handshake_while_there_is_room() {
+        let addr = serving(2, Duration::from_secs(30)).await;
+        let _silent = TcpStream::connect(addr).await.unwrap();
+        let talked = tokio::time::timeout(Duration::from_secs(10), talk(addr)).await;
+        assert_eq!(talked.expect("served beside the silent one"), (b"ok".to_vec(), Some(b"h2".to_vec())));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn handshakes_are_bounded_and_a_silent_one_gives_its_room_back_at_the_timeout() {
+        let timeout = Duration::from_millis(700);
+        let addr = serving(1, timeout).await;
+        let _silent = TcpStream::connect(addr).await.unwrap();
+        // Let the listener take the silent connection into its one handshake slot.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let started = std::time::Instant::now();
+        let talked = tokio::time::timeout(Duration::from_secs(20), talk(addr)).await;
+        assert_eq!(talked.expect("served once the silent one timed out").0, b"ok");
+        let waited = started.elapsed();
+        assert!(waited >= timeout - Duration::from_millis(150), "the one slot was taken: waited {waited:?}");
+    }
+
+    #[test]
+    fn files_that_cannot_serve_are_typed_errors() {
+        let (cert, key, ca) = (fixture("server.pem"), fixture("server.key"), fixture("ca.pem"));
+        let missing = fixture("missing.pem");
+        assert!(matches!(server_config(&missing, &key), Err(TlsError::Read { .. })));
+        assert!(matches!(server_config(&key, &key), Err(TlsError::Certificates { .. })));
+        assert!(matches!(server_config(&cert, &ca), Err(TlsError::Key { .. })));
+        assert!(server_config(&cert, &key).is_ok());
+    }
+}
