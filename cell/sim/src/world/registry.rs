@@ -327,18 +327,20 @@ impl<H: Host> World<H> {
         self.next_request += 1;
         let epoch = self.machines[m].epoch;
         self.registry.outstanding.insert(req, Owner { m, epoch, actor, token: send.token });
-        let Some(&to) = self.index.get(&send.to) else { return };
+        let target = self.index.get(&send.to).copied();
         // A machine gone for good refuses the connection, as it does a client's
         // (`World::send_request`): the actor learns at once that nothing was asked, not a call timeout
         // later. Waiting out the timeout on it, a restarted node's follower took 1.5 s to
         // place its journals (seed 130015909).
-        if self.machines[to].refused {
+        if target.is_some_and(|to| self.machines[to].refused) {
             let d = self.delay();
             self.after(d, Event::RegistryReply { req, reply: None });
             return;
         }
+        // A machine the world does not know times out, as any request without an answer.
         let timeout = self.params.call_timeout_ns;
         self.after(timeout, Event::RegistryTimeout(req));
+        let Some(to) = target else { return };
         let from = self.machines[m].spec.id;
         if self.cut(from, send.to) || self.rng.chance(self.net().drop_ppm) {
             return;
