@@ -122,15 +122,7 @@ pub async fn serve_tls_until(
     tls: std::sync::Arc<rustls::ServerConfig>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let config = gateway.config();
-    let listener = tls::TlsAccepted {
-        listener,
-        acceptor: tokio_rustls::TlsAcceptor::from(tls),
-        coalesce_max: config.response_coalesce_bytes,
-        handshakes_max: config.tls_handshakes_max,
-        handshake_timeout: config.tls_handshake_timeout,
-        handshakes: tokio::task::JoinSet::new(),
-    };
+    let listener = tls::TlsAccepted::new(listener, tls, gateway.config());
     axum::serve(listener, gateway.router()).with_graceful_shutdown(shutdown).await
 }
 

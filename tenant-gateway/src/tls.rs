@@ -15,6 +15,7 @@ use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
+use crate::GatewayConfig;
 use crate::coalesce::Coalesced;
 
 /// The protocols the gateway offers by ALPN, preferred first.
@@ -71,12 +72,27 @@ pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, TlsEr
 /// `handshake_timeout`; `accept` hands out the connections whose handshake completed. A
 /// handshake that fails or times out drops its connection and nothing else.
 pub(crate) struct TlsAccepted {
-    pub(crate) listener: TcpListener,
-    pub(crate) acceptor: TlsAcceptor,
-    pub(crate) coalesce_max: usize,
-    pub(crate) handshakes_max: usize,
-    pub(crate) handshake_timeout: Duration,
-    pub(crate) handshakes: JoinSet<Option<(TlsStream<TcpStream>, SocketAddr)>>,
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    coalesce_max: usize,
+    handshakes_max: usize,
+    handshake_timeout: Duration,
+    handshakes: JoinSet<Option<(TlsStream<TcpStream>, SocketAddr)>>,
+}
+
+impl TlsAccepted {
+    /// Serves `tls` on `listener` within `config`'s bounds (handshakes, their timeout, the
+    /// answers coalesced).
+    pub(crate) fn new(listener: TcpListener, tls: Arc<ServerConfig>, config: &GatewayConfig) -> TlsAccepted {
+        TlsAccepted {
+            listener,
+            acceptor: TlsAcceptor::from(tls),
+            coalesce_max: config.response_coalesce_bytes,
+            handshakes_max: config.tls_handshakes_max,
+            handshake_timeout: config.tls_handshake_timeout,
+            handshakes: JoinSet::new(),
+        }
+    }
 }
 
 impl axum::serve::Listener for TlsAccepted {
@@ -126,14 +142,13 @@ mod tests {
         let config = server_config(&fixture("server.pem"), &fixture("server.key")).unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let mut accepted = TlsAccepted {
-            listener,
-            acceptor: TlsAcceptor::from(config),
-            coalesce_max: 0,
-            handshakes_max: max,
-            handshake_timeout: timeout,
-            handshakes: JoinSet::new(),
+        let bounds = GatewayConfig {
+            response_coalesce_bytes: 0,
+            tls_handshakes_max: max,
+            tls_handshake_timeout: timeout,
+            ..GatewayConfig::default()
         };
+        let mut accepted = TlsAccepted::new(listener, config, &bounds);
         tokio::spawn(async move {
             loop {
                 let (mut io, _) = accepted.accept().await;
