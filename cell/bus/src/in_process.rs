@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use paros_core::NodeId;
+use paros_core::{JournalKey, NodeId, ReadAnswer, ReadRequest};
+use paros_node::ReadCache;
 use paros_node::ports::{Envelope, Transport};
 use paros_node::rpc::{Incoming, NodeAnswer, NodeRequest, Responder, Rpc, RpcError};
 use tokio::sync::{mpsc, oneshot};
@@ -46,6 +47,8 @@ struct Shared {
     outboxes: Mutex<HashMap<NodeId, Vec<(NodeRequest, Responder)>>>,
     /// Replica tiers' feeds: a batch sent to a feed address goes to each subscriber.
     feeds: std::sync::RwLock<HashMap<NodeId, Vec<NodeId>>>,
+    /// The read caches of registered nodes that keep one ([`InProcessBus::attach_cache`]).
+    caches: std::sync::RwLock<HashMap<NodeId, ReadCache>>,
     counters: Counters,
 }
 
@@ -74,6 +77,7 @@ impl InProcessBus {
     /// the old receiver gets nothing more.
     pub fn register(&self, node: NodeId, inbox_capacity: usize) -> (BusEndpoint, mpsc::Receiver<Incoming>) {
         let (tx, rx) = mpsc::channel(inbox_capacity.max(1));
+        self.shared.caches.write().unwrap_or_else(PoisonError::into_inner).remove(&node);
         self.inboxes().insert(node, tx);
         (BusEndpoint { node, bus: self.clone() }, rx)
     }
@@ -83,7 +87,18 @@ impl InProcessBus {
     /// sits in its inbox stays there for whoever holds the receiver. Returns whether `node`
     /// was registered.
     pub fn unregister(&self, node: NodeId) -> bool {
+        self.shared.caches.write().unwrap_or_else(PoisonError::into_inner).remove(&node);
         self.inboxes().remove(&node).is_some()
+    }
+
+    /// Reads of registered `node` are served from `cache` where it can
+    /// ([`Rpc::read_locally`]), until the node is unregistered or registered again.
+    pub fn attach_cache(&self, node: NodeId, cache: ReadCache) {
+        self.shared.caches.write().unwrap_or_else(PoisonError::into_inner).insert(node, cache);
+    }
+
+    fn serve_locally(&self, to: NodeId, journal: &JournalKey, read: &ReadRequest) -> Option<ReadAnswer> {
+        self.shared.caches.read().unwrap_or_else(PoisonError::into_inner).get(&to)?.serve(journal, read)
     }
 
     /// Subscribes registered node `node` to the replica tier feed `feed`: every protocol batch
@@ -328,6 +343,10 @@ impl Rpc for InProcessBus {
     ) -> impl Future<Output = Result<NodeAnswer, RpcError>> + Send {
         self.call(to, request, deadline)
     }
+
+    fn read_locally(&self, to: NodeId, journal: &JournalKey, read: &ReadRequest) -> Option<ReadAnswer> {
+        self.serve_locally(to, journal, read)
+    }
 }
 
 /// One node's handle on an [`InProcessBus`]: sends protocol batches as that node and makes
@@ -372,5 +391,9 @@ impl Rpc for BusEndpoint {
         deadline: Duration,
     ) -> impl Future<Output = Result<NodeAnswer, RpcError>> + Send {
         self.bus.call(to, request, deadline)
+    }
+
+    fn read_locally(&self, to: NodeId, journal: &JournalKey, read: &ReadRequest) -> Option<ReadAnswer> {
+        self.bus.serve_locally(to, journal, read)
     }
 }

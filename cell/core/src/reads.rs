@@ -434,6 +434,44 @@ pub fn page(fold: &Fold, log: &Log, request: &ReadRequest, tunables: &Tunables) 
     }
 }
 
+/// The records this fold's window holds from `from` on, through `next_seq`: `(start, records)`
+/// with the record at `start` first. When `from` lies below the window (evicted, or never
+/// held here) they start at the window's first position instead; when `from` is at or past
+/// `next_seq` there are none. What a reader off the node's thread may be handed of a journal
+/// (paros-node's read cache): positions never change once applied, so these records answer any
+/// later read of them as the fold would, until a truncation hides them.
+#[must_use]
+pub fn window_records(fold: &Fold, log: &Log, from: Seq) -> (Seq, Vec<Bytes>) {
+    let start = from.max(fold.window_seq());
+    let mut all = Collect::new((usize::MAX, usize::MAX));
+    collect_window(fold, log, start, &mut all);
+    (start, all.records)
+}
+
+/// The page `request` gets from `records`, the records at positions `[start, start + len)`,
+/// bounded as any page is (`limit`, `max_bytes`, the tunables' page bounds; at least one
+/// record). `None` when `request.from` lies outside them: only a fold may answer then.
+#[must_use]
+pub fn page_of<'r>(
+    request: &ReadRequest,
+    tunables: &Tunables,
+    start: Seq,
+    records: impl IntoIterator<Item = &'r Bytes>,
+    len: usize,
+) -> Option<Vec<Bytes>> {
+    let skip = usize::try_from(request.from.0.checked_sub(start.0)?).ok()?;
+    if skip >= len {
+        return None;
+    }
+    let mut page = Collect::new(page_bounds(request, tunables));
+    for r in records.into_iter().skip(skip) {
+        if !page.push(r) {
+            break;
+        }
+    }
+    Some(page.records)
+}
+
 /// A page below the window, from `source`: the store part ends where the window begins, and the
 /// page goes on with the window's records, held here now (when `tail` says it may reach them).
 fn below_window(

@@ -100,6 +100,12 @@ impl Replica {
         }
     }
 
+    /// The records its window holds from `from` on (see [`crate::reads::window_records`]).
+    #[must_use]
+    pub fn window_records(&self, from: crate::ids::Seq) -> (crate::ids::Seq, Vec<bytes::Bytes>) {
+        crate::reads::window_records(self.learner.fold(), &self.log, from)
+    }
+
     /// Chosen slots this replica knows of (from its feed, its marks, a voter's answer) and has
     /// not applied yet.
     #[must_use]

@@ -208,6 +208,12 @@ impl Voter {
         self.proposer.is_quiet() && self.proposer.leader_hint().is_none()
     }
 
+    /// The records its window holds from `from` on (see [`crate::reads::window_records`]).
+    #[must_use]
+    pub fn window_records(&self, from: crate::ids::Seq) -> (crate::ids::Seq, Vec<bytes::Bytes>) {
+        crate::reads::window_records(self.learner.fold(), &self.log, from)
+    }
+
     /// The retained log (for audits and inspection).
     #[must_use]
     pub fn log(&self) -> &Log {

@@ -389,6 +389,9 @@ impl EmbeddedCell {
             hosted.push(host.journal_configs());
             let (endpoint, inbox) = bus.register(host.id(), 65_536);
             let handle = shell::spawn(host, endpoint, inbox, MonotonicClock::new(), shell_config);
+            if let Some(cache) = handle.read_cache() {
+                bus.attach_cache(*node, cache);
+            }
             nodes.push(Running { id: *node, handle, probe, incarnation });
         }
         nodes[0].handle.control().campaign(registry).await.map_err(|_| CellError::Stopped)?;
@@ -580,6 +583,9 @@ impl EmbeddedCell {
         let incarnation = host.incarnation();
         let (endpoint, inbox) = self.bus.register(new, 65_536);
         let handle = shell::spawn(host, endpoint, inbox, MonotonicClock::new(), self.setup.shell);
+        if let Some(cache) = handle.read_cache() {
+            self.bus.attach_cache(new, cache);
+        }
         forward_faults(&handle, &self.faults);
         let followed = vec![FollowedNode {
             id: new,

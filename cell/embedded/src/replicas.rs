@@ -165,6 +165,9 @@ impl Replicas {
         let (endpoint, inbox) = s.bus.register(id, 65_536);
         s.bus.subscribe(s.feed, id);
         let node = shell::spawn(booted.host, endpoint, inbox, MonotonicClock::new(), s.shell);
+        if let Some(cache) = node.read_cache() {
+            s.bus.attach_cache(id, cache);
+        }
         let placed = Arc::new(AtomicBool::new(false));
         let target = Target { id, feed: s.feed, registry: s.registry, placed: Arc::clone(&placed) };
         let follow = tokio::spawn(follow(node.control(), target, hosted, self.directory.clone()));

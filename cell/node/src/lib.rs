@@ -6,6 +6,7 @@ pub mod host;
 pub mod mem_store;
 pub mod ports;
 pub mod pump;
+pub mod read_cache;
 pub mod rpc;
 pub mod schedule;
 pub mod shell;
@@ -16,3 +17,4 @@ pub use host::{BootError, Clocked, Early, Host, HostStats, LifeEvent, Owed, Pend
 pub use mem_store::MemStore;
 pub use ports::Incarnation;
 pub use pump::{Effects, Persist, Pump};
+pub use read_cache::{Publication, ReadCache, ReadCacheConfig, ReadCacheStats};

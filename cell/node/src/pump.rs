@@ -55,6 +55,9 @@ pub struct Effects {
     /// Store reads to run off the node's thread ([`FetchJob::run`]): pages and catch-ups below
     /// a window, wakes of dormant journals; hand each answer back with [`Pump::fetched`].
     pub fetches: Vec<FetchJob>,
+    /// What readers off the node's thread may serve now, in order ([`crate::ReadCache::publish`]);
+    /// empty unless the host publishes ([`Host::publish_reads`]).
+    pub published: Vec<(JournalKey, crate::read_cache::Publication)>,
 }
 
 impl Effects {
@@ -165,6 +168,9 @@ impl<S: LogStore> Pump<S> {
         if clocked.ticked {
             effects.pings = self.host.peers().collect();
         }
+        // What inputs since the last step applied, before a round's completion lets the
+        // window evict anything.
+        effects.published = self.host.take_publications();
         if let Some(batch) = synced {
             let mut pending = self.syncing.take().expect("a synced batch belongs to the round in flight");
             pending.batch = batch;
@@ -191,6 +197,7 @@ impl<S: LogStore> Pump<S> {
         for envelopes in looped {
             self.host.deliver(me, envelopes);
         }
+        effects.published.extend(self.host.take_publications());
         effects
     }
 }

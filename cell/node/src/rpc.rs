@@ -14,6 +14,19 @@ pub trait Rpc: Clone + Send + Sync + 'static {
         request: NodeRequest,
         deadline: std::time::Duration,
     ) -> impl std::future::Future<Output = Result<NodeAnswer, RpcError>> + Send;
+
+    /// The answer node `to` would give a read of `journal`, served in the caller's task from
+    /// the node's [`ReadCache`](crate::read_cache::ReadCache) when the node runs in this
+    /// process and its cache holds it; `None` (the default) sends the read to the node.
+    fn read_locally(
+        &self,
+        to: NodeId,
+        journal: &paros_core::JournalKey,
+        read: &paros_core::ReadRequest,
+    ) -> Option<paros_core::ReadAnswer> {
+        let _ = (to, journal, read);
+        None
+    }
 }
 
 /// Where an answer to a request goes. Dropping it unanswered tells the caller `Dropped`.

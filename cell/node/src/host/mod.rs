@@ -26,6 +26,7 @@ mod hosted;
 mod journals;
 mod liveness;
 mod owed;
+mod publish;
 mod round;
 
 use dormancy::Dormancy;
@@ -211,6 +212,9 @@ pub struct Host<S: LogStore> {
     feed_heard: std::collections::HashMap<JournalKey, u64>,
     /// How many of the furthest behind replica journals [`ReplicaStates::top`] names.
     lag_top: usize,
+    /// What each journal's readers were last told (`None`: this machine publishes nothing;
+    /// see [`Host::publish_reads`]).
+    published: Option<std::collections::HashMap<JournalKey, publish::Told>>,
 }
 
 /// Ticks of quiet after which a journal woken only for a check-in (its own after a boot, or a
@@ -361,6 +365,7 @@ impl<S: LogStore> Host<S> {
             marks: feed::Marks::default(),
             feed_heard: std::collections::HashMap::new(),
             lag_top: journals::LAG_TOP_DEFAULT,
+            published: None,
         };
         if asleep {
             for (key, config) in host.store_mut().load_configs()? {
@@ -463,6 +468,7 @@ impl<S: LogStore> Host<S> {
     }
 
     pub(super) fn note_life(&mut self, key: JournalKey, event: LifeEvent) {
+        self.round.publish.insert(key);
         if let Some(events) = &mut self.life_events {
             events.push((key, event));
         }

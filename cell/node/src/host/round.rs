@@ -21,6 +21,9 @@ pub(super) struct Round {
     pub(super) awake: BTreeSet<JournalKey>,
     /// Journals stepped since the last release.
     pub(super) touched: BTreeSet<JournalKey>,
+    /// Journals stepped, advanced, put to sleep or forgotten since their readers were last
+    /// told (`Host::take_publications`).
+    pub(super) publish: BTreeSet<JournalKey>,
     pub(super) in_flight: bool,
     /// Journals with writes or a placement in the round being persisted.
     pub(super) keys: BTreeSet<JournalKey>,
@@ -36,6 +39,7 @@ impl Round {
     pub(super) fn stepped(&mut self, key: JournalKey, quiet: bool) {
         self.dirty.insert(key);
         self.touched.insert(key);
+        self.publish.insert(key);
         if !quiet {
             self.awake.insert(key);
         }
@@ -46,6 +50,7 @@ impl Round {
         self.dirty.remove(key);
         self.awake.remove(key);
         self.touched.remove(key);
+        self.publish.insert(*key);
     }
 
     /// A round begins: the journals that may have a `Ready`.
@@ -193,6 +198,7 @@ impl<S: LogStore> Host<S> {
             let Some(j) = self.journals.get_mut(&key) else { continue };
             j.advance(&mut self.stats);
             self.round.touched.insert(key);
+            self.round.publish.insert(key);
             if j.has_ready() {
                 self.round.dirty.insert(key);
             }

@@ -77,6 +77,10 @@ pub struct ShellConfig {
     /// thread for them, and a batch's answers wake the node once. A thread that takes a batch
     /// while more wait wakes another.
     pub read_batch_max: usize,
+    /// Publish the journals' windows for readers in this process
+    /// ([`NodeHandle::read_cache`]), within these bounds; `None`: every read goes through the
+    /// node's thread.
+    pub read_cache: Option<crate::read_cache::ReadCacheConfig>,
 }
 
 /// The default [`ShellConfig::dormant_after`].
@@ -106,6 +110,7 @@ impl Default for ShellConfig {
             read_workers: READ_WORKERS,
             reads_queued_max: crate::fetch::FETCHES_MAX,
             read_batch_max: READ_BATCH_MAX,
+            read_cache: Some(crate::read_cache::ReadCacheConfig::default()),
         }
     }
 }
@@ -222,6 +227,7 @@ pub struct NodeHandle<S: LogStore> {
     faults: FaultWatch,
     stats: Arc<Mutex<HostStats>>,
     times: Arc<Mutex<RoundTimes>>,
+    cache: Option<crate::read_cache::ReadCache>,
 }
 
 impl<S: LogStore> NodeHandle<S> {
@@ -244,6 +250,14 @@ impl<S: LogStore> NodeHandle<S> {
     ///
     /// # Panics
     /// If the node thread panicked while holding them.
+    /// The cache readers in this process serve `at_least` reads from without the node's
+    /// thread (`None` unless [`ShellConfig::read_cache`]). It serves nothing once the node
+    /// stopped.
+    #[must_use]
+    pub fn read_cache(&self) -> Option<crate::read_cache::ReadCache> {
+        self.cache.clone()
+    }
+
     #[must_use]
     pub fn round_times(&self) -> RoundTimes {
         self.times.lock().expect("times lock").clone()
@@ -298,6 +312,9 @@ pub fn spawn<S: LogStore, T: Transport, C: Clock>(
     host.set_boot_wakes_per_tick(config.boot_wakes_per_tick);
     host.set_check_ins_max(config.check_ins_max);
     host.set_fetches_max(config.reads_queued_max);
+    let cache = config.read_cache.map(|c| crate::read_cache::ReadCache::new(c, host.tunables()));
+    host.publish_reads(cache.is_some());
+    let published = cache.clone();
     let (stop, stopped) = tokio::sync::oneshot::channel();
     let (control, controls) = tokio::sync::mpsc::channel(config.control_queue_max.max(1));
     let stats = Arc::new(Mutex::new(host.stats()));
@@ -318,6 +335,7 @@ pub fn spawn<S: LogStore, T: Transport, C: Clock>(
                 &clock,
                 config,
                 (&shared, &shared_times),
+                published.as_ref(),
             ));
             ran.map_err(|f| {
                 let f = Arc::new(f);
@@ -333,5 +351,6 @@ pub fn spawn<S: LogStore, T: Transport, C: Clock>(
         faults: FaultWatch { rx: faults },
         stats,
         times,
+        cache,
     }
 }

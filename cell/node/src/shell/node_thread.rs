@@ -14,6 +14,7 @@ use super::{Control, NodeFault, ShellConfig};
 use crate::fetch::Fetched;
 use crate::host::{Host, HostStats, Owed};
 use crate::ports::{Clock, LogStore, Transport};
+use crate::read_cache::ReadCache;
 use crate::pump::{Persist, Pump};
 use crate::rpc::{Incoming, NodeRequest, Responder};
 use crate::schedule::{Next, Schedule, Spin, Wake};
@@ -26,7 +27,14 @@ pub(super) struct Inputs {
     pub(super) stopped: tokio::sync::oneshot::Receiver<()>,
 }
 
-fn apply_control<S: LogStore>(pump: &mut Pump<S>, responders: &mut BTreeMap<Owed, Responder>, control: Control) {
+/// Carries out `control`. A journal removed is forgotten by `cache` at once: its readers are
+/// served nothing of it from then on.
+fn apply_control<S: LogStore>(
+    pump: &mut Pump<S>,
+    responders: &mut BTreeMap<Owed, Responder>,
+    control: Control,
+    cache: Option<&ReadCache>,
+) {
     match control {
         Control::Place { journals, reply } => {
             let host = pump.host_mut();
@@ -54,6 +62,9 @@ fn apply_control<S: LogStore>(pump: &mut Pump<S>, responders: &mut BTreeMap<Owed
         }
         Control::Remove { key, epoch, reply } => {
             let removed = pump.host_mut().remove_at(&key, epoch);
+            if let Some(cache) = cache {
+                cache.publish(pump.host_mut().take_publications());
+            }
             for (owed, answer) in removed.iter().flatten() {
                 if let Some(r) = responders.remove(owed) {
                     let _ = r.send(answer.clone());
@@ -74,6 +85,7 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
     clock: &C,
     config: ShellConfig,
     (stats, times): (&Mutex<HostStats>, &Mutex<RoundTimes>),
+    cache: Option<&ReadCache>,
 ) -> Result<Host<S>, NodeFault> {
     let Inputs { mut inbox, mut controls, mut stopped } = inputs;
     let me = host.id();
@@ -132,7 +144,7 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
                             batch.into_iter().for_each(|f| pump.fetched(f));
                             woke = Wake::Work;
                         }
-                        Some(c) = controls.recv() => apply_control(&mut pump, &mut responders, c),
+                        Some(c) = controls.recv() => apply_control(&mut pump, &mut responders, c, cache),
                         () = tokio::time::sleep(Duration::from_millis(
                             pump.next_due_ms().saturating_sub(clock.now_ms()),
                         )) => {}
@@ -171,7 +183,7 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
         };
         for _ in 0..config.control_queue_max {
             let Ok(c) = controls.try_recv() else { break };
-            apply_control(&mut pump, &mut responders, c);
+            apply_control(&mut pump, &mut responders, c, cache);
         }
         while let Ok(batch) = answers.try_recv() {
             batch.into_iter().for_each(|f| pump.fetched(f));
@@ -197,7 +209,10 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
             }
             input = inbox.try_recv().ok();
         }
-        let effects = pump.step(clock.now_ms(), synced);
+        let mut effects = pump.step(clock.now_ms(), synced);
+        if let Some(cache) = cache {
+            cache.publish(std::mem::take(&mut effects.published));
+        }
         if let Some(Persist { placements, batch, needs_sync }) = effects.persist {
             if let Some(at) = first_input.take() {
                 times.lock().expect("times lock").queue.record(micros(at.elapsed()));
@@ -226,6 +241,9 @@ pub(super) async fn run<S: LogStore, T: Transport, C: Clock>(
         *stats.lock().expect("stats lock") = pump.host().stats();
     }
     storage.stop();
+    if let Some(cache) = cache {
+        cache.close();
+    }
     if let Some(fault) = fault {
         // Nothing more is released: each read thread ends after the read it is doing.
         drop(answers);

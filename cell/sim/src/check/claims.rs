@@ -47,10 +47,11 @@ pub enum Claim {
     MoveRegistry,
     MoveTargetWiped,
     WipedNeverVotes,
+    ReadCached,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 42] = [
+    pub const ALL: [Claim; 43] = [
         Claim::OneChosenPerSlot,
         Claim::SameOutcome,
         Claim::PromiseNeverDecreases,
@@ -93,6 +94,7 @@ impl Claim {
         Claim::MoveRegistry,
         Claim::MoveTargetWiped,
         Claim::WipedNeverVotes,
+        Claim::ReadCached,
     ];
 
     /// The claim's name, exactly as the runner prints it.
@@ -207,6 +209,10 @@ impl Claim {
                 "reconfiguration: a wiped identity never votes again: its store refuses to boot under it, \
                  and it comes back only as a new identity (reached: a wiped voter's new identity holds a seat)"
             }
+            Claim::ReadCached => {
+                "reads: a machine's read cache answers at_least reads on arrival, without a step, \
+                 each judged with every other read of the history (reached: a read was served so)"
+            }
             Claim::MoveBack => {
                 "contested: a seat moves to a machine the journal was on before (a founder or a voter it \
                  left), placed afresh from the epoch in force, and the move completes"
@@ -241,6 +247,7 @@ impl Claim {
             | Claim::DormantWakes => Some(REGISTRY_REACH_SHARE_MIN),
             Claim::MultiWriterRace => Some(MULTI_WRITER_REACH_SHARE_MIN),
             Claim::ReplicaJoins | Claim::ReplicaLeaves => Some(0.05),
+            Claim::ReadCached => Some(READ_CACHED_REACH_SHARE_MIN),
             Claim::ReadRouted => Some(READ_ROUTED_REACH_SHARE_MIN),
             Claim::ConfigsAgree
             | Claim::MoveCompletes
@@ -272,6 +279,10 @@ const MULTI_WRITER_REACH_SHARE_MIN: f64 = 0.25;
 /// The share of seeds in which a reader's read is routed to a replica that serves it, at least
 /// (about two seeds in three have replicas from the start).
 const READ_ROUTED_REACH_SHARE_MIN: f64 = 0.25;
+
+/// Seeds in which a read is served from a machine's read cache, at least: most seeds keep one
+/// and run readers.
+const READ_CACHED_REACH_SHARE_MIN: f64 = 0.25;
 
 /// Sweeps at least this long must reach every must-reach claim.
 pub const MUST_REACH_SEEDS_MIN: u64 = 50;

@@ -57,6 +57,9 @@ pub struct MachineSpec {
     pub suspect_ticks: u32,
     /// Ticks of quiet before a journal goes dormant (`None`: never).
     pub dormant_after_ticks: Option<u64>,
+    /// The machine keeps a read cache ([`paros_node::ReadCache`]): reads it holds are answered
+    /// on arrival, without a step.
+    pub read_cache: bool,
     /// The machine's shell knows its identity from an earlier boot (as a daemon's data
     /// directory or configuration records it): a node then boots asserting it, and a store
     /// wiped under it refuses to boot (issue 34, rule 8). False until the first boot formats it.
@@ -158,6 +161,11 @@ pub trait Host: Sized {
 
     /// A read of `journal`, answered in a later step.
     fn read(&mut self, journal: JournalKey, req: u64, request: ReadRequest);
+
+    /// The answer to a read of `journal` from the machine's read cache, at once, with how far
+    /// the journal was applied where it answered from; `None` when the read goes to
+    /// [`Host::read`].
+    fn read_locally(&self, journal: &JournalKey, request: &ReadRequest) -> Option<(ReadAnswer, Slot)>;
 
     /// True when a step now would do something.
     fn wants_step(&self) -> bool;

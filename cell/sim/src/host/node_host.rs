@@ -70,6 +70,8 @@ pub struct NodeHost {
     /// Probes of dormant journals, rebuilt from the disk once per sleep: nothing writes a
     /// dormant journal's rows, so its probe holds until it wakes (or is removed).
     dormant_probes: std::cell::RefCell<rustc_hash::FxHashMap<JournalKey, JournalProbe>>,
+    /// What the machine publishes for readers in its process, when it keeps a cache.
+    cache: Option<paros_node::ReadCache>,
 }
 
 impl std::fmt::Debug for NodeHost {
@@ -156,6 +158,8 @@ impl Host for NodeHost {
         host.set_dormancy(spec.dormant_after_ticks);
         host.record_lives(true);
         host.set_fetches_max(SIM_READS_QUEUED_MAX);
+        let cache = spec.read_cache.then(|| paros_node::ReadCache::new(paros_node::ReadCacheConfig::default(), spec.tunables));
+        host.publish_reads(cache.is_some());
         let clock = SimClock::default();
         let pump = Pump::new(host, clock.now_ms());
         Ok(NodeHost {
@@ -173,6 +177,7 @@ impl Host for NodeHost {
             tunables: spec.tunables,
             reading: std::collections::VecDeque::new(),
             dormant_probes: std::cell::RefCell::default(),
+            cache,
         })
     }
 
@@ -220,6 +225,10 @@ impl Host for NodeHost {
         }
     }
 
+    fn read_locally(&self, journal: &JournalKey, request: &ReadRequest) -> Option<(paros_core::ReadAnswer, Slot)> {
+        self.cache.as_ref()?.serve_applied(journal, request)
+    }
+
     /// As the shell's thread decides: step at once while the pump has work and no round is out
     /// with the disk; else only once something ended the wait, and only if there is something
     /// to do.
@@ -255,6 +264,9 @@ impl Host for NodeHost {
         let ticked = std::mem::take(&mut self.clock_due);
         let (fetches, wakes) = (self.pump.host().stats().fetches, self.pump.host().stats().wakes);
         let mut effects = self.pump.step(self.clock.now_ms(), synced);
+        if let Some(cache) = &self.cache {
+            cache.publish(std::mem::take(&mut effects.published));
+        }
         assert!(!ticked || effects.ticked, "a tick period of the machine's clock delivers one tick");
         let fetches = self.pump.host().stats().fetches - fetches;
         let wakes = self.pump.host().stats().wakes - wakes;
@@ -383,6 +395,10 @@ impl Host for NodeHost {
         self.wake(Wake::Idle);
         let Some(removed) = self.pump.host_mut().remove_at(journal, epoch) else { return false };
         self.dormant_probes.get_mut().remove(journal);
+        // As the shell does: its readers are served nothing of it from now on.
+        if let Some(cache) = &self.cache {
+            cache.publish(self.pump.host_mut().take_publications());
+        }
         // What it owed is answered that the journal is unknown here, as the shell answers its
         // responders (the sweep's seed 20002517: dropped, a writer's call was never answered).
         for (owed, _) in removed {

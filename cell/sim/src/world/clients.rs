@@ -162,6 +162,18 @@ impl<H: Host> World<H> {
         match request {
             Request::Call(id, call) => host.call(journal, req, id.unwrap_or(CallId(req)), call),
             Request::Read(read) => {
+                if let Some((answer, applied)) = host.read_locally(&journal, &read) {
+                    // Served from the machine's read cache on arrival, as a reader in its
+                    // process is: no step, no read worker.
+                    if self.machines[to].spec.role == crate::host::MachineRole::Replica
+                        && matches!(answer, paros_core::ReadAnswer::Page { .. })
+                    {
+                        self.audit.on_replica_page(id, journal, applied);
+                    }
+                    self.audit.claims.reach(crate::check::claims::Claim::ReadCached);
+                    self.send_reply(req, id, Reply::Read(answer));
+                    return;
+                }
                 host.read(journal, req, read);
                 self.audit.read_delivered(id, journal, req);
             }

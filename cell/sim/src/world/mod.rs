@@ -143,6 +143,7 @@ impl MachineSpec {
             alive_ticks: params.alive_ticks,
             suspect_ticks: params.suspect_ticks,
             dormant_after_ticks: params.dormant_after_ticks,
+            read_cache: params.read_cache,
             asserts_identity: false,
         }
     }

@@ -69,6 +69,10 @@ pub struct Params {
     pub suspect_ticks: u32,
     /// Ticks of quiet before a journal goes dormant on a machine (`None`: never).
     pub dormant_after_ticks: Option<u64>,
+    /// Machines publish their journals' windows and serve `at_least` reads from them at once,
+    /// as the embedded cell's readers do ([`paros_node::ReadCache`]); else every read goes
+    /// through the node's steps.
+    pub read_cache: bool,
     pub net: NetParams,
     pub fsync_ns: (u64, u64),
     /// How long a machine's read workers take to answer the store reads a step handed out.
@@ -166,6 +170,9 @@ impl Params {
         // Catch-up pages bounded by bytes too, in most seeds a few records' worth, from a side
         // stream of their own (added after seeds were published).
         let mut pages = rng.side(0x6361_7463_6875_7062);
+        // Reads served from the machines' read caches in most seeds, from a side stream of its
+        // own (added after seeds were published).
+        let read_cache = rng.side(0x7265_6164_6361_6368).chance(700_000);
         let catch_up_bytes_max =
             if pages.chance(600_000) { pages.between(16, 512) as u32 } else { Tunables::default().catch_up_bytes_max };
         let tunables = Tunables {
@@ -214,6 +221,7 @@ impl Params {
             tick_ns: 10 * MS,
             tunables,
             dormant_after_ticks,
+            read_cache,
             alive_ticks: 3,
             suspect_ticks: 25,
             net: NetParams {
