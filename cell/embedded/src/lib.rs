@@ -757,6 +757,18 @@ impl EmbeddedCell {
         self.stats_reader().read_nodes().into_iter().map(|s| s.host).collect()
     }
 
+    /// Reads answered from the read caches of the cell's machines (nodes and replicas running
+    /// now) without a trip to their threads, and reads the caches declined.
+    #[must_use]
+    pub fn read_cache_counts(&self) -> (u64, u64) {
+        let mut caches: Vec<paros_node::ReadCacheStats> =
+            lock(&self.nodes).iter().filter_map(|n| n.handle.read_cache()).map(|c| c.stats()).collect();
+        if let Some(replicas) = &self.replicas {
+            caches.extend(replicas.samples().into_iter().filter_map(|s| s.cache));
+        }
+        caches.iter().fold((0, 0), |(s, d), c| (s + c.served, d + c.declined))
+    }
+
     /// A clonable reader of every node's counters (a gateway's dashboard holds one); it reads
     /// nothing once the cell stopped.
     #[must_use]

@@ -79,6 +79,8 @@ pub struct ReplicaSample {
     pub placed: bool,
     pub host: paros_node::HostStats,
     pub store: paros_store::StoreActivity,
+    /// How its read cache has served (`None`: it keeps none).
+    pub cache: Option<paros_node::ReadCacheStats>,
 }
 
 impl ReplicaSample {
@@ -217,6 +219,7 @@ impl Replicas {
                     placed: r.placed.load(Ordering::Acquire),
                     host: r.node.stats(),
                     store: r.probe.sample(),
+                    cache: r.node.read_cache().map(|c| c.stats()),
                 })
             })
             .collect()

@@ -152,6 +152,10 @@ async fn a_replica_killed_under_read_load_and_wiped_serves_again_once_caught_up_
     }
     assert!(total > 0, "reads were served");
     assert!(by_replica * 2 > total, "most reads were served by the replicas: {by_replica} of {total}");
+    // The at_least reads were answered from the replicas' read caches, in the readers' tasks;
+    // the relearned replica's cache is a new one, and it served too once caught up.
+    let cached: Vec<u64> = tier.samples().iter().map(|s| s.cache.expect("replicas keep a read cache").served).collect();
+    assert!(cached.iter().all(|n| *n > 0), "each replica's cache served reads: {cached:?}");
     let cell = Arc::into_inner(cell).expect("the readers are done");
     let _ = cell.stop();
 }

@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use bytes::Bytes;
-use paros_core::{Consistency, JournalKey, Life, ReadAnswer, ReadRequest, Seq, Slot, Tunables};
 use paros_core::journal::JournalView;
+use paros_core::{Consistency, JournalKey, Life, ReadAnswer, ReadRequest, Seq, Slot, Tunables};
 
 /// Bytes a cached record is counted for besides its own.
 pub const RECORD_OVERHEAD: usize = 32;
@@ -278,7 +278,13 @@ mod tests {
     }
 
     fn read(from: u64, reach: u64, limit: u32) -> ReadRequest {
-        ReadRequest { from: Seq(from), limit, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Reached(Seq(reach)) }
+        ReadRequest {
+            from: Seq(from),
+            limit,
+            max_bytes: 0,
+            wait_ticks: 0,
+            consistency: Consistency::Reached(Seq(reach)),
+        }
     }
 
     fn page(answer: Option<ReadAnswer>) -> Option<(u64, Vec<Bytes>, JournalView)> {

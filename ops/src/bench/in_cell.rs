@@ -92,7 +92,9 @@ async fn measure(cell: &EmbeddedCell, args: &BenchArgs, opening: Instant, open_s
     let cpu_before = cpu_s();
     let readers = ReadSetup { client: cell.client.clone(), voters: Some(cell.manifest.nodes.clone()) };
     let node_cpu_before = NodeCpu::sample(&cell.manifest.nodes);
+    let cached_before = cell.read_cache_counts();
     let (elapsed, reads) = drive(&journals, args, &shared, Some(readers)).await?;
+    let cached_after = cell.read_cache_counts();
     let node_cpu = node_cpu_before.zip(NodeCpu::sample(&cell.manifest.nodes)).map(|(b, a)| a.since(&b));
     let cpu_spent = cpu_s() - cpu_before;
     let threads_after = threads.sample();
@@ -112,6 +114,8 @@ async fn measure(cell: &EmbeddedCell, args: &BenchArgs, opening: Instant, open_s
     let rss_peak_read_bytes = rss_bytes("VmHWM:");
     let mut report = report(args, &shared, elapsed, verified);
     report.reads = reads;
+    report.reads_from_cache = Some(cached_after.0.saturating_sub(cached_before.0));
+    report.reads_cache_declined = Some(cached_after.1.saturating_sub(cached_before.1));
     if let Some((voters, replicas)) = node_cpu
         && report.acked_records > 0
     {

@@ -120,14 +120,15 @@ impl ReadStats {
     }
 }
 
-/// Durations in µs, every one kept (as the writes' are): the figures are exact quantiles, where
-/// a bucketed histogram's eighth of a power of two hid differences the read targets ask about.
+/// Durations in ns (up to about 4.3 s), every one kept (as the writes' are): the figures are
+/// exact quantiles, where a bucketed histogram's eighth of a power of two hid differences the
+/// read targets ask about; and a read answered from a read cache takes well under a µs.
 #[derive(Debug, Default)]
 struct Samples(Vec<u32>);
 
 impl Samples {
-    fn record(&mut self, us: u64) {
-        self.0.push(u32::try_from(us).unwrap_or(u32::MAX));
+    fn record(&mut self, took: Duration) {
+        self.0.push(u32::try_from(took.as_nanos()).unwrap_or(u32::MAX));
     }
 
     fn merge(&mut self, other: Samples) {
@@ -261,7 +262,7 @@ impl Readers {
         // acknowledged at all.
         for (index, seq) in std::mem::take(&mut stats.early) {
             if shared.acks.get(index).is_some_and(|a| seq < a.next.load(Ordering::Relaxed)) {
-                stats.tail_visible.record(0);
+                stats.tail_visible.record(Duration::ZERO);
                 stats.seen_first += 1;
             }
         }
@@ -278,7 +279,7 @@ impl Readers {
         let tail_records = stats.tail_visible.count();
         let latency = std::mem::take(&mut stats.latency).sorted();
         let visible = std::mem::take(&mut stats.tail_visible).sorted();
-        let ms = |sorted: &[u32], q: f64| super::report::percentile(sorted, q) as f64 / 1e3;
+        let ms = |sorted: &[u32], q: f64| super::report::percentile(sorted, q) as f64 / 1e6;
         Ok(ReadFigures {
             readers,
             consistency: mode,
@@ -350,7 +351,7 @@ where
                 for seq in (from.0..).take(records.len()) {
                     match acks.acked_at(seq) {
                         Acked::At(at) => {
-                            stats.tail_visible.record(seen.saturating_duration_since(at).as_micros() as u64);
+                            stats.tail_visible.record(seen.saturating_duration_since(at));
                         }
                         Acked::NotYet if stats.early.len() < EARLY_SIGHTINGS_MAX => stats.early.push((index, seq)),
                         // Acknowledged so long ago its instant was dropped (or more sightings
@@ -425,7 +426,7 @@ where
         };
         match answer {
             ReadAnswer::Page { from, records, .. } if !records.is_empty() => {
-                stats.latency.record(started.elapsed().as_micros() as u64);
+                stats.latency.record(started.elapsed());
                 if from.0 != at || records[0] != record_bytes(index, at, check.record_bytes) {
                     return Err(fail(format!("a read at {at} answered a foreign page from {}", from.0)));
                 }

@@ -53,6 +53,11 @@ pub struct Report {
     /// read replicas' (`null`: no replicas, or not Linux). Reads served by voters count too.
     pub voter_node_cpu_us_per_record: Option<f64>,
     pub replica_node_cpu_us_per_record: Option<f64>,
+    /// In the cell: reads answered from the machines' read caches in the readers' own tasks
+    /// (`paros_node::ReadCache`), and reads the caches declined and sent to the node's thread;
+    /// `null` over HTTP.
+    pub reads_from_cache: Option<u64>,
+    pub reads_cache_declined: Option<u64>,
     /// The same by thread role: `runtime` (tokio's threads and the main thread: HTTP, auth,
     /// the gateway's handlers, the client's hop to the node), `node`, `store`, `read`, `other`.
     pub target_cpu_split: BTreeMap<String, f64>,
@@ -251,6 +256,8 @@ pub(super) fn report(args: &BenchArgs, shared: &Shared, elapsed: f64, verified: 
         target_cpu_us_per_record: 0.0,
         voter_node_cpu_us_per_record: None,
         replica_node_cpu_us_per_record: None,
+        reads_from_cache: None,
+        reads_cache_declined: None,
         target_cpu_split: BTreeMap::new(),
         placement_s: 0.0,
         journals_created: 0,

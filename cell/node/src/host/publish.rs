@@ -48,7 +48,8 @@ impl<S: LogStore> Host<S> {
         for key in keys {
             let publication = match self.journals.get(&key) {
                 Some(Hosted::Voter(v)) => {
-                    let told = Told { life: v.life(), view: v.state().view(), serving: true, applied: v.chosen_up_to() };
+                    let told =
+                        Told { life: v.life(), view: v.state().view(), serving: true, applied: v.chosen_up_to() };
                     tell(published, key, told, |from| v.window_records(from))
                 }
                 Some(Hosted::Replica(r)) => {

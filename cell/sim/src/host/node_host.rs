@@ -158,7 +158,8 @@ impl Host for NodeHost {
         host.set_dormancy(spec.dormant_after_ticks);
         host.record_lives(true);
         host.set_fetches_max(SIM_READS_QUEUED_MAX);
-        let cache = spec.read_cache.then(|| paros_node::ReadCache::new(paros_node::ReadCacheConfig::default(), spec.tunables));
+        let cache =
+            spec.read_cache.then(|| paros_node::ReadCache::new(paros_node::ReadCacheConfig::default(), spec.tunables));
         host.publish_reads(cache.is_some());
         let clock = SimClock::default();
         let pump = Pump::new(host, clock.now_ms());
