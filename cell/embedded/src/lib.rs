@@ -432,7 +432,12 @@ impl EmbeddedCell {
                     feed,
                     registry,
                     tunables,
-                    shell: shell_config,
+                    // Replicas serve the cell's reads: each keeps a read cache (the voters do not,
+                    // so their write path publishes nothing).
+                    shell: ShellConfig {
+                        read_cache: Some(shell_config.read_cache.unwrap_or_default()),
+                        ..shell_config
+                    },
                     store: store.for_member(manifest.nodes.len()),
                 };
                 Some(Replicas::start(setup, &manifest.replicas, reads, progress.clone())?)

@@ -12,9 +12,10 @@
 //! `Reached(s)` with `s ≤ view.next_seq` is one the node would serve at once, from a fold at
 //! least that far; served from here it reflects the fold at `end`, a state the node had.
 //!
-//! Bounded: at most [`ReadCacheConfig::journal_bytes_max`] per journal and
-//! [`ReadCacheConfig::bytes_max`] over the machine's journals shared out evenly (each record
-//! counted with [`RECORD_OVERHEAD`]); the oldest records go first. A journal that goes to sleep,
+//! Bounded: at most [`ReadCacheConfig::journal_bytes_max`] per journal and a journal's even
+//! share of [`ReadCacheConfig::bytes_max`] (each record counted with [`RECORD_OVERHEAD`]),
+//! the oldest records first. A journal is held to its share when it next grows: the machine
+//! holds at most `bytes_max` plus what journals held before others joined. A journal that goes to sleep,
 //! leaves the machine or starts a new life is forgotten; a machine that stops closes its cache.
 
 use std::collections::{HashMap, VecDeque};
@@ -179,6 +180,7 @@ impl ReadCache {
             return;
         }
         let mut journals = self.shared.journals.write().unwrap_or_else(PoisonError::into_inner);
+        let mut touched = Vec::with_capacity(publications.len());
         for (key, publication) in publications {
             match publication {
                 Publication::Gone => {
@@ -199,13 +201,18 @@ impl ReadCache {
                         *cache = fresh();
                     }
                     cache.apply((view, serving, applied), start, records);
+                    touched.push(key);
                 }
             }
         }
+        // Only what grew is trimmed: a journal's share falls as others join, and it is held to
+        // it the next time it grows (or goes, asleep or removed).
         let share = self.shared.config.bytes_max / journals.len().max(1);
         let bound = self.shared.config.journal_bytes_max.min(share);
-        for cache in journals.values_mut() {
-            cache.trim_to(bound);
+        for key in touched {
+            if let Some(cache) = journals.get_mut(&key) {
+                cache.trim_to(bound);
+            }
         }
     }
 
@@ -380,12 +387,15 @@ mod tests {
         c.publish(vec![(key(1), applied(1, (0, 9), 0, true))]);
         assert!(c.serve(&key(1), &read(5, 1, 1)).is_none(), "the oldest went");
         assert_eq!(page(c.serve(&key(1), &read(6, 1, 0))).map(|p| p.1), Some(records(6, 9)), "three kept");
-        // Four journals share the machine's eight records: two each.
+        // Four journals share the machine's eight records, two each: the three that came get
+        // two, and the first is held to two when it next grows.
         c.publish((2..=4).map(|n| (key(n), applied(1, (0, 9), 0, true))).collect());
+        assert_eq!(c.stats().bytes as usize, 9 * one, "the first still holds its three");
+        c.publish(vec![(key(1), applied(1, (0, 10), 9, true))]);
         let s = c.stats();
         assert_eq!((s.journals, s.bytes as usize), (4, 8 * one));
-        assert!(c.serve(&key(1), &read(6, 1, 1)).is_none());
-        assert!(page(c.serve(&key(1), &read(7, 1, 1))).is_some());
+        assert!(c.serve(&key(1), &read(7, 1, 1)).is_none());
+        assert_eq!(page(c.serve(&key(1), &read(8, 1, 0))).map(|p| p.1), Some(records(8, 10)));
     }
 
     #[test]

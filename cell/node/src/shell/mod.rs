@@ -78,8 +78,10 @@ pub struct ShellConfig {
     /// while more wait wakes another.
     pub read_batch_max: usize,
     /// Publish the journals' windows for readers in this process
-    /// ([`NodeHandle::read_cache`]), within these bounds; `None`: every read goes through the
-    /// node's thread.
+    /// ([`NodeHandle::read_cache`]), within these bounds; `None` (the default): every read goes
+    /// through the node's thread. Publishing costs the node's thread a copy of every window's
+    /// new records each step: the embedded cell keeps caches on its read replicas, not on its
+    /// voters.
     pub read_cache: Option<crate::read_cache::ReadCacheConfig>,
 }
 
@@ -110,7 +112,7 @@ impl Default for ShellConfig {
             read_workers: READ_WORKERS,
             reads_queued_max: crate::fetch::FETCHES_MAX,
             read_batch_max: READ_BATCH_MAX,
-            read_cache: Some(crate::read_cache::ReadCacheConfig::default()),
+            read_cache: None,
         }
     }
 }
