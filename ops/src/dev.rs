@@ -27,7 +27,7 @@ pub fn node_counters(s: &NodeSample) -> NodeCounters {
         leaderships_won: h.leaderships_won,
         dormant: h.dormant,
         store: None,
-        replica: s.replica.map(|(feed, state)| replica_counters(feed, state, h)),
+        replica: s.replica.map(|(feed, state)| replica_counters(feed, state, h, s.reads_cached)),
     }
     .with_store(StoreCounters {
         compactions_completed: st.compactions_completed,
@@ -48,6 +48,7 @@ fn replica_counters(
     feed: paros_core::NodeId,
     state: paros_replica::State,
     h: &paros_node::HostStats,
+    reads_cached: u64,
 ) -> ReplicaCounters {
     let r = &h.replicas;
     ReplicaCounters {
@@ -65,6 +66,7 @@ fn replica_counters(
         lag_ms_max: r.lag_ms_max,
         feed_age_ms_max: r.feed_age_ms_max,
         reads_refused_unready: h.reads_refused_unready,
+        reads_cached,
         lag_slots_journals: LagHistogram { bounds: paros_node::host::LAG_SLOTS_BOUNDS, counts: r.lag_slots_journals },
         lag_ms_journals: LagHistogram { bounds: paros_node::host::LAG_MS_BOUNDS, counts: r.lag_ms_journals },
         top: r.top.map(|l| LaggingJournal { journal: l.journal, slots: l.slots, ms: l.ms }),

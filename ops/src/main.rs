@@ -252,6 +252,10 @@ enum Command {
         /// default: the shell's, 16.
         #[arg(long)]
         read_batch_max: Option<usize>,
+        /// The replicas keep no read cache: every read goes through a node's thread (as before
+        /// stop 51), for like-for-like lab runs. In-cell runs only.
+        #[arg(long)]
+        no_read_cache: bool,
         /// Read replicas of the embedded cell (one tier); reads go to them first. In-cell
         /// runs only.
         #[arg(long, default_value_t = 0)]
@@ -432,6 +436,7 @@ fn main() -> ExitCode {
             idle_spin_us,
             spin_round_journals_max,
             read_batch_max,
+            no_read_cache,
             replicas,
             readers,
             consistency,
@@ -482,6 +487,7 @@ fn main() -> ExitCode {
                 idle_spin: idle_spin_us.map(Duration::from_micros),
                 spin_round_journals_max,
                 read_batch_max,
+                read_cache: !no_read_cache,
                 replicas,
                 readers,
                 consistency,

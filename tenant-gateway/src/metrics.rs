@@ -139,7 +139,7 @@ const STORE_FAMILIES: [Field<StoreCounters>; 10] = [
 
 /// The read replica families (one series per replica, its journals' maxima): name, help, kind,
 /// value.
-const REPLICA_FAMILIES: [Field<ReplicaCounters>; 5] = [
+const REPLICA_FAMILIES: [Field<ReplicaCounters>; 6] = [
     ("replica_journals_behind", "Journals each replica knows chosen slots of and has not applied", Kind::Gauge, |r| {
         Value::Count(r.behind)
     }),
@@ -163,6 +163,12 @@ const REPLICA_FAMILIES: [Field<ReplicaCounters>; 5] = [
         "Reads each replica refused because it had not caught up since it started",
         Kind::Counter,
         |r| Value::Count(r.reads_refused_unready),
+    ),
+    (
+        "replica_reads_cached",
+        "Reads each replica's read cache answered without a trip to its node thread",
+        Kind::Counter,
+        |r| Value::Count(r.reads_cached),
     ),
 ];
 
@@ -801,6 +807,7 @@ mod tests {
                 lag_ms_max: 250,
                 feed_age_ms_max: 40,
                 reads_refused_unready: 3,
+                reads_cached: 11,
                 lag_slots_journals: crate::nodes::LagHistogram {
                     bounds: [0, 1, 16, 256, 4_096, 65_536],
                     counts: [5, 0, 2, 0, 0, 0, 1],
@@ -853,6 +860,7 @@ mod tests {
         assert_eq!(value(r#"paros_gateway_replica_lag_seconds_max{node="NODE3"}"#), Some(0.25));
         assert_eq!(value(r#"paros_gateway_replica_watermark_age_seconds_max{node="NODE3"}"#), Some(0.04));
         assert_eq!(value(r#"paros_gateway_replica_reads_refused_unready_total{node="NODE3"}"#), Some(3.0));
+        assert_eq!(value(r#"paros_gateway_replica_reads_cached_total{node="NODE3"}"#), Some(11.0));
         assert_eq!(value(r#"paros_gateway_replica_journals_lag_slots{node="NODE3",le="0"}"#), Some(5.0));
         assert_eq!(value(r#"paros_gateway_replica_journals_lag_slots{node="NODE3",le="16"}"#), Some(7.0));
         assert_eq!(value(r#"paros_gateway_replica_journals_lag_slots{node="NODE3",le="65536"}"#), Some(7.0));

@@ -57,6 +57,8 @@ pub struct ReplicaCounters {
     pub feed_age_ms_max: u64,
     /// Reads it refused because it had not caught up since it started.
     pub reads_refused_unready: u64,
+    /// Reads its read cache answered in the reader's task, without its node thread.
+    pub reads_cached: u64,
     /// Its journals by lag in slots, and in ms (metrics only).
     #[serde(skip)]
     pub lag_slots_journals: LagHistogram,

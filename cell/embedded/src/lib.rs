@@ -235,7 +235,15 @@ impl RegistryClient {
 /// Tunables of the embedded cell: a 20 ms tick (elections in 200–400 ms).
 #[must_use]
 pub fn embedded_tunables() -> (Tunables, ShellConfig) {
-    (Tunables::default(), ShellConfig { tick: Duration::from_millis(20), ..ShellConfig::default() })
+    let read_cache = Some(paros_node::ReadCacheConfig::default());
+    (Tunables::default(), ShellConfig { tick: Duration::from_millis(20), read_cache, ..ShellConfig::default() })
+}
+
+/// A node's shell: as configured, without a read cache. The cell's reads go to its replicas,
+/// and publishing the windows would cost every write on the voters' threads
+/// (docs/lab/reads.md); a node's reads take the node's thread.
+fn voter_shell(shell: ShellConfig) -> ShellConfig {
+    ShellConfig { read_cache: None, ..shell }
 }
 
 fn member(id: NodeId, i: usize) -> Member {
@@ -388,10 +396,7 @@ impl EmbeddedCell {
             let incarnation = host.incarnation();
             hosted.push(host.journal_configs());
             let (endpoint, inbox) = bus.register(host.id(), 65_536);
-            let handle = shell::spawn(host, endpoint, inbox, MonotonicClock::new(), shell_config);
-            if let Some(cache) = handle.read_cache() {
-                bus.attach_cache(*node, cache);
-            }
+            let handle = shell::spawn(host, endpoint, inbox, MonotonicClock::new(), voter_shell(shell_config));
             nodes.push(Running { id: *node, handle, probe, incarnation });
         }
         nodes[0].handle.control().campaign(registry).await.map_err(|_| CellError::Stopped)?;
@@ -432,12 +437,9 @@ impl EmbeddedCell {
                     feed,
                     registry,
                     tunables,
-                    // Replicas serve the cell's reads: each keeps a read cache (the voters do not,
-                    // so their write path publishes nothing).
-                    shell: ShellConfig {
-                        read_cache: Some(shell_config.read_cache.unwrap_or_default()),
-                        ..shell_config
-                    },
+                    // Replicas serve the cell's reads: each keeps the read cache the configuration
+                    // asks for (`embedded_tunables`: one).
+                    shell: shell_config,
                     store: store.for_member(manifest.nodes.len()),
                 };
                 Some(Replicas::start(setup, &manifest.replicas, reads, progress.clone())?)
@@ -587,10 +589,7 @@ impl EmbeddedCell {
             .map_err(|source| CellError::Boot { node: new, source })?;
         let incarnation = host.incarnation();
         let (endpoint, inbox) = self.bus.register(new, 65_536);
-        let handle = shell::spawn(host, endpoint, inbox, MonotonicClock::new(), self.setup.shell);
-        if let Some(cache) = handle.read_cache() {
-            self.bus.attach_cache(new, cache);
-        }
+        let handle = shell::spawn(host, endpoint, inbox, MonotonicClock::new(), voter_shell(self.setup.shell));
         forward_faults(&handle, &self.faults);
         let followed = vec![FollowedNode {
             id: new,
@@ -835,6 +834,8 @@ pub struct NodeSample {
     pub host: paros_node::HostStats,
     /// Its store's background work and size on disk now.
     pub store: paros_store::StoreActivity,
+    /// Reads its read cache answered (0: it keeps none).
+    pub reads_cached: u64,
 }
 
 impl std::fmt::Debug for NodeStatsReader {
@@ -856,6 +857,7 @@ impl NodeStatsReader {
                 replica: Some((r.feed, r.state())),
                 host: r.host,
                 store: r.store,
+                reads_cached: r.cache.map_or(0, |c| c.served),
             }));
         }
         samples
@@ -864,7 +866,13 @@ impl NodeStatsReader {
     fn read_nodes(&self) -> Vec<NodeSample> {
         lock(&self.nodes)
             .iter()
-            .map(|n| NodeSample { node: n.id, replica: None, host: n.handle.stats(), store: n.probe.sample() })
+            .map(|n| NodeSample {
+                node: n.id,
+                replica: None,
+                host: n.handle.stats(),
+                store: n.probe.sample(),
+                reads_cached: n.handle.read_cache().map_or(0, |c| c.stats().served),
+            })
             .collect()
     }
 }

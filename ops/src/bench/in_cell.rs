@@ -30,6 +30,7 @@ pub(super) async fn run_in_cell(args: BenchArgs) -> Result<Report, BenchError> {
         idle_spin: args.idle_spin.unwrap_or(defaults.idle_spin),
         spin_round_journals_max: args.spin_round_journals_max.unwrap_or(defaults.spin_round_journals_max),
         read_batch_max: args.read_batch_max.unwrap_or(defaults.read_batch_max),
+        read_cache: defaults.read_cache.filter(|_| args.read_cache),
         ..defaults
     };
     let cell = EmbeddedCell::open_replicated(
@@ -93,8 +94,16 @@ async fn measure(cell: &EmbeddedCell, args: &BenchArgs, opening: Instant, open_s
     let readers = ReadSetup { client: cell.client.clone(), voters: Some(cell.manifest.nodes.clone()) };
     let node_cpu_before = NodeCpu::sample(&cell.manifest.nodes);
     let cached_before = cell.read_cache_counts();
+    let hop = (args.readers > 0).then(|| {
+        let to = cell.replicas().and_then(|r| r.ids().first().copied()).unwrap_or(cell.manifest.nodes[0]);
+        tokio::spawn(hop_probe(cell.bus.clone(), to, Arc::clone(&shared)))
+    });
     let (elapsed, reads) = drive(&journals, args, &shared, Some(readers)).await?;
     let cached_after = cell.read_cache_counts();
+    let hop = match hop {
+        Some(task) => Some(task.await.map_err(|e| BenchError::Reader { journal: 0, reason: e.to_string() })?),
+        None => None,
+    };
     let node_cpu = node_cpu_before.zip(NodeCpu::sample(&cell.manifest.nodes)).map(|(b, a)| a.since(&b));
     let cpu_spent = cpu_s() - cpu_before;
     let threads_after = threads.sample();
@@ -114,6 +123,7 @@ async fn measure(cell: &EmbeddedCell, args: &BenchArgs, opening: Instant, open_s
     let rss_peak_read_bytes = rss_bytes("VmHWM:");
     let mut report = report(args, &shared, elapsed, verified);
     report.reads = reads;
+    report.node_hop_ms = hop;
     report.reads_from_cache = Some(cached_after.0.saturating_sub(cached_before.0));
     report.reads_cache_declined = Some(cached_after.1.saturating_sub(cached_before.1));
     if let Some((voters, replicas)) = node_cpu
@@ -169,4 +179,39 @@ async fn measure(cell: &EmbeddedCell, args: &BenchArgs, opening: Instant, open_s
         done_before = a.compactions_completed;
     }
     Ok(report)
+}
+
+/// Times, every 2 ms while the run lasts, a request node `to` answers at once on its thread: a
+/// read of a journal it does not host (`UnknownJournal`, no step work). The round trip to a
+/// node's thread and back under the run's load: the least any read that asks another thread
+/// (a linearizable read asks a quorum) can take here.
+async fn hop_probe<R: paros_node::rpc::Rpc>(
+    bus: R,
+    to: paros_core::NodeId,
+    shared: Arc<super::Shared>,
+) -> super::report::HopMs {
+    use paros_node::rpc::NodeRequest;
+    let journal = paros_core::JournalKey { tenant: paros_core::TenantId(u64::MAX), journal: paros_core::JournalId(0) };
+    let read = paros_core::ReadRequest {
+        from: paros_core::Seq(0),
+        limit: 1,
+        max_bytes: 0,
+        wait_ticks: 0,
+        consistency: paros_core::Consistency::Reached(paros_core::Seq(0)),
+    };
+    let mut took = Vec::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(2));
+    let mut id = u64::MAX / 2;
+    while !shared.stop.load(Ordering::Relaxed) {
+        tick.tick().await;
+        id += 1;
+        let request = NodeRequest::Read { journal, id: paros_core::ReadId(id), read };
+        let started = Instant::now();
+        if bus.request(to, request, Duration::from_secs(1)).await.is_ok() {
+            took.push(u32::try_from(started.elapsed().as_nanos()).unwrap_or(u32::MAX));
+        }
+    }
+    took.sort_unstable();
+    let ms = |q: f64| super::report::percentile(&took, q) as f64 / 1e6;
+    super::report::HopMs { probes: took.len() as u64, p50: ms(0.5), p99: ms(0.99) }
 }

@@ -75,6 +75,8 @@ pub struct BenchArgs {
     pub spin_round_journals_max: Option<usize>,
     /// The nodes' [`paros_node::shell::ShellConfig::read_batch_max`] (`None`: the default).
     pub read_batch_max: Option<usize>,
+    /// The replicas keep their read caches (`false`: every read goes through a node's thread).
+    pub read_cache: bool,
     /// Read replicas of the embedded cell's default tier (0: none; reads then go to the
     /// voters). In-cell only: a gateway's cell has the replicas it has.
     pub replicas: usize,

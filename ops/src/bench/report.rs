@@ -58,6 +58,9 @@ pub struct Report {
     /// `null` over HTTP.
     pub reads_from_cache: Option<u64>,
     pub reads_cache_declined: Option<u64>,
+    /// In the cell, with readers: the round trip of a request a node (the first replica, else
+    /// the first voter) answers at once on its thread, timed every 2 ms during the run.
+    pub node_hop_ms: Option<HopMs>,
     /// The same by thread role: `runtime` (tokio's threads and the main thread: HTTP, auth,
     /// the gateway's handlers, the client's hop to the node), `node`, `store`, `read`, `other`.
     pub target_cpu_split: BTreeMap<String, f64>,
@@ -258,6 +261,7 @@ pub(super) fn report(args: &BenchArgs, shared: &Shared, elapsed: f64, verified: 
         replica_node_cpu_us_per_record: None,
         reads_from_cache: None,
         reads_cache_declined: None,
+        node_hop_ms: None,
         target_cpu_split: BTreeMap::new(),
         placement_s: 0.0,
         journals_created: 0,
@@ -293,6 +297,14 @@ pub(super) fn progress_bar(duration: Duration) -> indicatif::ProgressBar {
 }
 
 /// The value at fraction `p` (0..=1) of `sorted` (ascending), exactly; 0 when it is empty.
+/// How long a request a node answers at once takes there and back ([`Report::node_hop_ms`]).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct HopMs {
+    pub probes: u64,
+    pub p50: f64,
+    pub p99: f64,
+}
+
 pub(super) fn percentile(sorted: &[u32], p: f64) -> u64 {
     sorted.get(((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1))).copied().map_or(0, u64::from)
 }
