@@ -761,16 +761,12 @@ impl EmbeddedCell {
         self.stats_reader().read_nodes().into_iter().map(|s| s.host).collect()
     }
 
-    /// Reads answered from the read caches of the cell's machines (nodes and replicas running
-    /// now) without a trip to their threads, and reads the caches declined.
+    /// Reads answered from the read caches of the cell's running replicas (its nodes keep
+    /// none, see `voter_shell`) without a trip to their threads, and reads the caches declined.
     #[must_use]
     pub fn read_cache_counts(&self) -> (u64, u64) {
-        let mut caches: Vec<paros_node::ReadCacheStats> =
-            lock(&self.nodes).iter().filter_map(|n| n.handle.read_cache()).map(|c| c.stats()).collect();
-        if let Some(replicas) = &self.replicas {
-            caches.extend(replicas.samples().into_iter().filter_map(|s| s.cache));
-        }
-        caches.iter().fold((0, 0), |(s, d), c| (s + c.served, d + c.declined))
+        let samples = self.replicas.as_ref().map(|r| r.samples()).unwrap_or_default();
+        samples.iter().filter_map(|s| s.cache).fold((0, 0), |(s, d), c| (s + c.served, d + c.declined))
     }
 
     /// A clonable reader of every node's counters (a gateway's dashboard holds one); it reads
@@ -834,7 +830,7 @@ pub struct NodeSample {
     pub host: paros_node::HostStats,
     /// Its store's background work and size on disk now.
     pub store: paros_store::StoreActivity,
-    /// Reads its read cache answered (0: it keeps none).
+    /// Reads its read cache answered (0: it keeps none, as the cell's nodes do).
     pub reads_cached: u64,
 }
 
@@ -871,7 +867,7 @@ impl NodeStatsReader {
                 replica: None,
                 host: n.handle.stats(),
                 store: n.probe.sample(),
-                reads_cached: n.handle.read_cache().map_or(0, |c| c.stats().served),
+                reads_cached: 0,
             })
             .collect()
     }

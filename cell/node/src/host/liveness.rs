@@ -154,7 +154,9 @@ impl<S: LogStore> Host<S> {
             self.stats.journal_ticks += 1;
             self.round.dirty.insert(*key);
             self.round.touched.insert(*key);
-            self.round.publish.insert(*key);
+            if let Some(publish) = &mut self.round.publish {
+                publish.insert(*key);
+            }
             if j.is_quiet() {
                 asleep.push(*key);
             }

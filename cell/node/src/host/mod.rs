@@ -468,7 +468,7 @@ impl<S: LogStore> Host<S> {
     }
 
     pub(super) fn note_life(&mut self, key: JournalKey, event: LifeEvent) {
-        self.round.publish.insert(key);
+        self.round.changed_for_readers(key);
         if let Some(events) = &mut self.life_events {
             events.push((key, event));
         }

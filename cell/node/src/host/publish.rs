@@ -24,7 +24,7 @@ impl<S: LogStore> Host<S> {
     /// stop publishing (and forget what was told).
     pub fn publish_reads(&mut self, on: bool) {
         self.published = on.then(std::collections::HashMap::new);
-        self.round.publish.clear();
+        self.round.publish = on.then(std::collections::BTreeSet::new);
     }
 
     /// The tunables its journals run with (a read cache pages by them).
@@ -33,17 +33,13 @@ impl<S: LogStore> Host<S> {
         self.tunables
     }
 
-    /// True when this machine publishes its journals for readers off its thread.
-    #[must_use]
-    pub fn publishes_reads(&self) -> bool {
-        self.published.is_some()
-    }
-
     /// What changed for readers since the last call, per journal, in the order to apply it.
     /// Empty unless [`Host::publish_reads`] is on.
     pub fn take_publications(&mut self) -> Vec<(JournalKey, Publication)> {
-        let keys = std::mem::take(&mut self.round.publish);
-        let Some(published) = &mut self.published else { return Vec::new() };
+        let (Some(keys), Some(published)) = (self.round.publish.as_mut(), &mut self.published) else {
+            return Vec::new();
+        };
+        let keys = std::mem::take(keys);
         let mut out = Vec::new();
         for key in keys {
             let publication = match self.journals.get(&key) {

@@ -22,8 +22,9 @@ pub(super) struct Round {
     /// Journals stepped since the last release.
     pub(super) touched: BTreeSet<JournalKey>,
     /// Journals stepped, advanced, put to sleep or forgotten since their readers were last
-    /// told (`Host::take_publications`).
-    pub(super) publish: BTreeSet<JournalKey>,
+    /// told (`Host::take_publications`); `None` on a machine that publishes nothing, which
+    /// then keeps no such set.
+    pub(super) publish: Option<BTreeSet<JournalKey>>,
     pub(super) in_flight: bool,
     /// Journals with writes or a placement in the round being persisted.
     pub(super) keys: BTreeSet<JournalKey>,
@@ -39,7 +40,7 @@ impl Round {
     pub(super) fn stepped(&mut self, key: JournalKey, quiet: bool) {
         self.dirty.insert(key);
         self.touched.insert(key);
-        self.publish.insert(key);
+        self.changed_for_readers(key);
         if !quiet {
             self.awake.insert(key);
         }
@@ -50,7 +51,14 @@ impl Round {
         self.dirty.remove(key);
         self.awake.remove(key);
         self.touched.remove(key);
-        self.publish.insert(*key);
+        self.changed_for_readers(*key);
+    }
+
+    /// `key` changed for its readers off the node's thread, if this machine publishes.
+    pub(super) fn changed_for_readers(&mut self, key: JournalKey) {
+        if let Some(publish) = &mut self.publish {
+            publish.insert(key);
+        }
     }
 
     /// A round begins: the journals that may have a `Ready`.
@@ -198,7 +206,7 @@ impl<S: LogStore> Host<S> {
             let Some(j) = self.journals.get_mut(&key) else { continue };
             j.advance(&mut self.stats);
             self.round.touched.insert(key);
-            self.round.publish.insert(key);
+            self.round.changed_for_readers(key);
             if j.has_ready() {
                 self.round.dirty.insert(key);
             }
