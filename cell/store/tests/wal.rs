@@ -25,7 +25,42 @@ fn accept(slot: u64, payload: &[u8]) -> WriteOp {
 /// A copy of the live directory: what a crash at this moment leaves (and more: the page cache).
 /// A file the store deletes while it is copied (a dropped generation, a finished segment) is
 /// left out, as a crash just after that deletion would leave it.
+///
+/// The copy is not atomic, and the store's background threads (the applier, fjall's flushes
+/// and compactions) go on meanwhile: a file created after the listing, that a file copied later
+/// names, would be missing, a state no crash leaves (the image then failed to open, about one
+/// run in six). So the copy is taken again, a bounded number of times, until the files present
+/// are the same before and after it: an image of one moment's set of files.
 fn crash_image(from: &Path, to: &Path) {
+    for _ in 0..100 {
+        let before = file_names(from);
+        let _ = std::fs::remove_dir_all(to);
+        copy_live(from, to);
+        if file_names(from) == before {
+            return;
+        }
+    }
+    panic!("{} kept changing while it was copied", from.display());
+}
+
+/// Every file below `dir`, by path (none when it is gone).
+fn file_names(dir: &Path) -> std::collections::BTreeSet<std::path::PathBuf> {
+    let mut out = std::collections::BTreeSet::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    for e in entries.flatten() {
+        match e.file_type() {
+            Ok(t) if t.is_dir() => out.extend(file_names(&e.path())),
+            Ok(_) => {
+                out.insert(e.path());
+            }
+            Err(_) => {}
+        }
+    }
+    out
+}
+
+/// One pass of [`crash_image`]'s copy.
+fn copy_live(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
     let entries = match std::fs::read_dir(from) {
@@ -36,7 +71,7 @@ fn crash_image(from: &Path, to: &Path) {
         let e = e.unwrap();
         let target = to.join(e.file_name());
         match e.file_type() {
-            Ok(t) if t.is_dir() => crash_image(&e.path(), &target),
+            Ok(t) if t.is_dir() => copy_live(&e.path(), &target),
             Err(err) if gone(&err) => {}
             _ => match std::fs::copy(e.path(), &target) {
                 Err(err) if gone(&err) => {}
