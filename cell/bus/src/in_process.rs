@@ -46,7 +46,8 @@ struct Shared {
     /// Requests waiting to go into a node's inbox together (see [`InProcessBus::call`]).
     outboxes: Mutex<HashMap<NodeId, Vec<(NodeRequest, Responder)>>>,
     /// Replica tiers' feeds: a batch sent to a feed address goes to each subscriber.
-    feeds: std::sync::RwLock<HashMap<NodeId, Vec<NodeId>>>,
+    /// Shared, so a publish takes the list without copying it.
+    feeds: std::sync::RwLock<HashMap<NodeId, std::sync::Arc<[NodeId]>>>,
     /// The read caches of registered nodes that keep one ([`InProcessBus::attach_cache`]).
     caches: std::sync::RwLock<HashMap<NodeId, ReadCache>>,
     counters: Counters,
@@ -105,9 +106,9 @@ impl InProcessBus {
     /// sent to `feed` is put into its inbox too. Subscribing twice changes nothing.
     pub fn subscribe(&self, feed: NodeId, node: NodeId) {
         let mut feeds = self.shared.feeds.write().unwrap_or_else(PoisonError::into_inner);
-        let members = feeds.entry(feed).or_default();
+        let members = feeds.entry(feed).or_insert_with(|| std::sync::Arc::from([]));
         if !members.contains(&node) {
-            members.push(node);
+            *members = members.iter().copied().chain([node]).collect();
         }
     }
 
@@ -115,23 +116,24 @@ impl InProcessBus {
     pub fn unsubscribe(&self, feed: NodeId, node: NodeId) -> bool {
         let mut feeds = self.shared.feeds.write().unwrap_or_else(PoisonError::into_inner);
         let Some(members) = feeds.get_mut(&feed) else { return false };
-        let before = members.len();
-        members.retain(|m| *m != node);
-        let removed = members.len() < before;
+        if !members.contains(&node) {
+            return false;
+        }
+        *members = members.iter().copied().filter(|m| *m != node).collect();
         if members.is_empty() {
             feeds.remove(&feed);
         }
-        removed
+        true
     }
 
     /// The subscribers of `feed` (`None`: `feed` is no feed).
-    fn feed_members(&self, feed: NodeId) -> Option<Vec<NodeId>> {
+    fn feed_members(&self, feed: NodeId) -> Option<std::sync::Arc<[NodeId]>> {
         // Read for every protocol send: shared, and empty-handed at once for a machine.
         let feeds = self.shared.feeds.read().unwrap_or_else(PoisonError::into_inner);
         if feeds.is_empty() {
             return None;
         }
-        feeds.get(&feed).cloned()
+        feeds.get(&feed).map(std::sync::Arc::clone)
     }
 
     /// Whether `node` is registered and its inbox receiver is still alive.
@@ -182,12 +184,12 @@ impl InProcessBus {
             self.shared.counters.feed_publishes.fetch_add(1, Ordering::Relaxed);
             // One allocation shared by them all: no subscriber's copy is made on the sender's
             // thread.
-            match members.as_slice() {
+            match &*members {
                 [] => {}
                 [only] => self.put(*only, Incoming::Protocol { from, envelopes }),
                 _ => {
                     let shared: std::sync::Arc<[Envelope]> = envelopes.into();
-                    for m in &members {
+                    for m in members.iter() {
                         self.put(*m, Incoming::Published { from, envelopes: std::sync::Arc::clone(&shared) });
                     }
                 }

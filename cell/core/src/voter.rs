@@ -484,8 +484,8 @@ impl Voter {
         let chosen = self.learner.chosen_up_to();
         if chosen > self.fed_mark || quiesced {
             self.fed_mark = chosen;
-            for l in self.cfg.learners.clone() {
-                self.effects.send(l, Message::FeedMark { chosen_up_to: chosen });
+            for l in &self.cfg.learners {
+                self.effects.send(*l, Message::FeedMark { chosen_up_to: chosen });
             }
         }
     }
@@ -521,9 +521,13 @@ impl Voter {
         }
         self.settle();
         if !self.feed.is_empty() {
+            // One copy per tier but the last, which takes the batch itself.
             let entries = std::mem::take(&mut self.feed);
-            for l in self.cfg.learners.clone() {
-                self.effects.send(l, Message::Chosen { entries: entries.clone() });
+            if let Some((last, rest)) = self.cfg.learners.split_last() {
+                for l in rest {
+                    self.effects.send(*l, Message::Chosen { entries: entries.clone() });
+                }
+                self.effects.send(*last, Message::Chosen { entries });
             }
         }
     }
