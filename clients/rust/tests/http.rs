@@ -418,6 +418,27 @@ async fn a_read_sends_its_query_and_maps_the_page() {
 }
 
 #[tokio::test]
+async fn a_gateway_read_names_the_server_that_answered_when_the_gateway_does() {
+    let f = fake(|r| {
+        let body = json!({"from": 0, "records": ["aGk="], "view": view(None, 0, 1)}).to_string();
+        let headers =
+            if r.query.contains("min_seq") { vec![("paros-served-by", "00c0ffee00c0ffee".to_owned())] } else { vec![] };
+        Resp::Reply { status: 200, headers, body }
+    })
+    .await;
+    let g = f.gateway();
+    let at_least = paros_api::ReadQuery {
+        consistency: paros_api::Consistency::AtLeast { min_seq: Seq(0) },
+        ..paros_api::ReadQuery::from(Seq(0))
+    };
+    let (outcome, by) = g.read_served(&j(), &at_least).await.expect("a page");
+    assert!(matches!(outcome, paros_api::ReadOutcome::Page(_)), "{outcome:?}");
+    assert_eq!(by.as_deref(), Some("00c0ffee00c0ffee"), "the paros-served-by header, as it came");
+    let (_, by) = g.read_served(&j(), &paros_api::ReadQuery::from(Seq(0))).await.expect("a page");
+    assert_eq!(by, None, "an answer without the header names no server");
+}
+
+#[tokio::test]
 async fn a_linearizable_read_with_server_defaults_sends_from_alone() {
     let f = fake(|_| reply(200, json!({"from": 0, "records": [], "view": view(None, 0, 0)}))).await;
     let params =

@@ -12,7 +12,7 @@ use paros_api::{
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use reqwest::{Method, RequestBuilder, Url};
 
-use super::{Answer, GatewayError, HttpConfig, HttpService, api, retry_after, transport};
+use super::{Answer, GatewayError, HttpConfig, HttpService, api, retry_after, served_by, transport};
 use crate::{Client, ClientConfig};
 
 /// A new tenant, as [`GatewayClient::signup`] made it.
@@ -172,8 +172,9 @@ impl GatewayClient {
         let resp = req.send().await.map_err(transport)?;
         let status = resp.status().as_u16();
         let retry_after_s = retry_after(&resp);
+        let served_by = served_by(&resp);
         let body = resp.bytes().await.map_err(|e| GatewayError::NoAnswer(e.to_string()))?;
-        Ok(Answer { status, retry_after_s, body })
+        Ok(Answer { status, retry_after_s, served_by, body })
     }
 
     async fn post<T: serde::Serialize>(&self, segments: &[&str], body: &T) -> Result<Answer, GatewayError> {
@@ -298,11 +299,25 @@ impl GatewayClient {
     /// # Errors
     /// [`GatewayError`] for an answer that is not a Read outcome.
     pub async fn read(&self, name: &JournalName, query: &ReadQuery) -> Result<ReadOutcome, GatewayError> {
+        self.read_served(name, query).await.map(|(outcome, _)| outcome)
+    }
+
+    /// [`read`](Self::read), and the server that answered as the gateway named it
+    /// (`paros-served-by`: a replica's or a voter's id; `None` when the answer names none).
+    ///
+    /// # Errors
+    /// As [`read`](Self::read).
+    pub async fn read_served(
+        &self,
+        name: &JournalName,
+        query: &ReadQuery,
+    ) -> Result<(ReadOutcome, Option<String>), GatewayError> {
         let mut url = self.url(&["v1", "journals", name.as_str(), "records"]);
         url.set_query(Some(&query.to_query()));
         let timeout = self.config.request_timeout + Duration::from_millis(u64::from(query.wait_ms.get()));
         let a = self.send(self.request(Method::GET, url, Some(timeout))).await?;
-        api(&a, ReadOutcome::from_response(a.status, &a.body))
+        let outcome = api(&a, ReadOutcome::from_response(a.status, &a.body))?;
+        Ok((outcome, a.served_by))
     }
     /// `GET` on an operator route outside the tenant contract (`/v1/admin/…`, the path
     /// `segments`): the status and the body as they came back, whatever the status — the

@@ -143,11 +143,12 @@ pub(crate) fn denial(status: u16, error: ApiError, retry_after_s: Option<u64>) -
     }
 }
 
-/// One answer as it came back: status, `Retry-After` (seconds) and body.
+/// One answer as it came back: status, `Retry-After` (seconds), `paros-served-by` and body.
 #[derive(Debug)]
 struct Answer {
     status: u16,
     retry_after_s: Option<u64>,
+    served_by: Option<String>,
     body: Bytes,
 }
 
@@ -157,6 +158,11 @@ fn transport(e: reqwest::Error) -> GatewayError {
 
 fn retry_after(resp: &reqwest::Response) -> Option<u64> {
     resp.headers().get(RETRY_AFTER)?.to_str().ok()?.trim().parse().ok()
+}
+
+/// The server that answered a read, as the gateway names it (`paros-served-by`, API.md).
+fn served_by(resp: &reqwest::Response) -> Option<String> {
+    Some(resp.headers().get("paros-served-by")?.to_str().ok()?.trim().to_owned()).filter(|s| !s.is_empty())
 }
 
 fn api<T>(a: &Answer, parsed: Result<T, ApiError>) -> Result<T, GatewayError> {
