@@ -82,6 +82,7 @@ With --readers R (absent without):
                               pages the tail readers' long-polls returned per second; all readers'
   read_latency_ms             p50/p90/p99/max of the random readers' served reads
   reads_unserved              random reads not served within --read-deadline-ms
+  reads_per_s_paced           --reads-per-s: the random readers' pace, all together (null: closed loop)
   tail_visible_ms             p50/p99 from a writer's acknowledgement to a tail reader seeing the
                               record (0 when the reader saw it first)
   tail_records, tail_seen_first_share
@@ -276,6 +277,11 @@ enum Command {
         /// a full page (the client's `page_records_max`).
         #[arg(long)]
         read_limit: Option<u32>,
+        /// Pace the random readers to this many pages a second, all together (an open loop):
+        /// the writers keep the rest of the machine. Default: each reads as fast as its reads
+        /// come back.
+        #[arg(long)]
+        reads_per_s: Option<u64>,
     },
     /// Run the embedded cell — three nodes, two read replicas, the registry and the tenant gateway — in this
     /// process, serving the HTTP API on `--listen`. Stop with Ctrl-C (or SIGTERM).
@@ -442,6 +448,7 @@ fn main() -> ExitCode {
             consistency,
             read_deadline_ms,
             read_limit,
+            reads_per_s,
         } => {
             let duration = Duration::from_secs(duration_s);
             if raw_fjall {
@@ -493,6 +500,7 @@ fn main() -> ExitCode {
                 consistency,
                 read_deadline: Duration::from_millis(read_deadline_ms),
                 read_limit,
+                reads_per_s,
             };
             match runtime.block_on(bench::run(args)) {
                 Ok(report) => {

@@ -89,3 +89,31 @@ fn readers_over_http_leave_what_the_gateway_does_not_say_null() {
         assert!(report[field].is_null(), "{field} over HTTP: {report}");
     }
 }
+
+#[test]
+fn paced_readers_read_at_the_rate_asked_and_no_faster() {
+    // Two random readers at 400 pages a second together: 800 in 2 s. A closed loop in the cell
+    // reads thousands a second (the test beside this one).
+    let report = bench(&["--readers", "4", "--read-limit", "1", "--reads-per-s", "400"]);
+    assert_eq!(report["reads_per_s_paced"], 400, "{report}");
+    let rate = report["reads_per_s"].as_f64().expect("reads_per_s");
+    // Below the pace by what a loaded machine's stalls cost (a reader forgets what it fell
+    // behind by over 10 ms), never above it.
+    assert!((200.0..=440.0).contains(&rate), "paced at 400 a second, read {rate}: {report}");
+    assert_eq!(report["acked_records"], report["verified_records"], "{report}");
+    let closed = bench(&["--readers", "4", "--read-limit", "1"]);
+    assert!(closed["reads_per_s_paced"].is_null(), "{closed}");
+    let unpaced = closed["reads_per_s"].as_f64().expect("reads_per_s");
+    assert!(unpaced > 1000.0, "without a pace the same readers read far more ({unpaced} a second): {closed}");
+    for bad in [&["--readers", "4", "--reads-per-s", "0"][..], &["--readers", "1", "--reads-per-s", "10"][..]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_paros"))
+            .args(["bench", "--writers", "1", "--journals", "1", "--duration-s", "1", "--json"])
+            .args(bad)
+            .stdout(Stdio::null())
+            .output()
+            .expect("paros bench runs");
+        assert!(!out.status.success(), "{bad:?} is refused");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("--reads-per-s"), "{bad:?}: {stderr}");
+    }
+}

@@ -85,7 +85,8 @@ where
     *shared.started.lock().expect("lock") = Some(started);
     let readers = readers.filter(|_| args.readers > 0).map(|setup| {
         let sizes = (args.record_bytes, args.read_limit);
-        read::start(setup, &written, args.readers, args.consistency, args.read_deadline, sizes, shared)
+        let pace = read::Pace { readers: args.readers, reads_per_s: args.reads_per_s };
+        read::start(setup, &written, pace, args.consistency, args.read_deadline, sizes, shared)
     });
     let mut tasks = Vec::new();
     for w in 0..args.writers {

@@ -90,6 +90,10 @@ pub struct BenchArgs {
     pub read_deadline: Duration,
     /// The `limit` of each random read (`None`: a full page).
     pub read_limit: Option<u32>,
+    /// The random readers' pages a second, all of them together (`None`: each reads as fast as
+    /// its reads come back, a closed loop). Paced, they leave the writers the rest of the
+    /// machine, so a read-to-write ratio can be taken at the writers' own rate.
+    pub reads_per_s: Option<u64>,
 }
 
 /// The consistency of the bench's readers (`--consistency`).
@@ -329,6 +333,12 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
     }
     if args.read_limit == Some(0) {
         return Err(BenchError::Args("--read-limit must be at least 1".into()));
+    }
+    if args.reads_per_s == Some(0) {
+        return Err(BenchError::Args("--reads-per-s must be at least 1".into()));
+    }
+    if args.reads_per_s.is_some() && args.readers < 2 {
+        return Err(BenchError::Args("--reads-per-s paces the random readers: give --readers 2 or more".into()));
     }
     if args.readers > 0 && args.read_deadline.is_zero() {
         return Err(BenchError::Args("--read-deadline-ms must be at least 1 with --readers".into()));

@@ -183,6 +183,8 @@ pub struct ReadFigures {
     pub read_latency_ms: LatencyMs,
     /// Random reads not served within `--read-deadline-ms`.
     pub reads_unserved: u64,
+    /// The random readers' pace, all together (`--reads-per-s`; `null`: a closed loop).
+    pub reads_per_s_paced: Option<u64>,
     /// From the writer's acknowledgement of a record to a tail reader seeing it (0 when the
     /// reader saw it first).
     pub tail_visible_ms: VisibleMs,
@@ -205,16 +207,26 @@ pub(super) struct Readers {
     tasks: Vec<tokio::task::JoinHandle<Result<ReadStats, BenchError>>>,
     /// The random reads' `limit`.
     limit: u32,
+    paced: Option<u64>,
     cpu_before: Option<NodeCpu>,
     voters: Option<Vec<NodeId>>,
 }
 
-/// Starts `count` readers over `journals` (`(index, journal)` of the journals the writers
-/// write), round-robin; the first half (rounded up) follow the tail.
+/// How many readers, and the random readers' pages a second, all together (`None`: a
+/// closed loop).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Pace {
+    pub readers: usize,
+    pub reads_per_s: Option<u64>,
+}
+
+/// Starts `pace.readers` readers over `journals` (`(index, journal)` of the journals the
+/// writers write), round-robin; the first half (rounded up) follow the tail, the others read at
+/// random, at `pace.reads_per_s` shared evenly between them when it is given.
 pub(super) fn start<S>(
     setup: ReadSetup<S>,
     journals: &[(usize, S::Journal)],
-    count: usize,
+    pace: Pace,
     mode: ReadMode,
     deadline: Duration,
     (record_bytes, limit): (usize, Option<u32>),
@@ -225,8 +237,11 @@ where
     S::Journal: 'static,
 {
     let cpu_before = setup.voters.as_deref().and_then(NodeCpu::sample);
+    let count = pace.readers;
     let tails = count.div_ceil(2);
     let limit = limit.unwrap_or(ReaderConfig::default().page_records_max);
+    // Each random reader's interval between reads.
+    let every = pace.reads_per_s.map(|n| Duration::from_secs_f64((count - tails).max(1) as f64 / n as f64));
     let mut tasks = Vec::new();
     for r in 0..count {
         let (index, journal) = journals[r % journals.len()].clone();
@@ -235,13 +250,13 @@ where
         tasks.push(if r < tails {
             tokio::spawn(async move { tail_loop(client, journal, index, mode, deadline, &shared).await })
         } else {
-            let check = Check { index, record_bytes, limit };
+            let check = Check { index, record_bytes, limit, every };
             tokio::spawn(async move {
                 random_loop(client, journal, check, mode, deadline, voters.as_deref(), &shared).await
             })
         });
     }
-    Readers { tasks, limit, cpu_before, voters: setup.voters }
+    Readers { tasks, limit, paced: pace.reads_per_s, cpu_before, voters: setup.voters }
 }
 
 impl Readers {
@@ -296,6 +311,7 @@ impl Readers {
                 max: ms(&latency, 1.0),
             },
             reads_unserved: stats.unserved,
+            reads_per_s_paced: self.paced,
             tail_visible_ms: VisibleMs { p50: ms(&visible, 0.50), p99: ms(&visible, 0.99) },
             tail_records,
             tail_seen_first_share: if tail_records > 0 { stats.seen_first as f64 / tail_records as f64 } else { 0.0 },
@@ -381,6 +397,29 @@ struct Check {
     record_bytes: usize,
     /// The most records one read asks for.
     limit: u32,
+    /// The interval between this reader's reads (`None`: the next as soon as one comes back).
+    every: Option<Duration>,
+}
+
+/// An open loop's clock: one read due every `every`. Timers fire at a millisecond's grain, so
+/// a reader whose interval is shorter reads what fell due while it slept back to back; one that
+/// fell behind by more than [`PACE_BEHIND_MAX`] forgets the rest (no burst after a stall).
+struct Pacer {
+    every: Duration,
+    next: Instant,
+}
+
+/// How far behind its pace a reader may catch up.
+const PACE_BEHIND_MAX: Duration = Duration::from_millis(10);
+
+impl Pacer {
+    async fn wait(&mut self) {
+        let now = Instant::now();
+        if self.next > now {
+            tokio::time::sleep_until(self.next.into()).await;
+        }
+        self.next = self.next.max(Instant::now().checked_sub(PACE_BEHIND_MAX).unwrap_or(self.next)) + self.every;
+    }
 }
 
 /// A random reader: one page at a random acknowledged position at a time, until the run stops.
@@ -404,12 +443,16 @@ where
     let mut rng = paros_core::rng::Rng::new(client.draw());
     let mut first = 0u64;
     let mut stats = ReadStats::default();
+    let mut pacer = check.every.map(|every| Pacer { every, next: Instant::now() });
     while !shared.stop.load(Ordering::Relaxed) {
         let next = acks.next.load(Ordering::Relaxed);
         if next <= first {
             // Nothing acknowledged to read yet.
             tokio::time::sleep(Duration::from_millis(1).min(shared.remaining())).await;
             continue;
+        }
+        if let Some(p) = pacer.as_mut() {
+            p.wait().await;
         }
         let at = first + rng.next_u64() % (next - first);
         let consistency = match mode {
