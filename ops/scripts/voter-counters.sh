@@ -6,9 +6,13 @@
 #   0        no replicas, CPU 1 idle;
 #   0+busy   no replicas, CPU 1 kept busy by a process that is not paros (a control: what the
 #            other core's work alone does to CPU 0's threads);
+#   0+paros  no replicas, CPU 1 held by a second, unrelated `paros bench` (no replicas,
+#            SIDE_WRITERS writers, default 4): a paros load of its own on the other core, sharing
+#            nothing with the measured cell but the machine;
 #   R        REPLICAS replicas, on CPU 1.
 #
-# ARMS="0 1 2" (say) runs other arms instead; `N+busy` is N replicas with CPU 1 kept busy.
+# ARMS="0 1 2" (say) runs other arms instead; `N+busy` is N replicas with CPU 1 kept busy by a
+# shell loop, `0+paros` as above. Default: "0 0+busy REPLICAS".
 # After SETTLE seconds, `perf stat` counts for WINDOW seconds the task clock of the three voters'
 # node threads and, apart, of their storage threads (a thread's own clock, in ns, not the
 # bench's 10 ms ticks). Records acknowledged in the window: the bench's records/s × WINDOW (the
@@ -43,6 +47,10 @@ run() { # arm replicas busy
   out=$(mktemp)
   if [ "$busy" = 1 ]; then
     taskset -c 1 sh -c 'while :; do :; done' & spinner=$!
+  elif [ "$busy" = paros ]; then
+    # Its arguments do not start with `bench --replicas`, so the measured bench is told apart.
+    taskset -c 1 "$bin" bench --writers "${SIDE_WRITERS:-4}" --journals "${SIDE_WRITERS:-4}" --replicas 0 \
+      --duration-s $((duration + 3)) --json > /dev/null 2>&1 & spinner=$!
   fi
   "$here/replicas-apart.sh" "$bin" "$r" --duration-s "$duration" "$@" > "$out" &
   apart=$!
@@ -55,7 +63,7 @@ run() { # arm replicas busy
   clock_ms "$(first_threads "$pid" 'paros-node-[0-9a-f]{4}')" "$out.nodes" & local c1=$!
   clock_ms "$(first_threads "$pid" 'paros-store-[0-9a-f]{3}')" "$out.stores" & local c2=$!
   wait "$c1" "$c2" "$apart"
-  [ -n "$spinner" ] && kill "$spinner"
+  if [ -n "$spinner" ]; then kill "$spinner" 2>/dev/null; wait "$spinner" 2>/dev/null; fi
   local rate nms sms
   rate=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["records_per_s"])' "$out")
   nms=$(cat "$out.nodes"); sms=$(cat "$out.stores")
@@ -69,6 +77,7 @@ for round in $(seq "$rounds"); do
   for arm in ${ARMS:-0 0+busy $replicas}; do
     case "$arm" in
       *+busy) run "$arm" "${arm%+busy}" 1 "$@" ;;
+      *+paros) run "$arm" "${arm%+paros}" paros "$@" ;;
       *) run "$arm" "$arm" 0 "$@" ;;
     esac
   done
