@@ -11,6 +11,11 @@ type Handler = dyn Fn(&str, &str, &str) -> (u16, String) + Send + Sync;
 /// Serves `handler(method, target, body) -> (status, body)`; returns the URL and the log of
 /// `method target body` lines.
 fn gateway(handler: Box<Handler>) -> (String, Arc<Mutex<Vec<String>>>) {
+    gateway_with(handler, "")
+}
+
+/// As [`gateway`], every answer carrying the header lines `extra` (each ending in `\r\n`).
+fn gateway_with(handler: Box<Handler>, extra: &'static str) -> (String, Arc<Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let log = Arc::new(Mutex::new(vec![]));
@@ -53,7 +58,7 @@ fn gateway(handler: Box<Handler>) -> (String, Arc<Mutex<Vec<String>>>) {
             let (status, answer) = handler(method, target, &body);
             let out = format!(
                 "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
-                 connection: close\r\n\r\n{answer}",
+                 {extra}connection: close\r\n\r\n{answer}",
                 answer.len()
             );
             let _ = s.write_all(out.as_bytes());
@@ -159,6 +164,20 @@ fn a_read_prints_positions_and_records_and_a_truncated_read_exits_3() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "2\thi\n3\tyo\n");
     assert_eq!(paros(&url, &["read", "orders", "--from", "0"]).status.code(), Some(3));
+}
+
+#[test]
+fn a_read_names_the_server_that_answered_on_stderr_when_the_gateway_does() {
+    let page = r#"{"from":0,"records":["aGk="],"view":{"leader":null,"first_seq":0,"next_seq":1}}"#;
+    let (url, _) = gateway_with(Box::new(move |_, _, _| (200, page.into())), "paros-served-by: 00c0ffee00c0ffee\r\n");
+    let out = paros(&url, &["read", "orders", "--from", "0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "0\thi\n", "stdout holds the records only");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("next 1 of [0, 1), served by 00c0ffee00c0ffee"), "{said}");
+    let (url, _) = gateway(Box::new(move |_, _, _| (200, page.into())));
+    let said = String::from_utf8_lossy(&paros(&url, &["read", "orders", "--from", "0"]).stderr).to_string();
+    assert!(said.contains("next 1 of [0, 1)") && !said.contains("served by"), "no header, no name: {said}");
 }
 
 #[test]

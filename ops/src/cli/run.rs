@@ -89,7 +89,8 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
                 None => Consistency::Linearizable { min_seq: None },
             };
             let mut query = ReadQuery { from: Seq(from), limit, max_bytes, wait_ms, consistency };
-            let mut answer = g.read(&journal, &query).await.map_err(|e| Failure::from_gateway(e, true))?;
+            let (mut answer, mut served_by) =
+                g.read_served(&journal, &query).await.map_err(|e| Failure::from_gateway(e, true))?;
             if let (ReadOutcome::Truncated(view), true) = (&answer, through_gaps) {
                 // One gap at most: the read below starts at the first retained position, which
                 // only a truncation racing this read can move again (then it exits 3).
@@ -98,7 +99,8 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
                     query.from, view.first_seq, view.first_seq
                 );
                 query.from = view.first_seq;
-                answer = g.read(&journal, &query).await.map_err(|e| Failure::from_gateway(e, true))?;
+                (answer, served_by) =
+                    g.read_served(&journal, &query).await.map_err(|e| Failure::from_gateway(e, true))?;
             }
             match answer {
                 ReadOutcome::Page(page) => {
@@ -106,8 +108,10 @@ pub async fn execute(verb: Verb, env: &dyn Fn(&str) -> Option<String>) -> Result
                         println!("{}", to_json(&page));
                     } else {
                         print_records(page.from.0, &page.records, base64);
+                        // The server that answered, as the gateway names it (a replica or a voter).
+                        let by = served_by.map(|s| format!(", served by {s}")).unwrap_or_default();
                         eprintln!(
-                            "next {} of [{}, {})",
+                            "next {} of [{}, {}){by}",
                             page.next_from().map_or(0, |s| s.0),
                             page.view.first_seq,
                             page.view.next_seq
