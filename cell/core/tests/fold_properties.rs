@@ -62,11 +62,10 @@ impl Model {
                 if seq < self.first_seq {
                     Outcome::Truncated(view)
                 } else if seq < self.next_seq {
-                    match self.writes.get(&seq) {
-                        Some((held, records)) if *held == Some(uuid) && *records == e.records => {
-                            Outcome::Duplicate { seq: e.seq, count: e.records.len() as u64, view }
-                        }
-                        _ => Outcome::Refused(view),
+                    if self.holds(uuid, seq, &e.records) {
+                        Outcome::Duplicate { seq: e.seq, count: e.records.len() as u64, view }
+                    } else {
+                        Outcome::Refused(view)
                     }
                 } else if Some(uuid) != self.leader || seq != self.next_seq || e.records.is_empty() {
                     Outcome::Refused(view)
@@ -99,6 +98,17 @@ impl Model {
             (WriterMode::Multi, Command::Control(Control::Truncate { leader: None, up_to })) => self.trim(up_to.0),
             (WriterMode::Multi, Command::Control(_)) => Outcome::WrongMode(view),
         }
+    }
+
+    /// Every position of `[seq, seq + records.len())` holds the same record, from a write of
+    /// `uuid` (the writes may be cut anywhere).
+    fn holds(&self, uuid: LeaderUuid, seq: u64, records: &[Bytes]) -> bool {
+        !records.is_empty()
+            && records.iter().zip(seq..).all(|(r, at)| {
+                self.writes.range(..=at).next_back().is_some_and(|(start, (held, rs))| {
+                    *held == Some(uuid) && rs.get((at - start) as usize) == Some(r)
+                })
+            })
     }
 
     fn append(&mut self, e: &Entry) -> Outcome {
@@ -431,10 +441,11 @@ proptest! {
         run(mode, &ops);
     }
 
-    /// `Duplicate` is answered for exactly the byte-identical retries at their own start that
-    /// are still retained — never for a mutated or shifted one that matches no write.
+    /// `Duplicate` is answered for the byte-identical retries at their own start that are still
+    /// retained, and for any range the same writer's records fill byte for byte — never for a
+    /// mutated or shifted one that the records written do not match.
     #[test]
-    fn duplicate_is_answered_only_for_byte_identical_retries_at_their_own_start(
+    fn duplicate_is_answered_only_where_the_writer_s_records_already_stand(
         ops in prop::collection::vec(
             prop_oneof![
                 3 => (1u8..3, records_strategy()).prop_map(|(uuid, records)| Op::Write { uuid, delta: 0, records }),
@@ -464,12 +475,14 @@ proptest! {
                 Outcome::Duplicate { seq, count, .. } => {
                     prop_assert_eq!(seq, e.seq);
                     prop_assert_eq!(count, e.records.len() as u64);
-                    let original = history.iter().find(|(s, _, _)| *s == e.seq);
-                    prop_assert_eq!(
-                        original,
-                        Some(&(e.seq, e.leader, e.records.clone())),
-                        "a duplicate names an accepted write byte for byte"
-                    );
+                    // Each of its positions holds its record, accepted from the same writer.
+                    for (r, at) in e.records.iter().zip(e.seq.0..) {
+                        let held = history.iter().rev().find(|(s, _, rs)| s.0 <= at && at < s.0 + rs.len() as u64);
+                        prop_assert!(
+                            held.is_some_and(|(s, l, rs)| *l == e.leader && rs[(at - s.0) as usize] == *r),
+                            "a duplicate names accepted records byte for byte, at {}", at
+                        );
+                    }
                     prop_assert!(e.seq >= before.first_seq);
                 }
                 _ => prop_assert!(

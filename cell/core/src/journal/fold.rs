@@ -18,7 +18,7 @@ struct Position {
 /// The journal state machine over a retained suffix of the log.
 ///
 /// Holds the [`JournalState`], the exact positions of the writes in the in-memory window
-/// ("which accepted write starts at this seq" for `Duplicate`, "which slot holds this position"
+/// ("which accepted writes hold these positions" for `Duplicate`, "which slot holds this position"
 /// for reads), the exact positions of the newest writes evicted from the window (as runs of
 /// evenly spaced writes, at most [`Anchoring::exact_writes`] runs: a read there reads only the
 /// slots it returns), and sparse
@@ -248,9 +248,9 @@ impl Fold {
                 // writes it can compare: `Refused` may stand where `Duplicate` is true.
                 return Judged { outcome: Outcome::Refused(view), blind: true };
             }
-            let identical = self.positions.starting_at(e.seq).is_some_and(|p| {
-                let held = entry_at(p.slot).expect("an indexed write's slot is retained");
-                held.leader == Some(uuid) && held.records == e.records
+            let identical = self.positions.holds(e.seq, &e.records, |slot| {
+                let held = entry_at(slot).expect("an indexed write's slot is retained");
+                (held.leader == Some(uuid)).then_some(held.records.as_slice())
             });
             return sighted(if identical {
                 Outcome::Duplicate { seq: e.seq, count: e.count(), view }
@@ -441,10 +441,27 @@ impl Positions {
         self.writes.push_back((seq, position));
     }
 
-    /// The write that starts exactly at `seq`.
-    fn starting_at(&self, seq: Seq) -> Option<&Position> {
-        let i = self.writes.binary_search_by_key(&seq, |(s, _)| *s).ok()?;
-        Some(&self.writes[i].1)
+    /// True when the window holds exactly `records` at `[seq, seq + records.len())`, each record
+    /// in a write whose records `held` gives (`None`: a write of another writer). The range
+    /// may start inside one write and span several: a batch written as part of a larger one,
+    /// or over several, is recognised as written (docs/decisions.md, "Duplicate by range").
+    fn holds<'a>(&self, seq: Seq, records: &[bytes::Bytes], held: impl Fn(Slot) -> Option<&'a [bytes::Bytes]>) -> bool {
+        let Some(first) = self.writes.partition_point(|(s, _)| *s <= seq).checked_sub(1) else { return false };
+        let (mut at, mut rest) = (seq, records);
+        for (start, p) in self.writes.range(first..) {
+            if rest.is_empty() {
+                break;
+            }
+            let Some(write) = held(p.slot) else { return false };
+            let from = at.0.checked_sub(start.0).and_then(|o| usize::try_from(o).ok());
+            let Some(from) = from.filter(|&o| o < write.len()) else { return false };
+            let n = (write.len() - from).min(rest.len());
+            if write[from..from + n] != rest[..n] {
+                return false;
+            }
+            (at, rest) = (at.plus(n as u64), &rest[n..]);
+        }
+        !records.is_empty() && rest.is_empty()
     }
 
     /// The last write starting at or below `seq`.
@@ -704,12 +721,20 @@ mod tests {
     }
 
     #[test]
-    fn a_retry_starting_inside_an_earlier_write_is_refused() {
+    fn a_retry_of_positions_the_writer_already_holds_is_a_duplicate_wherever_the_writes_were_cut() {
         let mut b = led_by_a_with_two_writes();
-        let v = b.view();
-        // The tail of the write at 0 is byte-identical to what 1..3 holds, but no write starts at 1.
-        assert_eq!(b.apply(w(u(0xa), 1, recs("x", 3)[1..].to_vec())), Outcome::Refused(v));
-        assert_eq!(b.apply(w(u(0xa), 4, recs("y", 2)[1..].to_vec())), Outcome::Refused(v));
+        let before = b.state();
+        let (x, y) = (recs("x", 3), recs("y", 2));
+        // A batch the door merged into one write, retried alone: inside, a prefix, a suffix.
+        assert_eq!(verdict_at(b.apply(w(u(0xa), 1, x[1..].to_vec()))), ("duplicate", Seq(1), 2));
+        assert_eq!(verdict_at(b.apply(w(u(0xa), 0, x[..2].to_vec()))), ("duplicate", Seq(0), 2));
+        assert_eq!(verdict_at(b.apply(w(u(0xa), 4, y[1..].to_vec()))), ("duplicate", Seq(4), 1));
+        // Batches written apart, retried as one: the range spans both writes.
+        let across: Vec<Bytes> = x[2..].iter().chain(&y).cloned().collect();
+        assert_eq!(verdict_at(b.apply(w(u(0xa), 2, across))), ("duplicate", Seq(2), 3));
+        let whole: Vec<Bytes> = x.iter().chain(&y).cloned().collect();
+        assert_eq!(verdict_at(b.apply(w(u(0xa), 0, whole))), ("duplicate", Seq(0), 5));
+        assert_eq!(b.state(), before);
     }
 
     #[test]
@@ -717,20 +742,32 @@ mod tests {
         let mut b = led_by_a_with_two_writes();
         let v = b.view();
         assert_eq!(b.apply(w(u(0xa), 0, recs("z", 3))), Outcome::Refused(v));
-        // A prefix of the batch, or the batch with one more record, is a different write too.
-        assert_eq!(b.apply(w(u(0xa), 0, recs("x", 2))), Outcome::Refused(v));
+        // The batch with one more record runs into the next write's different bytes, or past
+        // the tail: not written.
         assert_eq!(b.apply(w(u(0xa), 0, recs("x", 4))), Outcome::Refused(v));
+        let past: Vec<Bytes> = recs("y", 3);
+        assert_eq!(b.apply(w(u(0xa), 3, past)), Outcome::Refused(v));
+        // One record changed inside a range spanning two writes.
+        let mut across: Vec<Bytes> = recs("x", 3).into_iter().chain(recs("y", 2)).collect();
+        across[4] = Bytes::from("other");
+        assert_eq!(b.apply(w(u(0xa), 0, across)), Outcome::Refused(v));
         // The same bytes cut at other record boundaries are a different write.
         assert_eq!(b.apply(w(u(0xa), 3, vec![Bytes::from("y0y1")])), Outcome::Refused(v));
+        assert_eq!(b.apply(w(u(0xa), 3, vec![])), Outcome::Refused(v));
     }
 
     #[test]
     fn a_retry_under_another_uuid_is_refused() {
         let mut b = led_by_a_with_two_writes();
         assert!(matches!(b.apply(set_leader(u(0xb), Some(u(0xa)))), Outcome::Won(_)));
+        assert_eq!(verdict_at(b.apply(w(u(0xb), 5, recs("b", 2)))), ("accepted", Seq(5), 2));
         let v = b.view();
         // B leads now, and B's bytes equal A's write at 0, but A wrote it: not B's retry.
         assert_eq!(b.apply(w(u(0xb), 0, recs("x", 3))), Outcome::Refused(v));
+        // A range over A's last record and B's first is neither writer's alone.
+        let across: Vec<Bytes> = recs("y", 2)[1..].iter().chain(&recs("b", 1)).cloned().collect();
+        assert_eq!(b.apply(w(u(0xb), 4, across.clone())), Outcome::Refused(v));
+        assert_eq!(b.apply(w(u(0xa), 4, across)), Outcome::Refused(v));
     }
 
     #[test]

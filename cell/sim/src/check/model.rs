@@ -116,9 +116,16 @@ impl JournalModel {
         }
     }
 
-    fn batch_at(&self, start: u64) -> Option<&Batch> {
-        let i = self.batches.partition_point(|b| b.start < start);
-        self.batches.get(i).filter(|b| b.start == start)
+    /// True when every position of `[seq, seq + records.len())` holds the same record, accepted
+    /// from a batch `leader` wrote (however the batches were cut): the Duplicate rule.
+    fn holds(&self, leader: LeaderUuid, seq: u64, records: &[Bytes]) -> bool {
+        !records.is_empty()
+            && records.iter().zip(seq..).all(|(r, at)| {
+                let i = self.batches.partition_point(|b| b.start <= at);
+                i.checked_sub(1).and_then(|i| self.batches.get(i)).is_some_and(|b| {
+                    b.leader == Some(leader) && b.records.get((at - b.start) as usize) == Some(r)
+                })
+            })
     }
 
     /// The record at position `seq`, if one was ever accepted there.
@@ -205,7 +212,7 @@ impl JournalModel {
             return (Outcome::Truncated(view), None);
         }
         if seq < self.next {
-            let same = self.batch_at(seq).is_some_and(|b| b.leader == Some(leader) && b.records == records);
+            let same = self.holds(leader, seq, records);
             let o = if same { Outcome::Duplicate { seq: Seq(seq), count, view } } else { Outcome::Refused(view) };
             return (o, None);
         }
@@ -314,6 +321,22 @@ mod tests {
 
     fn linearizable_read(from: u64) -> OpInput {
         OpInput::Read { from, limit: 0, max_bytes: 0, wait_ticks: 0, consistency: Consistency::Linearizable }
+    }
+
+    #[test]
+    fn the_model_recognises_a_retry_of_any_range_the_writer_holds() {
+        let mut m = JournalModel::default();
+        let w = |seq, rs: &[&str]| OpInput::Write { leader: Some(u(1)), seq, records: recs(rs) };
+        assert!(matches!(m.apply(&OpInput::SetLeader { new: u(1), old: None }).0, Outcome::Won(_)));
+        assert!(matches!(m.apply(&w(0, &["a", "b"])).0, Outcome::Accepted { .. }));
+        assert!(matches!(m.apply(&w(2, &["c"])).0, Outcome::Accepted { .. }));
+        assert!(matches!(m.apply(&w(1, &["b", "c"])).0, Outcome::Duplicate { seq: Seq(1), count: 2, .. }));
+        assert!(matches!(m.apply(&w(0, &["a"])).0, Outcome::Duplicate { seq: Seq(0), count: 1, .. }));
+        assert!(matches!(m.apply(&w(1, &["b", "d"])).0, Outcome::Refused(_)), "one record differs");
+        assert!(matches!(m.apply(&w(2, &["c", "e"])).0, Outcome::Refused(_)), "runs past the tail");
+        assert!(matches!(m.apply(&OpInput::SetLeader { new: u(2), old: Some(u(1)) }).0, Outcome::Won(_)));
+        let other = OpInput::Write { leader: Some(u(2)), seq: 1, records: recs(&["b"]) };
+        assert!(matches!(m.apply(&other).0, Outcome::Refused(_)), "another writer's records");
     }
 
     #[test]
