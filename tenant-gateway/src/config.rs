@@ -38,6 +38,11 @@ pub struct GatewayConfig {
     /// The most lines one append session has read and not yet answered: it reads the next
     /// once the oldest is answered.
     pub session_in_flight_max: usize,
+    /// The most consecutive lines of one append session that travel to the cell as one Write,
+    /// when they are read together and fit one (same writer, consecutive positions, within
+    /// `write_records_max` and `write_bytes_max`). Each is still answered as its own Write:
+    /// docs/http-session.md. 1: every line is a Write of its own.
+    pub session_lines_per_write_max: usize,
     /// How long an append session waits for its next line, with none in flight, before it
     /// ends (`idle`).
     pub session_idle_timeout: Duration,
@@ -92,6 +97,7 @@ impl Default for GatewayConfig {
             tails_per_tenant_max: 64,
             sessions_per_tenant_max: 64,
             session_in_flight_max: 1024,
+            session_lines_per_write_max: 256,
             session_idle_timeout: Duration::from_secs(30),
             response_coalesce_bytes: 64 << 10,
             tls_handshakes_max: 256,

@@ -558,6 +558,9 @@ pub struct Metrics {
     /// Seat moves' durations, as this gateway saw them ([`MoveClock`]).
     move_durations: Histogram,
     moves: Mutex<MoveClock>,
+    /// Lines of append sessions sent to the cell, and the Writes they travelled in.
+    session_lines: Counter,
+    session_writes: Counter,
 }
 
 /// One (method, route, status)'s request counter and its (method, route)'s latency histogram.
@@ -612,6 +615,17 @@ impl Metrics {
             bytes.clone(),
         );
         registry.register("auth_refusals", "Requests refused 401, by reason", auth_refusals.clone());
+        let (session_lines, session_writes) = (Counter::default(), Counter::default());
+        registry.register(
+            "session_lines",
+            "Append-session lines the door admitted and sent to the cell",
+            session_lines.clone(),
+        );
+        registry.register(
+            "session_writes",
+            "Writes those lines travelled to the cell in (consecutive lines read together travel as one)",
+            session_writes.clone(),
+        );
         // Every reason is listed from the start, at 0, so a dashboard can rate it at once.
         for r in Refusal::ALL {
             let _ = auth_refusals.get_or_create(&RefusalLabels { reason: r.as_str() });
@@ -650,6 +664,8 @@ impl Metrics {
             seen,
             move_durations,
             moves: Mutex::default(),
+            session_lines,
+            session_writes,
         }
     }
 
@@ -744,6 +760,12 @@ impl Metrics {
             Traffic { records_read: records, bytes_read: bytes, ..Traffic::default() }
         };
         *total = total.plus(add);
+    }
+
+    /// Counts `lines` of an append session sent to the cell as one Write.
+    pub fn session_write(&self, lines: u64) {
+        self.session_lines.inc_by(lines);
+        self.session_writes.inc();
     }
 
     /// Counts records a Write put in a tenant's journal (accepted, not duplicates).

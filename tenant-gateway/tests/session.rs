@@ -218,3 +218,81 @@ async fn the_rust_client_speaks_http2_and_writes_on_one_session() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// A counter from `/metrics`, 0 when absent.
+async fn counter(r: &axum::Router, name: &str) -> f64 {
+    let (_, _, text) = raw(r, "GET", "/metrics", None, None, vec![]).await;
+    let text = String::from_utf8(text).unwrap();
+    let series = format!("{name} ");
+    text.lines().find_map(|l| l.strip_prefix(series.as_str())).map_or(0.0, |v| v.parse().unwrap())
+}
+
+/// The lines of a body that arrive together travel to the cell as few Writes as the write limits
+/// allow (16 records in the test config), and each is answered as its own Write would be: its own
+/// positions, the view just after it. A line re-sent alone, or lines re-sent across two of those
+/// Writes, are duplicates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lines_read_together_travel_as_one_write_and_each_is_answered_as_its_own() {
+    let w = world().await;
+    let owner = claimed(&w.router, "sess-merge").await;
+    let (s, got) = session(&w.router, &owner, &lines(A, 0, 40)).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(got.len(), 41, "{got:?}");
+    for (i, a) in got[..40].iter().enumerate() {
+        let b = &a["body"];
+        assert_eq!((a["status"].as_u64(), b["outcome"].as_str()), (Some(200), Some("accepted")), "line {i}: {a}");
+        assert_eq!((b["seq"].as_u64(), b["count"].as_u64()), (Some(i as u64), Some(1)), "line {i}: {a}");
+        assert_eq!(b["view"]["next_seq"], i + 1, "the view just after line {i}: {a}");
+        assert_eq!(b["view"]["leader"], A);
+    }
+    assert_eq!(counter(&w.router, "paros_gateway_session_lines_total").await, 40.0);
+    assert_eq!(counter(&w.router, "paros_gateway_session_writes_total").await, 3.0, "16 + 16 + 8 records");
+
+    // Retried alone: line 20 was written inside the second Write.
+    let (s, a) =
+        call(&w.router, "POST", "/v1/journals/s/records", Some(&owner), Some(lines(A, 20, 1)[0].clone())).await;
+    assert_eq!(
+        (s, a["outcome"].as_str(), a["seq"].as_u64(), a["count"].as_u64()),
+        (StatusCode::OK, Some("duplicate"), Some(20), Some(1))
+    );
+    // Lines 15 and 16 re-sent as one batch, across the first two Writes.
+    let across = json!({"leader": A, "seq": 15, "records": [b64("r15"), b64("r16")]});
+    let (s, a) = call(&w.router, "POST", "/v1/journals/s/records", Some(&owner), Some(across)).await;
+    assert_eq!((s, a["outcome"].as_str(), a["count"].as_u64()), (StatusCode::OK, Some("duplicate"), Some(2)), "{a}");
+    let changed = json!({"leader": A, "seq": 15, "records": [b64("r15"), b64("changed")]});
+    let (s, a) = call(&w.router, "POST", "/v1/journals/s/records", Some(&owner), Some(changed)).await;
+    assert_eq!((s, a["code"].as_str()), (StatusCode::CONFLICT, Some("refused")), "{a}");
+
+    // With one line a Write, as configured: as many Writes as lines.
+    let one = paros_gateway::GatewayConfig { session_lines_per_write_max: 1, ..test_config() };
+    let w = world_with(one).await;
+    let owner = claimed(&w.router, "sess-one").await;
+    let (_, got) = session(&w.router, &owner, &lines(A, 0, 10)).await;
+    assert_eq!(got.len(), 11, "{got:?}");
+    assert_eq!(counter(&w.router, "paros_gateway_session_writes_total").await, 10.0);
+}
+
+/// A Write of several lines that the cell does not accept whole is judged line by line, in order:
+/// here the first two lines are retries of written records and the rest are new.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_of_lines_the_cell_refuses_whole_is_judged_line_by_line() {
+    let w = world().await;
+    let owner = claimed(&w.router, "sess-split").await;
+    let (_, got) = session(&w.router, &owner, &lines(A, 0, 5)).await;
+    assert_eq!(got.len(), 6);
+    let (s, got) = session(&w.router, &owner, &lines(A, 3, 7)).await;
+    assert_eq!(s, StatusCode::OK);
+    let outcomes: Vec<(Option<&str>, Option<u64>)> =
+        got[..7].iter().map(|a| (a["body"]["outcome"].as_str(), a["body"]["seq"].as_u64())).collect();
+    let want: Vec<(Option<&str>, Option<u64>)> = [("duplicate", 3), ("duplicate", 4)]
+        .into_iter()
+        .chain((5..10).map(|i| ("accepted", i)))
+        .map(|(o, s)| (Some(o), Some(s)))
+        .collect();
+    assert_eq!(outcomes, want, "{got:?}");
+    assert_eq!(got[7]["end"]["code"], "closed");
+    // The seven lines went to the cell as one Write first (then each alone).
+    assert_eq!(counter(&w.router, "paros_gateway_session_writes_total").await, 2.0);
+    let (_, view) = call(&w.router, "GET", "/v1/journals/s", Some(&owner), None).await;
+    assert_eq!(view["view"]["next_seq"], 10);
+}

@@ -105,9 +105,10 @@ impl Model {
     fn holds(&self, uuid: LeaderUuid, seq: u64, records: &[Bytes]) -> bool {
         !records.is_empty()
             && records.iter().zip(seq..).all(|(r, at)| {
-                self.writes.range(..=at).next_back().is_some_and(|(start, (held, rs))| {
-                    *held == Some(uuid) && rs.get((at - start) as usize) == Some(r)
-                })
+                self.writes
+                    .range(..=at)
+                    .next_back()
+                    .is_some_and(|(start, (held, rs))| *held == Some(uuid) && rs.get((at - start) as usize) == Some(r))
             })
     }
 

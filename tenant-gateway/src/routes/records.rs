@@ -218,6 +218,88 @@ impl Judged {
     }
 }
 
+impl Admitted {
+    pub(crate) fn records_len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Whether `next` can travel in one Write after `self` (and the lines merged into it,
+    /// `lines` in all, `records` and `bytes` together): the same writer at the next position
+    /// (or both unfenced), within the write limits and `lines_max`.
+    pub(crate) fn takes(
+        &self,
+        next: &Admitted,
+        (lines, records, bytes): (usize, usize, u64),
+        cfg: &crate::GatewayConfig,
+    ) -> bool {
+        let end = self.seq.plus(records as u64);
+        let fits = lines < cfg.session_lines_per_write_max
+            && (records + next.records.len()) as u64 <= u64::from(cfg.write_records_max)
+            && bytes + next.bytes <= cfg.write_bytes_max;
+        fits && next.leader == self.leader && (self.leader.is_none() || next.seq == end)
+    }
+}
+
+/// Consecutive lines of an append session (each admitted, in order, each [`Admitted::takes`]
+/// the next) sent to the cell as one Write, and one answer a line: what the Write route would
+/// have answered each, had they been sent apart and applied one after another.
+/// - `accepted` or `duplicate` for the whole is that for each line, at its own positions (an
+///   accepted line's view ends at its own last record, as it would alone);
+/// - any other verdict is judged line by line: each is sent alone, in order (a retry of
+///   positions already written answers `duplicate` by range, docs/decisions.md);
+/// - no verdict (ambiguous, unavailable) is the same answer for every line.
+pub(crate) async fn send_lines(
+    g: &Gateway,
+    tenant: TenantId,
+    name: &JournalName,
+    key: JournalKey,
+    mut lines: Vec<Admitted>,
+) -> Vec<ApiResult<WriteAnswer>> {
+    if lines.len() == 1 {
+        let line = lines.pop().expect("one line");
+        return vec![send_write(g, tenant, name, key, line).await];
+    }
+    let (leader, seq) = (lines[0].leader, lines[0].seq);
+    let records: Vec<Bytes> = lines.iter().flat_map(|l| l.records.iter().cloned()).collect();
+    let total = records.len() as u64;
+    let (outcome, at, view) = match g.call(tenant, name, key, Call::Write { leader, seq, records }).await {
+        Ok(Ok(Decided::Verdict(Outcome::Accepted { seq, count, view }))) if count == total => {
+            (WriteVerdict::Accepted, seq, view)
+        }
+        Ok(Ok(Decided::Verdict(Outcome::Duplicate { seq, count, view }))) if count == total => {
+            (WriteVerdict::Duplicate, seq, view)
+        }
+        Ok(Ok(Decided::Verdict(_) | Decided::TooLarge(_))) => {
+            let mut answers = Vec::with_capacity(lines.len());
+            for line in lines {
+                answers.push(send_write(g, tenant, name, key, line).await);
+            }
+            return answers;
+        }
+        Ok(other) => return vec![Err(undecided(g, other)); lines.len()],
+        Err(e) => return vec![Err(e); lines.len()],
+    };
+    let mut next = at;
+    lines
+        .into_iter()
+        .map(|line| {
+            let (seq, count) = (next, line.records.len() as u64);
+            next = seq.plus(count);
+            let view = if outcome == WriteVerdict::Accepted {
+                g.inner.metrics.written(tenant, count, line.bytes);
+                JournalView { next_seq: next, ..view }
+            } else {
+                view
+            };
+            Ok(WriteAnswer { outcome, seq, count, view })
+        })
+        .collect()
+}
+
 /// An admitted Write sent to the cell, and its verdict as the route answers it.
 pub(crate) async fn send_write(
     g: &Gateway,

@@ -16,8 +16,8 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
-use futures_util::StreamExt as _;
 use futures_util::stream::FuturesOrdered;
+use futures_util::{FutureExt as _, StreamExt as _};
 use paros_api::{
     ErrorCode, JournalName, SESSION_CONTENT_TYPE, Scope, SessionEnd, SessionEndCode, SessionLine, WriteAnswer,
     WriteRequest,
@@ -29,7 +29,7 @@ use paros_registry::daemon::Followed;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use super::records::{DoorRefusal, judge_write, send_write};
+use super::records::{Admitted, DoorRefusal, judge_write, send_lines};
 use crate::access::{named_journal, quotas_in};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -90,7 +90,32 @@ pub(crate) async fn session(
     Ok((StatusCode::OK, content_type, Body::from_stream(stream)).into_response())
 }
 
-type Answering = Pin<Box<dyn Future<Output = ApiResult<WriteAnswer>> + Send>>;
+/// The answers of consecutive lines, in order: one Write (several lines the cell takes as one,
+/// [`send_lines`]) or one line the door refused.
+type Answering = Pin<Box<dyn Future<Output = Vec<ApiResult<WriteAnswer>>> + Send>>;
+
+/// Lines admitted together, to travel as one Write: the lines, and their records and bytes.
+#[derive(Default)]
+struct Group {
+    lines: Vec<Admitted>,
+    records: usize,
+    bytes: u64,
+}
+
+impl Group {
+    /// Adds `line` if it travels with the lines held; else hands it back.
+    fn take(&mut self, line: Admitted, cfg: &crate::GatewayConfig) -> Result<(), Admitted> {
+        if let Some(first) = self.lines.first()
+            && !first.takes(&line, (self.lines.len(), self.records, self.bytes), cfg)
+        {
+            return Err(line);
+        }
+        self.records += line.records_len();
+        self.bytes += line.bytes();
+        self.lines.push(line);
+        Ok(())
+    }
+}
 
 struct Session {
     g: Gateway,
@@ -112,6 +137,8 @@ impl Session {
         let cfg = self.g.inner.config;
         let mut lines = Lines::new(body, usize::try_from(cfg.body_limit_bytes).unwrap_or(usize::MAX));
         let mut in_flight: FuturesOrdered<Answering> = FuturesOrdered::new();
+        // Lines read and not yet answered (`in_flight` holds them in groups).
+        let mut unanswered = 0usize;
         let mut answered = 0u64;
         // Why no further line is read; the first refusal answered, which names the end.
         let mut end: Option<(SessionEndCode, String)> = None;
@@ -120,46 +147,54 @@ impl Session {
         let mut idle_since = Instant::now();
         let idle = tokio::time::sleep_until(idle_since + cfg.session_idle_timeout);
         tokio::pin!(idle);
+        let room = cfg.session_in_flight_max.max(1);
         loop {
             if end.is_some() && in_flight.is_empty() {
                 break;
             }
-            let reading = end.is_none() && in_flight.len() < cfg.session_in_flight_max.max(1);
+            let reading = end.is_none() && unanswered < room;
             tokio::select! {
                 biased;
-                Some(answer) = in_flight.next(), if !in_flight.is_empty() => {
-                    let (line, refused) = answer_line(answer);
-                    if out.send(line).await.is_err() {
-                        return; // the caller hung up: nothing left to tell
-                    }
-                    answered += 1;
-                    if let Some(e) = refused.filter(|_| first_refusal.is_none()) {
-                        first_refusal = Some(refused_at(answered - 1, &e));
-                        end.get_or_insert((SessionEndCode::Refused, String::new()));
+                Some(answers) = in_flight.next(), if !in_flight.is_empty() => {
+                    unanswered -= answers.len();
+                    for answer in answers {
+                        let (line, refused) = answer_line(answer);
+                        if out.send(line).await.is_err() {
+                            return; // the caller hung up: nothing left to tell
+                        }
+                        answered += 1;
+                        if let Some(e) = refused.filter(|_| first_refusal.is_none()) {
+                            first_refusal = Some(refused_at(answered - 1, &e));
+                            end.get_or_insert((SessionEndCode::Refused, String::new()));
+                        }
                     }
                     idle_since = tokio::time::Instant::now();
                 }
                 next = lines.next(), if reading => {
                     idle_since = Instant::now();
-                    match next {
-                        Some(Ok(line)) => match self.admit(&line, idle_since.into_std()) {
-                            Ok(write) => in_flight.push_back(write),
-                            Err(refusal) => {
-                                end = Some((SessionEndCode::Refused, String::new()));
+                    // The lines already read with this one travel together: a group is sent
+                    // when no further line is ready, one does not fit, or one is refused.
+                    let mut group = Group::default();
+                    let mut next = Some(next);
+                    while let Some(read) = next.take() {
+                        match self.read(read, &mut end) {
+                            Ok(line) => {
+                                if let Err(line) = group.take(line, &cfg) {
+                                    unanswered += self.send(&mut in_flight, std::mem::take(&mut group));
+                                    group.take(line, &cfg).unwrap_or_else(|_| unreachable!("a group takes its first line"));
+                                }
+                            }
+                            Err(Some(refusal)) => {
+                                unanswered += self.send(&mut in_flight, std::mem::take(&mut group)) + 1;
                                 in_flight.push_back(refusal);
                             }
-                        },
-                        Some(Err(e)) => {
-                            let e = match e {
-                                LineError::TooLong => ApiError::new(ErrorCode::TooLarge, format!(
-                                    "a line is over {} bytes", cfg.body_limit_bytes)).with_limits(cfg.limits()),
-                                LineError::Read(e) => ApiError::malformed(format!("reading the body: {e}")),
-                            };
-                            end = Some((SessionEndCode::Refused, String::new()));
-                            in_flight.push_back(Box::pin(std::future::ready(Err(e))));
+                            Err(None) => {}
                         }
-                        None => end = Some((SessionEndCode::Closed, "the request body ended".into())),
+                        if end.is_none() && unanswered + group.lines.len() < room {
+                            next = lines.next().now_or_never();
+                        }
                     }
+                    unanswered += self.send(&mut in_flight, group);
                 }
                 () = &mut idle, if reading && in_flight.is_empty() => {
                     let idle_at = idle_since + cfg.session_idle_timeout;
@@ -191,13 +226,58 @@ impl Session {
         self.quotas
     }
 
+    /// One read from the body: an admitted line; a refusal to answer in its place (which ends
+    /// the reading); or nothing (the body ended, which ends the reading too).
+    fn read(
+        &mut self,
+        read: Option<Result<Bytes, LineError>>,
+        end: &mut Option<(SessionEndCode, String)>,
+    ) -> Result<Admitted, Option<Answering>> {
+        let refused = |e: ApiError| -> Answering { Box::pin(std::future::ready(vec![Err(e)])) };
+        let cfg = self.g.inner.config;
+        match read {
+            Some(Ok(line)) => self.admit(&line, Instant::now().into_std()).map_err(|refusal| {
+                *end = Some((SessionEndCode::Refused, String::new()));
+                Some(refusal)
+            }),
+            Some(Err(e)) => {
+                let e = match e {
+                    LineError::TooLong => {
+                        ApiError::new(ErrorCode::TooLarge, format!("a line is over {} bytes", cfg.body_limit_bytes))
+                            .with_limits(cfg.limits())
+                    }
+                    LineError::Read(e) => ApiError::malformed(format!("reading the body: {e}")),
+                };
+                *end = Some((SessionEndCode::Refused, String::new()));
+                Err(Some(refused(e)))
+            }
+            None => {
+                *end = Some((SessionEndCode::Closed, "the request body ended".into()));
+                Err(None)
+            }
+        }
+    }
+
+    /// Sends `group` (if it holds a line) to the cell; the lines sent.
+    fn send(&self, in_flight: &mut FuturesOrdered<Answering>, group: Group) -> usize {
+        let n = group.lines.len();
+        if n > 0 {
+            let g = self.g.clone();
+            g.inner.metrics.session_write(n as u64);
+            let (tenant, name, key) = (self.tenant, Arc::clone(&self.name), self.key);
+            in_flight.push_back(Box::pin(async move { send_lines(&g, tenant, &name, key, group.lines).await }));
+        }
+        n
+    }
+
     /// What the door judges of one line as it is read, in the Write route's order (the quotas
     /// first, then the body), so that a line refused here ends the session before another is
-    /// read; the future that answers it. The line is parsed before the quotas are taken, so that
-    /// both buckets and the charge of its bytes take one lock, and judged after: a 429 still
-    /// wins over a 400, and a line refused for a quota charges nothing.
-    fn admit(&mut self, line: &[u8], now: std::time::Instant) -> Result<Answering, Answering> {
-        let refuse = |e: ApiError| -> Answering { Box::pin(std::future::ready(Err(e))) };
+    /// read; the line admitted, or the future that answers its refusal. The line is parsed
+    /// before the quotas are taken, so that both buckets and the charge of its bytes take one
+    /// lock, and judged after: a 429 still wins over a 400, and a line refused for a quota
+    /// charges nothing.
+    fn admit(&mut self, line: &[u8], now: std::time::Instant) -> Result<Admitted, Answering> {
+        let refuse = |e: ApiError| -> Answering { Box::pin(std::future::ready(vec![Err(e)])) };
         let judged = serde_json::from_slice::<WriteRequest>(line)
             .map_err(|e| DoorRefusal::Malformed(ApiError::malformed(format!("bad line: {e}"))))
             .and_then(|req| judge_write(self.mode, req));
@@ -209,12 +289,10 @@ impl Session {
             }
             Err(Over::Bytes(wait)) => return Err(refuse(ApiError::over_quota("over the tenant's bytes/s", wait))),
         }
-        let g = self.g.clone();
-        let (tenant, name, key) = (self.tenant, Arc::clone(&self.name), self.key);
-        match judged.and_then(|j| j.admit(&g)) {
-            Ok(admitted) => Ok(Box::pin(async move { send_write(&g, tenant, &name, key, admitted).await })),
-            Err(refusal) => Err(Box::pin(async move { Err(refusal.answer(&g, key).await) })),
-        }
+        let (g, key) = (self.g.clone(), self.key);
+        judged
+            .and_then(|j| j.admit(&g))
+            .map_err(|refusal| -> Answering { Box::pin(async move { vec![Err(refusal.answer(&g, key).await)] }) })
     }
 }
 

@@ -122,9 +122,9 @@ impl JournalModel {
         !records.is_empty()
             && records.iter().zip(seq..).all(|(r, at)| {
                 let i = self.batches.partition_point(|b| b.start <= at);
-                i.checked_sub(1).and_then(|i| self.batches.get(i)).is_some_and(|b| {
-                    b.leader == Some(leader) && b.records.get((at - b.start) as usize) == Some(r)
-                })
+                i.checked_sub(1)
+                    .and_then(|i| self.batches.get(i))
+                    .is_some_and(|b| b.leader == Some(leader) && b.records.get((at - b.start) as usize) == Some(r))
             })
     }
 
