@@ -7,7 +7,8 @@
 #        debug info, profile.release debug = 1, names the symbols)
 # env:   BENCH_ARGS="--session" (more `paros bench` flags, e.g. --session, --http1, --in-flight N);
 #        TOP=n symbols shown (40); CALLGRAPH=dwarf for whole stacks (large, slow; default fp);
-#        KEEP=1 keeps the temporary directory with perf.data (else it is deleted).
+#        KEEP=1 keeps the temporary directory with perf.data (else it is deleted);
+#        DEV_ARGS="--replicas 0" (more `paros dev` flags).
 # Needs perf (/usr/bin/perf) and the right to profile the process (root, or
 # kernel.perf_event_paranoid <= 1).
 set -euo pipefail
@@ -15,7 +16,7 @@ BIN=$(realpath "$1"); W=${2:-64}; S=${3:-10}; TOP=${TOP:-40}; CALLGRAPH=${CALLGR
 D=$(mktemp -d /tmp/door-profile-XXXXXX)
 cleanup() { [ "${KEEP:-0}" = 1 ] && echo "kept $D" >&2 || rm -rf "$D"; }
 trap cleanup EXIT
-"$BIN" dev --listen 127.0.0.1:0 --data-dir "$D/data" --quota-requests-per-s 1000000 > "$D/dev.out" 2>/dev/null &
+"$BIN" dev --listen 127.0.0.1:0 --data-dir "$D/data" --quota-requests-per-s 1000000 ${DEV_ARGS:-} > "$D/dev.out" 2>/dev/null &
 DEV=$!
 for _ in $(seq 100); do grep -q "serving http" "$D/dev.out" 2>/dev/null && break; sleep 0.1; done
 URL=$(grep -o 'http://[0-9.:]*' "$D/dev.out" | head -1)

@@ -244,45 +244,71 @@ impl Admitted {
     }
 }
 
+/// A group of lines' place among the groups of one append session: the end of the group sent
+/// before it (whether that group was judged line by line), and its own end, for the next.
+pub(crate) struct Turn {
+    pub(crate) after: Option<tokio::sync::oneshot::Receiver<bool>>,
+    pub(crate) done: tokio::sync::oneshot::Sender<bool>,
+}
+
 /// Consecutive lines of an append session (each admitted, in order, each [`Admitted::takes`]
 /// the next) sent to the cell as one Write, and one answer a line: what the Write route would
 /// have answered each, had they been sent apart and applied one after another.
 /// - `accepted` or `duplicate` for the whole is that for each line, at its own positions (an
 ///   accepted line's view ends at its own last record, as it would alone);
-/// - any other verdict is judged line by line: each is sent alone, in order (a retry of
-///   positions already written answers `duplicate` by range, docs/decisions.md);
+/// - any other verdict is judged line by line: once the group before has ended, each line is
+///   sent alone, in order (a retry of positions already written answers `duplicate` by range,
+///   docs/decisions.md). A lone line's verdict stands, unless the group before was judged line
+///   by line: it may have been refused only because it overtook those lines, so it is sent
+///   again after them. Re-sending is safe: a verdict other than `accepted` wrote nothing;
 /// - no verdict (ambiguous, unavailable) is the same answer for every line.
 pub(crate) async fn send_lines(
     g: &Gateway,
     tenant: TenantId,
     name: &JournalName,
     key: JournalKey,
-    mut lines: Vec<Admitted>,
+    lines: Vec<Admitted>,
+    turn: Turn,
 ) -> Vec<ApiResult<WriteAnswer>> {
-    if lines.len() == 1 {
-        let line = lines.pop().expect("one line");
-        return vec![send_write(g, tenant, name, key, line).await];
-    }
+    let Turn { after, done } = turn;
     let (leader, seq) = (lines[0].leader, lines[0].seq);
     let records: Vec<Bytes> = lines.iter().flat_map(|l| l.records.iter().cloned()).collect();
     let total = records.len() as u64;
-    let (outcome, at, view) = match g.call(tenant, name, key, Call::Write { leader, seq, records }).await {
+    let decided = g.call(tenant, name, key, Call::Write { leader, seq, records }).await;
+    let (outcome, at, view) = match decided {
         Ok(Ok(Decided::Verdict(Outcome::Accepted { seq, count, view }))) if count == total => {
             (WriteVerdict::Accepted, seq, view)
         }
         Ok(Ok(Decided::Verdict(Outcome::Duplicate { seq, count, view }))) if count == total => {
             (WriteVerdict::Duplicate, seq, view)
         }
-        Ok(Ok(Decided::Verdict(_) | Decided::TooLarge(_))) => {
+        Ok(Ok(decided @ (Decided::Verdict(_) | Decided::TooLarge(_)))) => {
+            let before_split = match after {
+                Some(after) => after.await.unwrap_or(false),
+                None => false,
+            };
+            if lines.len() == 1 && !before_split {
+                let answer = write_answer(g, tenant, key, Ok(decided), lines[0].bytes).await;
+                let _ = done.send(false);
+                return vec![answer];
+            }
             let mut answers = Vec::with_capacity(lines.len());
             for line in lines {
                 answers.push(send_write(g, tenant, name, key, line).await);
             }
+            let _ = done.send(true);
             return answers;
         }
-        Ok(other) => return vec![Err(undecided(g, other)); lines.len()],
-        Err(e) => return vec![Err(e); lines.len()],
+        Ok(other) => {
+            let _ = done.send(false);
+            return vec![Err(undecided(g, other)); lines.len()];
+        }
+        Err(e) => {
+            let _ = done.send(false);
+            return vec![Err(e); lines.len()];
+        }
     };
+    let _ = done.send(false);
     let mut next = at;
     lines
         .into_iter()
@@ -310,6 +336,17 @@ pub(crate) async fn send_write(
 ) -> ApiResult<WriteAnswer> {
     let Admitted { leader, seq, records, bytes } = admitted;
     let decided = g.call(tenant, name, key, Call::Write { leader, seq, records }).await?;
+    write_answer(g, tenant, key, decided, bytes).await
+}
+
+/// A Write's verdict as the route answers it (`bytes`: the write's, counted when accepted).
+async fn write_answer(
+    g: &Gateway,
+    tenant: TenantId,
+    key: JournalKey,
+    decided: Result<Decided, AnswerError>,
+    bytes: u64,
+) -> ApiResult<WriteAnswer> {
     let (outcome, at, count, view) = match decided {
         Ok(Decided::Verdict(Outcome::Accepted { seq, count, view })) => (WriteVerdict::Accepted, seq, count, view),
         Ok(Decided::Verdict(Outcome::Duplicate { seq, count, view })) => (WriteVerdict::Duplicate, seq, count, view),

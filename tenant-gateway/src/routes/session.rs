@@ -26,10 +26,10 @@ use paros_core::journal::WriterMode;
 use paros_core::{JournalKey, TenantId};
 use paros_registry::Quotas;
 use paros_registry::daemon::Followed;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
-use super::records::{Admitted, DoorRefusal, judge_write, send_lines};
+use super::records::{Admitted, DoorRefusal, Turn, judge_write, send_lines};
 use crate::access::{named_journal, quotas_in};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -77,6 +77,7 @@ pub(crate) async fn session(
         mode,
         directory,
         quotas,
+        last_group: None,
         _slot: slot,
     };
     tokio::spawn(session.run(body.into_data_stream(), out));
@@ -128,6 +129,8 @@ struct Session {
     /// The directory `quotas` were read from, to notice when it changes.
     directory: watch::Receiver<Followed>,
     quotas: Quotas,
+    /// The end of the group of lines sent last ([`Turn`]).
+    last_group: Option<oneshot::Receiver<bool>>,
     /// Held until the session's task ends.
     _slot: TailSlot,
 }
@@ -258,14 +261,17 @@ impl Session {
         }
     }
 
-    /// Sends `group` (if it holds a line) to the cell; the lines sent.
-    fn send(&self, in_flight: &mut FuturesOrdered<Answering>, group: Group) -> usize {
+    /// Sends `group` (if it holds a line) to the cell, after the group sent last; the lines
+    /// sent.
+    fn send(&mut self, in_flight: &mut FuturesOrdered<Answering>, group: Group) -> usize {
         let n = group.lines.len();
         if n > 0 {
             let g = self.g.clone();
             g.inner.metrics.session_write(n as u64);
+            let (done, next) = oneshot::channel();
+            let turn = Turn { after: self.last_group.replace(next), done };
             let (tenant, name, key) = (self.tenant, Arc::clone(&self.name), self.key);
-            in_flight.push_back(Box::pin(async move { send_lines(&g, tenant, &name, key, group.lines).await }));
+            in_flight.push_back(Box::pin(async move { send_lines(&g, tenant, &name, key, group.lines, turn).await }));
         }
         n
     }
