@@ -104,6 +104,10 @@ struct Group {
 }
 
 impl Group {
+    fn of(line: Admitted) -> Group {
+        Group { records: line.records_len(), bytes: line.bytes(), lines: vec![line] }
+    }
+
     /// Adds `line` if it travels with the lines held; else hands it back.
     fn take(&mut self, line: Admitted, cfg: &crate::GatewayConfig) -> Result<(), Admitted> {
         if let Some(first) = self.lines.first()
@@ -183,8 +187,8 @@ impl Session {
                         match self.read(read, &mut end) {
                             Ok(line) => {
                                 if let Err(line) = group.take(line, &cfg) {
-                                    unanswered += self.send(&mut in_flight, std::mem::take(&mut group));
-                                    group.take(line, &cfg).unwrap_or_else(|_| unreachable!("a group takes its first line"));
+                                    let full = std::mem::replace(&mut group, Group::of(line));
+                                    unanswered += self.send(&mut in_flight, full);
                                 }
                             }
                             Err(Some(refusal)) => {
