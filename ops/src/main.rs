@@ -73,6 +73,9 @@ The report (--json prints it as one JSON object; without --json, as text):
                               with --idle-journals: memory per idle journal (all nodes), their
                               placement time, and the journals asleep when memory was read
   over_quota_retries          over HTTP: writes the gateway answered 429 (each waited Retry-After)
+  session_lines_per_write     over HTTP with --session: the lines the gateway's sessions sent to the
+                              cell per Write they travelled in (consecutive lines read together
+                              travel as one), from its /metrics; null otherwise
 With --readers R (absent without):
   readers, consistency        R, and --consistency (at_least or linearizable)
   reads, read_records, reads_per_s, read_limit
@@ -612,6 +615,9 @@ fn print_report(r: &bench::Report, json: bool) {
         println!("  creating+claiming {:>12.3} s ({} journals created)", r.placement_s, r.journals_created);
         println!("  429 over_quota    {:>12}", r.over_quota_retries);
         println!("  client CPU/record {:>12.1} µs (this process: the writers, HTTP, JSON)", r.cpu_us_per_record);
+        if let Some(n) = r.session_lines_per_write {
+            println!("  lines per Write   {n:>12.1} (the gateway's sessions: lines read together travel as one)");
+        }
     }
     if !r.target_cpu_split.is_empty() {
         let split: Vec<String> = r.target_cpu_split.iter().map(|(role, us)| format!("{role} {us:.1}")).collect();

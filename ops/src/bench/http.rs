@@ -100,13 +100,13 @@ pub(super) async fn run_http(args: BenchArgs, url: &str) -> Result<Report, Bench
         .map_err(|e| BenchError::Args(e.to_string()))?;
     let journals = claim_all(&client, names, &shared, args.in_flight).await?;
     let placement_s = started.elapsed().as_secs_f64();
-    let cpu_before = thread_cpu(&metrics).await;
+    let before = gateway_metrics(&metrics).await;
     let own_before = cpu_s();
     // The gateway does not say which server answered a read: no voters to tell replicas by.
     let readers = ReadSetup { client: client.clone(), voters: None };
     let (elapsed, reads) = drive(&journals, &args, &shared, Some(readers)).await?;
     let own_spent = cpu_s() - own_before;
-    let cpu_after = thread_cpu(&metrics).await;
+    let after = gateway_metrics(&metrics).await;
     let verified = verify(&client, &journals, &shared, args.record_bytes).await?;
     let mut report = report(&args, &shared, elapsed, verified);
     report.reads = reads;
@@ -118,7 +118,15 @@ pub(super) async fn run_http(args: BenchArgs, url: &str) -> Result<Report, Bench
     if report.acked_records > 0 {
         report.cpu_us_per_record = own_spent * 1e6 / report.acked_records as f64;
     }
-    if let (Some(before), Some(after)) = (cpu_before, cpu_after)
+    if let (Some(before), Some(after)) = (&before, &after) {
+        let (lines, writes) = (
+            counter(after, SESSION_LINES) - counter(before, SESSION_LINES),
+            counter(after, SESSION_WRITES) - counter(before, SESSION_WRITES),
+        );
+        report.session_lines_per_write = (writes > 0.0).then(|| lines / writes);
+    }
+    let cpu = |text: &Option<String>| text.as_deref().map(thread_cpu_series).filter(|roles| !roles.is_empty());
+    if let (Some(before), Some(after)) = (cpu(&before), cpu(&after))
         && report.acked_records > 0
     {
         let per_record = |s: f64| s * 1e6 / report.acked_records as f64;
@@ -133,12 +141,19 @@ pub(super) async fn run_http(args: BenchArgs, url: &str) -> Result<Report, Bench
 /// The series the gateway's process counts its CPU in, by thread role.
 const THREAD_CPU: &str = "paros_gateway_thread_cpu_seconds_total{role=\"";
 
-/// The gateway process's CPU seconds so far by thread role, from its `/metrics`; `None` when
-/// it cannot be read or has no such series (an older gateway).
-async fn thread_cpu(gateway: &GatewayClient) -> Option<Vec<(String, f64)>> {
+/// The series the gateway counts its sessions' lines in, and the Writes they travelled in.
+const SESSION_LINES: &str = "paros_gateway_session_lines_total";
+const SESSION_WRITES: &str = "paros_gateway_session_writes_total";
+
+/// The gateway's `/metrics` (Prometheus text), `None` when it cannot be read.
+async fn gateway_metrics(gateway: &GatewayClient) -> Option<String> {
     let (status, body) = gateway.operator_get(&["metrics"]).await.ok()?;
-    let roles = if status == 200 { thread_cpu_series(&String::from_utf8_lossy(&body)) } else { vec![] };
-    (!roles.is_empty()).then_some(roles)
+    (status == 200).then(|| String::from_utf8_lossy(&body).into_owned())
+}
+
+/// A counter without labels in a Prometheus text; 0 when absent.
+fn counter(text: &str, name: &str) -> f64 {
+    text.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok()).unwrap_or(0.0)
 }
 
 /// The `(role, seconds)` of every thread CPU series in a Prometheus text, in their order.
@@ -150,4 +165,20 @@ pub(super) fn thread_cpu_series(text: &str) -> Vec<(String, f64)> {
             Some((role.to_owned(), value.trim().parse().ok()?))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod session_tests {
+    use super::counter;
+
+    #[test]
+    fn a_counter_is_read_by_its_exact_name() {
+        let text = "# TYPE paros_gateway_session_lines counter\n\
+                    paros_gateway_session_lines_total 40\n\
+                    paros_gateway_session_writes_total 3\n";
+        assert_eq!(counter(text, "paros_gateway_session_lines_total"), 40.0);
+        assert_eq!(counter(text, "paros_gateway_session_writes_total"), 3.0);
+        assert_eq!(counter(text, "paros_gateway_session_lines"), 0.0, "a prefix of a name is not the name");
+        assert_eq!(counter(text, "paros_gateway_absent_total"), 0.0);
+    }
 }

@@ -61,6 +61,11 @@ pub struct Report {
     /// In the cell, with readers: the round trip of a request a node (the first replica, else
     /// the first voter) answers at once on its thread, timed every 2 ms during the run.
     pub node_hop_ms: Option<HopMs>,
+    /// Over HTTP on append sessions: the lines the gateway's sessions sent to the cell per Write
+    /// they travelled in while the writers ran (`paros_gateway_session_lines_total` over
+    /// `paros_gateway_session_writes_total`; consecutive lines read together travel as one).
+    /// `null` in the cell, without sessions, or from a gateway that does not count them.
+    pub session_lines_per_write: Option<f64>,
     /// The same by thread role: `runtime` (tokio's threads and the main thread: HTTP, auth,
     /// the gateway's handlers, the client's hop to the node), `node`, `store`, `read`, `other`.
     pub target_cpu_split: BTreeMap<String, f64>,
@@ -262,6 +267,7 @@ pub(super) fn report(args: &BenchArgs, shared: &Shared, elapsed: f64, verified: 
         reads_from_cache: None,
         reads_cache_declined: None,
         node_hop_ms: None,
+        session_lines_per_write: None,
         target_cpu_split: BTreeMap::new(),
         placement_s: 0.0,
         journals_created: 0,
