@@ -68,7 +68,9 @@ pub enum OpOutput {
 /// fold that clients following their own tags and cursors never exercise.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum Probe {
-    /// A writer re-sent an acknowledged batch's position with changed bytes: never `Duplicate`.
+    /// A writer re-sent an acknowledged batch's position changed: one record's bytes changed or
+    /// one record more, never `Duplicate`; or a prefix of it, `Duplicate` (by range:
+    /// docs/decisions.md) — the model says which.
     ChangedBytes,
     /// A writer re-sent an acknowledged batch at another position below the tail: never
     /// `Duplicate` nor `Accepted`.

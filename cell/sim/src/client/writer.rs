@@ -493,8 +493,8 @@ impl Writer {
         }
     }
 
-    /// `records`, acknowledged at `seq`, changed: a prefix, one record's bytes changed (its
-    /// position tag kept), or one record more.
+    /// `records`, acknowledged at `seq`, changed: a prefix (which the fold answers `Duplicate`
+    /// by range), one record's bytes changed (its position tag kept), or one record more.
     fn changed(&mut self, seq: u64, records: &[Bytes]) -> Vec<Bytes> {
         let mut out = records.to_vec();
         match self.rng.below(3) {
