@@ -77,6 +77,9 @@ pub enum Probe {
     MovedBatch,
     /// A writer re-sent an acknowledged batch far past the tail: `Refused`.
     PastTail,
+    /// A writer re-sent a range of its newest acknowledged records cut anywhere (inside a batch,
+    /// or across two): `Duplicate` by range when its uuid wrote them all.
+    SubRange,
     /// An adversarial reader read at a position of its choosing (below, inside, at or past the
     /// journal), at either consistency.
     RandomRead,
@@ -90,10 +93,11 @@ pub enum Probe {
 }
 
 impl Probe {
-    pub const ALL: [Probe; 7] = [
+    pub const ALL: [Probe; 8] = [
         Probe::ChangedBytes,
         Probe::MovedBatch,
         Probe::PastTail,
+        Probe::SubRange,
         Probe::RandomRead,
         Probe::TrimRace,
         Probe::WrongMode,
@@ -107,6 +111,7 @@ impl Probe {
             Probe::ChangedBytes => "changed_bytes",
             Probe::MovedBatch => "moved_batch",
             Probe::PastTail => "past_tail",
+            Probe::SubRange => "sub_range",
             Probe::RandomRead => "random_read",
             Probe::TrimRace => "trim_race",
             Probe::WrongMode => "wrong_mode",

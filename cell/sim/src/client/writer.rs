@@ -33,6 +33,9 @@ use super::{Chain, ClientCtx, ClientEvent, ClientIo, Reply, Request};
 use crate::check::Probe;
 use crate::rng::SimRng;
 
+/// Salts the sub-range probe's stream (`SimRng::side`).
+const SUB_RANGE_SALT: u64 = 0x7375_6272_616e_6765;
+
 /// How a writer behaves; drawn per writer from the seed.
 #[derive(Clone, Copy, Debug)]
 pub struct WriterParams {
@@ -60,6 +63,9 @@ pub struct WriterParams {
     pub call: ClientConfig,
     /// Set for the checkpointer kind.
     pub checkpoint: Option<CheckpointParams>,
+    /// Chance per new batch of the sub-range probe (drawn from its own stream: the writer's
+    /// other draws stay what they were).
+    pub sub_range_ppm: u64,
 }
 
 /// How a checkpointing writer checkpoints.
@@ -149,6 +155,8 @@ pub struct Writer {
     phase: Phase,
     /// The latest acknowledged application batches: their first position and records.
     acked: VecDeque<(u64, Vec<Bytes>)>,
+    /// The sub-range probe's draws, apart from `rng`.
+    probe_rng: SimRng,
     owner: Option<Owner>,
 }
 
@@ -177,6 +185,7 @@ impl Writer {
             checkpointer: Checkpointer::new(c.config).expect("the drawn checkpoint policy is valid"),
             params: c,
         });
+        let probe_rng = rng.side(SUB_RANGE_SALT);
         let backoff_rng = Rng::new(rng.u64());
         Writer {
             name,
@@ -193,6 +202,7 @@ impl Writer {
             abandoned: false,
             phase: Phase::Idle { until: start_at },
             acked: VecDeque::new(),
+            probe_rng,
             owner,
         }
     }
@@ -460,6 +470,7 @@ impl Writer {
 
     /// Maybe sends probes built from a remembered acknowledged batch, under `uuid`.
     fn probe(&mut self, uuid: LeaderUuid, io: &mut ClientIo) {
+        self.probe_sub_range(uuid, io);
         if self.acked.is_empty() {
             return;
         }
@@ -510,6 +521,32 @@ impl Writer {
             _ => out.push(self.record(seq + out.len() as u64)),
         }
         out
+    }
+
+    /// Maybe sends a range of the newest acknowledged records, cut anywhere: inside the last
+    /// batch, or across the last two when they are contiguous, under `uuid`.
+    fn probe_sub_range(&mut self, uuid: LeaderUuid, io: &mut ClientIo) {
+        if !self.probe_rng.chance(self.params.sub_range_ppm) {
+            return;
+        }
+        let Some((last_at, last)) = self.acked.back() else { return };
+        let (mut start, mut records) = (*last_at, last.clone());
+        if let Some((at, before)) = self.acked.iter().rev().nth(1)
+            && at + before.len() as u64 == start
+        {
+            start = *at;
+            records = before.iter().chain(last).cloned().collect();
+        }
+        let n = records.len() as u64;
+        let from = self.probe_rng.below(n);
+        let to = from + 1 + self.probe_rng.below(n - from);
+        let records = records[from as usize..to as usize].to_vec();
+        let call = Call::Write { leader: Some(uuid), seq: Seq(start + from), records };
+        let server = match self.hint {
+            Some(l) => l,
+            None => *self.probe_rng.pick(&self.voters),
+        };
+        io.send_probe(server, Request::Call(None, call), Probe::SubRange);
     }
 
     /// A probe goes straight to a server: its answer is for the checker, not the writer.

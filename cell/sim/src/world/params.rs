@@ -322,6 +322,7 @@ fn draw_writer(rng: &mut SimRng) -> WriterParams {
         past_tail_ppm: draw_probe_ppm(rng),
         call: draw_call_config(&mut side),
         checkpoint: draw_checkpoint(&mut side),
+        sub_range_ppm: draw_probe_ppm(&mut side),
     }
 }
 
