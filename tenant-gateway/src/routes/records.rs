@@ -218,29 +218,42 @@ impl Judged {
     }
 }
 
-impl Admitted {
-    pub(crate) fn records_len(&self) -> usize {
-        self.records.len()
+/// Consecutive admitted lines of one append session that travel to the cell as one Write
+/// ([`send_lines`]): the same writer at consecutive positions (or all unfenced), within the write
+/// limits and `session_lines_per_write_max`; and their records and bytes together.
+#[derive(Default)]
+pub(crate) struct Group {
+    lines: Vec<Admitted>,
+    records: usize,
+    bytes: u64,
+}
+
+impl Group {
+    pub(crate) fn of(line: Admitted) -> Group {
+        Group { records: line.records.len(), bytes: line.bytes, lines: vec![line] }
     }
 
-    pub(crate) fn bytes(&self) -> u64 {
-        self.bytes
+    /// The lines held.
+    pub(crate) fn len(&self) -> usize {
+        self.lines.len()
     }
 
-    /// Whether `next` can travel in one Write after `self` (and the lines merged into it,
-    /// `lines` in all, `records` and `bytes` together): the same writer at the next position
-    /// (or both unfenced), within the write limits and `lines_max`.
-    pub(crate) fn takes(
-        &self,
-        next: &Admitted,
-        (lines, records, bytes): (usize, usize, u64),
-        cfg: &crate::GatewayConfig,
-    ) -> bool {
-        let end = self.seq.plus(records as u64);
-        let fits = lines < cfg.session_lines_per_write_max
-            && (records + next.records.len()) as u64 <= u64::from(cfg.write_records_max)
-            && bytes + next.bytes <= cfg.write_bytes_max;
-        fits && next.leader == self.leader && (self.leader.is_none() || next.seq == end)
+    /// Adds `line` if it travels with the lines held; else hands it back.
+    pub(crate) fn take(&mut self, line: Admitted, cfg: &crate::GatewayConfig) -> Result<(), Admitted> {
+        if let Some(first) = self.lines.first() {
+            let fits = self.lines.len() < cfg.session_lines_per_write_max
+                && (self.records + line.records.len()) as u64 <= u64::from(cfg.write_records_max)
+                && self.bytes + line.bytes <= cfg.write_bytes_max;
+            let follows = line.leader == first.leader
+                && (first.leader.is_none() || line.seq == first.seq.plus(self.records as u64));
+            if !(fits && follows) {
+                return Err(line);
+            }
+        }
+        self.records += line.records.len();
+        self.bytes += line.bytes;
+        self.lines.push(line);
+        Ok(())
     }
 }
 
@@ -251,8 +264,8 @@ pub(crate) struct Turn {
     pub(crate) done: tokio::sync::oneshot::Sender<bool>,
 }
 
-/// Consecutive lines of an append session (each admitted, in order, each [`Admitted::takes`]
-/// the next) sent to the cell as one Write, and one answer a line: what the Write route would
+/// A [`Group`] of lines of an append session sent to the cell as one Write, and one answer a
+/// line: what the Write route would
 /// have answered each, had they been sent apart and applied one after another.
 /// - `accepted` or `duplicate` for the whole is that for each line, at its own positions (an
 ///   accepted line's view ends at its own last record, as it would alone);
@@ -267,10 +280,10 @@ pub(crate) async fn send_lines(
     tenant: TenantId,
     name: &JournalName,
     key: JournalKey,
-    lines: Vec<Admitted>,
+    group: Group,
     turn: Turn,
 ) -> Vec<ApiResult<WriteAnswer>> {
-    let Turn { after, done } = turn;
+    let (Turn { after, done }, lines) = (turn, group.lines);
     let (leader, seq) = (lines[0].leader, lines[0].seq);
     let records: Vec<Bytes> = lines.iter().flat_map(|l| l.records.iter().cloned()).collect();
     let total = records.len() as u64;

@@ -29,7 +29,7 @@ use paros_registry::daemon::Followed;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
-use super::records::{Admitted, DoorRefusal, Turn, judge_write, send_lines};
+use super::records::{Admitted, DoorRefusal, Group, Turn, judge_write, send_lines};
 use crate::access::{named_journal, quotas_in};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -94,33 +94,6 @@ pub(crate) async fn session(
 /// The answers of consecutive lines, in order: one Write (several lines the cell takes as one,
 /// [`send_lines`]) or one line the door refused.
 type Answering = Pin<Box<dyn Future<Output = Vec<ApiResult<WriteAnswer>>> + Send>>;
-
-/// Lines admitted together, to travel as one Write: the lines, and their records and bytes.
-#[derive(Default)]
-struct Group {
-    lines: Vec<Admitted>,
-    records: usize,
-    bytes: u64,
-}
-
-impl Group {
-    fn of(line: Admitted) -> Group {
-        Group { records: line.records_len(), bytes: line.bytes(), lines: vec![line] }
-    }
-
-    /// Adds `line` if it travels with the lines held; else hands it back.
-    fn take(&mut self, line: Admitted, cfg: &crate::GatewayConfig) -> Result<(), Admitted> {
-        if let Some(first) = self.lines.first()
-            && !first.takes(&line, (self.lines.len(), self.records, self.bytes), cfg)
-        {
-            return Err(line);
-        }
-        self.records += line.records_len();
-        self.bytes += line.bytes();
-        self.lines.push(line);
-        Ok(())
-    }
-}
 
 struct Session {
     g: Gateway,
@@ -197,7 +170,7 @@ impl Session {
                             }
                             Err(None) => {}
                         }
-                        if end.is_none() && unanswered + group.lines.len() < room {
+                        if end.is_none() && unanswered + group.len() < room {
                             next = lines.next().now_or_never();
                         }
                     }
@@ -268,14 +241,14 @@ impl Session {
     /// Sends `group` (if it holds a line) to the cell, after the group sent last; the lines
     /// sent.
     fn send(&mut self, in_flight: &mut FuturesOrdered<Answering>, group: Group) -> usize {
-        let n = group.lines.len();
+        let n = group.len();
         if n > 0 {
             let g = self.g.clone();
             g.inner.metrics.session_write(n as u64);
             let (done, next) = oneshot::channel();
             let turn = Turn { after: self.last_group.replace(next), done };
             let (tenant, name, key) = (self.tenant, Arc::clone(&self.name), self.key);
-            in_flight.push_back(Box::pin(async move { send_lines(&g, tenant, &name, key, group.lines, turn).await }));
+            in_flight.push_back(Box::pin(async move { send_lines(&g, tenant, &name, key, group, turn).await }));
         }
         n
     }
