@@ -127,8 +127,20 @@ async fn admit_drain_and_retire_are_the_registrys_verdicts() {
         }))
         .await
         .expect("the tier is created");
+    // The directory shows a verdict once the cell's followers fold it, which may be just after
+    // the answer: wait for the tier, then for the refusal's verdict after it.
+    let folded = |done: &dyn Fn(&Directory) -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !done(&directory(&w)) {
+            assert!(std::time::Instant::now() < deadline, "the verdict is folded");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    };
+    folded(&|d| d.tier(&TierName::new("gold").unwrap()).is_some());
+    let judged = directory(&w).verdicts_len();
     let (s, e) = admit(r, &admin, "feed", "1").await;
     assert_eq!((s, code(&e)), (StatusCode::CONFLICT, "id_is_a_feed"), "{e}");
+    folded(&|d| d.verdicts_len() > judged);
 
     // Bad input is 400 and sends nothing.
     let before = directory(&w);
