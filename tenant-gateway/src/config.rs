@@ -46,6 +46,11 @@ pub struct GatewayConfig {
     /// How long an append session waits for its next line, with none in flight, before it
     /// ends (`idle`).
     pub session_idle_timeout: Duration,
+    /// How long one line of an append session over the tenant's requests/s or bytes/s quota
+    /// may wait for the quota to admit it, reading no further line meanwhile (the stream's
+    /// backpressure); a line that would wait longer is answered 429 `over_quota`, which ends
+    /// the session. Zero: every line over a quota is answered 429 at once.
+    pub session_quota_wait_max: Duration,
     /// The most answer bytes a connection holds to send together with the answers other tasks
     /// have ready ([`crate::coalesce`]); past it they are sent at once. Between bursts a
     /// connection keeps room for a quarter of it at most. 0: every write goes straight to the
@@ -99,6 +104,7 @@ impl Default for GatewayConfig {
             session_in_flight_max: 1024,
             session_lines_per_write_max: 256,
             session_idle_timeout: Duration::from_secs(30),
+            session_quota_wait_max: Duration::from_secs(5),
             response_coalesce_bytes: 64 << 10,
             tls_handshakes_max: 256,
             tls_handshake_timeout: Duration::from_secs(10),

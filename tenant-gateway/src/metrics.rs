@@ -561,6 +561,8 @@ pub struct Metrics {
     /// Lines of append sessions sent to the cell, and the Writes they travelled in.
     session_lines: Counter,
     session_writes: Counter,
+    /// Times an append session's line waited for a quota instead of being refused.
+    session_quota_waits: Counter,
 }
 
 /// One (method, route, status)'s request counter and its (method, route)'s latency histogram.
@@ -615,7 +617,8 @@ impl Metrics {
             bytes.clone(),
         );
         registry.register("auth_refusals", "Requests refused 401, by reason", auth_refusals.clone());
-        let (session_lines, session_writes) = (Counter::default(), Counter::default());
+        let (session_lines, session_writes, session_quota_waits) =
+            (Counter::default(), Counter::default(), Counter::default());
         registry.register(
             "session_lines",
             "Append-session lines the door admitted and sent to the cell",
@@ -625,6 +628,12 @@ impl Metrics {
             "session_writes",
             "Writes those lines travelled to the cell in (consecutive lines read together travel as one)",
             session_writes.clone(),
+        );
+        registry.register(
+            "session_quota_waits",
+            "Times an append-session line over its tenant's requests/s or bytes/s quota waited for it (the session \
+             reads no further line meanwhile) instead of being answered 429",
+            session_quota_waits.clone(),
         );
         // Every reason is listed from the start, at 0, so a dashboard can rate it at once.
         for r in Refusal::ALL {
@@ -666,6 +675,7 @@ impl Metrics {
             moves: Mutex::default(),
             session_lines,
             session_writes,
+            session_quota_waits,
         }
     }
 
@@ -766,6 +776,11 @@ impl Metrics {
     pub fn session_write(&self, lines: u64) {
         self.session_lines.inc_by(lines);
         self.session_writes.inc();
+    }
+
+    /// Counts one wait of an append-session line for its tenant's quota.
+    pub fn session_quota_wait(&self) {
+        self.session_quota_waits.inc();
     }
 
     /// Counts records a Write put in a tenant's journal (accepted, not duplicates).

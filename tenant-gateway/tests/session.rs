@@ -298,3 +298,52 @@ async fn a_write_of_lines_the_cell_refuses_whole_is_judged_line_by_line() {
     let (_, view) = call(&w.router, "GET", "/v1/journals/s", Some(&owner), None).await;
     assert_eq!(view["view"]["next_seq"], 23);
 }
+
+/// A line over the tenant's requests/s quota waits for it, and the session reads no further line
+/// meanwhile: every line is written, in order, at the quota's rate. A line whose wait would pass
+/// `session_quota_wait_max` is answered 429 instead, which ends the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_over_the_requests_quota_waits_for_it_and_one_that_would_wait_too_long_is_refused() {
+    let quotas = paros_registry::Quotas { requests_per_s: 50, ..paros_registry::Quotas::default() };
+    let config = paros_gateway::GatewayConfig { quotas_default: quotas, ..test_config() };
+    let w = world_with(config).await;
+    let owner = claimed(&w.router, "sess-quota").await;
+    let started = std::time::Instant::now();
+    let (s, got) = session(&w.router, &owner, &lines(A, 0, 150)).await;
+    let took = started.elapsed();
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(got.len(), 151, "{:?}", &got[got.len().saturating_sub(3)..]);
+    for (i, a) in got[..150].iter().enumerate() {
+        assert_eq!((a["status"].as_u64(), a["body"]["seq"].as_u64()), (Some(200), Some(i as u64)), "line {i}: {a}");
+    }
+    assert_eq!(got[150]["end"]["code"], "closed");
+    // At most one second's worth (50) passes at once; the other 100 wait for the refill.
+    assert!(took >= Duration::from_millis(1_500), "150 lines at 50/s took {took:?}");
+    assert!(counter(&w.router, "paros_gateway_session_quota_waits_total").await >= 1.0);
+
+    // 2 requests/s: each line past the bucket would wait 500 ms, over the bound of 300.
+    let quotas = paros_registry::Quotas { requests_per_s: 2, ..paros_registry::Quotas::default() };
+    let config = paros_gateway::GatewayConfig {
+        quotas_default: quotas,
+        session_quota_wait_max: Duration::from_millis(300),
+        ..test_config()
+    };
+    let w = world_with(config).await;
+    let owner = claimed(&w.router, "sess-quota-bound").await;
+    // The claim took the bucket's two requests; wait for both to come back (the session's own
+    // request takes one, its first line the other).
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let (s, got) = session(&w.router, &owner, &lines(A, 0, 5)).await;
+    assert_eq!(s, StatusCode::OK);
+    let refused = got.iter().position(|a| a["status"] == 429).expect("a line is refused 429");
+    assert!(refused >= 1, "one line passes first: {got:?}");
+    let a = &got[refused];
+    assert_eq!(a["body"]["code"], "over_quota", "{a}");
+    assert!(a["retry_after_s"].as_u64().is_some_and(|s| s >= 1), "{a}");
+    assert_eq!(got[refused + 1]["end"]["code"], "refused");
+    assert_eq!(got[refused + 1]["end"]["answered"].as_u64(), Some(refused as u64 + 1));
+    assert_eq!(got.len(), refused + 2, "no line is read after the refusal: {got:?}");
+    tokio::time::sleep(Duration::from_millis(600)).await; // a request's worth for the view
+    let (_, view) = call(&w.router, "GET", "/v1/journals/s", Some(&owner), None).await;
+    assert_eq!(view["view"]["next_seq"].as_u64(), Some(refused as u64), "{view}");
+}

@@ -78,6 +78,7 @@ pub(crate) async fn session(
         directory,
         quotas,
         last_group: None,
+        held: None,
         _slot: slot,
     };
     tokio::spawn(session.run(body.into_data_stream(), out));
@@ -108,6 +109,11 @@ struct Session {
     quotas: Quotas,
     /// The end of the group of lines sent last ([`Turn`]).
     last_group: Option<oneshot::Receiver<bool>>,
+    /// A line over a quota, waiting for it ([`GatewayConfig::session_quota_wait_max`]): no
+    /// further line is read meanwhile.
+    ///
+    /// [`GatewayConfig::session_quota_wait_max`]: crate::GatewayConfig::session_quota_wait_max
+    held: Option<Held>,
     /// Held until the session's task ends.
     _slot: TailSlot,
 }
@@ -128,11 +134,14 @@ impl Session {
         let idle = tokio::time::sleep_until(idle_since + cfg.session_idle_timeout);
         tokio::pin!(idle);
         let room = cfg.session_in_flight_max.max(1);
+        // The end of a held line's wait (armed when a line is held).
+        let quota_wait = tokio::time::sleep_until(Instant::now());
+        tokio::pin!(quota_wait);
         loop {
             if end.is_some() && in_flight.is_empty() {
                 break;
             }
-            let reading = end.is_none() && unanswered < room;
+            let reading = end.is_none() && self.held.is_none() && unanswered < room;
             tokio::select! {
                 biased;
                 Some(answers) = in_flight.next(), if !in_flight.is_empty() => {
@@ -152,29 +161,11 @@ impl Session {
                 }
                 next = lines.next(), if reading => {
                     idle_since = Instant::now();
-                    // The lines already read with this one travel together: a group is sent
-                    // when no further line is ready, one does not fit, or one is refused.
-                    let mut group = Group::default();
-                    let mut next = Some(next);
-                    while let Some(read) = next.take() {
-                        match self.read(read, &mut end) {
-                            Ok(line) => {
-                                if let Err(line) = group.take(line, &cfg) {
-                                    let full = std::mem::replace(&mut group, Group::of(line));
-                                    unanswered += self.send(&mut in_flight, full);
-                                }
-                            }
-                            Err(Some(refusal)) => {
-                                unanswered += self.send(&mut in_flight, std::mem::take(&mut group)) + 1;
-                                in_flight.push_back(refusal);
-                            }
-                            Err(None) => {}
-                        }
-                        if end.is_none() && unanswered + group.len() < room {
-                            next = lines.next().now_or_never();
-                        }
-                    }
-                    unanswered += self.send(&mut in_flight, group);
+                    unanswered += self.take_lines(next, &mut lines, &mut in_flight, unanswered, &mut end);
+                }
+                () = &mut quota_wait, if end.is_none() && self.held.is_some() => {
+                    let held = self.held.as_ref().map(|h| h.line.clone());
+                    unanswered += self.take_lines(held.map(Ok), &mut lines, &mut in_flight, unanswered, &mut end);
                 }
                 () = &mut idle, if reading && in_flight.is_empty() => {
                     let idle_at = idle_since + cfg.session_idle_timeout;
@@ -185,6 +176,9 @@ impl Session {
                         end = Some((SessionEndCode::Idle, format!("no line for {idle} ms")));
                     }
                 }
+            }
+            if let Some(held) = self.held.as_ref().filter(|_| end.is_none()) {
+                quota_wait.as_mut().reset(held.retry_at);
             }
         }
         // The first refusal names the end, even when the body had ended before it.
@@ -206,8 +200,47 @@ impl Session {
         self.quotas
     }
 
+    /// Takes the line `first` read and the lines already readable after it, without waiting:
+    /// consecutive admitted lines travel together (a group is sent when no further line is
+    /// ready, one does not fit, or one is refused); a line over a quota is held and ends the
+    /// taking. The lines sent.
+    fn take_lines(
+        &mut self,
+        first: Option<Result<Bytes, LineError>>,
+        lines: &mut Lines,
+        in_flight: &mut FuturesOrdered<Answering>,
+        unanswered: usize,
+        end: &mut Option<(SessionEndCode, String)>,
+    ) -> usize {
+        let cfg = self.g.inner.config;
+        let room = cfg.session_in_flight_max.max(1);
+        let mut sent = 0;
+        let mut group = Group::default();
+        let mut next = Some(first);
+        while let Some(read) = next.take() {
+            match self.read(read, end) {
+                Ok(line) => {
+                    if let Err(line) = group.take(line, &cfg) {
+                        let full = std::mem::replace(&mut group, Group::of(line));
+                        sent += self.send(in_flight, full);
+                    }
+                }
+                Err(Some(refusal)) => {
+                    sent += self.send(in_flight, std::mem::take(&mut group)) + 1;
+                    in_flight.push_back(refusal);
+                }
+                Err(None) => {}
+            }
+            if end.is_none() && self.held.is_none() && unanswered + sent + group.len() < room {
+                next = lines.next().now_or_never();
+            }
+        }
+        sent + self.send(in_flight, group)
+    }
+
     /// One read from the body: an admitted line; a refusal to answer in its place (which ends
-    /// the reading); or nothing (the body ended, which ends the reading too).
+    /// the reading); or nothing: the line is held for a quota ([`Session::held`]), or the body
+    /// ended (which ends the reading).
     fn read(
         &mut self,
         read: Option<Result<Bytes, LineError>>,
@@ -216,10 +249,17 @@ impl Session {
         let refused = |e: ApiError| -> Answering { Box::pin(std::future::ready(vec![Err(e)])) };
         let cfg = self.g.inner.config;
         match read {
-            Some(Ok(line)) => self.admit(&line, Instant::now().into_std()).map_err(|refusal| {
-                *end = Some((SessionEndCode::Refused, String::new()));
-                Some(refusal)
-            }),
+            Some(Ok(line)) => match self.admit(&line, Instant::now()) {
+                Ok(admitted) => Ok(admitted),
+                Err(Door::Hold(held)) => {
+                    self.held = Some(held);
+                    Err(None)
+                }
+                Err(Door::Refused(refusal)) => {
+                    *end = Some((SessionEndCode::Refused, String::new()));
+                    Err(Some(refusal))
+                }
+            },
             Some(Err(e)) => {
                 let e = match e {
                     LineError::TooLong => {
@@ -255,28 +295,53 @@ impl Session {
 
     /// What the door judges of one line as it is read, in the Write route's order (the quotas
     /// first, then the body), so that a line refused here ends the session before another is
-    /// read; the line admitted, or the future that answers its refusal. The line is parsed
-    /// before the quotas are taken, so that both buckets and the charge of its bytes take one
-    /// lock, and judged after: a 429 still wins over a 400, and a line refused for a quota
-    /// charges nothing.
-    fn admit(&mut self, line: &[u8], now: std::time::Instant) -> Result<Admitted, Answering> {
-        let refuse = |e: ApiError| -> Answering { Box::pin(std::future::ready(vec![Err(e)])) };
+    /// read; the line admitted, held for a quota, or the future that answers its refusal. The
+    /// line is parsed before the quotas are taken, so that both buckets and the charge of its
+    /// bytes take one lock, and judged after: a 429 still wins over a 400, and a line refused
+    /// or held for a quota charges nothing. A line over a quota waits while its wait, counted
+    /// from when it was first held, stays within `session_quota_wait_max`.
+    fn admit(&mut self, line: &Bytes, now: Instant) -> Result<Admitted, Door> {
+        let refuse = |e: ApiError| Door::Refused(Box::pin(std::future::ready(vec![Err(e)])));
         let judged = serde_json::from_slice::<WriteRequest>(line)
             .map_err(|e| DoorRefusal::Malformed(ApiError::malformed(format!("bad line: {e}"))))
             .and_then(|req| judge_write(self.mode, req));
         let quotas = self.quotas();
-        match self.quota.admit(&quotas, now, judged.as_ref().ok().map(|j| j.bytes)) {
-            Ok(()) => {}
-            Err(Over::Requests(wait)) => {
-                return Err(refuse(ApiError::over_quota("over the tenant's requests/s", wait)));
+        let held_since = self.held.take().map_or(now, |h| h.since);
+        let over = match self.quota.admit(&quotas, now.into_std(), judged.as_ref().ok().map(|j| j.bytes)) {
+            Ok(()) => None,
+            Err(Over::Requests(wait)) => Some((wait, "over the tenant's requests/s")),
+            Err(Over::Bytes(wait)) => Some((wait, "over the tenant's bytes/s")),
+        };
+        if let Some((wait, message)) = over {
+            let retry_at = now + wait;
+            if retry_at.saturating_duration_since(held_since) <= self.g.inner.config.session_quota_wait_max {
+                self.g.inner.metrics.session_quota_wait();
+                return Err(Door::Hold(Held { line: line.clone(), since: held_since, retry_at }));
             }
-            Err(Over::Bytes(wait)) => return Err(refuse(ApiError::over_quota("over the tenant's bytes/s", wait))),
+            return Err(refuse(ApiError::over_quota(message, wait)));
         }
         let (g, key) = (self.g.clone(), self.key);
         judged
             .and_then(|j| j.admit(&g))
-            .map_err(|refusal| -> Answering { Box::pin(async move { vec![Err(refusal.answer(&g, key).await)] }) })
+            .map_err(|refusal| Door::Refused(Box::pin(async move { vec![Err(refusal.answer(&g, key).await)] })))
     }
+}
+
+/// A line of a session over a quota, waiting for it.
+struct Held {
+    line: Bytes,
+    /// When it was first held: its waits together stay within `session_quota_wait_max`.
+    since: Instant,
+    /// When the quota should admit it.
+    retry_at: Instant,
+}
+
+/// What the door does with a line it does not admit now.
+enum Door {
+    /// Hold it until the quota admits it.
+    Hold(Held),
+    /// Answer it with a refusal (which ends the session).
+    Refused(Answering),
 }
 
 /// The end's message for a refusal of the line at `index` (from 0).
