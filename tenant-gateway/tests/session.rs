@@ -347,3 +347,31 @@ async fn a_line_over_the_requests_quota_waits_for_it_and_one_that_would_wait_too
     let (_, view) = call(&w.router, "GET", "/v1/journals/s", Some(&owner), None).await;
     assert_eq!(view["view"]["next_seq"].as_u64(), Some(refused as u64), "{view}");
 }
+
+/// The Rust client over plain requests (no session): a Write answered 429 is sent again after its
+/// `Retry-After`, so a writer faster than its quota still writes every batch, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rust_client_waits_out_a_429_and_writes_on() {
+    let quotas = paros_registry::Quotas { requests_per_s: 20, ..paros_registry::Quotas::default() };
+    let w = world_with(paros_gateway::GatewayConfig { quotas_default: quotas, ..test_config() }).await;
+    let (_, owner, _) = signup(&w.router, "plain-quota").await;
+    create(&w.router, &owner, "s", None).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(paros_gateway::serve(listener, w.gateway.clone()));
+    let token = paros_api::Token::parse(&owner).unwrap();
+    let config = paros_client::http::HttpConfig { sessions: false, ..paros_client::http::HttpConfig::default() };
+    let client = paros_client::GatewayClient::new(&url, Some(&token), config).unwrap().client();
+    let mut writer = client.writer(paros_api::JournalName::parse("s").unwrap()).claim().await.unwrap();
+    let mut next = 0;
+    for i in 0..40u32 {
+        let written = writer.write(vec![bytes::Bytes::from(i.to_string())]).await.unwrap();
+        assert_eq!(written.seq.0, next);
+        next += 1;
+    }
+    let (_, _, metrics) = raw(&w.router, "GET", "/metrics", None, None, vec![]).await;
+    let metrics = String::from_utf8(metrics).unwrap();
+    let series = "paros_gateway_requests_total{method=\"POST\",route=\"/v1/journals/{name}/records\",status=\"429\"} ";
+    let refused: f64 = metrics.lines().find_map(|l| l.strip_prefix(series)).map_or(0.0, |v| v.parse().unwrap());
+    assert!(refused >= 1.0, "40 writes at 20/s meet the quota: {refused}");
+}

@@ -35,8 +35,12 @@
 //! - Settling an ambiguous Truncate(up_to): `TruncateRefused(view)` whose view already retains
 //!   nothing below `min(up_to, next_seq)` is reported `Trimmed(view)`: the truncation's effect
 //!   holds (first_seq never decreases), whoever applied it.
-//! - [`CallReply::Denied`] (a gateway's 401, 403, 429 or 400) ends the call at once as
+//! - [`CallReply::Denied`] (a gateway's 401, 403 or 400) ends the call at once as
 //!   [`Decided::Denied`]: the identical request would be refused again.
+//! - A 429 (over the tenant's quota) took no effect and passes once the quota has refilled: the
+//!   identical request is sent again to the same server after the `Retry-After` it named plus a
+//!   jittered backoff (so calls refused together do not return together), within `attempts_max`
+//!   and the deadline; past them the 429 stands as [`Decided::Denied`].
 //! - `UnknownJournal` from one named server means "not placed here yet" (a journal is placed
 //!   on its servers one by one after it is created): the other servers are asked at once, and
 //!   once every server in a row said so, they are asked again after a jittered backoff, while
@@ -202,9 +206,9 @@ pub enum Decided {
     Unavailable,
     /// The service knows no such journal (no server named it within `placement_wait`).
     UnknownJournal,
-    /// The service refused the call (unauthorized, forbidden, over quota, malformed): it is
-    /// not retried. `ambiguous`: an earlier attempt got no answer, so the call may still have
-    /// taken effect; otherwise nothing was done.
+    /// The service refused the call (unauthorized, forbidden, malformed; over quota once the
+    /// bounds allow no further wait). `ambiguous`: an earlier attempt got no answer, so the
+    /// call may still have taken effect; otherwise nothing was done.
     Denied {
         /// The service's refusal.
         denial: Denial,
@@ -558,8 +562,21 @@ impl CallPolicy {
                 self.retry(elapsed)
             }
             CallReply::UnknownJournal => self.on_unknown(elapsed, false),
+            CallReply::Denied(denial) if denial.status == 429 => self.over_quota(denial, elapsed),
             CallReply::Denied(denial) => self.finish(Ok(Decided::Denied { denial, ambiguous: self.ambiguous })),
         }
+    }
+
+    /// After a 429: the same request to the same server once the quota should admit it, or
+    /// the refusal stands when a bound would be passed.
+    fn over_quota(&mut self, denial: Denial, elapsed: Duration) -> Step {
+        let retry = self.retries + 1;
+        let wait = Duration::from_secs(denial.retry_after_s.unwrap_or(0)) + backoff(&self.config, retry, &mut self.rng);
+        if self.spent() >= self.config.attempts_max || elapsed.saturating_add(wait) > self.config.deadline {
+            return self.finish(Ok(Decided::Denied { denial, ambiguous: self.ambiguous }));
+        }
+        self.retries = retry;
+        self.send(wait)
     }
 
     /// Takes in the answer to the last [`Step::Read`] (the read-back of an ambiguous write).

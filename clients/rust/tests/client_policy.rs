@@ -12,6 +12,10 @@ use paros_core::{Call, CallAnswer, LeaderUuid, NodeId, Seq};
 
 const T0: Duration = Duration::ZERO;
 
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
 fn u(n: u128) -> LeaderUuid {
     LeaderUuid::new(n).expect("non-zero")
 }
@@ -116,6 +120,68 @@ fn busy_no_leader_and_not_sent_rotate_to_the_next_server_after_a_backoff() {
         assert!(after >= ClientConfig::default().backoff_base);
     }
     assert!(!p.is_ambiguous(), "none of these can have taken effect");
+}
+
+fn over_quota(retry_after_s: Option<u64>) -> CallReply {
+    let d = paros_client::Denial::new(429, "over_quota", "over the tenant's requests/s");
+    CallReply::Denied(paros_client::Denial { retry_after_s, ..d })
+}
+
+#[test]
+fn over_quota_is_sent_again_to_the_same_server_after_its_retry_after_and_a_backoff() {
+    let config = ClientConfig::default();
+    // An unfenced append too: a 429 took no effect, so it may go again.
+    let append = Call::Write { leader: None, seq: Seq(0), records: records("a", 2) };
+    for call in [write(0, 2), append] {
+        let mut p = policy(call.clone());
+        p.start();
+        let (route, after) = send(p.on_reply(over_quota(Some(2)), ms(5)));
+        assert_eq!(route, Route { server: Some(NodeId(1)), attempt: 1 }, "the quota is the tenant's, not a server's");
+        let least = Duration::from_secs(2) + config.backoff_base;
+        assert!(after >= least && after <= Duration::from_secs(2) + config.backoff_max, "{after:?}");
+        // No Retry-After: a backoff alone.
+        let (_, after) = send(p.on_reply(over_quota(None), ms(5) + after));
+        assert!(after >= config.backoff_base && after <= config.backoff_max, "{after:?}");
+        assert!(!p.is_ambiguous(), "a 429 took no effect");
+        assert_eq!(p.call(), &call);
+        let accepted = accepted(0, 2);
+        assert_eq!(done(p.on_reply(verdict(accepted), Duration::from_secs(3))), Ok(Decided::Verdict(accepted)));
+    }
+}
+
+#[test]
+fn over_quota_stands_when_its_wait_would_pass_the_deadline_or_the_attempts_run_out() {
+    let mut p = policy(write(0, 1));
+    p.start();
+    let late = ClientConfig::default().deadline - Duration::from_secs(1);
+    match done(p.on_reply(over_quota(Some(1)), late)) {
+        Ok(Decided::Denied { denial, ambiguous: false }) => {
+            assert_eq!((denial.status, denial.retry_after_s), (429, Some(1)))
+        }
+        other => panic!("{other:?}"),
+    }
+
+    let config = ClientConfig { attempts_max: 2, ..ClientConfig::default() };
+    let mut p = CallPolicy::new(write(0, 1), servers(), Some(NodeId(1)), config, Rng::new(3)).expect("valid");
+    p.start();
+    send(p.on_reply(over_quota(Some(1)), T0));
+    assert!(matches!(done(p.on_reply(over_quota(Some(1)), ms(1_100))), Ok(Decided::Denied { .. })));
+
+    // After a lost answer, the refusal says the call may have taken effect.
+    let mut p = policy(write(0, 1));
+    p.start();
+    send(p.on_reply(CallReply::NoAnswer, T0));
+    assert!(matches!(done(p.on_reply(over_quota(Some(1)), late)), Ok(Decided::Denied { ambiguous: true, .. })));
+}
+
+#[test]
+fn any_other_denial_ends_the_call_at_once() {
+    for (status, code) in [(401, "unauthorized"), (403, "forbidden"), (400, "malformed")] {
+        let mut p = policy(write(0, 1));
+        p.start();
+        let reply = CallReply::Denied(paros_client::Denial::new(status, code, "no"));
+        assert!(matches!(done(p.on_reply(reply, T0)), Ok(Decided::Denied { ambiguous: false, .. })), "{status}");
+    }
 }
 
 #[test]
