@@ -65,6 +65,8 @@
 //!   long-poll) is held, and the next server is asked at once: the held page is the answer
 //!   if nothing serves the read by `wait_until`.
 //! - `UnknownJournal` as for a call, within the read's deadline too.
+//! - A 429 is asked again of the same server after its `Retry-After` and a backoff, when that
+//!   is before the read's end; else it ends the read (with the held page, if one is held).
 //! - A page, `Truncated` or `Denied` ends the read; so do `read_attempts_max` and the
 //!   deadline, with the held page, else `UnknownJournal` if that was the last answer and no
 //!   server answered anything else (one that does not host the journal cannot end a read a
@@ -1016,6 +1018,20 @@ impl ReadPolicy {
                 match unplaced {
                     Some(delay) => self.next(delay, elapsed),
                     None => self.give_up(),
+                }
+            }
+            // Over the tenant's quota: nothing was read, and the same server may serve it once
+            // the quota refills, if that is before the read's end.
+            ReadAnswer::Denied(ref denial) if denial.status == 429 => {
+                let after = Duration::from_secs(denial.retry_after_s.unwrap_or(0))
+                    + backoff(&self.config, self.sent, &mut self.rng);
+                let spent = self.sent - self.unplaced.requests;
+                if spent < self.config.read_attempts_max && elapsed.saturating_add(after) < self.end() {
+                    self.send(after, elapsed)
+                } else if self.early.is_some() {
+                    self.give_up()
+                } else {
+                    self.finish(answer)
                 }
             }
             served => {

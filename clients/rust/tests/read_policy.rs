@@ -76,13 +76,30 @@ fn the_first_try_goes_at_once_to_the_hinted_server_and_waits_the_whole_wait() {
 #[test]
 fn a_page_truncated_or_denied_ends_the_read() {
     let truncated = ReadAnswer::Truncated { view: view(9) };
-    let quota = paros_client::Denial::new(429, "over_quota", "slow down");
-    let denied = ReadAnswer::Denied(paros_client::Denial { retry_after_s: Some(1), ..quota });
-    for answer in [page(0, 3), truncated, denied] {
+    let forbidden = ReadAnswer::Denied(paros_client::Denial::new(403, "forbidden", "no"));
+    for answer in [page(0, 3), truncated, forbidden] {
         let mut p = policy();
         p.start();
         assert_eq!(done(p.on_answer(answer.clone(), ms(5))), answer);
     }
+}
+
+#[test]
+fn over_quota_is_asked_again_of_the_same_server_when_its_wait_ends_before_the_read_does() {
+    let config = ClientConfig::default();
+    let quota = paros_client::Denial::new(429, "over_quota", "slow down");
+    let denied = |s| ReadAnswer::Denied(paros_client::Denial { retry_after_s: Some(s), ..quota.clone() });
+    // The read gives up at 1.2 s: a 429 with one second to wait fits.
+    let mut p = policy();
+    p.start();
+    let (server, attempt, _, after, _) = send(p.on_answer(denied(1), ms(5)));
+    assert_eq!((server, attempt), (Some(NodeId(2)), 1), "the same server: the quota is the tenant's");
+    assert!(after >= Duration::from_secs(1) + config.backoff_base, "{after:?}");
+    assert_eq!(done(p.on_answer(page(0, 1), ms(5) + after)), page(0, 1));
+    // Two seconds do not: the refusal ends the read.
+    let mut p = policy();
+    p.start();
+    assert_eq!(done(p.on_answer(denied(2), ms(5))), denied(2));
 }
 
 #[test]
