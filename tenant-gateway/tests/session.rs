@@ -363,11 +363,9 @@ async fn the_rust_client_waits_out_a_429_and_writes_on() {
     let config = paros_client::http::HttpConfig { sessions: false, ..paros_client::http::HttpConfig::default() };
     let client = paros_client::GatewayClient::new(&url, Some(&token), config).unwrap().client();
     let mut writer = client.writer(paros_api::JournalName::parse("s").unwrap()).claim().await.unwrap();
-    let mut next = 0;
-    for i in 0..40u32 {
+    for i in 0..40u64 {
         let written = writer.write(vec![bytes::Bytes::from(i.to_string())]).await.unwrap();
-        assert_eq!(written.seq.0, next);
-        next += 1;
+        assert_eq!(written.seq.0, i);
     }
     let (_, _, metrics) = raw(&w.router, "GET", "/metrics", None, None, vec![]).await;
     let metrics = String::from_utf8(metrics).unwrap();
