@@ -163,22 +163,30 @@ async fn an_open_session_with_no_line_for_the_idle_timeout_ends() {
     assert_eq!((got[1]["end"]["code"].as_str(), got[1]["end"]["answered"].as_u64()), (Some("idle"), Some(1)));
 }
 
+/// A new tenant `name` with journal `s`, the world's gateway served on a loopback port, and a
+/// paros-client of that tenant's owner speaking to it with `config`: the URL and the client.
+async fn served(
+    w: &common::World,
+    name: &str,
+    config: paros_client::http::HttpConfig,
+) -> (String, paros_client::Client<paros_client::http::HttpService>) {
+    let (_, owner, _) = signup(&w.router, name).await;
+    create(&w.router, &owner, "s", None).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(paros_gateway::serve(listener, w.gateway.clone()));
+    let token = paros_api::Token::parse(&owner).unwrap();
+    let client = paros_client::GatewayClient::new(&url, Some(&token), config).unwrap().client();
+    (url, client)
+}
+
 /// paros-client's defaults: HTTP/2 to the gateway, and a Writer's pipelined batches on one
 /// session (no `POST …/records` at all).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rust_client_speaks_http2_and_writes_on_one_session() {
     let w = world().await;
-    let (_, owner, _) = signup(&w.router, "sess-client").await;
-    create(&w.router, &owner, "s", None).await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(paros_gateway::serve(listener, w.gateway.clone()));
-
     // The library installs the TLS provider plain reqwest clients need.
-    let token = paros_api::Token::parse(&owner).unwrap();
-    let client = paros_client::GatewayClient::new(&url, Some(&token), paros_client::http::HttpConfig::default())
-        .unwrap()
-        .client();
+    let (url, client) = served(&w, "sess-client", paros_client::http::HttpConfig::default()).await;
     let h2 = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
     let answer = h2.get(format!("{url}/healthz")).send().await.unwrap();
     assert_eq!((answer.status().as_u16(), answer.version()), (200, reqwest::Version::HTTP_2));
@@ -354,14 +362,8 @@ async fn a_line_over_the_requests_quota_waits_for_it_and_one_that_would_wait_too
 async fn the_rust_client_waits_out_a_429_and_writes_on() {
     let quotas = paros_registry::Quotas { requests_per_s: 20, ..paros_registry::Quotas::default() };
     let w = world_with(paros_gateway::GatewayConfig { quotas_default: quotas, ..test_config() }).await;
-    let (_, owner, _) = signup(&w.router, "plain-quota").await;
-    create(&w.router, &owner, "s", None).await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(paros_gateway::serve(listener, w.gateway.clone()));
-    let token = paros_api::Token::parse(&owner).unwrap();
     let config = paros_client::http::HttpConfig { sessions: false, ..paros_client::http::HttpConfig::default() };
-    let client = paros_client::GatewayClient::new(&url, Some(&token), config).unwrap().client();
+    let (_, client) = served(&w, "plain-quota", config).await;
     let mut writer = client.writer(paros_api::JournalName::parse("s").unwrap()).claim().await.unwrap();
     for i in 0..40u64 {
         let written = writer.write(vec![bytes::Bytes::from(i.to_string())]).await.unwrap();
