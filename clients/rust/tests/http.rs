@@ -786,7 +786,13 @@ async fn a_tail_yields_records_gaps_and_heartbeats_and_resumes_with_last_event_i
             "event: heartbeat\nid: 2\n".into(),
             format!("data: {}\n\n", json!({"view": view(None, 0, 2), "caught_up": true})),
         ]),
-        1 => Resp::Stream(vec![frame("gap", 7, json!({"from": 2, "resumed_at": 7, "view": view(None, 7, 9)}))]),
+        // Over the quota while reopening: waited out, then opened.
+        1 => Resp::Reply {
+            status: 429,
+            headers: vec![("retry-after", "1".into())],
+            body: json!({"code": "over_quota", "message": "m"}).to_string(),
+        },
+        2 => Resp::Stream(vec![frame("gap", 7, json!({"from": 2, "resumed_at": 7, "view": view(None, 7, 9)}))]),
         _ => err(401, "unauthorized", None),
     })
     .await;
@@ -795,8 +801,10 @@ async fn a_tail_yields_records_gaps_and_heartbeats_and_resumes_with_last_event_i
     assert_eq!(first.id, Seq(2));
     assert!(matches!(&first.event, TailEvent::Records(p) if p.records.len() == 2));
     assert!(matches!(tail.next().await.unwrap().event, TailEvent::Heartbeat(h) if h.caught_up));
-    // The stream closes; the tail reconnects from the last id.
+    // The stream closes; the tail reconnects from the last id, after the 429's Retry-After.
+    let reopening = std::time::Instant::now();
     let gap = tail.next().await.unwrap();
+    assert!(reopening.elapsed() >= Duration::from_secs(1), "{:?}", reopening.elapsed());
     assert!(matches!(gap.event, TailEvent::Gap(g) if g.resumed_at == Seq(7)));
     assert_eq!(tail.last_event_id(), Some(Seq(7)));
     // A refusal while reconnecting ends the tail.
@@ -809,5 +817,6 @@ async fn a_tail_yields_records_gaps_and_heartbeats_and_resumes_with_last_event_i
     assert_eq!(reqs[0].headers.get("accept").map(String::as_str), Some("text/event-stream"));
     assert!(!reqs[0].headers.contains_key("last-event-id"));
     assert_eq!(reqs[1].headers.get("last-event-id").map(String::as_str), Some("2"));
-    assert_eq!(reqs[2].headers.get("last-event-id").map(String::as_str), Some("7"));
+    assert_eq!(reqs[2].headers.get("last-event-id").map(String::as_str), Some("2"));
+    assert_eq!(reqs[3].headers.get("last-event-id").map(String::as_str), Some("7"));
 }

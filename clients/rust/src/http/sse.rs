@@ -55,7 +55,8 @@ impl Tail {
     }
 
     /// The next frame (`records`, `gap` or `heartbeat`). A dropped or silent stream, or a
-    /// 503 while reopening, is reconnected after a short backoff, at most
+    /// 503 or 429 while reopening, is reconnected after a short backoff (at least a 429's
+    /// `Retry-After`), at most
     /// [`HttpConfig::tail_reconnects_max`](crate::HttpConfig::tail_reconnects_max) times in a row.
     ///
     /// # Errors
@@ -93,14 +94,18 @@ impl Tail {
                     }
                 }
             }
-            // Reconnect until it opens, a refusal that will not pass, or the bound.
+            // Reconnect until it opens, a refusal that will not pass, or the bound. A 429 (the
+            // tenant over its requests/s, or holding its most tails while the gateway has not
+            // yet seen the old stream go) passes later: its `Retry-After` is waited out first.
+            let mut retry_after = Duration::ZERO;
             loop {
                 let backoff = Duration::from_millis(100u64 << failures.min(5));
-                tokio::time::sleep(backoff).await;
+                tokio::time::sleep(backoff.max(retry_after)).await;
                 match self.connect().await {
                     Ok(()) => break,
                     Err(e @ (GatewayError::NotSent(_) | GatewayError::NoAnswer(_)))
-                    | Err(e @ GatewayError::Denied(Denial { status: 503, .. })) => {
+                    | Err(e @ GatewayError::Denied(Denial { status: 429 | 503, .. })) => {
+                        retry_after = Duration::from_secs(e.denial().and_then(|d| d.retry_after_s).unwrap_or(0));
                         failures += 1;
                         if failures > self.gateway.config.tail_reconnects_max {
                             return Err(e);
