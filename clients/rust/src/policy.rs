@@ -310,6 +310,12 @@ pub fn backoff(config: &ClientConfig, retry: u32, rng: &mut Rng) -> Duration {
     Duration::from_nanos(base + jitter)
 }
 
+/// How long to wait before asking again after a 429: its `Retry-After`, plus the backoff of
+/// retry number `retry`, so that callers refused together do not all return together.
+fn quota_wait(denial: &Denial, config: &ClientConfig, retry: u32, rng: &mut Rng) -> Duration {
+    denial.retry_after() + backoff(config, retry, rng)
+}
+
 fn duration_nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
@@ -573,7 +579,7 @@ impl CallPolicy {
     /// the refusal stands when a bound would be passed.
     fn over_quota(&mut self, denial: Denial, elapsed: Duration) -> Step {
         let retry = self.retries + 1;
-        let wait = Duration::from_secs(denial.retry_after_s.unwrap_or(0)) + backoff(&self.config, retry, &mut self.rng);
+        let wait = quota_wait(&denial, &self.config, retry, &mut self.rng);
         if self.spent() >= self.config.attempts_max || elapsed.saturating_add(wait) > self.config.deadline {
             return self.finish(Ok(Decided::Denied { denial, ambiguous: self.ambiguous }));
         }
@@ -1023,8 +1029,7 @@ impl ReadPolicy {
             // Over the tenant's quota: nothing was read, and the same server may serve it once
             // the quota refills, if that is before the read's end.
             ReadAnswer::Denied(ref denial) if denial.status == 429 => {
-                let after = Duration::from_secs(denial.retry_after_s.unwrap_or(0))
-                    + backoff(&self.config, self.sent, &mut self.rng);
+                let after = quota_wait(denial, &self.config, self.sent, &mut self.rng);
                 let spent = self.sent - self.unplaced.requests;
                 if spent < self.config.read_attempts_max && elapsed.saturating_add(after) < self.end() {
                     self.send(after, elapsed)

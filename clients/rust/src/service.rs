@@ -12,6 +12,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::time::Duration;
 
 use bytes::Bytes;
 use paros_core::{Call, CallAnswer, CallId, Consistency, NodeId, Seq};
@@ -102,6 +103,12 @@ impl Denial {
     #[must_use]
     pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> Denial {
         Denial { status, code, message: message.into(), retry_after_s: None }
+    }
+
+    /// The wait its `Retry-After` named (zero when it named none).
+    #[must_use]
+    pub fn retry_after(&self) -> Duration {
+        Duration::from_secs(self.retry_after_s.unwrap_or(0))
     }
 }
 

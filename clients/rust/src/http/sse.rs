@@ -105,7 +105,7 @@ impl Tail {
                     Ok(()) => break,
                     Err(e @ (GatewayError::NotSent(_) | GatewayError::NoAnswer(_)))
                     | Err(e @ GatewayError::Denied(Denial { status: 429 | 503, .. })) => {
-                        retry_after = Duration::from_secs(e.denial().and_then(|d| d.retry_after_s).unwrap_or(0));
+                        retry_after = e.denial().map_or(Duration::ZERO, Denial::retry_after);
                         failures += 1;
                         if failures > self.gateway.config.tail_reconnects_max {
                             return Err(e);
