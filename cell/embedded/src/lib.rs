@@ -619,8 +619,12 @@ impl EmbeddedCell {
     }
 
     /// Creates the default tier (with the manifest's feed) if missing, and registers the
-    /// replicas on it.
+    /// replicas on it. A cell with no replicas gets no tier: its journals are on none, so
+    /// their leaders send their chosen batches to no feed (`tier` is `null` for them).
     async fn form_tier(&self) -> Result<(), CellError> {
+        if self.manifest.replicas.is_empty() {
+            return Ok(());
+        }
         // The feed is an id no machine has: a random one is drawn again in the unlikely case
         // it is taken; the manifest's is the one its replicas subscribe to.
         let mut draws = 1;
@@ -966,6 +970,38 @@ mod tests {
         let other = cell.journal(&acme, &JournalName::parse("refunds").unwrap()).await.expect("a second one");
         assert_ne!(other, key);
         let _ = cell.stop();
+    }
+
+    /// A cell opened with no replicas has no tier: its journals are on none, and their
+    /// leaders publish no chosen batch to a feed nobody joined (a cell with replicas does).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cell_without_replicas_places_journals_on_no_tier_and_publishes_to_no_feed() {
+        use paros_client::{ReadItem, Seq};
+        for replicas in [0, EMBEDDED_REPLICAS] {
+            let dir = tempfile::tempdir().unwrap();
+            let cell = EmbeddedCell::open_sized(dir.path(), (EMBEDDED_MEMBERS, replicas)).await.expect("opens");
+            let (acme, orders) = (TenantName::parse("acme").unwrap(), JournalName::parse("orders").unwrap());
+            let key = cell.journal(&acme, &orders).await.expect("signs up, creates and places");
+            let mut writer = cell.client.writer(key).claim().await.expect("claims");
+            for i in 0..5 {
+                writer.write(vec![format!("r{i}").into()]).await.expect("writes");
+            }
+            let items = cell.client.reader(key).build().unwrap().read_to_tail().await.expect("reads");
+            assert_eq!(items.last(), Some(&ReadItem::Record { seq: Seq(4), data: "r4".into() }));
+            let d = cell.directory().borrow().directory.clone().expect("a directory is published");
+            let journal = d.journal(key).expect("in the directory");
+            let publishes = cell.bus.stats().feed_publishes;
+            if replicas == 0 {
+                assert_eq!((journal.tier.clone(), journal.feed), (None, None), "on no tier");
+                assert!(journal.config().learners.is_empty());
+                assert!(d.tier(&TierName::default_tier()).is_none(), "the cell has no tier");
+                assert_eq!(publishes, 0, "nothing published to a feed");
+            } else {
+                assert_eq!(journal.tier, Some(TierName::default_tier()));
+                assert!(publishes > 0, "the leader feeds the tier");
+            }
+            let _ = cell.stop();
+        }
     }
 
     #[test]
