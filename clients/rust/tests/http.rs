@@ -734,6 +734,45 @@ async fn the_admin_routes_travel_as_api_md_says() {
     assert_eq!(f.requests().last().unwrap().json(), json!({"name": "orders"}));
 }
 
+/// A call of the gateway client's own answered 429 is sent again, identically, after its
+/// `Retry-After`, while the waits fit `over_quota_wait_max`; past it the 429 is the answer.
+#[tokio::test]
+async fn the_gateway_clients_own_calls_wait_out_a_429_within_their_bound() {
+    let answered = Arc::new(Mutex::new(0u32));
+    let count = Arc::clone(&answered);
+    let f = fake(move |r| {
+        let mut n = count.lock().unwrap();
+        *n += 1;
+        match (r.method.as_str(), *n) {
+            ("POST", 1) => Resp::Reply {
+                status: 429,
+                headers: vec![("retry-after", "1".into())],
+                body: json!({"code": "over_quota", "message": "requests/s"}).to_string(),
+            },
+            ("POST", _) => reply(201, json!({"name": "orders", "mode": "single_writer", "view": view(None, 0, 0)})),
+            _ => err(404, "unknown_journal", None),
+        }
+    })
+    .await;
+    let started = std::time::Instant::now();
+    let created = f.gateway().create_journal(j()).await.expect("created once the quota allows");
+    assert_eq!(created.name, j());
+    assert!(started.elapsed() >= Duration::from_secs(1), "waited the Retry-After: {:?}", started.elapsed());
+    let reqs = f.requests();
+    assert_eq!(reqs.len(), 2, "sent twice");
+    assert_eq!((reqs[0].json(), reqs[0].path.as_str()), (reqs[1].json(), reqs[1].path.as_str()), "identically");
+
+    // A bound shorter than the Retry-After: the 429 is the answer, after one request.
+    *answered.lock().unwrap() = 0;
+    let token = Token::parse("tok.en").unwrap();
+    let config = HttpConfig { over_quota_wait_max: Duration::from_millis(500), ..quick() };
+    let g = GatewayClient::new(&f.url, Some(&token), config).unwrap();
+    let e = g.create_journal(j()).await.expect_err("over quota");
+    assert_eq!((e.status(), e.code()), (Some(429), Some(paros_api::ErrorCode::OverQuota)));
+    assert_eq!(e.denial().and_then(|d| d.retry_after_s), Some(1));
+    assert_eq!(f.requests().len(), 3, "one more request, not sent again");
+}
+
 #[tokio::test]
 async fn a_gateway_url_with_a_path_prefix_keeps_it() {
     let f = fake(|_| reply(200, json!({"journals": []}))).await;

@@ -32,6 +32,17 @@ fn bearer(token: &Token) -> Result<HeaderValue, GatewayError> {
     Ok(v)
 }
 
+/// The body of a call that sends none.
+const NO_BODY: Option<&()> = None;
+
+/// When one of [`GatewayClient`]'s own calls answered `a`, `waited` into its waits so far, is
+/// sent again: after a 429, following its `Retry-After` (1 s when it names none or 0), unless
+/// that would take the waits past `max` (`None`: `a` is the answer).
+fn quota_resend(a: &Answer, waited: Duration, max: Duration) -> Option<Duration> {
+    let wait = Duration::from_secs(a.retry_after_s.unwrap_or(1).max(1));
+    (a.status == 429 && waited.saturating_add(wait) <= max).then_some(wait)
+}
+
 /// A connection to one gateway as one tenant token: every route of the contract's tenant side.
 ///
 /// Cheap to clone (the connection pool is shared).
@@ -177,17 +188,36 @@ impl GatewayClient {
         Ok(Answer { status, retry_after_s, served_by, body })
     }
 
+    /// One journal call's `POST`, sent once: its retries are the journal client's policy.
     async fn post<T: serde::Serialize>(&self, segments: &[&str], body: &T) -> Result<Answer, GatewayError> {
         let req = self.request(Method::POST, self.url(segments), Some(self.config.request_timeout));
         self.send(Self::json(req, body)).await
     }
 
-    async fn get(&self, segments: &[&str]) -> Result<Answer, GatewayError> {
-        self.send(self.request(Method::GET, self.url(segments), Some(self.config.request_timeout))).await
-    }
-
-    async fn delete(&self, segments: &[&str]) -> Result<Answer, GatewayError> {
-        self.send(self.request(Method::DELETE, self.url(segments), Some(self.config.request_timeout))).await
+    /// One of this client's own calls (a JSON `body` when given), sent again after a 429 while
+    /// [`quota_resend`] allows; any other answer, or the 429 past the bound, is returned.
+    async fn own<T: serde::Serialize>(
+        &self,
+        method: Method,
+        segments: &[&str],
+        body: Option<&T>,
+    ) -> Result<Answer, GatewayError> {
+        let body = body.map(|b| bytes::Bytes::from(serde_json::to_vec(b).expect("API bodies serialize infallibly")));
+        let mut waited = Duration::ZERO;
+        loop {
+            let mut req = self.request(method.clone(), self.url(segments), Some(self.config.request_timeout));
+            if let Some(b) = &body {
+                req = req.header(CONTENT_TYPE, "application/json").body(b.clone());
+            }
+            let a = self.send(req).await?;
+            match quota_resend(&a, waited, self.config.over_quota_wait_max) {
+                Some(wait) => {
+                    tokio::time::sleep(wait).await;
+                    waited += wait;
+                }
+                None => return Ok(a),
+            }
+        }
     }
 
     /// `POST /v1/signup`: a new tenant and its owner token, with a client of this gateway that
@@ -196,7 +226,7 @@ impl GatewayClient {
     /// # Errors
     /// [`GatewayError`]; `name_taken` as a [`GatewayError::Denied`].
     pub async fn signup(&self, name: &TenantName) -> Result<SignedUp, GatewayError> {
-        let a = self.post(&["v1", "signup"], &SignupRequest { name: name.clone() }).await?;
+        let a = self.own(Method::POST, &["v1", "signup"], Some(&SignupRequest { name: name.clone() })).await?;
         let answer = api(&a, plain::signup(a.status, &a.body))?;
         let client = self.with_token(&answer.token)?;
         Ok(SignedUp { answer, client })
@@ -207,7 +237,7 @@ impl GatewayClient {
     /// # Errors
     /// [`GatewayError`].
     pub async fn mint_token(&self, request: &MintTokenRequest) -> Result<TokenAnswer, GatewayError> {
-        let a = self.post(&["v1", "tokens"], request).await?;
+        let a = self.own(Method::POST, &["v1", "tokens"], Some(request)).await?;
         api(&a, plain::mint_token(a.status, &a.body))
     }
 
@@ -216,7 +246,7 @@ impl GatewayClient {
     /// # Errors
     /// [`GatewayError`]; `unknown_token` as a [`GatewayError::Denied`].
     pub async fn revoke_token(&self, token_id: &TokenId) -> Result<(), GatewayError> {
-        let a = self.delete(&["v1", "tokens", token_id.as_str()]).await?;
+        let a = self.own(Method::DELETE, &["v1", "tokens", token_id.as_str()], NO_BODY).await?;
         api(&a, plain::revoke_token(a.status, &a.body))
     }
 
@@ -226,7 +256,7 @@ impl GatewayClient {
     /// # Errors
     /// [`GatewayError`]; `name_taken` as a [`GatewayError::Denied`].
     pub async fn create_journal(&self, request: impl Into<CreateJournalRequest>) -> Result<JournalInfo, GatewayError> {
-        let a = self.post(&["v1", "journals"], &request.into()).await?;
+        let a = self.own(Method::POST, &["v1", "journals"], Some(&request.into())).await?;
         api(&a, plain::create_journal(a.status, &a.body))
     }
 
@@ -235,7 +265,7 @@ impl GatewayClient {
     /// # Errors
     /// [`GatewayError`].
     pub async fn list_journals(&self) -> Result<JournalList, GatewayError> {
-        let a = self.get(&["v1", "journals"]).await?;
+        let a = self.own(Method::GET, &["v1", "journals"], NO_BODY).await?;
         api(&a, plain::list_journals(a.status, &a.body))
     }
 
@@ -244,7 +274,7 @@ impl GatewayClient {
     /// # Errors
     /// [`GatewayError`]; `unknown_journal` as a [`GatewayError::Denied`].
     pub async fn show_journal(&self, name: &JournalName) -> Result<JournalInfo, GatewayError> {
-        let a = self.get(&["v1", "journals", name.as_str()]).await?;
+        let a = self.own(Method::GET, &["v1", "journals", name.as_str()], NO_BODY).await?;
         api(&a, plain::show_journal(a.status, &a.body))
     }
 
@@ -253,7 +283,7 @@ impl GatewayClient {
     /// # Errors
     /// [`GatewayError`]; `unknown_journal` as a [`GatewayError::Denied`].
     pub async fn delete_journal(&self, name: &JournalName) -> Result<(), GatewayError> {
-        let a = self.delete(&["v1", "journals", name.as_str()]).await?;
+        let a = self.own(Method::DELETE, &["v1", "journals", name.as_str()], NO_BODY).await?;
         api(&a, plain::delete_journal(a.status, &a.body))
     }
 
@@ -326,7 +356,7 @@ impl GatewayClient {
     /// # Errors
     /// [`GatewayError::NotSent`] or [`GatewayError::NoAnswer`]: no answer came.
     pub async fn operator_get(&self, segments: &[&str]) -> Result<(u16, bytes::Bytes), GatewayError> {
-        self.get(segments).await.map(|a| (a.status, a.body))
+        self.own(Method::GET, segments, NO_BODY).await.map(|a| (a.status, a.body))
     }
 
     /// `POST` on an operator route outside the tenant contract, with `body` as JSON when given;
@@ -339,13 +369,7 @@ impl GatewayClient {
         segments: &[&str],
         body: Option<&T>,
     ) -> Result<(u16, bytes::Bytes), GatewayError> {
-        let a = match body {
-            Some(b) => self.post(segments, b).await?,
-            None => {
-                let req = self.request(Method::POST, self.url(segments), Some(self.config.request_timeout));
-                self.send(req).await?
-            }
-        };
+        let a = self.own(Method::POST, segments, body).await?;
         Ok((a.status, a.body))
     }
 
@@ -379,5 +403,29 @@ impl GatewayClient {
             Err(c) => ApiError::Contract(c),
         };
         Err(GatewayError::Denied(super::denial(status, error, retry_after_s)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, retry_after_s: Option<u64>) -> Answer {
+        Answer { status, retry_after_s, served_by: None, body: bytes::Bytes::new() }
+    }
+
+    #[test]
+    fn a_429_is_sent_again_after_its_retry_after_while_the_waits_fit_their_bound() {
+        let max = Duration::from_secs(10);
+        let s = Duration::from_secs;
+        assert_eq!(quota_resend(&answer(429, Some(3)), s(0), max), Some(s(3)));
+        assert_eq!(quota_resend(&answer(429, Some(3)), s(7), max), Some(s(3)), "exactly at the bound");
+        assert_eq!(quota_resend(&answer(429, Some(3)), s(8), max), None, "past the bound: the 429 stands");
+        assert_eq!(quota_resend(&answer(429, None), s(0), max), Some(s(1)), "no Retry-After: 1 s");
+        assert_eq!(quota_resend(&answer(429, Some(0)), s(0), max), Some(s(1)), "never at once");
+        assert_eq!(quota_resend(&answer(429, Some(1)), s(0), Duration::ZERO), None, "a zero bound: at once");
+        for status in [200, 201, 204, 400, 401, 403, 404, 409, 503] {
+            assert_eq!(quota_resend(&answer(status, Some(1)), s(0), max), None, "{status} is an answer");
+        }
     }
 }

@@ -58,6 +58,13 @@ pub struct HttpConfig {
     /// Writes queued on one journal's session and not yet acknowledged, at most: a write
     /// beyond it waits for room.
     pub session_in_flight_max: usize,
+    /// How long, in all, one of [`GatewayClient`]'s own calls (sign-up, tokens, journals, the
+    /// operator's routes) waits out `429 over_quota`: it is sent again, identically, after each
+    /// answer's `Retry-After` (1 s when it names none or 0) while the waits add up to no more
+    /// than this; past it the 429 is the answer. A 429 took no effect, so any call may be sent
+    /// again. Zero: a 429 is answered at once. Journal calls (writes, reads, leaders,
+    /// truncations) wait by [`ClientConfig`](crate::ClientConfig)'s policy instead.
+    pub over_quota_wait_max: Duration,
 }
 
 impl Default for HttpConfig {
@@ -70,6 +77,7 @@ impl Default for HttpConfig {
             http2: true,
             sessions: true,
             session_in_flight_max: 1024,
+            over_quota_wait_max: Duration::from_secs(10),
         }
     }
 }
