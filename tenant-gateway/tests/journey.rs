@@ -8,10 +8,11 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt as _;
+use paros_gateway::GatewayConfig;
 use serde_json::{Value, json};
 use tower::ServiceExt as _;
 
-use common::{call, code, create, signup, world};
+use common::{call, code, create, signup, test_config, world, world_with};
 
 const A: &str = "0f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b";
 const B: &str = "1f8b1c2e-4a5d-4e6f-9a0b-1c2d3e4f5a6b";
@@ -235,4 +236,34 @@ async fn a_tenant_claims_writes_is_superseded_truncates_and_tails() {
     assert!(text.contains("paros_gateway_requests_total"), "{text}");
     assert!(text.contains("route=\"/v1/journals/{name}/records\""), "{text}");
     assert!(text.contains("paros_gateway_request_duration_seconds_bucket"), "{text}");
+}
+
+/// A quiet tail sends a heartbeat at once, then one each `heartbeat_interval`, also when that is
+/// longer than a node's own long-poll (until stop 55 they came each time a node's long-poll
+/// ended, about every 1.6 s on `paros dev`, whatever the interval).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_tail_heartbeats_at_once_then_once_per_heartbeat_interval() {
+    let interval = Duration::from_millis(2_500);
+    let w = world_with(GatewayConfig { heartbeat_interval: interval, ..test_config() }).await;
+    let r = &w.router;
+    let (_tenant, owner, _) = signup(r, "acme").await;
+    create(r, &owner, "orders", None).await;
+    let opened = std::time::Instant::now();
+    let arrivals = std::sync::Mutex::new(Vec::new());
+    let frames = tail_frames(r, "/v1/journals/orders/tail", &owner, None, |f| {
+        let mut at = arrivals.lock().unwrap();
+        while at.len() < f.len() {
+            at.push(opened.elapsed());
+        }
+        f.len() >= 3
+    })
+    .await;
+    let at = arrivals.into_inner().unwrap();
+    assert!(frames.iter().all(|(e, id, v)| e == "heartbeat" && id == "0" && v["caught_up"] == true), "{frames:?}");
+    assert!(at[0] < Duration::from_secs(1), "the first heartbeat comes at once: {at:?}");
+    for pair in at.windows(2) {
+        let gap = pair[1] - pair[0];
+        let fits = gap >= interval - Duration::from_millis(100) && gap < interval + Duration::from_millis(1_500);
+        assert!(fits, "heartbeats {gap:?} apart, the interval is {interval:?}: {at:?}");
+    }
 }

@@ -100,36 +100,50 @@ const NOT_SERVED_PAUSE: Duration = Duration::from_millis(100);
 /// when the journal is gone (the tail ends).
 async fn next_event(s: &mut TailState) -> Option<Option<(TailEvent, Seq)>> {
     let cfg = s.g.inner.config;
-    let due = s.last_sent.map_or(Duration::ZERO, |at| cfg.heartbeat_interval.saturating_sub(at.elapsed()));
-    let params = ReadParams {
-        from: s.cursor,
-        limit: cfg.read_records_max,
-        max_bytes: cfg.read_bytes_max,
-        // Past a node's own long-poll cap, the port asks again until the heartbeat is due.
-        wait_ms: u32::try_from(due.as_millis()).unwrap_or(u32::MAX),
-        consistency: Consistency::Linearizable,
-    };
-    let next = match s.g.read(s.key, params, None).await.answer {
-        ReadAnswer::Page { from, records, view } if !records.is_empty() => {
-            let next = Seq(from.0 + records.len() as u64);
-            s.g.inner.metrics.read(s.tenant, &records);
-            let page = Page { from, records: records.into_iter().map(|r| Record(r.to_vec())).collect(), view };
-            s.cursor = next;
-            (TailEvent::Records(page), next)
-        }
-        ReadAnswer::Truncated { view } => {
-            let gap = Gap { from: s.cursor, resumed_at: view.first_seq, view };
-            s.cursor = view.first_seq;
-            (TailEvent::Gap(gap), view.first_seq)
-        }
-        ReadAnswer::Page { view, .. } => {
-            let caught_up = s.cursor >= view.next_seq;
-            (TailEvent::Heartbeat(Heartbeat { view, caught_up }), s.cursor)
-        }
-        ReadAnswer::Unserved { .. } | ReadAnswer::UnknownJournal | ReadAnswer::Denied(_) => {
-            let live = s.g.directory().ok().is_some_and(|d| d.journal(s.key).is_some_and(|j| j.is_live()));
-            return live.then_some(None);
-        }
+    // The first step of a tail reads without waiting: a cursor at the tail gets a heartbeat at
+    // once (the view, and that the tail is live). After that, a long-poll until the heartbeat
+    // is due; a node ends its own long-poll sooner (its cap), and then the read is asked again
+    // for the rest of the wait.
+    let next = loop {
+        let due = s.last_sent.map_or(Duration::ZERO, |at| cfg.heartbeat_interval.saturating_sub(at.elapsed()));
+        let params = ReadParams {
+            from: s.cursor,
+            limit: cfg.read_records_max,
+            max_bytes: cfg.read_bytes_max,
+            wait_ms: u32::try_from(due.as_millis()).unwrap_or(u32::MAX),
+            consistency: Consistency::Linearizable,
+        };
+        let asked = tokio::time::Instant::now();
+        break match s.g.read(s.key, params, None).await.answer {
+            ReadAnswer::Page { from, records, view } if !records.is_empty() => {
+                let next = Seq(from.0 + records.len() as u64);
+                s.g.inner.metrics.read(s.tenant, &records);
+                let page = Page { from, records: records.into_iter().map(|r| Record(r.to_vec())).collect(), view };
+                s.cursor = next;
+                (TailEvent::Records(page), next)
+            }
+            ReadAnswer::Truncated { view } => {
+                let gap = Gap { from: s.cursor, resumed_at: view.first_seq, view };
+                s.cursor = view.first_seq;
+                (TailEvent::Gap(gap), view.first_seq)
+            }
+            ReadAnswer::Page { .. } if s.last_sent.is_some_and(|at| at.elapsed() < cfg.heartbeat_interval) => {
+                // A server that answered at once rather than long-polling is not asked again
+                // at once.
+                if asked.elapsed() < NOT_SERVED_PAUSE {
+                    tokio::time::sleep(NOT_SERVED_PAUSE).await;
+                }
+                continue;
+            }
+            ReadAnswer::Page { view, .. } => {
+                let caught_up = s.cursor >= view.next_seq;
+                (TailEvent::Heartbeat(Heartbeat { view, caught_up }), s.cursor)
+            }
+            ReadAnswer::Unserved { .. } | ReadAnswer::UnknownJournal | ReadAnswer::Denied(_) => {
+                let live = s.g.directory().ok().is_some_and(|d| d.journal(s.key).is_some_and(|j| j.is_live()));
+                return live.then_some(None);
+            }
+        };
     };
     Some(Some(next))
 }
