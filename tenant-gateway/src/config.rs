@@ -11,6 +11,16 @@ pub struct GatewayConfig {
     pub open_signup: bool,
     /// The most bytes a request body may hold, as sent (413 beyond, before it is buffered).
     pub body_limit_bytes: u64,
+    /// What is left of a body refused 413 is read and dropped, up to this many more bytes and
+    /// for at most `body_drain_time_max`, so that a client still sending it reads the 413:
+    /// over HTTP/2 a body dropped unread ends in a reset stream (`RST_STREAM NO_ERROR`, RFC
+    /// 9113 §8.1), which some clients (curl 7.88, Python's h2) report as an error instead of
+    /// the answer sent before it. 0: dropped unread.
+    pub body_drain_bytes_max: u64,
+    /// How long one refused body is drained at most (see `body_drain_bytes_max`).
+    pub body_drain_time_max: Duration,
+    /// The most refused bodies drained at once; past it a refused body is dropped unread.
+    pub body_drains_max: usize,
     /// The most records one Write may carry (413 beyond).
     pub write_records_max: u32,
     /// The most decoded record bytes one Write may carry (413 beyond).
@@ -91,6 +101,9 @@ impl Default for GatewayConfig {
         GatewayConfig {
             open_signup: true,
             body_limit_bytes: 2 << 20,
+            body_drain_bytes_max: 16 << 20,
+            body_drain_time_max: Duration::from_secs(10),
+            body_drains_max: 64,
             write_records_max: 1024,
             write_bytes_max: 1 << 20,
             read_records_max: paros_core::Tunables::default().page_records_max,

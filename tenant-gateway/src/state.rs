@@ -81,6 +81,8 @@ pub(crate) struct Inner {
     pub(crate) metrics: Metrics,
     pub(crate) tails: Mutex<HashMap<TenantId, Arc<AtomicUsize>>>,
     pub(crate) sessions: Mutex<HashMap<TenantId, Arc<AtomicUsize>>>,
+    /// Refused bodies being drained ([`crate::wire`]), at most `body_drains_max`.
+    pub(crate) drains: Arc<tokio::sync::Semaphore>,
     /// Stops and starts machines by hand, where the cell allows it ([`Gateway::control_machines`]).
     pub(crate) control: std::sync::OnceLock<Arc<dyn crate::nodes::MachineControl>>,
 }
@@ -197,6 +199,7 @@ impl Gateway {
                 metrics: Metrics::new(nodes),
                 tails: Mutex::new(HashMap::new()),
                 sessions: Mutex::new(HashMap::new()),
+                drains: Arc::new(tokio::sync::Semaphore::new(config.body_drains_max)),
                 control: std::sync::OnceLock::new(),
             }),
         };

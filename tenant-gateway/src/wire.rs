@@ -28,18 +28,53 @@ pub(crate) async fn json_body<T: serde::de::DeserializeOwned>(
         headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok())
         && len > limit
     {
+        drain(g, body);
         return Err(too_large());
     }
     let limit_usize = usize::try_from(limit).unwrap_or(usize::MAX);
-    let bytes: Bytes = match http_body_util::Limited::new(body, limit_usize).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => return Err(too_large()),
-        Err(e) => return Err(ApiError::malformed(format!("reading the body: {e}"))),
-    };
+    let mut body = body;
+    let mut chunks: Vec<Bytes> = Vec::new();
+    let mut held = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| ApiError::malformed(format!("reading the body: {e}")))?;
+        let Ok(data) = frame.into_data() else { continue };
+        held += data.len();
+        if held > limit_usize {
+            drain(g, body);
+            return Err(too_large());
+        }
+        chunks.push(data);
+    }
+    // One chunk (the usual body) is kept as it came; several are joined.
+    let bytes = if chunks.len() == 1 { chunks.swap_remove(0) } else { Bytes::from(chunks.concat()) };
     if !media_type_is(headers, "application/json") {
         return Err(ApiError::malformed("the body is application/json"));
     }
     serde_json::from_slice(&bytes).map_err(|e| ApiError::malformed(format!("bad body: {e}")))
+}
+
+/// Reads and drops what is left of a body refused 413, in a task of its own, within the
+/// gateway's drain bounds (`body_drain_bytes_max`, `body_drain_time_max`, `body_drains_max`):
+/// the client finishes sending and reads the answer rather than a reset stream.
+fn drain(g: &Gateway, mut body: Body) {
+    let cfg = g.inner.config;
+    if cfg.body_drain_bytes_max == 0 {
+        return;
+    }
+    let Ok(permit) = std::sync::Arc::clone(&g.inner.drains).try_acquire_owned() else { return };
+    tokio::spawn(async move {
+        let _permit = permit;
+        let read = async {
+            let mut dropped = 0u64;
+            while dropped <= cfg.body_drain_bytes_max {
+                match body.frame().await {
+                    Some(Ok(frame)) => dropped += frame.data_ref().map_or(0, |d| d.len() as u64),
+                    Some(Err(_)) | None => break,
+                }
+            }
+        };
+        let _ = tokio::time::timeout(cfg.body_drain_time_max, read).await;
+    });
 }
 
 /// Whether the request's `Content-Type` names `media_type` (parameters aside).

@@ -316,3 +316,53 @@ async fn the_gateway_serves_http_on_a_loopback_port() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     server.abort();
 }
+
+/// A body over the limit sent over HTTP/2: the gateway answers 413 and reads the rest of the
+/// body and drops it (within `body_drain_bytes_max`), so the client sends it whole and reads
+/// the 413. Without the drain the stream is reset under the client (`RST_STREAM NO_ERROR`
+/// after the answer), which curl 7.88 and Python's h2 report as an error, not as the 413.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_body_over_http2_is_answered_413_after_the_client_sent_it_whole() {
+    let w = world().await;
+    let (_, owner, _) = signup(&w.router, "big").await;
+    create(&w.router, &owner, "orders", None).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(paros_gateway::serve(listener, w.gateway.clone()));
+    let (h2, connection) = h2::client::handshake(tokio::net::TcpStream::connect(addr).await.unwrap()).await.unwrap();
+    tokio::spawn(connection);
+    // The test gateway's body limit is 64 KiB: send three times that, with and without a
+    // content-length (refused before reading, or once past the limit).
+    let total = 3 * 64 * 1024;
+    for with_length in [true, false] {
+        let mut h2 = h2.clone().ready().await.unwrap();
+        let mut request = axum::http::Request::post(format!("http://{addr}/v1/journals/orders/records"))
+            .header("authorization", format!("Bearer {owner}"))
+            .header("content-type", "application/json");
+        if with_length {
+            request = request.header("content-length", total);
+        }
+        let (answer, mut send) = h2.send_request(request.body(()).unwrap(), false).unwrap();
+        let chunk = bytes::Bytes::from(vec![b'x'; 16 * 1024]);
+        let mut sent = 0;
+        while sent < total {
+            send.reserve_capacity(chunk.len());
+            let room = std::future::poll_fn(|cx| send.poll_capacity(cx)).await;
+            let room = room.expect("the stream is open").expect("the stream is not reset");
+            let n = room.min(chunk.len()).min(total - sent);
+            send.send_data(chunk.slice(..n), sent + n == total).expect("the body is sent");
+            sent += n;
+        }
+        let answer = tokio::time::timeout(Duration::from_secs(5), answer).await.expect("in time").expect("an answer");
+        assert_eq!(answer.status(), StatusCode::PAYLOAD_TOO_LARGE, "content-length {with_length}");
+        let mut body = answer.into_body();
+        let mut bytes = Vec::new();
+        while let Some(data) = body.data().await {
+            let data = data.unwrap();
+            body.flow_control().release_capacity(data.len()).unwrap();
+            bytes.extend_from_slice(&data);
+        }
+        let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!((code(&v), v["max_body_bytes"].as_u64()), ("too_large", Some(65536)), "{v}");
+    }
+}
