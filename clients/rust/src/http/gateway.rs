@@ -202,14 +202,15 @@ impl GatewayClient {
         segments: &[&str],
         body: Option<&T>,
     ) -> Result<Answer, GatewayError> {
-        let body = body.map(|b| bytes::Bytes::from(serde_json::to_vec(b).expect("API bodies serialize infallibly")));
         let mut waited = Duration::ZERO;
         loop {
-            let mut req = self.request(method.clone(), self.url(segments), Some(self.config.request_timeout));
-            if let Some(b) = &body {
-                req = req.header(CONTENT_TYPE, "application/json").body(b.clone());
-            }
-            let a = self.send(req).await?;
+            let req = self.request(method.clone(), self.url(segments), Some(self.config.request_timeout));
+            let a = self
+                .send(match body {
+                    Some(b) => Self::json(req, b),
+                    None => req,
+                })
+                .await?;
             match quota_resend(&a, waited, self.config.over_quota_wait_max) {
                 Some(wait) => {
                     tokio::time::sleep(wait).await;
